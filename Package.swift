@@ -1,0 +1,104 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "Pushline",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "pushline-ingest", targets: ["IngestMain"]),
+        .executable(name: "pushline-processor", targets: ["ProcessorMain"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.20.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.0.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.4.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.3.0"),
+    ],
+    targets: [
+        // librdkafka from the system (>= 2.8 for Tansu; scripts/setup installs it).
+        .systemLibrary(name: "CRdKafka", path: "Shared/CRdKafka", pkgConfig: "rdkafka"),
+        .target(
+            name: "Kafka",
+            dependencies: [
+                "CRdKafka",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Shared/Kafka"
+        ),
+        .target(
+            name: "Contracts",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            path: "Shared/Contracts"
+        ),
+        .target(
+            name: "Projections",
+            dependencies: [
+                "Contracts",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Shared/Projections"
+        ),
+        .target(
+            name: "Ingest",
+            dependencies: [
+                "Contracts", "Kafka", "Projections",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            path: "Services/Ingest"
+        ),
+        .target(
+            name: "Processor",
+            dependencies: [
+                "Contracts", "Kafka", "Projections",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Services/Processor"
+        ),
+        .executableTarget(
+            name: "IngestMain",
+            dependencies: ["Ingest", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Services/IngestMain"
+        ),
+        .executableTarget(
+            name: "ProcessorMain",
+            dependencies: ["Processor", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Services/ProcessorMain"
+        ),
+        .target(
+            name: "TestSupport",
+            dependencies: ["Kafka", "Contracts", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                           .product(name: "Hummingbird", package: "hummingbird")],
+            path: "Tests/TestSupport"
+        ),
+        .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
+        .testTarget(name: "ContractsTests", dependencies: ["Contracts"]),
+        .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "Contracts"]),
+        .testTarget(
+            name: "IngestTests",
+            dependencies: ["Ingest", "Contracts", "Kafka", "Projections",
+                           .product(name: "HummingbirdTesting", package: "hummingbird")]
+        ),
+        .testTarget(name: "ProcessorTests", dependencies: ["Processor", "Contracts", "Projections", "Kafka", "TestSupport"]),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["Contracts", "Kafka", "Projections", "TestSupport",
+                           .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                           .product(name: "Hummingbird", package: "hummingbird")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

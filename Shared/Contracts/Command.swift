@@ -1,0 +1,65 @@
+import Foundation
+
+/// The type names of every command Pushline writes to Kafka. The raw value is the envelope's
+/// `type` and the record header `type`.
+public enum CommandType: String, Sendable, CaseIterable, Codable {
+    case appCreated = "admin.app-created"
+    case apiTokenIssued = "admin.api-token-issued"
+    case apiTokenRevoked = "admin.api-token-revoked"
+    case appSettingsChanged = "admin.app-settings-changed"
+    case deviceRegistrationRequested = "registration.device-registration-requested"
+    case deviceCleanupRequested = "registration.device-cleanup-requested"
+}
+
+/// Which command topic a command travels on.
+public enum CommandTopic: Sendable {
+    case admin, registration, notification, tracking
+
+    public func name(in topics: Topics) -> String {
+        switch self {
+        case .admin: topics.admin
+        case .registration: topics.registration
+        case .notification: topics.notification
+        case .tracking: topics.tracking
+        }
+    }
+}
+
+/// A command payload: knows its type name, current version, topic and record key.
+public protocol Command: Codable, Sendable {
+    static var type: CommandType { get }
+    /// The payload version this code writes; readers skip versions they do not know.
+    static var version: Int { get }
+    static var topic: CommandTopic { get }
+    /// The record key: all commands that must stay ordered share a key.
+    var recordKey: String { get }
+}
+
+extension Command {
+    public static var version: Int { 1 }
+}
+
+/// Record keys. Registration commands are keyed by (app, user) so that every command for one
+/// user of one app lands in one partition, in order.
+public enum RecordKey {
+    public static func user(app: UUID, user: String) -> String { "\(app.uuidString.lowercased())/\(user)" }
+    public static func app(_ app: UUID) -> String { app.uuidString.lowercased() }
+}
+
+/// A command ready to produce: topic, key, headers and the encoded envelope.
+public struct EncodedCommand: Sendable {
+    public var topic: String
+    public var key: String
+    public var type: String
+    public var version: Int
+    public var value: Data
+
+    /// Wraps `command` in an envelope and encodes it.
+    public init<C: Command>(_ command: C, topics: Topics, id: UUID = UUID(), at: Date = Date(), encoder: JSONEncoder) throws {
+        self.topic = C.topic.name(in: topics)
+        self.key = command.recordKey
+        self.type = C.type.rawValue
+        self.version = C.version
+        self.value = try encoder.encode(Envelope(v: C.version, type: C.type.rawValue, id: id, at: at, payload: command))
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+
+/// An app was created in an org, with its first API token (hash only).
+public struct AppCreated: Command, Equatable {
+    public static let type = CommandType.appCreated
+    public static let topic = CommandTopic.admin
+
+    public var orgId: UUID
+    public var mobileAppId: UUID
+    public var name: String
+    public var tokenId: UUID
+    /// `ApiTokens.hash` of the raw token; the raw token never enters Kafka.
+    public var tokenHash: String
+
+    public init(orgId: UUID, mobileAppId: UUID, name: String, tokenId: UUID, tokenHash: String) {
+        self.orgId = orgId
+        self.mobileAppId = mobileAppId
+        self.name = name
+        self.tokenId = tokenId
+        self.tokenHash = tokenHash
+    }
+
+    public var recordKey: String { RecordKey.app(mobileAppId) }
+}
+
+/// A further API token was issued for an app.
+public struct ApiTokenIssued: Command, Equatable {
+    public static let type = CommandType.apiTokenIssued
+    public static let topic = CommandTopic.admin
+
+    public var mobileAppId: UUID
+    public var tokenId: UUID
+    public var tokenHash: String
+
+    public init(mobileAppId: UUID, tokenId: UUID, tokenHash: String) {
+        self.mobileAppId = mobileAppId
+        self.tokenId = tokenId
+        self.tokenHash = tokenHash
+    }
+
+    public var recordKey: String { RecordKey.app(mobileAppId) }
+}
+
+/// An API token was revoked; requests carrying it are treated as unauthenticated from then on.
+public struct ApiTokenRevoked: Command, Equatable {
+    public static let type = CommandType.apiTokenRevoked
+    public static let topic = CommandTopic.admin
+
+    public var mobileAppId: UUID
+    public var tokenId: UUID
+
+    public init(mobileAppId: UUID, tokenId: UUID) {
+        self.mobileAppId = mobileAppId
+        self.tokenId = tokenId
+    }
+
+    public var recordKey: String { RecordKey.app(mobileAppId) }
+}
+
+/// App settings changed. A field that is `nil` is left as it was; an empty `callbackUrl`
+/// removes the callback.
+public struct AppSettingsChanged: Command, Equatable {
+    public static let type = CommandType.appSettingsChanged
+    public static let topic = CommandTopic.admin
+
+    public var mobileAppId: UUID
+    public var name: String?
+    public var callbackUrl: String?
+    public var callbackHeaders: [String: String]?
+    /// Extra attempts after the first for status webhooks and callbacks (0 = one attempt, the seed's rule).
+    public var webhookRetries: Int?
+
+    public init(mobileAppId: UUID, name: String? = nil, callbackUrl: String? = nil,
+                callbackHeaders: [String: String]? = nil, webhookRetries: Int? = nil) {
+        self.mobileAppId = mobileAppId
+        self.name = name
+        self.callbackUrl = callbackUrl
+        self.callbackHeaders = callbackHeaders
+        self.webhookRetries = webhookRetries
+    }
+
+    public var recordKey: String { RecordKey.app(mobileAppId) }
+}

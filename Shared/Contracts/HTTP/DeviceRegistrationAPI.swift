@@ -1,0 +1,115 @@
+import Foundation
+
+/// Wire shapes of the seed 000 device-registration API
+/// (`/api/v1.0/orgs/{orgId}/pushdeviceregistration/…`). Field names are PascalCase exactly as
+/// in the seed. Fields are optional here so that ingest can name the missing one in its 400.
+public enum DeviceRegistrationAPI {
+    public static let trackRegistrationHeader = "x-ms-track-registration"
+    public static let callbackURLHeader = "x-ms-callback-url"
+    /// The seed's other name for `x-ms-callback-url`; both are accepted.
+    public static let statusCallbackURLHeader = "x-ms-status-callback-url"
+    public static let callbackURLHeadersHeader = "x-ms-callback-url-headers"
+    public static let maxBatch = 100
+    public static let maxDeviceTokenBytes = 4096
+
+    /// One registration (`POST …/devices`, and each element of `…/devices/batch`).
+    public struct Registration: Codable, Sendable, Equatable {
+        public var MobileAppId: String?
+        public var UserId: String?
+        public var ApiToken: String?
+        public var ApnsDeviceToken: String?
+        public var FcmDeviceToken: String?
+
+        public init(MobileAppId: String?, UserId: String?, ApiToken: String?, ApnsDeviceToken: String? = nil, FcmDeviceToken: String? = nil) {
+            self.MobileAppId = MobileAppId
+            self.UserId = UserId
+            self.ApiToken = ApiToken
+            self.ApnsDeviceToken = ApnsDeviceToken
+            self.FcmDeviceToken = FcmDeviceToken
+        }
+    }
+
+    /// The answer to a tracked registration.
+    public struct RegistrationAccepted: Codable, Sendable, Equatable {
+        public var RegistrationRequestId: UUID
+        public init(RegistrationRequestId: UUID) { self.RegistrationRequestId = RegistrationRequestId }
+    }
+
+    /// `POST …/devices/status/`.
+    public struct StatusQuery: Codable, Sendable, Equatable {
+        public var RegistrationRequestIds: [String]?
+        public var MobileAppId: String?
+        public var ApiToken: String?
+
+        public init(RegistrationRequestIds: [String]?, MobileAppId: String?, ApiToken: String?) {
+            self.RegistrationRequestIds = RegistrationRequestIds
+            self.MobileAppId = MobileAppId
+            self.ApiToken = ApiToken
+        }
+    }
+
+    /// One element of the status answer, in request order.
+    public struct RegistrationStatus: Codable, Sendable, Equatable {
+        public var Status: Status
+        public var FailureReason: FailureReason?
+
+        public init(Status: Status, FailureReason: FailureReason? = nil) {
+            self.Status = Status
+            self.FailureReason = FailureReason
+        }
+    }
+
+    public enum Status: String, Codable, Sendable {
+        case Pending, Success, Failed
+    }
+
+    /// Why a registration failed (seed 000's list).
+    public enum FailureReason: String, Codable, Sendable, CaseIterable {
+        case DuplicateExists, DryRunSendingFailed, DeviceTokenTooLong, FailedToStoreDevice, ApiTokenNotValid
+    }
+
+    /// `POST …/devices/cleanup` and each element of `…/cleanup/batch`.
+    public struct Cleanup: Codable, Sendable, Equatable {
+        public var MobileAppId: String?
+        public var ApiToken: String?
+        public var UserId: String?
+        public var DeviceToken: String?
+
+        public init(MobileAppId: String?, ApiToken: String?, UserId: String?, DeviceToken: String? = nil) {
+            self.MobileAppId = MobileAppId
+            self.ApiToken = ApiToken
+            self.UserId = UserId
+            self.DeviceToken = DeviceToken
+        }
+    }
+
+    /// The status webhook body POSTed to `x-ms-callback-url` after the outcome.
+    public struct StatusWebhook: Codable, Sendable, Equatable {
+        public var Status: Status
+        public var Signature: String
+        public var FailureReason: FailureReason?
+
+        public init(Status: Status, Signature: String, FailureReason: FailureReason?) {
+            self.Status = Status
+            self.Signature = Signature
+            self.FailureReason = FailureReason
+        }
+    }
+}
+
+/// The header that identifies one webhook or callback job; repeats of a job carry the same id
+/// so receivers can drop them.
+public enum WebhookHeaders {
+    public static let webhookId = "x-pushline-webhook-id"
+}
+
+/// The JSON problem body of every 4xx/5xx answer: `{"error": "...", "field": "..."}`.
+public struct Problem: Codable, Sendable, Equatable {
+    public var error: String
+    public var field: String?
+
+    public init(error: String, field: String? = nil) {
+        self.error = error
+        self.field = field
+    }
+}

@@ -1,0 +1,32 @@
+/// The one place that names Pushline's Kafka topics.
+///
+/// Every name is `prefix + suffix`; the prefix (default `pushline.`) lets several deployments
+/// share one cluster.
+public struct Topics: Sendable, Hashable {
+    public var prefix: String
+
+    public init(prefix: String = "pushline.") {
+        self.prefix = prefix
+    }
+
+    /// Registrations and cleanups from every HTTP dialect, keyed by (app, user).
+    public var registration: String { prefix + "commands.registration" }
+    /// Notification sends and acknowledgements.
+    public var notification: String { prefix + "commands.notification" }
+    /// Engagement tracking events, keyed by delivery id.
+    public var tracking: String { prefix + "commands.tracking" }
+    /// App, token and settings changes made through the admin API, keyed by app.
+    public var admin: String { prefix + "commands.admin" }
+    /// Per-device APNs/FCM payloads for whatever talks to Apple and Google.
+    public var outbound: String { prefix + "outbound" }
+    /// One record per webhook or callback attempt, for audit.
+    public var webhooks: String { prefix + "webhooks" }
+
+    /// The command topics the processor consumes.
+    public var commandTopics: [String] { [admin, registration, notification, tracking] }
+
+    /// Every topic with the partition count it is created with when missing.
+    public func all(commandPartitions: Int = 12, outputPartitions: Int = 12) -> [(name: String, partitions: Int)] {
+        commandTopics.map { ($0, commandPartitions) } + [(outbound, outputPartitions), (webhooks, outputPartitions)]
+    }
+}
