@@ -1,0 +1,23 @@
+# The two commands: `make run` starts the stack, `make test` runs every test.
+.PHONY: run run-foreground stop test build bench-ingest setup
+
+run:
+	scripts/run
+
+run-foreground:
+	scripts/run --foreground
+
+stop:
+	scripts/stop
+
+test:
+	scripts/test
+
+setup:
+	scripts/setup
+
+build:
+	swift build
+
+bench-ingest:
+	scripts/bench-ingest

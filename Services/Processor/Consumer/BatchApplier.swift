@@ -1,0 +1,202 @@
+import Contracts
+import Foundation
+import Logging
+import Metrics
+import Projections
+
+/// One consumed record, reduced to what the applier needs.
+struct ConsumedRecord: Sendable {
+    var partition: PartitionKey
+    var offset: Int64
+    var type: String?
+    var version: Int?
+    var value: Data
+}
+
+/// Applies a batch of consumed records to the projection store in ONE transaction together
+/// with the partitions' next offsets (effectively-once: state and position move together).
+///
+/// Handlers decide outcomes in memory over the rows loaded for the batch; the store only
+/// sees the resulting mutations. If the store rejects the batch, it is retried, then applied
+/// record by record so that one bad write (→ `FailedToStoreDevice`) cannot block the rest.
+/// Nothing is skipped while the store is down: the offsets do not move until a commit succeeds.
+final class BatchApplier: Sendable {
+    private let store: any ProjectionStore
+    private let registration: RegistrationHandler
+    private let logger: Logger
+    private let retryDelays: [Duration]
+    private let commitTimer = Timer(label: "pushline_processor_store_commit_seconds")
+
+    init(store: any ProjectionStore, verifier: any DeviceTokenVerifier, logger: Logger,
+         retryDelays: [Duration] = [.milliseconds(50), .milliseconds(200), .milliseconds(800)]) {
+        self.store = store
+        self.registration = RegistrationHandler(verifier: verifier)
+        self.logger = logger
+        self.retryDelays = retryDelays
+    }
+
+    /// Applies `records` (ordered as consumed) and returns the new next-offset of every partition
+    /// they came from. `expected` holds the stored next-offsets the caller believes in (absent:
+    /// nothing stored). Throws `ProjectionStoreError.offsetConflict` when another processor
+    /// moved a partition meanwhile; nothing is written then.
+    func apply(_ records: [ConsumedRecord], expected: [PartitionKey: Int64]) async throws -> [PartitionKey: Int64] {
+        guard !records.isEmpty else { return [:] }
+        let decoded = decode(records)
+        do {
+            return try await withRetries { try await self.commit(decoded, expected: expected) }
+        } catch let error as ProjectionStoreError where error.isConflict {
+            throw error
+        } catch {
+            logger.error("batch commit failed after retries; applying record by record", metadata: ["error": "\(error)"])
+        }
+        var positions = expected
+        for record in decoded {
+            let one = [record]
+            do {
+                try await withRetries { _ = try await self.commit(one, expected: positions) }
+            } catch let error as ProjectionStoreError where error.isConflict {
+                throw error
+            } catch {
+                logger.error("record could not be stored; recording its failure", metadata: [
+                    "partition": "\(record.partition)", "offset": "\(record.offset)", "error": "\(error)",
+                ])
+                try await retryForever { _ = try await self.commit(one, expected: positions, storeFailed: true) }
+            }
+            positions[record.partition] = record.offset + 1
+        }
+        return positions.filter { key, _ in records.contains { $0.partition == key } }
+    }
+
+    // MARK: - One transaction
+
+    private struct Decoded: Sendable {
+        var partition: PartitionKey
+        var offset: Int64
+        var outcome: CommandDecoder.Outcome
+    }
+
+    private func decode(_ records: [ConsumedRecord]) -> [Decoded] {
+        let decoder = CommandDecoder()
+        return records.map { Decoded(partition: $0.partition, offset: $0.offset, outcome: decoder.decode(type: $0.type, version: $0.version, value: $0.value)) }
+    }
+
+    private func commit(_ records: [Decoded], expected: [PartitionKey: Int64], storeFailed: Bool = false) async throws -> [PartitionKey: Int64] {
+        var commands: [ProcessorCommand] = []
+        commands.reserveCapacity(records.count)
+        var tally = Tally()
+        var next: [PartitionKey: Int64] = [:]
+        for record in records {
+            next[record.partition] = max(next[record.partition] ?? 0, record.offset + 1)
+            switch record.outcome {
+            case .command(let c): commands.append(c)
+            case .unknownType(let t): tally.skipped["unknown-type:\(t)", default: 0] += 1
+            case .unsupportedVersion(let t, let v): tally.skipped["unsupported-version:\(t):v\(v)", default: 0] += 1
+            case .malformed(let t, let e):
+                logger.warning("skipping malformed record", metadata: ["type": "\(t)", "error": "\(e)", "partition": "\(record.partition)", "offset": "\(record.offset)"])
+                tally.skipped["malformed:\(t)", default: 0] += 1
+            }
+        }
+        // Admin first, the rest in consumed order (a stable partition keeps per-key order).
+        let ordered = commands.filter(\.isAdmin) + commands.filter { !$0.isAdmin }
+        var query = StateQuery()
+        for c in ordered { c.addNeeds(to: &query) }
+        var state = BatchState(try await store.load(query))
+        for c in ordered {
+            let result = handle(c, state: &state, storeFailed: storeFailed)
+            tally.count(c.type, result)
+        }
+        let offsets = next.map { OffsetUpdate(partition: $0.key, expected: expected[$0.key], next: $0.value) }
+        let start = ContinuousClock.now
+        try await store.commit(mutations: state.mutations, offsets: offsets)
+        commitTimer.recordNanoseconds((ContinuousClock.now - start).nanoseconds)
+        tally.report()
+        return next
+    }
+
+    private func handle(_ c: ProcessorCommand, state: inout BatchState, storeFailed: Bool) -> HandlerResult {
+        switch c.body {
+        case .appCreated(let x): AdminHandlers.apply(x, at: c.at, to: &state)
+        case .apiTokenIssued(let x): AdminHandlers.apply(x, at: c.at, to: &state)
+        case .apiTokenRevoked(let x): AdminHandlers.apply(x, to: &state)
+        case .appSettingsChanged(let x): AdminHandlers.apply(x, to: &state)
+        case .deviceRegistrationRequested(let x): registration.apply(x, at: c.at, to: &state, storeFailed: storeFailed)
+        case .deviceCleanupRequested(let x): CleanupHandler.apply(x, to: &state)
+        }
+    }
+
+    // MARK: - Retries
+
+    private func withRetries<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try await body()
+            } catch let error as ProjectionStoreError where error.isConflict {
+                throw error
+            } catch {
+                guard attempt < retryDelays.count, !Task.isCancelled else { throw error }
+                logger.warning("store commit failed; retrying", metadata: ["attempt": "\(attempt + 1)", "error": "\(error)"])
+                try await Task.sleep(for: retryDelays[attempt])
+                attempt += 1
+            }
+        }
+    }
+
+    /// The store itself is down: wait for it rather than skip anything.
+    private func retryForever(_ body: @Sendable () async throws -> Void) async throws {
+        var delay = Duration.milliseconds(100)
+        while true {
+            do {
+                return try await body()
+            } catch let error as ProjectionStoreError where error.isConflict {
+                throw error
+            } catch {
+                try Task.checkCancellation()
+                logger.error("store unavailable; retrying", metadata: ["error": "\(error)", "delay": "\(delay)"])
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+    }
+}
+
+/// Per-batch counts, reported to metrics once per batch rather than once per record.
+private struct Tally {
+    var applied: [CommandType: Int] = [:]
+    var rejected: [String: Int] = [:]
+    var skipped: [String: Int] = [:]
+
+    mutating func count(_ type: CommandType, _ result: HandlerResult) {
+        switch result {
+        case .applied: applied[type, default: 0] += 1
+        case .rejected(let reason): rejected["\(type.rawValue)|\(reason)", default: 0] += 1
+        }
+    }
+
+    func report() {
+        for (type, n) in applied {
+            Counter(label: "pushline_processor_commands_applied_total", dimensions: [("type", type.rawValue)]).increment(by: n)
+        }
+        for (key, n) in rejected {
+            let parts = key.split(separator: "|", maxSplits: 1).map(String.init)
+            Counter(label: "pushline_processor_commands_rejected_total", dimensions: [("type", parts[0]), ("reason", parts[1])]).increment(by: n)
+        }
+        for (reason, n) in skipped {
+            Counter(label: "pushline_processor_records_skipped_total", dimensions: [("reason", reason)]).increment(by: n)
+        }
+    }
+}
+
+extension ProjectionStoreError {
+    var isConflict: Bool {
+        if case .offsetConflict = self { return true }
+        return false
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (s, atto) = components
+        return s * 1_000_000_000 + atto / 1_000_000_000
+    }
+}

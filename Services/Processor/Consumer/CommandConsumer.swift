@@ -1,0 +1,112 @@
+import Contracts
+import Foundation
+import Kafka
+import Logging
+import Metrics
+import Projections
+import ServiceLifecycle
+import Synchronization
+
+/// The processor's consumer loop: joins the consumer group on the command topics, seeks each
+/// newly assigned partition to the offset stored in the projection store, and applies every
+/// batch in one store transaction. Webhook sending is left to the outbox dispatcher, so slow
+/// receivers never slow consumption.
+final class CommandConsumer: Service, Sendable {
+    private let configuration: KafkaConsumerConfiguration
+    private let topics: [String]
+    private let store: any ProjectionStore
+    private let applier: BatchApplier
+    private let book = OffsetBook()
+    private let onApplied: @Sendable () -> Void
+    private let logger: Logger
+    private let state = HealthFlag()
+
+    init(configuration: KafkaConsumerConfiguration, topics: [String], store: any ProjectionStore,
+         verifier: any DeviceTokenVerifier, logger: Logger, onApplied: @escaping @Sendable () -> Void) {
+        self.configuration = configuration
+        self.topics = topics
+        self.store = store
+        self.applier = BatchApplier(store: store, verifier: verifier, logger: logger)
+        self.onApplied = onApplied
+        self.logger = logger
+    }
+
+    /// True while the consumer loop runs.
+    var isRunning: Bool { state.value }
+
+    func run() async throws {
+        let store = self.store, book = self.book, topics = self.topics, logger = self.logger
+        let rebalance = KafkaRebalanceHandler(
+            onAssign: { partitions in
+                let stored = try await store.offsets(topics: topics)
+                let keys = partitions.map(PartitionKey.init)
+                book.assign(keys, stored: stored)
+                logger.info("partitions assigned", metadata: ["partitions": "\(keys.map(\.description))"])
+                var start: [TopicPartition: Int64] = [:]
+                for k in keys { if let o = stored[k] { start[k.topicPartition] = o } }
+                return start
+            },
+            onRevoke: { partitions in
+                book.revoke(partitions.map(PartitionKey.init))
+                logger.info("partitions revoked", metadata: ["partitions": "\(partitions.map(\.description))"])
+            }
+        )
+        let consumer = try KafkaConsumer(configuration: configuration, topics: topics, rebalance: rebalance, logger: logger)
+        state.set(true)
+        defer { state.set(false) }
+        do {
+            try await cancelWhenGracefulShutdown {
+                for try await batch in consumer.batches() {
+                    try await self.apply(batch, consumer: consumer)
+                }
+            }
+        } catch is CancellationError {
+            // graceful shutdown
+        } catch {
+            logger.critical("consumer loop stopped", metadata: ["error": "\(error)"])
+            await consumer.close()
+            throw error
+        }
+        await consumer.close()
+    }
+
+    private func apply(_ batch: [KafkaConsumerMessage], consumer: KafkaConsumer) async throws {
+        var records = batch.map { m in
+            var type: String?, version: Int?
+            for h in m.headers {
+                if h.name == RecordHeader.type { type = h.value } else if h.name == RecordHeader.version { version = Int(h.value) }
+            }
+            return ConsumedRecord(partition: PartitionKey(topic: m.topic, partition: m.partition), offset: m.offset,
+                                  type: type, version: version, value: m.value)
+        }
+        while true {
+            let (admitted, expected) = book.admit(records)
+            guard !admitted.isEmpty else { return }
+            do {
+                let committed = try await applier.apply(admitted, expected: expected)
+                book.update(committed)
+                consumer.commit(Dictionary(uniqueKeysWithValues: committed.map { ($0.key.topicPartition, $0.value) }))
+                Counter(label: "pushline_processor_records_consumed_total").increment(by: admitted.count)
+                onApplied()
+                return
+            } catch ProjectionStoreError.offsetConflict(let partitions) {
+                // Another processor applied these partitions meanwhile: believe the store, read on
+                // from where it says, and apply the rest of the batch.
+                logger.warning("offset conflict; re-reading stored offsets", metadata: ["partitions": "\(partitions.map(\.description))"])
+                let stored = try await store.offsets(topics: topics)
+                var moved: [PartitionKey: Int64] = [:]
+                for p in partitions { moved[p] = stored[p] ?? 0 }
+                book.update(moved)
+                for (p, o) in moved where book.owned.contains(p) { try? consumer.seek(p.topicPartition, to: o) }
+                records.removeAll { partitions.contains($0.partition) }
+            }
+        }
+    }
+}
+
+/// A thread-safe boolean for health reporting.
+final class HealthFlag: Sendable {
+    private let storage = Mutex(false)
+    var value: Bool { storage.withLock { $0 } }
+    func set(_ v: Bool) { storage.withLock { $0 = v } }
+}

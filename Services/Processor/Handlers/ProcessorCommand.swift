@@ -1,0 +1,98 @@
+import Contracts
+import Foundation
+import Projections
+
+/// A decoded command with the envelope facts the handlers need. Handlers use the envelope's
+/// `id` and `at` rather than the clock, so a replay decides exactly what the first run did.
+struct ProcessorCommand: Sendable {
+    enum Body: Sendable {
+        case appCreated(AppCreated)
+        case apiTokenIssued(ApiTokenIssued)
+        case apiTokenRevoked(ApiTokenRevoked)
+        case appSettingsChanged(AppSettingsChanged)
+        case deviceRegistrationRequested(DeviceRegistrationRequested)
+        case deviceCleanupRequested(DeviceCleanupRequested)
+    }
+
+    var id: UUID
+    var at: Date
+    var body: Body
+
+    var type: CommandType {
+        switch body {
+        case .appCreated: .appCreated
+        case .apiTokenIssued: .apiTokenIssued
+        case .apiTokenRevoked: .apiTokenRevoked
+        case .appSettingsChanged: .appSettingsChanged
+        case .deviceRegistrationRequested: .deviceRegistrationRequested
+        case .deviceCleanupRequested: .deviceCleanupRequested
+        }
+    }
+
+    /// Admin commands are applied before the rest of their batch: an app created a moment
+    /// before its first registration is then known to it even when both share a batch.
+    var isAdmin: Bool {
+        switch body {
+        case .appCreated, .apiTokenIssued, .apiTokenRevoked, .appSettingsChanged: true
+        default: false
+        }
+    }
+
+    /// Adds the rows this command needs to decide its outcome.
+    func addNeeds(to query: inout StateQuery) {
+        switch body {
+        case .appCreated(let c): query.appIds.insert(c.mobileAppId)
+        case .apiTokenIssued(let c): query.appIds.insert(c.mobileAppId)
+        case .apiTokenRevoked(let c): query.appIds.insert(c.mobileAppId)
+        case .appSettingsChanged(let c): query.appIds.insert(c.mobileAppId)
+        case .deviceRegistrationRequested(let c):
+            query.appIds.insert(c.mobileAppId)
+            query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken))
+        case .deviceCleanupRequested(let c):
+            query.appIds.insert(c.mobileAppId)
+            if let token = c.deviceToken {
+                query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: token))
+            } else {
+                query.userKeys.insert(UserKey(appId: c.mobileAppId, userId: c.userId))
+            }
+        }
+    }
+}
+
+/// Turns consumed records into commands. Unknown types and versions are reported, never fatal.
+struct CommandDecoder {
+    enum Outcome {
+        case command(ProcessorCommand)
+        case unknownType(String)
+        case unsupportedVersion(type: String, version: Int)
+        case malformed(type: String, error: String)
+    }
+
+    private let decoder = WireJSON.decoder()
+
+    func decode(type typeName: String?, version: Int?, value: Data) -> Outcome {
+        guard let typeName, let type = CommandType(rawValue: typeName) else { return .unknownType(typeName ?? "<none>") }
+        let version = version ?? 1
+        do {
+            switch type {
+            case .appCreated: return try wrap(AppCreated.self, version, value, ProcessorCommand.Body.appCreated)
+            case .apiTokenIssued: return try wrap(ApiTokenIssued.self, version, value, ProcessorCommand.Body.apiTokenIssued)
+            case .apiTokenRevoked: return try wrap(ApiTokenRevoked.self, version, value, ProcessorCommand.Body.apiTokenRevoked)
+            case .appSettingsChanged: return try wrap(AppSettingsChanged.self, version, value, ProcessorCommand.Body.appSettingsChanged)
+            case .deviceRegistrationRequested:
+                return try wrap(DeviceRegistrationRequested.self, version, value, ProcessorCommand.Body.deviceRegistrationRequested)
+            case .deviceCleanupRequested:
+                return try wrap(DeviceCleanupRequested.self, version, value, ProcessorCommand.Body.deviceCleanupRequested)
+            }
+        } catch {
+            return .malformed(type: typeName, error: String(describing: error))
+        }
+    }
+
+    private func wrap<C: Command>(_: C.Type, _ version: Int, _ value: Data, _ make: (C) -> ProcessorCommand.Body) throws -> Outcome {
+        guard version <= C.version else { return .unsupportedVersion(type: C.type.rawValue, version: version) }
+        let envelope = try decoder.decode(Envelope<C>.self, from: value)
+        guard envelope.v <= C.version else { return .unsupportedVersion(type: C.type.rawValue, version: envelope.v) }
+        return .command(ProcessorCommand(id: envelope.id, at: envelope.at, body: make(envelope.payload)))
+    }
+}

@@ -1,0 +1,80 @@
+import Contracts
+import Foundation
+import Projections
+
+/// Decides the outcome of a device registration (SPEC §2) and records its effects: the device
+/// row, the tracked status, and the status webhook as an outbox job.
+struct RegistrationHandler {
+    typealias Reason = DeviceRegistrationAPI.FailureReason
+
+    let verifier: any DeviceTokenVerifier
+    private let encoder = WireJSON.encoder()
+
+    init(verifier: any DeviceTokenVerifier) {
+        self.verifier = verifier
+    }
+
+    /// `storeFailed`: the store rejected this registration's device write after retries; the
+    /// outcome is then `FailedToStoreDevice` and the device row is left as it was.
+    func apply(_ c: DeviceRegistrationRequested, at: Date, to state: inout BatchState, storeFailed: Bool = false) -> HandlerResult {
+        // Forged or stale tokens get no history and no webhook (seed 000): no work for an attacker.
+        guard state.authorizes(app: c.mobileAppId, org: c.orgId, tokenHash: c.apiTokenHash) else {
+            return .rejected("invalid-api-token")
+        }
+        let failure = storeFailed ? .FailedToStoreDevice : decide(c, state: state)
+        if failure == nil {
+            let key = DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken)
+            let version = (state.devices[key]?.version ?? 0) + 1
+            state.upsert(DeviceRow(appId: c.mobileAppId, deviceToken: c.deviceToken, userId: c.userId,
+                                   platform: c.platform, version: version, updatedAt: at))
+        }
+        let status: DeviceRegistrationAPI.Status = failure == nil ? .Success : .Failed
+        if c.trackStatus {
+            state.record(RegistrationStatusRow(requestId: c.registrationRequestId, appId: c.mobileAppId,
+                                               status: status, failureReason: failure, decidedAt: at))
+        }
+        if let callback = c.callback, let app = state.apps[c.mobileAppId] {
+            state.enqueue(statusWebhook(for: c, callback: callback, status: status, failure: failure, retries: app.webhookRetries, at: at))
+        }
+        return failure.map { .rejected($0.rawValue) } ?? .applied
+    }
+
+    private func decide(_ c: DeviceRegistrationRequested, state: BatchState) -> Reason? {
+        if c.deviceToken.utf8.count > DeviceRegistrationAPI.maxDeviceTokenBytes { return .DeviceTokenTooLong }
+        if !verifier.verify(token: c.deviceToken, platform: c.platform) { return .DryRunSendingFailed }
+        let existing = state.devices[DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken)]
+        if let existing, existing.userId == c.userId, existing.platform == c.platform { return .DuplicateExists }
+        return nil
+    }
+
+    private func statusWebhook(for c: DeviceRegistrationRequested, callback: StatusCallback, status: DeviceRegistrationAPI.Status,
+                               failure: Reason?, retries: Int, at: Date) -> OutboxJob {
+        let body = DeviceRegistrationAPI.StatusWebhook(Status: status, Signature: callback.signature, FailureReason: failure)
+        // Encoding a struct of strings cannot fail; an empty body would still be sent and recorded.
+        let data = (try? encoder.encode(body)) ?? Data()
+        var headers = callback.headers
+        headers["Content-Type"] = "application/json"
+        return OutboxJob(id: "registration-status:\(c.registrationRequestId.uuidString.lowercased())",
+                         kind: "registration-status", appId: c.mobileAppId, url: callback.url, headers: headers,
+                         body: data, maxAttempts: 1 + max(0, retries), nextAttemptAt: at, createdAt: at)
+    }
+}
+
+/// Removes the (app, user, token) device, or every device of the user when no token is given.
+/// Removing nothing is not an error.
+enum CleanupHandler {
+    static func apply(_ c: DeviceCleanupRequested, to state: inout BatchState) -> HandlerResult {
+        guard state.authorizes(app: c.mobileAppId, org: c.orgId, tokenHash: c.apiTokenHash) else {
+            return .rejected("invalid-api-token")
+        }
+        if let token = c.deviceToken {
+            let key = DeviceKey(appId: c.mobileAppId, deviceToken: token)
+            if state.devices[key]?.userId == c.userId { state.delete(key) }
+        } else {
+            for device in state.devices(of: UserKey(appId: c.mobileAppId, userId: c.userId)) {
+                state.delete(device.key)
+            }
+        }
+        return .applied
+    }
+}

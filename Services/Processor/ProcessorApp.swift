@@ -1,0 +1,87 @@
+import AsyncHTTPClient
+import Contracts
+import Foundation
+import Hummingbird
+import Kafka
+import Logging
+import Metrics
+import NIOCore
+import Prometheus
+import Projections
+import ServiceLifecycle
+
+/// Builds and runs the processor: topics, projection store, consumer loop, outbox dispatcher
+/// and the health/metrics HTTP server, under one ServiceGroup that shuts down gracefully on
+/// SIGTERM/SIGINT (the in-flight batch is finished, the group is left cleanly).
+public enum ProcessorApp {
+    public static func run(configuration: ProcessorConfiguration, metrics: PrometheusCollectorRegistry,
+                           verifier: any DeviceTokenVerifier = TokenFormatVerifier(), logger: Logger) async throws {
+        try await KafkaAdmin.createTopics(configuration.topics.all(commandPartitions: configuration.partitions,
+                                                                   outputPartitions: configuration.partitions),
+                                          bootstrapServers: configuration.brokers, properties: configuration.kafkaProperties)
+        let store = try ProjectionStoreFactory.open(configuration.store, logger: logger)
+
+        var producerConfig = KafkaProducerConfiguration()
+        producerConfig.bootstrapServers = configuration.brokers
+        producerConfig.clientId = "pushline-processor"
+        producerConfig.properties = configuration.kafkaProperties
+        let producer = try KafkaProducer(configuration: producerConfig, logger: logger)
+
+        var httpConfig = HTTPClient.Configuration()
+        httpConfig.redirectConfiguration = .disallow
+        httpConfig.timeout = .init(connect: .seconds(2), read: .milliseconds(Int64(configuration.webhookTimeoutMs)))
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfig)
+
+        var dispatcherConfig = WebhookDispatcher.Configuration()
+        dispatcherConfig.concurrency = configuration.webhookConcurrency
+        dispatcherConfig.requestTimeout = .milliseconds(configuration.webhookTimeoutMs)
+        dispatcherConfig.auditTopic = configuration.topics.webhooks
+        let dispatcher = WebhookDispatcher(configuration: dispatcherConfig, store: store, http: http, producer: producer, logger: logger)
+
+        var consumerConfig = KafkaConsumerConfiguration(groupId: configuration.groupId)
+        consumerConfig.bootstrapServers = configuration.brokers
+        consumerConfig.clientId = "pushline-processor"
+        consumerConfig.sessionTimeoutMs = configuration.sessionTimeoutMs
+        consumerConfig.maxPollIntervalMs = configuration.maxPollIntervalMs
+        consumerConfig.maxBatchSize = configuration.maxBatchSize
+        consumerConfig.properties = configuration.kafkaProperties
+        let consumer = CommandConsumer(configuration: consumerConfig, topics: configuration.topics.commandTopics, store: store,
+                                       verifier: verifier, logger: logger, onApplied: { dispatcher.wake() })
+
+        let router = Router()
+        router.get("/health") { _, _ -> Response in
+            let ok = consumer.isRunning
+            let body = ok ? #"{"status":"ok"}"# : #"{"status":"unavailable"}"#
+            return Response(status: ok ? .ok : .serviceUnavailable, headers: [.contentType: "application/json"],
+                            body: .init(byteBuffer: ByteBuffer(string: body)))
+        }
+        router.get("/metrics") { _, _ -> Response in
+            var buffer: [UInt8] = []
+            metrics.emit(into: &buffer)
+            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
+        }
+        let app = Application(router: router, configuration: .init(address: .hostname(configuration.host, port: configuration.port),
+                                                                   serverName: "pushline-processor"),
+                              logger: logger)
+
+        let group = ServiceGroup(configuration: .init(
+            services: [
+                .init(service: consumer, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
+                .init(service: dispatcher),
+                .init(service: app),
+            ],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
+        ))
+        do {
+            try await group.run()
+        } catch {
+            try? await http.shutdown()
+            await producer.shutdown()
+            throw error
+        }
+        try await http.shutdown()
+        await producer.shutdown()
+    }
+}

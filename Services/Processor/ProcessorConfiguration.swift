@@ -1,0 +1,85 @@
+import Contracts
+import Foundation
+import Kafka
+import Projections
+
+/// Everything the processor is configured with: one value, read from the environment by
+/// `fromEnvironment` (the README's configuration table lists each variable).
+public struct ProcessorConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 8081
+    public var brokers = "127.0.0.1:9092"
+    public var groupId = "pushline-processor"
+    public var topics = Topics()
+    /// Partitions of each topic created on start when missing.
+    public var partitions = 12
+    public var store = ProjectionStoreFactory.defaultLocation
+    public var sessionTimeoutMs = 10_000
+    public var maxPollIntervalMs = 300_000
+    public var maxBatchSize = 2_000
+    public var webhookConcurrency = 32
+    public var webhookTimeoutMs = 5_000
+    /// librdkafka properties passed through verbatim (TLS/SASL).
+    public var kafkaProperties: [String: String] = [:]
+
+    public init() {}
+
+    public static func fromEnvironment(_ env: [String: String] = ProcessInfo.processInfo.environment) throws -> ProcessorConfiguration {
+        var c = ProcessorConfiguration()
+        var reader = EnvironmentReader(env)
+        c.host = reader.string("PUSHLINE_PROCESSOR_HOST", default: c.host)
+        c.port = try reader.int("PUSHLINE_PROCESSOR_PORT", default: c.port, range: 0...65535)
+        c.brokers = reader.string("PUSHLINE_KAFKA_BROKERS", default: c.brokers)
+        c.groupId = reader.string("PUSHLINE_GROUP_ID", default: c.groupId)
+        c.topics = Topics(prefix: reader.string("PUSHLINE_TOPIC_PREFIX", default: c.topics.prefix))
+        c.partitions = try reader.int("PUSHLINE_PARTITIONS", default: c.partitions, range: 1...10_000)
+        c.store = reader.string("PUSHLINE_STORE", default: c.store)
+        c.sessionTimeoutMs = try reader.int("PUSHLINE_KAFKA_SESSION_TIMEOUT_MS", default: c.sessionTimeoutMs, range: 1_000...3_600_000)
+        c.maxPollIntervalMs = try reader.int("PUSHLINE_KAFKA_MAX_POLL_INTERVAL_MS", default: c.maxPollIntervalMs, range: 1_000...86_400_000)
+        c.maxBatchSize = try reader.int("PUSHLINE_MAX_BATCH", default: c.maxBatchSize, range: 1...100_000)
+        c.webhookConcurrency = try reader.int("PUSHLINE_WEBHOOK_CONCURRENCY", default: c.webhookConcurrency, range: 1...10_000)
+        c.webhookTimeoutMs = try reader.int("PUSHLINE_WEBHOOK_TIMEOUT_MS", default: c.webhookTimeoutMs, range: 100...600_000)
+        c.kafkaProperties = try reader.properties("PUSHLINE_KAFKA_PROPERTIES")
+        return c
+    }
+}
+
+/// Reads typed settings from environment variables with clear errors.
+public struct EnvironmentReader {
+    private let env: [String: String]
+
+    public init(_ env: [String: String]) {
+        self.env = env
+    }
+
+    public func string(_ name: String, default value: String) -> String {
+        guard let v = env[name], !v.isEmpty else { return value }
+        return v
+    }
+
+    public func int(_ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
+        guard let raw = env[name], !raw.isEmpty else { return value }
+        guard let v = Int(raw), range.contains(v) else {
+            throw ConfigurationError("\(name)=\(raw) is not an integer in \(range.lowerBound)...\(range.upperBound)")
+        }
+        return v
+    }
+
+    /// `key=value;key=value` → dictionary.
+    public func properties(_ name: String) throws -> [String: String] {
+        guard let raw = env[name], !raw.isEmpty else { return [:] }
+        var out: [String: String] = [:]
+        for pair in raw.split(separator: ";") where !pair.trimmingCharacters(in: .whitespaces).isEmpty {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, !parts[0].isEmpty else { throw ConfigurationError("\(name): '\(pair)' is not key=value") }
+            out[parts[0]] = parts[1]
+        }
+        return out
+    }
+}
+
+/// A configuration value that cannot be used; the message names the setting.
+public struct ConfigurationError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

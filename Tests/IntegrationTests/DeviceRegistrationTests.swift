@@ -1,0 +1,247 @@
+import Contracts
+import Foundation
+import Projections
+import TestSupport
+import XCTest
+
+/// Seed 000 end to end: real broker, real ingest and processor executables, real SQLite,
+/// a real HTTP server receiving the status webhooks.
+final class DeviceRegistrationTests: XCTestCase {
+    typealias API = DeviceRegistrationAPI
+    private var stack: PushlineStack!
+    private var receiver: WebhookReceiver!
+
+    override func setUp() async throws {
+        stack = try await PushlineStack.start()
+        receiver = WebhookReceiver()
+        try await receiver.start()
+    }
+
+    override func tearDown() async throws {
+        await receiver?.stop()
+        await stack?.stop()
+    }
+
+    private let tracked = [API.trackRegistrationHeader: "true"]
+
+    func testSingleAndBatchRegistrationsForBothPlatformsAreDecidedAndAnsweredInRequestOrder() async throws {
+        let app = try await stack.createApp()
+        let org = app.orgId, appId = app.mobileAppId.uuidString
+        // Single, tracked, iOS.
+        let single = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices"), json: API.Registration(
+            MobileAppId: appId, UserId: "user-1", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(1)), headers: tracked)
+        XCTAssertEqual(single.status, 202)
+        let singleId = try single.decode(API.RegistrationAccepted.self).RegistrationRequestId
+        // Single, untracked, Android: 202 with an empty body.
+        let untracked = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices"), json: API.Registration(
+            MobileAppId: appId, UserId: "user-1", ApiToken: app.apiToken, FcmDeviceToken: Tokens.fcm(1)))
+        XCTAssertEqual(untracked.status, 202)
+        XCTAssertTrue(untracked.body.isEmpty)
+        // Batch, tracked, mixed platforms.
+        let batch = [
+            API.Registration(MobileAppId: appId, UserId: "user-2", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(2)),
+            API.Registration(MobileAppId: appId, UserId: "user-2", ApiToken: app.apiToken, FcmDeviceToken: Tokens.fcm(2)),
+            API.Registration(MobileAppId: appId, UserId: "user-3", ApiToken: app.apiToken, FcmDeviceToken: "not a valid fcm token"),
+        ]
+        let batchAnswer = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices/batch"), json: batch, headers: tracked)
+        XCTAssertEqual(batchAnswer.status, 202)
+        let batchIds = try batchAnswer.decode([API.RegistrationAccepted].self).map(\.RegistrationRequestId)
+        XCTAssertEqual(batchIds.count, 3)
+        XCTAssertEqual(Set(batchIds).count, 3)
+        // Untracked batch: empty body.
+        let untrackedBatch = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices/batch"), json: [
+            API.Registration(MobileAppId: appId, UserId: "user-4", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(4)),
+        ])
+        XCTAssertEqual(untrackedBatch.status, 202)
+        XCTAssertTrue(untrackedBatch.body.isEmpty)
+
+        // The status answer follows the order of the ids asked for, whatever it is.
+        let unknown = UUID()
+        let ids = [batchIds[2], unknown, singleId, batchIds[0], batchIds[1]]
+        let statuses = try await stack.decidedStatuses(org: org, app: app.mobileAppId, token: app.apiToken,
+                                                       ids: [batchIds[2], singleId, batchIds[0], batchIds[1]])
+        XCTAssertEqual(statuses.map(\.Status), [.Failed, .Success, .Success, .Success])
+        XCTAssertEqual(statuses[0].FailureReason, .DryRunSendingFailed)
+        let withUnknown = try await stack.statuses(org: org, app: app.mobileAppId, token: app.apiToken, ids: ids)
+        XCTAssertEqual(withUnknown.map(\.Status), [.Failed, .Pending, .Success, .Success, .Success])
+
+        // The untracked registrations were applied all the same.
+        let store = try stack.openStore()
+        try await eventually("untracked devices stored") {
+            try await store.devices(app: app.mobileAppId, user: "user-4").count == 1
+        }
+        let user1 = try await store.devices(app: app.mobileAppId, user: "user-1")
+        XCTAssertEqual(Set(user1.map(\.platform)), [.ios, .android])
+        XCTAssertEqual(Set(user1.map(\.deviceToken)), [Tokens.apns(1), Tokens.fcm(1)])
+    }
+
+    func testEveryFailureReasonIsDecided() async throws {
+        let app = try await stack.createApp()
+        let org = app.orgId, appId = app.mobileAppId.uuidString
+        func register(_ r: API.Registration) async throws -> UUID {
+            let a = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices"), json: r, headers: tracked)
+            XCTAssertEqual(a.status, 202, a.text)
+            return try a.decode(API.RegistrationAccepted.self).RegistrationRequestId
+        }
+        let first = try await register(.init(MobileAppId: appId, UserId: "u", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(7)))
+        _ = try await stack.decidedStatuses(org: org, app: app.mobileAppId, token: app.apiToken, ids: [first])
+        let duplicate = try await register(.init(MobileAppId: appId, UserId: "u", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(7)))
+        let tooLong = try await register(.init(MobileAppId: appId, UserId: "u", ApiToken: app.apiToken,
+                                               FcmDeviceToken: String(repeating: "a", count: 4097)))
+        let badApns = try await register(.init(MobileAppId: appId, UserId: "u", ApiToken: app.apiToken, ApnsDeviceToken: "abc"))
+        let shortFcm = try await register(.init(MobileAppId: appId, UserId: "u", ApiToken: app.apiToken, FcmDeviceToken: "short"))
+
+        // The store refuses one device write (a real SQLite trigger), as a throttled or broken
+        // database would: the outcome is FailedToStoreDevice and the stream goes on.
+        let store = try stack.openStore()
+        try stack.sqlite("CREATE TRIGGER refuse_device BEFORE INSERT ON devices WHEN NEW.device_token = '\(Tokens.apns(666))' "
+                         + "BEGIN SELECT RAISE(ABORT, 'refused by test'); END;")
+        let refused = try await register(.init(MobileAppId: appId, UserId: "u", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(666)))
+        let after = try await register(.init(MobileAppId: appId, UserId: "u", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(667)))
+
+        let statuses = try await stack.decidedStatuses(org: org, app: app.mobileAppId, token: app.apiToken,
+                                                       ids: [duplicate, tooLong, badApns, shortFcm, refused, after])
+        XCTAssertEqual(statuses.map(\.FailureReason), [.DuplicateExists, .DeviceTokenTooLong, .DryRunSendingFailed,
+                                                       .DryRunSendingFailed, .FailedToStoreDevice, nil], stack.logs())
+        XCTAssertEqual(statuses.last?.Status, .Success)
+        let refusedDevice = try await store.device(DeviceKey(appId: app.mobileAppId, deviceToken: Tokens.apns(666)))
+        XCTAssertNil(refusedDevice)
+    }
+
+    func testRegisteringATokenHeldByAnotherUserMovesItToTheNewUser() async throws {
+        let app = try await stack.createApp()
+        let org = app.orgId, appId = app.mobileAppId.uuidString
+        let token = Tokens.fcm(42)
+        var ids: [UUID] = []
+        for user in ["alice", "bob"] {
+            let a = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices"), json: API.Registration(
+                MobileAppId: appId, UserId: user, ApiToken: app.apiToken, FcmDeviceToken: token), headers: tracked)
+            ids.append(try a.decode(API.RegistrationAccepted.self).RegistrationRequestId)
+            // Different users' commands travel on different partitions: wait so the order is known.
+            _ = try await stack.decidedStatuses(org: org, app: app.mobileAppId, token: app.apiToken, ids: [ids.last!])
+        }
+        let statuses = try await stack.statuses(org: org, app: app.mobileAppId, token: app.apiToken, ids: ids)
+        XCTAssertEqual(statuses.map(\.Status), [.Success, .Success])
+        let store = try stack.openStore()
+        let device = try await store.device(DeviceKey(appId: app.mobileAppId, deviceToken: token))
+        XCTAssertEqual(device?.userId, "bob")
+        XCTAssertEqual(device?.version, 2)
+        let alices = try await store.devices(app: app.mobileAppId, user: "alice")
+        XCTAssertTrue(alices.isEmpty)
+    }
+
+    func testStatusWebhookIsSignedAndCarriesTheRequestedHeaders() async throws {
+        let app = try await stack.createApp()
+        let org = app.orgId, appId = app.mobileAppId.uuidString
+        let callbackURL = "\(receiver.baseURL)/hooks/registration?app=\(appId)"
+        let headers = [
+            API.callbackURLHeader: callbackURL,
+            API.callbackURLHeadersHeader: #"{"X-App-Key":"secret-1","X-Trace":"abc"}"#,
+        ]
+        let ok = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices"), json: API.Registration(
+            MobileAppId: appId, UserId: "u1", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(100)), headers: headers)
+        XCTAssertEqual(ok.status, 202)
+        try await receiver.waitFor(count: 1)
+        // The seed's other header name works too, and failures are reported with their reason.
+        let failing = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices"), json: API.Registration(
+            MobileAppId: appId, UserId: "u1", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(100)),
+            headers: [API.statusCallbackURLHeader: callbackURL])
+        XCTAssertEqual(failing.status, 202)
+        try await receiver.waitFor(count: 2)
+
+        let requests = receiver.requests
+        let expectedSignature = ApiTokens.webhookSignature(apiToken: app.apiToken, callbackURL: callbackURL)
+        let first = try JSONDecoder().decode(API.StatusWebhook.self, from: requests[0].body)
+        XCTAssertEqual(first, API.StatusWebhook(Status: .Success, Signature: expectedSignature, FailureReason: nil))
+        XCTAssertEqual(requests[0].path, "/hooks/registration")
+        XCTAssertEqual(requests[0].headers["x-app-key"], "secret-1")
+        XCTAssertEqual(requests[0].headers["x-trace"], "abc")
+        XCTAssertEqual(requests[0].headers["content-type"], "application/json")
+        XCTAssertNotNil(requests[0].headers[WebhookHeaders.webhookId])
+        let second = try JSONDecoder().decode(API.StatusWebhook.self, from: requests[1].body)
+        XCTAssertEqual(second, API.StatusWebhook(Status: .Failed, Signature: expectedSignature, FailureReason: .DuplicateExists))
+        XCTAssertNil(requests[1].headers["x-app-key"])
+        XCTAssertNotEqual(requests[0].headers[WebhookHeaders.webhookId], requests[1].headers[WebhookHeaders.webhookId])
+        // One record per attempt on the audit topic.
+        try await eventually("two webhook audit records") { try self.stack.countRecords(topic: self.stack.topics.webhooks) == 2 }
+    }
+
+    func testInvalidApiTokenIsAcceptedButLeavesNoHistoryAndSendsNoWebhook() async throws {
+        let app = try await stack.createApp()
+        let org = app.orgId, appId = app.mobileAppId.uuidString
+        var headers = tracked
+        headers[API.callbackURLHeader] = "\(receiver.baseURL)/hook"
+        let forged = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices"), json: API.Registration(
+            MobileAppId: appId, UserId: "victim", ApiToken: "forged-token", ApnsDeviceToken: Tokens.apns(5)), headers: headers)
+        XCTAssertEqual(forged.status, 202)
+        let forgedId = try forged.decode(API.RegistrationAccepted.self).RegistrationRequestId
+        // A genuine registration after it is decided, so the forged one has been processed too
+        // (same user, same partition, in order).
+        let genuine = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices"), json: API.Registration(
+            MobileAppId: appId, UserId: "victim", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(6)), headers: headers)
+        let genuineId = try genuine.decode(API.RegistrationAccepted.self).RegistrationRequestId
+        _ = try await stack.decidedStatuses(org: org, app: app.mobileAppId, token: app.apiToken, ids: [genuineId])
+        try await receiver.waitFor(count: 1)
+
+        let statuses = try await stack.statuses(org: org, app: app.mobileAppId, token: app.apiToken, ids: [forgedId, genuineId])
+        XCTAssertEqual(statuses.map(\.Status), [.Pending, .Success])
+        XCTAssertEqual(receiver.requests.count, 1, "only the genuine registration's webhook")
+        let store = try stack.openStore()
+        let forgedDevice = try await store.device(DeviceKey(appId: app.mobileAppId, deviceToken: Tokens.apns(5)))
+        XCTAssertNil(forgedDevice)
+        // The status route with a wrong token reveals nothing either.
+        let probe = try await stack.statuses(org: org, app: app.mobileAppId, token: "forged-token", ids: [genuineId])
+        XCTAssertEqual(probe.map(\.Status), [.Pending])
+        let metrics = try await HTTPClientHelpers.get("\(stack.processorURL)/metrics").text
+        XCTAssertTrue(metrics.contains("invalid-api-token"), "invalid tokens are counted in a metric")
+    }
+
+    func testCleanupRemovesOneDeviceOrAllOfTheUsersDevices() async throws {
+        let app = try await stack.createApp()
+        let org = app.orgId, appId = app.mobileAppId.uuidString
+        let batch = [
+            API.Registration(MobileAppId: appId, UserId: "a", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(11)),
+            API.Registration(MobileAppId: appId, UserId: "a", ApiToken: app.apiToken, FcmDeviceToken: Tokens.fcm(11)),
+            API.Registration(MobileAppId: appId, UserId: "b", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(12)),
+            API.Registration(MobileAppId: appId, UserId: "b", ApiToken: app.apiToken, FcmDeviceToken: Tokens.fcm(12)),
+            API.Registration(MobileAppId: appId, UserId: "c", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(13)),
+            API.Registration(MobileAppId: appId, UserId: "c", ApiToken: app.apiToken, FcmDeviceToken: Tokens.fcm(13)),
+        ]
+        let ids = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices/batch"), json: batch, headers: tracked)
+            .decode([API.RegistrationAccepted].self).map(\.RegistrationRequestId)
+        _ = try await stack.decidedStatuses(org: org, app: app.mobileAppId, token: app.apiToken, ids: ids)
+
+        // Single with a token: only that device of "a" goes.
+        var answer = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices/cleanup"), json: API.Cleanup(
+            MobileAppId: appId, ApiToken: app.apiToken, UserId: "a", DeviceToken: Tokens.apns(11)))
+        XCTAssertEqual(answer.status, 202)
+        // Batch given as one object, without a token: every device of "b" goes.
+        answer = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices/cleanup/batch"), json: API.Cleanup(
+            MobileAppId: appId, ApiToken: app.apiToken, UserId: "b"))
+        XCTAssertEqual(answer.status, 202)
+        // Batch as an array: one of "c" by token, nothing for an unknown user, a forged token does nothing.
+        answer = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices/cleanup/batch"), json: [
+            API.Cleanup(MobileAppId: appId, ApiToken: app.apiToken, UserId: "c", DeviceToken: Tokens.fcm(13)),
+            API.Cleanup(MobileAppId: appId, ApiToken: app.apiToken, UserId: "nobody"),
+            API.Cleanup(MobileAppId: appId, ApiToken: "forged", UserId: "c"),
+        ])
+        XCTAssertEqual(answer.status, 202)
+
+        let store = try stack.openStore()
+        try await eventually("cleanups applied") {
+            let b = try await store.devices(app: app.mobileAppId, user: "b")
+            let c = try await store.devices(app: app.mobileAppId, user: "c")
+            return b.isEmpty && c.count == 1
+        }
+        let a = try await store.devices(app: app.mobileAppId, user: "a")
+        XCTAssertEqual(a.map(\.deviceToken), [Tokens.fcm(11)])
+        let c = try await store.devices(app: app.mobileAppId, user: "c")
+        XCTAssertEqual(c.map(\.deviceToken), [Tokens.apns(13)])
+        // A cleaned device can be registered again (it is gone, not a duplicate).
+        let again = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices"), json: API.Registration(
+            MobileAppId: appId, UserId: "a", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(11)), headers: tracked)
+        let againId = try again.decode(API.RegistrationAccepted.self).RegistrationRequestId
+        let status = try await stack.decidedStatuses(org: org, app: app.mobileAppId, token: app.apiToken, ids: [againId])
+        XCTAssertEqual(status.map(\.Status), [.Success])
+    }
+}

@@ -1,0 +1,201 @@
+import Contracts
+import Foundation
+import Kafka
+import Logging
+import Projections
+import TestSupport
+import XCTest
+
+/// The whole stack for one integration test: a fresh Tansu broker (started by the project's
+/// own script), the real `pushline-processor` and `pushline-ingest` executables, and a fresh
+/// SQLite store in a temporary directory. Everything is stopped in `stop()`.
+final class PushlineStack: @unchecked Sendable {
+    let broker: TestBroker
+    let directory: URL
+    let adminToken = "test-admin-token-" + UUID().uuidString
+    let topics = Topics(prefix: "pushline.")
+    let ingestPort = TestBroker.freePort()
+    let processorPort = TestBroker.freePort()
+    let groupId = "pushline-test-" + UUID().uuidString
+    private(set) var processor: ServiceProcess
+    let ingest: ServiceProcess
+
+    var ingestURL: String { "http://127.0.0.1:\(ingestPort)" }
+    var processorURL: String { "http://127.0.0.1:\(processorPort)" }
+    var storePath: String { directory.appendingPathComponent("store.sqlite").path }
+
+    static func start() async throws -> PushlineStack {
+        let broker = try await TestBroker.start()
+        let stack = PushlineStack(broker: broker)
+        do {
+            try stack.processor.start()
+            try await stack.processor.waitHealthy("\(stack.processorURL)/health")
+            try stack.ingest.start()
+            try await stack.ingest.waitHealthy("\(stack.ingestURL)/health")
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        return stack
+    }
+
+    private init(broker: TestBroker) {
+        self.broker = broker
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-it-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        processor = ServiceProcess(name: "pushline-processor", environment: [:], logDirectory: directory)
+        ingest = ServiceProcess(name: "pushline-ingest", environment: [
+            "PUSHLINE_INGEST_PORT": "\(ingestPort)",
+            "PUSHLINE_ADMIN_TOKEN": adminToken,
+            "PUSHLINE_KAFKA_BROKERS": broker.bootstrapServers,
+            "PUSHLINE_STORE": "sqlite:\(storePath)",
+            "PUSHLINE_PARTITIONS": "6",
+            "PUSHLINE_LOG_LEVEL": "warning",
+        ], logDirectory: directory)
+        processor = makeProcessor()
+    }
+
+    private func makeProcessor() -> ServiceProcess {
+        ServiceProcess(name: "pushline-processor", environment: [
+            "PUSHLINE_PROCESSOR_PORT": "\(processorPort)",
+            "PUSHLINE_KAFKA_BROKERS": broker.bootstrapServers,
+            "PUSHLINE_STORE": "sqlite:\(storePath)",
+            "PUSHLINE_GROUP_ID": groupId,
+            "PUSHLINE_PARTITIONS": "6",
+            "PUSHLINE_KAFKA_SESSION_TIMEOUT_MS": "6000",
+            "PUSHLINE_KAFKA_MAX_POLL_INTERVAL_MS": "7000",
+            "PUSHLINE_LOG_LEVEL": "info",
+        ], logDirectory: directory)
+    }
+
+    /// Stops the processor with `signal` and starts a new one on the same store and group.
+    func restartProcessor(signal: Int32) async throws {
+        try await processor.stop(signal: signal)
+        try processor.start()
+        try await processor.waitHealthy("\(processorURL)/health")
+    }
+
+    func stop() async {
+        try? await ingest.stop()
+        try? await processor.stop()
+        try? await broker.stop()
+    }
+
+    /// The logs of both services, for failure messages.
+    func logs() -> String {
+        "--- processor ---\n\(processor.tail())\n--- ingest ---\n\(ingest.tail())"
+    }
+
+    // MARK: - Admin
+
+    var adminHeaders: [String: String] { ["Authorization": "Bearer \(adminToken)"] }
+
+    /// Creates an app and waits until the processor has projected it.
+    func createApp(name: String = "test app", orgId: UUID? = nil) async throws -> AdminAPI.AppCreatedAnswer {
+        let answer = try await HTTPClientHelpers.post("\(ingestURL)/admin/v1/apps", json: AdminAPI.CreateApp(orgId: orgId, name: name),
+                                                      headers: adminHeaders)
+        guard answer.status == 201 else { throw TestFailure("create app answered \(answer.status): \(answer.text)") }
+        let created = try answer.decode(AdminAPI.AppCreatedAnswer.self)
+        try await eventually("app \(created.mobileAppId) projected") {
+            try await HTTPClientHelpers.get("\(self.ingestURL)/admin/v1/apps/\(created.mobileAppId)", headers: self.adminHeaders).status == 200
+        }
+        return created
+    }
+
+    // MARK: - Seed 000 routes
+
+    func registrationURL(org: UUID, _ path: String) -> String {
+        "\(ingestURL)/api/v1.0/orgs/\(org)/pushdeviceregistration/\(path)"
+    }
+
+    func statuses(org: UUID, app: UUID, token: String, ids: [UUID]) async throws -> [DeviceRegistrationAPI.RegistrationStatus] {
+        let query = DeviceRegistrationAPI.StatusQuery(RegistrationRequestIds: ids.map(\.uuidString), MobileAppId: app.uuidString, ApiToken: token)
+        let answer = try await HTTPClientHelpers.post(registrationURL(org: org, "devices/status/"), json: query)
+        guard answer.status == 200 else { throw TestFailure("status answered \(answer.status): \(answer.text)") }
+        return try answer.decode([DeviceRegistrationAPI.RegistrationStatus].self)
+    }
+
+    /// Waits until none of the statuses is Pending and returns them.
+    func decidedStatuses(org: UUID, app: UUID, token: String, ids: [UUID],
+                         timeout: Duration = .seconds(60)) async throws -> [DeviceRegistrationAPI.RegistrationStatus] {
+        var last: [DeviceRegistrationAPI.RegistrationStatus] = []
+        try await eventually("\(ids.count) registrations decided", timeout: timeout) {
+            last = []
+            for chunk in stride(from: 0, to: ids.count, by: 1000) {
+                last += try await self.statuses(org: org, app: app, token: token, ids: Array(ids[chunk..<min(chunk + 1000, ids.count)]))
+            }
+            return !last.contains { $0.Status == .Pending }
+        }
+        return last
+    }
+
+    // MARK: - Store and topics
+
+    /// Opens the processor's SQLite store (WAL: safe beside the running processor).
+    func openStore() throws -> any ProjectionStore {
+        try SQLiteProjectionStore(path: storePath, logger: Logger(label: "test"))
+    }
+
+    /// Runs SQL on the store with the sqlite3 command-line client (another real SQLite client).
+    func sqlite(_ sql: String) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["sqlite3", "-cmd", ".timeout 10000", storePath, sql]
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw TestFailure("sqlite3 failed (\(p.terminationStatus)) for: \(sql)") }
+    }
+
+    /// Counts the records of a topic with kcat (a real Kafka client beside ours).
+    func countRecords(topic: String) throws -> Int {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["kcat", "-b", broker.bootstrapServers, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%o\\n"]
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").count
+    }
+}
+
+/// Polls `condition` until it holds or the timeout passes.
+func eventually(_ what: String, timeout: Duration = .seconds(30), _ condition: @Sendable () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(100))
+    }
+    throw TestFailure("timed out waiting for: \(what)")
+}
+
+/// Device tokens that pass the default format verifier.
+enum Tokens {
+    /// 64 hex characters, unique per `n` and `salt`.
+    static func apns(_ n: Int, salt: UInt32 = 0) -> String {
+        String(format: "%08x", salt) + String(repeating: "0", count: 40) + String(format: "%016x", n)
+    }
+
+    /// 152 characters of the FCM alphabet, unique per `n` and `salt`.
+    static func fcm(_ n: Int, salt: UInt32 = 0) -> String {
+        "fcm:" + String(format: "%08x", salt) + String(repeating: "A", count: 124) + "-" + String(format: "%015d", n)
+    }
+}
+
+extension PushlineStack {
+    /// Runs a query with the sqlite3 client and returns its output lines.
+    func sqliteQuery(_ sql: String) throws -> [String] {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["sqlite3", "-cmd", ".timeout 10000", storePath, sql]
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        try p.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw TestFailure("sqlite3 failed (\(p.terminationStatus)) for: \(sql)") }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+}

@@ -1,0 +1,138 @@
+import Contracts
+import Foundation
+import Projections
+import XCTest
+@testable import Processor
+
+/// The registration rules of SPEC §2, decided in memory (no store, no broker).
+final class HandlerTests: XCTestCase {
+    typealias API = DeviceRegistrationAPI
+    let org = UUID(), appId = UUID(), tokenHash = ApiTokens.hash("good-token")
+    let at = Date(timeIntervalSince1970: 1_800_000_000)
+    let apns = String(repeating: "ab", count: 32)
+
+    private func state(devices: [DeviceRow] = [], retries: Int = 0) -> BatchState {
+        var snapshot = StateSnapshot()
+        snapshot.apps[appId] = AppRow(appId: appId, orgId: org, name: "a", webhookRetries: retries, createdAt: at)
+        snapshot.tokens[appId] = [ApiTokenRow(tokenId: UUID(), appId: appId, tokenHash: tokenHash, createdAt: at),
+                                  ApiTokenRow(tokenId: UUID(), appId: appId, tokenHash: ApiTokens.hash("old"), revoked: true, createdAt: at)]
+        for d in devices { snapshot.devices[d.key] = d }
+        return BatchState(snapshot)
+    }
+
+    private func registration(user: String = "u", token: String? = nil, platform: Platform = .ios, hash: String? = nil,
+                              track: Bool = true, callback: StatusCallback? = nil, org: UUID? = nil) -> DeviceRegistrationRequested {
+        DeviceRegistrationRequested(registrationRequestId: UUID(), orgId: org ?? self.org, mobileAppId: appId, userId: user, platform: platform,
+                                    deviceToken: token ?? apns, apiTokenHash: hash ?? tokenHash, trackStatus: track, callback: callback)
+    }
+
+    private let handler = RegistrationHandler(verifier: TokenFormatVerifier())
+
+    func testNewDeviceSucceedsAndIsStoredWithVersionOne() {
+        var s = state()
+        XCTAssertEqual(handler.apply(registration(), at: at, to: &s), .applied)
+        XCTAssertEqual(s.devices[DeviceKey(appId: appId, deviceToken: apns)]?.version, 1)
+        guard case .putRegistrationStatus(let status)? = s.mutations.last else { return XCTFail("no status: \(s.mutations)") }
+        XCTAssertEqual(status.status, .Success)
+        XCTAssertNil(status.failureReason)
+    }
+
+    func testSameUserSameTokenTwiceInOneBatchIsDuplicateExists() {
+        var s = state()
+        _ = handler.apply(registration(), at: at, to: &s)
+        XCTAssertEqual(handler.apply(registration(), at: at, to: &s), .rejected("DuplicateExists"))
+    }
+
+    func testTokenOfAnotherUserMovesAndBumpsVersion() {
+        var s = state(devices: [DeviceRow(appId: appId, deviceToken: apns, userId: "old", platform: .ios, version: 3, updatedAt: at)])
+        XCTAssertEqual(handler.apply(registration(user: "new"), at: at, to: &s), .applied)
+        let row = s.devices[DeviceKey(appId: appId, deviceToken: apns)]
+        XCTAssertEqual(row?.userId, "new")
+        XCTAssertEqual(row?.version, 4)
+    }
+
+    func testTooLongTokenFailsBeforeFormatCheck() {
+        var s = state()
+        let result = handler.apply(registration(token: String(repeating: "a", count: 4097), platform: .android), at: at, to: &s)
+        XCTAssertEqual(result, .rejected("DeviceTokenTooLong"))
+        XCTAssertTrue(s.devices.isEmpty)
+    }
+
+    func testInvalidRevokedOrForeignOrgTokensLeaveNoTrace() {
+        for c in [registration(hash: ApiTokens.hash("forged")), registration(hash: ApiTokens.hash("old")), registration(org: UUID())] {
+            var s = state()
+            XCTAssertEqual(handler.apply(c, at: at, to: &s), .rejected("invalid-api-token"))
+            XCTAssertTrue(s.mutations.isEmpty, "no status, no device, no webhook")
+        }
+    }
+
+    func testStoreFailureIsRecordedAsFailedToStoreDeviceWithoutTheDevice() {
+        var s = state()
+        XCTAssertEqual(handler.apply(registration(), at: at, to: &s, storeFailed: true), .rejected("FailedToStoreDevice"))
+        XCTAssertTrue(s.devices.isEmpty)
+        guard case .putRegistrationStatus(let status)? = s.mutations.last else { return XCTFail() }
+        XCTAssertEqual(status.failureReason, .FailedToStoreDevice)
+    }
+
+    func testUntrackedRegistrationStoresNoStatusButStillSendsItsWebhook() throws {
+        var s = state(retries: 2)
+        let callback = StatusCallback(url: "http://127.0.0.1:9/x", headers: ["X-K": "v"], signature: "sig")
+        let c = registration(track: false, callback: callback)
+        _ = handler.apply(c, at: at, to: &s)
+        XCTAssertFalse(s.mutations.contains { if case .putRegistrationStatus = $0 { true } else { false } })
+        guard case .enqueueOutbox(let job)? = s.mutations.last else { return XCTFail("no webhook job") }
+        XCTAssertEqual(job.id, "registration-status:\(c.registrationRequestId.uuidString.lowercased())")
+        XCTAssertEqual(job.maxAttempts, 3)
+        XCTAssertEqual(job.headers["X-K"], "v")
+        let body = try JSONDecoder().decode(API.StatusWebhook.self, from: job.body)
+        XCTAssertEqual(body, API.StatusWebhook(Status: .Success, Signature: "sig", FailureReason: nil))
+    }
+
+    func testCleanupWithoutTokenRemovesOnlyThatUsersDevices() {
+        let other = String(repeating: "cd", count: 32)
+        var s = state(devices: [
+            DeviceRow(appId: appId, deviceToken: apns, userId: "u", platform: .ios, version: 1, updatedAt: at),
+            DeviceRow(appId: appId, deviceToken: other, userId: "someone", platform: .ios, version: 1, updatedAt: at),
+        ])
+        let c = DeviceCleanupRequested(orgId: org, mobileAppId: appId, userId: "u", deviceToken: nil, apiTokenHash: tokenHash)
+        XCTAssertEqual(CleanupHandler.apply(c, to: &s), .applied)
+        XCTAssertEqual(s.mutations, [.deleteDevice(DeviceKey(appId: appId, deviceToken: apns))])
+        XCTAssertNotNil(s.devices[DeviceKey(appId: appId, deviceToken: other)])
+    }
+
+    func testCleanupOfAnotherUsersTokenRemovesNothing() {
+        var s = state(devices: [DeviceRow(appId: appId, deviceToken: apns, userId: "owner", platform: .ios, version: 1, updatedAt: at)])
+        let c = DeviceCleanupRequested(orgId: org, mobileAppId: appId, userId: "u", deviceToken: apns, apiTokenHash: tokenHash)
+        XCTAssertEqual(CleanupHandler.apply(c, to: &s), .applied)
+        XCTAssertTrue(s.mutations.isEmpty)
+    }
+
+    func testRepeatedAppCreationKeepsLaterSettings() {
+        var s = state()
+        _ = AdminHandlers.apply(AppSettingsChanged(mobileAppId: appId, callbackUrl: "http://x.test/cb"), to: &s)
+        _ = AdminHandlers.apply(AppCreated(orgId: org, mobileAppId: appId, name: "a", tokenId: UUID(), tokenHash: "h"), at: at, to: &s)
+        XCTAssertEqual(s.apps[appId]?.callbackUrl, "http://x.test/cb")
+    }
+
+    func testFormatVerifier() {
+        let v = TokenFormatVerifier()
+        XCTAssertTrue(v.verify(token: String(repeating: "aB", count: 32), platform: .ios))
+        XCTAssertFalse(v.verify(token: String(repeating: "a", count: 65), platform: .ios), "odd length")
+        XCTAssertFalse(v.verify(token: String(repeating: "g", count: 64), platform: .ios), "not hex")
+        XCTAssertFalse(v.verify(token: String(repeating: "a", count: 62), platform: .ios), "too short")
+        XCTAssertTrue(v.verify(token: String(repeating: "A-_:9", count: 20), platform: .android))
+        XCTAssertFalse(v.verify(token: String(repeating: "a", count: 99), platform: .android), "too short")
+        XCTAssertFalse(v.verify(token: String(repeating: "a", count: 99) + "!", platform: .android), "bad character")
+    }
+
+    func testUnknownTypesAndNewerVersionsAreSkippedNotFatal() throws {
+        let decoder = CommandDecoder()
+        guard case .unknownType = decoder.decode(type: "something.new", version: 1, value: Data("{}".utf8)) else { return XCTFail() }
+        guard case .unsupportedVersion = decoder.decode(type: CommandType.appCreated.rawValue, version: 2, value: Data("{}".utf8)) else { return XCTFail() }
+        guard case .malformed = decoder.decode(type: CommandType.appCreated.rawValue, version: 1, value: Data("{".utf8)) else { return XCTFail() }
+        let encoded = try EncodedCommand(AppCreated(orgId: org, mobileAppId: appId, name: "n", tokenId: UUID(), tokenHash: "h"),
+                                         topics: Topics(), encoder: WireJSON.encoder())
+        guard case .command(let c) = decoder.decode(type: encoded.type, version: encoded.version, value: encoded.value) else { return XCTFail() }
+        XCTAssertTrue(c.isAdmin)
+    }
+}
