@@ -90,7 +90,10 @@ let package = Package(
         .testTarget(
             name: "IngestTests",
             dependencies: ["Ingest", "Contracts", "Kafka", "Projections",
-                           .product(name: "HummingbirdTesting", package: "hummingbird")]
+                           .product(name: "HummingbirdTesting", package: "hummingbird"),
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "Metrics", package: "swift-metrics"),
+                           .product(name: "Prometheus", package: "swift-prometheus")]
         ),
         .testTarget(name: "ProcessorTests", dependencies: ["Processor", "Contracts", "Projections", "Kafka", "TestSupport"]),
         .testTarget(

@@ -26,7 +26,7 @@ public struct ProcessorConfiguration: Sendable {
 
     public static func fromEnvironment(_ env: [String: String] = ProcessInfo.processInfo.environment) throws -> ProcessorConfiguration {
         var c = ProcessorConfiguration()
-        var reader = EnvironmentReader(env)
+        let reader = EnvironmentReader(env)
         c.host = reader.string("PUSHLINE_PROCESSOR_HOST", default: c.host)
         c.port = try reader.int("PUSHLINE_PROCESSOR_PORT", default: c.port, range: 0...65535)
         c.brokers = reader.string("PUSHLINE_KAFKA_BROKERS", default: c.brokers)
@@ -42,44 +42,4 @@ public struct ProcessorConfiguration: Sendable {
         c.kafkaProperties = try reader.properties("PUSHLINE_KAFKA_PROPERTIES")
         return c
     }
-}
-
-/// Reads typed settings from environment variables with clear errors.
-public struct EnvironmentReader {
-    private let env: [String: String]
-
-    public init(_ env: [String: String]) {
-        self.env = env
-    }
-
-    public func string(_ name: String, default value: String) -> String {
-        guard let v = env[name], !v.isEmpty else { return value }
-        return v
-    }
-
-    public func int(_ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
-        guard let raw = env[name], !raw.isEmpty else { return value }
-        guard let v = Int(raw), range.contains(v) else {
-            throw ConfigurationError("\(name)=\(raw) is not an integer in \(range.lowerBound)...\(range.upperBound)")
-        }
-        return v
-    }
-
-    /// `key=value;key=value` → dictionary.
-    public func properties(_ name: String) throws -> [String: String] {
-        guard let raw = env[name], !raw.isEmpty else { return [:] }
-        var out: [String: String] = [:]
-        for pair in raw.split(separator: ";") where !pair.trimmingCharacters(in: .whitespaces).isEmpty {
-            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard parts.count == 2, !parts[0].isEmpty else { throw ConfigurationError("\(name): '\(pair)' is not key=value") }
-            out[parts[0]] = parts[1]
-        }
-        return out
-    }
-}
-
-/// A configuration value that cannot be used; the message names the setting.
-public struct ConfigurationError: Error, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
 }

@@ -1,0 +1,19 @@
+import Contracts
+
+/// Writes commands to Kafka and returns only once the broker acknowledged every one of them.
+///
+/// This is the only way ingest changes anything (SPEC §8.1): a route answers 2xx only after
+/// `publish` returned. The Kafka adapter implements it; tests use an in-memory fake.
+public protocol CommandPublisher: Sendable {
+    /// Publishes every command of one HTTP request (sent concurrently, awaited together).
+    /// Throws when any of them was not acknowledged; ingest then answers 503 with `Retry-After`.
+    func publish(_ commands: [EncodedCommand], requestId: String) async throws
+    /// True when the broker answered recently (used by /health).
+    func isReady() async -> Bool
+}
+
+/// Thrown by publishers when the broker did not acknowledge within the bound: ingest answers 503 + Retry-After.
+public struct PublishUnavailable: Error, Sendable {
+    public var reason: String
+    public init(reason: String) { self.reason = reason }
+}

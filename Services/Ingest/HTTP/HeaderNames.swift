@@ -1,0 +1,15 @@
+import Contracts
+import Hummingbird
+
+/// `HTTPField`, reached through `HTTPFields` (Hummingbird re-exports only the latter), so that
+/// ingest does not import HTTPTypes without declaring it.
+typealias HeaderField = HTTPFields.Element
+
+/// The header names ingest reads or writes beyond the standard ones.
+extension HTTPFields.Element.Name {
+    static let requestId = Self("x-request-id")!
+    static let trackRegistration = Self(DeviceRegistrationAPI.trackRegistrationHeader)!
+    static let callbackURL = Self(DeviceRegistrationAPI.callbackURLHeader)!
+    static let statusCallbackURL = Self(DeviceRegistrationAPI.statusCallbackURLHeader)!
+    static let callbackURLHeaders = Self(DeviceRegistrationAPI.callbackURLHeadersHeader)!
+}

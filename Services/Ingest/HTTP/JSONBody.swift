@@ -1,0 +1,116 @@
+import Foundation
+import Hummingbird
+
+/// Reads and decodes JSON request bodies under ingest's rules, before any command exists:
+/// 415 unless the body is `application/json` (UTF-8), 413 past the size limit (checked on
+/// `Content-Length` first and again while collecting, for chunked bodies), 400 naming the
+/// offending field when the JSON does not decode.
+enum JSONBody {
+    /// Collects the body of a route that needs one.
+    static func collect(_ request: Request, limit: Int) async throws -> ByteBuffer {
+        let contentType = request.headers[.contentType]
+        if let contentType, !isJSON(contentType) {
+            throw unsupportedMediaType
+        }
+        if let declared = request.headers[.contentLength].flatMap({ Int($0) }) {
+            if declared > limit { throw tooLarge(limit) }
+            if contentType == nil, declared > 0 { throw unsupportedMediaType }
+        }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: limit)
+        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
+            throw tooLarge(limit)
+        }
+        guard buffer.readableBytes > 0 else {
+            throw IngestError.badRequest("a JSON body is required", field: "body")
+        }
+        if contentType == nil { throw unsupportedMediaType }
+        return buffer
+    }
+
+    /// Decodes `T` straight from the collected bytes (no copy into an intermediate `Data`).
+    static func decode<T: Decodable>(_ type: T.Type, from buffer: ByteBuffer, decoder: JSONDecoder) throws -> T {
+        do {
+            return try buffer.withUnsafeReadableBytes { bytes in
+                // The Data only borrows the buffer's bytes while the decoder runs; nothing it
+                // produces refers to them afterwards.
+                guard let base = bytes.baseAddress else { return try decoder.decode(T.self, from: Data()) }
+                let data = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
+                return try decoder.decode(T.self, from: data)
+            }
+        } catch let error as DecodingError {
+            throw problem(for: error)
+        }
+    }
+
+    /// The first byte of the JSON text that is not white space (`[` tells an array from an object).
+    static func firstSignificantByte(of buffer: ByteBuffer) -> UInt8? {
+        buffer.readableBytesView.first { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }
+    }
+
+    /// True for `application/json`, with no charset or a UTF-8 one (JSON is UTF-8, RFC 8259).
+    static func isJSON(_ contentType: String) -> Bool {
+        var parts = contentType.split(separator: ";", omittingEmptySubsequences: false).makeIterator()
+        guard let mediaType = parts.next(),
+              mediaType.trimmingCharacters(in: .whitespaces).lowercased() == "application/json" else { return false }
+        while let parameter = parts.next() {
+            let pair = parameter.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "charset" else { continue }
+            let charset = pair[1].trimmingCharacters(in: CharacterSet(charactersIn: " \t\"")).lowercased()
+            if charset != "utf-8" && charset != "utf8" { return false }
+        }
+        return true
+    }
+
+    /// Names the field a decoding error is about (`[3].UserId`, `RegistrationRequestIds[1]`, or
+    /// `body` for the document itself). Never quotes the body: it may hold an API token.
+    static func problem(for error: DecodingError) -> IngestError {
+        switch error {
+        case .dataCorrupted(let context):
+            if context.codingPath.isEmpty {
+                return .badRequest("the body is not valid JSON", field: "body")
+            }
+            return .badRequest("invalid value", field: fieldPath(context.codingPath))
+        case .typeMismatch(let type, let context):
+            return .badRequest("expected \(describe(type))", field: fieldPath(context.codingPath))
+        case .valueNotFound(let type, let context):
+            return .badRequest("expected \(describe(type)), found null", field: fieldPath(context.codingPath))
+        case .keyNotFound(let key, let context):
+            return .badRequest("missing field", field: fieldPath(context.codingPath + [key]))
+        @unknown default:
+            return .badRequest("the body could not be decoded", field: "body")
+        }
+    }
+
+    /// Renders a coding path as `[3].UserId`; the empty path is the body itself.
+    static func fieldPath(_ path: [any CodingKey]) -> String {
+        var out = ""
+        for key in path {
+            if let index = key.intValue {
+                out += "[\(index)]"
+            } else {
+                out += out.isEmpty ? key.stringValue : "." + key.stringValue
+            }
+        }
+        return out.isEmpty ? "body" : out
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "a boolean"
+        case is Int.Type: "an integer"
+        case is [Any].Type: "a JSON array"
+        case is [String: Any].Type: "a JSON object"
+        default: "a value of another JSON type"
+        }
+    }
+
+    private static let unsupportedMediaType = IngestError.rejected(
+        .unsupportedMediaType, .init(error: "the body must be application/json (UTF-8)", field: "Content-Type"))
+
+    private static func tooLarge(_ limit: Int) -> IngestError {
+        .rejected(.contentTooLarge, .init(error: "the body is larger than \(limit) bytes", field: "body"))
+    }
+}

@@ -1,0 +1,86 @@
+import Contracts
+
+/// Everything the ingest service needs to know about its deployment, as one value.
+///
+/// Built by `IngestMain` from the environment (`fromEnvironment(_:)`) or by tests directly; the
+/// defaults are the one-machine setup of SPEC §9.
+public struct IngestConfiguration: Sendable {
+    /// The address the HTTP server binds to.
+    public var host: String
+    public var port: Int
+    /// The bearer token that guards `/admin/v1/…` (`PUSHLINE_ADMIN_TOKEN`). An empty token opens nothing:
+    /// every admin request is refused.
+    public var adminToken: String
+    /// Topic names (only the prefix is configurable).
+    public var topics: Topics
+    /// Requests with a larger body are refused with 413 before anything is decoded.
+    public var maxBodyBytes: Int
+    /// The `Retry-After` of a 503 answered when the broker did not acknowledge.
+    public var retryAfterSeconds: Int
+    /// Kafka bootstrap servers.
+    public var brokers = "127.0.0.1:9092"
+    /// Partitions of each topic created on start when missing.
+    public var partitions = 12
+    /// The projection store read by the status and admin GET routes.
+    public var store = "sqlite:./var/pushline.sqlite"
+    /// The broker must acknowledge a command within this bound, else the answer is 503.
+    public var produceTimeoutMs = 5_000
+    /// Producer linger: how long librdkafka waits to fill a batch.
+    public var lingerMs = 2
+    /// librdkafka properties passed through verbatim (TLS/SASL).
+    public var kafkaProperties: [String: String] = [:]
+
+    public init(host: String = "127.0.0.1", port: Int = 8080, adminToken: String, topics: Topics = Topics(),
+                maxBodyBytes: Int = 1_048_576, retryAfterSeconds: Int = 1) {
+        self.host = host
+        self.port = port
+        self.adminToken = adminToken
+        self.topics = topics
+        self.maxBodyBytes = maxBodyBytes
+        self.retryAfterSeconds = retryAfterSeconds
+    }
+
+    /// Environment variables read by `fromEnvironment(_:)`.
+    public enum Variable {
+        public static let host = "PUSHLINE_INGEST_HOST"
+        public static let port = "PUSHLINE_INGEST_PORT"
+        public static let adminToken = "PUSHLINE_ADMIN_TOKEN"
+        public static let topicPrefix = "PUSHLINE_TOPIC_PREFIX"
+    }
+
+    /// Reads `PUSHLINE_INGEST_HOST` (default `127.0.0.1`), `PUSHLINE_INGEST_PORT` (default `8080`),
+    /// `PUSHLINE_ADMIN_TOKEN` (required, non-empty) and `PUSHLINE_TOPIC_PREFIX` (default `pushline.`).
+    /// Throws `IngestError.invalidConfiguration` naming the variable at fault.
+    public static func fromEnvironment(_ env: [String: String]) throws -> IngestConfiguration {
+        guard let adminToken = env[Variable.adminToken], !adminToken.isEmpty else {
+            throw IngestError.invalidConfiguration(
+                "\(Variable.adminToken) is required: set it to the bearer token that guards the admin API")
+        }
+        var configuration = IngestConfiguration(adminToken: adminToken)
+        if let host = env[Variable.host], !host.isEmpty {
+            configuration.host = host
+        }
+        if let text = env[Variable.port], !text.isEmpty {
+            guard let port = Int(text), (0...65_535).contains(port) else {
+                throw IngestError.invalidConfiguration("\(Variable.port) must be a port number (0…65535), got \"\(text)\"")
+            }
+            configuration.port = port
+        }
+        if let prefix = env[Variable.topicPrefix] {
+            configuration.topics = Topics(prefix: prefix)
+        }
+        let reader = EnvironmentReader(env)
+        do {
+            configuration.brokers = reader.string("PUSHLINE_KAFKA_BROKERS", default: configuration.brokers)
+            configuration.partitions = try reader.int("PUSHLINE_PARTITIONS", default: configuration.partitions, range: 1...10_000)
+            configuration.store = reader.string("PUSHLINE_STORE", default: configuration.store)
+            configuration.produceTimeoutMs = try reader.int("PUSHLINE_PRODUCE_TIMEOUT_MS", default: configuration.produceTimeoutMs,
+                                                            range: 100...600_000)
+            configuration.lingerMs = try reader.int("PUSHLINE_KAFKA_LINGER_MS", default: configuration.lingerMs, range: 0...10_000)
+            configuration.kafkaProperties = try reader.properties("PUSHLINE_KAFKA_PROPERTIES")
+        } catch let error as ConfigurationError {
+            throw IngestError.invalidConfiguration(error.description)
+        }
+        return configuration
+    }
+}

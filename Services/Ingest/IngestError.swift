@@ -1,0 +1,32 @@
+import Contracts
+import Hummingbird
+
+/// The one error type of the Ingest module.
+///
+/// Route code throws it to end a request early; `RequestMiddleware` turns it into the JSON
+/// `Problem` answer. Messages never quote request bodies (they may hold API tokens).
+public enum IngestError: Error, Sendable, CustomStringConvertible {
+    /// The configuration could not be built (names the variable at fault).
+    case invalidConfiguration(String)
+    /// The request is refused with this 4xx status and problem body.
+    case rejected(HTTPResponse.Status, Problem)
+    /// A dependency (broker or projection store) did not answer: 503 with `Retry-After`.
+    case unavailable(String)
+
+    public var description: String {
+        switch self {
+        case .invalidConfiguration(let message): "invalid configuration: \(message)"
+        case .rejected(let status, let problem):
+            "\(status.code) \(problem.error)" + (problem.field.map { " (field \($0))" } ?? "")
+        case .unavailable(let reason): "unavailable: \(reason)"
+        }
+    }
+
+    static func badRequest(_ error: String, field: String?) -> IngestError {
+        .rejected(.badRequest, Problem(error: error, field: field))
+    }
+
+    static func notFound(_ error: String, field: String? = nil) -> IngestError {
+        .rejected(.notFound, Problem(error: error, field: field))
+    }
+}

@@ -1,0 +1,14 @@
+import Hummingbird
+
+/// The request context of every ingest route: Hummingbird's core storage plus the request id
+/// that `RequestMiddleware` assigns (taken from `x-request-id` or generated) and that is
+/// passed to the publisher and put on every log line of the request.
+public struct IngestRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public var requestId: String
+
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.requestId = ""
+    }
+}

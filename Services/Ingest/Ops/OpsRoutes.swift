@@ -1,0 +1,42 @@
+import Contracts
+import Foundation
+import Hummingbird
+import Prometheus
+
+/// Operations routes: `/health` (is the broker reachable), `/metrics` (Prometheus text) and
+/// `/noop`.
+struct OpsRoutes: Sendable {
+    let publisher: any CommandPublisher
+    let registry: PrometheusCollectorRegistry
+
+    func addRoutes(to router: Router<IngestRequestContext>) {
+        router.get("health", use: health)
+        router.get("metrics", use: metrics)
+        router.get("noop", use: noop)
+        router.post("noop", use: noop)
+    }
+
+    /// 200 `{"status":"ok"}` when the publisher reports the broker ready, else 503 `{"status":"unavailable"}`.
+    @Sendable func health(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        let ready = await publisher.isReady()
+        return try JSONResponse.make(ready ? HealthAnswer.ok : HealthAnswer.unavailable,
+                                     status: ready ? .ok : .serviceUnavailable, encoder: WireJSON.encoder())
+    }
+
+    /// The Prometheus text exposition of the registry the metrics backend writes to.
+    @Sendable func metrics(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        var bytes: [UInt8] = []
+        registry.emit(into: &bytes)
+        return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    /// 204 and nothing else, for benchmarks: the cost of the HTTP stack alone (Hummingbird plus
+    /// ingest's request middleware: request id, metrics, error mapping, and collecting the body
+    /// of a POST) — nothing validated, encoded or published. Subtract it from a route's cost to
+    /// see what that route itself adds.
+    @Sendable func noop(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        _ = try await request.body.collect(upTo: context.maxUploadSize)
+        return Response(status: .noContent)
+    }
+}

@@ -1,0 +1,43 @@
+import Contracts
+import Foundation
+import Logging
+
+/// Turns the commands of one request into records and hands them to the `CommandPublisher` in
+/// one call, so that a 2xx is only ever answered after the broker acknowledged all of them.
+///
+/// Any failure of the publisher becomes `IngestError.unavailable` (503 + Retry-After): the
+/// client cannot tell what was written, so it must retry, and the processor tolerates repeats.
+struct CommandWriter: Sendable {
+    let publisher: any CommandPublisher
+    let topics: Topics
+    let metrics: IngestMetrics
+
+    /// A JSON encoder for the commands of one request.
+    ///
+    /// One per request rather than one shared: `JSONEncoder` is a class whose sharing across
+    /// concurrent tasks is only safe in some Foundation versions, and making one costs a small
+    /// allocation next to encoding and a broker round trip. A batch shares its request's encoder.
+    static func makeEncoder() -> JSONEncoder { WireJSON.encoder() }
+
+    func encode<C: Command>(_ command: C, encoder: JSONEncoder) throws -> EncodedCommand {
+        try EncodedCommand(command, topics: topics, encoder: encoder)
+    }
+
+    /// Publishes every command of the request together and waits for the broker's acknowledgement.
+    func publish(_ commands: [EncodedCommand], context: IngestRequestContext) async throws {
+        let start = ContinuousClock.now
+        do {
+            try await publisher.publish(commands, requestId: context.requestId)
+        } catch {
+            metrics.publishDuration.record(duration: ContinuousClock.now - start)
+            metrics.publishFailures.increment()
+            let reason = (error as? PublishUnavailable)?.reason ?? String(describing: error)
+            context.logger.warning("publish failed; answering 503", metadata: [
+                "commands": "\(commands.count)", "reason": "\(reason)",
+            ])
+            throw IngestError.unavailable(reason)
+        }
+        metrics.publishDuration.record(duration: ContinuousClock.now - start)
+        metrics.countPublished(commands)
+    }
+}

@@ -1,0 +1,50 @@
+import Contracts
+import Foundation
+import Hummingbird
+
+/// `POST …/devices/cleanup` (one object) and `POST …/devices/cleanup/batch` (one object or an
+/// array of 1…100): each becomes one `DeviceCleanupRequested`; the answer is an empty 202.
+extension RegistrationRoutes {
+    @Sendable func cleanup(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        let orgId = try orgId(context)
+        let body = try await JSONBody.collect(request, limit: maxBodyBytes)
+        let cleanup = try JSONBody.decode(DeviceRegistrationAPI.Cleanup.self, from: body, decoder: WireJSON.decoder())
+        let command = try DeviceCleanupRequested(validating: cleanup, index: nil, orgId: orgId)
+        try await writer.publish([writer.encode(command, encoder: CommandWriter.makeEncoder())], context: context)
+        return Response(status: .accepted)
+    }
+
+    @Sendable func cleanupBatch(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        let orgId = try orgId(context)
+        let body = try await JSONBody.collect(request, limit: maxBodyBytes)
+        let decoder = WireJSON.decoder()
+        var commands: [DeviceCleanupRequested] = []
+        // The seed documents this route with a single object; an array is the batch.
+        if JSONBody.firstSignificantByte(of: body) == UInt8(ascii: "[") {
+            let cleanups = try JSONBody.decode([DeviceRegistrationAPI.Cleanup].self, from: body, decoder: decoder)
+            try Self.checkBatchSize(cleanups.count, of: "cleanups")
+            commands.reserveCapacity(cleanups.count)
+            for (index, cleanup) in cleanups.enumerated() {
+                commands.append(try DeviceCleanupRequested(validating: cleanup, index: index, orgId: orgId))
+            }
+        } else {
+            let cleanup = try JSONBody.decode(DeviceRegistrationAPI.Cleanup.self, from: body, decoder: decoder)
+            commands.append(try DeviceCleanupRequested(validating: cleanup, index: nil, orgId: orgId))
+        }
+        let encoder = CommandWriter.makeEncoder()
+        try await writer.publish(commands.map { try writer.encode($0, encoder: encoder) }, context: context)
+        return Response(status: .accepted)
+    }
+}
+
+extension DeviceCleanupRequested {
+    /// Validates one seed 000 cleanup and makes its command; without `DeviceToken` it removes
+    /// every device of the user in the app.
+    init(validating cleanup: DeviceRegistrationAPI.Cleanup, index: Int?, orgId: UUID) throws {
+        let mobileAppId = try FieldRules.uuid(cleanup.MobileAppId, field: RegistrationRoutes.field("MobileAppId", index: index))
+        let apiToken = try FieldRules.required(cleanup.ApiToken, field: RegistrationRoutes.field("ApiToken", index: index))
+        let userId = try FieldRules.required(cleanup.UserId, field: RegistrationRoutes.field("UserId", index: index))
+        self.init(orgId: orgId, mobileAppId: mobileAppId, userId: userId, deviceToken: cleanup.DeviceToken.nonEmpty,
+                  apiTokenHash: ApiTokens.hash(apiToken))
+    }
+}

@@ -1,0 +1,53 @@
+import Contracts
+import Foundation
+import Hummingbird
+
+/// The seed 000 registration headers, read and validated once per request:
+/// `x-ms-track-registration`, `x-ms-callback-url` (alias `x-ms-status-callback-url`) and
+/// `x-ms-callback-url-headers`.
+struct RegistrationHeaders: Sendable {
+    /// Whether the outcome is stored and the answer carries `RegistrationRequestId`s.
+    var trackStatus: Bool
+    /// Where to POST the status webhook; nil when no (or an empty) callback URL was given.
+    var callbackURL: String?
+    /// Extra headers of the status webhook.
+    var callbackHeaders: [String: String]
+
+    init(_ headers: HTTPFields, decoder: JSONDecoder) throws {
+        trackStatus = headers[.trackRegistration].map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased() == "true"
+        } ?? false
+
+        let (urlText, urlField): (String?, String) =
+            if let primary = headers[.callbackURL], !primary.isEmpty {
+                (primary, DeviceRegistrationAPI.callbackURLHeader)
+            } else {
+                (headers[.statusCallbackURL], DeviceRegistrationAPI.statusCallbackURLHeader)
+            }
+        let trimmedURL = urlText?.trimmingCharacters(in: .whitespaces)
+        if let trimmedURL, !trimmedURL.isEmpty {
+            callbackURL = try FieldRules.callbackURL(trimmedURL, field: urlField)
+        } else {
+            callbackURL = nil
+        }
+
+        callbackHeaders = [:]
+        if let text = headers[.callbackURLHeaders], !text.trimmingCharacters(in: .whitespaces).isEmpty {
+            let field = DeviceRegistrationAPI.callbackURLHeadersHeader
+            do {
+                callbackHeaders = try decoder.decode([String: String].self, from: Data(text.utf8))
+            } catch {
+                throw IngestError.badRequest("must be a JSON object of string to string", field: field)
+            }
+            try FieldRules.headerMap(callbackHeaders, field: field)
+        }
+    }
+
+    /// The webhook of one registration, signed with that registration's raw API token
+    /// (the token itself never leaves this function).
+    func callback(apiToken: String) -> StatusCallback? {
+        guard let callbackURL else { return nil }
+        return StatusCallback(url: callbackURL, headers: callbackHeaders,
+                              signature: ApiTokens.webhookSignature(apiToken: apiToken, callbackURL: callbackURL))
+    }
+}

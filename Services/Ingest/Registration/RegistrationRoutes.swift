@@ -1,0 +1,47 @@
+import Contracts
+import Foundation
+import Hummingbird
+import Projections
+
+/// The seed 000 device-registration API (SPEC §2), mounted at
+/// `/api/v1.0/orgs/{orgId}/pushdeviceregistration`: registrations, their status, cleanups.
+///
+/// Every request is validated completely before anything is published, so a 400 writes nothing,
+/// and a 202 is answered only after the broker acknowledged every command of the request.
+struct RegistrationRoutes: Sendable {
+    static let basePath: RouterPath = "api/v1.0/orgs/:orgId/pushdeviceregistration"
+
+    let writer: CommandWriter
+    let store: any ProjectionStore
+    let maxBodyBytes: Int
+
+    func addRoutes(to group: RouterGroup<IngestRequestContext>) {
+        group.post("devices", use: register)
+        group.post("devices/batch", use: registerBatch)
+        // The router ignores a trailing slash, so this also serves the seed's `devices/status/`.
+        group.post("devices/status", use: status)
+        group.post("devices/cleanup", use: cleanup)
+        group.post("devices/cleanup/batch", use: cleanupBatch)
+    }
+
+    /// The org of the path; it must be a UUID.
+    func orgId(_ context: IngestRequestContext) throws -> UUID {
+        try FieldRules.uuidParameter("orgId", in: context)
+    }
+
+    /// Checks a batch's size: 1…100 elements (`DeviceRegistrationAPI.maxBatch`).
+    static func checkBatchSize(_ count: Int, of what: String) throws {
+        guard count > 0 else {
+            throw IngestError.badRequest("the batch is empty: send 1…\(DeviceRegistrationAPI.maxBatch) \(what)", field: "body")
+        }
+        guard count <= DeviceRegistrationAPI.maxBatch else {
+            throw IngestError.badRequest("the batch has \(count) \(what); at most \(DeviceRegistrationAPI.maxBatch) are allowed", field: "body")
+        }
+    }
+
+    /// The name of a field of the request body, or of one batch element's field (`[3].UserId`).
+    static func field(_ name: String, index: Int?) -> String {
+        guard let index else { return name }
+        return "[\(index)].\(name)"
+    }
+}

@@ -1,0 +1,229 @@
+import Contracts
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Projections
+import XCTest
+
+/// The admin API: bearer-guarded, publishes admin commands, reads apps from the store.
+final class AdminAPITests: XCTestCase {
+    func testEveryAdminRouteRequiresTheAdminBearerToken() async throws {
+        let harness = Harness()
+        let tokenId = await harness.seedApp()
+        let app = "/admin/v1/apps/\(Fixture.appId)"
+        let routes: [(HTTPRequest.Method, String, String?)] = [
+            (.post, "/admin/v1/apps", #"{"name": "x"}"#),
+            (.post, app + "/tokens", nil),
+            (.delete, app + "/tokens/\(tokenId)", nil),
+            (.patch, app, #"{"name": "y"}"#),
+            (.get, app, nil),
+        ]
+        try await harness.test { client in
+            for (method, uri, json) in routes {
+                let missing = try await client.execute(uri: uri, method: method, headers: json == nil ? [:] : [.contentType: "application/json"],
+                                                       body: json.map { ByteBuffer(string: $0) })
+                try assertProblem(missing, .unauthorized, field: "Authorization")
+                XCTAssertEqual(missing.headers[.wwwAuthenticate], "Bearer")
+                try assertProblem(try await client.admin(method, uri, json: json, token: "wrong"), .unauthorized, field: "Authorization")
+                try assertProblem(try await client.admin(method, uri, json: json, token: Fixture.adminToken + "x"),
+                                  .unauthorized, field: "Authorization")
+                let basic = try await client.execute(uri: uri, method: method,
+                                                     headers: [.authorization: "Basic \(Fixture.adminToken)"])
+                try assertProblem(basic, .unauthorized, field: "Authorization")
+            }
+        }
+        await assertNothingPublished(harness.publisher)
+    }
+
+    func testEmptyConfiguredAdminTokenAdmitsNoOne() async throws {
+        var harness = Harness()
+        harness.configuration.adminToken = ""
+        let response = try await harness.test { client in
+            try await client.execute(uri: "/admin/v1/apps", method: .post,
+                                     headers: [.authorization: "Bearer ", .contentType: "application/json"],
+                                     body: ByteBuffer(string: #"{"name": "x"}"#))
+        }
+        try assertProblem(response, .unauthorized, field: "Authorization")
+    }
+
+    func testCreatingAnAppPublishesAppCreatedAndShowsTheTokenOnce() async throws {
+        let harness = Harness()
+        let response = try await harness.test { client in
+            try await client.admin(.post, "/admin/v1/apps", json: #"{"orgId": "\#(Fixture.orgId)", "name": "Shop"}"#)
+        }
+        XCTAssertEqual(response.status, .created)
+        XCTAssertEqual(response.headers[.cacheControl], "no-store")
+        let answer = try decodeBody(AdminAPI.AppCreatedAnswer.self, response)
+        let command = try await harness.onlyPublished(AppCreated.self)
+        XCTAssertEqual(command.orgId, Fixture.orgId)
+        XCTAssertEqual(answer.orgId, Fixture.orgId)
+        XCTAssertEqual(command.mobileAppId, answer.mobileAppId)
+        XCTAssertEqual(command.tokenId, answer.tokenId)
+        XCTAssertEqual(command.name, "Shop")
+        XCTAssertEqual(command.tokenHash, ApiTokens.hash(answer.apiToken))
+        XCTAssertGreaterThanOrEqual(answer.apiToken.utf8.count, 43, "32 random bytes in base64url")
+        let encoded = await harness.publisher.commands
+        XCTAssertEqual(encoded.map(\.topic), ["pushline.commands.admin"])
+        XCTAssertNil(String(decoding: encoded[0].value, as: UTF8.self).range(of: answer.apiToken))
+    }
+
+    func testCreatingAnAppWithoutOrgMakesANewOrg() async throws {
+        let harness = Harness()
+        let answers = try await harness.test { client in
+            [try await client.admin(.post, "/admin/v1/apps", json: #"{"name": "a"}"#),
+             try await client.admin(.post, "/admin/v1/apps", json: #"{"name": "b"}"#)]
+        }
+        let decoded = try answers.map { try decodeBody(AdminAPI.AppCreatedAnswer.self, $0) }
+        let commands = try await harness.published(AppCreated.self)
+        XCTAssertEqual(commands.map(\.orgId), decoded.map(\.orgId))
+        XCTAssertNotEqual(decoded[0].orgId, decoded[1].orgId)
+        XCTAssertNotEqual(decoded[0].apiToken, decoded[1].apiToken)
+    }
+
+    func testCreatingAnAppValidatesItsBody() async throws {
+        let harness = Harness()
+        try await harness.test { client in
+            try assertProblem(try await client.admin(.post, "/admin/v1/apps", json: #"{}"#), .badRequest, field: "name")
+            try assertProblem(try await client.admin(.post, "/admin/v1/apps", json: #"{"name": "  "}"#), .badRequest, field: "name")
+            try assertProblem(try await client.admin(.post, "/admin/v1/apps", json: #"{"name": "x", "orgId": "acme"}"#),
+                              .badRequest, field: "orgId")
+            try assertProblem(try await client.admin(.post, "/admin/v1/apps", json: #"{"name": "#), .badRequest, field: "body")
+        }
+        await assertNothingPublished(harness.publisher)
+    }
+
+    func testIssuingATokenPublishesApiTokenIssued() async throws {
+        let harness = Harness()
+        _ = await harness.seedApp()
+        let response = try await harness.test { client in
+            try await client.admin(.post, "/admin/v1/apps/\(Fixture.appId)/tokens")
+        }
+        XCTAssertEqual(response.status, .created)
+        let answer = try decodeBody(AdminAPI.TokenIssuedAnswer.self, response)
+        let command = try await harness.onlyPublished(ApiTokenIssued.self)
+        XCTAssertEqual(command, ApiTokenIssued(mobileAppId: Fixture.appId, tokenId: answer.tokenId,
+                                               tokenHash: ApiTokens.hash(answer.apiToken)))
+    }
+
+    func testIssuingATokenForAnUnknownAppIs404() async throws {
+        let harness = Harness()
+        let response = try await harness.test { client in
+            try await client.admin(.post, "/admin/v1/apps/\(UUID())/tokens")
+        }
+        try assertProblem(response, .notFound, field: "mobileAppId")
+        await assertNothingPublished(harness.publisher)
+    }
+
+    func testRevokingATokenPublishesApiTokenRevoked() async throws {
+        let harness = Harness()
+        let tokenId = await harness.seedApp()
+        let response = try await harness.test { client in
+            try await client.admin(.delete, "/admin/v1/apps/\(Fixture.appId)/tokens/\(tokenId)")
+        }
+        XCTAssertEqual(response.status, .accepted)
+        let command = try await harness.onlyPublished(ApiTokenRevoked.self)
+        XCTAssertEqual(command, ApiTokenRevoked(mobileAppId: Fixture.appId, tokenId: tokenId))
+    }
+
+    func testRevokingAnUnknownTokenOrAppIs404() async throws {
+        let harness = Harness()
+        let tokenId = await harness.seedApp()
+        try await harness.test { client in
+            try assertProblem(try await client.admin(.delete, "/admin/v1/apps/\(Fixture.appId)/tokens/\(UUID())"),
+                              .notFound, field: "tokenId")
+            try assertProblem(try await client.admin(.delete, "/admin/v1/apps/\(UUID())/tokens/\(tokenId)"),
+                              .notFound, field: "mobileAppId")
+            try assertProblem(try await client.admin(.delete, "/admin/v1/apps/\(Fixture.appId)/tokens/abc"),
+                              .badRequest, field: "tokenId")
+        }
+        await assertNothingPublished(harness.publisher)
+    }
+
+    func testPatchingAnAppPublishesAppSettingsChanged() async throws {
+        let harness = Harness()
+        _ = await harness.seedApp()
+        let body = #"{"name": "Shop 2", "callbackUrl": "https://shop.example.com/pushline", "callbackHeaders": {"x-key": "v"}, "webhookRetries": 3}"#
+        let response = try await harness.test { client in
+            try await client.admin(.patch, "/admin/v1/apps/\(Fixture.appId)", json: body)
+        }
+        XCTAssertEqual(response.status, .accepted)
+        let command = try await harness.onlyPublished(AppSettingsChanged.self)
+        XCTAssertEqual(command, AppSettingsChanged(mobileAppId: Fixture.appId, name: "Shop 2",
+                                                   callbackUrl: "https://shop.example.com/pushline",
+                                                   callbackHeaders: ["x-key": "v"], webhookRetries: 3))
+    }
+
+    func testPatchingWithAnEmptyCallbackUrlClearsIt() async throws {
+        let harness = Harness()
+        _ = await harness.seedApp()
+        let response = try await harness.test { client in
+            try await client.admin(.patch, "/admin/v1/apps/\(Fixture.appId)", json: #"{"callbackUrl": ""}"#)
+        }
+        XCTAssertEqual(response.status, .accepted)
+        let command = try await harness.onlyPublished(AppSettingsChanged.self)
+        XCTAssertEqual(command, AppSettingsChanged(mobileAppId: Fixture.appId, callbackUrl: ""))
+    }
+
+    func testPatchingValidatesSettings() async throws {
+        let harness = Harness()
+        _ = await harness.seedApp()
+        let cases: [(String, String)] = [
+            (#"{"callbackUrl": "/relative"}"#, "callbackUrl"),
+            (#"{"callbackUrl": "ftp://example.com"}"#, "callbackUrl"),
+            (#"{"webhookRetries": 11}"#, "webhookRetries"),
+            (#"{"webhookRetries": -1}"#, "webhookRetries"),
+            (#"{"webhookRetries": "3"}"#, "webhookRetries"),
+            (#"{"callbackHeaders": {"a": 1}}"#, "callbackHeaders.a"),
+            (#"{"callbackHeaders": {"bad name": "v"}}"#, "callbackHeaders"),
+            (#"{"name": ""}"#, "name"),
+        ]
+        try await harness.test { client in
+            for (json, field) in cases {
+                try assertProblem(try await client.admin(.patch, "/admin/v1/apps/\(Fixture.appId)", json: json),
+                                  .badRequest, field: field)
+            }
+        }
+        await assertNothingPublished(harness.publisher)
+    }
+
+    func testPatchingAnUnknownAppIs404() async throws {
+        let harness = Harness()
+        let response = try await harness.test { client in
+            try await client.admin(.patch, "/admin/v1/apps/\(UUID())", json: #"{"webhookRetries": 1}"#)
+        }
+        try assertProblem(response, .notFound, field: "mobileAppId")
+        await assertNothingPublished(harness.publisher)
+    }
+
+    func testGettingAnAppAnswersItsProjectedView() async throws {
+        let harness = Harness()
+        let tokenId = await harness.seedApp()
+        let response = try await harness.test { client in
+            try await client.admin(.get, "/admin/v1/apps/\(Fixture.appId)")
+        }
+        XCTAssertEqual(response.status, .ok)
+        let view = try decodeBody(AdminAPI.AppView.self, response)
+        XCTAssertEqual(view, AdminAPI.AppView(orgId: Fixture.orgId, mobileAppId: Fixture.appId, name: "app",
+                                              callbackUrl: "https://app.example.com/cb", callbackHeaders: ["x-app": "1"],
+                                              webhookRetries: 2, tokens: [AdminAPI.TokenView(tokenId: tokenId, revoked: false)]))
+        XCTAssertFalse(String(buffer: response.body).contains(Fixture.rawTokenHash), "token hashes stay inside")
+    }
+
+    func testGettingAnUnprojectedAppIs404() async throws {
+        let harness = Harness()
+        let response = try await harness.test { client in
+            try await client.admin(.get, "/admin/v1/apps/\(UUID())")
+        }
+        try assertProblem(response, .notFound, field: "mobileAppId")
+    }
+
+    func testStoreFailureOnAdminReadIs503() async throws {
+        let harness = Harness()
+        await harness.store.failEveryRead()
+        let response = try await harness.test { client in
+            try await client.admin(.get, "/admin/v1/apps/\(Fixture.appId)")
+        }
+        try assertProblem(response, .serviceUnavailable, field: nil)
+        XCTAssertEqual(response.headers[.retryAfter], "1")
+    }
+}
