@@ -1,0 +1,98 @@
+import GRDB
+
+/// Applies the mutations of one commit, in order, inside the commit's write transaction.
+///
+/// This is the processor's hot path: every statement is prepared once per connection
+/// (GRDB's statement cache) and looked up once per commit, and the arguments are bound
+/// directly, so a mutation costs one `sqlite3_step`.
+struct SQLiteMutationWriter {
+    private let db: Database
+    private var upsertApp: Statement?
+    private var upsertToken: Statement?
+    private var upsertDevice: Statement?
+    private var deleteDevice: Statement?
+    private var putStatus: Statement?
+    private var enqueue: Statement?
+
+    init(db: Database) {
+        self.db = db
+    }
+
+    mutating func apply(_ mutation: Mutation) throws {
+        switch mutation {
+        case .upsertApp(let app):
+            try statement(\.upsertApp, Self.upsertAppSQL).execute(arguments: [
+                SQLiteValues.text(app.appId), SQLiteValues.text(app.orgId), app.name, app.callbackUrl,
+                try SQLiteValues.headersJSON(app.callbackHeaders), app.webhookRetries, SQLiteValues.millis(app.createdAt),
+            ])
+        case .upsertApiToken(let token):
+            try statement(\.upsertToken, Self.upsertTokenSQL).execute(arguments: [
+                SQLiteValues.text(token.tokenId), SQLiteValues.text(token.appId), token.tokenHash, token.revoked,
+                SQLiteValues.millis(token.createdAt),
+            ])
+        case .upsertDevice(let device):
+            try statement(\.upsertDevice, Self.upsertDeviceSQL).execute(arguments: [
+                SQLiteValues.text(device.appId), device.deviceToken, device.userId, device.platform.rawValue,
+                device.version, SQLiteValues.millis(device.updatedAt),
+            ])
+        case .deleteDevice(let key):
+            try statement(\.deleteDevice, Self.deleteDeviceSQL).execute(arguments: [
+                SQLiteValues.text(key.appId), key.deviceToken,
+            ])
+        case .putRegistrationStatus(let status):
+            try statement(\.putStatus, Self.putStatusSQL).execute(arguments: [
+                SQLiteValues.text(status.requestId), SQLiteValues.text(status.appId), status.status.rawValue,
+                status.failureReason?.rawValue, SQLiteValues.millis(status.decidedAt),
+            ])
+        case .enqueueOutbox(let job):
+            try statement(\.enqueue, Self.enqueueSQL).execute(arguments: [
+                job.id, job.kind, job.appId.map(SQLiteValues.text), job.url, try SQLiteValues.headersJSON(job.headers),
+                job.body, job.maxAttempts, job.attempts, SQLiteValues.millis(job.nextAttemptAt), job.state.rawValue,
+                job.lastStatus, job.lastError, SQLiteValues.millis(job.createdAt),
+            ])
+        }
+    }
+
+    private mutating func statement(_ slot: WritableKeyPath<Self, Statement?>, _ sql: String) throws -> Statement {
+        if let statement = self[keyPath: slot] { return statement }
+        let statement = try db.cachedStatement(sql: sql)
+        self[keyPath: slot] = statement
+        return statement
+    }
+
+    private static let upsertAppSQL = """
+        INSERT INTO apps (app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (app_id) DO UPDATE SET org_id = excluded.org_id, name = excluded.name,
+            callback_url = excluded.callback_url, callback_headers = excluded.callback_headers,
+            webhook_retries = excluded.webhook_retries, created_at = excluded.created_at
+        """
+
+    private static let upsertTokenSQL = """
+        INSERT INTO api_tokens (token_id, app_id, token_hash, revoked, created_at) VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT (token_id) DO UPDATE SET app_id = excluded.app_id, token_hash = excluded.token_hash,
+            revoked = excluded.revoked, created_at = excluded.created_at
+        """
+
+    private static let upsertDeviceSQL = """
+        INSERT INTO devices (app_id, device_token, user_id, platform, version, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT (app_id, device_token) DO UPDATE SET user_id = excluded.user_id, platform = excluded.platform,
+            version = excluded.version, updated_at = excluded.updated_at
+        """
+
+    private static let deleteDeviceSQL = "DELETE FROM devices WHERE app_id = ? AND device_token = ?"
+
+    private static let putStatusSQL = """
+        INSERT INTO registration_status (request_id, app_id, status, failure_reason, decided_at) VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT (request_id) DO UPDATE SET app_id = excluded.app_id, status = excluded.status,
+            failure_reason = excluded.failure_reason, decided_at = excluded.decided_at
+        """
+
+    /// A job id derives from the command that caused it: a replayed command finds its job and
+    /// leaves it (and its delivery progress) alone.
+    private static let enqueueSQL = """
+        INSERT OR IGNORE INTO outbox (id, kind, app_id, url, headers, body, max_attempts, attempts,
+            next_attempt_at, state, last_status, last_error, lease_until, created_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)
+        """
+}

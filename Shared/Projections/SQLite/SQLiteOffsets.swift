@@ -1,0 +1,49 @@
+import GRDB
+
+/// The consumed offsets stored beside the projections, and the check that makes a commit
+/// refuse to move a partition that another processor moved meanwhile.
+enum SQLiteOffsets {
+    /// The partitions whose stored offset is not the expected one (`nil`: no row at all).
+    /// Run inside the commit's write transaction, which is IMMEDIATE: no other writer can
+    /// change the rows between this check and the commit.
+    static func conflicts(_ updates: [OffsetUpdate], in db: Database) throws -> [PartitionKey] {
+        guard !updates.isEmpty else { return [] }
+        let select = try db.cachedStatement(sql: """
+            SELECT next_offset FROM partition_offsets WHERE topic = ? AND "partition" = ?
+            """)
+        var conflicts: [PartitionKey] = []
+        for update in updates {
+            let stored = try Int64.fetchOne(select, arguments: [update.partition.topic, update.partition.partition])
+            if stored != update.expected {
+                conflicts.append(update.partition)
+            }
+        }
+        return conflicts
+    }
+
+    static func store(_ updates: [OffsetUpdate], in db: Database) throws {
+        guard !updates.isEmpty else { return }
+        let upsert = try db.cachedStatement(sql: """
+            INSERT INTO partition_offsets (topic, "partition", next_offset) VALUES (?, ?, ?)
+            ON CONFLICT (topic, "partition") DO UPDATE SET next_offset = excluded.next_offset
+            """)
+        for update in updates {
+            try upsert.execute(arguments: [update.partition.topic, update.partition.partition, update.next])
+        }
+    }
+
+    static func read(topics: [String], in db: Database) throws -> [PartitionKey: Int64] {
+        var offsets: [PartitionKey: Int64] = [:]
+        for list in SQLiteInList.split(Array(Set(topics))) {
+            let statement = try db.cachedStatement(sql: """
+                SELECT topic, "partition", next_offset FROM partition_offsets WHERE topic IN \(list.placeholders)
+                """)
+            let rows = try Row.fetchCursor(statement, arguments: StatementArguments(list.values))
+            while let row = try rows.next() {
+                let key = try PartitionKey(topic: row.decode(atIndex: 0), partition: row.decode(atIndex: 1))
+                offsets[key] = try row.decode(atIndex: 2)
+            }
+        }
+        return offsets
+    }
+}

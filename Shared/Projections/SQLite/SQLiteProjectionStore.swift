@@ -1,0 +1,168 @@
+import Foundation
+import GRDB
+import Logging
+
+/// The projection store in one SQLite file: the single-machine default (`sqlite:./var/…`).
+///
+/// A WAL-mode `DatabasePool` lets readers (ingest's status queries, the dispatcher, `load`)
+/// proceed while the processor commits. `synchronous=NORMAL` is safe here: state and offsets
+/// commit in one transaction, so a power loss can only lose whole recent transactions, and
+/// the processor then re-reads those records from Kafka. Every GRDB or SQLite error surfaces
+/// as `ProjectionStoreError.database`.
+public final class SQLiteProjectionStore: ProjectionStore {
+    /// Internal so that tests can inspect tables that have no reading API (attempt history).
+    let pool: DatabasePool
+    private let logger: Logger
+
+    /// Opens (creating it and its parent directories when missing) the store at `path`, and
+    /// migrates its schema. Throws `unsupportedSchemaVersion` for a store written by newer code.
+    public init(path: String, logger: Logger) throws {
+        self.logger = logger
+        do {
+            let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            var configuration = Configuration()
+            configuration.label = "pushline.projections"
+            // Several processes (processor, ingest, tests) share the file; wait for each other's writes.
+            configuration.busyMode = .timeout(10)
+            configuration.prepareDatabase { db in
+                guard !db.configuration.readonly else { return }
+                // The writer gets a larger page cache (64 MiB) and checkpoints the WAL every
+                // ~32 MiB instead of every 4 MiB: a batch commit dirties pages all over the
+                // indexes, and rarer, larger checkpoints write each such page fewer times.
+                try db.execute(sql: """
+                    PRAGMA synchronous = NORMAL;
+                    PRAGMA cache_size = -65536;
+                    PRAGMA wal_autocheckpoint = 8000;
+                    """)
+            }
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try SQLiteSchema.prepare(pool, logger: logger)
+        } catch {
+            throw Self.storeError(error)
+        }
+        logger.debug("projection store opened", metadata: ["path": "\(path)"])
+    }
+
+    public func load(_ query: StateQuery) async throws -> StateSnapshot {
+        try await reading { db in try SQLiteStateLoader(db: db).load(query) }
+    }
+
+    public func commit(mutations: [Mutation], offsets: [OffsetUpdate]) async throws {
+        try await writing { db in
+            let conflicts = try SQLiteOffsets.conflicts(offsets, in: db)
+            guard conflicts.isEmpty else { throw ProjectionStoreError.offsetConflict(conflicts) }
+            var writer = SQLiteMutationWriter(db: db)
+            for mutation in mutations {
+                try writer.apply(mutation)
+            }
+            try SQLiteOffsets.store(offsets, in: db)
+        }
+    }
+
+    public func offsets(topics: [String]) async throws -> [PartitionKey: Int64] {
+        try await reading { db in try SQLiteOffsets.read(topics: topics, in: db) }
+    }
+
+    public func app(_ appId: UUID) async throws -> AppRow? {
+        try await reading { db in
+            let select = try db.cachedStatement(sql: "SELECT \(SQLiteRows.appColumns) FROM apps WHERE app_id = ?")
+            return try Row.fetchOne(select, arguments: [SQLiteValues.text(appId)]).map(SQLiteRows.app)
+        }
+    }
+
+    public func apiTokens(app appId: UUID) async throws -> [ApiTokenRow] {
+        try await reading { db in
+            let select = try db.cachedStatement(sql: """
+                SELECT \(SQLiteRows.tokenColumns) FROM api_tokens WHERE app_id = ? ORDER BY created_at, token_id
+                """)
+            return try Row.fetchAll(select, arguments: [SQLiteValues.text(appId)]).map(SQLiteRows.token)
+        }
+    }
+
+    public func devices(app appId: UUID, user userId: String) async throws -> [DeviceRow] {
+        try await reading { db in
+            let select = try db.cachedStatement(sql: """
+                SELECT \(SQLiteRows.deviceColumns) FROM devices WHERE app_id = ? AND user_id = ? ORDER BY device_token
+                """)
+            return try Row.fetchAll(select, arguments: [SQLiteValues.text(appId), userId]).map(SQLiteRows.device)
+        }
+    }
+
+    public func device(_ key: DeviceKey) async throws -> DeviceRow? {
+        try await reading { db in
+            let select = try db.cachedStatement(sql: """
+                SELECT \(SQLiteRows.deviceColumns) FROM devices WHERE app_id = ? AND device_token = ?
+                """)
+            return try Row.fetchOne(select, arguments: [SQLiteValues.text(key.appId), key.deviceToken]).map(SQLiteRows.device)
+        }
+    }
+
+    public func registrationStatuses(app appId: UUID, requestIds: [UUID]) async throws -> [UUID: RegistrationStatusRow] {
+        try await reading { db in
+            var statuses: [UUID: RegistrationStatusRow] = [:]
+            let app = SQLiteValues.text(appId)
+            for list in SQLiteInList.split(Array(Set(requestIds.map(SQLiteValues.text)))) {
+                // The app filter is what keeps one app's token from reading another app's statuses.
+                let select = try db.cachedStatement(sql: """
+                    SELECT \(SQLiteRows.statusColumns) FROM registration_status
+                    WHERE app_id = ? AND request_id IN \(list.placeholders)
+                    """)
+                let rows = try Row.fetchCursor(select, arguments: StatementArguments([app] + list.values))
+                while let row = try rows.next() {
+                    let status = try SQLiteRows.status(row)
+                    statuses[status.requestId] = status
+                }
+            }
+            return statuses
+        }
+    }
+
+    public func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date) async throws -> [OutboxJob] {
+        try await writing { db in try SQLiteOutbox.claim(now: now, limit: limit, leaseUntil: leaseUntil, in: db) }
+    }
+
+    public func recordOutboxAttempt(jobId: String, result: OutboxAttemptResult) async throws {
+        try await writing { db in try SQLiteOutbox.record(jobId: jobId, result: result, in: db) }
+    }
+
+    public func outboxJob(_ id: String) async throws -> OutboxJob? {
+        try await reading { db in try SQLiteOutbox.job(id, in: db) }
+    }
+
+    public func nextOutboxDue() async throws -> Date? {
+        try await reading { db in try SQLiteOutbox.nextDue(in: db) }
+    }
+
+    public func dump() async throws -> String {
+        try await reading { db in try SQLiteDump.dump(db) }
+    }
+
+    // MARK: - Access with error mapping
+
+    private func reading<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.read(body)
+        } catch {
+            throw Self.storeError(error)
+        }
+    }
+
+    private func writing<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.write(body)
+        } catch {
+            throw Self.storeError(error)
+        }
+    }
+
+    /// The module's own errors pass as they are, and so does cancellation (callers stop on it
+    /// rather than retry); anything else is a database failure.
+    private static func storeError(_ error: any Error) -> any Error {
+        switch error {
+        case let error as ProjectionStoreError: error
+        case let error as CancellationError: error
+        default: ProjectionStoreError.database(String(describing: error))
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import Contracts
+import Foundation
+import GRDB
+
+/// The column lists every query selects, and the decoding of those rows into model values.
+///
+/// Columns are read by position, in the order of each `columns` list, which keeps decoding
+/// of large batches cheap; each list sits beside its decoder so that the two change together.
+/// Decoding throws (rather than traps) on a value of the wrong type.
+enum SQLiteRows {
+    static let appColumns = "app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at"
+
+    static func app(_ row: Row) throws -> AppRow {
+        try AppRow(
+            appId: SQLiteValues.uuid(row.decode(atIndex: 0), column: "apps.app_id"),
+            orgId: SQLiteValues.uuid(row.decode(atIndex: 1), column: "apps.org_id"),
+            name: row.decode(atIndex: 2),
+            callbackUrl: row.decode(atIndex: 3),
+            callbackHeaders: SQLiteValues.headers(json: row.decode(atIndex: 4), column: "apps.callback_headers"),
+            webhookRetries: row.decode(atIndex: 5),
+            createdAt: SQLiteValues.date(millis: row.decode(atIndex: 6)))
+    }
+
+    static let tokenColumns = "token_id, app_id, token_hash, revoked, created_at"
+
+    static func token(_ row: Row) throws -> ApiTokenRow {
+        try ApiTokenRow(
+            tokenId: SQLiteValues.uuid(row.decode(atIndex: 0), column: "api_tokens.token_id"),
+            appId: SQLiteValues.uuid(row.decode(atIndex: 1), column: "api_tokens.app_id"),
+            tokenHash: row.decode(atIndex: 2),
+            revoked: row.decode(atIndex: 3),
+            createdAt: SQLiteValues.date(millis: row.decode(atIndex: 4)))
+    }
+
+    static let deviceColumns = "app_id, device_token, user_id, platform, version, updated_at"
+
+    static func device(_ row: Row) throws -> DeviceRow {
+        try DeviceRow(
+            appId: SQLiteValues.uuid(row.decode(atIndex: 0), column: "devices.app_id"),
+            deviceToken: row.decode(atIndex: 1),
+            userId: row.decode(atIndex: 2),
+            platform: SQLiteValues.decode(Platform.self, row.decode(atIndex: 3), column: "devices.platform"),
+            version: row.decode(atIndex: 4),
+            updatedAt: SQLiteValues.date(millis: row.decode(atIndex: 5)))
+    }
+
+    static let statusColumns = "request_id, app_id, status, failure_reason, decided_at"
+
+    static func status(_ row: Row) throws -> RegistrationStatusRow {
+        let reason: String? = try row.decode(atIndex: 3)
+        return try RegistrationStatusRow(
+            requestId: SQLiteValues.uuid(row.decode(atIndex: 0), column: "registration_status.request_id"),
+            appId: SQLiteValues.uuid(row.decode(atIndex: 1), column: "registration_status.app_id"),
+            status: SQLiteValues.decode(DeviceRegistrationAPI.Status.self, row.decode(atIndex: 2), column: "registration_status.status"),
+            failureReason: reason.map {
+                try SQLiteValues.decode(DeviceRegistrationAPI.FailureReason.self, $0, column: "registration_status.failure_reason")
+            },
+            decidedAt: SQLiteValues.date(millis: row.decode(atIndex: 4)))
+    }
+
+    static let outboxColumns = """
+        id, kind, app_id, url, headers, body, max_attempts, attempts, next_attempt_at, state, \
+        last_status, last_error, created_at
+        """
+
+    static func outboxJob(_ row: Row) throws -> OutboxJob {
+        let appId: String? = try row.decode(atIndex: 2)
+        return try OutboxJob(
+            id: row.decode(atIndex: 0),
+            kind: row.decode(atIndex: 1),
+            appId: appId.map { try SQLiteValues.uuid($0, column: "outbox.app_id") },
+            url: row.decode(atIndex: 3),
+            headers: SQLiteValues.headers(json: row.decode(atIndex: 4), column: "outbox.headers"),
+            body: row.decode(atIndex: 5),
+            maxAttempts: row.decode(atIndex: 6),
+            attempts: row.decode(atIndex: 7),
+            nextAttemptAt: SQLiteValues.date(millis: row.decode(atIndex: 8)),
+            state: SQLiteValues.decode(OutboxState.self, row.decode(atIndex: 9), column: "outbox.state"),
+            lastStatus: row.decode(atIndex: 10),
+            lastError: row.decode(atIndex: 11),
+            createdAt: SQLiteValues.date(millis: row.decode(atIndex: 12)))
+    }
+}

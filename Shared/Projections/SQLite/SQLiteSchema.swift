@@ -1,0 +1,115 @@
+import GRDB
+import Logging
+
+/// The versioned schema of the SQLite projection store.
+///
+/// Each migration also sets `PRAGMA user_version` to its number, so that a store written by
+/// newer code is recognised (and refused) before any migration touches it: older code
+/// could otherwise misread or damage tables it does not know.
+enum SQLiteSchema {
+    /// The newest schema version this code creates and understands.
+    static let version = 1
+
+    static func prepare(_ pool: DatabasePool, logger: Logger) throws {
+        let found = try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
+        guard found <= version else {
+            throw ProjectionStoreError.unsupportedSchemaVersion(found: found, supported: version)
+        }
+        do {
+            try migrator.migrate(pool)
+        } catch {
+            // Another process opening the same new file may have migrated it between our look
+            // at the applied migrations and our own migration; a second pass then finds them applied.
+            logger.debug("retrying projection store migration", metadata: ["error": "\(error)"])
+            try migrator.migrate(pool)
+        }
+        if found < version {
+            logger.info("projection store schema migrated", metadata: ["from": "\(found)", "to": "\(version)"])
+        }
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: v1)
+            try db.execute(sql: "PRAGMA user_version = 1")
+        }
+        return migrator
+    }
+
+    /// STRICT tables make SQLite reject a value of the wrong type instead of storing it.
+    private static let v1 = """
+        CREATE TABLE apps (
+            app_id TEXT NOT NULL PRIMARY KEY,
+            org_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            callback_url TEXT,
+            callback_headers TEXT NOT NULL,
+            webhook_retries INTEGER NOT NULL,
+            created_at INTEGER NOT NULL
+        ) STRICT;
+
+        CREATE TABLE api_tokens (
+            token_id TEXT NOT NULL PRIMARY KEY,
+            app_id TEXT NOT NULL,
+            token_hash TEXT NOT NULL,
+            revoked INTEGER NOT NULL,
+            created_at INTEGER NOT NULL
+        ) STRICT;
+        CREATE INDEX api_tokens_by_app ON api_tokens (app_id);
+
+        CREATE TABLE devices (
+            app_id TEXT NOT NULL,
+            device_token TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (app_id, device_token)
+        ) STRICT;
+        CREATE INDEX devices_by_user ON devices (app_id, user_id);
+
+        CREATE TABLE registration_status (
+            request_id TEXT NOT NULL PRIMARY KEY,
+            app_id TEXT NOT NULL,
+            status TEXT NOT NULL,
+            failure_reason TEXT,
+            decided_at INTEGER NOT NULL
+        ) STRICT;
+
+        CREATE TABLE partition_offsets (
+            topic TEXT NOT NULL,
+            "partition" INTEGER NOT NULL,
+            next_offset INTEGER NOT NULL,
+            PRIMARY KEY (topic, "partition")
+        ) STRICT, WITHOUT ROWID;
+
+        CREATE TABLE outbox (
+            id TEXT NOT NULL PRIMARY KEY,
+            kind TEXT NOT NULL,
+            app_id TEXT,
+            url TEXT NOT NULL,
+            headers TEXT NOT NULL,
+            body BLOB NOT NULL,
+            max_attempts INTEGER NOT NULL,
+            attempts INTEGER NOT NULL,
+            next_attempt_at INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            last_status INTEGER,
+            last_error TEXT,
+            lease_until INTEGER,
+            created_at INTEGER NOT NULL
+        ) STRICT;
+        CREATE INDEX outbox_due ON outbox (state, next_attempt_at);
+
+        CREATE TABLE outbox_attempts (
+            job_id TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            at INTEGER NOT NULL,
+            http_status INTEGER,
+            error TEXT,
+            outcome TEXT NOT NULL,
+            PRIMARY KEY (job_id, attempt)
+        ) STRICT, WITHOUT ROWID;
+        """
+}

@@ -1,0 +1,80 @@
+import Foundation
+import GRDB
+
+/// Answers a `StateQuery` inside one read transaction, so the snapshot is consistent.
+///
+/// Keys are asked for in `IN` lists (see `SQLiteInList`) rather than one by one; devices are
+/// grouped by app first so that every list probes the `(app_id, …)` indexes directly.
+struct SQLiteStateLoader {
+    let db: Database
+
+    func load(_ query: StateQuery) throws -> StateSnapshot {
+        var snapshot = StateSnapshot()
+        try loadApps(query.appIds, into: &snapshot)
+        try loadDevices(query.deviceKeys, into: &snapshot)
+        try loadUsers(query.userKeys, into: &snapshot)
+        return snapshot
+    }
+
+    private func loadApps(_ appIds: Set<UUID>, into snapshot: inout StateSnapshot) throws {
+        for list in SQLiteInList.split(appIds.map(SQLiteValues.text)) {
+            let sql = "SELECT \(SQLiteRows.appColumns) FROM apps WHERE app_id IN \(list.placeholders)"
+            try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { row in
+                let app = try SQLiteRows.app(row)
+                snapshot.apps[app.appId] = app
+                snapshot.tokens[app.appId] = []
+            }
+        }
+        // Only apps that exist have tokens worth asking for.
+        for list in SQLiteInList.split(snapshot.apps.keys.map(SQLiteValues.text)) {
+            let sql = """
+                SELECT \(SQLiteRows.tokenColumns) FROM api_tokens WHERE app_id IN \(list.placeholders)
+                ORDER BY app_id, created_at, token_id
+                """
+            try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { row in
+                let token = try SQLiteRows.token(row)
+                snapshot.tokens[token.appId, default: []].append(token)
+            }
+        }
+    }
+
+    private func loadDevices(_ keys: Set<DeviceKey>, into snapshot: inout StateSnapshot) throws {
+        for (appId, keys) in Dictionary(grouping: keys, by: \.appId) {
+            let app = SQLiteValues.text(appId)
+            for list in SQLiteInList.split(keys.map(\.deviceToken)) {
+                let sql = """
+                    SELECT \(SQLiteRows.deviceColumns) FROM devices
+                    WHERE app_id = ? AND device_token IN \(list.placeholders)
+                    """
+                try forEachRow(sql: sql, arguments: StatementArguments([app] + list.values)) { row in
+                    let device = try SQLiteRows.device(row)
+                    snapshot.devices[device.key] = device
+                }
+            }
+        }
+    }
+
+    private func loadUsers(_ keys: Set<UserKey>, into snapshot: inout StateSnapshot) throws {
+        for (appId, keys) in Dictionary(grouping: keys, by: \.appId) {
+            let app = SQLiteValues.text(appId)
+            for list in SQLiteInList.split(keys.map(\.userId)) {
+                let sql = """
+                    SELECT \(SQLiteRows.deviceColumns) FROM devices
+                    WHERE app_id = ? AND user_id IN \(list.placeholders)
+                    """
+                try forEachRow(sql: sql, arguments: StatementArguments([app] + list.values)) { row in
+                    let device = try SQLiteRows.device(row)
+                    snapshot.devices[device.key] = device
+                }
+            }
+        }
+    }
+
+    private func forEachRow(sql: String, arguments: StatementArguments, _ body: (Row) throws -> Void) throws {
+        let statement = try db.cachedStatement(sql: sql)
+        let rows = try Row.fetchCursor(statement, arguments: arguments)
+        while let row = try rows.next() {
+            try body(row)
+        }
+    }
+}
