@@ -30,7 +30,7 @@ final class ContractsTests: XCTestCase {
 
     func testEnvelopeHasTheVersionedShapeAndRoundTrips() throws {
         let command = DeviceCleanupRequested(orgId: UUID(), mobileAppId: UUID(), userId: "u", deviceToken: nil, apiTokenHash: "h")
-        let at = Date(timeIntervalSince1970: 1_795_000_000.123)
+        let at = Date(timeIntervalSince1970: 1_795_000_000.5)
         let encoded = try EncodedCommand(command, topics: Topics(prefix: "x."), at: at, encoder: WireJSON.encoder())
         XCTAssertEqual(encoded.topic, "x.commands.registration")
         XCTAssertEqual(encoded.key, "\(command.mobileAppId.uuidString.lowercased())/u")
@@ -38,7 +38,7 @@ final class ContractsTests: XCTestCase {
         let object = try JSONSerialization.jsonObject(with: encoded.value) as! [String: Any]
         XCTAssertEqual(Set(object.keys), ["v", "type", "id", "at", "payload"])
         XCTAssertEqual(object["v"] as? Int, 1)
-        XCTAssertEqual(object["at"] as? String, "2026-11-18T11:06:40.123Z")
+        XCTAssertEqual(object["at"] as? String, "2026-11-18T11:06:40.500Z")
         let back = try WireJSON.decoder().decode(Envelope<DeviceCleanupRequested>.self, from: encoded.value)
         XCTAssertEqual(back.payload, command)
         XCTAssertEqual(back.at.timeIntervalSince1970, at.timeIntervalSince1970, accuracy: 0.001)

@@ -73,8 +73,10 @@ final class BadInputTests: XCTestCase {
         // One good registration as a marker: once it is in the topic, everything before it is too.
         let marker = try await HTTPClientHelpers.post(devices, json: good)
         XCTAssertEqual(marker.status, 202)
-        XCTAssertEqual(try stack.countRecords(topic: stack.topics.registration), 1, "only the marker reached Kafka")
-        XCTAssertEqual(try stack.countRecords(topic: stack.topics.admin), 1, "only the app creation reached Kafka")
+        let registrations = try await stack.countRecords(topic: stack.topics.registration)
+        XCTAssertEqual(registrations, 1, "only the marker reached Kafka")
+        let admin = try await stack.countRecords(topic: stack.topics.admin)
+        XCTAssertEqual(admin, 1, "only the app creation reached Kafka")
     }
 
     func testAdminRoutesRequireTheAdminToken() async throws {
@@ -83,6 +85,7 @@ final class BadInputTests: XCTestCase {
         let wrong = try await HTTPClientHelpers.post("\(stack.ingestURL)/admin/v1/apps", json: AdminAPI.CreateApp(name: "x"),
                                                      headers: ["Authorization": "Bearer nope"])
         XCTAssertEqual(wrong.status, 401)
-        XCTAssertEqual(try stack.countRecords(topic: stack.topics.admin), 0)
+        let admin = try await stack.countRecords(topic: stack.topics.admin)
+        XCTAssertEqual(admin, 0)
     }
 }

@@ -94,7 +94,7 @@ final class DeviceRegistrationTests: XCTestCase {
         // The store refuses one device write (a real SQLite trigger), as a throttled or broken
         // database would: the outcome is FailedToStoreDevice and the stream goes on.
         let store = try stack.openStore()
-        try stack.sqlite("CREATE TRIGGER refuse_device BEFORE INSERT ON devices WHEN NEW.device_token = '\(Tokens.apns(666))' "
+        try await stack.sqlite("CREATE TRIGGER refuse_device BEFORE INSERT ON devices WHEN NEW.device_token = '\(Tokens.apns(666))' "
                          + "BEGIN SELECT RAISE(ABORT, 'refused by test'); END;")
         let refused = try await register(.init(MobileAppId: appId, UserId: "u", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(666)))
         let after = try await register(.init(MobileAppId: appId, UserId: "u", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(667)))
@@ -163,7 +163,7 @@ final class DeviceRegistrationTests: XCTestCase {
         XCTAssertNil(requests[1].headers["x-app-key"])
         XCTAssertNotEqual(requests[0].headers[WebhookHeaders.webhookId], requests[1].headers[WebhookHeaders.webhookId])
         // One record per attempt on the audit topic.
-        try await eventually("two webhook audit records") { try self.stack.countRecords(topic: self.stack.topics.webhooks) == 2 }
+        try await eventually("two webhook audit records") { try await self.stack.countRecords(topic: self.stack.topics.webhooks) == 2 }
     }
 
     func testInvalidApiTokenIsAcceptedButLeavesNoHistoryAndSendsNoWebhook() async throws {

@@ -31,7 +31,7 @@ final class ProcessorRestartTests: XCTestCase {
         let stack = self.stack!
         let killer = Task {
             try await eventually("\(trigger) statuses stored", timeout: .seconds(120)) {
-                Int(try stack.sqliteQuery("SELECT COUNT(*) FROM registration_status").first ?? "0") ?? 0 >= trigger
+                Int(try await stack.sqlite("SELECT COUNT(*) FROM registration_status").first ?? "0") ?? 0 >= trigger
             }
             return try await interrupt()
         }
@@ -54,7 +54,7 @@ final class ProcessorRestartTests: XCTestCase {
         let statuses = try await stack.decidedStatuses(org: app.orgId, app: app.mobileAppId, token: app.apiToken, ids: ids, timeout: .seconds(180))
         // A registration applied twice would have turned its own status into DuplicateExists.
         XCTAssertEqual(statuses.filter { $0.Status == .Success }.count, total, stack.logs())
-        let devices = try stack.sqliteQuery("SELECT COUNT(*), MAX(version) FROM devices WHERE app_id = '\(app.mobileAppId.uuidString.lowercased())'")
+        let devices = try await stack.sqlite("SELECT COUNT(*), MAX(version) FROM devices WHERE app_id = '\(app.mobileAppId.uuidString.lowercased())'")
         XCTAssertEqual(devices, ["\(total)|1"])
     }
 
@@ -71,7 +71,7 @@ final class ProcessorRestartTests: XCTestCase {
         try await assertAppliedExactlyOnce(ids, app: app, total: total)
         try await receiver.waitFor(count: total, timeout: .seconds(180))
         try await eventually("webhook outbox drained", timeout: .seconds(60)) {
-            try stack.sqliteQuery("SELECT COUNT(*) FROM outbox WHERE state = 'pending'") == ["0"]
+            try await stack.sqlite("SELECT COUNT(*) FROM outbox WHERE state = 'pending'") == ["0"]
         }
 
         let received = receiver.requests

@@ -44,6 +44,7 @@ final class PushlineStack: @unchecked Sendable {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-it-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         processor = ServiceProcess(name: "pushline-processor", environment: [:], logDirectory: directory)
+        let storePath = directory.appendingPathComponent("store.sqlite").path
         ingest = ServiceProcess(name: "pushline-ingest", environment: [
             "PUSHLINE_INGEST_PORT": "\(ingestPort)",
             "PUSHLINE_ADMIN_TOKEN": adminToken,
@@ -76,8 +77,8 @@ final class PushlineStack: @unchecked Sendable {
     }
 
     func stop() async {
-        try? await ingest.stop()
-        try? await processor.stop()
+        _ = try? await ingest.stop()
+        _ = try? await processor.stop()
         try? await broker.stop()
     }
 
@@ -136,33 +137,24 @@ final class PushlineStack: @unchecked Sendable {
         try SQLiteProjectionStore(path: storePath, logger: Logger(label: "test"))
     }
 
-    /// Runs SQL on the store with the sqlite3 command-line client (another real SQLite client).
-    func sqlite(_ sql: String) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["sqlite3", "-cmd", ".timeout 10000", storePath, sql]
-        try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw TestFailure("sqlite3 failed (\(p.terminationStatus)) for: \(sql)") }
+    /// Runs SQL on the store with the sqlite3 command-line client (another real SQLite client)
+    /// and returns its output lines.
+    @discardableResult
+    func sqlite(_ sql: String) async throws -> [String] {
+        let out = try await ProcessRunner.run("sqlite3", ["-cmd", ".timeout 10000", storePath, sql])
+        guard out.status == 0 else { throw TestFailure("sqlite3 failed (\(out.status)) for: \(sql): \(out.standardError)") }
+        return out.standardOutput.split(separator: "\n").map(String.init)
     }
 
     /// Counts the records of a topic with kcat (a real Kafka client beside ours).
-    func countRecords(topic: String) throws -> Int {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["kcat", "-b", broker.bootstrapServers, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%o\\n"]
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").count
+    func countRecords(topic: String) async throws -> Int {
+        try await broker.kcat(["-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%o\\n"])
+            .split(separator: "\n").count
     }
 }
 
 /// Polls `condition` until it holds or the timeout passes.
-func eventually(_ what: String, timeout: Duration = .seconds(30), _ condition: @Sendable () async throws -> Bool) async throws {
+func eventually(_ what: String, timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try await condition() { return }
@@ -181,21 +173,5 @@ enum Tokens {
     /// 152 characters of the FCM alphabet, unique per `n` and `salt`.
     static func fcm(_ n: Int, salt: UInt32 = 0) -> String {
         "fcm:" + String(format: "%08x", salt) + String(repeating: "A", count: 124) + "-" + String(format: "%015d", n)
-    }
-}
-
-extension PushlineStack {
-    /// Runs a query with the sqlite3 client and returns its output lines.
-    func sqliteQuery(_ sql: String) throws -> [String] {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["sqlite3", "-cmd", ".timeout 10000", storePath, sql]
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        try p.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw TestFailure("sqlite3 failed (\(p.terminationStatus)) for: \(sql)") }
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Logging
 import NIOCore
 import Synchronization
 
@@ -39,7 +40,10 @@ public final class WebhookReceiver: Sendable {
             }
             return Response(status: self.answerStatus.withLock { $0 })
         }
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)))
+        // Stopping is by cancellation, which Hummingbird reports at error level: keep it quiet.
+        var logger = Logger(label: "webhook-receiver")
+        logger.logLevel = .critical
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), logger: logger)
         task.withLock { $0 = Task { try await app.runService() } }
         for _ in 0..<100 {
             if (try? await HTTPClientHelpers.get("\(baseURL)/")) != nil { return }

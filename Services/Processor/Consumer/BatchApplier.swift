@@ -49,9 +49,10 @@ final class BatchApplier: Sendable {
         } catch {
             logger.error("batch commit failed after retries; applying record by record", metadata: ["error": "\(error)"])
         }
-        var positions = expected
+        var positionsOut = expected
         for record in decoded {
             let one = [record]
+            let positions = positionsOut
             do {
                 try await withRetries { _ = try await self.commit(one, expected: positions) }
             } catch let error as ProjectionStoreError where error.isConflict {
@@ -62,9 +63,13 @@ final class BatchApplier: Sendable {
                 ])
                 try await retryForever { _ = try await self.commit(one, expected: positions, storeFailed: true) }
             }
-            positions[record.partition] = record.offset + 1
+            self.advance(&positionsOut, record)
         }
-        return positions.filter { key, _ in records.contains { $0.partition == key } }
+        return positionsOut.filter { key, _ in records.contains { $0.partition == key } }
+    }
+
+    private func advance(_ positions: inout [PartitionKey: Int64], _ record: Decoded) {
+        positions[record.partition] = record.offset + 1
     }
 
     // MARK: - One transaction

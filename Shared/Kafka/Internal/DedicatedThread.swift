@@ -1,0 +1,41 @@
+import Foundation
+import Synchronization
+
+/// Bridges between Swift concurrency and blocking librdkafka calls without ever blocking
+/// the cooperative thread pool (two threads on the target machine).
+enum DedicatedThread {
+    /// Runs a blocking `body` on a new thread and resumes the caller when it returns.
+    /// For rare, slow calls (flush, metadata, admin, close), not for per-record work.
+    static func run<T: Sendable>(name: String, _ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(returning: body())
+            }
+            thread.name = name
+            thread.start()
+        }
+    }
+
+    /// Starts a long-lived thread, e.g. a poller loop.
+    static func start(name: String, _ body: @escaping @Sendable () -> Void) {
+        let thread = Thread(block: body)
+        thread.name = name
+        thread.start()
+    }
+
+    /// Waits on the calling thread for an async operation run as a `Task`. Only for
+    /// threads this module owns (the poller threads): blocking them is harmless, while
+    /// blocking a cooperative thread could deadlock the pool.
+    static func awaitTask<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<T, any Error>?>(nil)
+        Task {
+            let outcome: Result<T, any Error>
+            do { outcome = .success(try await operation()) } catch { outcome = .failure(error) }
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        done.wait()
+        return try result.withLock { $0! }.get()
+    }
+}

@@ -1,0 +1,137 @@
+import CRdKafka
+import Foundation
+import Logging
+
+/// Cluster administration Pushline needs at startup: making sure its topics exist.
+public enum KafkaAdmin {
+    /// Creates the missing ones; a topic that already exists is not an error.
+    ///
+    /// Returns only once broker metadata lists every topic, so producers and consumers
+    /// started afterwards see them (Tansu may need a moment). An existing topic keeps its
+    /// partition count. Throws `KafkaError` on refusal or when `timeout` passes.
+    public static func createTopics(
+        _ topics: [(name: String, partitions: Int)],
+        replicationFactor: Int = 1,
+        bootstrapServers: String,
+        properties: [String: String] = [:],
+        timeout: Duration = .seconds(15)
+    ) async throws {
+        guard !topics.isEmpty else { return }
+        let request = TopicCreation(
+            topics: topics.map { TopicCreation.Topic(name: $0.name, partitions: $0.partitions) },
+            replicationFactor: replicationFactor,
+            properties: [("bootstrap.servers", bootstrapServers)] + properties.sorted { $0.key < $1.key },
+            timeout: timeout
+        )
+        try await DedicatedThread.run(name: "kafka-admin") { Result { try request.run() } }.get()
+    }
+}
+
+/// One blocking CreateTopics round trip on a temporary handle, then a wait for metadata.
+private struct TopicCreation: Sendable {
+    struct Topic: Sendable {
+        var name: String
+        var partitions: Int
+    }
+
+    var topics: [Topic]
+    var replicationFactor: Int
+    var properties: [(String, String)]
+    var timeout: Duration
+
+    func run() throws(KafkaError) {
+        let deadline = ContinuousClock.now + timeout
+        let callbacks = ClientCallbacks(logger: Logger(label: "pushline.kafka.admin"))
+        let conf = try RDKafkaHandle.configuration(properties, callbacks: callbacks)
+        // The admin API needs a client handle; a producer handle joins no group.
+        let rk = try RDKafkaHandle.make(RD_KAFKA_PRODUCER, configuration: conf)
+        defer {
+            rd_kafka_destroy(rk)
+            withExtendedLifetime(callbacks) {}
+        }
+        try create(on: rk, deadline: deadline)
+        try waitForMetadata(on: rk, deadline: deadline)
+    }
+
+    private func create(on rk: OpaquePointer, deadline: ContinuousClock.Instant) throws(KafkaError) {
+        var errstr = [CChar](repeating: 0, count: 512)
+        var newTopics: [OpaquePointer?] = []
+        defer { newTopics.forEach { rd_kafka_NewTopic_destroy($0) } }
+        for topic in topics {
+            // librdkafka passes 0 through and Tansu then creates a topic with no
+            // partitions at all, which nothing can use.
+            guard topic.partitions >= 1 else {
+                throw KafkaError.configuration("topic \(topic.name): partition count \(topic.partitions) is not at least 1")
+            }
+            guard let newTopic = rd_kafka_NewTopic_new(
+                topic.name, Int32(clamping: topic.partitions), Int32(clamping: replicationFactor), &errstr, errstr.count
+            ) else {
+                throw KafkaError.configuration("topic \(topic.name): \(Self.string(errstr))")
+            }
+            newTopics.append(newTopic)
+        }
+        let milliseconds = (deadline - ContinuousClock.now).milliseconds
+        let options = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS)
+        defer { rd_kafka_AdminOptions_destroy(options) }
+        _ = rd_kafka_AdminOptions_set_request_timeout(options, milliseconds, &errstr, errstr.count)
+        _ = rd_kafka_AdminOptions_set_operation_timeout(options, milliseconds, &errstr, errstr.count)
+        let queue = rd_kafka_queue_new(rk)
+        defer { rd_kafka_queue_destroy(queue) }
+        newTopics.withUnsafeMutableBufferPointer { buffer in
+            rd_kafka_CreateTopics(rk, buffer.baseAddress, buffer.count, options, queue)
+        }
+        // librdkafka answers by the request timeout at the latest; the margin only
+        // covers its own bookkeeping.
+        guard let event = rd_kafka_queue_poll(queue, milliseconds + 1000) else {
+            throw KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT, message: "CreateTopics got no answer")
+        }
+        defer { rd_kafka_event_destroy(event) }
+        let code = rd_kafka_event_error(event)
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw KafkaError(code, message: "CreateTopics: \(String(cString: rd_kafka_event_error_string(event)))")
+        }
+        var count = 0
+        guard let result = rd_kafka_event_CreateTopics_result(event),
+              let results = rd_kafka_CreateTopics_result_topics(result, &count)
+        else { return }
+        for index in 0..<count {
+            let topicResult = results[index]
+            let code = rd_kafka_topic_result_error(topicResult)
+            guard code != RD_KAFKA_RESP_ERR_NO_ERROR, code != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS else { continue }
+            let name = String(cString: rd_kafka_topic_result_name(topicResult))
+            let text = rd_kafka_topic_result_error_string(topicResult).map { String(cString: $0) } ?? ""
+            throw KafkaError(code, message: "creating topic \(name): \(text)")
+        }
+    }
+
+    /// Polls all-topic metadata until every requested topic is listed with partitions.
+    private func waitForMetadata(on rk: OpaquePointer, deadline: ContinuousClock.Instant) throws(KafkaError) {
+        var missing = Set(topics.map(\.name))
+        var lastCode = RD_KAFKA_RESP_ERR_NO_ERROR
+        while true {
+            let milliseconds = (deadline - ContinuousClock.now).milliseconds
+            var metadata: UnsafePointer<rd_kafka_metadata>?
+            lastCode = rd_kafka_metadata(rk, 1, nil, &metadata, max(1, milliseconds))
+            if let metadata {
+                let listed = UnsafeBufferPointer(start: metadata.pointee.topics, count: Int(metadata.pointee.topic_cnt))
+                for topic in listed where topic.err == RD_KAFKA_RESP_ERR_NO_ERROR && topic.partition_cnt > 0 {
+                    missing.remove(String(cString: topic.topic))
+                }
+                rd_kafka_metadata_destroy(metadata)
+            }
+            if missing.isEmpty { return }
+            guard ContinuousClock.now < deadline else {
+                throw KafkaError(
+                    RD_KAFKA_RESP_ERR__TIMED_OUT,
+                    message: "topics \(missing.sorted()) not in broker metadata in time (last metadata answer: "
+                        + "\(String(cString: rd_kafka_err2str(lastCode))))"
+                )
+            }
+            usleep(100_000)
+        }
+    }
+
+    private static func string(_ buffer: [CChar]) -> String {
+        buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+}

@@ -1,0 +1,127 @@
+import CRdKafka
+import Logging
+
+/// Group member consuming batches; no auto-commit of offsets.
+///
+/// Where reading starts is decided by the application on every assignment
+/// (`KafkaRebalanceHandler.onAssign`), not by committed group offsets. Batches come from
+/// one dedicated poller thread that prefetches at most one batch ahead of the
+/// application. If a partition's log no longer reaches a start offset (a broker restart
+/// emptied it, or retention removed it), the batches end with a `KafkaError` whose code is
+/// `OFFSET_OUT_OF_RANGE` (1) instead of waiting forever.
+public final class KafkaConsumer: Sendable {
+    private let core: ConsumerCore
+
+    public init(
+        configuration: KafkaConsumerConfiguration,
+        topics: [String],
+        rebalance: KafkaRebalanceHandler,
+        logger: Logger
+    ) throws {
+        let core = ConsumerCore(configuration: configuration, rebalance: rebalance, logger: logger)
+        let conf = try RDKafkaHandle.configuration(configuration.librdkafkaProperties, callbacks: core)
+        rd_kafka_conf_set_rebalance_cb(conf, ConsumerCore.rebalanceCallback)
+        rd_kafka_conf_set_offset_commit_cb(conf) { rk, code, _, _ in
+            // Commits are only for lag tools; a failure is worth a line, not an error.
+            guard code != RD_KAFKA_RESP_ERR_NO_ERROR, code != RD_KAFKA_RESP_ERR__NO_OFFSET else { return }
+            ClientCallbacks.of(rk)?.logger.warning("Kafka offset commit failed", metadata: ["error": "\(KafkaError(code))"])
+        }
+        let rk = try RDKafkaHandle.make(RD_KAFKA_CONSUMER, configuration: conf)
+        // All events, rebalances included, are then served by the consumer queue the
+        // poller thread reads.
+        rd_kafka_poll_set_consumer(rk)
+        let subscription = rd_kafka_topic_partition_list_new(Int32(topics.count))!
+        defer { rd_kafka_topic_partition_list_destroy(subscription) }
+        for topic in topics {
+            rd_kafka_topic_partition_list_add(subscription, topic, RD_KAFKA_PARTITION_UA)
+        }
+        let code = rd_kafka_subscribe(rk, subscription)
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            rd_kafka_destroy(rk)
+            throw KafkaError(code, message: "subscribing to \(topics): \(String(cString: rd_kafka_err2str(code)))")
+        }
+        core.start(rk)
+        self.core = core
+    }
+
+    deinit {
+        // Safety net for a consumer dropped without `close()`: the poller thread leaves
+        // the group and destroys the handle on its own.
+        core.requestClose()
+    }
+
+    /// The batches as an AsyncSequence (element [KafkaConsumerMessage], never empty), to be iterated by one task.
+    /// Throws KafkaError on fatal errors. Ends after close().
+    ///
+    /// Also throws whatever `onAssign` throws. Cancelling the iterating task ends the
+    /// sequence (`nil`) without closing the consumer.
+    public func batches() -> KafkaConsumerBatches {
+        KafkaConsumerBatches(consumer: self, handoff: core.handoff)
+    }
+
+    /// The partitions currently assigned to this member (those `onAssign` accepted).
+    public var assignment: Set<TopicPartition> {
+        core.partitions.withLock { $0.assignment }
+    }
+
+    /// Moves the read position of an assigned partition (used after a conflict to re-read from a stored offset).
+    ///
+    /// The next batch holds no message of the partition read before the seek; the first
+    /// one of that partition it does hold is the message at `offset`.
+    public func seek(_ partition: TopicPartition, to offset: Int64) throws {
+        try core.seek(partition, to: offset)
+    }
+
+    /// The high watermark last reported by a fetch response for the partition (rd_kafka_get_watermark_offsets), nil if unknown.
+    public func highWatermark(_ partition: TopicPartition) -> Int64? {
+        core.handleGuard.withHandle { core.highWatermark(partition) } ?? nil
+    }
+
+    /// Best-effort asynchronous commit of group offsets (only for lag tools; the store holds the truth).
+    ///
+    /// Offsets follow Kafka's convention: the next offset to read (last processed + 1).
+    public func commit(_ offsets: [TopicPartition: Int64]) {
+        core.commit(offsets)
+    }
+
+    /// Leaves the group (revocation hook runs) and destroys the handle; idempotent.
+    ///
+    /// Returns once the handle is destroyed; every call waits for that.
+    public func close() async {
+        await core.close()
+    }
+}
+
+/// The batches of a `KafkaConsumer`: each element is a non-empty array of messages in
+/// partition order. It holds the consumer, which therefore stays open while iterated.
+public struct KafkaConsumerBatches: AsyncSequence, Sendable {
+    public typealias Element = [KafkaConsumerMessage]
+    public typealias Failure = any Error
+
+    private let consumer: KafkaConsumer
+    private let handoff: BatchHandoff
+
+    init(consumer: KafkaConsumer, handoff: BatchHandoff) {
+        self.consumer = consumer
+        self.handoff = handoff
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(consumer: consumer, handoff: handoff)
+    }
+
+    /// Hands out the batches one `next()` at a time; only one task may wait in `next()`.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        private let consumer: KafkaConsumer
+        private let handoff: BatchHandoff
+
+        init(consumer: KafkaConsumer, handoff: BatchHandoff) {
+            self.consumer = consumer
+            self.handoff = handoff
+        }
+
+        public mutating func next() async throws -> [KafkaConsumerMessage]? {
+            try await handoff.next()
+        }
+    }
+}

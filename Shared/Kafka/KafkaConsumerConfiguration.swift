@@ -1,0 +1,71 @@
+/// Settings of a `KafkaConsumer`, each mapped to one librdkafka property except
+/// `maxBatchSize` and `batchWaitMs`, which shape the batches this layer hands out.
+///
+/// The consumer sets `enable.partition.eof=false` and `auto.offset.reset=error` (a start
+/// offset the broker no longer has ends the batches instead of silently skipping to
+/// another position); `properties` is applied after them and may override them.
+/// Last come `enable.auto.commit=false` and `enable.auto.offset.store=false`, which
+/// nothing overrides: the application's store holds the truth about offsets.
+public struct KafkaConsumerConfiguration: Sendable {
+    /// `bootstrap.servers`: comma-separated `host:port` list.
+    public var bootstrapServers: String = "127.0.0.1:9092"
+    /// `group.id`: consumers with the same id share the partitions of their topics.
+    public var groupId: String
+    /// `client.id`: names this client in broker logs and metrics.
+    public var clientId: String = "pushline"
+    /// `session.timeout.ms`: a member not heard from for this long leaves the group.
+    public var sessionTimeoutMs: Int = 10_000
+    /// `max.poll.interval.ms`: the longest a batch may be processed before the member
+    /// is considered stuck and leaves the group.
+    public var maxPollIntervalMs: Int = 300_000
+    /// `heartbeat.interval.ms`.
+    public var heartbeatIntervalMs: Int = 1_000
+    /// The most messages in one batch.
+    public var maxBatchSize: Int = 2_000
+    /// The longest wait for a batch to fill before a partial one is handed out.
+    public var batchWaitMs: Int = 100
+    /// Passed to librdkafka verbatim, applied last (TLS/SASL: security.protocol, ssl.*, sasl.*).
+    public var properties: [String: String] = [:]
+
+    public init(groupId: String) {
+        self.groupId = groupId
+    }
+
+    public init(
+        bootstrapServers: String = "127.0.0.1:9092",
+        groupId: String,
+        clientId: String = "pushline",
+        sessionTimeoutMs: Int = 10_000,
+        maxPollIntervalMs: Int = 300_000,
+        heartbeatIntervalMs: Int = 1_000,
+        maxBatchSize: Int = 2_000,
+        batchWaitMs: Int = 100,
+        properties: [String: String] = [:]
+    ) {
+        self.bootstrapServers = bootstrapServers
+        self.groupId = groupId
+        self.clientId = clientId
+        self.sessionTimeoutMs = sessionTimeoutMs
+        self.maxPollIntervalMs = maxPollIntervalMs
+        self.heartbeatIntervalMs = heartbeatIntervalMs
+        self.maxBatchSize = maxBatchSize
+        self.batchWaitMs = batchWaitMs
+        self.properties = properties
+    }
+
+    /// The librdkafka properties in the order they are applied.
+    var librdkafkaProperties: [(String, String)] {
+        [
+            ("bootstrap.servers", bootstrapServers),
+            ("group.id", groupId),
+            ("client.id", clientId),
+            ("session.timeout.ms", String(sessionTimeoutMs)),
+            ("max.poll.interval.ms", String(maxPollIntervalMs)),
+            ("heartbeat.interval.ms", String(heartbeatIntervalMs)),
+            ("enable.partition.eof", "false"),
+            ("auto.offset.reset", "error"),
+        ]
+            + properties.sorted { $0.key < $1.key }
+            + [("enable.auto.commit", "false"), ("enable.auto.offset.store", "false")]
+    }
+}

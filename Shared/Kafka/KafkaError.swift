@@ -1,0 +1,94 @@
+import CRdKafka
+
+/// The one error type of the Kafka module: every failure reported by librdkafka, or
+/// detected by this layer on top of it, is a `KafkaError`.
+///
+/// `code` is the raw `rd_kafka_resp_err_t` value, so callers can match on librdkafka's
+/// codes (negative: client-side, e.g. `-192` `_MSG_TIMED_OUT`; positive: broker answers,
+/// e.g. `1` `OFFSET_OUT_OF_RANGE`, which also marks a consumer's vanished log).
+/// `isRetriable` is true when trying the same operation again later can succeed.
+public struct KafkaError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The raw `rd_kafka_resp_err_t` value.
+    public var code: Int32
+    /// librdkafka's name for the code (`rd_kafka_err2name`), e.g. `"_MSG_TIMED_OUT"`.
+    public var name: String
+    /// librdkafka's text for this failure, or this layer's explanation.
+    public var message: String
+    /// True for transient conditions: timeouts, a full local queue, transport failures,
+    /// all brokers down, missing leaders or replicas.
+    public var isRetriable: Bool
+
+    public var description: String {
+        "KafkaError \(name) (\(code)): \(message)"
+    }
+
+    public init(code: Int32, name: String, message: String, isRetriable: Bool) {
+        self.code = code
+        self.name = name
+        self.message = message
+        self.isRetriable = isRetriable
+    }
+}
+
+extension KafkaError {
+    /// An error for a librdkafka code, described by librdkafka's own text unless a more
+    /// specific one (an errstr buffer, a message's error string) is at hand.
+    init(_ error: rd_kafka_resp_err_t, message: String? = nil) {
+        self.init(
+            code: error.rawValue,
+            name: String(cString: rd_kafka_err2name(error)),
+            message: message ?? String(cString: rd_kafka_err2str(error)),
+            isRetriable: KafkaError.retriableCodes.contains(error.rawValue)
+        )
+    }
+
+    /// An error owned by an `rd_kafka_error_t`, which this call destroys.
+    init(consuming error: OpaquePointer) {
+        let code = rd_kafka_error_code(error)
+        let text = String(cString: rd_kafka_error_string(error))
+        let retriable = rd_kafka_error_is_retriable(error) != 0
+        rd_kafka_error_destroy(error)
+        self.init(code, message: text)
+        self.isRetriable = isRetriable || retriable
+    }
+
+    /// The failure of a configuration call, with librdkafka's errstr text.
+    static func configuration(_ message: String) -> KafkaError {
+        KafkaError(RD_KAFKA_RESP_ERR__INVALID_ARG, message: message)
+    }
+
+    /// Conditions that clear up by themselves (a broker comes back, a leader is elected,
+    /// the local queue drains), so a caller may retry the same operation.
+    private static let retriableCodes: Set<Int32> = [
+        RD_KAFKA_RESP_ERR__TRANSPORT,
+        RD_KAFKA_RESP_ERR__RESOLVE,
+        RD_KAFKA_RESP_ERR__MSG_TIMED_OUT,
+        RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN,
+        RD_KAFKA_RESP_ERR__TIMED_OUT,
+        RD_KAFKA_RESP_ERR__QUEUE_FULL,
+        RD_KAFKA_RESP_ERR__ISR_INSUFF,
+        RD_KAFKA_RESP_ERR__WAIT_COORD,
+        RD_KAFKA_RESP_ERR__TIMED_OUT_QUEUE,
+        RD_KAFKA_RESP_ERR__RETRY,
+        RD_KAFKA_RESP_ERR__PURGE_QUEUE,
+        RD_KAFKA_RESP_ERR__PURGE_INFLIGHT,
+        RD_KAFKA_RESP_ERR__WAIT_CACHE,
+        RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART,
+        RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE,
+        RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
+        RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT,
+        RD_KAFKA_RESP_ERR_BROKER_NOT_AVAILABLE,
+        RD_KAFKA_RESP_ERR_REPLICA_NOT_AVAILABLE,
+        RD_KAFKA_RESP_ERR_NETWORK_EXCEPTION,
+        RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS,
+        RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE,
+        RD_KAFKA_RESP_ERR_NOT_COORDINATOR,
+        RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS,
+        RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS,
+        RD_KAFKA_RESP_ERR_KAFKA_STORAGE_ERROR,
+        RD_KAFKA_RESP_ERR_FETCH_SESSION_ID_NOT_FOUND,
+        RD_KAFKA_RESP_ERR_INVALID_FETCH_SESSION_EPOCH,
+        RD_KAFKA_RESP_ERR_FENCED_LEADER_EPOCH,
+    ].reduce(into: []) { $0.insert($1.rawValue) }
+}

@@ -1,0 +1,18 @@
+import Foundation
+
+/// A record to append to a topic. The partition is chosen by librdkafka's partitioner
+/// from the key (records with the same key land in the same partition, in send order);
+/// a nil key spreads records over the partitions.
+public struct KafkaProducerRecord: Sendable {
+    public var topic: String
+    public var key: String?
+    public var value: Data
+    public var headers: [KafkaHeader]
+
+    public init(topic: String, key: String?, value: Data, headers: [KafkaHeader] = []) {
+        self.topic = topic
+        self.key = key
+        self.value = value
+        self.headers = headers
+    }
+}

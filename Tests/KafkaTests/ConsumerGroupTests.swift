@@ -1,0 +1,105 @@
+import Foundation
+import Kafka
+import Synchronization
+import TestSupport
+import XCTest
+
+/// Two members of one group, with the application's offset store played by `Store`.
+final class ConsumerGroupTests: XCTestCase {
+    private var broker: TestBroker!
+
+    override func setUp() async throws {
+        broker = try await TestBroker.start()
+    }
+
+    override func tearDown() async throws {
+        try await broker?.stop()
+    }
+
+    /// What the members processed: the next offset per partition (what `onAssign`
+    /// answers, as a projection store would) and every record seen, by member.
+    private final class Store: Sendable {
+        private let state = Mutex<(next: [TopicPartition: Int64], seen: [String: Set<String>], revoked: [String: [TopicPartition]])>(
+            ([:], [:], [:])
+        )
+
+        func record(_ batch: [KafkaConsumerMessage], by member: String) {
+            state.withLock { state in
+                for message in batch {
+                    state.next[message.topicPartition] = max(state.next[message.topicPartition] ?? 0, message.offset + 1)
+                    state.seen[member, default: []].insert("\(message.partition)/\(message.offset)")
+                }
+            }
+        }
+
+        func startOffsets(_ partitions: [TopicPartition]) -> [TopicPartition: Int64] {
+            state.withLock { state in state.next.filter { partitions.contains($0.key) } }
+        }
+
+        func revoked(_ partitions: [TopicPartition], from member: String) {
+            state.withLock { $0.revoked[member, default: []] += partitions }
+        }
+
+        var seen: [String: Set<String>] { state.withLock { $0.seen } }
+        var revoked: [String: [TopicPartition]] { state.withLock { $0.revoked } }
+    }
+
+    private func member(_ name: String, store: Store, group: String) throws -> KafkaConsumer {
+        try KafkaConsumer(
+            configuration: KafkaTestSupport.consumerConfiguration(broker, group: group),
+            topics: ["shared"],
+            rebalance: KafkaRebalanceHandler(
+                onAssign: { store.startOffsets($0) },
+                onRevoke: { store.revoked($0, from: name) }
+            ),
+            logger: KafkaTestSupport.logger
+        )
+    }
+
+    private func iterate(_ consumer: KafkaConsumer, as name: String, into store: Store) -> Task<Void, any Error> {
+        Task {
+            for try await batch in consumer.batches() {
+                store.record(batch, by: name)
+            }
+        }
+    }
+
+    func testTwoMembersSplitThePartitionsAndConsumeEverythingAndCloseLeavesTheGroup() async throws {
+        try await KafkaAdmin.createTopics([("shared", 4)], bootstrapServers: broker.bootstrapServers)
+        let producer = try KafkaProducer.make(broker)
+        let reports = try await producer.send(KafkaTestSupport.records(topic: "shared", count: 200))
+        let allPartitions = Set((0..<4).map { TopicPartition(topic: "shared", partition: Int32($0)) })
+        let store = Store()
+        let a = try member("a", store: store, group: "pair")
+        let b = try member("b", store: store, group: "pair")
+        let iterateA = iterate(a, as: "a", into: store)
+        let iterateB = iterate(b, as: "b", into: store)
+
+        try await KafkaTestSupport.eventually(within: .seconds(30), "both members hold disjoint partitions covering all") {
+            let (ownedByA, ownedByB) = (a.assignment, b.assignment)
+            return !ownedByA.isEmpty && !ownedByB.isEmpty && ownedByA.isDisjoint(with: ownedByB)
+                && ownedByA.union(ownedByB) == allPartitions
+        }
+        // Records produced now can only be read by the member owning their partition.
+        let later = try await producer.send(KafkaTestSupport.records(topic: "shared", count: 200, prefix: "later-"))
+        let expected = Set((reports + later).map { "\($0.partition)/\($0.offset)" })
+        try await KafkaTestSupport.eventually("every record is consumed by one of the members") {
+            store.seen.values.reduce(into: Set<String>()) { $0.formUnion($1) } == expected
+        }
+        XCTAssertFalse(store.seen["a", default: []].isEmpty)
+        XCTAssertFalse(store.seen["b", default: []].isEmpty)
+
+        let ownedByA = a.assignment
+        await a.close()
+        try await iterateA.value
+
+        XCTAssertEqual(Set(store.revoked["a", default: []]), ownedByA, "closing ran the revocation hook")
+        XCTAssertEqual(a.assignment, [])
+        try await KafkaTestSupport.eventually(within: .seconds(30), "the remaining member takes over every partition") {
+            b.assignment == allPartitions
+        }
+        await b.close()
+        try await iterateB.value
+        await producer.shutdown()
+    }
+}

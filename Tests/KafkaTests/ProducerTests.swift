@@ -1,0 +1,80 @@
+import Foundation
+import Kafka
+import TestSupport
+import XCTest
+
+final class ProducerTests: XCTestCase {
+    private var broker: TestBroker!
+
+    override func setUp() async throws {
+        broker = try await TestBroker.start()
+    }
+
+    override func tearDown() async throws {
+        try await broker?.stop()
+    }
+
+    func testSendingOneRecordReturnsItsDeliveryReportAndTheRecordReadsBackIntact() async throws {
+        try await KafkaAdmin.createTopics([("single", 1)], bootstrapServers: broker.bootstrapServers)
+        let producer = try KafkaProducer.make(broker)
+
+        let first = try await producer.send(
+            KafkaProducerRecord(
+                topic: "single",
+                key: "user-1",
+                value: Data("hello".utf8),
+                headers: [KafkaHeader(name: "type", value: "greeting"), KafkaHeader(name: "v", value: "1")]
+            )
+        )
+        let second = try await producer.send(KafkaProducerRecord(topic: "single", key: nil, value: Data("world".utf8)))
+        await producer.shutdown()
+
+        XCTAssertEqual(first, KafkaDeliveryReport(topic: "single", partition: 0, offset: 0))
+        XCTAssertEqual(second, KafkaDeliveryReport(topic: "single", partition: 0, offset: 1))
+        let lines = try await broker.kcat(["-C", "-t", "single", "-e", "-q", "-f", "%o|%k|%s|%h\n"])
+            .split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines, ["0|user-1|hello|type=greeting,v=1", "1||world|"])
+    }
+
+    func testSendingABatchReturnsReportsInRecordOrderWithIncreasingOffsets() async throws {
+        try await KafkaAdmin.createTopics([("batch", 1)], bootstrapServers: broker.bootstrapServers)
+        let producer = try KafkaProducer.make(broker)
+
+        let reports = try await producer.send(KafkaTestSupport.records(topic: "batch", count: 500))
+        let more = try await producer.send(KafkaTestSupport.records(topic: "batch", count: 3, prefix: "more-"))
+        await producer.shutdown()
+
+        XCTAssertEqual(reports.map(\.offset), (0..<500).map(Int64.init))
+        XCTAssertEqual(more.map(\.offset), [500, 501, 502])
+        XCTAssertTrue((reports + more).allSatisfy { $0.topic == "batch" && $0.partition == 0 })
+        let lines = try await broker.kcat(["-C", "-t", "batch", "-e", "-q", "-f", "%o|%k|%s|%h\n"])
+            .split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 503)
+        XCTAssertEqual(lines[0], "0|key-0|value-0|index=0")
+        XCTAssertEqual(lines[499], "499|key-499|value-499|index=499")
+        XCTAssertEqual(lines[502], "502|more-key-2|more-value-2|index=2")
+    }
+
+    func testBrokerIsReachableWhileItRunsAndSendAfterShutdownFails() async throws {
+        let producer = try KafkaProducer.make(broker)
+        let reachable = await producer.isBrokerReachable(timeout: .seconds(5))
+        XCTAssertTrue(reachable)
+
+        await producer.shutdown()
+        await producer.shutdown()
+        do {
+            _ = try await producer.send(KafkaProducerRecord(topic: "late", key: nil, value: Data()))
+            XCTFail("send after shutdown must throw")
+        } catch let error as KafkaError {
+            XCTAssertEqual(error.name, "_DESTROY")
+        }
+        let reachableAfterShutdown = await producer.isBrokerReachable(timeout: .seconds(1))
+        XCTAssertFalse(reachableAfterShutdown)
+    }
+}
+
+extension KafkaProducer {
+    static func make(_ broker: TestBroker) throws -> KafkaProducer {
+        try KafkaTestSupport.producer(broker)
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+
+/// A private Tansu broker for one test (memory storage, a free loopback port, a fresh
+/// state directory), started and stopped through the project's own `scripts/broker`.
+/// Tests must `stop()` it (in teardown or a `defer`); stopping ends exactly the
+/// processes the script recorded and removes the state directory.
+public final class TestBroker: Sendable {
+    /// What went wrong when the broker script failed.
+    public struct ScriptError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    private let servers: String
+    private let stateDirectory: URL
+
+    /// `127.0.0.1:PORT` of the running broker.
+    public var bootstrapServers: String { servers }
+
+    private init(bootstrapServers: String, stateDirectory: URL) {
+        servers = bootstrapServers
+        self.stateDirectory = stateDirectory
+    }
+
+    /// The checkout this file belongs to (…/Tests/TestSupport/TestBroker.swift).
+    public static var repositoryRoot: URL {
+        URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent()
+            .deletingLastPathComponent()
+            .deletingLastPathComponent()
+    }
+
+    /// A loopback TCP port nothing listens on right now (the kernel's choice for port 0).
+    public static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        precondition(fd >= 0, "socket() failed")
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                bind(fd, socketAddress, length) == 0 && getsockname(fd, socketAddress, &length) == 0
+            }
+        }
+        precondition(bound, "binding a loopback port failed")
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Starts a broker; retries on another port if the chosen one was taken meanwhile.
+    public static func start() async throws -> TestBroker {
+        var lastError: ScriptError?
+        for _ in 0..<3 {
+            let stateDirectory = FileManager.default.temporaryDirectory
+                .appendingPathComponent("pushline-test-broker-\(UUID().uuidString)")
+            let output = try await script(["start", "--port", String(freePort()), "--state-dir", stateDirectory.path])
+            if output.status == 0 {
+                let servers = output.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+                return TestBroker(bootstrapServers: servers, stateDirectory: stateDirectory)
+            }
+            _ = try? await script(["stop", "--state-dir", stateDirectory.path])
+            try? FileManager.default.removeItem(at: stateDirectory)
+            lastError = ScriptError(description: "scripts/broker start failed (\(output.status)): \(output.standardError)")
+        }
+        throw lastError!
+    }
+
+    public func stop() async throws {
+        let output = try await Self.script(["stop", "--state-dir", stateDirectory.path])
+        try? FileManager.default.removeItem(at: stateDirectory)
+        guard output.status == 0 else {
+            throw ScriptError(description: "scripts/broker stop failed (\(output.status)): \(output.standardError)")
+        }
+    }
+
+    /// Runs kcat against this broker (`-b` is added) and returns its standard output;
+    /// throws if kcat fails.
+    public func kcat(_ arguments: [String]) async throws -> String {
+        let output = try await ProcessRunner.run("kcat", ["-b", servers] + arguments)
+        guard output.status == 0 else {
+            throw ScriptError(description: "kcat \(arguments) failed (\(output.status)): \(output.standardError)")
+        }
+        return output.standardOutput
+    }
+
+    private static func script(_ arguments: [String]) async throws -> ProcessOutput {
+        try await ProcessRunner.run(repositoryRoot.appendingPathComponent("scripts/broker").path, arguments)
+    }
+}
