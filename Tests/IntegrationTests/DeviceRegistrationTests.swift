@@ -244,4 +244,42 @@ final class DeviceRegistrationTests: XCTestCase {
         let status = try await stack.decidedStatuses(org: org, app: app.mobileAppId, token: app.apiToken, ids: [againId])
         XCTAssertEqual(status.map(\.Status), [.Success])
     }
+
+    func testFailedWebhookIsAttemptedOnceByDefaultAndRetriedWhenTheAppAsksForRetries() async throws {
+        receiver.answer(.internalServerError)
+        let app = try await stack.createApp()
+        let org = app.orgId, appId = app.mobileAppId.uuidString
+        func register(_ n: Int) async throws {
+            let a = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices"), json: API.Registration(
+                MobileAppId: appId, UserId: "u\(n)", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(n)),
+                headers: [API.callbackURLHeader: "\(receiver.baseURL)/hook/\(n)"])
+            XCTAssertEqual(a.status, 202)
+        }
+        try await register(1)
+        try await eventually("first job failed") {
+            try await self.stack.sqlite("SELECT state FROM outbox") == ["failed"]
+        }
+        let patch = try await HTTPClientHelpers.request(.PATCH, "\(stack.ingestURL)/admin/v1/apps/\(appId)",
+                                                        body: try JSONEncoder().encode(AdminAPI.UpdateApp(webhookRetries: 2)),
+                                                        headers: stack.adminHeaders)
+        XCTAssertEqual(patch.status, 202, patch.text)
+        try await eventually("retries projected") {
+            let view = try await HTTPClientHelpers.get("\(self.stack.ingestURL)/admin/v1/apps/\(appId)", headers: self.stack.adminHeaders)
+            return try view.decode(AdminAPI.AppView.self).webhookRetries == 2
+        }
+        try await register(2)
+        try await receiver.waitFor(count: 4, timeout: .seconds(30))
+        try await eventually("second job failed after its retries") {
+            try await self.stack.sqlite("SELECT state FROM outbox ORDER BY created_at") == ["failed", "failed"]
+        }
+        let paths = receiver.requests.map(\.path)
+        XCTAssertEqual(paths, ["/hook/1", "/hook/2", "/hook/2", "/hook/2"])
+        let ids = Set(receiver.requests.dropFirst().map { $0.headers[WebhookHeaders.webhookId] })
+        XCTAssertEqual(ids.count, 1, "every attempt of one job carries the same webhook id")
+        // Every attempt is recorded, with the receiver's answer.
+        let attempts = try await stack.sqlite("SELECT attempt, http_status, outcome FROM outbox_attempts ORDER BY job_id, attempt")
+        XCTAssertEqual(attempts.count, 4)
+        XCTAssertTrue(attempts.allSatisfy { $0.contains("|500|") }, "\(attempts)")
+        try await eventually("four audit records") { try await self.stack.countRecords(topic: self.stack.topics.webhooks) == 4 }
+    }
 }
