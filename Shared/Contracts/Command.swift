@@ -55,7 +55,7 @@ public struct EncodedCommand: Sendable {
     public var value: Data
 
     /// Wraps `command` in an envelope and encodes it.
-    public init<C: Command>(_ command: C, topics: Topics, id: UUID = UUID(), at: Date = Date(), encoder: JSONEncoder) throws {
+    public init<C: Command>(_ command: C, topics: Topics, id: UUID = .random(), at: Date = Date(), encoder: JSONEncoder) throws {
         self.topic = C.topic.name(in: topics)
         self.key = command.recordKey
         self.type = C.type.rawValue

@@ -12,7 +12,7 @@ public struct Envelope<Payload: Codable & Sendable>: Codable, Sendable {
     public var at: Date
     public var payload: Payload
 
-    public init(v: Int = 1, type: String, id: UUID = UUID(), at: Date = Date(), payload: Payload) {
+    public init(v: Int = 1, type: String, id: UUID = .random(), at: Date = Date(), payload: Payload) {
         self.v = v
         self.type = type
         self.id = id
@@ -56,14 +56,81 @@ public enum WireJSON {
 }
 
 /// RFC 3339 timestamps in UTC with millisecond precision (`2026-11-22T10:00:00.123Z`).
+///
+/// Written and read by hand: every command carries one, and Foundation's ISO 8601 format
+/// styles cost more than the rest of a command's encoding.
 public enum RFC3339 {
     public static func string(from date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: true)
-            .timeSeparator(.colon).timeZone(separator: .omitted))
+        let ms = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        var days = ms / 86_400_000
+        var msOfDay = ms % 86_400_000
+        if msOfDay < 0 { msOfDay += 86_400_000; days -= 1 }
+        let (year, month, day) = civil(fromDays: days)
+        var out = [UInt8](repeating: 0, count: 24)
+        func put(_ value: Int64, _ at: Int, _ width: Int) {
+            var v = value
+            for i in stride(from: at + width - 1, through: at, by: -1) {
+                out[i] = UInt8(truncatingIfNeeded: 0x30 + v % 10)
+                v /= 10
+            }
+        }
+        put(year, 0, 4); out[4] = 0x2d; put(month, 5, 2); out[7] = 0x2d; put(day, 8, 2); out[10] = 0x54
+        put(msOfDay / 3_600_000, 11, 2); out[13] = 0x3a; put(msOfDay / 60_000 % 60, 14, 2); out[16] = 0x3a
+        put(msOfDay / 1000 % 60, 17, 2); out[19] = 0x2e; put(msOfDay % 1000, 20, 3); out[23] = 0x5a
+        return String(decoding: out, as: UTF8.self)
     }
 
+    /// Reads `YYYY-MM-DDTHH:MM:SS[.fff…]Z` fast; any other RFC 3339 form (offsets) through Foundation.
     public static func date(from text: String) -> Date? {
+        let u = Array(text.utf8)
+        func num(_ at: Int, _ width: Int) -> Int64? {
+            guard at + width <= u.count else { return nil }
+            var v: Int64 = 0
+            for b in u[at..<at + width] {
+                guard b >= 0x30, b <= 0x39 else { return nil }
+                v = v * 10 + Int64(b - 0x30)
+            }
+            return v
+        }
+        if u.count >= 20, u.last == 0x5a, u[4] == 0x2d, u[7] == 0x2d, u[10] == 0x54 || u[10] == 0x74, u[13] == 0x3a, u[16] == 0x3a,
+           let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2), let s = num(17, 2),
+           (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61 {
+            var fraction = 0.0
+            if u.count > 20 {
+                guard u[19] == 0x2e, u.count > 21 else { return nil }
+                var scale = 0.1
+                for b in u[20..<(u.count - 1)] {
+                    guard b >= 0x30, b <= 0x39 else { return nil }
+                    fraction += Double(b - 0x30) * scale
+                    scale /= 10
+                }
+            }
+            let seconds = days(fromCivil: y, mo, d) * 86_400 + h * 3600 + mi * 60 + s
+            return Date(timeIntervalSince1970: Double(seconds) + fraction)
+        }
         if let d = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return d }
         return try? Date.ISO8601FormatStyle().parse(text)
+    }
+
+    // Days since 1970-01-01 ⇄ proleptic Gregorian date (H. Hinnant's civil-date algorithms).
+    private static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
+        let z = z0 + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+    }
+
+    private static func days(fromCivil y0: Int64, _ m: Int64, _ d: Int64) -> Int64 {
+        let y = m <= 2 ? y0 - 1 : y0
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
     }
 }

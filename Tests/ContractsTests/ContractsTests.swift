@@ -57,3 +57,34 @@ final class ContractsTests: XCTestCase {
         XCTAssertEqual(topics.all().map(\.name).count, 6)
     }
 }
+
+final class WireFormatTests: XCTestCase {
+    func testRFC3339WritesAndReadsMillisecondsInUTCAcrossTheCalendar() {
+        let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        // Leap days, year ends, before 1970, and a spread of ordinary instants, checked against Foundation.
+        var instants: [Double] = [0, -1, -86_400.5, 951_782_400, 1_709_164_800.999, 4_102_444_799.001, -2_208_988_800]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2000 { instants.append(Double(Int64.random(in: -3_000_000_000_000...6_000_000_000_000, using: &generator)) / 1000) }
+        for t in instants {
+            let date = Date(timeIntervalSince1970: t)
+            let text = RFC3339.string(from: date)
+            let truncated = Date(timeIntervalSince1970: (t * 1000).rounded(.down) / 1000)
+            XCTAssertEqual(text, style.format(truncated), "t=\(t)")
+            XCTAssertEqual(RFC3339.date(from: text)!.timeIntervalSince1970, truncated.timeIntervalSince1970, accuracy: 0.0005, text)
+        }
+        XCTAssertEqual(RFC3339.date(from: "2026-11-22T10:00:00Z")?.timeIntervalSince1970, 1_795_341_600)
+        XCTAssertEqual(RFC3339.date(from: "2026-11-22T12:00:00+02:00")?.timeIntervalSince1970, 1_795_341_600)
+        XCTAssertNil(RFC3339.date(from: "2026-13-22T10:00:00Z"))
+        XCTAssertNil(RFC3339.date(from: "yesterday"))
+    }
+
+    func testRandomUUIDsAreVersion4AndDistinct() {
+        let ids = (0..<10_000).map { _ in UUID.random() }
+        XCTAssertEqual(Set(ids).count, ids.count)
+        for id in ids.prefix(100) {
+            let s = id.uuidString
+            XCTAssertEqual(Array(s)[14], "4")
+            XCTAssertTrue("89AB".contains(Array(s)[19]))
+        }
+    }
+}

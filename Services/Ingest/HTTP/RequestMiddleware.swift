@@ -77,6 +77,6 @@ struct RequestMiddleware: RouterMiddleware {
         if let header, !header.isEmpty, header.utf8.count <= 128, header.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
             return header
         }
-        return UUID().uuidString.lowercased()
+        return UUID.random().uuidString.lowercased()
     }
 }

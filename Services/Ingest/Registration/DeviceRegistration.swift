@@ -70,7 +70,7 @@ extension DeviceRegistrationRequested {
                                          field: RegistrationRoutes.field("ApnsDeviceToken|FcmDeviceToken", index: index))
         }
 
-        self.init(registrationRequestId: UUID(), orgId: orgId, mobileAppId: mobileAppId, userId: userId,
+        self.init(registrationRequestId: .random(), orgId: orgId, mobileAppId: mobileAppId, userId: userId,
                   platform: platform, deviceToken: deviceToken, apiTokenHash: ApiTokens.hash(apiToken),
                   trackStatus: headers.trackStatus, callback: headers.callback(apiToken: apiToken))
     }
