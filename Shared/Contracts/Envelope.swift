@@ -60,8 +60,10 @@ public enum WireJSON {
 /// Written and read by hand: every command carries one, and Foundation's ISO 8601 format
 /// styles cost more than the rest of a command's encoding.
 public enum RFC3339 {
+    /// Rounds to the nearest millisecond, so that writing a date read from a string gives that
+    /// string back (the nearest double to `.308` may lie just below it).
     public static func string(from date: Date) -> String {
-        let ms = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        let ms = Int64((date.timeIntervalSince1970 * 1000).rounded())
         var days = ms / 86_400_000
         var msOfDay = ms % 86_400_000
         if msOfDay < 0 { msOfDay += 86_400_000; days -= 1 }
@@ -95,18 +97,14 @@ public enum RFC3339 {
         if u.count >= 20, u.last == 0x5a, u[4] == 0x2d, u[7] == 0x2d, u[10] == 0x54 || u[10] == 0x74, u[13] == 0x3a, u[16] == 0x3a,
            let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2), let s = num(17, 2),
            (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61 {
-            var fraction = 0.0
-            if u.count > 20 {
-                guard u[19] == 0x2e, u.count > 21 else { return nil }
-                var scale = 0.1
-                for b in u[20..<(u.count - 1)] {
-                    guard b >= 0x30, b <= 0x39 else { return nil }
-                    fraction += Double(b - 0x30) * scale
-                    scale /= 10
-                }
-            }
             let seconds = days(fromCivil: y, mo, d) * 86_400 + h * 3600 + mi * 60 + s
-            return Date(timeIntervalSince1970: Double(seconds) + fraction)
+            guard u.count > 20 else { return Date(timeIntervalSince1970: Double(seconds)) }
+            let digits = u.count - 21
+            guard u[19] == 0x2e, (1...9).contains(digits), let fraction = num(20, digits) else { return nil }
+            var scale: Int64 = 1
+            for _ in 0..<digits { scale *= 10 }
+            // One division of exact integers: the nearest double to the written instant.
+            return Date(timeIntervalSince1970: Double(seconds * scale + fraction) / Double(scale))
         }
         if let d = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return d }
         return try? Date.ISO8601FormatStyle().parse(text)

@@ -60,17 +60,22 @@ final class ContractsTests: XCTestCase {
 
 final class WireFormatTests: XCTestCase {
     func testRFC3339WritesAndReadsMillisecondsInUTCAcrossTheCalendar() {
-        let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
-        // Leap days, year ends, before 1970, and a spread of ordinary instants, checked against Foundation.
-        var instants: [Double] = [0, -1, -86_400.5, 951_782_400, 1_709_164_800.999, 4_102_444_799.001, -2_208_988_800]
+        let seconds = Date.ISO8601FormatStyle()
+        // Leap days, year ends, before 1970, and a spread of instants; the expected text is
+        // Foundation's for the whole second plus the milliseconds counted in integers.
+        var instants: [Int64] = [0, -1, -86_400_500, 951_782_400_000, 1_709_164_800_999, 4_102_444_799_001, -2_208_988_800_000, 99_438_537_308]
         var generator = SystemRandomNumberGenerator()
-        for _ in 0..<2000 { instants.append(Double(Int64.random(in: -3_000_000_000_000...6_000_000_000_000, using: &generator)) / 1000) }
-        for t in instants {
-            let date = Date(timeIntervalSince1970: t)
+        for _ in 0..<2000 { instants.append(Int64.random(in: -3_000_000_000_000...6_000_000_000_000, using: &generator)) }
+        for ms in instants {
+            let whole = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
+            let millis = ms - whole * 1000
+            var expected = seconds.format(Date(timeIntervalSince1970: Double(whole)))
+            expected.removeLast()
+            expected += "." + String(String(millis + 1000).dropFirst()) + "Z"
+            let date = Date(timeIntervalSince1970: Double(ms) / 1000)
             let text = RFC3339.string(from: date)
-            let truncated = Date(timeIntervalSince1970: (t * 1000).rounded(.down) / 1000)
-            XCTAssertEqual(text, style.format(truncated), "t=\(t)")
-            XCTAssertEqual(RFC3339.date(from: text)!.timeIntervalSince1970, truncated.timeIntervalSince1970, accuracy: 0.0005, text)
+            XCTAssertEqual(text, expected, "ms=\(ms)")
+            XCTAssertEqual(RFC3339.date(from: text), date, "reads back exactly: \(text)")
         }
         XCTAssertEqual(RFC3339.date(from: "2026-11-22T10:00:00Z")?.timeIntervalSince1970, 1_795_341_600)
         XCTAssertEqual(RFC3339.date(from: "2026-11-22T12:00:00+02:00")?.timeIntervalSince1970, 1_795_341_600)
