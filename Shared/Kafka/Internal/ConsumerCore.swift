@@ -191,7 +191,9 @@ final class ConsumerCore: ClientCallbacks, @unchecked Sendable {
         }
         _ = handleGuard.close()
         rd_kafka_queue_destroy(queue)
-        rd_kafka_destroy(rk)
+        // Closed just above: destroying must not close (and wait on the group) a second time;
+        // that second close was seen to wait forever after a failed first one.
+        rd_kafka_destroy_flags(rk, Int32(RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE))
         handoff.finish()
         let waiters = closed.withLock { state in
             state.isClosed = true
