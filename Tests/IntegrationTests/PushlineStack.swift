@@ -76,10 +76,13 @@ final class PushlineStack: @unchecked Sendable {
         try await processor.waitHealthy("\(processorURL)/health")
     }
 
+    /// Stops everything it started and removes its directory (logs reach failure messages
+    /// through `logs()` before that).
     func stop() async {
         _ = try? await ingest.stop()
         _ = try? await processor.stop()
         try? await broker.stop()
+        try? FileManager.default.removeItem(at: directory)
     }
 
     /// The logs of both services, for failure messages.
