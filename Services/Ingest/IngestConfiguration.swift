@@ -49,28 +49,21 @@ public struct IngestConfiguration: Sendable {
     }
 
     /// Reads `PUSHLINE_INGEST_HOST` (default `127.0.0.1`), `PUSHLINE_INGEST_PORT` (default `8080`),
-    /// `PUSHLINE_ADMIN_TOKEN` (required, non-empty) and `PUSHLINE_TOPIC_PREFIX` (default `pushline.`).
-    /// Throws `IngestError.invalidConfiguration` naming the variable at fault.
+    /// `PUSHLINE_ADMIN_TOKEN` (required, non-empty), `PUSHLINE_TOPIC_PREFIX` (default `pushline.`, may be
+    /// empty) and the Kafka and store settings of the README's configuration table. Throws `IngestError.invalidConfiguration` naming the variable at fault.
     public static func fromEnvironment(_ env: [String: String]) throws -> IngestConfiguration {
         guard let adminToken = env[Variable.adminToken], !adminToken.isEmpty else {
             throw IngestError.invalidConfiguration(
                 "\(Variable.adminToken) is required: set it to the bearer token that guards the admin API")
         }
         var configuration = IngestConfiguration(adminToken: adminToken)
-        if let host = env[Variable.host], !host.isEmpty {
-            configuration.host = host
-        }
-        if let text = env[Variable.port], !text.isEmpty {
-            guard let port = Int(text), (0...65_535).contains(port) else {
-                throw IngestError.invalidConfiguration("\(Variable.port) must be a port number (0…65535), got \"\(text)\"")
-            }
-            configuration.port = port
-        }
         if let prefix = env[Variable.topicPrefix] {
             configuration.topics = Topics(prefix: prefix)
         }
         let reader = EnvironmentReader(env)
+        configuration.host = reader.string(Variable.host, default: configuration.host)
         do {
+            configuration.port = try reader.int(Variable.port, default: configuration.port, range: 0...65_535)
             configuration.brokers = reader.string("PUSHLINE_KAFKA_BROKERS", default: configuration.brokers)
             configuration.partitions = try reader.int("PUSHLINE_PARTITIONS", default: configuration.partitions, range: 1...10_000)
             configuration.store = reader.string("PUSHLINE_STORE", default: configuration.store)

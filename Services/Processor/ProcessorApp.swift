@@ -49,11 +49,12 @@ public enum ProcessorApp {
                                        verifier: verifier, logger: logger, onApplied: { dispatcher.wake() })
 
         let router = Router()
+        let healthEncoder = WireJSON.encoder()
         router.get("/health") { _, _ -> Response in
             let ok = consumer.isRunning
-            let body = ok ? #"{"status":"ok"}"# : #"{"status":"unavailable"}"#
+            let body = try healthEncoder.encode(ok ? HealthAnswer.ok : HealthAnswer.unavailable)
             return Response(status: ok ? .ok : .serviceUnavailable, headers: [.contentType: "application/json"],
-                            body: .init(byteBuffer: ByteBuffer(string: body)))
+                            body: .init(byteBuffer: ByteBuffer(bytes: body)))
         }
         router.get("/metrics") { _, _ -> Response in
             var buffer: [UInt8] = []
