@@ -23,7 +23,14 @@ public func buildApplication(
 }
 
 /// Builds every ingest route:
-/// - seed 000 device registration under `/api/v1.0/orgs/{orgId}/pushdeviceregistration`,
+/// - seed 000 device registration under `/api/v1.0/orgs/{orgId}/pushdeviceregistration`
+///   (API token in the body, judged by the processor),
+/// - the client routes of one app, each behind `AppAuthMiddleware` (`Authorization: Bearer
+///   <api token>` of the app in the path, one `AppAuthCache` shared by all of them):
+///   - `POST /v1/apps/{mobileAppId}/notifications` (send, SPEC §4),
+///   - `/bwmi/v1/apps/{mobileAppId}/…` `PUT`/`DELETE devices`, `PUT acks`,
+///     `GET devices/{deviceToken}/notifications` (seed 004, SPEC §3),
+///   - `POST`/`DELETE /kf5/v1/apps/{mobileAppId}/tokens` (seed 002, SPEC §5),
 /// - the admin API under `/admin/v1` (admin bearer token),
 /// - `/health`, `/metrics`, `/noop`.
 ///
@@ -43,6 +50,13 @@ public func buildRouter(
     OpsRoutes(publisher: publisher, registry: metrics).addRoutes(to: router)
     RegistrationRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: router.group(RegistrationRoutes.basePath))
+    let appAuth = AppAuthMiddleware(store: store, cache: AppAuthCache(ttl: .milliseconds(configuration.authCacheMs)))
+    NotificationRoutes(writer: writer, maxBodyBytes: configuration.maxBodyBytes)
+        .addRoutes(to: router.group(NotificationRoutes.basePath).add(middleware: appAuth))
+    BWDeviceRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
+        .addRoutes(to: router.group(BWDeviceRoutes.basePath).add(middleware: appAuth))
+    KF5TokenRoutes(writer: writer, maxBodyBytes: configuration.maxBodyBytes)
+        .addRoutes(to: router.group(KF5TokenRoutes.basePath).add(middleware: appAuth))
     AdminRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: router.group(AdminRoutes.basePath).add(middleware: AdminAuthMiddleware(adminToken: configuration.adminToken)))
     return router

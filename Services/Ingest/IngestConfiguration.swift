@@ -29,6 +29,10 @@ public struct IngestConfiguration: Sendable {
     public var lingerMs = 2
     /// librdkafka properties passed through verbatim (TLS/SASL).
     public var kafkaProperties: [String: String] = [:]
+    /// How long an app's live API-token hashes read from the store are reused by the Bearer
+    /// routes (`PUSHLINE_AUTH_CACHE_MS`, 0 = read the store on every request). A revoked token
+    /// is still accepted for at most this long; see `AppAuthCache`.
+    public var authCacheMs = 1_000
 
     public init(host: String = "127.0.0.1", port: Int = 8080, adminToken: String, topics: Topics = Topics(),
                 maxBodyBytes: Int = 1_048_576, retryAfterSeconds: Int = 1) {
@@ -46,11 +50,13 @@ public struct IngestConfiguration: Sendable {
         public static let port = "PUSHLINE_INGEST_PORT"
         public static let adminToken = "PUSHLINE_ADMIN_TOKEN"
         public static let topicPrefix = "PUSHLINE_TOPIC_PREFIX"
+        public static let authCacheMs = "PUSHLINE_AUTH_CACHE_MS"
     }
 
     /// Reads `PUSHLINE_INGEST_HOST` (default `127.0.0.1`), `PUSHLINE_INGEST_PORT` (default `8080`),
     /// `PUSHLINE_ADMIN_TOKEN` (required, non-empty), `PUSHLINE_TOPIC_PREFIX` (default `pushline.`, may be
-    /// empty) and the Kafka and store settings of the README's configuration table. Throws `IngestError.invalidConfiguration` naming the variable at fault.
+    /// empty), `PUSHLINE_AUTH_CACHE_MS` (default 1000, 0…3600000) and the Kafka and store settings of
+    /// the README's configuration table. Throws `IngestError.invalidConfiguration` naming the variable at fault.
     public static func fromEnvironment(_ env: [String: String]) throws -> IngestConfiguration {
         guard let adminToken = env[Variable.adminToken], !adminToken.isEmpty else {
             throw IngestError.invalidConfiguration(
@@ -71,6 +77,7 @@ public struct IngestConfiguration: Sendable {
                                                             range: 100...600_000)
             configuration.lingerMs = try reader.int("PUSHLINE_KAFKA_LINGER_MS", default: configuration.lingerMs, range: 0...10_000)
             configuration.kafkaProperties = try reader.properties("PUSHLINE_KAFKA_PROPERTIES")
+            configuration.authCacheMs = try reader.int(Variable.authCacheMs, default: configuration.authCacheMs, range: 0...3_600_000)
         } catch let error as ConfigurationError {
             throw IngestError.invalidConfiguration(error.description)
         }

@@ -6,9 +6,12 @@ import Hummingbird
 public struct IngestRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     public var requestId: String
+    /// The app of a Bearer route, set by `AppAuthMiddleware` (nil on every other route).
+    var authenticatedApp: AuthenticatedApp?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.requestId = ""
+        self.authenticatedApp = nil
     }
 }

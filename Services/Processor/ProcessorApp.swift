@@ -45,8 +45,9 @@ public enum ProcessorApp {
         consumerConfig.maxPollIntervalMs = configuration.maxPollIntervalMs
         consumerConfig.maxBatchSize = configuration.maxBatchSize
         consumerConfig.properties = configuration.kafkaProperties
+        let outbound = KafkaOutboundPublisher(producer: producer, topic: configuration.topics.outbound)
         let consumer = CommandConsumer(configuration: consumerConfig, topics: configuration.topics.commandTopics, store: store,
-                                       verifier: verifier, logger: logger, onApplied: { dispatcher.wake() })
+                                       outbound: outbound, verifier: verifier, logger: logger, onApplied: { dispatcher.wake() })
 
         let router = Router()
         let healthEncoder = WireJSON.encoder()

@@ -9,6 +9,8 @@ public enum CommandType: String, Sendable, CaseIterable, Codable {
     case appSettingsChanged = "admin.app-settings-changed"
     case deviceRegistrationRequested = "registration.device-registration-requested"
     case deviceCleanupRequested = "registration.device-cleanup-requested"
+    case notificationRequested = "notification.requested"
+    case notificationAcknowledged = "notification.acknowledged"
 }
 
 /// Which command topic a command travels on.
@@ -44,6 +46,10 @@ extension Command {
 public enum RecordKey {
     public static func user(app: UUID, user: String) -> String { "\(app.uuidString.lowercased())/\(user)" }
     public static func app(_ app: UUID) -> String { app.uuidString.lowercased() }
+    public static func delivery(app: UUID, delivery: UUID) -> String {
+        "\(app.uuidString.lowercased())/delivery:\(delivery.uuidString.lowercased())"
+    }
+    public static func device(app: UUID, token: String) -> String { "\(app.uuidString.lowercased())/device:\(token)" }
 }
 
 /// A command ready to produce: topic, key, headers and the encoded envelope.

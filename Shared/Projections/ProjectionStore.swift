@@ -116,6 +116,103 @@ public struct RegistrationStatusRow: Sendable, Equatable, Codable {
     }
 }
 
+/// Identifies a notification of an app by its `nid` (SPEC §3).
+public struct NotificationKey: Hashable, Sendable, Codable {
+    public var appId: UUID
+    public var notificationId: String
+
+    public init(appId: UUID, notificationId: String) {
+        self.appId = appId
+        self.notificationId = notificationId
+    }
+}
+
+/// Identifies one managed notification pending on one device.
+public struct PendingKey: Hashable, Sendable, Codable {
+    public var appId: UUID
+    public var deviceToken: String
+    public var notificationId: String
+
+    public init(appId: UUID, deviceToken: String, notificationId: String) {
+        self.appId = appId
+        self.deviceToken = deviceToken
+        self.notificationId = notificationId
+    }
+
+    public var device: DeviceKey { DeviceKey(appId: appId, deviceToken: deviceToken) }
+}
+
+/// A managed notification a device has not acknowledged yet (seed 004). The device's badge is
+/// the number of these rows.
+public struct PendingNotificationRow: Sendable, Equatable, Codable {
+    public var appId: UUID
+    public var deviceToken: String
+    public var notificationId: String
+    public var deliveryId: UUID
+    /// When the notification was sent (its command's time); `ns` lists oldest first.
+    public var sentAt: Date
+    /// The alert text (SPEC §3: text, else body, else title).
+    public var text: String
+    public var businessId: String?
+
+    public init(appId: UUID, deviceToken: String, notificationId: String, deliveryId: UUID, sentAt: Date, text: String,
+                businessId: String?) {
+        self.appId = appId
+        self.deviceToken = deviceToken
+        self.notificationId = notificationId
+        self.deliveryId = deliveryId
+        self.sentAt = sentAt
+        self.text = text
+        self.businessId = businessId
+    }
+
+    public var key: PendingKey { PendingKey(appId: appId, deviceToken: deviceToken, notificationId: notificationId) }
+}
+
+/// A device's acknowledgement of a notification. Kept whether or not the notification was
+/// pending when the ack was applied, so that a notification applied after its ack (they
+/// travel on different partitions) is not made pending, and so that the final tables do not
+/// depend on which came first.
+public struct AckRow: Sendable, Equatable, Codable {
+    public var appId: UUID
+    public var deviceToken: String
+    public var notificationId: String
+    public var businessId: String?
+    public var ackedAt: Date
+
+    public init(appId: UUID, deviceToken: String, notificationId: String, businessId: String?, ackedAt: Date) {
+        self.appId = appId
+        self.deviceToken = deviceToken
+        self.notificationId = notificationId
+        self.businessId = businessId
+        self.ackedAt = ackedAt
+    }
+
+    public var key: PendingKey { PendingKey(appId: appId, deviceToken: deviceToken, notificationId: notificationId) }
+}
+
+/// One applied send request: what it was and how many devices it reached.
+public struct DeliveryRow: Sendable, Equatable, Codable {
+    public var appId: UUID
+    public var deliveryId: UUID
+    public var kind: NotificationKind
+    public var managed: Bool
+    public var tracking: Bool
+    /// Outbound records written (one per resolved device).
+    public var sent: Int
+    public var createdAt: Date
+
+    public init(appId: UUID, deliveryId: UUID, kind: NotificationKind, managed: Bool, tracking: Bool, sent: Int, createdAt: Date) {
+        self.appId = appId
+        self.deliveryId = deliveryId
+        self.kind = kind
+        self.managed = managed
+        self.tracking = tracking
+        self.sent = sent
+        self.createdAt = createdAt
+    }
+}
+
 /// The delivery state of an outbox job.
 public enum OutboxState: String, Sendable, Codable {
     case pending, delivered, failed
@@ -187,11 +284,18 @@ public struct StateQuery: Sendable, Equatable {
     public var deviceKeys: Set<DeviceKey> = []
     /// Every device of each of these users is loaded.
     public var userKeys: Set<UserKey> = []
+    /// Pending rows are loaded for those of these keys that exist.
+    public var pendingKeys: Set<PendingKey> = []
+    /// Every ack of each of these notifications is loaded.
+    public var ackedNotifications: Set<NotificationKey> = []
 
-    public init(appIds: Set<UUID> = [], deviceKeys: Set<DeviceKey> = [], userKeys: Set<UserKey> = []) {
+    public init(appIds: Set<UUID> = [], deviceKeys: Set<DeviceKey> = [], userKeys: Set<UserKey> = [],
+                pendingKeys: Set<PendingKey> = [], ackedNotifications: Set<NotificationKey> = []) {
         self.appIds = appIds
         self.deviceKeys = deviceKeys
         self.userKeys = userKeys
+        self.pendingKeys = pendingKeys
+        self.ackedNotifications = ackedNotifications
     }
 }
 
@@ -202,11 +306,21 @@ public struct StateSnapshot: Sendable, Equatable {
     public var tokens: [UUID: [ApiTokenRow]] = [:]
     /// Every device row matching a requested device key or belonging to a requested user.
     public var devices: [DeviceKey: DeviceRow] = [:]
+    /// The number of pending notifications of every device in `devices` (absent: none).
+    public var pendingCounts: [DeviceKey: Int] = [:]
+    /// The requested pending rows that exist.
+    public var pending: [PendingKey: PendingNotificationRow] = [:]
+    /// The acks of the requested notifications, as (app, device, nid) keys.
+    public var acks: Set<PendingKey> = []
 
-    public init(apps: [UUID: AppRow] = [:], tokens: [UUID: [ApiTokenRow]] = [:], devices: [DeviceKey: DeviceRow] = [:]) {
+    public init(apps: [UUID: AppRow] = [:], tokens: [UUID: [ApiTokenRow]] = [:], devices: [DeviceKey: DeviceRow] = [:],
+                pendingCounts: [DeviceKey: Int] = [:], pending: [PendingKey: PendingNotificationRow] = [:], acks: Set<PendingKey> = []) {
         self.apps = apps
         self.tokens = tokens
         self.devices = devices
+        self.pendingCounts = pendingCounts
+        self.pending = pending
+        self.acks = acks
     }
 }
 
@@ -215,10 +329,21 @@ public enum Mutation: Sendable, Equatable {
     case upsertApp(AppRow)
     case upsertApiToken(ApiTokenRow)
     case upsertDevice(DeviceRow)
+    /// Removes the device row only; its pending notifications stay until a `.clearPending`
+    /// (which the processor emits alongside).
     case deleteDevice(DeviceKey)
     case putRegistrationStatus(RegistrationStatusRow)
     /// Inserts the job; a job whose id already exists is left as it is.
     case enqueueOutbox(OutboxJob)
+    /// Inserts the pending row; an existing one is left as it is.
+    case putPending(PendingNotificationRow)
+    case deletePending(PendingKey)
+    /// Removes every pending notification of the device (it was deleted or changed hands).
+    case clearPending(DeviceKey)
+    /// Inserts the ack; an existing one is left as it is.
+    case putAck(AckRow)
+    /// Inserts the delivery; an existing one is left as it is.
+    case putDelivery(DeliveryRow)
 }
 
 /// Moves the stored consumed offset of a partition from `expected` (nil: none stored yet) to
@@ -279,6 +404,11 @@ public protocol ProjectionStore: Sendable {
     func device(_ key: DeviceKey) async throws -> DeviceRow?
     /// Statuses of these requests that belong to the app; ids without a stored status are absent.
     func registrationStatuses(app appId: UUID, requestIds: [UUID]) async throws -> [UUID: RegistrationStatusRow]
+    /// The token with this hash, of whichever app (revoked too).
+    func apiToken(hash: String) async throws -> ApiTokenRow?
+    /// The device's pending notifications, oldest first (by `sentAt`, then `notificationId`).
+    func pendingNotifications(_ device: DeviceKey) async throws -> [PendingNotificationRow]
+    func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow?
 
     /// Takes up to `limit` pending jobs due at `now` whose lease is free or expired, and leases
     /// them until `leaseUntil` so that no other dispatcher takes them meanwhile. Oldest first.
@@ -290,6 +420,7 @@ public protocol ProjectionStore: Sendable {
     func nextOutboxDue() async throws -> Date?
 
     /// A deterministic text dump of the projected tables (apps, tokens, devices, statuses,
-    /// outbox jobs without their delivery progress), for equality checks across runs.
+    /// pending notifications, acks, deliveries, outbox jobs without their delivery progress),
+    /// for equality checks across runs.
     func dump() async throws -> String
 }

@@ -24,6 +24,17 @@ final class IngestConfigurationTests: XCTestCase {
         XCTAssertEqual(configuration.topics.registration, "staging.commands.registration")
     }
 
+    func testAuthCacheTTLDefaultsToOneSecondAndCanBeDisabled() throws {
+        XCTAssertEqual(try IngestConfiguration.fromEnvironment(["PUSHLINE_ADMIN_TOKEN": "t"]).authCacheMs, 1_000)
+        XCTAssertEqual(try IngestConfiguration.fromEnvironment(["PUSHLINE_ADMIN_TOKEN": "t", "PUSHLINE_AUTH_CACHE_MS": "0"]).authCacheMs, 0)
+        XCTAssertEqual(try IngestConfiguration.fromEnvironment(["PUSHLINE_ADMIN_TOKEN": "t", "PUSHLINE_AUTH_CACHE_MS": "250"]).authCacheMs, 250)
+        for value in ["-1", "soon", "3600001"] {
+            XCTAssertThrowsError(try IngestConfiguration.fromEnvironment(["PUSHLINE_ADMIN_TOKEN": "t", "PUSHLINE_AUTH_CACHE_MS": value])) { error in
+                XCTAssertTrue("\(error)".contains("PUSHLINE_AUTH_CACHE_MS"), "\(error)")
+            }
+        }
+    }
+
     func testMissingOrEmptyAdminTokenIsAClearError() {
         for env in [[:], ["PUSHLINE_ADMIN_TOKEN": ""]] as [[String: String]] {
             XCTAssertThrowsError(try IngestConfiguration.fromEnvironment(env)) { error in

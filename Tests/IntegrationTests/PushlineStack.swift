@@ -19,14 +19,16 @@ final class PushlineStack: @unchecked Sendable {
     let groupId = "pushline-test-" + UUID().uuidString
     private(set) var processor: ServiceProcess
     let ingest: ServiceProcess
+    /// Extra or overriding processor settings of this test.
+    let processorEnvironment: [String: String]
 
     var ingestURL: String { "http://127.0.0.1:\(ingestPort)" }
     var processorURL: String { "http://127.0.0.1:\(processorPort)" }
     var storePath: String { directory.appendingPathComponent("store.sqlite").path }
 
-    static func start() async throws -> PushlineStack {
+    static func start(processorEnvironment: [String: String] = [:]) async throws -> PushlineStack {
         let broker = try await TestBroker.start()
-        let stack = PushlineStack(broker: broker)
+        let stack = PushlineStack(broker: broker, processorEnvironment: processorEnvironment)
         do {
             try stack.processor.start()
             try await stack.processor.waitHealthy("\(stack.processorURL)/health")
@@ -39,8 +41,9 @@ final class PushlineStack: @unchecked Sendable {
         return stack
     }
 
-    private init(broker: TestBroker) {
+    private init(broker: TestBroker, processorEnvironment: [String: String]) {
         self.broker = broker
+        self.processorEnvironment = processorEnvironment
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-it-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         processor = ServiceProcess(name: "pushline-processor", environment: [:], logDirectory: directory)
@@ -66,7 +69,7 @@ final class PushlineStack: @unchecked Sendable {
             "PUSHLINE_KAFKA_SESSION_TIMEOUT_MS": "6000",
             "PUSHLINE_KAFKA_MAX_POLL_INTERVAL_MS": "7000",
             "PUSHLINE_LOG_LEVEL": "info",
-        ], logDirectory: directory)
+        ].merging(processorEnvironment) { $1 }, logDirectory: directory)
     }
 
     /// Stops the processor with `signal` and starts a new one on the same store and group.

@@ -113,4 +113,65 @@ final class DumpTests: StoreTestCase {
 
         XCTAssertTrue(dump.contains(" body=0xff0041 "), dump)
     }
+
+    // MARK: - Managed notifications
+
+    /// Pending rows, acks and deliveries of two apps, as one list of non-conflicting mutations.
+    private func managedMutations() -> [Mutation] {
+        let app = UUID(uuidString: "00000000-0000-0000-0000-00000000000A")!
+        let other = UUID(uuidString: "00000000-0000-0000-0000-00000000000B")!
+        let delivery = UUID(uuidString: "00000000-0000-0000-0000-0000000000D1")!
+        return [
+            .putPending(Fixture.pending(app: other, token: "t1", nid: "n1", delivery: delivery, text: "other")),
+            .putPending(Fixture.pending(app: app, token: "t2", nid: "n1", delivery: delivery, text: "two")),
+            .putPending(Fixture.pending(app: app, token: "t1", nid: "n2", delivery: delivery, sent: 5, text: "line\nbreak", business: "b-2")),
+            .putPending(Fixture.pending(app: app, token: "t1", nid: "n1", delivery: delivery, text: "one")),
+            .putAck(Fixture.ack(app: app, token: "t3", nid: "n1", business: "b-1")),
+            .putAck(Fixture.ack(app: app, token: "t1", nid: "n0")),
+            .putDelivery(Fixture.delivery(app: other, id: delivery, kind: .im, managed: false, tracking: true, sent: 1)),
+            .putDelivery(Fixture.delivery(app: app, id: delivery, kind: .ticket, managed: true, tracking: false, sent: 3)),
+        ]
+    }
+
+    func testDumpListsPendingNotificationsAcksAndDeliveriesByPrimaryKey() async throws {
+        let store = try openStore()
+        try await store.commit(mutations: managedMutations(), offsets: [])
+
+        let lines = try await store.dump().split(separator: "\n").map(String.init)
+
+        let (a, b) = ("00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b")
+        let d = "00000000-0000-0000-0000-0000000000d1"
+        let t3 = SQLiteValues.millis(Fixture.at(3)), t4 = SQLiteValues.millis(Fixture.at(4)), t5 = SQLiteValues.millis(Fixture.at(5))
+        XCTAssertEqual(lines, [
+            "pending_notifications app_id=\"\(a)\" device_token=\"t1\" notification_id=\"n1\" delivery_id=\"\(d)\" sent_at=\(t3) text=\"one\" business_id=null",
+            "pending_notifications app_id=\"\(a)\" device_token=\"t1\" notification_id=\"n2\" delivery_id=\"\(d)\" sent_at=\(t5) text=\"line\\nbreak\" business_id=\"b-2\"",
+            "pending_notifications app_id=\"\(a)\" device_token=\"t2\" notification_id=\"n1\" delivery_id=\"\(d)\" sent_at=\(t3) text=\"two\" business_id=null",
+            "pending_notifications app_id=\"\(b)\" device_token=\"t1\" notification_id=\"n1\" delivery_id=\"\(d)\" sent_at=\(t3) text=\"other\" business_id=null",
+            "acks app_id=\"\(a)\" device_token=\"t1\" notification_id=\"n0\" business_id=null acked_at=\(t4)",
+            "acks app_id=\"\(a)\" device_token=\"t3\" notification_id=\"n1\" business_id=\"b-1\" acked_at=\(t4)",
+            "deliveries app_id=\"\(a)\" delivery_id=\"\(d)\" kind=\"ticket\" managed=1 tracking=0 sent=3 created_at=\(t3)",
+            "deliveries app_id=\"\(b)\" delivery_id=\"\(d)\" kind=\"im\" managed=0 tracking=1 sent=1 created_at=\(t3)",
+        ])
+    }
+
+    func testTheSameManagedStateWrittenInAnotherOrderDumpsTheSameText() async throws {
+        let forward = try openStore("forward.sqlite")
+        let backward = try openStore("backward.sqlite")
+        let mutations = managedMutations()
+        let app = UUID(uuidString: "00000000-0000-0000-0000-00000000000A")!
+        let transient = Fixture.pending(app: app, token: "t9", nid: "n9")
+
+        try await forward.commit(mutations: mutations, offsets: [])
+        // Reversed, over several commits, with a pending row that comes and goes again.
+        for mutation in mutations.reversed() {
+            try await backward.commit(mutations: [mutation], offsets: [])
+        }
+        try await backward.commit(mutations: [.putPending(transient)], offsets: [])
+        try await backward.commit(mutations: [.deletePending(transient.key)], offsets: [])
+
+        let forwardDump = try await forward.dump()
+        let backwardDump = try await backward.dump()
+        XCTAssertEqual(forwardDump, backwardDump)
+        XCTAssertEqual(forwardDump.split(separator: "\n").count, 8, forwardDump)
+    }
 }

@@ -69,4 +69,114 @@ final class LoadTests: StoreTestCase {
             XCTAssertEqual(device.key, key)
         }
     }
+
+    func testLoadCountsThePendingRowsOfEveryLoadedDevice() async throws {
+        let store = try openStore()
+        let app = UUID()
+        let otherApp = UUID()
+        let byToken = Fixture.device(app: app, token: "by-token", user: "carol")
+        let alice1 = Fixture.device(app: app, token: "alice-1", user: "alice")
+        let alice2 = Fixture.device(app: app, token: "alice-2", user: "alice")
+        let notAsked = Fixture.device(app: app, token: "bob-1", user: "bob")
+        let elsewhere = Fixture.device(app: otherApp, token: "alice-2", user: "alice")
+        var mutations = [byToken, alice1, alice2, notAsked, elsewhere].map(Mutation.upsertDevice)
+        for (device, count) in [(byToken, 2), (alice1, 3), (notAsked, 1), (elsewhere, 4)] {
+            for n in 0..<count {
+                mutations.append(.putPending(Fixture.pending(app: device.appId, token: device.deviceToken, nid: "n\(n)")))
+            }
+        }
+        // Pending rows of a device that has no row are not counted for anyone.
+        mutations.append(.putPending(Fixture.pending(app: app, token: "unregistered", nid: "n0")))
+        try await store.commit(mutations: mutations, offsets: [])
+
+        let snapshot = try await store.load(StateQuery(
+            deviceKeys: [byToken.key, DeviceKey(appId: app, deviceToken: "unregistered")],
+            userKeys: [UserKey(appId: app, userId: "alice")]))
+
+        XCTAssertEqual(Set(snapshot.devices.keys), [byToken.key, alice1.key, alice2.key])
+        XCTAssertEqual(snapshot.pendingCounts, [byToken.key: 2, alice1.key: 3], "alice-2 has none, so is absent")
+        XCTAssertEqual(snapshot.pending, [:])
+        XCTAssertEqual(snapshot.acks, [])
+    }
+
+    func testLoadReturnsTheAskedPendingRowsThatExist() async throws {
+        let store = try openStore()
+        let app = UUID()
+        let otherApp = UUID()
+        let asked1 = Fixture.pending(app: app, token: "t1", nid: "n1", business: "b-1")
+        let asked2 = Fixture.pending(app: app, token: "t2", nid: "n1")
+        let asked3 = Fixture.pending(app: app, token: "t1", nid: "n2")
+        let notAsked = Fixture.pending(app: app, token: "t3", nid: "n1")
+        let otherAppsRow = Fixture.pending(app: otherApp, token: "t4", nid: "n1")
+        try await store.commit(mutations: [asked1, asked2, asked3, notAsked, otherAppsRow].map(Mutation.putPending), offsets: [])
+
+        let snapshot = try await store.load(StateQuery(pendingKeys: [
+            asked1.key, asked2.key, asked3.key,
+            PendingKey(appId: app, deviceToken: "t1", notificationId: "missing"),
+            PendingKey(appId: app, deviceToken: "t4", notificationId: "n1"),
+        ]))
+
+        XCTAssertEqual(snapshot.pending, [asked1.key: asked1, asked2.key: asked2, asked3.key: asked3])
+        XCTAssertEqual(snapshot.pendingCounts, [:], "counts are for loaded devices only")
+    }
+
+    func testLoadReturnsEveryAckOfTheAskedNotifications() async throws {
+        let store = try openStore()
+        let app = UUID()
+        let otherApp = UUID()
+        try await store.commit(mutations: [
+            Fixture.ack(app: app, token: "t1", nid: "n1"),
+            Fixture.ack(app: app, token: "t2", nid: "n1"),
+            Fixture.ack(app: app, token: "t1", nid: "n2"),
+            Fixture.ack(app: app, token: "t3", nid: "n3"),
+            Fixture.ack(app: otherApp, token: "t4", nid: "n1"),
+        ].map(Mutation.putAck), offsets: [])
+
+        let snapshot = try await store.load(StateQuery(ackedNotifications: [
+            NotificationKey(appId: app, notificationId: "n1"), NotificationKey(appId: app, notificationId: "n2"),
+            NotificationKey(appId: app, notificationId: "never acked"),
+        ]))
+
+        XCTAssertEqual(snapshot.acks, [
+            PendingKey(appId: app, deviceToken: "t1", notificationId: "n1"),
+            PendingKey(appId: app, deviceToken: "t2", notificationId: "n1"),
+            PendingKey(appId: app, deviceToken: "t1", notificationId: "n2"),
+        ])
+    }
+
+    /// A notification to many users: 20,000 devices of 200 users, most with a few pending rows.
+    /// The time is printed for information only.
+    func testLoadCountsPendingRowsOfTwentyThousandDevicesOfTwoHundredUsers() async throws {
+        let store = try openStore()
+        let app = UUID()
+        var mutations: [Mutation] = []
+        var expectedCounts: [DeviceKey: Int] = [:]
+        var devices: [DeviceRow] = []
+        for n in 0..<20_000 {
+            let device = Fixture.device(app: app, token: String(format: "%064x", n), user: "user-\(n % 200)")
+            devices.append(device)
+            mutations.append(.upsertDevice(device))
+            let count = n % 5
+            for p in 0..<count {
+                mutations.append(.putPending(Fixture.pending(app: app, token: device.deviceToken, nid: "n\(p)")))
+            }
+            if count > 0 { expectedCounts[device.key] = count }
+        }
+        try await store.commit(mutations: mutations, offsets: [])
+        // The send's own pending keys: notification "n0" on every device (16,000 of them have it).
+        let query = StateQuery(
+            deviceKeys: Set(devices.prefix(1_000).map(\.key)),
+            userKeys: Set((0..<200).map { UserKey(appId: app, userId: "user-\($0)") }),
+            pendingKeys: Set(devices.map { PendingKey(appId: app, deviceToken: $0.deviceToken, notificationId: "n0") }))
+
+        let start = ContinuousClock.now
+        let snapshot = try await store.load(query)
+        print("loaded \(snapshot.devices.count) devices with pending counts and \(snapshot.pending.count) pending rows in \(ContinuousClock.now - start)")
+
+        XCTAssertEqual(snapshot.devices.count, 20_000)
+        XCTAssertEqual(snapshot.pendingCounts.count, 16_000)
+        XCTAssertEqual(snapshot.pendingCounts, expectedCounts)
+        XCTAssertEqual(snapshot.pending.count, 16_000)
+        XCTAssertEqual(Set(snapshot.pending.keys), Set(expectedCounts.keys.map { PendingKey(appId: app, deviceToken: $0.deviceToken, notificationId: "n0") }))
+    }
 }

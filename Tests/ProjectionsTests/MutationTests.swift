@@ -131,4 +131,115 @@ final class MutationTests: StoreTestCase {
         XCTAssertNil(stored)
         XCTAssertEqual(offsets, [:])
     }
+
+    // MARK: - Managed notifications
+
+    func testPutPendingInsertsAndLeavesAnExistingRowAsItIs() async throws {
+        let store = try openStore()
+        let appId = UUID()
+        let first = Fixture.pending(app: appId, token: "t1", nid: "n1", sent: 3, text: "first", business: "b-1")
+        let sameKeyInCommit = Fixture.pending(app: appId, token: "t1", nid: "n1", sent: 4, text: "same commit")
+        try await store.commit(mutations: [.putPending(first), .putPending(sameKeyInCommit)], offsets: [])
+
+        let replayed = Fixture.pending(app: appId, token: "t1", nid: "n1", sent: 9, text: "replayed", business: nil)
+        try await store.commit(mutations: [.putPending(replayed)], offsets: [])
+
+        let stored = try await store.pendingNotifications(DeviceKey(appId: appId, deviceToken: "t1"))
+        XCTAssertEqual(stored, [first])
+    }
+
+    func testDeletePendingRemovesOnlyThatNotificationOfThatDevice() async throws {
+        let store = try openStore()
+        let appId = UUID()
+        let gone = Fixture.pending(app: appId, token: "t1", nid: "n1", sent: 1)
+        let otherNotification = Fixture.pending(app: appId, token: "t1", nid: "n2", sent: 2)
+        let otherDevice = Fixture.pending(app: appId, token: "t2", nid: "n1")
+        let otherApp = Fixture.pending(app: UUID(), token: "t1", nid: "n1")
+        try await store.commit(mutations: [gone, otherNotification, otherDevice, otherApp].map(Mutation.putPending), offsets: [])
+
+        try await store.commit(mutations: [
+            .deletePending(gone.key), .deletePending(PendingKey(appId: appId, deviceToken: "t1", notificationId: "never")),
+        ], offsets: [])
+
+        let t1 = try await store.pendingNotifications(DeviceKey(appId: appId, deviceToken: "t1"))
+        let t2 = try await store.pendingNotifications(DeviceKey(appId: appId, deviceToken: "t2"))
+        let elsewhere = try await store.pendingNotifications(otherApp.key.device)
+        XCTAssertEqual(t1, [otherNotification])
+        XCTAssertEqual(t2, [otherDevice])
+        XCTAssertEqual(elsewhere, [otherApp])
+    }
+
+    func testClearPendingRemovesEveryPendingRowOfThatDeviceOnly() async throws {
+        let store = try openStore()
+        let appId = UUID()
+        let cleared = DeviceKey(appId: appId, deviceToken: "t1")
+        let otherDevice = Fixture.pending(app: appId, token: "t2", nid: "n1")
+        let sameTokenOtherApp = Fixture.pending(app: UUID(), token: "t1", nid: "n1")
+        try await store.commit(mutations: [
+            .putPending(Fixture.pending(app: appId, token: "t1", nid: "n1")),
+            .putPending(Fixture.pending(app: appId, token: "t1", nid: "n2")),
+            .putPending(Fixture.pending(app: appId, token: "t1", nid: "n3")),
+            .putPending(otherDevice), .putPending(sameTokenOtherApp),
+        ], offsets: [])
+
+        try await store.commit(mutations: [.clearPending(cleared)], offsets: [])
+
+        let clearedRows = try await store.pendingNotifications(cleared)
+        let otherDeviceRows = try await store.pendingNotifications(otherDevice.key.device)
+        let otherAppRows = try await store.pendingNotifications(sameTokenOtherApp.key.device)
+        XCTAssertEqual(clearedRows, [])
+        XCTAssertEqual(otherDeviceRows, [otherDevice])
+        XCTAssertEqual(otherAppRows, [sameTokenOtherApp])
+    }
+
+    func testDeleteDeviceLeavesItsPendingRowsToAnExplicitClear() async throws {
+        let store = try openStore()
+        let device = Fixture.device(app: UUID(), token: "t1", user: "u")
+        let pending = Fixture.pending(app: device.appId, token: "t1", nid: "n1")
+        try await store.commit(mutations: [.upsertDevice(device), .putPending(pending)], offsets: [])
+
+        try await store.commit(mutations: [.deleteDevice(device.key)], offsets: [])
+        let afterDelete = try await store.pendingNotifications(device.key)
+        try await store.commit(mutations: [.clearPending(device.key)], offsets: [])
+        let afterClear = try await store.pendingNotifications(device.key)
+
+        let stored = try await store.device(device.key)
+        XCTAssertNil(stored)
+        XCTAssertEqual(afterDelete, [pending])
+        XCTAssertEqual(afterClear, [])
+    }
+
+    func testPutAckInsertsAndLeavesAnExistingAckAsItIs() async throws {
+        let store = try openStore()
+        let appId = UUID()
+        let first = Fixture.ack(app: appId, token: "t1", nid: "n1", business: "b-1", at: 4)
+        let otherNotification = Fixture.ack(app: appId, token: "t1", nid: "n2", at: 5)
+        try await store.commit(mutations: [.putAck(first), .putAck(otherNotification)], offsets: [])
+
+        try await store.commit(mutations: [.putAck(Fixture.ack(app: appId, token: "t1", nid: "n1", business: nil, at: 9))], offsets: [])
+
+        let acks = try await store.pool.read { db in
+            try String.fetchAll(db, sql: """
+                SELECT device_token || ' ' || notification_id || ' ' || ifnull(business_id, '-') || ' ' || acked_at
+                FROM acks ORDER BY device_token, notification_id
+                """)
+        }
+        XCTAssertEqual(acks, [
+            "t1 n1 b-1 \(SQLiteValues.millis(Fixture.at(4)))",
+            "t1 n2 - \(SQLiteValues.millis(Fixture.at(5)))",
+        ])
+    }
+
+    func testPutDeliveryInsertsAndLeavesAnExistingDeliveryAsItIs() async throws {
+        let store = try openStore()
+        let appId = UUID()
+        let first = Fixture.delivery(app: appId, kind: .ticket, managed: true, tracking: false, sent: 3)
+        try await store.commit(mutations: [.putDelivery(first)], offsets: [])
+
+        let replayed = Fixture.delivery(app: appId, id: first.deliveryId, kind: .im, managed: false, tracking: true, sent: 0)
+        try await store.commit(mutations: [.putDelivery(replayed)], offsets: [])
+
+        let stored = try await store.delivery(app: appId, deliveryId: first.deliveryId)
+        XCTAssertEqual(stored, first)
+    }
 }

@@ -43,6 +43,9 @@ final class ReadTests: StoreTestCase {
         let statuses = try await store.registrationStatuses(app: UUID(), requestIds: [])
         let job = try await store.outboxJob("none")
         let due = try await store.nextOutboxDue()
+        let token = try await store.apiToken(hash: "none")
+        let pending = try await store.pendingNotifications(DeviceKey(appId: UUID(), deviceToken: "none"))
+        let delivery = try await store.delivery(app: UUID(), deliveryId: UUID())
 
         XCTAssertNil(app)
         XCTAssertEqual(tokens, [])
@@ -51,6 +54,9 @@ final class ReadTests: StoreTestCase {
         XCTAssertEqual(statuses, [:])
         XCTAssertNil(job)
         XCTAssertNil(due)
+        XCTAssertNil(token)
+        XCTAssertEqual(pending, [])
+        XCTAssertNil(delivery)
     }
 
     func testDevicesOfAUserAreListedByToken() async throws {
@@ -62,5 +68,60 @@ final class ReadTests: StoreTestCase {
         let listed = try await store.devices(app: app, user: "u")
 
         XCTAssertEqual(listed.map(\.deviceToken), ["a", "b", "c"])
+    }
+
+    func testApiTokenIsFoundByHashInWhicheverAppRevokedToo() async throws {
+        let store = try openStore()
+        let active = Fixture.token(app: UUID())
+        let revoked = Fixture.token(app: UUID(), revoked: true)
+        let sameApp = Fixture.token(app: active.appId, at: 1)
+        try await store.commit(mutations: [active, revoked, sameApp].map(Mutation.upsertApiToken), offsets: [])
+
+        let foundActive = try await store.apiToken(hash: active.tokenHash)
+        let foundRevoked = try await store.apiToken(hash: revoked.tokenHash)
+        let foundSameApp = try await store.apiToken(hash: sameApp.tokenHash)
+        let unknown = try await store.apiToken(hash: ApiTokens.hash(ApiTokens.generate()))
+
+        XCTAssertEqual(foundActive, active)
+        XCTAssertEqual(foundRevoked, revoked)
+        XCTAssertEqual(foundSameApp, sameApp)
+        XCTAssertNil(unknown)
+    }
+
+    func testPendingNotificationsAreListedOldestFirstThenByNotificationId() async throws {
+        let store = try openStore()
+        let app = UUID()
+        let device = DeviceKey(appId: app, deviceToken: "t1")
+        let rows = [
+            Fixture.pending(app: app, token: "t1", nid: "b", sent: 5),
+            Fixture.pending(app: app, token: "t1", nid: "z", sent: 1),
+            Fixture.pending(app: app, token: "t1", nid: "a", sent: 5),
+            Fixture.pending(app: app, token: "t1", nid: "m", sent: 3, business: "b-1"),
+        ]
+        try await store.commit(mutations: (rows + [
+            Fixture.pending(app: app, token: "t2", nid: "c", sent: 0),
+            Fixture.pending(app: UUID(), token: "t1", nid: "d", sent: 0),
+        ]).map(Mutation.putPending), offsets: [])
+
+        let listed = try await store.pendingNotifications(device)
+
+        XCTAssertEqual(listed.map(\.notificationId), ["z", "m", "a", "b"])
+        XCTAssertEqual(listed[1], rows[3])
+    }
+
+    func testADeliveryIsOnlyFoundInItsOwnApp() async throws {
+        let store = try openStore()
+        let mine = Fixture.delivery(app: UUID(), kind: .alert, managed: true, tracking: true, sent: 7)
+        let theirsSameId = Fixture.delivery(app: UUID(), id: mine.deliveryId, kind: .im, managed: false, sent: 1)
+        let theirsOnly = Fixture.delivery(app: theirsSameId.appId)
+        try await store.commit(mutations: [mine, theirsSameId, theirsOnly].map(Mutation.putDelivery), offsets: [])
+
+        let found = try await store.delivery(app: mine.appId, deliveryId: mine.deliveryId)
+        let theirs = try await store.delivery(app: theirsSameId.appId, deliveryId: mine.deliveryId)
+        let notMine = try await store.delivery(app: mine.appId, deliveryId: theirsOnly.deliveryId)
+
+        XCTAssertEqual(found, mine)
+        XCTAssertEqual(theirs, theirsSameId)
+        XCTAssertNil(notMine)
     }
 }

@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import GRDB
 @testable import Projections
 import XCTest
 
@@ -13,7 +14,52 @@ final class SchemaTests: StoreTestCase {
         let tables = try await store.pool.read { db in
             try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'grdb%' ORDER BY name")
         }
-        XCTAssertEqual(tables, ["api_tokens", "apps", "devices", "outbox", "outbox_attempts", "partition_offsets", "registration_status"])
+        XCTAssertEqual(tables, ["acks", "api_tokens", "apps", "deliveries", "devices", "outbox", "outbox_attempts",
+                                "partition_offsets", "pending_notifications", "registration_status"])
+    }
+
+    func testAVersionOneStoreIsMigratedToTheCurrentVersionKeepingItsRows() async throws {
+        let app = Fixture.app(name: "from v1")
+        let token = Fixture.token(app: app.appId)
+        let device = Fixture.device(app: app.appId, token: "aa", user: "u")
+        // A store as version 1 code left it: only the v1 migration, rows and an offset written.
+        do {
+            let pool = try DatabasePool(path: path())
+            try SQLiteSchema.migrator.migrate(pool, upTo: "v1")
+            try await pool.write { db in
+                var writer = SQLiteMutationWriter(db: db)
+                for mutation in [Mutation.upsertApp(app), .upsertApiToken(token), .upsertDevice(device)] {
+                    try writer.apply(mutation)
+                }
+                try SQLiteOffsets.store([OffsetUpdate(partition: Fixture.partition(0), expected: nil, next: 7)], in: db)
+            }
+            let version = try await pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
+            XCTAssertEqual(version, 1)
+            try pool.close()
+        }
+
+        let store = try openStore()
+
+        let version = try await store.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
+        XCTAssertEqual(version, 2)
+        let storedApp = try await store.app(app.appId)
+        let storedDevice = try await store.device(device.key)
+        let byHash = try await store.apiToken(hash: token.tokenHash)
+        let offsets = try await store.offsets(topics: [Fixture.partition(0).topic])
+        XCTAssertEqual(storedApp, app)
+        XCTAssertEqual(storedDevice, device)
+        XCTAssertEqual(byHash, token)
+        XCTAssertEqual(offsets, [Fixture.partition(0): 7])
+        let indexes = try await store.pool.read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ('acks_by_notification', 'api_tokens_by_hash') ORDER BY name")
+        }
+        XCTAssertEqual(indexes, ["acks_by_notification", "api_tokens_by_hash"])
+        // The new tables take rows.
+        let pending = PendingNotificationRow(appId: app.appId, deviceToken: "aa", notificationId: "n1", deliveryId: UUID(),
+                                             sentAt: Fixture.at(3), text: "hi", businessId: nil)
+        try await store.commit(mutations: [.putPending(pending)], offsets: [])
+        let listed = try await store.pendingNotifications(device.key)
+        XCTAssertEqual(listed, [pending])
     }
 
     func testReopeningKeepsCommittedRowsAndOffsets() async throws {
@@ -38,11 +84,11 @@ final class SchemaTests: StoreTestCase {
     func testOpeningAStoreWrittenByNewerCodeIsRefused() async throws {
         do {
             let store = try openStore()
-            try await store.pool.write { db in try db.execute(sql: "PRAGMA user_version = 2") }
+            try await store.pool.write { db in try db.execute(sql: "PRAGMA user_version = \(SQLiteSchema.version + 1)") }
         }
 
         XCTAssertThrowsError(try openStore()) { error in
-            XCTAssertEqual(error as? ProjectionStoreError, .unsupportedSchemaVersion(found: 2, supported: SQLiteSchema.version))
+            XCTAssertEqual(error as? ProjectionStoreError, .unsupportedSchemaVersion(found: 3, supported: 2))
         }
     }
 

@@ -79,6 +79,21 @@ enum Fixture {
                   nextAttemptAt: at(seconds), createdAt: at(seconds))
     }
 
+    static func pending(app appId: UUID, token: String, nid: String, delivery: UUID = UUID(), sent seconds: Double = 3,
+                        text: String = "hello", business: String? = nil) -> PendingNotificationRow {
+        PendingNotificationRow(appId: appId, deviceToken: token, notificationId: nid, deliveryId: delivery, sentAt: at(seconds),
+                               text: text, businessId: business)
+    }
+
+    static func ack(app appId: UUID, token: String, nid: String, business: String? = nil, at seconds: Double = 4) -> AckRow {
+        AckRow(appId: appId, deviceToken: token, notificationId: nid, businessId: business, ackedAt: at(seconds))
+    }
+
+    static func delivery(app appId: UUID, id: UUID = UUID(), kind: NotificationKind = .alert, managed: Bool = true,
+                         tracking: Bool = false, sent: Int = 2) -> DeliveryRow {
+        DeliveryRow(appId: appId, deliveryId: id, kind: kind, managed: managed, tracking: tracking, sent: sent, createdAt: at(3))
+    }
+
     static func partition(_ number: Int32, topic: String = "pushline.commands.registration") -> PartitionKey {
         PartitionKey(topic: topic, partition: number)
     }

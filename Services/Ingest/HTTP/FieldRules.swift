@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 import Hummingbird
 
@@ -52,6 +53,36 @@ enum FieldRules {
             guard HeaderField.Name(name) != nil, HeaderField.isValidValue(value) else {
                 throw IngestError.badRequest("must be a JSON object of HTTP header names to header values", field: field)
             }
+        }
+    }
+
+    /// A present, non-empty device token of at most `DeviceRegistrationAPI.maxDeviceTokenBytes`.
+    static func deviceToken(_ value: String?, field: @autoclosure () -> String) throws -> String {
+        let token = try required(value, field: field())
+        guard token.utf8.count <= DeviceRegistrationAPI.maxDeviceTokenBytes else {
+            throw IngestError.badRequest("a device token has at most \(DeviceRegistrationAPI.maxDeviceTokenBytes) bytes", field: field())
+        }
+        return token
+    }
+
+    /// A device token in its platform's format (`DeviceTokenFormat`), for the routes that take a
+    /// token together with its platform and can refuse a malformed one synchronously.
+    static func deviceToken(_ token: String, platform: Platform, field: String) throws {
+        guard DeviceTokenFormat.isValid(token, platform: platform) else {
+            let expected = switch platform {
+            case .ios: "a valid APNs device token (64…200 hex characters)"
+            case .android: "a valid FCM registration token (100…4096 characters of A-Z a-z 0-9 _ : -)"
+            }
+            throw IngestError.badRequest("\(field) is not \(expected)", field: field)
+        }
+    }
+
+    /// The BW and KF5 device `type`: `IOS` or `ANDROID`, case-insensitive.
+    static func platform(_ type: String, field: String) throws -> Platform {
+        switch type.trimmingCharacters(in: .whitespaces).uppercased() {
+        case "IOS": return .ios
+        case "ANDROID": return .android
+        default: throw IngestError.badRequest("\(field) must be IOS or ANDROID", field: field)
         }
     }
 

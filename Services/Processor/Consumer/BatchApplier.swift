@@ -17,19 +17,25 @@ struct ConsumedRecord: Sendable {
 /// with the partitions' next offsets (effectively-once: state and position move together).
 ///
 /// Handlers decide outcomes in memory over the rows loaded for the batch; the store only
-/// sees the resulting mutations. If the store rejects the batch, it is retried, then applied
-/// record by record so that one bad write (→ `FailedToStoreDevice`) cannot block the rest.
-/// Nothing is skipped while the store is down: the offsets do not move until a commit succeeds.
+/// sees the resulting mutations. The batch's outbound records are published (and acknowledged
+/// by the broker) before the commit, so a crash between the two repeats them on restart — the
+/// one documented window — and never loses one. If the store rejects the batch, the commit is
+/// retried, then the batch is applied record by record so that one bad write
+/// (→ `FailedToStoreDevice`) cannot block the rest. Nothing is skipped while the store or the
+/// broker is down: the offsets do not move until a commit succeeds.
 final class BatchApplier: Sendable {
     private let store: any ProjectionStore
+    private let outbound: any OutboundPublisher
     private let registration: RegistrationHandler
     private let logger: Logger
     private let retryDelays: [Duration]
     private let commitTimer = Timer(label: "pushline_processor_store_commit_seconds")
+    private let outboundCounter = Counter(label: "pushline_processor_outbound_records_total")
 
-    init(store: any ProjectionStore, verifier: any DeviceTokenVerifier, logger: Logger,
+    init(store: any ProjectionStore, outbound: any OutboundPublisher, verifier: any DeviceTokenVerifier, logger: Logger,
          retryDelays: [Duration] = [.milliseconds(50), .milliseconds(200), .milliseconds(800)]) {
         self.store = store
+        self.outbound = outbound
         self.registration = RegistrationHandler(verifier: verifier)
         self.logger = logger
         self.retryDelays = retryDelays
@@ -42,37 +48,46 @@ final class BatchApplier: Sendable {
     func apply(_ records: [ConsumedRecord], expected: [PartitionKey: Int64]) async throws -> [PartitionKey: Int64] {
         guard !records.isEmpty else { return [:] }
         let decoded = decode(records)
+        var published = false
         do {
-            return try await withRetries { try await self.commit(decoded, expected: expected) }
+            let batch = try await withRetries { try await self.decide(decoded) }
+            try await publish(batch.outbound)
+            published = true
+            try await withRetries { try await self.commit(batch, expected: expected) }
+            return batch.next
         } catch let error as ProjectionStoreError where error.isConflict {
             throw error
         } catch {
             logger.error("batch commit failed after retries; applying record by record", metadata: ["error": "\(error)"])
         }
+        // The outbound records of the whole batch are out already when `published`: deciding
+        // record by record over the same stored state renders the same records again, so they
+        // are not published a second time.
         var positionsOut = expected
         for record in decoded {
             let one = [record]
             let positions = positionsOut
             do {
-                try await withRetries { _ = try await self.commit(one, expected: positions) }
+                let batch = try await withRetries { try await self.decide(one) }
+                if !published { try await publish(batch.outbound) }
+                try await withRetries { try await self.commit(batch, expected: positions) }
             } catch let error as ProjectionStoreError where error.isConflict {
                 throw error
             } catch {
                 logger.error("record could not be stored; recording its failure", metadata: [
                     "partition": "\(record.partition)", "offset": "\(record.offset)", "error": "\(error)",
                 ])
-                try await retryForever { _ = try await self.commit(one, expected: positions, storeFailed: true) }
+                try await retryForever {
+                    let batch = try await self.decide(one, storeFailed: true)
+                    try await self.commit(batch, expected: positions)
+                }
             }
-            self.advance(&positionsOut, record)
+            positionsOut[record.partition] = record.offset + 1
         }
         return positionsOut.filter { key, _ in records.contains { $0.partition == key } }
     }
 
-    private func advance(_ positions: inout [PartitionKey: Int64], _ record: Decoded) {
-        positions[record.partition] = record.offset + 1
-    }
-
-    // MARK: - One transaction
+    // MARK: - Deciding and committing
 
     private struct Decoded: Sendable {
         var partition: PartitionKey
@@ -80,12 +95,21 @@ final class BatchApplier: Sendable {
         var outcome: CommandDecoder.Outcome
     }
 
+    /// What a batch decided: its mutations, outbound records, next offsets and counts.
+    private struct Decided: Sendable {
+        var mutations: [Mutation]
+        var outbound: [OutboundMessage]
+        var next: [PartitionKey: Int64]
+        var tally: Tally
+    }
+
     private func decode(_ records: [ConsumedRecord]) -> [Decoded] {
         let decoder = CommandDecoder()
         return records.map { Decoded(partition: $0.partition, offset: $0.offset, outcome: decoder.decode(type: $0.type, version: $0.version, value: $0.value)) }
     }
 
-    private func commit(_ records: [Decoded], expected: [PartitionKey: Int64], storeFailed: Bool = false) async throws -> [PartitionKey: Int64] {
+    /// Loads the rows the records need and runs their handlers in memory.
+    private func decide(_ records: [Decoded], storeFailed: Bool = false) async throws -> Decided {
         var commands: [ProcessorCommand] = []
         commands.reserveCapacity(records.count)
         var tally = Tally()
@@ -110,12 +134,36 @@ final class BatchApplier: Sendable {
             let result = handle(c, state: &state, storeFailed: storeFailed)
             tally.count(c.type, result)
         }
-        let offsets = next.map { OffsetUpdate(partition: $0.key, expected: expected[$0.key], next: $0.value) }
+        return Decided(mutations: state.mutations, outbound: state.outbound, next: next, tally: tally)
+    }
+
+    private func commit(_ batch: Decided, expected: [PartitionKey: Int64]) async throws {
+        let offsets = batch.next.map { OffsetUpdate(partition: $0.key, expected: expected[$0.key], next: $0.value) }
         let start = ContinuousClock.now
-        try await store.commit(mutations: state.mutations, offsets: offsets)
+        try await store.commit(mutations: batch.mutations, offsets: offsets)
         commitTimer.recordNanoseconds((ContinuousClock.now - start).nanoseconds)
-        tally.report()
-        return next
+        batch.tally.report()
+    }
+
+    /// Publishes outbound records until the broker takes them. A partly delivered attempt is
+    /// repeated whole (the same message ids), so a record may appear twice, never zero times.
+    private func publish(_ messages: [OutboundMessage]) async throws {
+        guard !messages.isEmpty else { return }
+        var delay = Duration.milliseconds(100)
+        while true {
+            do {
+                try await outbound.publish(messages)
+                outboundCounter.increment(by: messages.count)
+                return
+            } catch {
+                try Task.checkCancellation()
+                logger.error("outbound records not acknowledged; retrying", metadata: [
+                    "records": "\(messages.count)", "error": "\(error)", "delay": "\(delay)",
+                ])
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
     }
 
     private func handle(_ c: ProcessorCommand, state: inout BatchState, storeFailed: Bool) -> HandlerResult {
@@ -126,6 +174,8 @@ final class BatchApplier: Sendable {
         case .appSettingsChanged(let x): AdminHandlers.apply(x, to: &state)
         case .deviceRegistrationRequested(let x): registration.apply(x, at: c.at, to: &state, storeFailed: storeFailed)
         case .deviceCleanupRequested(let x): CleanupHandler.apply(x, to: &state)
+        case .notificationRequested(let x): NotificationHandler.apply(x, at: c.at, to: &state)
+        case .notificationAcknowledged(let x): AckHandler.apply(x, id: c.id, at: c.at, to: &state)
         }
     }
 
@@ -166,7 +216,7 @@ final class BatchApplier: Sendable {
 }
 
 /// Per-batch counts, reported to metrics once per batch rather than once per record.
-private struct Tally {
+private struct Tally: Sendable {
     var applied: [CommandType: Int] = [:]
     var rejected: [String: Int] = [:]
     var skipped: [String: Int] = [:]

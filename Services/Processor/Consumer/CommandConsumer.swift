@@ -21,12 +21,12 @@ final class CommandConsumer: Service, Sendable {
     private let logger: Logger
     private let state = HealthFlag()
 
-    init(configuration: KafkaConsumerConfiguration, topics: [String], store: any ProjectionStore,
+    init(configuration: KafkaConsumerConfiguration, topics: [String], store: any ProjectionStore, outbound: any OutboundPublisher,
          verifier: any DeviceTokenVerifier, logger: Logger, onApplied: @escaping @Sendable () -> Void) {
         self.configuration = configuration
         self.topics = topics
         self.store = store
-        self.applier = BatchApplier(store: store, verifier: verifier, logger: logger)
+        self.applier = BatchApplier(store: store, outbound: outbound, verifier: verifier, logger: logger)
         self.onApplied = onApplied
         self.logger = logger
     }
@@ -83,7 +83,11 @@ final class CommandConsumer: Service, Sendable {
             let (admitted, expected) = book.admit(records)
             guard !admitted.isEmpty else { return }
             do {
-                let committed = try await applier.apply(admitted, expected: expected)
+                // A batch once started is finished even when shutdown cancels the loop: its outbound
+                // records may be out already, and stopping before its commit would send them again
+                // on restart. (An unstructured task does not inherit the cancellation.)
+                let applier = self.applier
+                let committed = try await Task { try await applier.apply(admitted, expected: expected) }.value
                 book.update(committed)
                 consumer.commit(Dictionary(uniqueKeysWithValues: committed.map { ($0.key.topicPartition, $0.value) }))
                 Counter(label: "pushline_processor_records_consumed_total").increment(by: admitted.count)

@@ -8,25 +8,11 @@ public protocol DeviceTokenVerifier: Sendable {
     func verify(token: String, platform: Platform) -> Bool
 }
 
-/// APNs: even-length hexadecimal, 64…200 characters. FCM: `[A-Za-z0-9_:-]`, 100…4096 characters.
+/// The platform's token format (`DeviceTokenFormat`), the same rule ingest applies.
 public struct TokenFormatVerifier: DeviceTokenVerifier {
     public init() {}
 
     public func verify(token: String, platform: Platform) -> Bool {
-        let bytes = token.utf8
-        switch platform {
-        case .ios:
-            return (64...200).contains(bytes.count) && bytes.count % 2 == 0 && bytes.allSatisfy(Self.isHex)
-        case .android:
-            return (100...4096).contains(bytes.count) && bytes.allSatisfy(Self.isFCM)
-        }
-    }
-
-    private static func isHex(_ b: UInt8) -> Bool {
-        (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66)
-    }
-
-    private static func isFCM(_ b: UInt8) -> Bool {
-        (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a) || b == 0x5f || b == 0x3a || b == 0x2d
+        DeviceTokenFormat.isValid(token, platform: platform)
     }
 }

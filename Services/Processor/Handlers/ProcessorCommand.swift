@@ -12,6 +12,8 @@ struct ProcessorCommand: Sendable {
         case appSettingsChanged(AppSettingsChanged)
         case deviceRegistrationRequested(DeviceRegistrationRequested)
         case deviceCleanupRequested(DeviceCleanupRequested)
+        case notificationRequested(NotificationRequested)
+        case notificationAcknowledged(NotificationAcknowledged)
     }
 
     var id: UUID
@@ -26,6 +28,8 @@ struct ProcessorCommand: Sendable {
         case .appSettingsChanged: .appSettingsChanged
         case .deviceRegistrationRequested: .deviceRegistrationRequested
         case .deviceCleanupRequested: .deviceCleanupRequested
+        case .notificationRequested: .notificationRequested
+        case .notificationAcknowledged: .notificationAcknowledged
         }
     }
 
@@ -55,6 +59,15 @@ struct ProcessorCommand: Sendable {
             } else {
                 query.userKeys.insert(UserKey(appId: c.mobileAppId, userId: c.userId))
             }
+        case .notificationRequested(let c):
+            query.appIds.insert(c.mobileAppId)
+            for user in c.target.userIds { query.userKeys.insert(UserKey(appId: c.mobileAppId, userId: user)) }
+            for token in c.target.deviceTokens { query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: token)) }
+            if c.managed { query.ackedNotifications.insert(NotificationKey(appId: c.mobileAppId, notificationId: c.notificationId)) }
+        case .notificationAcknowledged(let c):
+            query.appIds.insert(c.mobileAppId)
+            query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken))
+            query.pendingKeys.insert(PendingKey(appId: c.mobileAppId, deviceToken: c.deviceToken, notificationId: c.notificationId))
         }
     }
 }
@@ -83,6 +96,10 @@ struct CommandDecoder {
                 return try wrap(DeviceRegistrationRequested.self, version, value, ProcessorCommand.Body.deviceRegistrationRequested)
             case .deviceCleanupRequested:
                 return try wrap(DeviceCleanupRequested.self, version, value, ProcessorCommand.Body.deviceCleanupRequested)
+            case .notificationRequested:
+                return try wrap(NotificationRequested.self, version, value, ProcessorCommand.Body.notificationRequested)
+            case .notificationAcknowledged:
+                return try wrap(NotificationAcknowledged.self, version, value, ProcessorCommand.Body.notificationAcknowledged)
             }
         } catch {
             return .malformed(type: typeName, error: String(describing: error))

@@ -14,6 +14,11 @@ enum SQLiteDump {
         ("api_tokens", "SELECT \(SQLiteRows.tokenColumns) FROM api_tokens ORDER BY token_id"),
         ("devices", "SELECT \(SQLiteRows.deviceColumns) FROM devices ORDER BY app_id, device_token"),
         ("registration_status", "SELECT \(SQLiteRows.statusColumns) FROM registration_status ORDER BY request_id"),
+        ("pending_notifications", """
+            SELECT \(SQLiteRows.pendingColumns) FROM pending_notifications ORDER BY app_id, device_token, notification_id
+            """),
+        ("acks", "SELECT \(SQLiteRows.ackColumns) FROM acks ORDER BY app_id, device_token, notification_id"),
+        ("deliveries", "SELECT \(SQLiteRows.deliveryColumns) FROM deliveries ORDER BY app_id, delivery_id"),
         ("outbox", "SELECT id, kind, app_id, url, headers, body, max_attempts FROM outbox ORDER BY id"),
     ]
 

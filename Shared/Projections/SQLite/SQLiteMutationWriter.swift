@@ -13,6 +13,11 @@ struct SQLiteMutationWriter {
     private var deleteDevice: Statement?
     private var putStatus: Statement?
     private var enqueue: Statement?
+    private var putPending: Statement?
+    private var deletePending: Statement?
+    private var clearPending: Statement?
+    private var putAck: Statement?
+    private var putDelivery: Statement?
 
     init(db: Database) {
         self.db = db
@@ -36,6 +41,7 @@ struct SQLiteMutationWriter {
                 device.version, SQLiteValues.millis(device.updatedAt),
             ])
         case .deleteDevice(let key):
+            // The device row only: its pending rows go with an explicit `.clearPending`.
             try statement(\.deleteDevice, Self.deleteDeviceSQL).execute(arguments: [
                 SQLiteValues.text(key.appId), key.deviceToken,
             ])
@@ -49,6 +55,29 @@ struct SQLiteMutationWriter {
                 job.id, job.kind, job.appId.map(SQLiteValues.text), job.url, try SQLiteValues.headersJSON(job.headers),
                 job.body, job.maxAttempts, job.attempts, SQLiteValues.millis(job.nextAttemptAt), job.state.rawValue,
                 job.lastStatus, job.lastError, SQLiteValues.millis(job.createdAt),
+            ])
+        case .putPending(let pending):
+            try statement(\.putPending, Self.putPendingSQL).execute(arguments: [
+                SQLiteValues.text(pending.appId), pending.deviceToken, pending.notificationId,
+                SQLiteValues.text(pending.deliveryId), SQLiteValues.millis(pending.sentAt), pending.text, pending.businessId,
+            ])
+        case .deletePending(let key):
+            try statement(\.deletePending, Self.deletePendingSQL).execute(arguments: [
+                SQLiteValues.text(key.appId), key.deviceToken, key.notificationId,
+            ])
+        case .clearPending(let key):
+            try statement(\.clearPending, Self.clearPendingSQL).execute(arguments: [
+                SQLiteValues.text(key.appId), key.deviceToken,
+            ])
+        case .putAck(let ack):
+            try statement(\.putAck, Self.putAckSQL).execute(arguments: [
+                SQLiteValues.text(ack.appId), ack.deviceToken, ack.notificationId, ack.businessId,
+                SQLiteValues.millis(ack.ackedAt),
+            ])
+        case .putDelivery(let delivery):
+            try statement(\.putDelivery, Self.putDeliverySQL).execute(arguments: [
+                SQLiteValues.text(delivery.appId), SQLiteValues.text(delivery.deliveryId), delivery.kind.rawValue,
+                delivery.managed, delivery.tracking, delivery.sent, SQLiteValues.millis(delivery.createdAt),
             ])
         }
     }
@@ -94,5 +123,29 @@ struct SQLiteMutationWriter {
         INSERT OR IGNORE INTO outbox (id, kind, app_id, url, headers, body, max_attempts, attempts,
             next_attempt_at, state, last_status, last_error, lease_until, created_at)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)
+        """
+
+    /// The first row of a (device, notification) stays: a replayed send leaves it as it was.
+    private static let putPendingSQL = """
+        INSERT OR IGNORE INTO pending_notifications (app_id, device_token, notification_id, delivery_id, sent_at, text,
+            business_id)
+        VALUES (?, ?, ?, ?, ?, ?, ?)
+        """
+
+    private static let deletePendingSQL = """
+        DELETE FROM pending_notifications WHERE app_id = ? AND device_token = ? AND notification_id = ?
+        """
+
+    private static let clearPendingSQL = "DELETE FROM pending_notifications WHERE app_id = ? AND device_token = ?"
+
+    /// The first ack of a (device, notification) stays.
+    private static let putAckSQL = """
+        INSERT OR IGNORE INTO acks (app_id, device_token, notification_id, business_id, acked_at) VALUES (?, ?, ?, ?, ?)
+        """
+
+    /// The first row of a delivery id stays.
+    private static let putDeliverySQL = """
+        INSERT OR IGNORE INTO deliveries (app_id, delivery_id, kind, managed, tracking, sent, created_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?)
         """
 }

@@ -118,6 +118,37 @@ public final class SQLiteProjectionStore: ProjectionStore {
         }
     }
 
+    public func apiToken(hash: String) async throws -> ApiTokenRow? {
+        try await reading { db in
+            // Hashes of generated tokens do not collide; the order only makes the answer stable if they did.
+            let select = try db.cachedStatement(sql: """
+                SELECT \(SQLiteRows.tokenColumns) FROM api_tokens WHERE token_hash = ? ORDER BY created_at, token_id LIMIT 1
+                """)
+            return try Row.fetchOne(select, arguments: [hash]).map(SQLiteRows.token)
+        }
+    }
+
+    public func pendingNotifications(_ device: DeviceKey) async throws -> [PendingNotificationRow] {
+        try await reading { db in
+            let select = try db.cachedStatement(sql: """
+                SELECT \(SQLiteRows.pendingColumns) FROM pending_notifications WHERE app_id = ? AND device_token = ?
+                ORDER BY sent_at, notification_id
+                """)
+            return try Row.fetchAll(select, arguments: [SQLiteValues.text(device.appId), device.deviceToken])
+                .map(SQLiteRows.pending)
+        }
+    }
+
+    public func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow? {
+        try await reading { db in
+            let select = try db.cachedStatement(sql: """
+                SELECT \(SQLiteRows.deliveryColumns) FROM deliveries WHERE app_id = ? AND delivery_id = ?
+                """)
+            return try Row.fetchOne(select, arguments: [SQLiteValues.text(appId), SQLiteValues.text(deliveryId)])
+                .map(SQLiteRows.delivery)
+        }
+    }
+
     public func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date) async throws -> [OutboxJob] {
         try await writing { db in try SQLiteOutbox.claim(now: now, limit: limit, leaseUntil: leaseUntil, in: db) }
     }

@@ -58,6 +58,35 @@ enum SQLiteRows {
             decidedAt: SQLiteValues.date(millis: row.decode(atIndex: 4)))
     }
 
+    static let pendingColumns = "app_id, device_token, notification_id, delivery_id, sent_at, text, business_id"
+
+    static func pending(_ row: Row) throws -> PendingNotificationRow {
+        try PendingNotificationRow(
+            appId: SQLiteValues.uuid(row.decode(atIndex: 0), column: "pending_notifications.app_id"),
+            deviceToken: row.decode(atIndex: 1),
+            notificationId: row.decode(atIndex: 2),
+            deliveryId: SQLiteValues.uuid(row.decode(atIndex: 3), column: "pending_notifications.delivery_id"),
+            sentAt: SQLiteValues.date(millis: row.decode(atIndex: 4)),
+            text: row.decode(atIndex: 5),
+            businessId: row.decode(atIndex: 6))
+    }
+
+    /// Acks are only read back as keys (`StateSnapshot.acks`) and dumped.
+    static let ackColumns = "app_id, device_token, notification_id, business_id, acked_at"
+
+    static let deliveryColumns = "app_id, delivery_id, kind, managed, tracking, sent, created_at"
+
+    static func delivery(_ row: Row) throws -> DeliveryRow {
+        try DeliveryRow(
+            appId: SQLiteValues.uuid(row.decode(atIndex: 0), column: "deliveries.app_id"),
+            deliveryId: SQLiteValues.uuid(row.decode(atIndex: 1), column: "deliveries.delivery_id"),
+            kind: SQLiteValues.decode(NotificationKind.self, row.decode(atIndex: 2), column: "deliveries.kind"),
+            managed: row.decode(atIndex: 3),
+            tracking: row.decode(atIndex: 4),
+            sent: row.decode(atIndex: 5),
+            createdAt: SQLiteValues.date(millis: row.decode(atIndex: 6)))
+    }
+
     static let outboxColumns = """
         id, kind, app_id, url, headers, body, max_attempts, attempts, next_attempt_at, state, \
         last_status, last_error, created_at

@@ -8,7 +8,7 @@ import Logging
 /// could otherwise misread or damage tables it does not know.
 enum SQLiteSchema {
     /// The newest schema version this code creates and understands.
-    static let version = 1
+    static let version = 2
 
     static func prepare(_ pool: DatabasePool, logger: Logger) throws {
         let found = try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
@@ -28,11 +28,16 @@ enum SQLiteSchema {
         }
     }
 
-    private static var migrator: DatabaseMigrator {
+    /// Internal so that tests can build a store of an older version (`migrate(_:upTo:)`).
+    static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             try db.execute(sql: v1)
             try db.execute(sql: "PRAGMA user_version = 1")
+        }
+        migrator.registerMigration("v2") { db in
+            try db.execute(sql: v2)
+            try db.execute(sql: "PRAGMA user_version = 2")
         }
         return migrator
     }
@@ -111,5 +116,49 @@ enum SQLiteSchema {
             outcome TEXT NOT NULL,
             PRIMARY KEY (job_id, attempt)
         ) STRICT, WITHOUT ROWID;
+        """
+
+    /// Managed notifications (seed 004): pending rows, acks and deliveries.
+    ///
+    /// Pending rows and acks are keyed by device first and kept WITHOUT ROWID, so a device's
+    /// rows lie together in the primary key: counting them (`GROUP BY device_token`), listing
+    /// them and clearing them are each one range of the key. A device's list is ordered by
+    /// `sent_at` when read; it is short (its badge), so no second index is kept for that order.
+    /// Acks are also looked up per notification; that index carries the device token (the
+    /// primary key rides along in a WITHOUT ROWID index), so it answers on its own.
+    private static let v2 = """
+        CREATE TABLE pending_notifications (
+            app_id TEXT NOT NULL,
+            device_token TEXT NOT NULL,
+            notification_id TEXT NOT NULL,
+            delivery_id TEXT NOT NULL,
+            sent_at INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            business_id TEXT,
+            PRIMARY KEY (app_id, device_token, notification_id)
+        ) STRICT, WITHOUT ROWID;
+
+        CREATE TABLE acks (
+            app_id TEXT NOT NULL,
+            device_token TEXT NOT NULL,
+            notification_id TEXT NOT NULL,
+            business_id TEXT,
+            acked_at INTEGER NOT NULL,
+            PRIMARY KEY (app_id, device_token, notification_id)
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX acks_by_notification ON acks (app_id, notification_id);
+
+        CREATE TABLE deliveries (
+            app_id TEXT NOT NULL,
+            delivery_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            managed INTEGER NOT NULL,
+            tracking INTEGER NOT NULL,
+            sent INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (app_id, delivery_id)
+        ) STRICT, WITHOUT ROWID;
+
+        CREATE INDEX api_tokens_by_hash ON api_tokens (token_hash);
         """
 }

@@ -13,6 +13,9 @@ struct SQLiteStateLoader {
         try loadApps(query.appIds, into: &snapshot)
         try loadDevices(query.deviceKeys, into: &snapshot)
         try loadUsers(query.userKeys, into: &snapshot)
+        try loadPendingCounts(into: &snapshot)
+        try loadPending(query.pendingKeys, into: &snapshot)
+        try loadAcks(query.ackedNotifications, into: &snapshot)
         return snapshot
     }
 
@@ -65,6 +68,61 @@ struct SQLiteStateLoader {
                 try forEachRow(sql: sql, arguments: StatementArguments([app] + list.values)) { row in
                     let device = try SQLiteRows.device(row)
                     snapshot.devices[device.key] = device
+                }
+            }
+        }
+    }
+
+    /// Counts the pending rows of every loaded device, however it was asked for: a few
+    /// grouped counts per app and IN list, each a range of the pending primary key per token,
+    /// so that a snapshot of 100,000 devices costs some 200 statements, not 100,000.
+    private func loadPendingCounts(into snapshot: inout StateSnapshot) throws {
+        for (appId, keys) in Dictionary(grouping: snapshot.devices.keys, by: \.appId) {
+            let app = SQLiteValues.text(appId)
+            for list in SQLiteInList.split(keys.map(\.deviceToken)) {
+                let sql = """
+                    SELECT device_token, COUNT(*) FROM pending_notifications
+                    WHERE app_id = ? AND device_token IN \(list.placeholders)
+                    GROUP BY device_token
+                    """
+                try forEachRow(sql: sql, arguments: StatementArguments([app] + list.values)) { row in
+                    let key = try DeviceKey(appId: appId, deviceToken: row.decode(atIndex: 0))
+                    snapshot.pendingCounts[key] = try row.decode(atIndex: 1)
+                }
+            }
+        }
+    }
+
+    /// Keys are grouped by notification: a managed send asks for one notification on many
+    /// devices, which then share IN lists; acks ask for a few keys only.
+    private func loadPending(_ keys: Set<PendingKey>, into snapshot: inout StateSnapshot) throws {
+        let byNotification = Dictionary(grouping: keys) { NotificationKey(appId: $0.appId, notificationId: $0.notificationId) }
+        for (notification, keys) in byNotification {
+            let fixed = [SQLiteValues.text(notification.appId), notification.notificationId]
+            for list in SQLiteInList.split(keys.map(\.deviceToken)) {
+                let sql = """
+                    SELECT \(SQLiteRows.pendingColumns) FROM pending_notifications
+                    WHERE app_id = ? AND notification_id = ? AND device_token IN \(list.placeholders)
+                    """
+                try forEachRow(sql: sql, arguments: StatementArguments(fixed + list.values)) { row in
+                    let pending = try SQLiteRows.pending(row)
+                    snapshot.pending[pending.key] = pending
+                }
+            }
+        }
+    }
+
+    private func loadAcks(_ notifications: Set<NotificationKey>, into snapshot: inout StateSnapshot) throws {
+        for (appId, keys) in Dictionary(grouping: notifications, by: \.appId) {
+            let app = SQLiteValues.text(appId)
+            for list in SQLiteInList.split(keys.map(\.notificationId)) {
+                let sql = """
+                    SELECT device_token, notification_id FROM acks
+                    WHERE app_id = ? AND notification_id IN \(list.placeholders)
+                    """
+                try forEachRow(sql: sql, arguments: StatementArguments([app] + list.values)) { row in
+                    try snapshot.acks.insert(PendingKey(appId: appId, deviceToken: row.decode(atIndex: 0),
+                                                        notificationId: row.decode(atIndex: 1)))
                 }
             }
         }

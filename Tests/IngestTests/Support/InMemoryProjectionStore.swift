@@ -2,9 +2,10 @@ import Contracts
 import Foundation
 import Projections
 
-/// An in-memory `ProjectionStore` holding apps, tokens and registration statuses seeded by the
-/// tests. It counts `commit` calls so tests can prove ingest never writes, and can be told to
-/// fail every read.
+/// An in-memory `ProjectionStore` holding apps, tokens, registration statuses, pending
+/// notifications and deliveries seeded by the tests. It counts `commit` calls so tests can
+/// prove ingest never writes, counts reads so tests can see the auth cache at work, and can be
+/// told to fail every read.
 actor InMemoryProjectionStore: ProjectionStore {
     /// What every read throws after `failEveryRead()`.
     struct Unavailable: Error {}
@@ -12,15 +13,34 @@ actor InMemoryProjectionStore: ProjectionStore {
     private var apps: [UUID: AppRow] = [:]
     private var tokens: [UUID: [ApiTokenRow]] = [:]
     private var statuses: [UUID: RegistrationStatusRow] = [:]
+    private var pending: [PendingKey: PendingNotificationRow] = [:]
+    private var deliveries: [NotificationKey: DeliveryRow] = [:]
     private var failing = false
     private(set) var commitCount = 0
+    /// Every read call so far (`load` and the single-row reads).
+    private(set) var readCount = 0
 
     func seed(app: AppRow) { apps[app.appId] = app }
     func seed(token: ApiTokenRow) { tokens[token.appId, default: []].append(token) }
     func seed(status: RegistrationStatusRow) { statuses[status.requestId] = status }
+    func seed(pending row: PendingNotificationRow) { pending[row.key] = row }
+    func seed(delivery: DeliveryRow) {
+        deliveries[NotificationKey(appId: delivery.appId, notificationId: delivery.deliveryId.uuidString.lowercased())] = delivery
+    }
+    /// Marks the token revoked, as the processor does when it applies `ApiTokenRevoked`.
+    func revoke(tokenId: UUID) {
+        for (appId, rows) in tokens {
+            tokens[appId] = rows.map { row in
+                var row = row
+                if row.tokenId == tokenId { row.revoked = true }
+                return row
+            }
+        }
+    }
     func failEveryRead() { failing = true }
 
     private func check() throws {
+        readCount += 1
         if failing { throw Unavailable() }
     }
 
@@ -67,6 +87,24 @@ actor InMemoryProjectionStore: ProjectionStore {
             if let row = statuses[id], row.appId == appId { found[id] = row }
         }
         return found
+    }
+
+    func apiToken(hash: String) throws -> ApiTokenRow? {
+        try check()
+        return tokens.values.lazy.flatMap { $0 }.first { $0.tokenHash == hash }
+    }
+
+    /// Oldest first, by `sentAt` then `notificationId`, as the protocol requires.
+    func pendingNotifications(_ device: DeviceKey) throws -> [PendingNotificationRow] {
+        try check()
+        return pending.values.filter { $0.key.device == device }.sorted {
+            ($0.sentAt, $0.notificationId) < ($1.sentAt, $1.notificationId)
+        }
+    }
+
+    func delivery(app appId: UUID, deliveryId: UUID) throws -> DeliveryRow? {
+        try check()
+        return deliveries[NotificationKey(appId: appId, notificationId: deliveryId.uuidString.lowercased())]
     }
 
     func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date) -> [OutboxJob] { [] }

@@ -1,0 +1,82 @@
+import Contracts
+import Foundation
+import Projections
+import Synchronization
+
+/// What the Bearer routes need to know about an app: its row and the hashes of its live
+/// (non-revoked) API tokens, as read from the projection store.
+struct AppCredentials: Sendable {
+    var app: AppRow
+    var liveTokenHashes: [String]
+
+    /// Whether `tokenHash` is one of the live hashes. Compares with every one of them, not
+    /// stopping at a match, so the time taken does not tell which one (or how many) matched.
+    func admits(_ tokenHash: String) -> Bool {
+        var matched = false
+        for hash in liveTokenHashes {
+            matched = ApiTokens.constantTimeEquals(tokenHash, hash) || matched
+        }
+        return matched
+    }
+}
+
+/// A small per-process cache of each app's `AppCredentials`, so that the hot send path does not
+/// read the projection store (two queries) on every request.
+///
+/// The trade-off is the TTL (`PUSHLINE_AUTH_CACHE_MS`, default 1 s): a token revoked through
+/// the admin API is still accepted by this process for at most the TTL after it was last read
+/// (on top of the processor's projection lag), while the store is read at most once per app
+/// per TTL. A TTL of 0 disables the cache: every request reads the store and a revocation takes
+/// effect as soon as it is projected. A token that is not in a cached entry is never refused on
+/// the cache's word alone (see `AppAuthMiddleware`), so a newly issued token works at once.
+///
+/// Thread-safe (a `Mutex`) and bounded: past `maxEntries` apps, expired entries are dropped,
+/// and if every entry is still fresh the whole cache is emptied (it refills on demand).
+final class AppAuthCache: Sendable {
+    static let maxEntries = 10_000
+
+    private struct Entry {
+        var credentials: AppCredentials
+        /// When the store read that produced the entry began (the entry is at least that fresh).
+        var readAt: ContinuousClock.Instant
+    }
+
+    let ttl: Duration
+    private let entries = Mutex<[UUID: Entry]>([:])
+
+    init(ttl: Duration) {
+        self.ttl = ttl
+    }
+
+    var isEnabled: Bool { ttl > .zero }
+
+    /// The credentials of `appId` when an entry younger than the TTL exists.
+    func credentials(for appId: UUID, now: ContinuousClock.Instant = .now) -> AppCredentials? {
+        guard isEnabled else { return nil }
+        return entries.withLock { entries in
+            guard let entry = entries[appId] else { return nil }
+            guard now - entry.readAt < ttl else {
+                entries[appId] = nil
+                return nil
+            }
+            return entry.credentials
+        }
+    }
+
+    /// Remembers credentials read from the store by a read that began at `readAt`.
+    func remember(_ credentials: AppCredentials, readAt: ContinuousClock.Instant) {
+        guard isEnabled else { return }
+        let appId = credentials.app.appId
+        entries.withLock { entries in
+            if entries.count >= Self.maxEntries, entries[appId] == nil {
+                let now = ContinuousClock.now
+                entries = entries.filter { now - $0.value.readAt < ttl }
+                if entries.count >= Self.maxEntries { entries.removeAll() }
+            }
+            entries[appId] = Entry(credentials: credentials, readAt: readAt)
+        }
+    }
+
+    /// The number of entries held (for tests).
+    var count: Int { entries.withLock { $0.count } }
+}

@@ -1,0 +1,64 @@
+import Contracts
+import Foundation
+import Hummingbird
+import Projections
+
+/// Guards the client routes of one app (`…/apps/{mobileAppId}/…`): `Authorization: Bearer <api
+/// token>` must carry a live API token of the app in the path (SPEC §1).
+///
+/// - `mobileAppId` not a UUID → 400 naming it.
+/// - No or a malformed `Authorization` → 401 (with `WWW-Authenticate: Bearer`).
+/// - The token is a live token of another app → 403, so that a client that mixed up its apps
+///   is told so; any other unknown, revoked or mismatched token → 401.
+///
+/// The token is only ever handled as its hash, which the route finds with the app's row in
+/// `context.authenticatedApp()`. App credentials come from `AppAuthCache`, else from the store
+/// through `readStore` (a store failure is a 503).
+struct AppAuthMiddleware: RouterMiddleware {
+    typealias Context = IngestRequestContext
+
+    let store: any ProjectionStore
+    let cache: AppAuthCache
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let mobileAppId = try FieldRules.uuidParameter("mobileAppId", in: context)
+        guard let token = AdminAuthMiddleware.bearerToken(request.headers[.authorization]) else {
+            throw IngestError.rejected(.unauthorized, Problem(
+                error: "an API token of this app is required: Authorization: Bearer <token>", field: "Authorization"))
+        }
+        let tokenHash = ApiTokens.hash(token)
+        guard let app = try await authenticate(mobileAppId, tokenHash: tokenHash, context: context) else {
+            throw try await refusal(tokenHash: tokenHash, mobileAppId: mobileAppId, context: context)
+        }
+        var context = context
+        context.authenticatedApp = AuthenticatedApp(app: app, tokenHash: tokenHash)
+        context.logger[metadataKey: "mobile_app_id"] = .string(mobileAppId.uuidString.lowercased())
+        return try await next(request, context)
+    }
+
+    /// The app when `tokenHash` is one of its live tokens. A cached entry that does not admit the
+    /// token is not trusted to refuse it: the store is read again, so a token issued since the
+    /// entry was read works at once (a miss costs what it would cost without the cache).
+    private func authenticate(_ appId: UUID, tokenHash: String, context: Context) async throws -> AppRow? {
+        if let cached = cache.credentials(for: appId), cached.admits(tokenHash) {
+            return cached.app
+        }
+        let readAt = ContinuousClock.now
+        let (app, tokens) = try await readStore(context) {
+            (try await store.app(appId), try await store.apiTokens(app: appId))
+        }
+        guard let app else { return nil }
+        let credentials = AppCredentials(app: app, liveTokenHashes: tokens.filter { !$0.revoked }.map(\.tokenHash))
+        cache.remember(credentials, readAt: readAt)
+        return credentials.admits(tokenHash) ? app : nil
+    }
+
+    /// 403 when the token is a live token of another app, else 401.
+    private func refusal(tokenHash: String, mobileAppId: UUID, context: Context) async throws -> IngestError {
+        let owner = try await readStore(context) { try await store.apiToken(hash: tokenHash) }
+        if let owner, !owner.revoked, owner.appId != mobileAppId {
+            return .rejected(.forbidden, Problem(error: "this API token is not valid for this app", field: "Authorization"))
+        }
+        return .rejected(.unauthorized, Problem(error: "the API token is not a valid token of this app", field: "Authorization"))
+    }
+}

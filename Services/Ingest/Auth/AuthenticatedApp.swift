@@ -1,0 +1,44 @@
+import Contracts
+import Foundation
+import Projections
+
+/// The app a Bearer route acts for, set by `AppAuthMiddleware`: its projected row (the org is
+/// needed by registration commands) and the hash of the token that was presented (commands
+/// carry it so that the processor can judge it again; the raw token goes nowhere).
+struct AuthenticatedApp: Sendable {
+    var app: AppRow
+    var tokenHash: String
+
+    var mobileAppId: UUID { app.appId }
+    var orgId: UUID { app.orgId }
+}
+
+/// Thrown when a route that needs `AppAuthMiddleware` is mounted without it: a programming
+/// error, answered 500.
+struct MissingAppAuthentication: Error {}
+
+extension IngestRequestContext {
+    /// The app authenticated by `AppAuthMiddleware`.
+    func authenticated() throws -> AuthenticatedApp {
+        guard let authenticatedApp else { throw MissingAppAuthentication() }
+        return authenticatedApp
+    }
+}
+
+extension DeviceRegistrationRequested {
+    /// A registration through a Bearer route (BW, KF5): the app's org, the presented token's
+    /// hash, and neither status tracking nor a status webhook (those belong to seed 000).
+    init(authenticated auth: AuthenticatedApp, userId: String, platform: Platform, deviceToken: String) {
+        self.init(registrationRequestId: .random(), orgId: auth.orgId, mobileAppId: auth.mobileAppId, userId: userId,
+                  platform: platform, deviceToken: deviceToken, apiTokenHash: auth.tokenHash, trackStatus: false,
+                  callback: nil)
+    }
+}
+
+extension DeviceCleanupRequested {
+    /// A cleanup of one device of a user through a Bearer route (BW, KF5).
+    init(authenticated auth: AuthenticatedApp, userId: String, deviceToken: String) {
+        self.init(orgId: auth.orgId, mobileAppId: auth.mobileAppId, userId: userId, deviceToken: deviceToken,
+                  apiTokenHash: auth.tokenHash)
+    }
+}

@@ -1,0 +1,68 @@
+import Contracts
+import Foundation
+import Hummingbird
+import Projections
+
+/// The BW-style device service (seed 004, SPEC §3), mounted per app at
+/// `/bwmi/v1/apps/{mobileAppId}` behind `AppAuthMiddleware` (the seed serves one app per server
+/// and has no authentication; Pushline is multi-tenant):
+/// - `PUT /devices` → 201, a `DeviceRegistrationRequested`;
+/// - `DELETE /devices` → 200, a `DeviceCleanupRequested`;
+/// - `PUT /acks` → 201, a `NotificationAcknowledged` (`BWAcks.swift`);
+/// - `GET /devices/{deviceToken}/notifications` → 200 `{"ns": […]}` (`BWAcks.swift`).
+///
+/// The BW user (phone and/or e-mail) becomes one Pushline user id, `BWDeviceAPI.userId`.
+struct BWDeviceRoutes: Sendable {
+    static let basePath: RouterPath = "bwmi/v1/apps/:mobileAppId"
+
+    let writer: CommandWriter
+    let store: any ProjectionStore
+    let maxBodyBytes: Int
+
+    func addRoutes(to group: RouterGroup<IngestRequestContext>) {
+        group.put("devices", use: register)
+        group.delete("devices", use: deregister)
+        group.put("acks", use: acknowledge)
+        group.get("devices/:deviceToken/notifications", use: pendingNotifications)
+    }
+
+    /// `PUT /devices` `{"deviceId", "type", "user"}` → 201, empty. The token must have its
+    /// platform's format: the seed answers this call synchronously, so a malformed token is a
+    /// 400 here rather than a failed registration later.
+    @Sendable func register(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        let auth = try context.authenticated()
+        let body = try await JSONBody.collect(request, limit: maxBodyBytes)
+        let device = try JSONBody.decode(BWDeviceAPI.Device.self, from: body, decoder: WireJSON.decoder())
+        let deviceId = try FieldRules.deviceToken(device.deviceId, field: "deviceId")
+        let platform = try FieldRules.platform(try FieldRules.required(device.type, field: "type"), field: "type")
+        try FieldRules.deviceToken(deviceId, platform: platform, field: "deviceId")
+        let userId = try Self.userId(device.user)
+
+        let command = DeviceRegistrationRequested(authenticated: auth, userId: userId, platform: platform, deviceToken: deviceId)
+        try await writer.publish([writer.encode(command, encoder: CommandWriter.makeEncoder())], context: context)
+        return Response(status: .created)
+    }
+
+    /// `DELETE /devices`, the same body → 200, empty. `type` is ignored: the seed's own example
+    /// sends `"IOS|ANDROID"`, and a token identifies the device without it.
+    @Sendable func deregister(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        let auth = try context.authenticated()
+        let body = try await JSONBody.collect(request, limit: maxBodyBytes)
+        let device = try JSONBody.decode(BWDeviceAPI.Device.self, from: body, decoder: WireJSON.decoder())
+        let deviceId = try FieldRules.deviceToken(device.deviceId, field: "deviceId")
+        let userId = try Self.userId(device.user)
+
+        let command = DeviceCleanupRequested(authenticated: auth, userId: userId, deviceToken: deviceId)
+        try await writer.publish([writer.encode(command, encoder: CommandWriter.makeEncoder())], context: context)
+        return Response(status: .ok)
+    }
+
+    /// The Pushline user id of the BW user, or a 400 naming `user`, `user.phone` or `user.email`.
+    static func userId(_ user: BWDeviceAPI.User?) throws -> String {
+        do {
+            return try BWDeviceAPI.userId(phone: user?.phone, email: user?.email)
+        } catch {
+            throw IngestError.badRequest(error.message, field: error.field)
+        }
+    }
+}

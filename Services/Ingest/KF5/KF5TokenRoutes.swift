@@ -1,0 +1,54 @@
+import Contracts
+import Foundation
+import Hummingbird
+
+/// The KF5 SDK's token calls (seed 002, SPEC §5), mounted per app at `/kf5/v1/apps/{mobileAppId}`
+/// behind `AppAuthMiddleware`: `saveToken` is `POST /tokens` (201, a `DeviceRegistrationRequested`)
+/// and `deleteToken` is `DELETE /tokens` (200, a `DeviceCleanupRequested`), both with
+/// `{"userToken", "deviceToken", "type"?}`. `userToken` is the app's user id of the device, the
+/// one the app's callback (SPEC §5) is later told about.
+struct KF5TokenRoutes: Sendable {
+    static let basePath: RouterPath = "kf5/v1/apps/:mobileAppId"
+
+    let writer: CommandWriter
+    let maxBodyBytes: Int
+
+    func addRoutes(to group: RouterGroup<IngestRequestContext>) {
+        group.post("tokens", use: save)
+        group.delete("tokens", use: delete)
+    }
+
+    /// The SDK does not say which platform a token is for: without `type`, a token in APNs format
+    /// is iOS and anything else is taken as FCM; either way it must have its platform's format.
+    @Sendable func save(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        let auth = try context.authenticated()
+        let body = try await JSONBody.collect(request, limit: maxBodyBytes)
+        let token = try JSONBody.decode(KF5API.TokenRequest.self, from: body, decoder: WireJSON.decoder())
+        let userId = try FieldRules.required(token.userToken, field: "userToken")
+        let deviceToken = try FieldRules.deviceToken(token.deviceToken, field: "deviceToken")
+        let platform: Platform
+        if let type = token.type.nonEmpty {
+            platform = try FieldRules.platform(type, field: "type")
+        } else {
+            platform = DeviceTokenFormat.isValid(deviceToken, platform: .ios) ? .ios : .android
+        }
+        try FieldRules.deviceToken(deviceToken, platform: platform, field: "deviceToken")
+
+        let command = DeviceRegistrationRequested(authenticated: auth, userId: userId, platform: platform, deviceToken: deviceToken)
+        try await writer.publish([writer.encode(command, encoder: CommandWriter.makeEncoder())], context: context)
+        return Response(status: .created)
+    }
+
+    /// Removes that one device of the user; `type` is not needed and ignored.
+    @Sendable func delete(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        let auth = try context.authenticated()
+        let body = try await JSONBody.collect(request, limit: maxBodyBytes)
+        let token = try JSONBody.decode(KF5API.TokenRequest.self, from: body, decoder: WireJSON.decoder())
+        let userId = try FieldRules.required(token.userToken, field: "userToken")
+        let deviceToken = try FieldRules.deviceToken(token.deviceToken, field: "deviceToken")
+
+        let command = DeviceCleanupRequested(authenticated: auth, userId: userId, deviceToken: deviceToken)
+        try await writer.publish([writer.encode(command, encoder: CommandWriter.makeEncoder())], context: context)
+        return Response(status: .ok)
+    }
+}

@@ -1,0 +1,157 @@
+import Contracts
+import Foundation
+
+/// The rules of a send request (SPEC §3, §4). Each failure is a 400 naming the field; nothing is
+/// published for a request that fails any of them.
+extension NotificationRequested {
+    init(validating send: NotificationAPI.SendRequest, deliveryId: UUID, mobileAppId: UUID) throws {
+        let target = try Self.target(of: send)
+        let content = try Self.content(of: send)
+        let managed = send.managed ?? false
+        let hasAlert = content.title != nil || content.body != nil || content.text != nil
+        if managed, !hasAlert {
+            // The device's pending list (`ns`) shows the alert text of each managed notification.
+            throw IngestError.badRequest("a managed notification needs a title, body or text", field: "title|body|text")
+        }
+        if !hasAlert, content.contentAvailable != true {
+            throw IngestError.badRequest("one of title, body or text is required (or contentAvailable: true for a silent push)",
+                                         field: "title|body|text")
+        }
+        let tracking = try Self.tracking(send.tracking)
+
+        var kind = NotificationKind.alert
+        if let text = send.kind {
+            guard let parsed = NotificationKind(rawValue: text.lowercased()) else {
+                throw IngestError.badRequest("kind must be alert, ticket or im", field: "kind")
+            }
+            kind = parsed
+        }
+        // Only the field of the notification's kind is kept: the callback body carries one or the other.
+        var ticketId: String?
+        var message: String?
+        switch kind {
+        case .alert: break
+        case .ticket: ticketId = try Self.ticketId(send.ticketId)
+        case .im: message = try FieldRules.required(send.message, field: "message")
+        }
+
+        self.init(deliveryId: deliveryId, mobileAppId: mobileAppId, target: target, content: content, managed: managed,
+                  businessId: send.businessId.nonEmpty, tracking: tracking, kind: kind, ticketId: ticketId, message: message)
+        try checkPayloadSize()
+    }
+
+    /// Both platform payloads must fit APNs' and FCM's 4096 bytes, with the longest message id and
+    /// badge the processor could give a device, so that no device's record is refused later.
+    private func checkPayloadSize() throws {
+        var writer = JSONWriter(capacity: PushPayload.maxBytes)
+        for platform in Platform.allCases {
+            writer.reset()
+            PushPayload.render(self, platform: platform, messageId: MessageId.make(deliveryId: deliveryId, index: 999_999_999),
+                               sentAt: Date(), managedBadge: managed ? 999_999_999 : nil, into: &writer)
+            guard writer.bytes.count <= PushPayload.maxBytes else {
+                let service = platform == .ios ? "APNs" : "FCM"
+                throw IngestError.badRequest("the \(service) payload would be \(writer.bytes.count) bytes; at most \(PushPayload.maxBytes) are allowed",
+                                             field: "payload")
+            }
+        }
+    }
+
+    /// Exactly one of `userId`, `userIds` or `deviceTokens`; a list has 1…1000 non-empty elements.
+    private static func target(of send: NotificationAPI.SendRequest) throws -> NotificationTarget {
+        let given = [send.userId != nil, send.userIds != nil, send.deviceTokens != nil].filter { $0 }.count
+        guard given == 1 else {
+            throw IngestError.badRequest(given == 0 ? "a target is required: userId, userIds or deviceTokens"
+                                                    : "send only one of userId, userIds or deviceTokens",
+                                         field: "userId|userIds|deviceTokens")
+        }
+        if let userId = send.userId {
+            return NotificationTarget(userIds: [try FieldRules.required(userId, field: "userId")])
+        }
+        if let userIds = send.userIds {
+            try checkListSize(userIds.count, field: "userIds")
+            for (index, userId) in userIds.enumerated() {
+                _ = try FieldRules.required(userId, field: "userIds[\(index)]")
+            }
+            return NotificationTarget(userIds: userIds)
+        }
+        let deviceTokens = send.deviceTokens ?? []
+        try checkListSize(deviceTokens.count, field: "deviceTokens")
+        for (index, token) in deviceTokens.enumerated() {
+            _ = try FieldRules.deviceToken(token, field: "deviceTokens[\(index)]")
+        }
+        return NotificationTarget(deviceTokens: deviceTokens)
+    }
+
+    private static func checkListSize(_ count: Int, field: String) throws {
+        guard (1...NotificationTarget.maxTargets).contains(count) else {
+            throw IngestError.badRequest("\(field) must have 1…\(NotificationTarget.maxTargets) elements, not \(count)", field: field)
+        }
+    }
+
+    /// The content fields; an empty string counts as not sent (nothing is rendered for it).
+    private static func content(of send: NotificationAPI.SendRequest) throws -> NotificationContent {
+        if let badge = send.badge, !(0...NotificationAPI.maxBadge).contains(badge) {
+            throw IngestError.badRequest("badge must be between 0 and \(NotificationAPI.maxBadge)", field: "badge")
+        }
+        var priority: NotificationPriority?
+        if let text = send.priority {
+            guard let parsed = NotificationPriority(rawValue: text.lowercased()) else {
+                throw IngestError.badRequest("priority must be high or normal", field: "priority")
+            }
+            priority = parsed
+        }
+        // Deep links use the app's own schemes, so any non-empty text is a uri.
+        if let uri = send.uri, uri.isEmpty {
+            throw IngestError.badRequest("uri must not be empty", field: "uri")
+        }
+        if let url = send.mediaAttachmentUrl {
+            _ = try FieldRules.callbackURL(url, field: "mediaAttachmentUrl")
+        }
+        if let custom = send.custom {
+            try checkCustom(custom)
+        }
+        return NotificationContent(
+            title: send.title.nonEmpty, body: send.body.nonEmpty, text: send.text.nonEmpty, sound: send.sound.nonEmpty,
+            badge: send.badge, category: send.category.nonEmpty, uri: send.uri, mediaAttachmentUrl: send.mediaAttachmentUrl,
+            contentAvailable: send.contentAvailable, mutableContent: send.mutableContent, collapseKey: send.collapseKey.nonEmpty,
+            priority: priority, custom: send.custom)
+    }
+
+    /// At most 100 entries, non-empty keys, none of `PushPayload.reservedCustomKeys` (the payload's own keys).
+    private static func checkCustom(_ custom: [String: String]) throws {
+        guard custom.count <= NotificationAPI.maxCustomEntries else {
+            throw IngestError.badRequest("custom has \(custom.count) entries; at most \(NotificationAPI.maxCustomEntries) are allowed",
+                                         field: "custom")
+        }
+        for key in custom.keys.sorted() {
+            if key.isEmpty {
+                throw IngestError.badRequest("custom keys must not be empty", field: "custom")
+            }
+            if PushPayload.reservedCustomKeys.contains(key) {
+                throw IngestError.badRequest("\(key) is reserved: the rendered payload has its own value at this key",
+                                             field: "custom.\(key)")
+            }
+        }
+    }
+
+    /// `"on"`/`"off"` (any case) or `true`/`false`; absent means on.
+    private static func tracking(_ value: NotificationAPI.Scalar?) throws -> Bool {
+        switch value {
+        case nil: return true
+        case .bool(let on): return on
+        case .string(let text) where text.lowercased() == "on": return true
+        case .string(let text) where text.lowercased() == "off": return false
+        default: throw IngestError.badRequest("tracking must be \"on\", \"off\", true or false", field: "tracking")
+        }
+    }
+
+    /// A non-empty string, or an integer kept as its decimal text (seed 002 sends `"123"`).
+    private static func ticketId(_ value: NotificationAPI.Scalar?) throws -> String {
+        switch value {
+        case nil: throw IngestError.badRequest("ticketId is required for kind ticket", field: "ticketId")
+        case .string(let text) where !text.isEmpty: return text
+        case .int(let number): return String(number)
+        default: throw IngestError.badRequest("ticketId must be a non-empty string or an integer", field: "ticketId")
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import Contracts
+import Foundation
+import Projections
+
+/// Applies a send (SPEC §4): resolves the target to the app's devices as they are now, writes
+/// one outbound record per device, makes a managed notification pending on each device, and
+/// enqueues the app callbacks of `ticket` and `im` sends (SPEC §5).
+///
+/// Everything derives from the command and the loaded rows — message ids from the delivery id
+/// and the device's position, the timestamp from the command's time — so applying the same
+/// command to the same state again writes byte-identical records.
+enum NotificationHandler {
+    static func apply(_ c: NotificationRequested, at: Date, to state: inout BatchState) -> HandlerResult {
+        guard let app = state.apps[c.mobileAppId] else { return .rejected("unknown-app") }
+        let devices = resolve(c.target, app: c.mobileAppId, in: state)
+        state.reserveOutbound(devices.count)
+        var writer = JSONWriter(capacity: 1024)
+        for (index, device) in devices.enumerated() {
+            let badge = c.managed ? makePending(c, device: device, at: at, state: &state) : nil
+            let messageId = MessageId.make(deliveryId: c.deliveryId, index: index)
+            writer.reset()
+            OutboundRecord.encode(mobileAppId: c.mobileAppId, deviceToken: device.deviceToken, platform: device.platform,
+                                  deliveryId: c.deliveryId, messageId: messageId, into: &writer) { w in
+                PushPayload.render(c, platform: device.platform, messageId: messageId, sentAt: at, managedBadge: badge, into: &w)
+            }
+            state.emit(OutboundMessage(kind: .push, deviceToken: device.deviceToken, value: Data(writer.bytes)))
+        }
+        state.record(DeliveryRow(appId: c.mobileAppId, deliveryId: c.deliveryId, kind: c.kind, managed: c.managed,
+                                 tracking: c.tracking, sent: devices.count, createdAt: at))
+        if c.kind != .alert, let url = app.callbackUrl {
+            enqueueCallbacks(c, devices: devices, app: app, url: url, at: at, state: &state)
+        }
+        return devices.isEmpty ? .rejected("no-devices") : .applied
+    }
+
+    /// The target's devices, each once, ordered by token (the order fixes the message ids).
+    /// Tokens the app does not know are skipped.
+    static func resolve(_ target: NotificationTarget, app: UUID, in state: BatchState) -> [DeviceRow] {
+        var found: [String: DeviceRow] = [:]
+        for userId in target.userIds {
+            for device in state.devices(of: UserKey(appId: app, userId: userId)) { found[device.deviceToken] = device }
+        }
+        for token in target.deviceTokens {
+            if let device = state.devices[DeviceKey(appId: app, deviceToken: token)] { found[token] = device }
+        }
+        return found.keys.sorted().map { found[$0]! }
+    }
+
+    /// Makes the notification pending on the device unless the device acknowledged it already
+    /// (its ack was applied first), and returns the device's badge.
+    private static func makePending(_ c: NotificationRequested, device: DeviceRow, at: Date, state: inout BatchState) -> Int {
+        let key = PendingKey(appId: c.mobileAppId, deviceToken: device.deviceToken, notificationId: c.notificationId)
+        if !state.isAcknowledged(key) {
+            state.addPending(PendingNotificationRow(appId: c.mobileAppId, deviceToken: device.deviceToken,
+                                                    notificationId: c.notificationId, deliveryId: c.deliveryId, sentAt: at,
+                                                    text: c.content.alertText, businessId: c.businessId))
+        }
+        return state.pendingCount(key.device)
+    }
+
+    /// One callback per user of the resolved devices, listing that user's devices (seed 002).
+    /// The job id is (delivery, user): a replay of the command finds the job and sends nothing.
+    private static func enqueueCallbacks(_ c: NotificationRequested, devices: [DeviceRow], app: AppRow, url: String, at: Date,
+                                         state: inout BatchState) {
+        var headers = app.callbackHeaders
+        headers["Content-Type"] = "application/json"
+        headers["Accept"] = "application/json"
+        let byUser = Dictionary(grouping: devices, by: \.userId)
+        for userId in byUser.keys.sorted() {
+            let body = AppCallback.body(userId: userId, devices: byUser[userId]!.map { ($0.deviceToken, $0.platform) },
+                                        kind: c.kind, ticketId: c.ticketId, message: c.message)
+            state.enqueue(OutboxJob(id: "callback:\(c.deliveryId.uuidString.lowercased()):\(userId)", kind: "app-callback",
+                                    appId: c.mobileAppId, url: url, headers: headers, body: body,
+                                    maxAttempts: 1 + max(0, app.webhookRetries), nextAttemptAt: at, createdAt: at))
+        }
+    }
+}
+
+/// Applies a device's acknowledgement (SPEC §3): the notification is no longer pending on it,
+/// and the device is sent its new badge. The ack is kept, so that a notification applied
+/// after it (they may travel on different partitions) is not made pending.
+enum AckHandler {
+    static func apply(_ c: NotificationAcknowledged, id: UUID, at: Date, to state: inout BatchState) -> HandlerResult {
+        guard state.apps[c.mobileAppId] != nil else { return .rejected("unknown-app") }
+        let key = PendingKey(appId: c.mobileAppId, deviceToken: c.deviceToken, notificationId: c.notificationId)
+        state.recordAck(AckRow(appId: c.mobileAppId, deviceToken: c.deviceToken, notificationId: c.notificationId,
+                               businessId: c.businessId, ackedAt: at))
+        state.removePending(key)
+        guard let device = state.devices[key.device] else { return .rejected("unknown-device") }
+        let value = OutboundRecord.badgeUpdate(mobileAppId: c.mobileAppId, deviceToken: c.deviceToken, platform: device.platform,
+                                               ackId: id, badge: state.pendingCount(key.device))
+        state.emit(OutboundMessage(kind: .badgeUpdate, deviceToken: c.deviceToken, value: value))
+        return .applied
+    }
+}

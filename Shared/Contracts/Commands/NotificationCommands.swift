@@ -1,0 +1,145 @@
+import Foundation
+
+/// Who a notification goes to: the devices of some users of the app, or some device tokens of
+/// the app. Exactly one list is non-empty (ingest checks it).
+public struct NotificationTarget: Codable, Sendable, Equatable {
+    public var userIds: [String]
+    public var deviceTokens: [String]
+
+    public init(userIds: [String] = [], deviceTokens: [String] = []) {
+        self.userIds = userIds
+        self.deviceTokens = deviceTokens
+    }
+
+    /// The most elements either list may have (SPEC §4).
+    public static let maxTargets = 1000
+}
+
+/// FCM message priority.
+public enum NotificationPriority: String, Codable, Sendable, CaseIterable {
+    case high, normal
+}
+
+/// What a notification is for: a plain alert, or the seed 002 customer-service kinds that
+/// also call the app's callback URL.
+public enum NotificationKind: String, Codable, Sendable, CaseIterable {
+    case alert, ticket, im
+}
+
+/// The displayed and platform content of a notification (SPEC §4, seed 003's option table).
+/// A `nil` field is not rendered.
+public struct NotificationContent: Codable, Sendable, Equatable {
+    public var title: String?
+    public var body: String?
+    /// The seed 004 alert text; when absent the alert text is `body`, else `title`.
+    public var text: String?
+    public var sound: String?
+    public var badge: Int?
+    public var category: String?
+    /// Deep link.
+    public var uri: String?
+    public var mediaAttachmentUrl: String?
+    public var contentAvailable: Bool?
+    public var mutableContent: Bool?
+    public var collapseKey: String?
+    public var priority: NotificationPriority?
+    /// Custom fields: top level on iOS, inside `data` on Android.
+    public var custom: [String: String]?
+
+    public init(title: String? = nil, body: String? = nil, text: String? = nil, sound: String? = nil, badge: Int? = nil,
+                category: String? = nil, uri: String? = nil, mediaAttachmentUrl: String? = nil, contentAvailable: Bool? = nil,
+                mutableContent: Bool? = nil, collapseKey: String? = nil, priority: NotificationPriority? = nil,
+                custom: [String: String]? = nil) {
+        self.title = title
+        self.body = body
+        self.text = text
+        self.sound = sound
+        self.badge = badge
+        self.category = category
+        self.uri = uri
+        self.mediaAttachmentUrl = mediaAttachmentUrl
+        self.contentAvailable = contentAvailable
+        self.mutableContent = mutableContent
+        self.collapseKey = collapseKey
+        self.priority = priority
+        self.custom = custom
+    }
+
+    /// The alert text of SPEC §3: `text`, else `body`, else `title` (empty when none is set).
+    public var alertText: String { text ?? body ?? title ?? "" }
+}
+
+/// A send request (`POST /v1/apps/{id}/notifications`), accepted by ingest after checking the
+/// app's API token. The processor resolves the target to the app's devices when it applies
+/// the command and writes one outbound record per device.
+public struct NotificationRequested: Command, Equatable {
+    public static let type = CommandType.notificationRequested
+    public static let topic = CommandTopic.notification
+
+    /// One per send request: the `_dId` of every payload, and the `nid` of a managed one.
+    public var deliveryId: UUID
+    public var mobileAppId: UUID
+    public var target: NotificationTarget
+    public var content: NotificationContent
+    /// Managed notifications stay pending on each device until it acknowledges them (seed 004).
+    public var managed: Bool
+    /// The seed 004 `bid`.
+    public var businessId: String?
+    /// Whether devices should report engagement (`_acsDeliveryTracking`, seed 001).
+    public var tracking: Bool
+    public var kind: NotificationKind
+    /// For `kind == .ticket`.
+    public var ticketId: String?
+    /// For `kind == .im`.
+    public var message: String?
+
+    public init(deliveryId: UUID, mobileAppId: UUID, target: NotificationTarget, content: NotificationContent,
+                managed: Bool = false, businessId: String? = nil, tracking: Bool = true, kind: NotificationKind = .alert,
+                ticketId: String? = nil, message: String? = nil) {
+        self.deliveryId = deliveryId
+        self.mobileAppId = mobileAppId
+        self.target = target
+        self.content = content
+        self.managed = managed
+        self.businessId = businessId
+        self.tracking = tracking
+        self.kind = kind
+        self.ticketId = ticketId
+        self.message = message
+    }
+
+    /// The notification id (`nid`) of a managed notification: its delivery id.
+    public var notificationId: String { deliveryId.uuidString.lowercased() }
+
+    /// A send to one user shares that user's partition (SPEC §7); any other send is keyed by
+    /// its delivery id, which spreads large sends over the partitions.
+    public var recordKey: String {
+        if target.deviceTokens.isEmpty, target.userIds.count == 1 {
+            return RecordKey.user(app: mobileAppId, user: target.userIds[0])
+        }
+        return RecordKey.delivery(app: mobileAppId, delivery: deliveryId)
+    }
+}
+
+/// A device acknowledged a managed notification (BW `PUT /acks`): it is no longer pending on
+/// that device, whichever of the two commands is applied first.
+public struct NotificationAcknowledged: Command, Equatable {
+    public static let type = CommandType.notificationAcknowledged
+    public static let topic = CommandTopic.notification
+
+    public var mobileAppId: UUID
+    /// The `nid` the device received.
+    public var notificationId: String
+    public var deviceToken: String
+    public var businessId: String?
+
+    public init(mobileAppId: UUID, notificationId: String, deviceToken: String, businessId: String? = nil) {
+        self.mobileAppId = mobileAppId
+        self.notificationId = notificationId
+        self.deviceToken = deviceToken
+        self.businessId = businessId
+    }
+
+    /// Keyed by device: the acks of one device stay in order.
+    public var recordKey: String { RecordKey.device(app: mobileAppId, token: deviceToken) }
+}

@@ -1,0 +1,23 @@
+import Foundation
+
+/// Wire shapes of the KF5 SDK calls (seed 002, SPEC §5): `saveToken` and `deleteToken` map to
+/// `POST` and `DELETE /kf5/v1/apps/{mobileAppId}/tokens`, authenticated with
+/// `Authorization: Bearer <api token>`.
+public enum KF5API {
+    /// The body of both routes. Fields are optional so that ingest can name the missing one.
+    public struct TokenRequest: Codable, Sendable, Equatable {
+        /// `KF5UserToken`: the app's user id of the device.
+        public var userToken: String?
+        /// `KF5DeviceToken`: the APNs device token or FCM registration token.
+        public var deviceToken: String?
+        /// `IOS` or `ANDROID` (case-insensitive); when absent on save, the platform is the one
+        /// whose token format `deviceToken` has (APNs first).
+        public var type: String?
+
+        public init(userToken: String?, deviceToken: String?, type: String? = nil) {
+            self.userToken = userToken
+            self.deviceToken = deviceToken
+            self.type = type
+        }
+    }
+}

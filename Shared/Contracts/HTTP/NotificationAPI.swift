@@ -1,0 +1,118 @@
+import Foundation
+
+/// Wire shapes of the send API, `POST /v1/apps/{mobileAppId}/notifications` (SPEC §4,
+/// `Authorization: Bearer <api token>`). Every field is optional here so that ingest can name
+/// the missing or invalid one in its 400; unknown fields are ignored.
+public enum NotificationAPI {
+    /// At most this many `custom` entries.
+    public static let maxCustomEntries = 100
+    /// The largest `badge` accepted.
+    public static let maxBadge = 1_000_000
+
+    /// The body of a send request.
+    public struct SendRequest: Codable, Sendable, Equatable {
+        // Target: exactly one of these.
+        public var userId: String?
+        public var userIds: [String]?
+        public var deviceTokens: [String]?
+        // Content.
+        public var title: String?
+        public var body: String?
+        public var text: String?
+        public var sound: String?
+        public var badge: Int?
+        public var category: String?
+        public var uri: String?
+        public var mediaAttachmentUrl: String?
+        public var contentAvailable: Bool?
+        public var mutableContent: Bool?
+        public var collapseKey: String?
+        /// `high` or `normal`.
+        public var priority: String?
+        public var custom: [String: String]?
+        // Delivery options.
+        /// Default false.
+        public var managed: Bool?
+        public var businessId: String?
+        /// `"on"`/`"off"` (the seed's `_acsDeliveryTracking` spelling) or `true`/`false`; default on.
+        public var tracking: Scalar?
+        /// `alert` (default), `ticket` or `im`.
+        public var kind: String?
+        /// Required for `kind: ticket`; a string, or an integer kept as its decimal text.
+        public var ticketId: Scalar?
+        /// Required for `kind: im`.
+        public var message: String?
+
+        public init(userId: String? = nil, userIds: [String]? = nil, deviceTokens: [String]? = nil, title: String? = nil,
+                    body: String? = nil, text: String? = nil, sound: String? = nil, badge: Int? = nil, category: String? = nil,
+                    uri: String? = nil, mediaAttachmentUrl: String? = nil, contentAvailable: Bool? = nil,
+                    mutableContent: Bool? = nil, collapseKey: String? = nil, priority: String? = nil,
+                    custom: [String: String]? = nil, managed: Bool? = nil, businessId: String? = nil, tracking: Scalar? = nil,
+                    kind: String? = nil, ticketId: Scalar? = nil, message: String? = nil) {
+            self.userId = userId
+            self.userIds = userIds
+            self.deviceTokens = deviceTokens
+            self.title = title
+            self.body = body
+            self.text = text
+            self.sound = sound
+            self.badge = badge
+            self.category = category
+            self.uri = uri
+            self.mediaAttachmentUrl = mediaAttachmentUrl
+            self.contentAvailable = contentAvailable
+            self.mutableContent = mutableContent
+            self.collapseKey = collapseKey
+            self.priority = priority
+            self.custom = custom
+            self.managed = managed
+            self.businessId = businessId
+            self.tracking = tracking
+            self.kind = kind
+            self.ticketId = ticketId
+            self.message = message
+        }
+    }
+
+    /// The `202` answer: the delivery id (lower-case UUID), which is the `_dId` of every payload
+    /// and the `nid` of a managed notification.
+    public struct SendAccepted: Codable, Sendable, Equatable {
+        public var deliveryId: String
+
+        public init(deliveryId: UUID) {
+            self.deliveryId = deliveryId.uuidString.lowercased()
+        }
+    }
+
+    /// A JSON string, integer or boolean: the fields that senders write either way
+    /// (`tracking: "off"` or `false`, `ticketId: "123"` or `123`). Ingest decides what each
+    /// field accepts; any other JSON type is a decoding error naming the field.
+    public enum Scalar: Codable, Sendable, Equatable {
+        case string(String)
+        case int(Int)
+        case bool(Bool)
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let value = try? container.decode(String.self) {
+                self = .string(value)
+            } else if let value = try? container.decode(Bool.self) {
+                self = .bool(value)
+            } else if let value = try? container.decode(Int.self) {
+                self = .int(value)
+            } else {
+                throw DecodingError.typeMismatch(String.self, .init(
+                    codingPath: decoder.codingPath, debugDescription: "expected a string, an integer or a boolean"))
+            }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .string(let value): try container.encode(value)
+            case .int(let value): try container.encode(value)
+            case .bool(let value): try container.encode(value)
+            }
+        }
+    }
+}

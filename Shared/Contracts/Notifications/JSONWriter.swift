@@ -1,0 +1,209 @@
+import Foundation
+
+/// A minimal JSON writer appending UTF-8 to a byte buffer.
+///
+/// Push payloads are rendered once per device (100,000+ a second), where `JSONEncoder`'s
+/// reflection and dictionaries cost more than the payload is worth. Commas are inserted by
+/// the writer; nesting and key/value alternation are the caller's job (not checked).
+public struct JSONWriter: Sendable {
+    public private(set) var bytes: [UInt8]
+    /// One flag is enough: a value (or a closed container) needs a comma before the next item
+    /// of its container; an opened container or a written key does not.
+    private var needsComma = false
+
+    public init(capacity: Int = 1024) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// Empties the buffer but keeps its storage, to render the next record without allocating.
+    public mutating func reset() {
+        bytes.removeAll(keepingCapacity: true)
+        needsComma = false
+    }
+
+    public var data: Data { Data(bytes) }
+
+    // MARK: Structure
+
+    public mutating func beginObject() { separate(); bytes.append(0x7b); needsComma = false }
+    public mutating func endObject() { bytes.append(0x7d); needsComma = true }
+    public mutating func beginArray() { separate(); bytes.append(0x5b); needsComma = false }
+    public mutating func endArray() { bytes.append(0x5d); needsComma = true }
+
+    public mutating func key(_ key: String) {
+        separate()
+        bytes.append(0x22)
+        appendEscaped(key)
+        bytes.append(0x22)
+        bytes.append(0x3a)
+        needsComma = false
+    }
+
+    // MARK: Values
+
+    public mutating func string(_ value: String) {
+        separate()
+        bytes.append(0x22)
+        appendEscaped(value)
+        bytes.append(0x22)
+        needsComma = true
+    }
+
+    public mutating func int(_ value: Int) {
+        separate()
+        appendDecimal(value)
+        needsComma = true
+    }
+
+    /// An integer as a JSON string of its decimal digits: FCM data and the seed 004 keys are
+    /// string maps.
+    public mutating func intString(_ value: Int) {
+        separate()
+        bytes.append(0x22)
+        appendDecimal(value)
+        bytes.append(0x22)
+        needsComma = true
+    }
+
+    public mutating func bool(_ value: Bool) {
+        separate()
+        bytes.append(contentsOf: value ? Self.trueBytes : Self.falseBytes)
+        needsComma = true
+    }
+
+    public mutating func null() {
+        separate()
+        bytes.append(contentsOf: Self.nullBytes)
+        needsComma = true
+    }
+
+    /// A UUID as a lower-case JSON string, written straight from its bytes.
+    public mutating func uuid(_ value: UUID) {
+        separate()
+        bytes.append(0x22)
+        UUIDHex.append(value, to: &bytes)
+        bytes.append(0x22)
+        needsComma = true
+    }
+
+    /// One complete JSON value that is already encoded (not checked).
+    public mutating func raw<Bytes: Collection>(_ value: Bytes) where Bytes.Element == UInt8 {
+        separate()
+        bytes.append(contentsOf: value)
+        needsComma = true
+    }
+
+    // MARK: Fields (key and value; nothing at all when the value is nil)
+
+    public mutating func field(_ key: String, _ value: String?) {
+        guard let value else { return }
+        self.key(key)
+        string(value)
+    }
+
+    public mutating func field(_ key: String, _ value: Int?) {
+        guard let value else { return }
+        self.key(key)
+        int(value)
+    }
+
+    public mutating func field(_ key: String, intString value: Int?) {
+        guard let value else { return }
+        self.key(key)
+        intString(value)
+    }
+
+    // MARK: Internals
+
+    private static let trueBytes: [UInt8] = Array("true".utf8)
+    private static let falseBytes: [UInt8] = Array("false".utf8)
+    private static let nullBytes: [UInt8] = Array("null".utf8)
+
+    @inline(__always)
+    private mutating func separate() {
+        if needsComma { bytes.append(0x2c) }
+    }
+
+    private mutating func appendDecimal(_ value: Int) {
+        if value < 0 { bytes.append(0x2d) }
+        var magnitude = value.magnitude
+        let start = bytes.count
+        repeat {
+            bytes.append(UInt8(truncatingIfNeeded: 0x30 &+ magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        bytes[start...].reverse()
+    }
+
+    /// RFC 8259 escaping of `"`, `\` and the control characters; `/` and non-ASCII pass as is.
+    private mutating func appendEscaped(_ string: String) {
+        // `withUTF8` gives the native string's own buffer (no copy): scanning it is several
+        // times faster than iterating `utf8` generically.
+        var string = string
+        string.withUTF8 { appendEscaped(utf8: $0) }
+    }
+
+    private mutating func appendEscaped(utf8: UnsafeBufferPointer<UInt8>) {
+        // Nearly every string needs no escape: one scan, then one bulk copy.
+        guard let first = utf8.firstIndex(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5c }) else {
+            bytes.append(contentsOf: utf8)
+            return
+        }
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[..<first]))
+        for byte in utf8[first...] {
+            switch byte {
+            case 0x22: bytes.append(0x5c); bytes.append(0x22)
+            case 0x5c: bytes.append(0x5c); bytes.append(0x5c)
+            case 0x0a: bytes.append(0x5c); bytes.append(0x6e)  // \n
+            case 0x0d: bytes.append(0x5c); bytes.append(0x72)  // \r
+            case 0x09: bytes.append(0x5c); bytes.append(0x74)  // \t
+            case 0x08: bytes.append(0x5c); bytes.append(0x62)  // \b
+            case 0x0c: bytes.append(0x5c); bytes.append(0x66)  // \f
+            case ..<0x20:
+                bytes.append(contentsOf: [0x5c, 0x75, 0x30, 0x30])  // \u00
+                bytes.append(UUIDHex.digit(byte >> 4))
+                bytes.append(UUIDHex.digit(byte & 0x0f))
+            default: bytes.append(byte)
+            }
+        }
+    }
+}
+
+/// Lower-case hex formatting of UUIDs without Foundation's two intermediate strings.
+enum UUIDHex {
+    /// The lower-case hex digit of a nibble.
+    @inline(__always)
+    static func digit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? 0x30 &+ nibble : 0x57 &+ nibble
+    }
+
+    /// Appends the 36 bytes of `uuid.uuidString.lowercased()`.
+    static func append(_ uuid: UUID, to out: inout [UInt8]) {
+        withUnsafeBytes(of: uuid.uuid) { raw in
+            for i in 0..<16 {
+                if i == 4 || i == 6 || i == 8 || i == 10 { out.append(0x2d) }
+                out.append(digit(raw[i] >> 4))
+                out.append(digit(raw[i] & 0x0f))
+            }
+        }
+    }
+
+    /// Appends the lower-case hex of `bytes`.
+    static func append<Bytes: Sequence>(hex bytes: Bytes, to out: inout [UInt8]) where Bytes.Element == UInt8 {
+        for byte in bytes {
+            out.append(digit(byte >> 4))
+            out.append(digit(byte & 0x0f))
+        }
+    }
+}
+
+extension UUID {
+    /// `uuidString.lowercased()`, the form of every UUID in Pushline's wire formats, for less.
+    public var lowercasedString: String {
+        var out = [UInt8]()
+        out.reserveCapacity(36)
+        UUIDHex.append(self, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -1,0 +1,85 @@
+import Contracts
+import Foundation
+import XCTest
+
+final class OutboundRecordTests: XCTestCase {
+    let app = UUID(uuidString: "6B1F0C2E-9A3D-4E5F-8A7B-1C2D3E4F5A6B")!
+    let delivery = UUID(uuidString: "0A1868E6-04C9-4D3B-8125-2F9597F68E78")!
+    let sentAt = Date(timeIntervalSince1970: 1_795_000_000)
+
+    func testANotificationRecordReadsBackWithItsFieldsAndPayload() throws {
+        let n = NotificationRequested(deliveryId: delivery, mobileAppId: app, target: NotificationTarget(deviceTokens: ["tok"]),
+                                      content: NotificationContent(title: "Hi", badge: 3))
+        let messageId = MessageId.make(deliveryId: delivery, index: 0)
+        for platform in Platform.allCases {
+            let data = OutboundRecord.notification(n, deviceToken: "tok", platform: platform, messageId: messageId, sentAt: sentAt, managedBadge: nil)
+            var payload = JSONWriter()
+            PushPayload.render(n, platform: platform, messageId: messageId, sentAt: sentAt, managedBadge: nil, into: &payload)
+            let view = try OutboundRecordView.decode(data)
+            XCTAssertEqual(view, OutboundRecordView.decode(mobileAppId: app, deviceToken: "tok", platform: platform, deliveryId: delivery,
+                                                           messageId: messageId, payload: try JSONValue.parse(payload.data)))
+            // The payload is embedded byte for byte, in key order.
+            XCTAssertTrue(String(decoding: data, as: UTF8.self).hasSuffix(#","payload":"# + String(decoding: payload.bytes, as: UTF8.self) + "}"))
+        }
+    }
+
+    func testRecordShapeAndPayloadSize() throws {
+        var w = JSONWriter()
+        let size = OutboundRecord.encode(mobileAppId: app, deviceToken: "t\"1", platform: .android, deliveryId: delivery, messageId: "0-abc",
+                                         into: &w) { w in
+            w.beginObject(); w.field("k", "v"); w.endObject()
+        }
+        XCTAssertEqual(String(decoding: w.bytes, as: UTF8.self),
+                       #"{"mobileAppId":"6b1f0c2e-9a3d-4e5f-8a7b-1c2d3e4f5a6b","deviceToken":"t\"1","platform":"android","#
+                       + #""deliveryId":"0a1868e6-04c9-4d3b-8125-2f9597f68e78","messageId":"0-abc","payload":{"k":"v"}}"#)
+        XCTAssertEqual(size, #"{"k":"v"}"#.utf8.count)
+    }
+
+    func testABadgeUpdateRecordHasNoDeliveryId() throws {
+        let ack = UUID(uuidString: "B8BA7A54-92DC-4978-B125-53BFE57DAA6C")!
+        let data = OutboundRecord.badgeUpdate(mobileAppId: app, deviceToken: "tok", platform: .ios, ackId: ack, badge: 0)
+        XCTAssertEqual(String(decoding: data, as: UTF8.self),
+                       #"{"mobileAppId":"6b1f0c2e-9a3d-4e5f-8a7b-1c2d3e4f5a6b","deviceToken":"tok","platform":"ios","#
+                       + #""messageId":"badge-b8ba7a54-92dc-4978-b125-53bfe57daa6c","payload":{"aps":{"badge":0},"badge":"0"}}"#)
+        let view = try OutboundRecordView.decode(data)
+        XCTAssertNil(view.deliveryId)
+        XCTAssertEqual(view.platform, .ios)
+        XCTAssertEqual(view.payload, try JSONValue.parse(#"{"aps":{"badge":0},"badge":"0"}"#))
+        XCTAssertNil(try JSONValue.parse(data)["deliveryId"])
+    }
+
+    func testUUIDFormattingMatchesFoundation() {
+        for _ in 0..<5000 {
+            let a = UUID(), b = UUID.random()
+            XCTAssertEqual(a.lowercasedString, a.uuidString.lowercased())
+            XCTAssertEqual(b.lowercasedString, b.uuidString.lowercased())
+        }
+        let edge = UUID(uuid: (0, 0x0f, 0xf0, 0xff, 0xab, 0xcd, 0xef, 0x10, 0x01, 0x9a, 0xa9, 0x7f, 0x80, 0xfe, 0xef, 0x00))
+        XCTAssertEqual(edge.lowercasedString, "000ff0ff-abcd-ef10-019a-a97f80feef00")
+        XCTAssertEqual(edge.lowercasedString, edge.uuidString.lowercased())
+    }
+
+    func testJSONValueKeepsNumbersAndBooleansApart() throws {
+        XCTAssertEqual(try JSONValue.parse(#"[1, true, 0, false, 1.5, null, "1", -3, 1374224245011]"#),
+                       .array([.number(1), .bool(true), .number(0), .bool(false), .number(1.5), .null, .string("1"), .number(-3),
+                               .number(1_374_224_245_011)]))
+        XCTAssertNotEqual(try JSONValue.parse(#"{"a":1}"#), try JSONValue.parse(#"{"a":true}"#))
+        XCTAssertNotEqual(try JSONValue.parse(#"{"a":1}"#), try JSONValue.parse(#"{"a":"1"}"#))
+        XCTAssertEqual(try JSONValue.parse(#"{"a":1,"b":[{}]}"#), try JSONValue.parse(#"{"b":[{}],"a":1.0}"#))
+        let value = try JSONValue.parse(#"{"a":[1,true,null,"x",{"b":2.5}]}"#)
+        XCTAssertEqual(try JSONValue.parse(JSONEncoder().encode(value)), value)
+    }
+}
+
+extension OutboundRecordView {
+    /// Builds the expected view through the decoder (the struct has no public memberwise init).
+    static func decode(mobileAppId: UUID, deviceToken: String, platform: Platform, deliveryId: UUID?, messageId: String,
+                       payload: JSONValue) -> OutboundRecordView {
+        var object: [String: JSONValue] = [
+            "mobileAppId": .string(mobileAppId.uuidString), "deviceToken": .string(deviceToken),
+            "platform": .string(platform.rawValue), "messageId": .string(messageId), "payload": payload,
+        ]
+        if let deliveryId { object["deliveryId"] = .string(deliveryId.uuidString) }
+        return try! JSONDecoder().decode(OutboundRecordView.self, from: JSONEncoder().encode(JSONValue.object(object)))
+    }
+}

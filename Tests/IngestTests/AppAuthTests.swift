@@ -1,0 +1,244 @@
+import Contracts
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+@testable import Ingest
+import Projections
+import XCTest
+
+/// `AppAuthMiddleware` on every Bearer route (SPEC §1, §8.5): 400 for a malformed app id, 401 for
+/// a missing, malformed, unknown or revoked token, 403 for another app's token, 503 when the
+/// store or the broker is down; and the auth cache's TTL.
+final class AppAuthTests: XCTestCase {
+    func testEveryClientRouteAcceptsTheAppsToken() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        let routes = try ClientRoute.all()
+        try await harness.test { client in
+            for route in routes {
+                let response = try await client.call(route)
+                XCTAssertEqual(response.status, route.success, "\(route.name): \(String(buffer: response.body))")
+            }
+        }
+        let commands = await harness.publisher.commands
+        XCTAssertEqual(commands.count, routes.count - 1, "every route but the GET publishes one command")
+        for command in commands {
+            XCTAssertNil(String(decoding: command.value, as: UTF8.self).range(of: Fixture.rawToken), "raw token in \(command.type)")
+        }
+    }
+
+    func testMissingOrMalformedAuthorizationIs401WithWWWAuthenticate() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        let headers: [HTTPFields] = [
+            [:],
+            [.authorization: "Bearer"],
+            [.authorization: "Bearer    "],
+            [.authorization: "Basic \(Fixture.rawToken)"],
+            [.authorization: Fixture.rawToken],
+        ]
+        try await harness.test { client in
+            for route in try ClientRoute.all() {
+                for header in headers {
+                    let response = try await client.call(route, token: nil, headers: header)
+                    try assertProblem(response, .unauthorized, field: "Authorization")
+                    XCTAssertEqual(response.headers[.wwwAuthenticate], "Bearer", route.name)
+                }
+            }
+        }
+        await assertNothingPublished(harness.publisher)
+    }
+
+    func testBearerSchemeIsCaseInsensitive() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        let route = try ClientRoute.all()[0]
+        let response = try await harness.test { client in
+            try await client.call(route, token: nil, headers: [.authorization: "bEaReR \(Fixture.rawToken)"])
+        }
+        XCTAssertEqual(response.status, .accepted)
+    }
+
+    func testUnknownAndRevokedTokensAre401() async throws {
+        let harness = Harness()
+        let tokenId = await harness.seedClientApps()
+        await harness.store.revoke(tokenId: tokenId)
+        try await harness.test { client in
+            for route in try ClientRoute.all() {
+                for token in [Fixture.rawToken, "not-a-token", Fixture.rawTokenHash] {
+                    let response = try await client.call(route, token: token)
+                    try assertProblem(response, .unauthorized, field: "Authorization")
+                    XCTAssertEqual(response.headers[.wwwAuthenticate], "Bearer", route.name)
+                }
+            }
+        }
+        await assertNothingPublished(harness.publisher)
+    }
+
+    func testAnotherAppsLiveTokenIs403() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        try await harness.test { client in
+            for route in try ClientRoute.all() {
+                let response = try await client.call(route, token: Fixture.otherRawToken)
+                try assertProblem(response, .forbidden, field: "Authorization")
+                XCTAssertEqual(try decodeBody(Problem.self, response).error, "this API token is not valid for this app")
+                // The other app's token works on its own app.
+                let own = try await client.call(route, app: Fixture.otherAppId.uuidString, token: Fixture.otherRawToken)
+                XCTAssertEqual(own.status, route.success, route.name)
+            }
+        }
+        let commands = await harness.publisher.commands
+        XCTAssertEqual(Set(commands.map { $0.key.prefix(36) }), [Substring(Fixture.otherAppId.uuidString.lowercased())])
+    }
+
+    func testAnotherAppsRevokedTokenIs401AndAnUnprojectedAppIsNoDifferent() async throws {
+        let harness = Harness()
+        _ = await harness.seedApp()
+        let otherTokenId = await harness.seedApp(Fixture.otherAppId, orgId: Fixture.otherOrgId, rawToken: Fixture.otherRawToken)
+        await harness.store.revoke(tokenId: otherTokenId)
+        let route = try ClientRoute.all()[0]
+        try await harness.test { client in
+            try assertProblem(try await client.call(route, token: Fixture.otherRawToken), .unauthorized, field: "Authorization")
+            // An app that is not projected (yet): a live token of another app is still a 403, anything else 401.
+            let unknown = UUID().uuidString
+            try assertProblem(try await client.call(route, app: unknown, token: Fixture.rawToken), .forbidden, field: "Authorization")
+            try assertProblem(try await client.call(route, app: unknown, token: "nope"), .unauthorized, field: "Authorization")
+        }
+        await assertNothingPublished(harness.publisher)
+    }
+
+    func testMalformedMobileAppIdIs400() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        try await harness.test { client in
+            for route in try ClientRoute.all() {
+                for app in ["not-a-uuid", "00000000-0000-0000-0000-0000000000a"] {
+                    try assertProblem(try await client.call(route, app: app), .badRequest, field: "mobileAppId")
+                }
+            }
+        }
+        await assertNothingPublished(harness.publisher)
+    }
+
+    func testStoreFailureIs503WithRetryAfter() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        await harness.store.failEveryRead()
+        try await harness.test { client in
+            for route in try ClientRoute.all() {
+                let response = try await client.call(route)
+                try assertProblem(response, .serviceUnavailable, field: nil)
+                XCTAssertEqual(response.headers[.retryAfter], "1", route.name)
+            }
+        }
+        await assertNothingPublished(harness.publisher)
+    }
+
+    func testPublisherFailureIs503WithRetryAfter() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        await harness.publisher.failEveryPublish(with: PublishUnavailable(reason: "broker down"))
+        let routes = try ClientRoute.all().filter { $0.method != .get }
+        try await harness.test { client in
+            for route in routes {
+                let response = try await client.call(route)
+                try assertProblem(response, .serviceUnavailable, field: nil)
+                XCTAssertEqual(response.headers[.retryAfter], "1", route.name)
+            }
+        }
+        let calls = await harness.publisher.calls
+        XCTAssertEqual(calls.map(\.commands.count), Array(repeating: 1, count: routes.count))
+    }
+
+    // MARK: - The auth cache
+
+    func testWithTTLZeroARevokedTokenIsRefusedImmediately() async throws {
+        var harness = Harness()
+        harness.configuration.authCacheMs = 0
+        let tokenId = await harness.seedClientApps()
+        let route = try ClientRoute.all()[0]
+        let store = harness.store
+        let (before, after) = try await harness.test { client in
+            let before = try await client.call(route)
+            await store.revoke(tokenId: tokenId)
+            return (before, try await client.call(route))
+        }
+        XCTAssertEqual(before.status, .accepted)
+        try assertProblem(after, .unauthorized, field: "Authorization")
+    }
+
+    func testWithinTheTTLTheStoreIsReadOncePerAppAndARevokedTokenStillPasses() async throws {
+        var harness = Harness()
+        harness.configuration.authCacheMs = 60_000
+        let tokenId = await harness.seedClientApps()
+        let route = try ClientRoute.all()[0]
+        let store = harness.store
+        let statuses = try await harness.test { client in
+            var statuses: [HTTPResponse.Status] = []
+            for _ in 0..<3 { statuses.append(try await client.call(route).status) }
+            await store.revoke(tokenId: tokenId)
+            statuses.append(try await client.call(route).status)
+            return statuses
+        }
+        XCTAssertEqual(statuses, [.accepted, .accepted, .accepted, .accepted], "the documented TTL trade-off")
+        let reads = await store.readCount
+        XCTAssertEqual(reads, 2, "one app read and one token read for four requests")
+    }
+
+    func testARevokedTokenIsRefusedOnceTheTTLHasPassed() async throws {
+        var harness = Harness()
+        harness.configuration.authCacheMs = 50
+        let tokenId = await harness.seedClientApps()
+        let route = try ClientRoute.all()[0]
+        let store = harness.store
+        let (cached, expired) = try await harness.test { client in
+            _ = try await client.call(route)
+            await store.revoke(tokenId: tokenId)
+            let cached = try await client.call(route)
+            try await Task.sleep(for: .milliseconds(120))
+            return (cached, try await client.call(route))
+        }
+        XCTAssertEqual(cached.status, .accepted)
+        try assertProblem(expired, .unauthorized, field: "Authorization")
+    }
+
+    func testATokenIssuedAfterTheAppWasCachedWorksAtOnce() async throws {
+        var harness = Harness()
+        harness.configuration.authCacheMs = 60_000
+        await harness.seedClientApps()
+        let route = try ClientRoute.all()[0]
+        let store = harness.store
+        let (first, second) = try await harness.test { client in
+            let first = try await client.call(route)
+            await store.seed(token: ApiTokenRow(tokenId: UUID(), appId: Fixture.appId, tokenHash: ApiTokens.hash("fresh-token"),
+                                                createdAt: Date()))
+            return (first, try await client.call(route, token: "fresh-token"))
+        }
+        XCTAssertEqual(first.status, .accepted)
+        XCTAssertEqual(second.status, .accepted)
+    }
+
+    func testTheCacheIsBoundedAndExpiresEntries() {
+        let cache = AppAuthCache(ttl: .seconds(60))
+        let start = ContinuousClock.now
+        for _ in 0..<AppAuthCache.maxEntries + 5 {
+            cache.remember(AppCredentials(app: AppRow(appId: UUID(), orgId: Fixture.orgId, name: "a", createdAt: Date()),
+                                          liveTokenHashes: []), readAt: start)
+        }
+        XCTAssertLessThanOrEqual(cache.count, AppAuthCache.maxEntries)
+
+        let credentials = AppCredentials(app: AppRow(appId: Fixture.appId, orgId: Fixture.orgId, name: "a", createdAt: Date()),
+                                         liveTokenHashes: [Fixture.rawTokenHash, ApiTokens.hash("second")])
+        cache.remember(credentials, readAt: start)
+        XCTAssertTrue(try XCTUnwrap(cache.credentials(for: Fixture.appId, now: start + .seconds(59))).admits(Fixture.rawTokenHash))
+        XCTAssertTrue(credentials.admits(ApiTokens.hash("second")))
+        XCTAssertFalse(credentials.admits(ApiTokens.hash("third")))
+        XCTAssertNil(cache.credentials(for: Fixture.appId, now: start + .seconds(60)))
+
+        let disabled = AppAuthCache(ttl: .zero)
+        disabled.remember(credentials, readAt: start)
+        XCTAssertNil(disabled.credentials(for: Fixture.appId, now: start))
+        XCTAssertEqual(disabled.count, 0)
+    }
+}

@@ -1,0 +1,246 @@
+import Contracts
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import XCTest
+
+/// `POST /v1/apps/{mobileAppId}/notifications` (SPEC §4): one `NotificationRequested` per
+/// accepted request, `202 {"deliveryId"}`; every rule of the body a 400 naming its field.
+final class NotificationSendTests: XCTestCase {
+    private func send(_ json: String, harness: Harness) async throws -> TestResponse {
+        try await harness.test { client in try await client.bearer(.post, Fixture.notifications(), json: json) }
+    }
+
+    /// The delivery id of a 202, checked to be a lower-case UUID.
+    private func deliveryId(_ response: TestResponse, file: StaticString = #filePath, line: UInt = #line) throws -> UUID {
+        XCTAssertEqual(response.status, .accepted, String(buffer: response.body), file: file, line: line)
+        XCTAssertEqual(response.headers[.contentType], "application/json", file: file, line: line)
+        let answer = try decodeBody(NotificationAPI.SendAccepted.self, response)
+        XCTAssertEqual(answer.deliveryId, answer.deliveryId.lowercased(), file: file, line: line)
+        return try XCTUnwrap(UUID(uuidString: answer.deliveryId), file: file, line: line)
+    }
+
+    func testAFullSendToOneUserPublishesEveryField() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        let json = """
+            {"userId": "user-1", "title": "Gate change", "body": "Now B67", "text": "Boarding at B67", "sound": "default",
+             "badge": 3, "category": "GATE", "uri": "myapp://flights/1", "mediaAttachmentUrl": "https://cdn.example.com/a.png",
+             "contentAvailable": true, "mutableContent": true, "collapseKey": "flight-1", "priority": "high",
+             "custom": {"flight": "LH1", "gate": "B67"}, "managed": true, "businessId": "GATE_CHANGE", "tracking": "off",
+             "unknownField": {"ignored": [1, 2]}}
+            """
+        let response = try await send(json, harness: harness)
+        let deliveryId = try deliveryId(response)
+        let command = try await harness.onlyPublished(NotificationRequested.self)
+        XCTAssertEqual(command, NotificationRequested(
+            deliveryId: deliveryId, mobileAppId: Fixture.appId, target: NotificationTarget(userIds: ["user-1"]),
+            content: NotificationContent(title: "Gate change", body: "Now B67", text: "Boarding at B67", sound: "default", badge: 3,
+                                         category: "GATE", uri: "myapp://flights/1", mediaAttachmentUrl: "https://cdn.example.com/a.png",
+                                         contentAvailable: true, mutableContent: true, collapseKey: "flight-1", priority: .high,
+                                         custom: ["flight": "LH1", "gate": "B67"]),
+            managed: true, businessId: "GATE_CHANGE", tracking: false, kind: .alert))
+        let encoded = await harness.publisher.commands
+        XCTAssertEqual(encoded.map(\.topic), ["pushline.commands.notification"])
+        XCTAssertEqual(encoded.map(\.key), ["\(Fixture.appKey)/user-1"], "a send to one user shares the user's partition")
+        XCTAssertEqual(encoded.map(\.type), ["notification.requested"])
+    }
+
+    func testDefaultsAreUnmanagedTrackedAlert() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        let deliveryId = try deliveryId(try await send(#"{"userIds": ["a", "b"], "body": "hello"}"#, harness: harness))
+        let command = try await harness.onlyPublished(NotificationRequested.self)
+        XCTAssertEqual(command, NotificationRequested(deliveryId: deliveryId, mobileAppId: Fixture.appId,
+                                                      target: NotificationTarget(userIds: ["a", "b"]),
+                                                      content: NotificationContent(body: "hello")))
+        let keys = await harness.publisher.commands.map(\.key)
+        XCTAssertEqual(keys, ["\(Fixture.appKey)/delivery:\(deliveryId.uuidString.lowercased())"])
+    }
+
+    func testASendToDeviceTokensTargetsThem() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        let json = #"{"deviceTokens": ["\#(Fixture.apnsToken)", "\#(Fixture.fcmToken)"], "title": "t"}"#
+        _ = try deliveryId(try await send(json, harness: harness))
+        let command = try await harness.onlyPublished(NotificationRequested.self)
+        XCTAssertEqual(command.target, NotificationTarget(deviceTokens: [Fixture.apnsToken, Fixture.fcmToken]))
+    }
+
+    func testEachSendGetsItsOwnDeliveryId() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        let ids = try await harness.test { client in
+            var ids: [String] = []
+            for _ in 0..<2 {
+                let response = try await client.bearer(.post, Fixture.notifications(), json: #"{"userId": "u", "text": "x"}"#)
+                ids.append(try decodeBody(NotificationAPI.SendAccepted.self, response).deliveryId)
+            }
+            return ids
+        }
+        XCTAssertNotEqual(ids[0], ids[1])
+        let commands = try await harness.published(NotificationRequested.self)
+        XCTAssertEqual(commands.map { $0.deliveryId.uuidString.lowercased() }, ids)
+    }
+
+    func testASilentPushNeedsNoAlertText() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        _ = try deliveryId(try await send(#"{"userId": "u", "contentAvailable": true, "custom": {"sync": "1"}}"#, harness: harness))
+        let command = try await harness.onlyPublished(NotificationRequested.self)
+        XCTAssertEqual(command.content, NotificationContent(contentAvailable: true, custom: ["sync": "1"]))
+    }
+
+    func testTrackingAcceptsOnOffAndBooleans() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        let cases: [(String, Bool)] = [(#""on""#, true), (#""OFF""#, false), ("true", true), ("false", false)]
+        try await harness.test { client in
+            for (value, _) in cases {
+                let response = try await client.bearer(.post, Fixture.notifications(), json: #"{"userId": "u", "text": "x", "tracking": \#(value)}"#)
+                XCTAssertEqual(response.status, .accepted, value)
+            }
+        }
+        let commands = try await harness.published(NotificationRequested.self)
+        XCTAssertEqual(commands.map(\.tracking), cases.map(\.1))
+    }
+
+    func testTicketAndImKinds() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        let bodies = [
+            #"{"userId": "123", "title": "Reply", "kind": "ticket", "ticketId": "T-9", "message": "dropped"}"#,
+            #"{"userId": "123", "title": "Reply", "kind": "ticket", "ticketId": 123}"#,
+            #"{"userId": "123", "text": "hello", "kind": "im", "message": "hello", "ticketId": 5}"#,
+            #"{"userId": "123", "text": "plain", "kind": "alert", "ticketId": "ignored"}"#,
+        ]
+        try await harness.test { client in
+            for body in bodies {
+                let response = try await client.bearer(.post, Fixture.notifications(), json: body)
+                XCTAssertEqual(response.status, .accepted, body)
+            }
+        }
+        let commands = try await harness.published(NotificationRequested.self)
+        XCTAssertEqual(commands.map(\.kind), [.ticket, .ticket, .im, .alert])
+        XCTAssertEqual(commands.map(\.ticketId), ["T-9", "123", nil, nil])
+        XCTAssertEqual(commands.map(\.message), [nil, nil, "hello", nil])
+    }
+
+    func testEmptyTextFieldsCountAsNotSent() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        _ = try deliveryId(try await send(#"{"userId": "u", "title": "", "body": "b", "businessId": "", "sound": ""}"#, harness: harness))
+        let command = try await harness.onlyPublished(NotificationRequested.self)
+        XCTAssertEqual(command.content, NotificationContent(body: "b"))
+        XCTAssertNil(command.businessId)
+    }
+
+    func testInvalidSendsAre400NamingTheFieldAndPublishNothing() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        let thousandAndOne = try Fixture.json((0...1000).map { "u\($0)" })
+        let tooLongToken = String(repeating: "a", count: 4097)
+        let manyCustom = try Fixture.json(Dictionary(uniqueKeysWithValues: (0...100).map { ("k\($0)", "v") }))
+        let cases: [(json: String, field: String)] = [
+            // Target.
+            (#"{"title": "t"}"#, "userId|userIds|deviceTokens"),
+            (#"{"userId": "u", "userIds": ["v"], "title": "t"}"#, "userId|userIds|deviceTokens"),
+            (#"{"userIds": ["v"], "deviceTokens": ["d"], "title": "t"}"#, "userId|userIds|deviceTokens"),
+            (#"{"userId": "", "title": "t"}"#, "userId"),
+            (#"{"userId": 12, "title": "t"}"#, "userId"),
+            (#"{"userIds": [], "title": "t"}"#, "userIds"),
+            (#"{"userIds": \#(thousandAndOne), "title": "t"}"#, "userIds"),
+            (#"{"userIds": ["a", "b", "c", ""], "title": "t"}"#, "userIds[3]"),
+            (#"{"userIds": ["a", 7], "title": "t"}"#, "userIds[1]"),
+            (#"{"userIds": "a", "title": "t"}"#, "userIds"),
+            (#"{"deviceTokens": [], "title": "t"}"#, "deviceTokens"),
+            (#"{"deviceTokens": ["ok", ""], "title": "t"}"#, "deviceTokens[1]"),
+            (#"{"deviceTokens": ["\#(tooLongToken)"], "title": "t"}"#, "deviceTokens[0]"),
+            // Content.
+            (#"{"userId": "u"}"#, "title|body|text"),
+            (#"{"userId": "u", "title": "", "sound": "default"}"#, "title|body|text"),
+            (#"{"userId": "u", "contentAvailable": false}"#, "title|body|text"),
+            (#"{"userId": "u", "contentAvailable": true, "managed": true}"#, "title|body|text"),
+            (#"{"userId": "u", "title": "t", "badge": -1}"#, "badge"),
+            (#"{"userId": "u", "title": "t", "badge": 1000001}"#, "badge"),
+            (#"{"userId": "u", "title": "t", "badge": "1"}"#, "badge"),
+            (#"{"userId": "u", "title": "t", "priority": "urgent"}"#, "priority"),
+            (#"{"userId": "u", "title": "t", "mediaAttachmentUrl": "/a.png"}"#, "mediaAttachmentUrl"),
+            (#"{"userId": "u", "title": "t", "mediaAttachmentUrl": "ftp://cdn.example.com/a.png"}"#, "mediaAttachmentUrl"),
+            (#"{"userId": "u", "title": "t", "mediaAttachmentUrl": ""}"#, "mediaAttachmentUrl"),
+            (#"{"userId": "u", "title": "t", "uri": ""}"#, "uri"),
+            (#"{"userId": "u", "title": "t", "contentAvailable": "yes"}"#, "contentAvailable"),
+            (#"{"userId": "u", "title": "t", "custom": {"a": 1}}"#, "custom.a"),
+            (#"{"userId": "u", "title": "t", "custom": ["a"]}"#, "custom"),
+            (#"{"userId": "u", "title": "t", "custom": {"": "v"}}"#, "custom"),
+            (#"{"userId": "u", "title": "t", "custom": \#(manyCustom)}"#, "custom"),
+            // Options.
+            (#"{"userId": "u", "title": "t", "managed": "yes"}"#, "managed"),
+            (#"{"userId": "u", "title": "t", "tracking": "maybe"}"#, "tracking"),
+            (#"{"userId": "u", "title": "t", "tracking": 1}"#, "tracking"),
+            (#"{"userId": "u", "title": "t", "tracking": [true]}"#, "tracking"),
+            (#"{"userId": "u", "title": "t", "kind": "sms"}"#, "kind"),
+            (#"{"userId": "u", "title": "t", "kind": "ticket"}"#, "ticketId"),
+            (#"{"userId": "u", "title": "t", "kind": "ticket", "ticketId": ""}"#, "ticketId"),
+            (#"{"userId": "u", "title": "t", "kind": "ticket", "ticketId": true}"#, "ticketId"),
+            (#"{"userId": "u", "title": "t", "kind": "ticket", "ticketId": 1.5}"#, "ticketId"),
+            (#"{"userId": "u", "title": "t", "kind": "im"}"#, "message"),
+            (#"{"userId": "u", "title": "t", "kind": "im", "message": ""}"#, "message"),
+            (#"{"userId": "u", "title": "t", "businessId": 5}"#, "businessId"),
+            // The body itself.
+            (#"["userId"]"#, "body"),
+            (#"{"userId": "#, "body"),
+        ]
+        try await harness.test { client in
+            for (json, field) in cases {
+                let response = try await client.bearer(.post, Fixture.notifications(), json: json)
+                try assertProblem(response, .badRequest, field: field)
+            }
+        }
+        await assertNothingPublished(harness.publisher)
+    }
+
+    func testEveryReservedCustomKeyIsRefused() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        let reserved = ["aps", "_dId", "_mId", "_acsDeliveryTracking", "media-attachment-url", "uri", "title", "body", "text",
+                        "sound", "badge", "category", "timestamp", "nid", "bid", "faf"]
+        XCTAssertEqual(PushPayload.reservedCustomKeys, Set(reserved))
+        try await harness.test { client in
+            for key in reserved {
+                let json = try Fixture.json(["userId": "u", "title": "t", "custom": ["ok": "1", key: "v"]] as [String: Any])
+                try assertProblem(try await client.bearer(.post, Fixture.notifications(), json: json), .badRequest, field: "custom.\(key)")
+            }
+            // Keys are compared exactly: "Title" is not the payload's "title".
+            let fine = try await client.bearer(.post, Fixture.notifications(), json: #"{"userId": "u", "title": "t", "custom": {"Title": "x"}}"#)
+            XCTAssertEqual(fine.status, .accepted)
+        }
+        let commands = try await harness.published(NotificationRequested.self)
+        XCTAssertEqual(commands.map(\.content.custom), [["Title": "x"]])
+    }
+
+    func testThousandTargetsAreAccepted() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        let ids = (0..<1000).map { "u\($0)" }
+        _ = try deliveryId(try await send(try Fixture.json(["userIds": ids, "text": "x"] as [String: Any]), harness: harness))
+        let command = try await harness.onlyPublished(NotificationRequested.self)
+        XCTAssertEqual(command.target.userIds, ids)
+    }
+}
+
+final class NotificationPayloadSizeTests: XCTestCase {
+    func testAPayloadPastFourKilobytesIsRefusedAndOneJustUnderIsAccepted() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        try await harness.test { client in
+            let big = try Fixture.json(["userId": "u", "title": "t", "custom": ["k": String(repeating: "x", count: 4000)]] as [String: Any])
+            try assertProblem(try await client.bearer(.post, Fixture.notifications(), json: big), .badRequest, field: "payload")
+            let fits = try Fixture.json(["userId": "u", "title": "t", "custom": ["k": String(repeating: "x", count: 3000)]] as [String: Any])
+            let accepted = try await client.bearer(.post, Fixture.notifications(), json: fits)
+            XCTAssertEqual(accepted.status, .accepted)
+        }
+        let published = try await harness.published(NotificationRequested.self)
+        XCTAssertEqual(published.count, 1, "only the request that fits is published")
+    }
+}

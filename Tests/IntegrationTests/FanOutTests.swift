@@ -1,0 +1,100 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Contracts
+import Foundation
+import TestSupport
+import XCTest
+
+/// Large sends: every device gets exactly one record with its own message id, also when the
+/// processor is stopped in the middle of a fan-out. Records are counted with kcat.
+final class FanOutTests: XCTestCase {
+    private var stack: PushlineStack!
+
+    override func tearDown() async throws {
+        await stack?.stop()
+    }
+
+    /// Registers `count` devices, one per user `u-<n>`, half iOS and half Android, through the
+    /// seed 000 batch route.
+    private func registerDevices(_ count: Int, app: AdminAPI.AppCreatedAnswer) async throws -> [String] {
+        var tokens: [String] = []
+        for start in stride(from: 0, to: count, by: 100) {
+            let batch = (start..<min(start + 100, count)).map { n in
+                DeviceRegistrationAPI.Registration(MobileAppId: app.mobileAppId.uuidString, UserId: "u-\(n)", ApiToken: app.apiToken,
+                                                   ApnsDeviceToken: n % 2 == 0 ? Tokens.apns(n) : nil, FcmDeviceToken: n % 2 == 0 ? nil : Tokens.fcm(n))
+            }
+            tokens += batch.map { $0.ApnsDeviceToken ?? $0.FcmDeviceToken! }
+            let answer = try await HTTPClientHelpers.post(stack.registrationURL(org: app.orgId, "devices/batch"), json: batch)
+            XCTAssertEqual(answer.status, 202, answer.text)
+        }
+        try await stack.waitForDevices(count, app: app.mobileAppId)
+        return tokens
+    }
+
+    func testSendToOneThousandUsersAndOneThousandTokens() async throws {
+        stack = try await PushlineStack.start()
+        let app = try await stack.createApp()
+        let tokens = try await registerDevices(1000, app: app)
+        let byUsers = try await stack.send(["userIds": (0..<1000).map { "u-\($0)" }, "title": "to users"], app: app)
+        let byTokens = try await stack.send(["deviceTokens": tokens, "title": "to tokens"], app: app)
+        let records = try await stack.waitForOutbound(2000).map(\.record)
+        XCTAssertEqual(records.count, 2000)
+        for delivery in [byUsers, byTokens] {
+            let mine = records.filter { $0.deliveryId == delivery }
+            XCTAssertEqual(Set(mine.map(\.deviceToken)), Set(tokens))
+            XCTAssertEqual(Set(mine.map(\.messageId)).count, 1000)
+            XCTAssertTrue(mine.allSatisfy { MessageId.index(of: $0.messageId, deliveryId: delivery) != nil })
+        }
+        XCTAssertEqual(records.filter { $0.platform == .android }.count, 1000)
+    }
+
+    /// `signal` stops the processor once a few deliveries are applied; a new one finishes the
+    /// rest. Returns (records by (delivery, message id) → raw values, deliveries applied at the stop).
+    private func fanOut(stoppingWith signal: Int32) async throws -> (copies: [String: [String]], appliedAtStop: Int, deliveries: Int, devices: Int) {
+        // One notification per batch, so the window of a crash is one delivery's records.
+        stack = try await PushlineStack.start(processorEnvironment: ["PUSHLINE_MAX_BATCH": "1"])
+        let app = try await stack.createApp()
+        let devices = 1000, deliveries = 40
+        _ = try await registerDevices(devices, app: app)
+        let users = (0..<devices).map { "u-\($0)" }
+        let stack = self.stack!
+        let stopper = Task {
+            try await eventually("a few deliveries applied", timeout: .seconds(120)) {
+                Int(try await stack.sqlite("SELECT COUNT(*) FROM deliveries").first ?? "0") ?? 0 >= 4
+            }
+            let applied = Int(try await stack.sqlite("SELECT COUNT(*) FROM deliveries").first ?? "0") ?? 0
+            try await stack.restartProcessor(signal: signal)
+            return applied
+        }
+        for n in 0..<deliveries {
+            _ = try await stack.send(["userIds": users, "title": "fan-out \(n)"], app: app)
+        }
+        let appliedAtStop = try await stopper.value
+        try await eventually("every delivery applied", timeout: .seconds(180)) {
+            try await stack.sqlite("SELECT COUNT(*) FROM deliveries") == ["\(deliveries)"]
+        }
+        let records = try await stack.waitForOutbound(devices * deliveries, timeout: .seconds(120))
+        var copies: [String: [String]] = [:]
+        for (raw, r) in records { copies["\(r.deliveryId!)/\(r.messageId)", default: []].append(raw) }
+        return (copies, appliedAtStop, deliveries, devices)
+    }
+
+    func testProcessorKilledMidFanOutRepeatsOnlyTheInFlightBatch() async throws {
+        let run = try await fanOut(stoppingWith: SIGKILL)
+        XCTAssertLessThan(run.appliedAtStop, run.deliveries, "the kill landed before the fan-out ended")
+        XCTAssertEqual(run.copies.count, run.devices * run.deliveries, "every device got every delivery, each with its own message id")
+        let repeated = run.copies.filter { $0.value.count > 1 }
+        XCTAssertTrue(repeated.values.allSatisfy { $0.count == 2 && Set($0).count == 1 }, "a repeat is one identical copy")
+        let repeatedDeliveries = Set(repeated.keys.map { $0.split(separator: "/")[0] })
+        XCTAssertLessThanOrEqual(repeatedDeliveries.count, 1, "only the batch in flight at the kill is repeated: \(repeatedDeliveries)")
+        print("SIGKILL mid-fan-out: \(repeated.count) repeated records of \(run.copies.count), deliveries applied at the kill: \(run.appliedAtStop)")
+    }
+
+    func testProcessorStoppedGracefullyMidFanOutRepeatsNothing() async throws {
+        let run = try await fanOut(stoppingWith: SIGTERM)
+        XCTAssertLessThan(run.appliedAtStop, run.deliveries, "the stop landed before the fan-out ended")
+        XCTAssertEqual(run.copies.count, run.devices * run.deliveries)
+        XCTAssertEqual(run.copies.values.filter { $0.count > 1 }.count, 0, "a graceful stop finishes its batch and repeats nothing")
+    }
+}

@@ -1,0 +1,68 @@
+import Contracts
+import Foundation
+import Kafka
+import Logging
+import NIOHTTP1
+import TestSupport
+import XCTest
+
+/// Calls of the Bearer-authenticated client routes and readers of the outbound topic.
+extension PushlineStack {
+    /// A JSON request to an ingest path with the app's API token.
+    func call(_ method: HTTPMethod, _ path: String, json: Any? = nil, token: String) async throws -> HTTPClientHelpers.Answer {
+        let body = try json.map { try JSONSerialization.data(withJSONObject: $0) }
+        return try await HTTPClientHelpers.request(method, "\(ingestURL)\(path)", body: body, headers: ["Authorization": "Bearer \(token)"])
+    }
+
+    /// Registers devices through the KF5 route, `(user, token, type)` each, expecting 201.
+    func registerKF5(_ devices: [(user: String, token: String, type: String)], app: AdminAPI.AppCreatedAnswer) async throws {
+        for d in devices {
+            let answer = try await call(.POST, "/kf5/v1/apps/\(app.mobileAppId)/tokens",
+                                        json: ["userToken": d.user, "deviceToken": d.token, "type": d.type], token: app.apiToken)
+            guard answer.status == 201 else { throw TestFailure("KF5 save answered \(answer.status): \(answer.text)") }
+        }
+    }
+
+    /// Sends a notification and returns its delivery id.
+    func send(_ body: [String: Any], app: AdminAPI.AppCreatedAnswer) async throws -> UUID {
+        let answer = try await call(.POST, "/v1/apps/\(app.mobileAppId)/notifications", json: body, token: app.apiToken)
+        guard answer.status == 202 else { throw TestFailure("send answered \(answer.status): \(answer.text)") }
+        let id = try answer.decode(NotificationAPI.SendAccepted.self).deliveryId
+        guard let deliveryId = UUID(uuidString: id), id == id.lowercased() else { throw TestFailure("not a lower-case UUID: \(id)") }
+        return deliveryId
+    }
+
+    /// Waits until the app has `count` devices in the store.
+    func waitForDevices(_ count: Int, app: UUID, timeout: Duration = .seconds(60)) async throws {
+        try await eventually("\(count) devices projected", timeout: timeout) {
+            try await self.sqlite("SELECT COUNT(*) FROM devices WHERE app_id = '\(app.uuidString.lowercased())'") == ["\(count)"]
+        }
+    }
+
+    /// Every record of the outbound topic, read with kcat, as its raw value and decoded.
+    func outboundRecords() async throws -> [(raw: String, record: OutboundRecordView)] {
+        let out = try await broker.kcat(["-C", "-t", topics.outbound, "-o", "beginning", "-e", "-q", "-f", "%s\\n"])
+        return try out.split(separator: "\n").map { line in
+            (String(line), try JSONDecoder().decode(OutboundRecordView.self, from: Data(line.utf8)))
+        }
+    }
+
+    /// Waits until the outbound topic holds at least `count` records and returns them.
+    @discardableResult
+    func waitForOutbound(_ count: Int, timeout: Duration = .seconds(60)) async throws -> [(raw: String, record: OutboundRecordView)] {
+        var records: [(raw: String, record: OutboundRecordView)] = []
+        try await eventually("\(count) outbound records", timeout: timeout) {
+            records = try await self.outboundRecords()
+            return records.count >= count
+        }
+        return records
+    }
+
+    /// The BW pending list of a device.
+    func pendingList(app: AdminAPI.AppCreatedAnswer, device: String) async throws -> [[String]] {
+        let answer = try await call(.GET, "/bwmi/v1/apps/\(app.mobileAppId)/devices/\(device)/notifications", token: app.apiToken)
+        guard answer.status == 200 else { throw TestFailure("pending list answered \(answer.status): \(answer.text)") }
+        let object = try JSONSerialization.jsonObject(with: answer.body) as? [String: Any]
+        return object?["ns"] as? [[String]] ?? []
+    }
+}

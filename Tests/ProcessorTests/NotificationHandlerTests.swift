@@ -1,0 +1,225 @@
+import Contracts
+import Foundation
+import Projections
+import XCTest
+@testable import Processor
+
+/// The notification rules of SPEC §3–§5, decided in memory (no store, no broker).
+final class NotificationHandlerTests: XCTestCase {
+    let org = UUID(), appId = UUID()
+    let at = Date(timeIntervalSince1970: 1_800_000_000.123)
+    let iosA = String(repeating: "a1", count: 32), iosB = String(repeating: "b2", count: 32)
+    let android = "fcm-" + String(repeating: "x", count: 120)
+
+    private func state(devices: [DeviceRow] = [], pending: [PendingNotificationRow] = [], acks: Set<PendingKey> = [],
+                       callbackUrl: String? = nil) -> BatchState {
+        var snapshot = StateSnapshot()
+        snapshot.apps[appId] = AppRow(appId: appId, orgId: org, name: "a", callbackUrl: callbackUrl,
+                                      callbackHeaders: ["X-App-Key": "k1"], webhookRetries: 2, createdAt: at)
+        snapshot.tokens[appId] = [ApiTokenRow(tokenId: UUID(), appId: appId, tokenHash: "h", createdAt: at)]
+        for d in devices { snapshot.devices[d.key] = d }
+        for p in pending {
+            snapshot.pending[p.key] = p
+            snapshot.pendingCounts[p.key.device, default: 0] += 1
+        }
+        snapshot.acks = acks
+        return BatchState(snapshot)
+    }
+
+    private func device(_ token: String, user: String = "u1", platform: Platform = .ios) -> DeviceRow {
+        DeviceRow(appId: appId, deviceToken: token, userId: user, platform: platform, version: 1, updatedAt: at)
+    }
+
+    private func send(users: [String] = ["u1"], tokens: [String] = [], managed: Bool = false, kind: NotificationKind = .alert,
+                      ticketId: String? = nil, message: String? = nil) -> NotificationRequested {
+        NotificationRequested(deliveryId: UUID(), mobileAppId: appId, target: NotificationTarget(userIds: users, deviceTokens: tokens),
+                              content: NotificationContent(title: "T", body: "B", badge: 7), managed: managed, businessId: "BID",
+                              kind: kind, ticketId: ticketId, message: message)
+    }
+
+    private func records(_ s: BatchState) throws -> [OutboundRecordView] {
+        try s.outbound.map { try JSONDecoder().decode(OutboundRecordView.self, from: $0.value) }
+    }
+
+    private func pendingRows(_ s: BatchState) -> [PendingNotificationRow] {
+        s.mutations.compactMap { if case .putPending(let row) = $0 { row } else { nil } }
+    }
+
+    func testUserWithThreeDevicesOnBothPlatformsGetsOneRecordEach() throws {
+        var s = state(devices: [device(iosB), device(android, platform: .android), device(iosA), device(iosA + "00", user: "other")])
+        let c = send()
+        XCTAssertEqual(NotificationHandler.apply(c, at: at, to: &s), .applied)
+        let out = try records(s)
+        XCTAssertEqual(out.map(\.deviceToken), [iosA, iosB, android].sorted())
+        XCTAssertEqual(s.outbound.map(\.deviceToken), out.map(\.deviceToken), "records are keyed by device token")
+        XCTAssertEqual(Set(out.map(\.messageId)).count, 3)
+        for (index, r) in out.enumerated() {
+            XCTAssertEqual(r.deliveryId, c.deliveryId)
+            XCTAssertEqual(r.messageId, MessageId.make(deliveryId: c.deliveryId, index: index))
+            XCTAssertEqual(r.mobileAppId, appId)
+        }
+        let byToken = Dictionary(uniqueKeysWithValues: out.map { ($0.deviceToken, $0) })
+        XCTAssertEqual(byToken[iosA]?.platform, .ios)
+        XCTAssertEqual(byToken[android]?.platform, .android)
+        guard case .object(let ios)? = byToken[iosA]?.payload, case .object(let aps)? = ios["aps"] else { return XCTFail("no aps") }
+        XCTAssertEqual(aps["badge"], .number(7))
+        guard case .object(let fcm)? = byToken[android]?.payload, case .object(let data)? = fcm["data"] else { return XCTFail("no data") }
+        XCTAssertEqual(data["badge"], .string("7"))
+        XCTAssertEqual(data["_dId"], .string(c.deliveryId.uuidString.lowercased()))
+        XCTAssertTrue(pendingRows(s).isEmpty, "an unmanaged notification is never pending")
+        guard case .putDelivery(let delivery)? = s.mutations.last else { return XCTFail("no delivery row") }
+        XCTAssertEqual(delivery.sent, 3)
+    }
+
+    func testSameCommandOnSameStateRendersIdenticalBytes() {
+        let c = send(managed: true)
+        var first = state(devices: [device(iosA), device(android, platform: .android)])
+        var second = first
+        _ = NotificationHandler.apply(c, at: at, to: &first)
+        _ = NotificationHandler.apply(c, at: at, to: &second)
+        XCTAssertEqual(first.outbound, second.outbound)
+    }
+
+    func testDeviceTokenTargetSkipsUnknownTokensAndRepeats() throws {
+        var s = state(devices: [device(iosA), device(iosB, user: "u2")])
+        let c = send(users: [], tokens: [iosB, "unknown", iosA, iosB])
+        XCTAssertEqual(NotificationHandler.apply(c, at: at, to: &s), .applied)
+        XCTAssertEqual(try records(s).map(\.deviceToken), [iosA, iosB])
+    }
+
+    func testNoDeviceWritesNothingButTheDelivery() {
+        var s = state()
+        XCTAssertEqual(NotificationHandler.apply(send(users: ["nobody"]), at: at, to: &s), .rejected("no-devices"))
+        XCTAssertTrue(s.outbound.isEmpty)
+        guard case .putDelivery(let delivery)? = s.mutations.last else { return XCTFail("no delivery row") }
+        XCTAssertEqual(delivery.sent, 0)
+    }
+
+    func testManagedNotificationIsPendingAndBadgeCountsPending() throws {
+        let earlier = PendingNotificationRow(appId: appId, deviceToken: iosA, notificationId: UUID().uuidString.lowercased(),
+                                             deliveryId: UUID(), sentAt: at, text: "old", businessId: nil)
+        var s = state(devices: [device(iosA), device(android, platform: .android)], pending: [earlier])
+        let c = send(managed: true)
+        _ = NotificationHandler.apply(c, at: at, to: &s)
+        let rows = pendingRows(s)
+        XCTAssertEqual(rows.map(\.deviceToken).sorted(), [iosA, android].sorted())
+        XCTAssertTrue(rows.allSatisfy { $0.notificationId == c.notificationId && $0.text == "B" && $0.businessId == "BID" && $0.sentAt == at })
+        XCTAssertEqual(s.pendingCount(DeviceKey(appId: appId, deviceToken: iosA)), 2)
+        let byToken = Dictionary(uniqueKeysWithValues: try records(s).map { ($0.deviceToken, $0) })
+        guard case .object(let ios)? = byToken[iosA]?.payload, case .object(let aps)? = ios["aps"] else { return XCTFail("no aps") }
+        XCTAssertEqual(aps["badge"], .number(2), "managed badge = pending count, not the request's badge")
+        XCTAssertEqual(ios["badge"], .string("2"))
+        XCTAssertEqual(ios["nid"], .string(c.notificationId))
+        XCTAssertEqual(ios["faf"], .string("false"))
+        XCTAssertEqual(ios["timestamp"], .string("1800000000123"))
+        guard case .object(let fcm)? = byToken[android]?.payload, case .object(let data)? = fcm["data"] else { return XCTFail("no data") }
+        XCTAssertEqual(data["badge"], .string("1"))
+        XCTAssertEqual(data["bid"], .string("BID"))
+    }
+
+    func testAckRemovesPendingAndSendsBadgeUpdate() throws {
+        let nid = UUID().uuidString.lowercased()
+        let pending = [nid, "other"].map {
+            PendingNotificationRow(appId: appId, deviceToken: iosA, notificationId: $0, deliveryId: UUID(), sentAt: at, text: "t", businessId: nil)
+        }
+        var s = state(devices: [device(iosA)], pending: pending)
+        let ackId = UUID()
+        XCTAssertEqual(AckHandler.apply(NotificationAcknowledged(mobileAppId: appId, notificationId: nid, deviceToken: iosA),
+                                        id: ackId, at: at, to: &s), .applied)
+        XCTAssertEqual(s.pendingCount(DeviceKey(appId: appId, deviceToken: iosA)), 1)
+        XCTAssertTrue(s.mutations.contains(.deletePending(PendingKey(appId: appId, deviceToken: iosA, notificationId: nid))))
+        let update = try XCTUnwrap(try records(s).first)
+        XCTAssertNil(update.deliveryId)
+        XCTAssertEqual(update.messageId, MessageId.badgeUpdate(ackId: ackId))
+        XCTAssertEqual(update.payload, try JSONValue.parse(Data(#"{"aps":{"badge":1},"badge":"1"}"#.utf8)))
+
+        _ = AckHandler.apply(NotificationAcknowledged(mobileAppId: appId, notificationId: "other", deviceToken: iosA), id: UUID(), at: at, to: &s)
+        XCTAssertEqual(try records(s).last?.payload, try JSONValue.parse(Data(#"{"aps":{"badge":0},"badge":"0"}"#.utf8)))
+    }
+
+    func testAndroidBadgeUpdateIsADataMessage() throws {
+        var s = state(devices: [device(android, platform: .android)])
+        _ = AckHandler.apply(NotificationAcknowledged(mobileAppId: appId, notificationId: "n", deviceToken: android), id: UUID(), at: at, to: &s)
+        XCTAssertEqual(try records(s).first?.payload, try JSONValue.parse(Data(#"{"data":{"badge":"0"}}"#.utf8)))
+    }
+
+    func testAckAppliedBeforeItsNotificationLeavesNothingPending() throws {
+        let c = send(managed: true)
+        let key = PendingKey(appId: appId, deviceToken: iosA, notificationId: c.notificationId)
+        var s = state(devices: [device(iosA), device(iosB)], acks: [key])
+        _ = NotificationHandler.apply(c, at: at, to: &s)
+        XCTAssertEqual(pendingRows(s).map(\.deviceToken), [iosB], "the acknowledged device is not made pending")
+        XCTAssertEqual(s.pendingCount(key.device), 0)
+        XCTAssertEqual(try records(s).count, 2, "the send still reaches every device")
+    }
+
+    func testAckOfUnknownDeviceIsKeptWithoutBadgeUpdate() {
+        var s = state()
+        let result = AckHandler.apply(NotificationAcknowledged(mobileAppId: appId, notificationId: "n", deviceToken: iosA), id: UUID(), at: at, to: &s)
+        XCTAssertEqual(result, .rejected("unknown-device"))
+        XCTAssertTrue(s.outbound.isEmpty)
+        guard case .putAck(let ack)? = s.mutations.first else { return XCTFail("ack not kept: \(s.mutations)") }
+        XCTAssertEqual(ack.deviceToken, iosA)
+    }
+
+    func testTicketCallsBackOncePerUserWithSeedShape() throws {
+        var s = state(devices: [device(iosA, user: "123"), device(android, user: "123", platform: .android), device(iosB, user: "alice")],
+                      callbackUrl: "http://127.0.0.1:9/cb")
+        let c = send(users: ["123", "alice"], kind: .ticket, ticketId: "77")
+        _ = NotificationHandler.apply(c, at: at, to: &s)
+        let jobs = s.mutations.compactMap { if case .enqueueOutbox(let job) = $0 { job } else { nil } }
+        XCTAssertEqual(jobs.count, 2)
+        let first = try XCTUnwrap(jobs.first { $0.id.hasSuffix(":123") })
+        XCTAssertEqual(first.id, "callback:\(c.deliveryId.uuidString.lowercased()):123")
+        XCTAssertEqual(first.url, "http://127.0.0.1:9/cb")
+        XCTAssertEqual(first.maxAttempts, 3)
+        XCTAssertEqual(first.headers["X-App-Key"], "k1")
+        XCTAssertEqual(first.headers["Content-Type"], "application/json")
+        XCTAssertEqual(first.headers["Accept"], "application/json")
+        let body = try JSONValue.parse(first.body)
+        let expected = try JSONValue.parse(Data("""
+            {"user":{"user_id":123},"device":[{"device_token":"\(iosA)","type":"IOS"},{"device_token":"\(android)","type":"ANDROID"}],
+             "notification":{"ticket_id":"77","type":"ticket"}}
+            """.utf8))
+        XCTAssertEqual(body, expected)
+    }
+
+    func testImCallbackCarriesTheMessage() throws {
+        var s = state(devices: [device(iosA, user: "bob")], callbackUrl: "http://127.0.0.1:9/cb")
+        _ = NotificationHandler.apply(send(users: ["bob"], kind: .im, message: "hello"), at: at, to: &s)
+        let job = try XCTUnwrap(s.mutations.compactMap { if case .enqueueOutbox(let job) = $0 { job } else { nil } }.first)
+        XCTAssertEqual(try JSONValue.parse(job.body), try JSONValue.parse(Data("""
+            {"user":{"user_id":"bob"},"device":[{"device_token":"\(iosA)","type":"IOS"}],"notification":{"message":"hello","type":"im"}}
+            """.utf8)))
+    }
+
+    func testAlertsAndAppsWithoutCallbackUrlCallNothingBack() {
+        var withUrl = state(devices: [device(iosA)], callbackUrl: "http://127.0.0.1:9/cb")
+        _ = NotificationHandler.apply(send(), at: at, to: &withUrl)
+        var withoutUrl = state(devices: [device(iosA)])
+        _ = NotificationHandler.apply(send(kind: .ticket, ticketId: "1"), at: at, to: &withoutUrl)
+        for s in [withUrl, withoutUrl] {
+            XCTAssertFalse(s.mutations.contains { if case .enqueueOutbox = $0 { true } else { false } })
+        }
+    }
+
+    func testDeletedDeviceLosesItsPendingAndGetsNothingMore() throws {
+        let p = PendingNotificationRow(appId: appId, deviceToken: iosA, notificationId: "n1", deliveryId: UUID(), sentAt: at, text: "t", businessId: nil)
+        var s = state(devices: [device(iosA), device(iosB)], pending: [p])
+        let cleanup = DeviceCleanupRequested(orgId: org, mobileAppId: appId, userId: "u1", deviceToken: iosA, apiTokenHash: "h")
+        XCTAssertEqual(CleanupHandler.apply(cleanup, to: &s), .applied)
+        XCTAssertTrue(s.mutations.contains(.clearPending(DeviceKey(appId: appId, deviceToken: iosA))))
+        XCTAssertEqual(s.pendingCount(DeviceKey(appId: appId, deviceToken: iosA)), 0)
+        _ = NotificationHandler.apply(send(), at: at, to: &s)
+        XCTAssertEqual(try records(s).map(\.deviceToken), [iosB])
+    }
+
+    func testDeviceMovingToAnotherUserLosesItsPending() {
+        let p = PendingNotificationRow(appId: appId, deviceToken: iosA, notificationId: "n1", deliveryId: UUID(), sentAt: at, text: "t", businessId: nil)
+        var s = state(devices: [device(iosA)], pending: [p])
+        s.upsert(device(iosA, user: "u2"))
+        XCTAssertTrue(s.mutations.contains(.clearPending(DeviceKey(appId: appId, deviceToken: iosA))))
+        XCTAssertEqual(s.devices(of: UserKey(appId: appId, userId: "u1")), [])
+        XCTAssertEqual(s.devices(of: UserKey(appId: appId, userId: "u2")).map(\.deviceToken), [iosA])
+    }
+}
