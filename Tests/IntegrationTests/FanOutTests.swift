@@ -49,9 +49,10 @@ final class FanOutTests: XCTestCase {
         XCTAssertEqual(records.filter { $0.platform == .android }.count, 1000)
     }
 
-    /// `signal` stops the processor once a few deliveries are applied; a new one finishes the
-    /// rest. Returns (records by (delivery, message id) → raw values, deliveries applied at the stop).
-    private func fanOut(stoppingWith signal: Int32) async throws -> (copies: [String: [String]], appliedAtStop: Int, deliveries: Int, devices: Int) {
+    /// 40 sends to 1,000 devices each; `signal` stops the processor in the middle of one of them
+    /// and a new one finishes the rest. Returns the raw records by (delivery, message id), the
+    /// number of outbound records seen just before the stop, and the number of records expected.
+    private func fanOut(stoppingWith signal: Int32) async throws -> (copies: [String: [String]], outboundAtStop: Int, total: Int) {
         // One notification per batch, so the window of a crash is one delivery's records.
         stack = try await PushlineStack.start(processorEnvironment: ["PUSHLINE_MAX_BATCH": "1"])
         let app = try await stack.createApp()
@@ -59,42 +60,55 @@ final class FanOutTests: XCTestCase {
         _ = try await registerDevices(devices, app: app)
         let users = (0..<devices).map { "u-\($0)" }
         let stack = self.stack!
-        let stopper = Task {
-            try await eventually("a few deliveries applied", timeout: .seconds(120)) {
-                Int(try await stack.sqlite("SELECT COUNT(*) FROM deliveries").first ?? "0") ?? 0 >= 4
-            }
-            let applied = Int(try await stack.sqlite("SELECT COUNT(*) FROM deliveries").first ?? "0") ?? 0
-            try await stack.restartProcessor(signal: signal)
-            return applied
-        }
+        // Every send is in Kafka before the processor starts on them, so it fans out without
+        // pause and the stop lands in the middle of a batch rather than between sends.
+        try await stack.processor.stop()
         for n in 0..<deliveries {
             _ = try await stack.send(["userIds": users, "title": "fan-out \(n)"], app: app)
         }
-        let appliedAtStop = try await stopper.value
+        try stack.processor.start()
+        // Stop inside the crash window: another SQLite client holds the store's write lock, so the
+        // processor publishes its batch's records and then waits in the commit; the stop lands there.
+        let total = devices * deliveries
+        let stopper = Task {
+            try await eventually("a few deliveries published", timeout: .seconds(120)) {
+                try await stack.outboundEndOffset() >= 3 * devices
+            }
+            let lock = Task {
+                try await ProcessRunner.run("sqlite3", ["-cmd", ".timeout 10000", stack.storePath, "BEGIN IMMEDIATE;", ".shell sleep 4", "COMMIT;"])
+            }
+            try await Task.sleep(for: .seconds(1))
+            let seen = try await stack.outboundEndOffset()
+            try await stack.restartProcessor(signal: signal)
+            _ = try await lock.value
+            return seen
+        }
+        let outboundAtStop = try await stopper.value
         try await eventually("every delivery applied", timeout: .seconds(180)) {
             try await stack.sqlite("SELECT COUNT(*) FROM deliveries") == ["\(deliveries)"]
         }
         let records = try await stack.waitForOutbound(devices * deliveries, timeout: .seconds(120))
         var copies: [String: [String]] = [:]
         for (raw, r) in records { copies["\(r.deliveryId!)/\(r.messageId)", default: []].append(raw) }
-        return (copies, appliedAtStop, deliveries, devices)
+        return (copies, outboundAtStop, total)
     }
 
     func testProcessorKilledMidFanOutRepeatsOnlyTheInFlightBatch() async throws {
         let run = try await fanOut(stoppingWith: SIGKILL)
-        XCTAssertLessThan(run.appliedAtStop, run.deliveries, "the kill landed before the fan-out ended")
-        XCTAssertEqual(run.copies.count, run.devices * run.deliveries, "every device got every delivery, each with its own message id")
+        XCTAssertLessThan(run.outboundAtStop, run.total, "the kill landed before the fan-out ended")
+        XCTAssertEqual(run.copies.count, run.total, "every device got every delivery, each with its own message id")
         let repeated = run.copies.filter { $0.value.count > 1 }
         XCTAssertTrue(repeated.values.allSatisfy { $0.count == 2 && Set($0).count == 1 }, "a repeat is one identical copy")
         let repeatedDeliveries = Set(repeated.keys.map { $0.split(separator: "/")[0] })
-        XCTAssertLessThanOrEqual(repeatedDeliveries.count, 1, "only the batch in flight at the kill is repeated: \(repeatedDeliveries)")
-        print("SIGKILL mid-fan-out: \(repeated.count) repeated records of \(run.copies.count), deliveries applied at the kill: \(run.appliedAtStop)")
+        XCTAssertEqual(repeatedDeliveries.count, 1, "exactly the batch in flight at the kill is repeated: \(repeatedDeliveries)")
+        XCTAssertTrue((1...1000).contains(repeated.count), "the in-flight delivery, published before its commit, is published again: \(repeated.count)")
+        print("SIGKILL mid-fan-out: \(repeated.count) repeated records of \(run.copies.count); \(run.outboundAtStop) records out at the kill")
     }
 
     func testProcessorStoppedGracefullyMidFanOutRepeatsNothing() async throws {
         let run = try await fanOut(stoppingWith: SIGTERM)
-        XCTAssertLessThan(run.appliedAtStop, run.deliveries, "the stop landed before the fan-out ended")
-        XCTAssertEqual(run.copies.count, run.devices * run.deliveries)
+        XCTAssertLessThan(run.outboundAtStop, run.total, "the stop landed before the fan-out ended")
+        XCTAssertEqual(run.copies.count, run.total)
         XCTAssertEqual(run.copies.values.filter { $0.count > 1 }.count, 0, "a graceful stop finishes its batch and repeats nothing")
     }
 }

@@ -58,6 +58,14 @@ extension PushlineStack {
         return records
     }
 
+    /// The number of records in the outbound topic: the sum of its partitions' end offsets
+    /// (kcat -Q), cheap enough to poll.
+    func outboundEndOffset(partitions: Int = 6) async throws -> Int {
+        let arguments = (0..<partitions).flatMap { ["-t", "\(topics.outbound):\($0):-1"] }
+        let out = try await broker.kcat(["-Q"] + arguments)
+        return out.split(separator: "\n").compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }.reduce(0, +)
+    }
+
     /// The BW pending list of a device.
     func pendingList(app: AdminAPI.AppCreatedAnswer, device: String) async throws -> [[String]] {
         let answer = try await call(.GET, "/bwmi/v1/apps/\(app.mobileAppId)/devices/\(device)/notifications", token: app.apiToken)
