@@ -1,5 +1,5 @@
 # The two commands: `make run` starts the stack, `make test` runs every test.
-.PHONY: run run-foreground stop test build bench-ingest setup
+.PHONY: run run-foreground stop test build bench-ingest bench-fanout setup
 
 run:
 	scripts/run
@@ -21,3 +21,6 @@ build:
 
 bench-ingest:
 	scripts/bench-ingest
+
+bench-fanout:
+	scripts/bench-fanout

@@ -288,14 +288,22 @@ public struct StateQuery: Sendable, Equatable {
     public var pendingKeys: Set<PendingKey> = []
     /// Every ack of each of these notifications is loaded.
     public var ackedNotifications: Set<NotificationKey> = []
+    /// The pending counts (badges) of the loaded devices among these, and of the loaded devices
+    /// of these users, are loaded. Counting costs a lookup per device, so a send that does not
+    /// need badges (an unmanaged one) does not ask.
+    public var pendingCountDevices: Set<DeviceKey> = []
+    public var pendingCountUsers: Set<UserKey> = []
 
     public init(appIds: Set<UUID> = [], deviceKeys: Set<DeviceKey> = [], userKeys: Set<UserKey> = [],
-                pendingKeys: Set<PendingKey> = [], ackedNotifications: Set<NotificationKey> = []) {
+                pendingKeys: Set<PendingKey> = [], ackedNotifications: Set<NotificationKey> = [],
+                pendingCountDevices: Set<DeviceKey> = [], pendingCountUsers: Set<UserKey> = []) {
         self.appIds = appIds
         self.deviceKeys = deviceKeys
         self.userKeys = userKeys
         self.pendingKeys = pendingKeys
         self.ackedNotifications = ackedNotifications
+        self.pendingCountDevices = pendingCountDevices
+        self.pendingCountUsers = pendingCountUsers
     }
 }
 
@@ -306,7 +314,8 @@ public struct StateSnapshot: Sendable, Equatable {
     public var tokens: [UUID: [ApiTokenRow]] = [:]
     /// Every device row matching a requested device key or belonging to a requested user.
     public var devices: [DeviceKey: DeviceRow] = [:]
-    /// The number of pending notifications of every device in `devices` (absent: none).
+    /// The number of pending notifications of every loaded device the query asked counts for
+    /// (`pendingCountDevices`, `pendingCountUsers`); absent: none.
     public var pendingCounts: [DeviceKey: Int] = [:]
     /// The requested pending rows that exist.
     public var pending: [PendingKey: PendingNotificationRow] = [:]

@@ -6,9 +6,10 @@ final class MessageIdTests: XCTestCase {
     let delivery = UUID(uuidString: "0A1868E6-04C9-4D3B-8125-2F9597F68E78")!
 
     func testMatchesAnIndependentComputation() {
-        // printf '%s' "pushline/message/0a1868e6-04c9-4d3b-8125-2f9597f68e78/0" | sha256sum | cut -c1-16
-        XCTAssertEqual(MessageId.make(deliveryId: delivery, index: 0), "0-e6fffefbcaabe41f")
-        XCTAssertEqual(MessageId.make(deliveryId: delivery, index: 1817), "1817-2b5f656a8b09a991")
+        // Python: seed = first 8 bytes (big-endian) of sha256(b"pushline/message/0a1868e6-04c9-4d3b-8125-2f9597f68e78"),
+        // then SplitMix64's finaliser of seed + index * 0x9E3779B97F4A7C15 (mod 2^64), as 16 hex digits.
+        XCTAssertEqual(MessageId.make(deliveryId: delivery, index: 0), "0-a9a7cfeaf8da1fa1")
+        XCTAssertEqual(MessageId.make(deliveryId: delivery, index: 1817), "1817-e969ec2abe2e38f6")
     }
 
     func testIsDeterministicAndDistinctPerIndexAndDelivery() {

@@ -96,7 +96,8 @@ final class HandlerTests: XCTestCase {
         ])
         let c = DeviceCleanupRequested(orgId: org, mobileAppId: appId, userId: "u", deviceToken: nil, apiTokenHash: tokenHash)
         XCTAssertEqual(CleanupHandler.apply(c, to: &s), .applied)
-        XCTAssertEqual(s.mutations, [.deleteDevice(DeviceKey(appId: appId, deviceToken: apns))])
+        let key = DeviceKey(appId: appId, deviceToken: apns)
+        XCTAssertEqual(s.mutations, [.clearPending(key), .deleteDevice(key)], "the device and its pending notifications go")
         XCTAssertNotNil(s.devices[DeviceKey(appId: appId, deviceToken: other)])
     }
 

@@ -84,7 +84,7 @@ final class NotificationHandlerTests: XCTestCase {
         var s = state(devices: [device(iosA), device(iosB, user: "u2")])
         let c = send(users: [], tokens: [iosB, "unknown", iosA, iosB])
         XCTAssertEqual(NotificationHandler.apply(c, at: at, to: &s), .applied)
-        XCTAssertEqual(try records(s).map(\.deviceToken), [iosA, iosB])
+        XCTAssertEqual(try records(s).map(\.deviceToken), [iosB, iosA], "as listed, each once")
     }
 
     func testNoDeviceWritesNothingButTheDelivery() {

@@ -89,12 +89,18 @@ final class LoadTests: StoreTestCase {
         mutations.append(.putPending(Fixture.pending(app: app, token: "unregistered", nid: "n0")))
         try await store.commit(mutations: mutations, offsets: [])
 
+        let carol = UserKey(appId: app, userId: "carol")
+        let dave = Fixture.device(app: app, token: "dave-1", user: "dave")
+        try await store.commit(mutations: [.upsertDevice(dave), .putPending(Fixture.pending(app: app, token: "dave-1", nid: "n0"))], offsets: [])
         let snapshot = try await store.load(StateQuery(
-            deviceKeys: [byToken.key, DeviceKey(appId: app, deviceToken: "unregistered")],
-            userKeys: [UserKey(appId: app, userId: "alice")]))
+            deviceKeys: [byToken.key, DeviceKey(appId: app, deviceToken: "unregistered"), dave.key],
+            userKeys: [UserKey(appId: app, userId: "alice")],
+            pendingCountDevices: [byToken.key, DeviceKey(appId: app, deviceToken: "unregistered")],
+            pendingCountUsers: [UserKey(appId: app, userId: "alice"), carol]))
 
-        XCTAssertEqual(Set(snapshot.devices.keys), [byToken.key, alice1.key, alice2.key])
-        XCTAssertEqual(snapshot.pendingCounts, [byToken.key: 2, alice1.key: 3], "alice-2 has none, so is absent")
+        XCTAssertEqual(Set(snapshot.devices.keys), [byToken.key, alice1.key, alice2.key, dave.key])
+        XCTAssertEqual(snapshot.pendingCounts, [byToken.key: 2, alice1.key: 3],
+                       "alice-2 has none, so is absent; dave's device is loaded but no count was asked for it")
         XCTAssertEqual(snapshot.pending, [:])
         XCTAssertEqual(snapshot.acks, [])
     }
@@ -167,7 +173,9 @@ final class LoadTests: StoreTestCase {
         let query = StateQuery(
             deviceKeys: Set(devices.prefix(1_000).map(\.key)),
             userKeys: Set((0..<200).map { UserKey(appId: app, userId: "user-\($0)") }),
-            pendingKeys: Set(devices.map { PendingKey(appId: app, deviceToken: $0.deviceToken, notificationId: "n0") }))
+            pendingKeys: Set(devices.map { PendingKey(appId: app, deviceToken: $0.deviceToken, notificationId: "n0") }),
+            pendingCountDevices: Set(devices.prefix(1_000).map(\.key)),
+            pendingCountUsers: Set((0..<200).map { UserKey(appId: app, userId: "user-\($0)") }))
 
         let start = ContinuousClock.now
         let snapshot = try await store.load(query)

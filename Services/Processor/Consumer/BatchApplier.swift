@@ -50,10 +50,19 @@ final class BatchApplier: Sendable {
         let decoded = decode(records)
         var published = false
         do {
+            let clock = ContinuousClock()
+            let start = clock.now
             let batch = try await withRetries { try await self.decide(decoded) }
+            let decided = clock.now
             try await publish(batch.outbound)
             published = true
+            let publishedAt = clock.now
             try await withRetries { try await self.commit(batch, expected: expected) }
+            logger.debug("batch applied", metadata: [
+                "records": "\(records.count)", "mutations": "\(batch.mutations.count)", "outbound": "\(batch.outbound.count)",
+                "load_ms": "\(batch.loadTime.milliseconds)", "decide_ms": "\((decided - start).milliseconds)",
+                "publish_ms": "\((publishedAt - decided).milliseconds)", "commit_ms": "\((clock.now - publishedAt).milliseconds)",
+            ])
             return batch.next
         } catch let error as ProjectionStoreError where error.isConflict {
             throw error
@@ -101,6 +110,8 @@ final class BatchApplier: Sendable {
         var outbound: [OutboundMessage]
         var next: [PartitionKey: Int64]
         var tally: Tally
+        /// How long loading the rows took (part of deciding), for the debug log.
+        var loadTime: Duration
     }
 
     private func decode(_ records: [ConsumedRecord]) -> [Decoded] {
@@ -129,12 +140,14 @@ final class BatchApplier: Sendable {
         let ordered = commands.filter(\.isAdmin) + commands.filter { !$0.isAdmin }
         var query = StateQuery()
         for c in ordered { c.addNeeds(to: &query) }
+        let loadStart = ContinuousClock.now
         var state = BatchState(try await store.load(query))
+        let loadTime = ContinuousClock.now - loadStart
         for c in ordered {
             let result = handle(c, state: &state, storeFailed: storeFailed)
             tally.count(c.type, result)
         }
-        return Decided(mutations: state.mutations, outbound: state.outbound, next: next, tally: tally)
+        return Decided(mutations: state.mutations, outbound: state.outbound, next: next, tally: tally, loadTime: loadTime)
     }
 
     private func commit(_ batch: Decided, expected: [PartitionKey: Int64]) async throws {
@@ -254,4 +267,6 @@ extension Duration {
         let (s, atto) = components
         return s * 1_000_000_000 + atto / 1_000_000_000
     }
+
+    var milliseconds: Int64 { nanoseconds / 1_000_000 }
 }

@@ -11,7 +11,7 @@ struct BatchState {
     private(set) var tokens: [UUID: [ApiTokenRow]]
     private(set) var devices: [DeviceKey: DeviceRow]
     /// Device tokens of each user among `devices`, so that resolving a user costs its devices only.
-    private var tokensByUser: [UserKey: Set<String>] = [:]
+    private var tokensByUser: [UserKey: [String]] = [:]
     private var pendingCounts: [DeviceKey: Int]
     private var pending: [PendingKey: PendingNotificationRow]
     private var acks: Set<PendingKey>
@@ -26,7 +26,7 @@ struct BatchState {
         pending = snapshot.pending
         acks = snapshot.acks
         for device in snapshot.devices.values {
-            tokensByUser[UserKey(appId: device.appId, userId: device.userId), default: []].insert(device.deviceToken)
+            tokensByUser[UserKey(appId: device.appId, userId: device.userId), default: []].append(device.deviceToken)
         }
     }
 
@@ -37,7 +37,7 @@ struct BatchState {
         return (tokens[appId] ?? []).contains { !$0.revoked && ApiTokens.constantTimeEquals($0.tokenHash, tokenHash) }
     }
 
-    /// The user's devices, ordered by token.
+    /// The user's devices, ordered by token (a stable order: message ids follow it).
     func devices(of user: UserKey) -> [DeviceRow] {
         guard let tokens = tokensByUser[user] else { return [] }
         return tokens.sorted().compactMap { devices[DeviceKey(appId: user.appId, deviceToken: $0)] }
@@ -59,12 +59,15 @@ struct BatchState {
     /// Stores the device. A device that changes hands loses its pending notifications: they
     /// were meant for the previous user.
     mutating func upsert(_ device: DeviceRow) {
-        if let previous = devices[device.key], previous.userId != device.userId {
+        let previous = devices[device.key]
+        if let previous, previous.userId != device.userId {
             unindex(previous)
             clearPending(device.key)
         }
         devices[device.key] = device
-        tokensByUser[UserKey(appId: device.appId, userId: device.userId), default: []].insert(device.deviceToken)
+        if previous?.userId != device.userId {
+            tokensByUser[UserKey(appId: device.appId, userId: device.userId), default: []].append(device.deviceToken)
+        }
         mutations.append(.upsertDevice(device))
     }
 
@@ -77,7 +80,7 @@ struct BatchState {
     }
 
     private mutating func unindex(_ device: DeviceRow) {
-        tokensByUser[UserKey(appId: device.appId, userId: device.userId)]?.remove(device.deviceToken)
+        tokensByUser[UserKey(appId: device.appId, userId: device.userId)]?.removeAll { $0 == device.deviceToken }
     }
 
     mutating func record(_ status: RegistrationStatusRow) {
@@ -90,7 +93,8 @@ struct BatchState {
 
     // MARK: - Managed notifications
 
-    /// The device's badge: its number of pending notifications.
+    /// The device's badge: its number of pending notifications. Known for the devices whose
+    /// counts the batch's query asked for (`StateQuery.pendingCountDevices`/`Users`).
     func pendingCount(_ device: DeviceKey) -> Int { pendingCounts[device] ?? 0 }
 
     func isAcknowledged(_ key: PendingKey) -> Bool { acks.contains(key) }
@@ -109,8 +113,8 @@ struct BatchState {
         mutations.append(.deletePending(key))
     }
 
+    /// Always written (the count may not have been loaded); deleting nothing costs one lookup.
     private mutating func clearPending(_ device: DeviceKey) {
-        guard pendingCount(device) > 0 else { return }
         pendingCounts[device] = nil
         pending = pending.filter { $0.key.device != device }
         mutations.append(.clearPending(device))
@@ -135,12 +139,42 @@ struct BatchState {
 }
 
 /// One record for the outbound topic: keyed by device token (SPEC §4).
+///
+/// A send's records are kept as (template, position) and rendered when they are published,
+/// by several tasks at once and while earlier records are already on the wire.
 struct OutboundMessage: Sendable, Equatable {
     enum Kind: String, Sendable {
         case push, badgeUpdate = "badge-update"
     }
 
+    enum Body: Sendable {
+        case rendered(Data)
+        case template(OutboundTemplate, index: Int)
+    }
+
     var kind: Kind
     var deviceToken: String
-    var value: Data
+    var body: Body
+
+    init(kind: Kind, deviceToken: String, value: Data) {
+        self.init(kind: kind, deviceToken: deviceToken, body: .rendered(value))
+    }
+
+    init(kind: Kind, deviceToken: String, body: Body) {
+        self.kind = kind
+        self.deviceToken = deviceToken
+        self.body = body
+    }
+
+    /// The record value.
+    var value: Data {
+        switch body {
+        case .rendered(let data): data
+        case .template(let template, let index): template.record(deviceToken: deviceToken, index: index)
+        }
+    }
+
+    static func == (a: OutboundMessage, b: OutboundMessage) -> Bool {
+        a.kind == b.kind && a.deviceToken == b.deviceToken && a.value == b.value
+    }
 }

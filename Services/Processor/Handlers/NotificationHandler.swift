@@ -14,16 +14,15 @@ enum NotificationHandler {
         guard let app = state.apps[c.mobileAppId] else { return .rejected("unknown-app") }
         let devices = resolve(c.target, app: c.mobileAppId, in: state)
         state.reserveOutbound(devices.count)
-        var writer = JSONWriter(capacity: 1024)
+        // One template per platform (and per badge, for a managed send): each device's record is
+        // the template with its token and message id, rendered when published.
+        var templates: [TemplateKey: OutboundTemplate] = [:]
         for (index, device) in devices.enumerated() {
             let badge = c.managed ? makePending(c, device: device, at: at, state: &state) : nil
-            let messageId = MessageId.make(deliveryId: c.deliveryId, index: index)
-            writer.reset()
-            OutboundRecord.encode(mobileAppId: c.mobileAppId, deviceToken: device.deviceToken, platform: device.platform,
-                                  deliveryId: c.deliveryId, messageId: messageId, into: &writer) { w in
-                PushPayload.render(c, platform: device.platform, messageId: messageId, sentAt: at, managedBadge: badge, into: &w)
-            }
-            state.emit(OutboundMessage(kind: .push, deviceToken: device.deviceToken, value: Data(writer.bytes)))
+            let key = TemplateKey(platform: device.platform, badge: badge)
+            let template = templates[key] ?? OutboundTemplate(c, platform: device.platform, sentAt: at, managedBadge: badge)
+            templates[key] = template
+            state.emit(OutboundMessage(kind: .push, deviceToken: device.deviceToken, body: .template(template, index: index)))
         }
         state.record(DeliveryRow(appId: c.mobileAppId, deliveryId: c.deliveryId, kind: c.kind, managed: c.managed,
                                  tracking: c.tracking, sent: devices.count, createdAt: at))
@@ -33,17 +32,29 @@ enum NotificationHandler {
         return devices.isEmpty ? .rejected("no-devices") : .applied
     }
 
-    /// The target's devices, each once, ordered by token (the order fixes the message ids).
-    /// Tokens the app does not know are skipped.
+    private struct TemplateKey: Hashable {
+        var platform: Platform
+        var badge: Int?
+    }
+
+    /// The target's devices, each once, in a stable order that fixes the message ids: user by
+    /// user as listed, each user's devices by token; or the tokens as listed. Tokens the app
+    /// does not know are skipped.
     static func resolve(_ target: NotificationTarget, app: UUID, in state: BatchState) -> [DeviceRow] {
-        var found: [String: DeviceRow] = [:]
-        for userId in target.userIds {
-            for device in state.devices(of: UserKey(appId: app, userId: userId)) { found[device.deviceToken] = device }
+        var devices: [DeviceRow] = []
+        if !target.userIds.isEmpty {
+            var seen = Set<String>(minimumCapacity: target.userIds.count)
+            for userId in target.userIds where seen.insert(userId).inserted {
+                devices += state.devices(of: UserKey(appId: app, userId: userId))
+            }
         }
-        for token in target.deviceTokens {
-            if let device = state.devices[DeviceKey(appId: app, deviceToken: token)] { found[token] = device }
+        if !target.deviceTokens.isEmpty {
+            var seen = Set<String>(minimumCapacity: target.deviceTokens.count)
+            for token in target.deviceTokens where seen.insert(token).inserted {
+                if let device = state.devices[DeviceKey(appId: app, deviceToken: token)] { devices.append(device) }
+            }
         }
-        return found.keys.sorted().map { found[$0]! }
+        return devices
     }
 
     /// Makes the notification pending on the device unless the device acknowledged it already

@@ -63,10 +63,16 @@ struct ProcessorCommand: Sendable {
             query.appIds.insert(c.mobileAppId)
             for user in c.target.userIds { query.userKeys.insert(UserKey(appId: c.mobileAppId, userId: user)) }
             for token in c.target.deviceTokens { query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: token)) }
-            if c.managed { query.ackedNotifications.insert(NotificationKey(appId: c.mobileAppId, notificationId: c.notificationId)) }
+            if c.managed {
+                // Badges: a managed send stamps each device's pending count.
+                query.ackedNotifications.insert(NotificationKey(appId: c.mobileAppId, notificationId: c.notificationId))
+                for user in c.target.userIds { query.pendingCountUsers.insert(UserKey(appId: c.mobileAppId, userId: user)) }
+                for token in c.target.deviceTokens { query.pendingCountDevices.insert(DeviceKey(appId: c.mobileAppId, deviceToken: token)) }
+            }
         case .notificationAcknowledged(let c):
             query.appIds.insert(c.mobileAppId)
             query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken))
+            query.pendingCountDevices.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken))
             query.pendingKeys.insert(PendingKey(appId: c.mobileAppId, deviceToken: c.deviceToken, notificationId: c.notificationId))
         }
     }

@@ -15,22 +15,33 @@ protocol OutboundPublisher: Sendable {
 struct KafkaOutboundPublisher: OutboundPublisher {
     let producer: KafkaProducer
     let topic: String
-    /// Records handed to the producer per call: bounds its local queue (librdkafka refuses
-    /// records past `queue.buffering.max.messages`) while a large fan-out is under way.
-    var chunkSize = 50_000
+    /// A large fan-out is handed to the producer in this many parts at once, so that preparing
+    /// and enqueuing records runs on several threads while earlier records are on the wire.
+    var parallelism = 4
+    /// Below this many records one call does it.
+    var parallelThreshold = 10_000
 
     func publish(_ messages: [OutboundMessage]) async throws {
-        var start = messages.startIndex
-        while start < messages.endIndex {
-            let end = min(start + chunkSize, messages.endIndex)
-            let records = messages[start..<end].map { m in
-                KafkaProducerRecord(topic: topic, key: m.deviceToken, value: m.value, headers: [
-                    KafkaHeader(name: RecordHeader.type, value: m.kind.rawValue),
-                    KafkaHeader(name: RecordHeader.version, value: "1"),
-                ])
+        guard messages.count >= parallelThreshold, parallelism > 1 else {
+            _ = try await producer.send(records(messages[...]))
+            return
+        }
+        let size = (messages.count + parallelism - 1) / parallelism
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for start in stride(from: messages.startIndex, to: messages.endIndex, by: size) {
+                let part = messages[start..<min(start + size, messages.endIndex)]
+                group.addTask { _ = try await producer.send(records(part)) }
             }
-            _ = try await producer.send(records)
-            start = end
+            try await group.waitForAll()
+        }
+    }
+
+    private func records(_ messages: ArraySlice<OutboundMessage>) -> [KafkaProducerRecord] {
+        messages.map { m in
+            KafkaProducerRecord(topic: topic, key: m.deviceToken, value: m.value, headers: [
+                KafkaHeader(name: RecordHeader.type, value: m.kind.rawValue),
+                KafkaHeader(name: RecordHeader.version, value: "1"),
+            ])
         }
     }
 }

@@ -114,6 +114,28 @@ public struct JSONWriter: Sendable {
         intString(value)
     }
 
+    // MARK: Splicing (for `OutboundTemplate`: bytes inside a value already opened)
+
+    /// Appends bytes as they are, with no separator.
+    mutating func appendVerbatim<Bytes: Collection>(_ value: Bytes) where Bytes.Element == UInt8 {
+        bytes.append(contentsOf: value)
+    }
+
+    /// Appends the escaped content of a string, without quotes or separator.
+    mutating func appendEscapedContent(_ value: String) {
+        appendEscaped(value)
+    }
+
+    /// Appends the message id `index` of `series`, without quotes or separator.
+    mutating func appendMessageId(_ series: MessageId.Series, index: Int) {
+        series.append(index: index, to: &bytes)
+    }
+
+    /// Marks the written value as complete (the template's bytes end with one).
+    mutating func endValue() {
+        needsComma = true
+    }
+
     // MARK: Internals
 
     private static let trueBytes: [UInt8] = Array("true".utf8)

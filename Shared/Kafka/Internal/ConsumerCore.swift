@@ -99,7 +99,12 @@ final class ConsumerCore: ClientCallbacks, @unchecked Sendable {
                 return
             }
             let fetchMark = handoff.fetchMark()
-            let count = rd_kafka_consume_batch_queue(queue, batchWaitMs, buffer, maxBatchSize)
+            // librdkafka's batch call waits for the whole timeout unless the batch fills, which would
+            // delay a lone command by `batchWaitMs`: wait for one message, then take what is there.
+            var count = rd_kafka_consume_batch_queue(queue, batchWaitMs, buffer, 1)
+            if count == 1, maxBatchSize > 1 {
+                count += max(0, rd_kafka_consume_batch_queue(queue, 0, buffer + 1, maxBatchSize - 1))
+            }
             var batch: [KafkaConsumerMessage] = []
             if count > 0 {
                 batch.reserveCapacity(count)

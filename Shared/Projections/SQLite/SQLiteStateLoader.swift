@@ -13,7 +13,7 @@ struct SQLiteStateLoader {
         try loadApps(query.appIds, into: &snapshot)
         try loadDevices(query.deviceKeys, into: &snapshot)
         try loadUsers(query.userKeys, into: &snapshot)
-        try loadPendingCounts(into: &snapshot)
+        try loadPendingCounts(query, into: &snapshot)
         try loadPending(query.pendingKeys, into: &snapshot)
         try loadAcks(query.ackedNotifications, into: &snapshot)
         return snapshot
@@ -49,10 +49,7 @@ struct SQLiteStateLoader {
                     SELECT \(SQLiteRows.deviceColumns) FROM devices
                     WHERE app_id = ? AND device_token IN \(list.placeholders)
                     """
-                try forEachRow(sql: sql, arguments: StatementArguments([app] + list.values)) { row in
-                    let device = try SQLiteRows.device(row)
-                    snapshot.devices[device.key] = device
-                }
+                try collectDevices(sql: sql, arguments: StatementArguments([app] + list.values), appId: appId, into: &snapshot)
             }
         }
     }
@@ -65,19 +62,30 @@ struct SQLiteStateLoader {
                     SELECT \(SQLiteRows.deviceColumns) FROM devices
                     WHERE app_id = ? AND user_id IN \(list.placeholders)
                     """
-                try forEachRow(sql: sql, arguments: StatementArguments([app] + list.values)) { row in
-                    let device = try SQLiteRows.device(row)
-                    snapshot.devices[device.key] = device
-                }
+                try collectDevices(sql: sql, arguments: StatementArguments([app] + list.values), appId: appId, into: &snapshot)
             }
         }
+    }
+
+    /// Reads device rows into an array first, then grows the dictionary once: a send to many
+    /// users loads 100,000 rows, and growing the dictionary row by row rehashes them all
+    /// several times over.
+    private func collectDevices(sql: String, arguments: StatementArguments, appId: UUID, into snapshot: inout StateSnapshot) throws {
+        var rows: [DeviceRow] = []
+        try forEachRow(sql: sql, arguments: arguments) { row in rows.append(try SQLiteRows.device(row, appId: appId)) }
+        snapshot.devices.reserveCapacity(snapshot.devices.count + rows.count)
+        for device in rows { snapshot.devices[device.key] = device }
     }
 
     /// Counts the pending rows of every loaded device, however it was asked for: a few
     /// grouped counts per app and IN list, each a range of the pending primary key per token,
     /// so that a snapshot of 100,000 devices costs some 200 statements, not 100,000.
-    private func loadPendingCounts(into snapshot: inout StateSnapshot) throws {
-        for (appId, keys) in Dictionary(grouping: snapshot.devices.keys, by: \.appId) {
+    private func loadPendingCounts(_ query: StateQuery, into snapshot: inout StateSnapshot) throws {
+        guard !query.pendingCountDevices.isEmpty || !query.pendingCountUsers.isEmpty else { return }
+        let counted = snapshot.devices.values.lazy.filter {
+            query.pendingCountDevices.contains($0.key) || query.pendingCountUsers.contains(UserKey(appId: $0.appId, userId: $0.userId))
+        }.map(\.key)
+        for (appId, keys) in Dictionary(grouping: counted, by: \.appId) {
             let app = SQLiteValues.text(appId)
             for list in SQLiteInList.split(keys.map(\.deviceToken)) {
                 let sql = """

@@ -1,0 +1,80 @@
+import Foundation
+
+/// The outbound records of one send for one platform (and one managed badge), rendered once with
+/// placeholders where the device token and message id go, then written per device by copying
+/// bytes: a large fan-out costs a few copies per device instead of a full render.
+///
+/// The output is byte-identical to `OutboundRecord.notification` (tested).
+public struct OutboundTemplate: Sendable {
+    private enum Part: Sendable {
+        case bytes([UInt8])
+        case deviceToken
+        case messageId
+    }
+
+    private let parts: [Part]
+    private let series: MessageId.Series
+    /// The bytes every record shares.
+    private let size: Int
+
+    public init(_ n: NotificationRequested, platform: Platform, sentAt: Date, managedBadge: Int?) {
+        series = MessageId.Series(deliveryId: n.deliveryId)
+        // Placeholders are random hex (never escaped). Content that happened to contain one
+        // would change the number of occurrences; a new pair is drawn then.
+        while true {
+            let token = Self.placeholder(), message = Self.placeholder()
+            let rendered = OutboundRecord.notification(n, deviceToken: token, platform: platform, messageId: message,
+                                                       sentAt: sentAt, managedBadge: managedBadge)
+            if let parts = Self.split(Array(rendered), token: Array(token.utf8), message: Array(message.utf8)) {
+                self.parts = parts
+                size = parts.reduce(0) { if case .bytes(let b) = $1 { $0 + b.count } else { $0 } }
+                return
+            }
+        }
+    }
+
+    /// The record of the device at `index` of the delivery, as a Kafka record value.
+    public func record(deviceToken: String, index: Int) -> Data {
+        var writer = JSONWriter(capacity: size + deviceToken.utf8.count + 64)
+        render(deviceToken: deviceToken, index: index, into: &writer)
+        return writer.data
+    }
+
+    /// Writes the record of the device at `index` of the delivery into `w`.
+    public func render(deviceToken: String, index: Int, into w: inout JSONWriter) {
+        for part in parts {
+            switch part {
+            case .bytes(let bytes): w.appendVerbatim(bytes)
+            case .deviceToken: w.appendEscapedContent(deviceToken)
+            case .messageId: w.appendMessageId(series, index: index)
+            }
+        }
+        w.endValue()
+    }
+
+    private static func placeholder() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<2).map { _ in String(generator.next() as UInt64, radix: 16) }.joined() + "q"
+    }
+
+    /// Cuts the rendered record at the placeholders: the token occurs once (the record's
+    /// `deviceToken`), the message id twice (`messageId` and the payload's `_mId`).
+    private static func split(_ rendered: [UInt8], token: [UInt8], message: [UInt8]) -> [Part]? {
+        var parts: [Part] = []
+        var tokens = 0, messages = 0
+        var start = 0, i = 0
+        while i < rendered.count {
+            let kind: Part? = rendered[i...].starts(with: token) ? .deviceToken : rendered[i...].starts(with: message) ? .messageId : nil
+            guard let kind else {
+                i += 1
+                continue
+            }
+            parts.append(.bytes(Array(rendered[start..<i])))
+            parts.append(kind)
+            if case .deviceToken = kind { tokens += 1; i += token.count } else { messages += 1; i += message.count }
+            start = i
+        }
+        parts.append(.bytes(Array(rendered[start...])))
+        return tokens == 1 && messages == 2 ? parts : nil
+    }
+}
