@@ -190,10 +190,7 @@ final class ConsumerCore: ClientCallbacks, @unchecked Sendable {
     /// destroys the handle once no application call is using it.
     private func closeHandle() {
         let rk = handle.pointer
-        let code = rd_kafka_consumer_close(rk)
-        if code != RD_KAFKA_RESP_ERR_NO_ERROR {
-            logger.warning("Kafka consumer close", metadata: ["error": "\(KafkaError(code))"])
-        }
+        leaveGroup(rk, within: .seconds(10))
         _ = handleGuard.close()
         rd_kafka_queue_destroy(queue)
         // Closed just above: destroying must not close (and wait on the group) a second time;
@@ -206,5 +203,27 @@ final class ConsumerCore: ClientCallbacks, @unchecked Sendable {
             return state.waiters
         }
         for waiter in waiters { waiter.resume() }
+    }
+
+    /// `rd_kafka_consumer_close` with a time limit: the close is served from a queue of its own
+    /// until librdkafka reports it done, or the limit passes and the handle is destroyed
+    /// anyway (the group then expires the member after its session timeout). An unbounded
+    /// close was seen, once, to spin for minutes against Tansu.
+    private func leaveGroup(_ rk: OpaquePointer, within limit: Duration) {
+        guard let closeQueue = rd_kafka_queue_new(rk) else { return }
+        defer { rd_kafka_queue_destroy(closeQueue) }
+        if let error = rd_kafka_consumer_close_queue(rk, closeQueue) {
+            logger.warning("Kafka consumer close", metadata: ["error": "\(KafkaError(consuming: error))"])
+            return
+        }
+        let deadline = ContinuousClock.now + limit
+        // Serving the queue runs the revocation callback on this (the poller) thread.
+        while rd_kafka_consumer_closed(rk) == 0 {
+            guard ContinuousClock.now < deadline else {
+                logger.error("Kafka consumer close did not finish in time; destroying the handle", metadata: ["limit": "\(limit)"])
+                return
+            }
+            _ = rd_kafka_queue_poll_callback(closeQueue, 100)
+        }
     }
 }
