@@ -65,7 +65,7 @@ struct AdminRoutes: Sendable {
             throw IngestError.notFound("no such API token for this app", field: "tokenId")
         }
         let command = ApiTokenRevoked(mobileAppId: mobileAppId, tokenId: tokenId)
-        try await writer.publish([writer.encode(command, encoder: CommandWriter.makeEncoder())], context: context)
+        try await writer.publish(command, context: context)
         context.logger.info("api token revoked", metadata: ["mobile_app_id": "\(mobileAppId)", "token_id": "\(tokenId)"])
         return Response(status: .accepted)
     }
@@ -92,7 +92,7 @@ struct AdminRoutes: Sendable {
         }
         let command = AppSettingsChanged(mobileAppId: mobileAppId, name: update.name, callbackUrl: update.callbackUrl,
                                          callbackHeaders: update.callbackHeaders, webhookRetries: update.webhookRetries)
-        try await writer.publish([writer.encode(command, encoder: CommandWriter.makeEncoder())], context: context)
+        try await writer.publish(command, context: context)
         context.logger.info("app settings changed", metadata: ["mobile_app_id": "\(mobileAppId)"])
         return Response(status: .accepted)
     }

@@ -17,7 +17,7 @@ extension BWDeviceRoutes {
 
         let command = NotificationAcknowledged(mobileAppId: auth.mobileAppId, notificationId: nid.uuidString.lowercased(),
                                                deviceToken: did, businessId: ack.bid.nonEmpty)
-        try await writer.publish([writer.encode(command, encoder: CommandWriter.makeEncoder())], context: context)
+        try await writer.publish(command, context: context)
         return Response(status: .created)
     }
 

@@ -39,7 +39,7 @@ struct BWDeviceRoutes: Sendable {
         let userId = try Self.userId(device.user)
 
         let command = DeviceRegistrationRequested(authenticated: auth, userId: userId, platform: platform, deviceToken: deviceId)
-        try await writer.publish([writer.encode(command, encoder: CommandWriter.makeEncoder())], context: context)
+        try await writer.publish(command, context: context)
         return Response(status: .created)
     }
 
@@ -53,7 +53,7 @@ struct BWDeviceRoutes: Sendable {
         let userId = try Self.userId(device.user)
 
         let command = DeviceCleanupRequested(authenticated: auth, userId: userId, deviceToken: deviceId)
-        try await writer.publish([writer.encode(command, encoder: CommandWriter.makeEncoder())], context: context)
+        try await writer.publish(command, context: context)
         return Response(status: .ok)
     }
 

@@ -35,7 +35,7 @@ struct KF5TokenRoutes: Sendable {
         try FieldRules.deviceToken(deviceToken, platform: platform, field: "deviceToken")
 
         let command = DeviceRegistrationRequested(authenticated: auth, userId: userId, platform: platform, deviceToken: deviceToken)
-        try await writer.publish([writer.encode(command, encoder: CommandWriter.makeEncoder())], context: context)
+        try await writer.publish(command, context: context)
         return Response(status: .created)
     }
 
@@ -48,7 +48,7 @@ struct KF5TokenRoutes: Sendable {
         let deviceToken = try FieldRules.deviceToken(token.deviceToken, field: "deviceToken")
 
         let command = DeviceCleanupRequested(authenticated: auth, userId: userId, deviceToken: deviceToken)
-        try await writer.publish([writer.encode(command, encoder: CommandWriter.makeEncoder())], context: context)
+        try await writer.publish(command, context: context)
         return Response(status: .ok)
     }
 }

@@ -23,6 +23,11 @@ struct CommandWriter: Sendable {
         try EncodedCommand(command, topics: topics, encoder: encoder)
     }
 
+    /// Publishes the request's one command and waits for the broker's acknowledgement.
+    func publish<C: Command>(_ command: C, context: IngestRequestContext) async throws {
+        try await publish([encode(command, encoder: Self.makeEncoder())], context: context)
+    }
+
     /// Publishes every command of the request together and waits for the broker's acknowledgement.
     func publish(_ commands: [EncodedCommand], context: IngestRequestContext) async throws {
         let start = ContinuousClock.now

@@ -10,7 +10,7 @@ extension RegistrationRoutes {
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
         let cleanup = try JSONBody.decode(DeviceRegistrationAPI.Cleanup.self, from: body, decoder: WireJSON.decoder())
         let command = try DeviceCleanupRequested(validating: cleanup, index: nil, orgId: orgId)
-        try await writer.publish([writer.encode(command, encoder: CommandWriter.makeEncoder())], context: context)
+        try await writer.publish(command, context: context)
         return Response(status: .accepted)
     }
 

@@ -20,8 +20,13 @@ enum NotificationHandler {
         for (index, device) in devices.enumerated() {
             let badge = c.managed ? makePending(c, device: device, at: at, state: &state) : nil
             let key = TemplateKey(platform: device.platform, badge: badge)
-            let template = templates[key] ?? OutboundTemplate(c, platform: device.platform, sentAt: at, managedBadge: badge)
-            templates[key] = template
+            let template: OutboundTemplate
+            if let known = templates[key] {
+                template = known
+            } else {
+                template = OutboundTemplate(c, platform: device.platform, sentAt: at, managedBadge: badge)
+                templates[key] = template
+            }
             state.emit(OutboundMessage(kind: .push, deviceToken: device.deviceToken, body: .template(template, index: index)))
         }
         state.record(DeliveryRow(appId: c.mobileAppId, deliveryId: c.deliveryId, kind: c.kind, managed: c.managed,
