@@ -57,6 +57,8 @@ public func buildRouter(
         .addRoutes(to: router.group(BWDeviceRoutes.basePath).add(middleware: appAuth))
     KF5TokenRoutes(writer: writer, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: router.group(KF5TokenRoutes.basePath).add(middleware: appAuth))
+    TrackingRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
+        .addRoutes(to: router.group(TrackingRoutes.basePath).add(middleware: appAuth))
     AdminRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: router.group(AdminRoutes.basePath).add(middleware: AdminAuthMiddleware(adminToken: configuration.adminToken)))
     return router

@@ -11,6 +11,7 @@ public enum CommandType: String, Sendable, CaseIterable, Codable {
     case deviceCleanupRequested = "registration.device-cleanup-requested"
     case notificationRequested = "notification.requested"
     case notificationAcknowledged = "notification.acknowledged"
+    case trackingReported = "tracking.reported"
 }
 
 /// Which command topic a command travels on.

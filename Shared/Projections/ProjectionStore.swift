@@ -213,6 +213,59 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
     }
 }
 
+/// One device's report of one action on one delivery. The device is named by its message
+/// index: a broadlogId is checked against the delivery and reduced to its index before it is
+/// stored (`MessageId`), so the key is small and one device cannot be counted twice under two
+/// spellings.
+public struct TrackingKey: Hashable, Sendable, Codable {
+    public var appId: UUID
+    public var deliveryId: UUID
+    public var action: TrackingAction
+    public var messageIndex: Int
+
+    public init(appId: UUID, deliveryId: UUID, action: TrackingAction, messageIndex: Int) {
+        self.appId = appId
+        self.deliveryId = deliveryId
+        self.action = action
+        self.messageIndex = messageIndex
+    }
+}
+
+/// A stored tracking row, as a send finds the rows reported before it was applied.
+public struct TrackedEvent: Sendable, Equatable, Codable {
+    public var appId: UUID
+    public var action: TrackingAction
+    public var messageIndex: Int
+    /// Reports of the same (device, action) after the first.
+    public var repeats: Int
+
+    public init(appId: UUID, action: TrackingAction, messageIndex: Int, repeats: Int) {
+        self.appId = appId
+        self.action = action
+        self.messageIndex = messageIndex
+        self.repeats = repeats
+    }
+}
+
+/// A delivery with its engagement counts (SPEC §6): each count is the number of distinct
+/// devices that reported the action, among the devices the delivery was sent to, and zero
+/// for a delivery sent with tracking off.
+public struct DeliveryStatsRow: Sendable, Equatable {
+    public var delivery: DeliveryRow
+    public var impressions: Int
+    public var clicks: Int
+    public var opens: Int
+    public var repeatsIgnored: Int
+
+    public init(delivery: DeliveryRow, impressions: Int = 0, clicks: Int = 0, opens: Int = 0, repeatsIgnored: Int = 0) {
+        self.delivery = delivery
+        self.impressions = impressions
+        self.clicks = clicks
+        self.opens = opens
+        self.repeatsIgnored = repeatsIgnored
+    }
+}
+
 /// The delivery state of an outbox job.
 public enum OutboxState: String, Sendable, Codable {
     case pending, delivered, failed
@@ -293,10 +346,15 @@ public struct StateQuery: Sendable, Equatable {
     /// need badges (an unmanaged one) does not ask.
     public var pendingCountDevices: Set<DeviceKey> = []
     public var pendingCountUsers: Set<UserKey> = []
+    /// The delivery rows of these delivery ids, whichever app sent them.
+    public var deliveryIds: Set<UUID> = []
+    /// The tracking rows already stored for these deliveries (reported before their send).
+    public var trackedDeliveries: Set<UUID> = []
 
     public init(appIds: Set<UUID> = [], deviceKeys: Set<DeviceKey> = [], userKeys: Set<UserKey> = [],
                 pendingKeys: Set<PendingKey> = [], ackedNotifications: Set<NotificationKey> = [],
-                pendingCountDevices: Set<DeviceKey> = [], pendingCountUsers: Set<UserKey> = []) {
+                pendingCountDevices: Set<DeviceKey> = [], pendingCountUsers: Set<UserKey> = [],
+                deliveryIds: Set<UUID> = [], trackedDeliveries: Set<UUID> = []) {
         self.appIds = appIds
         self.deviceKeys = deviceKeys
         self.userKeys = userKeys
@@ -304,6 +362,8 @@ public struct StateQuery: Sendable, Equatable {
         self.ackedNotifications = ackedNotifications
         self.pendingCountDevices = pendingCountDevices
         self.pendingCountUsers = pendingCountUsers
+        self.deliveryIds = deliveryIds
+        self.trackedDeliveries = trackedDeliveries
     }
 }
 
@@ -321,15 +381,22 @@ public struct StateSnapshot: Sendable, Equatable {
     public var pending: [PendingKey: PendingNotificationRow] = [:]
     /// The acks of the requested notifications, as (app, device, nid) keys.
     public var acks: Set<PendingKey> = []
+    /// The requested deliveries that exist, by delivery id.
+    public var deliveries: [UUID: DeliveryRow] = [:]
+    /// The stored tracking rows of the requested `trackedDeliveries` that have any.
+    public var trackedEvents: [UUID: [TrackedEvent]] = [:]
 
     public init(apps: [UUID: AppRow] = [:], tokens: [UUID: [ApiTokenRow]] = [:], devices: [DeviceKey: DeviceRow] = [:],
-                pendingCounts: [DeviceKey: Int] = [:], pending: [PendingKey: PendingNotificationRow] = [:], acks: Set<PendingKey> = []) {
+                pendingCounts: [DeviceKey: Int] = [:], pending: [PendingKey: PendingNotificationRow] = [:], acks: Set<PendingKey> = [],
+                deliveries: [UUID: DeliveryRow] = [:], trackedEvents: [UUID: [TrackedEvent]] = [:]) {
         self.apps = apps
         self.tokens = tokens
         self.devices = devices
         self.pendingCounts = pendingCounts
         self.pending = pending
         self.acks = acks
+        self.deliveries = deliveries
+        self.trackedEvents = trackedEvents
     }
 }
 
@@ -353,6 +420,13 @@ public enum Mutation: Sendable, Equatable {
     case putAck(AckRow)
     /// Inserts the delivery; an existing one is left as it is.
     case putDelivery(DeliveryRow)
+    /// Counts one report: a new (device, action) is stored with no repeats, a known one gets
+    /// one more repeat. Needs no loaded row, so reports of one delivery in one batch cost one
+    /// statement each and cannot be counted on a stale read.
+    case countTracking(TrackingKey)
+    /// Deletes the delivery's tracking rows that it cannot own: those of any other app and
+    /// those at or past `validBelow` (the delivery's sent count; 0 when tracking was off).
+    case discardTracking(deliveryId: UUID, appId: UUID, validBelow: Int)
 }
 
 /// Moves the stored consumed offset of a partition from `expected` (nil: none stored yet) to
@@ -418,6 +492,9 @@ public protocol ProjectionStore: Sendable {
     /// The device's pending notifications, oldest first (by `sentAt`, then `notificationId`).
     func pendingNotifications(_ device: DeviceKey) async throws -> [PendingNotificationRow]
     func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow?
+    /// The app's delivery with its engagement counts; nil for an unknown delivery or one of
+    /// another app.
+    func deliveryStats(app appId: UUID, deliveryId: UUID) async throws -> DeliveryStatsRow?
 
     /// Takes up to `limit` pending jobs due at `now` whose lease is free or expired, and leases
     /// them until `leaseUntil` so that no other dispatcher takes them meanwhile. Oldest first.
@@ -429,7 +506,7 @@ public protocol ProjectionStore: Sendable {
     func nextOutboxDue() async throws -> Date?
 
     /// A deterministic text dump of the projected tables (apps, tokens, devices, statuses,
-    /// pending notifications, acks, deliveries, outbox jobs without their delivery progress),
+    /// pending notifications, acks, deliveries, tracking rows, outbox jobs without their delivery progress),
     /// for equality checks across runs.
     func dump() async throws -> String
 }

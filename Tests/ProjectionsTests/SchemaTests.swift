@@ -15,7 +15,7 @@ final class SchemaTests: StoreTestCase {
             try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'grdb%' ORDER BY name")
         }
         XCTAssertEqual(tables, ["acks", "api_tokens", "apps", "deliveries", "devices", "outbox", "outbox_attempts",
-                                "partition_offsets", "pending_notifications", "registration_status"])
+                                "partition_offsets", "pending_notifications", "registration_status", "tracking_events"])
     }
 
     func testAVersionOneStoreIsMigratedToTheCurrentVersionKeepingItsRows() async throws {
@@ -41,7 +41,7 @@ final class SchemaTests: StoreTestCase {
         let store = try openStore()
 
         let version = try await store.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
-        XCTAssertEqual(version, 2)
+        XCTAssertEqual(version, SQLiteSchema.version)
         let storedApp = try await store.app(app.appId)
         let storedDevice = try await store.device(device.key)
         let byHash = try await store.apiToken(hash: token.tokenHash)
@@ -88,7 +88,7 @@ final class SchemaTests: StoreTestCase {
         }
 
         XCTAssertThrowsError(try openStore()) { error in
-            XCTAssertEqual(error as? ProjectionStoreError, .unsupportedSchemaVersion(found: 3, supported: 2))
+            XCTAssertEqual(error as? ProjectionStoreError, .unsupportedSchemaVersion(found: SQLiteSchema.version + 1, supported: SQLiteSchema.version))
         }
     }
 

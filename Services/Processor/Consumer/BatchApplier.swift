@@ -136,8 +136,7 @@ final class BatchApplier: Sendable {
                 tally.skipped["malformed:\(t)", default: 0] += 1
             }
         }
-        // Admin first, the rest in consumed order (a stable partition keeps per-key order).
-        let ordered = commands.filter(\.isAdmin) + commands.filter { !$0.isAdmin }
+        let ordered = (0...2).flatMap { stage in commands.filter { $0.stage == stage } }
         var query = StateQuery()
         for c in ordered { c.addNeeds(to: &query) }
         let loadStart = ContinuousClock.now
@@ -147,6 +146,7 @@ final class BatchApplier: Sendable {
             let result = handle(c, state: &state, storeFailed: storeFailed)
             tally.count(c.type, result)
         }
+        tally.tracking = state.trackingOutcomes
         return Decided(mutations: state.mutations, outbound: state.outbound, next: next, tally: tally, loadTime: loadTime)
     }
 
@@ -189,6 +189,7 @@ final class BatchApplier: Sendable {
         case .deviceCleanupRequested(let x): CleanupHandler.apply(x, to: &state)
         case .notificationRequested(let x): NotificationHandler.apply(x, at: c.at, to: &state)
         case .notificationAcknowledged(let x): AckHandler.apply(x, id: c.id, at: c.at, to: &state)
+        case .trackingReported(let x): TrackingHandler.apply(x, to: &state)
         }
     }
 
@@ -233,6 +234,7 @@ private struct Tally: Sendable {
     var applied: [CommandType: Int] = [:]
     var rejected: [String: Int] = [:]
     var skipped: [String: Int] = [:]
+    var tracking: [TrackingOutcome: Int] = [:]
 
     mutating func count(_ type: CommandType, _ result: HandlerResult) {
         switch result {
@@ -251,6 +253,15 @@ private struct Tally: Sendable {
         }
         for (reason, n) in skipped {
             Counter(label: "pushline_processor_records_skipped_total", dimensions: [("reason", reason)]).increment(by: n)
+        }
+        for (outcome, n) in tracking {
+            switch outcome {
+            case .counted, .parked:
+                Counter(label: "pushline_processor_tracking_events_total", dimensions: [("outcome", outcome.label)]).increment(by: n)
+            case .rejected(let reason):
+                Counter(label: "pushline_processor_tracking_rejected_total", dimensions: [("reason", reason.rawValue)])
+                    .increment(by: n)
+            }
         }
     }
 }

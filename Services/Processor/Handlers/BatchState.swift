@@ -15,6 +15,12 @@ struct BatchState {
     private var pendingCounts: [DeviceKey: Int]
     private var pending: [PendingKey: PendingNotificationRow]
     private var acks: Set<PendingKey>
+    /// Deliveries by id (whichever app sent them): the loaded ones and those sent in this batch.
+    private var deliveries: [UUID: DeliveryRow]
+    /// Tracking rows stored before their delivery's send, for the sends of this batch.
+    private var tracked: [UUID: [TrackedEvent]]
+    /// Tracking events by outcome, for the batch's metrics.
+    private(set) var trackingOutcomes: [TrackingOutcome: Int] = [:]
     private(set) var mutations: [Mutation] = []
     private(set) var outbound: [OutboundMessage] = []
 
@@ -25,6 +31,8 @@ struct BatchState {
         pendingCounts = snapshot.pendingCounts
         pending = snapshot.pending
         acks = snapshot.acks
+        deliveries = snapshot.deliveries
+        tracked = snapshot.trackedEvents
         for device in snapshot.devices.values {
             tokensByUser[UserKey(appId: device.appId, userId: device.userId), default: []].append(device.deviceToken)
         }
@@ -125,8 +133,32 @@ struct BatchState {
         mutations.append(.putAck(ack))
     }
 
+    /// Stores the delivery; the first row of a delivery id stays.
     mutating func record(_ delivery: DeliveryRow) {
+        if deliveries[delivery.deliveryId] == nil { deliveries[delivery.deliveryId] = delivery }
         mutations.append(.putDelivery(delivery))
+    }
+
+    func delivery(_ deliveryId: UUID) -> DeliveryRow? { deliveries[deliveryId] }
+
+    // MARK: - Tracking
+
+    /// The tracking rows stored before the delivery's send (loaded for this batch's sends).
+    func trackedBeforeSend(_ deliveryId: UUID) -> [TrackedEvent] { tracked[deliveryId] ?? [] }
+
+    mutating func countTracking(_ key: TrackingKey, outcome: TrackingOutcome) {
+        mutations.append(.countTracking(key))
+        trackingOutcomes[outcome, default: 0] += 1
+    }
+
+    mutating func rejectTracking(_ reason: TrackingOutcome.Reason, events: Int = 1) {
+        trackingOutcomes[.rejected(reason), default: 0] += events
+    }
+
+    mutating func discardTracking(of delivery: DeliveryRow) {
+        tracked[delivery.deliveryId] = nil
+        mutations.append(.discardTracking(deliveryId: delivery.deliveryId, appId: delivery.appId,
+                                          validBelow: delivery.tracking ? delivery.sent : 0))
     }
 
     mutating func emit(_ message: OutboundMessage) {

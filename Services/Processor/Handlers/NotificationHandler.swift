@@ -29,8 +29,10 @@ enum NotificationHandler {
             }
             state.emit(OutboundMessage(kind: .push, deviceToken: device.deviceToken, body: .template(template, index: index)))
         }
-        state.record(DeliveryRow(appId: c.mobileAppId, deliveryId: c.deliveryId, kind: c.kind, managed: c.managed,
-                                 tracking: c.tracking, sent: devices.count, createdAt: at))
+        let delivery = DeliveryRow(appId: c.mobileAppId, deliveryId: c.deliveryId, kind: c.kind, managed: c.managed,
+                                   tracking: c.tracking, sent: devices.count, createdAt: at)
+        TrackingHandler.settle(delivery, state: &state)
+        state.record(delivery)
         if c.kind != .alert, let url = app.callbackUrl {
             enqueueCallbacks(c, devices: devices, app: app, url: url, at: at, state: &state)
         }

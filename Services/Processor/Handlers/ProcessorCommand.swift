@@ -14,6 +14,7 @@ struct ProcessorCommand: Sendable {
         case deviceCleanupRequested(DeviceCleanupRequested)
         case notificationRequested(NotificationRequested)
         case notificationAcknowledged(NotificationAcknowledged)
+        case trackingReported(TrackingReported)
     }
 
     var id: UUID
@@ -30,15 +31,19 @@ struct ProcessorCommand: Sendable {
         case .deviceCleanupRequested: .deviceCleanupRequested
         case .notificationRequested: .notificationRequested
         case .notificationAcknowledged: .notificationAcknowledged
+        case .trackingReported: .trackingReported
         }
     }
 
-    /// Admin commands are applied before the rest of their batch: an app created a moment
-    /// before its first registration is then known to it even when both share a batch.
-    var isAdmin: Bool {
+    /// Where the command goes in its batch: admin commands first, so that an app created a
+    /// moment before its first registration is known to it when both share a batch; tracking
+    /// last, so that it sees the deliveries sent in the same batch. The rest keep their
+    /// consumed order (a partition keeps per-key order).
+    var stage: Int {
         switch body {
-        case .appCreated, .apiTokenIssued, .apiTokenRevoked, .appSettingsChanged: true
-        default: false
+        case .appCreated, .apiTokenIssued, .apiTokenRevoked, .appSettingsChanged: 0
+        case .trackingReported: 2
+        default: 1
         }
     }
 
@@ -63,6 +68,7 @@ struct ProcessorCommand: Sendable {
             query.appIds.insert(c.mobileAppId)
             for user in c.target.userIds { query.userKeys.insert(UserKey(appId: c.mobileAppId, userId: user)) }
             for token in c.target.deviceTokens { query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: token)) }
+            query.trackedDeliveries.insert(c.deliveryId)
             if c.managed {
                 // Badges: a managed send stamps each device's pending count.
                 query.ackedNotifications.insert(NotificationKey(appId: c.mobileAppId, notificationId: c.notificationId))
@@ -74,6 +80,8 @@ struct ProcessorCommand: Sendable {
             query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken))
             query.pendingCountDevices.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken))
             query.pendingKeys.insert(PendingKey(appId: c.mobileAppId, deviceToken: c.deviceToken, notificationId: c.notificationId))
+        case .trackingReported(let c):
+            query.deliveryIds.insert(c.deliveryId)
         }
     }
 }
@@ -106,6 +114,8 @@ struct CommandDecoder {
                 return try wrap(NotificationRequested.self, version, value, ProcessorCommand.Body.notificationRequested)
             case .notificationAcknowledged:
                 return try wrap(NotificationAcknowledged.self, version, value, ProcessorCommand.Body.notificationAcknowledged)
+            case .trackingReported:
+                return try wrap(TrackingReported.self, version, value, ProcessorCommand.Body.trackingReported)
             }
         } catch {
             return .malformed(type: typeName, error: String(describing: error))

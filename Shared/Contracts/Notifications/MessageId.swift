@@ -51,6 +51,16 @@ public enum MessageId {
             }
         }
 
+        /// The index whose id is exactly `messageId`, else nil (an id of another delivery, a
+        /// typo, or not a message id at all).
+        public func index(of messageId: String) -> Int? {
+            let utf8 = messageId.utf8
+            guard utf8.count <= 40, let dash = utf8.firstIndex(of: 0x2d),
+                  utf8.distance(from: dash, to: utf8.endIndex) == 17,
+                  let index = Int(Substring(messageId.utf8[..<dash])), index >= 0 else { return nil }
+            return make(index: index) == messageId ? index : nil
+        }
+
         private func check(_ index: Int) -> UInt64 {
             var z = seed &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15
             z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -65,11 +75,7 @@ public enum MessageId {
 
     /// The index whose `make(deliveryId:index:)` is exactly `messageId`, else nil.
     public static func index(of messageId: String, deliveryId: UUID) -> Int? {
-        let utf8 = messageId.utf8
-        guard utf8.count <= 40, let dash = utf8.firstIndex(of: 0x2d),
-              utf8.distance(from: dash, to: utf8.endIndex) == 17,
-              let index = Int(Substring(messageId.utf8[..<dash])), index >= 0 else { return nil }
-        return make(deliveryId: deliveryId, index: index) == messageId ? index : nil
+        Series(deliveryId: deliveryId).index(of: messageId)
     }
 
     /// The message id of the badge update sent after the ack `ackId`.

@@ -19,6 +19,10 @@ enum SQLiteDump {
             """),
         ("acks", "SELECT \(SQLiteRows.ackColumns) FROM acks ORDER BY app_id, device_token, notification_id"),
         ("deliveries", "SELECT \(SQLiteRows.deliveryColumns) FROM deliveries ORDER BY app_id, delivery_id"),
+        ("tracking_events", """
+            SELECT delivery_id, \(SQLiteRows.trackedColumns) FROM tracking_events
+            ORDER BY delivery_id, app_id, action, message_index
+            """),
         ("outbox", "SELECT id, kind, app_id, url, headers, body, max_attempts FROM outbox ORDER BY id"),
     ]
 

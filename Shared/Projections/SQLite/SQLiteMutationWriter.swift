@@ -18,6 +18,8 @@ struct SQLiteMutationWriter {
     private var clearPending: Statement?
     private var putAck: Statement?
     private var putDelivery: Statement?
+    private var countTracking: Statement?
+    private var discardTracking: Statement?
 
     init(db: Database) {
         self.db = db
@@ -78,6 +80,14 @@ struct SQLiteMutationWriter {
             try statement(\.putDelivery, Self.putDeliverySQL).execute(arguments: [
                 SQLiteValues.text(delivery.appId), SQLiteValues.text(delivery.deliveryId), delivery.kind.rawValue,
                 delivery.managed, delivery.tracking, delivery.sent, SQLiteValues.millis(delivery.createdAt),
+            ])
+        case .countTracking(let key):
+            try statement(\.countTracking, Self.countTrackingSQL).execute(arguments: [
+                SQLiteValues.text(key.deliveryId), SQLiteValues.text(key.appId), key.action.rawValue, key.messageIndex,
+            ])
+        case .discardTracking(let deliveryId, let appId, let validBelow):
+            try statement(\.discardTracking, Self.discardTrackingSQL).execute(arguments: [
+                SQLiteValues.text(deliveryId), SQLiteValues.text(appId), validBelow,
             ])
         }
     }
@@ -141,6 +151,16 @@ struct SQLiteMutationWriter {
     /// The first ack of a (device, notification) stays.
     private static let putAckSQL = """
         INSERT OR IGNORE INTO acks (app_id, device_token, notification_id, business_id, acked_at) VALUES (?, ?, ?, ?, ?)
+        """
+
+    /// A first report stores the row; every later one of the same (device, action) is a repeat.
+    private static let countTrackingSQL = """
+        INSERT INTO tracking_events (delivery_id, app_id, action, message_index, repeats) VALUES (?, ?, ?, ?, 0)
+        ON CONFLICT (delivery_id, app_id, action, message_index) DO UPDATE SET repeats = repeats + 1
+        """
+
+    private static let discardTrackingSQL = """
+        DELETE FROM tracking_events WHERE delivery_id = ?1 AND (app_id <> ?2 OR message_index >= ?3)
         """
 
     /// The first row of a delivery id stays.

@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 import GRDB
 import Logging
@@ -149,6 +150,36 @@ public final class SQLiteProjectionStore: ProjectionStore {
                 """)
             return try Row.fetchOne(select, arguments: [SQLiteValues.text(appId), SQLiteValues.text(deliveryId)])
                 .map(SQLiteRows.delivery)
+        }
+    }
+
+    public func deliveryStats(app appId: UUID, deliveryId: UUID) async throws -> DeliveryStatsRow? {
+        try await reading { db -> DeliveryStatsRow? in
+            let select = try db.cachedStatement(sql: """
+                SELECT \(SQLiteRows.deliveryColumns) FROM deliveries WHERE app_id = ? AND delivery_id = ?
+                """)
+            let app = SQLiteValues.text(appId), delivery = SQLiteValues.text(deliveryId)
+            guard let row = try Row.fetchOne(select, arguments: [app, delivery]).map(SQLiteRows.delivery) else { return nil }
+            var stats = DeliveryStatsRow(delivery: row)
+            guard row.tracking else { return stats }
+            // Rows past the sent count or of another app are discarded when the send is
+            // applied; the bound here also holds while a report and its send race.
+            let counts = try db.cachedStatement(sql: """
+                SELECT action, COUNT(*), SUM(repeats) FROM tracking_events
+                WHERE delivery_id = ? AND app_id = ? AND message_index < ?
+                GROUP BY action
+                """)
+            let rows = try Row.fetchCursor(counts, arguments: [delivery, app, row.sent])
+            while let count = try rows.next() {
+                let devices: Int = try count.decode(atIndex: 1)
+                stats.repeatsIgnored += try count.decode(atIndex: 2)
+                switch try SQLiteValues.decode(TrackingAction.self, count.decode(atIndex: 0), column: "tracking_events.action") {
+                case .impression: stats.impressions = devices
+                case .click: stats.clicks = devices
+                case .open: stats.opens = devices
+                }
+            }
+            return stats
         }
     }
 

@@ -89,6 +89,16 @@ enum SQLiteRows {
             createdAt: SQLiteValues.date(millis: row.decode(atIndex: 6)))
     }
 
+    static let trackedColumns = "app_id, action, message_index, repeats"
+
+    static func tracked(_ row: Row, from start: Int) throws -> TrackedEvent {
+        try TrackedEvent(
+            appId: SQLiteValues.uuid(row.decode(atIndex: start), column: "tracking_events.app_id"),
+            action: SQLiteValues.decode(TrackingAction.self, row.decode(atIndex: start + 1), column: "tracking_events.action"),
+            messageIndex: row.decode(atIndex: start + 2),
+            repeats: row.decode(atIndex: start + 3))
+    }
+
     static let outboxColumns = """
         id, kind, app_id, url, headers, body, max_attempts, attempts, next_attempt_at, state, \
         last_status, last_error, created_at

@@ -8,7 +8,7 @@ import Logging
 /// could otherwise misread or damage tables it does not know.
 enum SQLiteSchema {
     /// The newest schema version this code creates and understands.
-    static let version = 2
+    static let version = 3
 
     static func prepare(_ pool: DatabasePool, logger: Logger) throws {
         let found = try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
@@ -38,6 +38,10 @@ enum SQLiteSchema {
         migrator.registerMigration("v2") { db in
             try db.execute(sql: v2)
             try db.execute(sql: "PRAGMA user_version = 2")
+        }
+        migrator.registerMigration("v3") { db in
+            try db.execute(sql: v3)
+            try db.execute(sql: "PRAGMA user_version = 3")
         }
         return migrator
     }
@@ -160,5 +164,25 @@ enum SQLiteSchema {
         ) STRICT, WITHOUT ROWID;
 
         CREATE INDEX api_tokens_by_hash ON api_tokens (token_hash);
+        """
+
+    /// Engagement tracking (seed 001): one row per (delivery, app, action, device), the device
+    /// named by its message index, with the number of repeated reports.
+    ///
+    /// Keyed by delivery first, so that a delivery's statistics, and the check of rows reported
+    /// before the send, are each one range of the key. `app_id` is part of the key because a
+    /// report names an app and a delivery that need not match: until the send is applied, the
+    /// pair is not known to be valid. Deliveries get an index by id alone for the same reason.
+    private static let v3 = """
+        CREATE TABLE tracking_events (
+            delivery_id TEXT NOT NULL,
+            app_id TEXT NOT NULL,
+            action INTEGER NOT NULL,
+            message_index INTEGER NOT NULL,
+            repeats INTEGER NOT NULL,
+            PRIMARY KEY (delivery_id, app_id, action, message_index)
+        ) STRICT, WITHOUT ROWID;
+
+        CREATE INDEX deliveries_by_id ON deliveries (delivery_id);
         """
 }

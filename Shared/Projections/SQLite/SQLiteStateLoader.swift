@@ -16,7 +16,34 @@ struct SQLiteStateLoader {
         try loadPendingCounts(query, into: &snapshot)
         try loadPending(query.pendingKeys, into: &snapshot)
         try loadAcks(query.ackedNotifications, into: &snapshot)
+        try loadDeliveries(query.deliveryIds, into: &snapshot)
+        try loadTracked(query.trackedDeliveries, into: &snapshot)
         return snapshot
+    }
+
+    private func loadDeliveries(_ ids: Set<UUID>, into snapshot: inout StateSnapshot) throws {
+        for list in SQLiteInList.split(ids.map(SQLiteValues.text)) {
+            let sql = "SELECT \(SQLiteRows.deliveryColumns) FROM deliveries WHERE delivery_id IN \(list.placeholders)"
+            try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { row in
+                let delivery = try SQLiteRows.delivery(row)
+                snapshot.deliveries[delivery.deliveryId] = delivery
+            }
+        }
+    }
+
+    /// Usually finds nothing: rows exist before their send only when the tracking topic ran
+    /// ahead of the notification topic.
+    private func loadTracked(_ ids: Set<UUID>, into snapshot: inout StateSnapshot) throws {
+        for list in SQLiteInList.split(ids.map(SQLiteValues.text)) {
+            let sql = """
+                SELECT delivery_id, \(SQLiteRows.trackedColumns) FROM tracking_events
+                WHERE delivery_id IN \(list.placeholders)
+                """
+            try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { row in
+                let deliveryId = try SQLiteValues.uuid(row.decode(atIndex: 0), column: "tracking_events.delivery_id")
+                snapshot.trackedEvents[deliveryId, default: []].append(try SQLiteRows.tracked(row, from: 1))
+            }
+        }
     }
 
     private func loadApps(_ appIds: Set<UUID>, into snapshot: inout StateSnapshot) throws {

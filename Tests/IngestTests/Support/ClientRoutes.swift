@@ -14,6 +14,8 @@ extension Fixture {
     static func notifications(_ app: String = appId.uuidString) -> String { "/v1/apps/\(app)/notifications" }
     static func bw(_ path: String, app: String = appId.uuidString) -> String { "/bwmi/v1/apps/\(app)/\(path)" }
     static func kf5Tokens(_ app: String = appId.uuidString) -> String { "/kf5/v1/apps/\(app)/tokens" }
+    static func tracking(_ app: String = appId.uuidString) -> String { "/v1/apps/\(app)/tracking" }
+    static func delivery(_ id: String, app: String = appId.uuidString) -> String { "/v1/apps/\(app)/deliveries/\(id)" }
 
     /// A BW device body as JSON.
     static func bwDevice(deviceId: String? = apnsToken, type: String? = "IOS",
@@ -52,6 +54,9 @@ struct ClientRoute: Sendable {
                         json: #"{"userToken": "123", "deviceToken": "\#(Fixture.apnsToken)"}"#, success: .created),
             ClientRoute(method: .delete, path: { Fixture.kf5Tokens($0) },
                         json: #"{"userToken": "123", "deviceToken": "\#(Fixture.apnsToken)"}"#, success: .ok),
+            ClientRoute(method: .post, path: { Fixture.tracking($0) },
+                        json: #"{"deliveryId": "0a1868e6-04c9-4d3b-8125-2f9597f68e78", "broadlogId": "0-0123456789abcdef", "action": "7"}"#,
+                        success: .accepted),
         ]
     }
 }

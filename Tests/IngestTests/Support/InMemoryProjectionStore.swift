@@ -15,6 +15,7 @@ actor InMemoryProjectionStore: ProjectionStore {
     private var statuses: [UUID: RegistrationStatusRow] = [:]
     private var pending: [PendingKey: PendingNotificationRow] = [:]
     private var deliveries: [NotificationKey: DeliveryRow] = [:]
+    private var stats: [NotificationKey: DeliveryStatsRow] = [:]
     private var failing = false
     private(set) var commitCount = 0
     /// Every read call so far (`load` and the single-row reads).
@@ -26,6 +27,9 @@ actor InMemoryProjectionStore: ProjectionStore {
     func seed(pending row: PendingNotificationRow) { pending[row.key] = row }
     func seed(delivery: DeliveryRow) {
         deliveries[NotificationKey(appId: delivery.appId, notificationId: delivery.deliveryId.uuidString.lowercased())] = delivery
+    }
+    func seed(stats row: DeliveryStatsRow) {
+        stats[NotificationKey(appId: row.delivery.appId, notificationId: row.delivery.deliveryId.uuidString.lowercased())] = row
     }
     /// Marks the token revoked, as the processor does when it applies `ApiTokenRevoked`.
     func revoke(tokenId: UUID) {
@@ -105,6 +109,11 @@ actor InMemoryProjectionStore: ProjectionStore {
     func delivery(app appId: UUID, deliveryId: UUID) throws -> DeliveryRow? {
         try check()
         return deliveries[NotificationKey(appId: appId, notificationId: deliveryId.uuidString.lowercased())]
+    }
+
+    func deliveryStats(app appId: UUID, deliveryId: UUID) throws -> DeliveryStatsRow? {
+        try check()
+        return stats[NotificationKey(appId: appId, notificationId: deliveryId.uuidString.lowercased())]
     }
 
     func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date) -> [OutboxJob] { [] }

@@ -1,0 +1,51 @@
+import Foundation
+
+/// What a device reports about a notification (seed 001). The raw values are the seed's
+/// action codes.
+public enum TrackingAction: Int, Codable, Sendable, CaseIterable, Comparable {
+    /// The app was opened from the notification (`"1"`).
+    case open = 1
+    /// The notification was clicked or dismissed (`"2"`).
+    case click = 2
+    /// The notification reached the device's notification centre (`"7"`).
+    case impression = 7
+
+    public static func < (a: TrackingAction, b: TrackingAction) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// One device's report: its `_mId` (the broadlogId) and what happened.
+public struct TrackingEvent: Codable, Sendable, Equatable {
+    public var broadlogId: String
+    public var action: TrackingAction
+
+    public init(broadlogId: String, action: TrackingAction) {
+        self.broadlogId = broadlogId
+        self.action = action
+    }
+}
+
+/// The tracking events of one request that concern one delivery
+/// (`POST /v1/apps/{id}/tracking`). A request reporting on several deliveries becomes one
+/// command per delivery, in the order their first events appeared.
+///
+/// Keyed by delivery (SPEC §7): all events of a delivery are applied by one processor, in
+/// order, so deduplicating them needs no coordination. Whether the delivery exists, had
+/// tracking on, and sent the broadlogId is decided by the processor, not here: the events may
+/// legitimately be applied before the send they report on.
+public struct TrackingReported: Command, Equatable {
+    public static let type = CommandType.trackingReported
+    public static let topic = CommandTopic.tracking
+
+    public var mobileAppId: UUID
+    /// The `_dId` the devices received.
+    public var deliveryId: UUID
+    public var events: [TrackingEvent]
+
+    public init(mobileAppId: UUID, deliveryId: UUID, events: [TrackingEvent]) {
+        self.mobileAppId = mobileAppId
+        self.deliveryId = deliveryId
+        self.events = events
+    }
+
+    public var recordKey: String { RecordKey.delivery(app: mobileAppId, delivery: deliveryId) }
+}

@@ -1,0 +1,117 @@
+import Contracts
+import Foundation
+import GRDB
+@testable import Projections
+import XCTest
+
+/// The tracking rows of SPEC §6 in a real SQLite store: counting, repeats, discarding what a
+/// delivery cannot own, statistics, loading, dumping, and the v2 → v3 migration.
+final class TrackingStoreTests: StoreTestCase {
+    private func key(_ app: UUID, _ delivery: UUID, _ action: TrackingAction, _ index: Int) -> TrackingKey {
+        TrackingKey(appId: app, deliveryId: delivery, action: action, messageIndex: index)
+    }
+
+    func testCountingStoresEachDeviceActionOnceAndCountsRepeats() async throws {
+        let store = try openStore()
+        let app = UUID()
+        let delivery = Fixture.delivery(app: app, tracking: true, sent: 10)
+        let d = delivery.deliveryId
+        try await store.commit(mutations: [.putDelivery(delivery)], offsets: [])
+        try await store.commit(mutations: [
+            .countTracking(key(app, d, .impression, 0)), .countTracking(key(app, d, .impression, 1)),
+            .countTracking(key(app, d, .impression, 0)), .countTracking(key(app, d, .click, 1)),
+            .countTracking(key(app, d, .open, 4)),
+        ], offsets: [])
+        try await store.commit(mutations: [.countTracking(key(app, d, .impression, 0)), .countTracking(key(app, d, .open, 4))], offsets: [])
+
+        let stats = try await store.deliveryStats(app: app, deliveryId: d)
+        XCTAssertEqual(stats, DeliveryStatsRow(delivery: delivery, impressions: 2, clicks: 1, opens: 1, repeatsIgnored: 3))
+    }
+
+    func testStatsAreBoundedByTheDeliveryAndZeroWithTrackingOff() async throws {
+        let store = try openStore()
+        let app = UUID(), other = UUID()
+        let tracked = Fixture.delivery(app: app, tracking: true, sent: 2)
+        let quiet = Fixture.delivery(app: app, tracking: false, sent: 2)
+        try await store.commit(mutations: [
+            .putDelivery(tracked), .putDelivery(quiet),
+            // Rows a send would discard, left in place as if a report raced its send.
+            .countTracking(key(app, tracked.deliveryId, .open, 1)), .countTracking(key(app, tracked.deliveryId, .open, 2)),
+            .countTracking(key(other, tracked.deliveryId, .open, 0)),
+            .countTracking(key(app, quiet.deliveryId, .open, 0)),
+        ], offsets: [])
+
+        let trackedStats = try await store.deliveryStats(app: app, deliveryId: tracked.deliveryId)
+        let quietStats = try await store.deliveryStats(app: app, deliveryId: quiet.deliveryId)
+        XCTAssertEqual(trackedStats, DeliveryStatsRow(delivery: tracked, opens: 1))
+        XCTAssertEqual(quietStats, DeliveryStatsRow(delivery: quiet))
+        let foreign = try await store.deliveryStats(app: other, deliveryId: tracked.deliveryId)
+        let unknown = try await store.deliveryStats(app: app, deliveryId: UUID())
+        XCTAssertNil(foreign, "another app's delivery is not found")
+        XCTAssertNil(unknown)
+    }
+
+    func testDiscardDeletesOtherAppsRowsAndRowsPastTheBoundOfThatDeliveryOnly() async throws {
+        let store = try openStore()
+        let app = UUID(), other = UUID(), d = UUID(), neighbour = UUID()
+        try await store.commit(mutations: [
+            .countTracking(key(app, d, .impression, 0)), .countTracking(key(app, d, .impression, 3)),
+            .countTracking(key(app, d, .click, 2)), .countTracking(key(other, d, .click, 0)),
+            .countTracking(key(app, neighbour, .click, 9)),
+        ], offsets: [])
+        try await store.commit(mutations: [.discardTracking(deliveryId: d, appId: app, validBelow: 3)], offsets: [])
+
+        let kept = try await store.load(StateQuery(trackedDeliveries: [d, neighbour]))
+        XCTAssertEqual(kept.trackedEvents[d]?.sorted { $0.messageIndex < $1.messageIndex }, [
+            TrackedEvent(appId: app, action: .impression, messageIndex: 0, repeats: 0),
+            TrackedEvent(appId: app, action: .click, messageIndex: 2, repeats: 0),
+        ])
+        XCTAssertEqual(kept.trackedEvents[neighbour], [TrackedEvent(appId: app, action: .click, messageIndex: 9, repeats: 0)])
+
+        try await store.commit(mutations: [.discardTracking(deliveryId: d, appId: app, validBelow: 0)], offsets: [])
+        let none = try await store.load(StateQuery(trackedDeliveries: [d]))
+        XCTAssertNil(none.trackedEvents[d], "tracking off: nothing of the delivery stays")
+    }
+
+    func testLoadFindsDeliveriesByIdWhicheverAppSentThem() async throws {
+        let store = try openStore()
+        let a = Fixture.delivery(app: UUID(), tracking: true, sent: 5), b = Fixture.delivery(app: UUID())
+        try await store.commit(mutations: [.putDelivery(a), .putDelivery(b)], offsets: [])
+        let ids = Set((0..<600).map { _ in UUID() }).union([a.deliveryId, b.deliveryId])
+        let snapshot = try await store.load(StateQuery(deliveryIds: ids))
+        XCTAssertEqual(snapshot.deliveries, [a.deliveryId: a, b.deliveryId: b])
+    }
+
+    func testDumpListsTrackingRowsByKey() async throws {
+        let store = try openStore()
+        let app = UUID(uuidString: "00000000-0000-0000-0000-0000000000a1")!
+        let d = UUID(uuidString: "00000000-0000-0000-0000-0000000000d1")!
+        try await store.commit(mutations: [
+            .countTracking(key(app, d, .impression, 10)), .countTracking(key(app, d, .open, 2)), .countTracking(key(app, d, .open, 2)),
+        ], offsets: [])
+        let lines = try await store.dump().split(separator: "\n").filter { $0.hasPrefix("tracking_events ") }
+        XCTAssertEqual(lines, [
+            #"tracking_events delivery_id="00000000-0000-0000-0000-0000000000d1" app_id="00000000-0000-0000-0000-0000000000a1" action=1 message_index=2 repeats=1"#,
+            #"tracking_events delivery_id="00000000-0000-0000-0000-0000000000d1" app_id="00000000-0000-0000-0000-0000000000a1" action=7 message_index=10 repeats=0"#,
+        ])
+    }
+
+    func testAVersionTwoStoreIsMigratedAndKeepsItsDeliveries() async throws {
+        let delivery = Fixture.delivery(app: UUID(), tracking: true, sent: 4)
+        do {
+            let pool = try DatabasePool(path: path())
+            try SQLiteSchema.migrator.migrate(pool, upTo: "v2")
+            try await pool.write { db in
+                var writer = SQLiteMutationWriter(db: db)
+                try writer.apply(.putDelivery(delivery))
+            }
+            try pool.close()
+        }
+        let store = try openStore()
+        let version = try await store.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
+        XCTAssertEqual(version, 3)
+        try await store.commit(mutations: [.countTracking(key(delivery.appId, delivery.deliveryId, .click, 3))], offsets: [])
+        let stats = try await store.deliveryStats(app: delivery.appId, deliveryId: delivery.deliveryId)
+        XCTAssertEqual(stats, DeliveryStatsRow(delivery: delivery, clicks: 1))
+    }
+}
