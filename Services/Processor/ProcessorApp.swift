@@ -38,13 +38,7 @@ public enum ProcessorApp {
         dispatcherConfig.auditTopic = configuration.topics.webhooks
         let dispatcher = WebhookDispatcher(configuration: dispatcherConfig, store: store, http: http, producer: producer, logger: logger)
 
-        var consumerConfig = KafkaConsumerConfiguration(groupId: configuration.groupId)
-        consumerConfig.bootstrapServers = configuration.brokers
-        consumerConfig.clientId = "pushline-processor"
-        consumerConfig.sessionTimeoutMs = configuration.sessionTimeoutMs
-        consumerConfig.maxPollIntervalMs = configuration.maxPollIntervalMs
-        consumerConfig.maxBatchSize = configuration.maxBatchSize
-        consumerConfig.properties = configuration.kafkaProperties
+        let consumerConfig = configuration.consumerConfiguration(groupId: configuration.groupId)
         let outbound = KafkaOutboundPublisher(producer: producer, topic: configuration.topics.outbound)
         let consumer = CommandConsumer(configuration: consumerConfig, topics: configuration.topics.commandTopics, store: store,
                                        outbound: outbound, verifier: verifier, logger: logger, onApplied: { dispatcher.wake() })
@@ -85,5 +79,18 @@ public enum ProcessorApp {
         }
         try await http.shutdown()
         await producer.shutdown()
+    }
+}
+
+extension ProcessorConfiguration {
+    func consumerConfiguration(groupId: String) -> KafkaConsumerConfiguration {
+        var config = KafkaConsumerConfiguration(groupId: groupId)
+        config.bootstrapServers = brokers
+        config.clientId = "pushline-processor"
+        config.sessionTimeoutMs = sessionTimeoutMs
+        config.maxPollIntervalMs = maxPollIntervalMs
+        config.maxBatchSize = maxBatchSize
+        config.properties = kafkaProperties
+        return config
     }
 }

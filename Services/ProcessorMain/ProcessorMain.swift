@@ -5,23 +5,28 @@ import Metrics
 import Processor
 import Prometheus
 
-/// `pushline-processor`: consumes the command topics and builds the projections.
+/// `pushline-processor`: consumes the command topics and builds the projections
+/// (`serve`, the default), or builds them anew from offset 0 (`rebuild`).
 /// Settings come from the environment (see README); flags override the most common ones.
 @main
 struct PushlineProcessor: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushline-processor",
-        abstract: "Consumes Pushline's command topics, builds the projections and sends webhooks."
+        abstract: "Consumes Pushline's command topics, builds the projections and sends webhooks.",
+        subcommands: [Serve.self, RebuildCommand.self],
+        defaultSubcommand: Serve.self
     )
+}
 
-    @Option(help: "Health/metrics port (PUSHLINE_PROCESSOR_PORT, default 8081).") var port: Int?
+/// The flags both subcommands take.
+struct CommonOptions: ParsableArguments {
     @Option(help: "Kafka bootstrap servers (PUSHLINE_KAFKA_BROKERS, default 127.0.0.1:9092).") var brokers: String?
     @Option(help: "Projection store, sqlite:<path> (PUSHLINE_STORE, default sqlite:./var/pushline.sqlite).") var store: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (PUSHLINE_LOG_LEVEL).") var logLevel: String?
 
-    func run() async throws {
+    /// The environment's configuration with these flags applied, and logging set up.
+    func bootstrap() throws -> (ProcessorConfiguration, Logger) {
         var configuration = try ProcessorConfiguration.fromEnvironment()
-        if let port { configuration.port = port }
         if let brokers { configuration.brokers = brokers }
         if let store { configuration.store = store }
         let level = logLevel ?? ProcessInfo.processInfo.environment["PUSHLINE_LOG_LEVEL"] ?? "info"
@@ -31,11 +36,46 @@ struct PushlineProcessor: AsyncParsableCommand {
             handler.logLevel = parsedLevel
             return handler
         }
+        return (configuration, Logger(label: "pushline.processor"))
+    }
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Consume the command topics and keep the projections current (default).")
+
+    @Option(help: "Health/metrics port (PUSHLINE_PROCESSOR_PORT, default 8081).") var port: Int?
+    @OptionGroup var common: CommonOptions
+
+    func run() async throws {
+        var (configuration, logger) = try common.bootstrap()
+        if let port { configuration.port = port }
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-        let logger = Logger(label: "pushline.processor")
         logger.info("starting", metadata: ["brokers": "\(configuration.brokers)", "store": "\(configuration.store)",
                                            "group": "\(configuration.groupId)", "port": "\(configuration.port)"])
         try await ProcessorApp.run(configuration: configuration, metrics: registry, logger: logger)
+    }
+}
+
+struct RebuildCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rebuild",
+        abstract: "Build the projections anew from offset 0 of every command topic into an empty store, then exit.",
+        discussion: """
+            Topics are replayed in order (admin, registration, notification, tracking), each to its end. \
+            Outbound records and webhooks are not sent again. Point PUSHLINE_STORE (or --store) at a new \
+            file, then start the processor on it.
+            """
+    )
+
+    @OptionGroup var common: CommonOptions
+
+    func run() async throws {
+        let (configuration, logger) = try common.bootstrap()
+        logger.info("rebuilding", metadata: ["brokers": "\(configuration.brokers)", "store": "\(configuration.store)"])
+        let summary = try await Rebuild.run(configuration: configuration, logger: logger)
+        logger.info("rebuild finished", metadata: [
+            "records": "\(summary.records.values.reduce(0, +))", "outbound_not_republished": "\(summary.outboundNotRepublished)",
+        ])
     }
 }

@@ -15,27 +15,10 @@ final class FanOutTests: XCTestCase {
         await stack?.stop()
     }
 
-    /// Registers `count` devices, one per user `u-<n>`, half iOS and half Android, through the
-    /// seed 000 batch route.
-    private func registerDevices(_ count: Int, app: AdminAPI.AppCreatedAnswer) async throws -> [String] {
-        var tokens: [String] = []
-        for start in stride(from: 0, to: count, by: 100) {
-            let batch = (start..<min(start + 100, count)).map { n in
-                DeviceRegistrationAPI.Registration(MobileAppId: app.mobileAppId.uuidString, UserId: "u-\(n)", ApiToken: app.apiToken,
-                                                   ApnsDeviceToken: n % 2 == 0 ? Tokens.apns(n) : nil, FcmDeviceToken: n % 2 == 0 ? nil : Tokens.fcm(n))
-            }
-            tokens += batch.map { $0.ApnsDeviceToken ?? $0.FcmDeviceToken! }
-            let answer = try await HTTPClientHelpers.post(stack.registrationURL(org: app.orgId, "devices/batch"), json: batch)
-            XCTAssertEqual(answer.status, 202, answer.text)
-        }
-        try await stack.waitForDevices(count, app: app.mobileAppId)
-        return tokens
-    }
-
     func testSendToOneThousandUsersAndOneThousandTokens() async throws {
         stack = try await PushlineStack.start()
         let app = try await stack.createApp()
-        let tokens = try await registerDevices(1000, app: app)
+        let tokens = try await stack.registerDevices(1000, app: app)
         let byUsers = try await stack.send(["userIds": (0..<1000).map { "u-\($0)" }, "title": "to users"], app: app)
         let byTokens = try await stack.send(["deviceTokens": tokens, "title": "to tokens"], app: app)
         let records = try await stack.waitForOutbound(2000).map(\.record)
@@ -58,7 +41,7 @@ final class FanOutTests: XCTestCase {
         stack = try await PushlineStack.start(processorEnvironment: ["PUSHLINE_MAX_BATCH": "1"])
         let app = try await stack.createApp()
         let devices = 1000, deliveries = 40, total = devices * deliveries
-        _ = try await registerDevices(devices, app: app)
+        _ = try await stack.registerDevices(devices, app: app)
         let users = (0..<devices).map { "u-\($0)" }
         let stack = self.stack!
         try await stack.processor.stop()

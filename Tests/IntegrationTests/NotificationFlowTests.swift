@@ -139,17 +139,9 @@ final class NotificationFlowTests: XCTestCase {
         XCTAssertEqual(ack.status, 201, ack.text)
         try await eventually("ack applied") { try await self.stack.sqlite("SELECT COUNT(*) FROM acks") == ["1"] }
 
-        // The notification command written straight to its topic, as ingest would have.
-        var config = KafkaProducerConfiguration()
-        config.bootstrapServers = stack.broker.bootstrapServers
-        let producer = try KafkaProducer(configuration: config, logger: Logger(label: "test"))
-        let command = NotificationRequested(deliveryId: deliveryId, mobileAppId: app.mobileAppId, target: NotificationTarget(userIds: ["u"]),
-                                            content: NotificationContent(text: "late"), managed: true)
-        let encoded = try EncodedCommand(command, topics: stack.topics, encoder: WireJSON.encoder())
-        _ = try await producer.send(KafkaProducerRecord(topic: encoded.topic, key: encoded.key, value: encoded.value, headers: [
-            KafkaHeader(name: RecordHeader.type, value: encoded.type), KafkaHeader(name: RecordHeader.version, value: "\(encoded.version)"),
-        ]))
-        await producer.shutdown()
+        try await stack.produce(NotificationRequested(deliveryId: deliveryId, mobileAppId: app.mobileAppId,
+                                                      target: NotificationTarget(userIds: ["u"]), content: NotificationContent(text: "late"),
+                                                      managed: true))
 
         try await eventually("delivery applied") {
             try await self.stack.sqlite("SELECT sent FROM deliveries WHERE delivery_id = '\(deliveryId.uuidString.lowercased())'") == ["1"]

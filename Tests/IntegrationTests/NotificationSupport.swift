@@ -23,6 +23,23 @@ extension PushlineStack {
         }
     }
 
+    /// Registers `count` devices, one per user `u-<n>`, half iOS and half Android, through the
+    /// seed 000 batch route.
+    func registerDevices(_ count: Int, app: AdminAPI.AppCreatedAnswer) async throws -> [String] {
+        var tokens: [String] = []
+        for start in stride(from: 0, to: count, by: 100) {
+            let batch = (start..<min(start + 100, count)).map { n in
+                DeviceRegistrationAPI.Registration(MobileAppId: app.mobileAppId.uuidString, UserId: "u-\(n)", ApiToken: app.apiToken,
+                                                   ApnsDeviceToken: n % 2 == 0 ? Tokens.apns(n) : nil, FcmDeviceToken: n % 2 == 0 ? nil : Tokens.fcm(n))
+            }
+            tokens += batch.map { $0.ApnsDeviceToken ?? $0.FcmDeviceToken! }
+            let answer = try await HTTPClientHelpers.post(registrationURL(org: app.orgId, "devices/batch"), json: batch)
+            guard answer.status == 202 else { throw TestFailure("batch registration answered \(answer.status): \(answer.text)") }
+        }
+        try await waitForDevices(count, app: app.mobileAppId)
+        return tokens
+    }
+
     /// Sends a notification and returns its delivery id.
     func send(_ body: [String: Any], app: AdminAPI.AppCreatedAnswer) async throws -> UUID {
         let answer = try await call(.POST, "/v1/apps/\(app.mobileAppId)/notifications", json: body, token: app.apiToken)
@@ -64,6 +81,42 @@ extension PushlineStack {
         let arguments = (0..<partitions).flatMap { ["-t", "\(topics.outbound):\($0):-1"] }
         let out = try await broker.kcat(["-Q"] + arguments)
         return out.split(separator: "\n").compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }.reduce(0, +)
+    }
+
+    /// Writes a command straight to its topic, as ingest would have (to stage an order of
+    /// arrival that ingest alone would not produce).
+    func produce<C: Command>(_ command: C) async throws {
+        var config = KafkaProducerConfiguration()
+        config.bootstrapServers = broker.bootstrapServers
+        let producer = try KafkaProducer(configuration: config, logger: Logger(label: "test"))
+        let encoded = try EncodedCommand(command, topics: topics, encoder: WireJSON.encoder())
+        _ = try await producer.send(KafkaProducerRecord(topic: encoded.topic, key: encoded.key, value: encoded.value, headers: [
+            KafkaHeader(name: RecordHeader.type, value: encoded.type), KafkaHeader(name: RecordHeader.version, value: "\(encoded.version)"),
+        ]))
+        await producer.shutdown()
+    }
+
+    /// Reports tracking events (`deliveryId`, `broadlogId`, `action` each) in one request, expecting 202.
+    func track(_ events: [[String: Any]], app: AdminAPI.AppCreatedAnswer, token: String? = nil) async throws {
+        let answer = try await call(.POST, "/v1/apps/\(app.mobileAppId)/tracking", json: events, token: token ?? app.apiToken)
+        guard answer.status == 202 else { throw TestFailure("tracking answered \(answer.status): \(answer.text)") }
+    }
+
+    /// A delivery's statistics, nil on 404.
+    func stats(_ deliveryId: UUID, app: AdminAPI.AppCreatedAnswer) async throws -> TrackingAPI.DeliveryStats? {
+        let answer = try await call(.GET, "/v1/apps/\(app.mobileAppId)/deliveries/\(deliveryId)", token: app.apiToken)
+        if answer.status == 404 { return nil }
+        guard answer.status == 200 else { throw TestFailure("stats answered \(answer.status): \(answer.text)") }
+        return try answer.decode(TrackingAPI.DeliveryStats.self)
+    }
+
+    /// The value of one series of the processor's /metrics (`name{labels}`), 0 when absent.
+    func processorMetric(_ series: String) async throws -> Double {
+        let text = try await HTTPClientHelpers.get("\(processorURL)/metrics").text
+        for line in text.split(separator: "\n") where line.hasPrefix(series + " ") {
+            return Double(line.split(separator: " ").last ?? "") ?? 0
+        }
+        return 0
     }
 
     /// The BW pending list of a device.

@@ -79,6 +79,32 @@ final class PushlineStack: @unchecked Sendable {
         try await processor.waitHealthy("\(processorURL)/health")
     }
 
+    /// Runs `pushline-processor rebuild` into a new store at `path` and waits for it to exit;
+    /// returns its exit status.
+    func rebuild(into path: String, timeout: Duration = .seconds(300)) async throws -> Int32 {
+        let log = directory.appendingPathComponent("rebuild.log").path
+        let executable = ServiceProcess.binDirectory.appendingPathComponent("pushline-processor").path
+        let pid = try ProcessRunner.spawn(executable, ["rebuild"], environment: [
+            "PUSHLINE_KAFKA_BROKERS": broker.bootstrapServers,
+            "PUSHLINE_STORE": "sqlite:\(path)",
+            "PUSHLINE_GROUP_ID": groupId,
+            "PUSHLINE_KAFKA_SESSION_TIMEOUT_MS": "6000",
+            "PUSHLINE_KAFKA_MAX_POLL_INTERVAL_MS": "7000",
+            "PUSHLINE_LOG_LEVEL": "info",
+        ], standardOutput: log, standardError: log, append: true)
+        let exit = Task { await ProcessRunner.waitForExit(pid) }
+        let watchdog = Task {
+            try await Task.sleep(for: timeout)
+            kill(pid, SIGKILL)
+        }
+        let status = await exit.value
+        watchdog.cancel()
+        guard status == 0 else {
+            throw TestFailure("rebuild exited with \(status):\n\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        }
+        return status
+    }
+
     /// Stops everything it started and removes its directory (logs reach failure messages
     /// through `logs()` before that).
     func stop() async {

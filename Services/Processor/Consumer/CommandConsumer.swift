@@ -20,6 +20,8 @@ final class CommandConsumer: Service, Sendable {
     private let onApplied: @Sendable () -> Void
     private let logger: Logger
     private let state = HealthFlag()
+    /// The group member while `run` is in its loop.
+    private let member = Mutex<KafkaConsumer?>(nil)
 
     init(configuration: KafkaConsumerConfiguration, topics: [String], store: any ProjectionStore, outbound: any OutboundPublisher,
          verifier: any DeviceTokenVerifier, logger: Logger, onApplied: @escaping @Sendable () -> Void) {
@@ -33,6 +35,18 @@ final class CommandConsumer: Service, Sendable {
 
     /// True while the consumer loop runs.
     var isRunning: Bool { state.value }
+
+    /// True when partitions are assigned and every one of them is applied up to the high
+    /// watermark of its last fetch: nothing is waiting in the topics for this member.
+    var isCaughtUp: Bool {
+        guard let consumer = member.withLock({ $0 }) else { return false }
+        let positions = book.positions
+        guard !positions.isEmpty else { return false }
+        return positions.allSatisfy { partition, next in
+            guard let end = consumer.highWatermark(partition.topicPartition) else { return false }
+            return next >= end
+        }
+    }
 
     func run() async throws {
         let store = self.store, book = self.book, topics = self.topics, logger = self.logger
@@ -52,8 +66,12 @@ final class CommandConsumer: Service, Sendable {
             }
         )
         let consumer = try KafkaConsumer(configuration: configuration, topics: topics, rebalance: rebalance, logger: logger)
+        member.withLock { $0 = consumer }
         state.set(true)
-        defer { state.set(false) }
+        defer {
+            state.set(false)
+            member.withLock { $0 = nil }
+        }
         do {
             try await cancelWhenGracefulShutdown {
                 for try await batch in consumer.batches() {

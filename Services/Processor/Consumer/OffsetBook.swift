@@ -42,6 +42,11 @@ final class OffsetBook: Sendable {
 
     var owned: Set<PartitionKey> { state.withLock { $0.owned } }
 
+    /// Every owned partition with the offset reading resumes from (0 when nothing is stored).
+    var positions: [PartitionKey: Int64] {
+        state.withLock { s in Dictionary(uniqueKeysWithValues: s.owned.map { ($0, s.next[$0] ?? 0) }) }
+    }
+
     /// Keeps the records this processor owns and has not applied yet, and returns them with
     /// the stored offsets their commit must expect.
     func admit(_ records: [ConsumedRecord]) -> (records: [ConsumedRecord], expected: [PartitionKey: Int64]) {
