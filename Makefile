@@ -1,5 +1,5 @@
 # The two commands: `make run` starts the stack, `make test` runs every test.
-.PHONY: run run-foreground stop test build bench-ingest bench-fanout setup
+.PHONY: run run-foreground stop test build bench-ingest bench-fanout bench-tracking setup
 
 run:
 	scripts/run
@@ -24,3 +24,6 @@ bench-ingest:
 
 bench-fanout:
 	scripts/bench-fanout
+
+bench-tracking:
+	scripts/bench-tracking
