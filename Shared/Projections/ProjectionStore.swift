@@ -213,21 +213,33 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
     }
 }
 
-/// One device's report of one action on one delivery. The device is named by its message
-/// index: a broadlogId is checked against the delivery and reduced to its index before it is
-/// stored (`MessageId`), so the key is small and one device cannot be counted twice under two
-/// spellings.
-public struct TrackingKey: Hashable, Sendable, Codable {
-    public var appId: UUID
-    public var deliveryId: UUID
+/// A device's report of an action, and how many times a batch saw it. The device is named by
+/// its message index: a broadlogId is checked against the delivery and reduced to its index
+/// before it is stored (`MessageId`), so the key is small and one device cannot be counted twice
+/// under two spellings.
+public struct TrackingCount: Hashable, Sendable, Codable {
     public var action: TrackingAction
     public var messageIndex: Int
+    /// Reports in the batch (≥ 1).
+    public var reports: Int
 
-    public init(appId: UUID, deliveryId: UUID, action: TrackingAction, messageIndex: Int) {
-        self.appId = appId
-        self.deliveryId = deliveryId
+    public init(action: TrackingAction, messageIndex: Int, reports: Int = 1) {
         self.action = action
         self.messageIndex = messageIndex
+        self.reports = reports
+    }
+}
+
+/// The reports of one batch about one delivery of one app.
+public struct TrackingCounts: Sendable, Equatable, Codable {
+    public var appId: UUID
+    public var deliveryId: UUID
+    public var counts: [TrackingCount]
+
+    public init(appId: UUID, deliveryId: UUID, counts: [TrackingCount]) {
+        self.appId = appId
+        self.deliveryId = deliveryId
+        self.counts = counts
     }
 }
 
@@ -420,10 +432,9 @@ public enum Mutation: Sendable, Equatable {
     case putAck(AckRow)
     /// Inserts the delivery; an existing one is left as it is.
     case putDelivery(DeliveryRow)
-    /// Counts one report: a new (device, action) is stored with no repeats, a known one gets
-    /// one more repeat. Needs no loaded row, so reports of one delivery in one batch cost one
-    /// statement each and cannot be counted on a stale read.
-    case countTracking(TrackingKey)
+    /// Counts reports: a new (device, action) is stored with `reports - 1` repeats, a known one
+    /// gets `reports` more. Needs no loaded row, so it cannot count on a stale read.
+    case countTracking(TrackingCounts)
     /// Deletes the delivery's tracking rows that it cannot own: those of any other app and
     /// those at or past `validBelow` (the delivery's sent count; 0 when tracking was off).
     case discardTracking(deliveryId: UUID, appId: UUID, validBelow: Int)

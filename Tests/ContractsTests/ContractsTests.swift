@@ -44,6 +44,25 @@ final class ContractsTests: XCTestCase {
         XCTAssertEqual(back.at.timeIntervalSince1970, at.timeIntervalSince1970, accuracy: 0.001)
     }
 
+    func testTrackingEventsTravelAsPairsKeyedByDelivery() throws {
+        let app = UUID(uuidString: "00000000-0000-0000-0000-0000000000a1")!
+        let delivery = UUID(uuidString: "0A1868E6-04C9-4D3B-8125-2F9597F68E78")!
+        let command = TrackingReported(mobileAppId: app, deliveryId: delivery, events: [
+            TrackingEvent(broadlogId: "0-a9a7cfeaf8da1fa1", action: .impression), TrackingEvent(broadlogId: "7-\"q\"", action: .open),
+        ])
+        let encoded = try EncodedCommand(command, topics: Topics(), encoder: WireJSON.encoder())
+        XCTAssertEqual(encoded.topic, "pushline.commands.tracking")
+        XCTAssertEqual(encoded.key, "00000000-0000-0000-0000-0000000000a1/delivery:0a1868e6-04c9-4d3b-8125-2f9597f68e78")
+        XCTAssertEqual(encoded.type, "tracking.reported")
+        let payload = try XCTUnwrap((try JSONSerialization.jsonObject(with: encoded.value) as? [String: Any])?["payload"] as? [String: Any])
+        XCTAssertEqual(payload["events"] as? [[AnyHashable]], [["0-a9a7cfeaf8da1fa1", 7], ["7-\"q\"", 1]])
+        XCTAssertEqual(try WireJSON.decoder().decode(Envelope<TrackingReported>.self, from: encoded.value).payload, command)
+
+        for bad in [#"[["0-a", 3]]"#, #"[["0-a"]]"#, #"[["0-a", 7, 1]]"#, #"[{"broadlogId": "0-a", "action": 7}]"#, #"[[7, "0-a"]]"#] {
+            XCTAssertThrowsError(try JSONDecoder().decode([TrackingEvent].self, from: Data(bad.utf8)), bad)
+        }
+    }
+
     func testRegistrationsOfOneUserShareAKeyAndTopicsHaveTheirNames() {
         let app = UUID()
         let a = DeviceRegistrationRequested(registrationRequestId: UUID(), orgId: UUID(), mobileAppId: app, userId: "u", platform: .ios,

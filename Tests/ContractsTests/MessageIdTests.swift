@@ -40,7 +40,7 @@ final class MessageIdTests: XCTestCase {
             "6-" + hash,                       // another index's prefix
             "05-" + hash, "+5-" + hash, " 5-" + hash,
             "-5-" + hash, "-1-" + hash,
-            "99999999999999999999-" + hash,
+            "99999999999999999999-" + hash, "9223372036854775808-" + hash,
             "9223372036854775807-" + hash,
             id.uppercased(), id + "0", String(id.dropLast()), id + " ",
             "", "-", "5", "5-", "abc", "x-" + hash, "5-" + String(repeating: "z", count: 16),

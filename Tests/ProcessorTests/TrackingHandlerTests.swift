@@ -28,20 +28,28 @@ final class TrackingHandlerTests: XCTestCase {
                          events: events.map { TrackingEvent(broadlogId: $0.0, action: $0.1) })
     }
 
-    private func counted(_ s: BatchState) -> [TrackingKey] {
-        s.mutations.compactMap { if case .countTracking(let key) = $0 { key } else { nil } }
+    /// The counts the batch writes (after `finishTracking`), as (index, action, reports).
+    private func counted(_ s: BatchState) -> [TrackingCount] {
+        var s = s
+        s.finishTracking()
+        return s.mutations.flatMap { mutation -> [TrackingCount] in
+            guard case .countTracking(let batch) = mutation else { return [] }
+            XCTAssertEqual(batch.appId, appId)
+            XCTAssertEqual(batch.deliveryId, deliveryId)
+            return batch.counts
+        }
     }
 
-    private func key(_ index: Int, _ action: TrackingAction) -> TrackingKey {
-        TrackingKey(appId: appId, deliveryId: deliveryId, action: action, messageIndex: index)
+    private func key(_ index: Int, _ action: TrackingAction, reports: Int = 1) -> TrackingCount {
+        TrackingCount(action: action, messageIndex: index, reports: reports)
     }
 
     func testEventsOfAKnownTrackedDeliveryAreCountedByDeviceIndexRepeatsIncluded() {
         var s = state(delivery())
         let result = TrackingHandler.apply(report([(id(0), .impression), (id(2), .open), (id(0), .impression)]), to: &s)
         XCTAssertEqual(result, .applied)
-        XCTAssertEqual(counted(s), [key(0, .impression), key(2, .open), key(0, .impression)],
-                       "a repeat is one more upsert: the store turns it into a repeat count")
+        XCTAssertEqual(counted(s), [key(2, .open), key(0, .impression, reports: 2)],
+                       "one count per (action, device) of the batch, with its number of reports")
         XCTAssertEqual(s.trackingOutcomes, [.counted: 3])
     }
 

@@ -7,8 +7,9 @@ import XCTest
 /// The tracking rows of SPEC §6 in a real SQLite store: counting, repeats, discarding what a
 /// delivery cannot own, statistics, loading, dumping, and the v2 → v3 migration.
 final class TrackingStoreTests: StoreTestCase {
-    private func key(_ app: UUID, _ delivery: UUID, _ action: TrackingAction, _ index: Int) -> TrackingKey {
-        TrackingKey(appId: app, deliveryId: delivery, action: action, messageIndex: index)
+    /// One report of (action, device) as a mutation of its own.
+    private func key(_ app: UUID, _ delivery: UUID, _ action: TrackingAction, _ index: Int) -> TrackingCounts {
+        TrackingCounts(appId: app, deliveryId: delivery, counts: [TrackingCount(action: action, messageIndex: index)])
     }
 
     func testCountingStoresEachDeviceActionOnceAndCountsRepeats() async throws {
@@ -26,6 +27,13 @@ final class TrackingStoreTests: StoreTestCase {
 
         let stats = try await store.deliveryStats(app: app, deliveryId: d)
         XCTAssertEqual(stats, DeliveryStatsRow(delivery: delivery, impressions: 2, clicks: 1, opens: 1, repeatsIgnored: 3))
+
+        // Several reports of one (action, device) in one count: the first stores, the rest repeat.
+        try await store.commit(mutations: [.countTracking(TrackingCounts(appId: app, deliveryId: d, counts: [
+            TrackingCount(action: .click, messageIndex: 1, reports: 3), TrackingCount(action: .click, messageIndex: 7, reports: 4),
+        ]))], offsets: [])
+        let after = try await store.deliveryStats(app: app, deliveryId: d)
+        XCTAssertEqual(after, DeliveryStatsRow(delivery: delivery, impressions: 2, clicks: 2, opens: 1, repeatsIgnored: 3 + 3 + 3))
     }
 
     func testStatsAreBoundedByTheDeliveryAndZeroWithTrackingOff() async throws {

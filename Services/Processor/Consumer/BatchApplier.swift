@@ -47,10 +47,11 @@ final class BatchApplier: Sendable {
     /// moved a partition meanwhile; nothing is written then.
     func apply(_ records: [ConsumedRecord], expected: [PartitionKey: Int64]) async throws -> [PartitionKey: Int64] {
         guard !records.isEmpty else { return [:] }
+        let clock = ContinuousClock()
+        let decodeStart = clock.now
         let decoded = decode(records)
         var published = false
         do {
-            let clock = ContinuousClock()
             let start = clock.now
             let batch = try await withRetries { try await self.decide(decoded) }
             let decided = clock.now
@@ -60,7 +61,7 @@ final class BatchApplier: Sendable {
             try await withRetries { try await self.commit(batch, expected: expected) }
             logger.debug("batch applied", metadata: [
                 "records": "\(records.count)", "mutations": "\(batch.mutations.count)", "outbound": "\(batch.outbound.count)",
-                "load_ms": "\(batch.loadTime.milliseconds)", "decide_ms": "\((decided - start).milliseconds)",
+                "decode_ms": "\((start - decodeStart).milliseconds)", "load_ms": "\(batch.loadTime.milliseconds)", "decide_ms": "\((decided - start).milliseconds)",
                 "publish_ms": "\((publishedAt - decided).milliseconds)", "commit_ms": "\((clock.now - publishedAt).milliseconds)",
             ])
             return batch.next
@@ -146,6 +147,7 @@ final class BatchApplier: Sendable {
             let result = handle(c, state: &state, storeFailed: storeFailed)
             tally.count(c.type, result)
         }
+        state.finishTracking()
         tally.tracking = state.trackingOutcomes
         return Decided(mutations: state.mutations, outbound: state.outbound, next: next, tally: tally, loadTime: loadTime)
     }

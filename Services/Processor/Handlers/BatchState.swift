@@ -21,6 +21,9 @@ struct BatchState {
     private var tracked: [UUID: [TrackedEvent]]
     /// Tracking events by outcome, for the batch's metrics.
     private(set) var trackingOutcomes: [TrackingOutcome: Int] = [:]
+    /// Reports gathered for `finishTracking`: per delivery, the number of each (action, device).
+    private var trackingReports: [TrackingTarget: [TrackingReport: Int]] = [:]
+    private var trackingTargets: [TrackingTarget] = []
     private(set) var mutations: [Mutation] = []
     private(set) var outbound: [OutboundMessage] = []
 
@@ -146,9 +149,27 @@ struct BatchState {
     /// The tracking rows stored before the delivery's send (loaded for this batch's sends).
     func trackedBeforeSend(_ deliveryId: UUID) -> [TrackedEvent] { tracked[deliveryId] ?? [] }
 
-    mutating func countTracking(_ key: TrackingKey, outcome: TrackingOutcome) {
-        mutations.append(.countTracking(key))
+    /// Counts a report; reports are gathered per delivery and written by `finishTracking`.
+    mutating func countTracking(app appId: UUID, delivery deliveryId: UUID, action: TrackingAction, messageIndex: Int,
+                                outcome: TrackingOutcome) {
+        let target = TrackingTarget(appId: appId, deliveryId: deliveryId)
+        if trackingReports[target] == nil { trackingTargets.append(target) }
+        trackingReports[target, default: [:]][TrackingReport(action: action, messageIndex: messageIndex), default: 0] += 1
         trackingOutcomes[outcome, default: 0] += 1
+    }
+
+    /// Writes the batch's gathered reports: one mutation per delivery (in the order the batch
+    /// first reported on them), its counts by action and device. A batch that repeats a report
+    /// writes it once, with its number of reports.
+    mutating func finishTracking() {
+        for target in trackingTargets {
+            let counts = (trackingReports[target] ?? [:]).map { key, reports in
+                TrackingCount(action: key.action, messageIndex: key.messageIndex, reports: reports)
+            }.sorted { ($0.action, $0.messageIndex) < ($1.action, $1.messageIndex) }
+            mutations.append(.countTracking(TrackingCounts(appId: target.appId, deliveryId: target.deliveryId, counts: counts)))
+        }
+        trackingTargets = []
+        trackingReports = [:]
     }
 
     mutating func rejectTracking(_ reason: TrackingOutcome.Reason, events: Int = 1) {
@@ -209,4 +230,16 @@ struct OutboundMessage: Sendable, Equatable {
     static func == (a: OutboundMessage, b: OutboundMessage) -> Bool {
         a.kind == b.kind && a.deviceToken == b.deviceToken && a.value == b.value
     }
+}
+
+/// The app and delivery a tracking report names.
+struct TrackingTarget: Hashable {
+    var appId: UUID
+    var deliveryId: UUID
+}
+
+/// What a tracking report says about its delivery: this device did this.
+struct TrackingReport: Hashable {
+    var action: TrackingAction
+    var messageIndex: Int
 }

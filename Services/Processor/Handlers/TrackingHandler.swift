@@ -61,8 +61,8 @@ enum TrackingHandler {
                 state.rejectTracking(.foreignBroadlog)
                 continue
             }
-            let key = TrackingKey(appId: c.mobileAppId, deliveryId: c.deliveryId, action: event.action, messageIndex: index)
-            state.countTracking(key, outcome: delivery == nil ? .parked : .counted)
+            state.countTracking(app: c.mobileAppId, delivery: c.deliveryId, action: event.action, messageIndex: index,
+                                outcome: delivery == nil ? .parked : .counted)
             stored += 1
         }
         return stored > 0 ? .applied : .rejected(TrackingOutcome.Reason.foreignBroadlog.rawValue)

@@ -53,12 +53,30 @@ public enum MessageId {
 
         /// The index whose id is exactly `messageId`, else nil (an id of another delivery, a
         /// typo, or not a message id at all).
+        ///
+        /// Reads the bytes in place (tracking checks every reported id, so nothing is allocated):
+        /// the index in canonical decimal (no sign, no leading zero), a dash, then the 16 check
+        /// digits this series gives that index.
         public func index(of messageId: String) -> Int? {
-            let utf8 = messageId.utf8
-            guard utf8.count <= 40, let dash = utf8.firstIndex(of: 0x2d),
-                  utf8.distance(from: dash, to: utf8.endIndex) == 17,
-                  let index = Int(Substring(messageId.utf8[..<dash])), index >= 0 else { return nil }
-            return make(index: index) == messageId ? index : nil
+            var text = messageId
+            return text.withUTF8 { bytes -> Int? in
+                guard let dash = bytes.firstIndex(of: 0x2d), (1...19).contains(dash), bytes.count == dash + 17,
+                      bytes[0] != 0x30 || dash == 1 else { return nil }
+                var index = 0
+                for byte in bytes[..<dash] {
+                    guard (0x30...0x39).contains(byte) else { return nil }
+                    let (times10, o1) = index.multipliedReportingOverflow(by: 10)
+                    let (next, o2) = times10.addingReportingOverflow(Int(byte &- 0x30))
+                    guard !o1, !o2 else { return nil }
+                    index = next
+                }
+                var mixed = check(index)
+                for position in (dash + 1)..<bytes.count {
+                    guard bytes[position] == UUIDHex.digit(UInt8(truncatingIfNeeded: mixed >> 60)) else { return nil }
+                    mixed <<= 4
+                }
+                return index
+            }
         }
 
         private func check(_ index: Int) -> UInt64 {

@@ -81,10 +81,14 @@ struct SQLiteMutationWriter {
                 SQLiteValues.text(delivery.appId), SQLiteValues.text(delivery.deliveryId), delivery.kind.rawValue,
                 delivery.managed, delivery.tracking, delivery.sent, SQLiteValues.millis(delivery.createdAt),
             ])
-        case .countTracking(let key):
-            try statement(\.countTracking, Self.countTrackingSQL).execute(arguments: [
-                SQLiteValues.text(key.deliveryId), SQLiteValues.text(key.appId), key.action.rawValue, key.messageIndex,
-            ])
+        case .countTracking(let batch):
+            // The ids are bound once per delivery; each count then costs one step.
+            let statement = try statement(\.countTracking, Self.countTrackingSQL)
+            let delivery = SQLiteValues.text(batch.deliveryId), app = SQLiteValues.text(batch.appId)
+            for count in batch.counts {
+                statement.setUncheckedArguments([delivery, app, count.action.rawValue, count.messageIndex, count.reports - 1])
+                try statement.execute()
+            }
         case .discardTracking(let deliveryId, let appId, let validBelow):
             try statement(\.discardTracking, Self.discardTrackingSQL).execute(arguments: [
                 SQLiteValues.text(deliveryId), SQLiteValues.text(appId), validBelow,
@@ -154,9 +158,10 @@ struct SQLiteMutationWriter {
         """
 
     /// A first report stores the row; every later one of the same (device, action) is a repeat.
+    /// `excluded.repeats` is the batch's reports minus one.
     private static let countTrackingSQL = """
-        INSERT INTO tracking_events (delivery_id, app_id, action, message_index, repeats) VALUES (?, ?, ?, ?, 0)
-        ON CONFLICT (delivery_id, app_id, action, message_index) DO UPDATE SET repeats = repeats + 1
+        INSERT INTO tracking_events (delivery_id, app_id, action, message_index, repeats) VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT (delivery_id, app_id, action, message_index) DO UPDATE SET repeats = repeats + excluded.repeats + 1
         """
 
     private static let discardTrackingSQL = """
