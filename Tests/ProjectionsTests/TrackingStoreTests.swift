@@ -36,6 +36,25 @@ final class TrackingStoreTests: StoreTestCase {
         XCTAssertEqual(after, DeliveryStatsRow(delivery: delivery, impressions: 2, clicks: 2, opens: 1, repeatsIgnored: 3 + 3 + 3))
     }
 
+    func testManyCountsOfOneDeliveryInOneMutation() async throws {
+        let store = try openStore()
+        let app = UUID()
+        let delivery = Fixture.delivery(app: app, tracking: true, sent: 1000)
+        let d = delivery.deliveryId
+        // More rows than one multi-row statement takes, and a remainder; some rows exist already.
+        let n = 3 * SQLiteMutationWriter.trackingRowsPerStatement + 5
+        try await store.commit(mutations: [.putDelivery(delivery), .countTracking(TrackingCounts(appId: app, deliveryId: d, counts: [
+            TrackingCount(action: .open, messageIndex: 0), TrackingCount(action: .open, messageIndex: n - 1),
+        ]))], offsets: [])
+        try await store.commit(mutations: [.countTracking(TrackingCounts(appId: app, deliveryId: d, counts: (0..<n).map {
+            TrackingCount(action: .open, messageIndex: $0, reports: 1 + $0 % 3)
+        }))], offsets: [])
+
+        let stats = try await store.deliveryStats(app: app, deliveryId: d)
+        let repeats = (0..<n).map { $0 % 3 }.reduce(0, +) + 2
+        XCTAssertEqual(stats, DeliveryStatsRow(delivery: delivery, opens: n, repeatsIgnored: repeats))
+    }
+
     func testStatsAreBoundedByTheDeliveryAndZeroWithTrackingOff() async throws {
         let store = try openStore()
         let app = UUID(), other = UUID()

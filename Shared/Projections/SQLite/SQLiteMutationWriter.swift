@@ -19,6 +19,7 @@ struct SQLiteMutationWriter {
     private var putAck: Statement?
     private var putDelivery: Statement?
     private var countTracking: Statement?
+    private var countTrackingMany: Statement?
     private var discardTracking: Statement?
 
     init(db: Database) {
@@ -82,12 +83,33 @@ struct SQLiteMutationWriter {
                 delivery.managed, delivery.tracking, delivery.sent, SQLiteValues.millis(delivery.createdAt),
             ])
         case .countTracking(let batch):
-            // The ids are bound once per delivery; each count then costs one step.
-            let statement = try statement(\.countTracking, Self.countTrackingSQL)
+            // Rows go in statements of `trackingRowsPerStatement`, the ids bound once per statement
+            // (?1, ?2); the remainder one by one.
             let delivery = SQLiteValues.text(batch.deliveryId), app = SQLiteValues.text(batch.appId)
-            for count in batch.counts {
-                statement.setUncheckedArguments([delivery, app, count.action.rawValue, count.messageIndex, count.reports - 1])
-                try statement.execute()
+            let counts = batch.counts
+            var start = 0
+            if counts.count >= Self.trackingRowsPerStatement {
+                let many = try statement(\.countTrackingMany, Self.countTrackingManySQL)
+                var values: [(any DatabaseValueConvertible)?] = []
+                values.reserveCapacity(2 + 3 * Self.trackingRowsPerStatement)
+                while counts.count - start >= Self.trackingRowsPerStatement {
+                    values.removeAll(keepingCapacity: true)
+                    values.append(delivery)
+                    values.append(app)
+                    for count in counts[start..<(start + Self.trackingRowsPerStatement)] {
+                        values.append(count.action.rawValue)
+                        values.append(count.messageIndex)
+                        values.append(count.reports - 1)
+                    }
+                    many.setUncheckedArguments(StatementArguments(values))
+                    try many.execute()
+                    start += Self.trackingRowsPerStatement
+                }
+            }
+            let one = try statement(\.countTracking, Self.countTrackingSQL)
+            for count in counts[start...] {
+                one.setUncheckedArguments([delivery, app, count.action.rawValue, count.messageIndex, count.reports - 1])
+                try one.execute()
             }
         case .discardTracking(let deliveryId, let appId, let validBelow):
             try statement(\.discardTracking, Self.discardTrackingSQL).execute(arguments: [
@@ -161,6 +183,15 @@ struct SQLiteMutationWriter {
     /// `excluded.repeats` is the batch's reports minus one.
     private static let countTrackingSQL = """
         INSERT INTO tracking_events (delivery_id, app_id, action, message_index, repeats) VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT (delivery_id, app_id, action, message_index) DO UPDATE SET repeats = repeats + excluded.repeats + 1
+        """
+
+    /// Multi-row inserts cost far less per row than one statement per row.
+    static let trackingRowsPerStatement = 64
+
+    private static let countTrackingManySQL = """
+        INSERT INTO tracking_events (delivery_id, app_id, action, message_index, repeats) VALUES
+        \((0..<trackingRowsPerStatement).map { "(?1, ?2, ?\(3 + 3 * $0), ?\(4 + 3 * $0), ?\(5 + 3 * $0))" }.joined(separator: ", "))
         ON CONFLICT (delivery_id, app_id, action, message_index) DO UPDATE SET repeats = repeats + excluded.repeats + 1
         """
 
