@@ -49,7 +49,7 @@ final class BatchApplier: Sendable {
         guard !records.isEmpty else { return [:] }
         let clock = ContinuousClock()
         let decodeStart = clock.now
-        let decoded = decode(records)
+        let decoded = await decode(records)
         var published = false
         do {
             let start = clock.now
@@ -115,7 +115,25 @@ final class BatchApplier: Sendable {
         var loadTime: Duration
     }
 
-    private func decode(_ records: [ConsumedRecord]) -> [Decoded] {
+    /// Decodes the records, a large batch in a few parts at once: decoding JSON is the one
+    /// step of a batch that needs no shared state, and tracking batches spend a third of their
+    /// time on it.
+    private func decode(_ records: [ConsumedRecord]) async -> [Decoded] {
+        let parts = records.count >= 64 ? min(4, ProcessInfo.processInfo.activeProcessorCount) : 1
+        guard parts > 1 else { return Self.decode(records[...]) }
+        let size = (records.count + parts - 1) / parts
+        return await withTaskGroup(of: (Int, [Decoded]).self) { group in
+            for part in 0..<parts {
+                let slice = records[(part * size)..<min(records.count, (part + 1) * size)]
+                group.addTask { (part, Self.decode(slice)) }
+            }
+            var decoded = [[Decoded]](repeating: [], count: parts)
+            for await (part, list) in group { decoded[part] = list }
+            return decoded.flatMap { $0 }
+        }
+    }
+
+    private static func decode(_ records: ArraySlice<ConsumedRecord>) -> [Decoded] {
         let decoder = CommandDecoder()
         return records.map { Decoded(partition: $0.partition, offset: $0.offset, outcome: decoder.decode(type: $0.type, version: $0.version, value: $0.value)) }
     }
