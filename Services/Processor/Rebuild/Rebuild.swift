@@ -45,6 +45,10 @@ public enum Rebuild {
         let topics = configuration.topics.commandTopics
         let store = try ProjectionStoreFactory.open(configuration.store, logger: logger)
         guard try await store.offsets(topics: topics).isEmpty else { throw Failure.storeNotEmpty(configuration.store) }
+        // A topic nobody wrote yet is created (empty), as `serve` does, rather than waited for.
+        try await KafkaAdmin.createTopics(configuration.topics.all(commandPartitions: configuration.partitions,
+                                                                   outputPartitions: configuration.partitions),
+                                          bootstrapServers: configuration.brokers, properties: configuration.kafkaProperties)
         let outbound = DiscardedOutbound()
         var summary = Summary()
         for topic in topics {
