@@ -2,52 +2,20 @@ import Contracts
 import Foundation
 import Logging
 import Projections
-import Synchronization
 import XCTest
 @testable import Processor
-
-/// Collects what the applier publishes to the outbound topic.
-final class RecordingOutbound: OutboundPublisher {
-    private let storage = Mutex<[OutboundMessage]>([])
-    var messages: [OutboundMessage] { storage.withLock { $0 } }
-    func publish(_ messages: [OutboundMessage]) async throws { storage.withLock { $0 += messages } }
-}
 
 /// A notification and its ack travel on different partitions, so either may be applied first.
 /// Through the real applier and a real SQLite store, both orders must end in the same tables
 /// with nothing pending.
-final class AckOrderTests: XCTestCase {
-    let topics = Topics()
+final class AckOrderTests: ApplierTestCase {
     let appId = UUID(), org = UUID()
     let token = String(repeating: "c3", count: 32)
-    let at = Date(timeIntervalSince1970: 1_800_000_000)
-    var directory: URL!
-
-    override func setUpWithError() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("ack-order-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: directory)
-    }
-
-    private func record<C: Command>(_ command: C, partition: Int32, offset: Int64) throws -> ConsumedRecord {
-        let encoded = try EncodedCommand(command, topics: topics, id: UUID(), at: at, encoder: WireJSON.encoder())
-        return ConsumedRecord(partition: PartitionKey(topic: encoded.topic, partition: partition), offset: offset,
-                              type: encoded.type, version: encoded.version, value: encoded.value)
-    }
 
     private func run(_ batches: [[ConsumedRecord]], name: String) async throws -> (dump: String, pending: Int, outbound: [OutboundMessage]) {
-        let store = try ProjectionStoreFactory.open("sqlite:" + directory.appendingPathComponent(name).path, logger: Logger(label: "test"))
-        let outbound = RecordingOutbound()
-        let applier = BatchApplier(store: store, outbound: outbound, verifier: TokenFormatVerifier(), logger: Logger(label: "test"))
-        var positions: [PartitionKey: Int64] = [:]
-        for batch in batches {
-            for (k, v) in try await applier.apply(batch, expected: positions) { positions[k] = v }
-        }
+        let (store, outbound) = try await apply(batches, name: name)
         let pending = try await store.pendingNotifications(DeviceKey(appId: appId, deviceToken: token)).count
-        return (try await store.dump(), pending, outbound.messages)
+        return (try await store.dump(), pending, outbound)
     }
 
     func testAckBeforeOrAfterItsNotificationEndsTheSame() async throws {

@@ -119,34 +119,11 @@ final class TrackingHandlerTests: XCTestCase {
 /// Tracking and the send it reports on travel on different topics, so either may be applied
 /// first, or both in one batch. Through the real applier and a real SQLite store, every order
 /// must end in the same tables and the same statistics.
-final class TrackingOrderTests: XCTestCase {
-    let topics = Topics()
+final class TrackingOrderTests: ApplierTestCase {
     let appId = UUID(), otherApp = UUID(), org = UUID()
-    let at = Date(timeIntervalSince1970: 1_800_000_000)
-    var directory: URL!
-
-    override func setUpWithError() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tracking-order-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    }
-
-    override func tearDownWithError() throws {
-        try? FileManager.default.removeItem(at: directory)
-    }
-
-    private func record<C: Command>(_ command: C, partition: Int32, offset: Int64) throws -> ConsumedRecord {
-        let encoded = try EncodedCommand(command, topics: topics, id: UUID(), at: at, encoder: WireJSON.encoder())
-        return ConsumedRecord(partition: PartitionKey(topic: encoded.topic, partition: partition), offset: offset,
-                              type: encoded.type, version: encoded.version, value: encoded.value)
-    }
 
     private func run(_ batches: [[ConsumedRecord]], name: String, deliveries: [UUID]) async throws -> (dump: String, stats: [DeliveryStatsRow?]) {
-        let store = try ProjectionStoreFactory.open("sqlite:" + directory.appendingPathComponent(name).path, logger: Logger(label: "test"))
-        let applier = BatchApplier(store: store, outbound: RecordingOutbound(), verifier: TokenFormatVerifier(), logger: Logger(label: "test"))
-        var positions: [PartitionKey: Int64] = [:]
-        for batch in batches {
-            for (k, v) in try await applier.apply(batch, expected: positions) { positions[k] = v }
-        }
+        let store = try await apply(batches, name: name).store
         var stats: [DeliveryStatsRow?] = []
         for id in deliveries { stats.append(try await store.deliveryStats(app: appId, deliveryId: id)) }
         return (try await store.dump(), stats)
