@@ -502,7 +502,6 @@ public protocol ProjectionStore: Sendable {
     func apiToken(hash: String) async throws -> ApiTokenRow?
     /// The device's pending notifications, oldest first (by `sentAt`, then `notificationId`).
     func pendingNotifications(_ device: DeviceKey) async throws -> [PendingNotificationRow]
-    func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow?
     /// The app's delivery with its engagement counts; nil for an unknown delivery or one of
     /// another app.
     func deliveryStats(app appId: UUID, deliveryId: UUID) async throws -> DeliveryStatsRow?

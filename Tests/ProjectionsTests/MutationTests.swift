@@ -239,7 +239,7 @@ final class MutationTests: StoreTestCase {
         let replayed = Fixture.delivery(app: appId, id: first.deliveryId, kind: .im, managed: false, tracking: true, sent: 0)
         try await store.commit(mutations: [.putDelivery(replayed)], offsets: [])
 
-        let stored = try await store.delivery(app: appId, deliveryId: first.deliveryId)
+        let stored = try await store.deliveryStats(app: appId, deliveryId: first.deliveryId)?.delivery
         XCTAssertEqual(stored, first)
     }
 }

@@ -45,7 +45,7 @@ final class ReadTests: StoreTestCase {
         let due = try await store.nextOutboxDue()
         let token = try await store.apiToken(hash: "none")
         let pending = try await store.pendingNotifications(DeviceKey(appId: UUID(), deviceToken: "none"))
-        let delivery = try await store.delivery(app: UUID(), deliveryId: UUID())
+        let delivery = try await store.deliveryStats(app: UUID(), deliveryId: UUID())
 
         XCTAssertNil(app)
         XCTAssertEqual(tokens, [])
@@ -116,9 +116,9 @@ final class ReadTests: StoreTestCase {
         let theirsOnly = Fixture.delivery(app: theirsSameId.appId)
         try await store.commit(mutations: [mine, theirsSameId, theirsOnly].map(Mutation.putDelivery), offsets: [])
 
-        let found = try await store.delivery(app: mine.appId, deliveryId: mine.deliveryId)
-        let theirs = try await store.delivery(app: theirsSameId.appId, deliveryId: mine.deliveryId)
-        let notMine = try await store.delivery(app: mine.appId, deliveryId: theirsOnly.deliveryId)
+        let found = try await store.deliveryStats(app: mine.appId, deliveryId: mine.deliveryId)?.delivery
+        let theirs = try await store.deliveryStats(app: theirsSameId.appId, deliveryId: mine.deliveryId)?.delivery
+        let notMine = try await store.deliveryStats(app: mine.appId, deliveryId: theirsOnly.deliveryId)
 
         XCTAssertEqual(found, mine)
         XCTAssertEqual(theirs, theirsSameId)

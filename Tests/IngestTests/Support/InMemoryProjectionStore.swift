@@ -14,7 +14,6 @@ actor InMemoryProjectionStore: ProjectionStore {
     private var tokens: [UUID: [ApiTokenRow]] = [:]
     private var statuses: [UUID: RegistrationStatusRow] = [:]
     private var pending: [PendingKey: PendingNotificationRow] = [:]
-    private var deliveries: [NotificationKey: DeliveryRow] = [:]
     private var stats: [NotificationKey: DeliveryStatsRow] = [:]
     private var failing = false
     private(set) var commitCount = 0
@@ -25,9 +24,6 @@ actor InMemoryProjectionStore: ProjectionStore {
     func seed(token: ApiTokenRow) { tokens[token.appId, default: []].append(token) }
     func seed(status: RegistrationStatusRow) { statuses[status.requestId] = status }
     func seed(pending row: PendingNotificationRow) { pending[row.key] = row }
-    func seed(delivery: DeliveryRow) {
-        deliveries[NotificationKey(appId: delivery.appId, notificationId: delivery.deliveryId.uuidString.lowercased())] = delivery
-    }
     func seed(stats row: DeliveryStatsRow) {
         stats[NotificationKey(appId: row.delivery.appId, notificationId: row.delivery.deliveryId.uuidString.lowercased())] = row
     }
@@ -104,11 +100,6 @@ actor InMemoryProjectionStore: ProjectionStore {
         return pending.values.filter { $0.key.device == device }.sorted {
             ($0.sentAt, $0.notificationId) < ($1.sentAt, $1.notificationId)
         }
-    }
-
-    func delivery(app appId: UUID, deliveryId: UUID) throws -> DeliveryRow? {
-        try check()
-        return deliveries[NotificationKey(appId: appId, notificationId: deliveryId.uuidString.lowercased())]
     }
 
     func deliveryStats(app appId: UUID, deliveryId: UUID) throws -> DeliveryStatsRow? {
