@@ -16,9 +16,7 @@ import ServiceLifecycle
 public enum ProcessorApp {
     public static func run(configuration: ProcessorConfiguration, metrics: PrometheusCollectorRegistry,
                            verifier: any DeviceTokenVerifier = TokenFormatVerifier(), logger: Logger) async throws {
-        try await KafkaAdmin.createTopics(configuration.topics.all(commandPartitions: configuration.partitions,
-                                                                   outputPartitions: configuration.partitions),
-                                          bootstrapServers: configuration.brokers, properties: configuration.kafkaProperties)
+        try await configuration.createMissingTopics()
         let store = try ProjectionStoreFactory.open(configuration.store, logger: logger)
 
         var producerConfig = KafkaProducerConfiguration()
@@ -83,6 +81,12 @@ public enum ProcessorApp {
 }
 
 extension ProcessorConfiguration {
+    /// Creates the topics this configuration names that do not exist yet.
+    func createMissingTopics() async throws {
+        try await KafkaAdmin.createTopics(topics.all(commandPartitions: partitions, outputPartitions: partitions),
+                                          bootstrapServers: brokers, properties: kafkaProperties)
+    }
+
     func consumerConfiguration(groupId: String) -> KafkaConsumerConfiguration {
         var config = KafkaConsumerConfiguration(groupId: groupId)
         config.bootstrapServers = brokers

@@ -46,9 +46,7 @@ public enum Rebuild {
         let store = try ProjectionStoreFactory.open(configuration.store, logger: logger)
         guard try await store.offsets(topics: topics).isEmpty else { throw Failure.storeNotEmpty(configuration.store) }
         // A topic nobody wrote yet is created (empty), as `serve` does, rather than waited for.
-        try await KafkaAdmin.createTopics(configuration.topics.all(commandPartitions: configuration.partitions,
-                                                                   outputPartitions: configuration.partitions),
-                                          bootstrapServers: configuration.brokers, properties: configuration.kafkaProperties)
+        try await configuration.createMissingTopics()
         let outbound = DiscardedOutbound()
         var summary = Summary()
         for topic in topics {
