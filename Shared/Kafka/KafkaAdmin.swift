@@ -27,6 +27,93 @@ public enum KafkaAdmin {
     }
 }
 
+extension KafkaAdmin {
+    /// The end offset (high watermark: the offset the next record will get) of every partition
+    /// of `topics`. A topic the broker does not know is left out.
+    ///
+    /// Read from fetch responses, not asked with ListOffsets: Tansu answers ListOffsets(latest)
+    /// wrongly for batches of several records (KAFKA-NOTES). A group-less consumer is assigned
+    /// every partition from its beginning with the smallest fetches, and each partition's high
+    /// watermark is taken from the first fetch response that names it.
+    public static func endOffsets(
+        topics: [String],
+        bootstrapServers: String,
+        properties: [String: String] = [:],
+        timeout: Duration = .seconds(30)
+    ) async throws -> [TopicPartition: Int64] {
+        let query = EndOffsetQuery(topics: topics,
+                                   properties: [("bootstrap.servers", bootstrapServers), ("fetch.wait.max.ms", "50"),
+                                                ("fetch.message.max.bytes", "1024"), ("enable.auto.commit", "false"),
+                                                // assign() wants a group id; nothing joins it or commits to it.
+                                                ("group.id", "pushline-end-offsets")]
+                                       + properties.sorted { $0.key < $1.key },
+                                   timeout: timeout)
+        return try await DedicatedThread.run(name: "kafka-admin") { Result { try query.run() } }.get()
+    }
+}
+
+/// Partition counts from one metadata request, then fetches until every partition's high
+/// watermark is known.
+private struct EndOffsetQuery: Sendable {
+    var topics: [String]
+    var properties: [(String, String)]
+    var timeout: Duration
+
+    func run() throws(KafkaError) -> [TopicPartition: Int64] {
+        let deadline = ContinuousClock.now + timeout
+        let callbacks = ClientCallbacks(logger: Logger(label: "pushline.kafka.admin"))
+        let conf = try RDKafkaHandle.configuration(properties, callbacks: callbacks)
+        let rk = try RDKafkaHandle.make(RD_KAFKA_CONSUMER, configuration: conf)
+        defer {
+            rd_kafka_destroy(rk)
+            withExtendedLifetime(callbacks) {}
+        }
+        var partitions: [TopicPartition] = []
+        var metadata: UnsafePointer<rd_kafka_metadata>?
+        let code = rd_kafka_metadata(rk, 1, nil, &metadata, max(1, (deadline - ContinuousClock.now).milliseconds))
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else {
+            throw KafkaError(code, message: "metadata for end offsets")
+        }
+        let wanted = Set(topics)
+        for topic in UnsafeBufferPointer(start: metadata.pointee.topics, count: Int(metadata.pointee.topic_cnt)) {
+            let name = String(cString: topic.topic)
+            guard wanted.contains(name), topic.err == RD_KAFKA_RESP_ERR_NO_ERROR else { continue }
+            for partition in UnsafeBufferPointer(start: topic.partitions, count: Int(topic.partition_cnt)) {
+                partitions.append(TopicPartition(topic: name, partition: partition.id))
+            }
+        }
+        rd_kafka_metadata_destroy(metadata)
+        guard !partitions.isEmpty else { return [:] }
+
+        let list = rd_kafka_topic_partition_list_new(Int32(partitions.count))!
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        for partition in partitions {
+            rd_kafka_topic_partition_list_add(list, partition.topic, partition.partition).pointee.offset = Int64(RD_KAFKA_OFFSET_BEGINNING)
+        }
+        let assigned = rd_kafka_assign(rk, list)
+        guard assigned == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(assigned, message: "assigning partitions to read end offsets") }
+        defer { rd_kafka_assign(rk, nil) }
+
+        var ends: [TopicPartition: Int64] = [:]
+        while ends.count < partitions.count {
+            // The records themselves are not wanted: polling only lets the fetches go on.
+            if let message = rd_kafka_consumer_poll(rk, 50) { rd_kafka_message_destroy(message) }
+            for partition in partitions where ends[partition] == nil {
+                var low: Int64 = 0, high: Int64 = 0
+                if rd_kafka_get_watermark_offsets(rk, partition.topic, partition.partition, &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR,
+                   high >= 0 {
+                    ends[partition] = high
+                }
+            }
+            guard ContinuousClock.now < deadline else {
+                throw KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT,
+                                 message: "end offsets of \(partitions.count - ends.count) partitions not known in time")
+            }
+        }
+        return ends
+    }
+}
+
 /// One blocking CreateTopics round trip on a temporary handle, then a wait for metadata.
 private struct TopicCreation: Sendable {
     struct Topic: Sendable {
