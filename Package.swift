@@ -7,6 +7,8 @@ let package = Package(
     products: [
         .executable(name: "pushline-ingest", targets: ["IngestMain"]),
         .executable(name: "pushline-processor", targets: ["ProcessorMain"]),
+        // The mixed command stream of the benchmarks and scale-out tests, written straight to Kafka.
+        .executable(name: "pushline-loadgen", targets: ["LoadGen"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
@@ -84,6 +86,7 @@ let package = Package(
                            .product(name: "Hummingbird", package: "hummingbird")],
             path: "Tests/TestSupport"
         ),
+        .executableTarget(name: "LoadGen", dependencies: ["TestSupport", "Contracts", "Kafka"], path: "Tests/LoadGen"),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts"]),
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "Contracts"]),

@@ -21,7 +21,7 @@ struct PushlineProcessor: AsyncParsableCommand {
 /// The flags both subcommands take.
 struct CommonOptions: ParsableArguments {
     @Option(help: "Kafka bootstrap servers (PUSHLINE_KAFKA_BROKERS, default 127.0.0.1:9092).") var brokers: String?
-    @Option(help: "Projection store, sqlite:<path> (PUSHLINE_STORE, default sqlite:./var/pushline.sqlite).") var store: String?
+    @Option(help: "Projection store, sqlite:<path> or postgres://user@host:port/db (PUSHLINE_STORE, default sqlite:./var/pushline.sqlite).") var store: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (PUSHLINE_LOG_LEVEL).") var logLevel: String?
 
     /// The environment's configuration with these flags applied, and logging set up.
@@ -60,22 +60,44 @@ struct Serve: AsyncParsableCommand {
 struct RebuildCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rebuild",
-        abstract: "Build the projections anew from offset 0 of every command topic into an empty store, then exit.",
+        abstract: "Build the projections anew from offset 0 of the command topics into a new store, then switch over to it.",
         discussion: """
-            Topics are replayed in order (admin, registration, notification, tracking), each to its end. \
-            Outbound records and webhooks are not sent again. Point PUSHLINE_STORE (or --store) at a new \
-            file, then start the processor on it.
+            Topics are replayed in order (admin, registration, notification, tracking) through the \
+            processor's own applier; a progress line (records done/total, rate, ETA) goes to standard \
+            error. Outbound records and webhooks are not sent again: replayed outbox jobs are stored as \
+            `replayed`.
+
+            Switching a running stack over (the old store keeps serving reads meanwhile):
+              1. pushline-processor rebuild --store NEW --previous OLD
+                 (replays up to OLD's offsets; repeat it to catch up, it resumes)
+              2. stop the processors that use OLD (ingest keeps accepting), then
+                 pushline-processor rebuild --store NEW --previous OLD --switch
+                 (replays the last records, copies OLD's outbox with its delivery progress)
+              3. start the processors and ingest with PUSHLINE_STORE=NEW.
+            Without --previous (the old store is lost), NEW must be empty and is replayed to the \
+            topics' current end.
             """
     )
 
     @OptionGroup var common: CommonOptions
+    @Option(help: "The store the stack serves from now; its offsets are the targets.") var previous: String?
+    @Flag(name: .customLong("switch"), help: "Step 2: the processors on --previous are stopped; finish and carry its outbox over.")
+    var switchOver = false
+    @Flag(help: "Share the work of another rebuild into the same store (run it on several machines).") var join = false
+    @Flag(help: "Write no progress lines.") var quiet = false
 
     func run() async throws {
         let (configuration, logger) = try common.bootstrap()
-        logger.info("rebuilding", metadata: ["brokers": "\(configuration.brokers)", "store": "\(configuration.store)"])
-        let summary = try await Rebuild.run(configuration: configuration, logger: logger)
+        logger.info("rebuilding", metadata: ["brokers": "\(configuration.brokers)", "store": "\(configuration.store)",
+                                             "previous": "\(previous ?? "-")", "switch": "\(switchOver)"])
+        let options = Rebuild.Options(previous: previous, switchOver: switchOver, join: join, progressInterval: quiet ? nil : .seconds(1))
+        let summary = try await Rebuild.run(configuration: configuration, options: options, logger: logger)
         logger.info("rebuild finished", metadata: [
             "records": "\(summary.records.values.reduce(0, +))", "outbound_not_republished": "\(summary.outboundNotRepublished)",
+            "outbox_carried": "\(summary.outboxCarried)",
         ])
+        if switchOver {
+            print("switched: start the processors and ingest with PUSHLINE_STORE=\(configuration.store)")
+        }
     }
 }

@@ -21,19 +21,24 @@ struct ConsumedRecord: Sendable {
 /// by the broker) before the commit, so a crash between the two repeats them on restart — the
 /// one documented window — and never loses one. If the store rejects the batch, the commit is
 /// retried, then the batch is applied record by record so that one bad write
-/// (→ `FailedToStoreDevice`) cannot block the rest. Nothing is skipped while the store or the
-/// broker is down: the offsets do not move until a commit succeeds.
+/// (→ `FailedToStoreDevice`) cannot block the rest. A store that is unavailable
+/// (`ProjectionStoreError.unavailable`: restarting, unreachable, a deadlock) is waited for
+/// instead, however long: nothing is skipped while the store or the broker is down, and the
+/// offsets do not move until a commit succeeds.
 final class BatchApplier: Sendable {
     private let store: any ProjectionStore
     private let outbound: any OutboundPublisher
     private let registration: RegistrationHandler
     private let logger: Logger
     private let retryDelays: [Duration]
+    /// A rebuild's applier: outbox jobs are written as `replayed`, never to be sent.
+    private let replaying: Bool
     private let commitTimer = Timer(label: "pushline_processor_store_commit_seconds")
     private let outboundCounter = Counter(label: "pushline_processor_outbound_records_total")
 
     init(store: any ProjectionStore, outbound: any OutboundPublisher, verifier: any DeviceTokenVerifier, logger: Logger,
-         retryDelays: [Duration] = [.milliseconds(50), .milliseconds(200), .milliseconds(800)]) {
+         replaying: Bool = false, retryDelays: [Duration] = [.milliseconds(50), .milliseconds(200), .milliseconds(800)]) {
+        self.replaying = replaying
         self.store = store
         self.outbound = outbound
         self.registration = RegistrationHandler(verifier: verifier)
@@ -173,9 +178,15 @@ final class BatchApplier: Sendable {
     private func commit(_ batch: Decided, expected: [PartitionKey: Int64]) async throws {
         let offsets = batch.next.map { OffsetUpdate(partition: $0.key, expected: expected[$0.key], next: $0.value) }
         let start = ContinuousClock.now
-        try await store.commit(mutations: batch.mutations, offsets: offsets)
+        try await store.commit(mutations: replaying ? batch.mutations.map(Self.replayed) : batch.mutations, offsets: offsets)
         commitTimer.recordNanoseconds((ContinuousClock.now - start).nanoseconds)
         batch.tally.report()
+    }
+
+    private static func replayed(_ mutation: Mutation) -> Mutation {
+        guard case .enqueueOutbox(var job) = mutation else { return mutation }
+        job.state = .replayed
+        return .enqueueOutbox(job)
     }
 
     /// Publishes outbound records until the broker takes them. A partly delivered attempt is
@@ -222,6 +233,14 @@ final class BatchApplier: Sendable {
                 return try await body()
             } catch let error as ProjectionStoreError where error.isConflict {
                 throw error
+            } catch ProjectionStoreError.unavailable(let reason) {
+                // The database is away (restart, failover) or aborted the transaction for reasons
+                // of its own (deadlock): the same work succeeds later, so wait for it — giving up
+                // would record a failure the command does not have.
+                let delay = min(Duration.milliseconds(100) * (1 << min(attempt, 6)), .seconds(5))
+                logger.error("store unavailable; retrying", metadata: ["attempt": "\(attempt + 1)", "error": "\(reason)", "delay": "\(delay)"])
+                try await Task.sleep(for: delay)
+                attempt += 1
             } catch {
                 guard attempt < retryDelays.count, !Task.isCancelled else { throw error }
                 logger.warning("store commit failed; retrying", metadata: ["attempt": "\(attempt + 1)", "error": "\(error)"])

@@ -18,17 +18,22 @@ final class CommandConsumer: Service, Sendable {
     private let applier: BatchApplier
     private let book = OffsetBook()
     private let onApplied: @Sendable () -> Void
+    /// A rebuild's targets: records at or past a partition's limit are not applied (none of a
+    /// partition without one). Nil for a live processor.
+    private let replayLimits: [PartitionKey: Int64]?
     private let logger: Logger
     private let state = HealthFlag()
     /// The group member while `run` is in its loop.
     private let member = Mutex<KafkaConsumer?>(nil)
 
     init(configuration: KafkaConsumerConfiguration, topics: [String], store: any ProjectionStore, outbound: any OutboundPublisher,
-         verifier: any DeviceTokenVerifier, logger: Logger, onApplied: @escaping @Sendable () -> Void) {
+         verifier: any DeviceTokenVerifier, logger: Logger, replayLimits: [PartitionKey: Int64]? = nil,
+         onApplied: @escaping @Sendable () -> Void) {
         self.configuration = configuration
         self.topics = topics
         self.store = store
-        self.applier = BatchApplier(store: store, outbound: outbound, verifier: verifier, logger: logger)
+        self.replayLimits = replayLimits
+        self.applier = BatchApplier(store: store, outbound: outbound, verifier: verifier, logger: logger, replaying: replayLimits != nil)
         self.onApplied = onApplied
         self.logger = logger
     }
@@ -61,7 +66,16 @@ final class CommandConsumer: Service, Sendable {
                 return start
             },
             onRevoke: { partitions in
+                // Nothing admitted from now on holds these partitions; the batch in flight, if
+                // any, is finished before they go, so their next owner starts from its commit.
                 book.revoke(partitions.map(PartitionKey.init))
+                if !(await book.waitUntilSettled(limit: .seconds(30))) {
+                    // Its commit, should it come, is refused or refuses the next owner's: the
+                    // stored offsets decide (offsetConflict), never both.
+                    logger.warning("in-flight batch still running at revocation; its offsets decide", metadata: [
+                        "partitions": "\(partitions.map(\.description))",
+                    ])
+                }
                 logger.info("partitions revoked", metadata: ["partitions": "\(partitions.map(\.description))"])
             }
         )
@@ -97,9 +111,11 @@ final class CommandConsumer: Service, Sendable {
             return ConsumedRecord(partition: PartitionKey(topic: m.topic, partition: m.partition), offset: m.offset,
                                   type: type, version: version, value: m.value)
         }
+        if let limits = replayLimits { records.removeAll { $0.offset >= limits[$0.partition] ?? 0 } }
         while true {
             let (admitted, expected) = book.admit(records)
             guard !admitted.isEmpty else { return }
+            defer { book.settle() }
             do {
                 // A batch once started is finished even when shutdown cancels the loop: its outbound
                 // records may be out already, and stopping before its commit would send them again

@@ -11,6 +11,8 @@ final class OffsetBook: Sendable {
     private struct State {
         var owned: Set<PartitionKey> = []
         var next: [PartitionKey: Int64] = [:]
+        /// Admitted batches not settled yet (0 or 1: the consumer applies one at a time).
+        var inFlight = 0
     }
 
     private let state = Mutex(State())
@@ -48,7 +50,8 @@ final class OffsetBook: Sendable {
     }
 
     /// Keeps the records this processor owns and has not applied yet, and returns them with
-    /// the stored offsets their commit must expect.
+    /// the stored offsets their commit must expect. A non-empty admission is in flight until
+    /// `settle()`.
     func admit(_ records: [ConsumedRecord]) -> (records: [ConsumedRecord], expected: [PartitionKey: Int64]) {
         state.withLock { s in
             let kept = records.filter { r in
@@ -56,8 +59,24 @@ final class OffsetBook: Sendable {
             }
             var expected: [PartitionKey: Int64] = [:]
             for r in kept { expected[r.partition] = s.next[r.partition] }
+            if !kept.isEmpty { s.inFlight += 1 }
             return (kept, expected)
         }
+    }
+
+    /// The admitted batch is committed or abandoned.
+    func settle() { state.withLock { $0.inFlight -= 1 } }
+
+    /// Waits until no admitted batch is in flight, at most `limit`; false if it still is.
+    /// Revocation calls this after `revoke`: the batch admitted before it is finished while the
+    /// partitions are still ours, and nothing admitted after it holds them.
+    func waitUntilSettled(limit: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while state.withLock({ $0.inFlight > 0 }) {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return true
     }
 }
 

@@ -1,0 +1,203 @@
+import Contracts
+import Foundation
+import Kafka
+import Logging
+
+/// A deterministic mixed command stream for scale-out, replay and benchmark runs: the same
+/// seed and sizes give the same commands, ids and timestamps byte for byte, so that stores
+/// built from it by different runs can be compared row for row.
+///
+/// It comes in four phases — admin, registration (registrations, then cleanups of some of
+/// them), notification (managed, tracked sends to groups of users, and acknowledgements by
+/// some of their devices), tracking (reports, a few with broadlogIds past the send or for a
+/// delivery no send has) — one per topic. A run that applies each phase before producing the
+/// next gets the same tables whatever the partition interleaving: within a phase, no
+/// command's outcome depends on another's order across partitions.
+public struct MixedStream: Sendable {
+    public struct Sizes: Sendable {
+        public var users: Int
+        /// One user in `secondDeviceEvery` has a second device.
+        public var secondDeviceEvery = 4
+        /// One user in `cleanupEvery` is cleaned up (alternately one device and all of them).
+        public var cleanupEvery = 10
+        public var sends: Int
+        public var usersPerSend: Int
+        /// Acknowledgements per send (by devices of its users).
+        public var acksPerSend: Int
+        public var trackingCommands: Int
+        public var eventsPerTracking = 3
+
+        public init(users: Int, sends: Int, usersPerSend: Int, acksPerSend: Int, trackingCommands: Int) {
+            self.users = users
+            self.sends = sends
+            self.usersPerSend = usersPerSend
+            self.acksPerSend = acksPerSend
+            self.trackingCommands = trackingCommands
+        }
+
+        /// About `commands` commands in the proportions of a busy day: 45% registrations,
+        /// 5% cleanups, 1% sends, 19% acknowledgements, 30% tracking reports.
+        public static func about(_ commands: Int) -> Sizes {
+            let users = commands * 45 / 100 * 4 / 5
+            let sends = max(1, commands / 100)
+            return Sizes(users: users, sends: sends, usersPerSend: 20, acksPerSend: commands * 19 / 100 / sends,
+                         trackingCommands: commands * 30 / 100)
+        }
+    }
+
+    public enum Phase: String, CaseIterable, Sendable {
+        case admin, registration, notification, tracking
+    }
+
+    public let sizes: Sizes
+    public let topics: Topics
+    public let seed: UInt64
+    public let orgId: UUID
+    public let appId: UUID
+    /// The app's API token (its hash is in the admin phase).
+    public let apiToken: String
+    private let base = Date(timeIntervalSince1970: 1_790_000_000)
+
+    public init(seed: UInt64, sizes: Sizes, topics: Topics = Topics(prefix: "pushline.")) {
+        self.seed = seed
+        self.sizes = sizes
+        self.topics = topics
+        var random = SplitMix64(seed: seed)
+        orgId = random.uuid()
+        appId = random.uuid()
+        apiToken = "pl_mixed_" + String(random.next(), radix: 16)
+    }
+
+    /// The commands of one phase, in production order.
+    public func commands(_ phase: Phase) throws -> [EncodedCommand] {
+        let encoder = WireJSON.encoder()
+        var random = SplitMix64(seed: seed ^ UInt64(Phase.allCases.firstIndex(of: phase)! + 1) &* 0x9E37_79B9)
+        var out: [EncodedCommand] = []
+        var clock = 0
+        func add<C: Command>(_ command: C) throws {
+            clock += 1
+            out.append(try EncodedCommand(command, topics: topics, id: random.uuid(), at: base.addingTimeInterval(Double(clock) / 1000),
+                                          encoder: encoder))
+        }
+        let tokenHash = ApiTokens.hash(apiToken)
+        switch phase {
+        case .admin:
+            try add(AppCreated(orgId: orgId, mobileAppId: appId, name: "mixed \(seed)", tokenId: random.uuid(), tokenHash: tokenHash))
+        case .registration:
+            for user in 0..<sizes.users {
+                for device in devices(ofUser: user) {
+                    try add(DeviceRegistrationRequested(
+                        registrationRequestId: random.uuid(), orgId: orgId, mobileAppId: appId, userId: Self.userId(user),
+                        platform: device.platform, deviceToken: device.token, apiTokenHash: tokenHash, trackStatus: true, callback: nil))
+                }
+            }
+            for user in stride(from: 0, to: sizes.users, by: sizes.cleanupEvery) {
+                let all = (user / sizes.cleanupEvery) % 2 == 1
+                try add(DeviceCleanupRequested(orgId: orgId, mobileAppId: appId, userId: Self.userId(user),
+                                               deviceToken: all ? nil : devices(ofUser: user)[0].token, apiTokenHash: tokenHash))
+            }
+        case .notification:
+            for send in 0..<sizes.sends {
+                let users = sendUsers(send)
+                try add(NotificationRequested(deliveryId: deliveryId(send), mobileAppId: appId,
+                                              target: NotificationTarget(userIds: users.map(Self.userId)),
+                                              content: NotificationContent(title: "send \(send)", body: "body \(send)"),
+                                              managed: true, businessId: "b-\(send)", tracking: true))
+                for _ in 0..<sizes.acksPerSend {
+                    let user = users[random.next(users.count)]
+                    let device = devices(ofUser: user)[0]
+                    try add(NotificationAcknowledged(mobileAppId: appId, notificationId: deliveryId(send).uuidString.lowercased(),
+                                                     deviceToken: device.token))
+                }
+            }
+        case .tracking:
+            let actions: [TrackingAction] = [.impression, .impression, .click, .open]
+            for n in 0..<sizes.trackingCommands {
+                // One report in 50 is for a delivery no send has (parked for good).
+                let unknown = n % 50 == 49
+                let delivery = unknown ? random.uuid() : deliveryId(random.next(max(1, sizes.sends)))
+                let events = (0..<sizes.eventsPerTracking).map { _ in
+                    // Indices up to a few past the send's devices: those are foreign and rejected.
+                    TrackingEvent(broadlogId: MessageId.make(deliveryId: delivery, index: random.next(sizes.usersPerSend * 2)),
+                                  action: actions[random.next(actions.count)])
+                }
+                try add(TrackingReported(mobileAppId: appId, deliveryId: delivery, events: events))
+            }
+        }
+        return out
+    }
+
+    public static func userId(_ n: Int) -> String { "u-\(n)" }
+
+    /// The devices of user `n`: an iOS one, and every `secondDeviceEvery`-th user an Android one.
+    public func devices(ofUser n: Int) -> [(platform: Platform, token: String)] {
+        let ios = (Platform.ios, String(format: "%016llx", seed) + String(repeating: "0", count: 32) + String(format: "%016x", n))
+        guard n % sizes.secondDeviceEvery == 0 else { return [ios] }
+        let android = (Platform.android, "fcm:" + String(format: "%016llx", seed) + String(repeating: "A", count: 116) + "-" + String(format: "%015d", n))
+        return [ios, android]
+    }
+
+    public func deliveryId(_ send: Int) -> UUID {
+        var random = SplitMix64(seed: seed &+ 0xD1_5EED &+ UInt64(send))
+        return random.uuid()
+    }
+
+    /// The users of send `n`: `usersPerSend` consecutive users from a spread start.
+    func sendUsers(_ n: Int) -> [Int] {
+        let start = (n &* 7919) % max(1, sizes.users)
+        return (0..<min(sizes.usersPerSend, sizes.users)).map { (start + $0) % sizes.users }
+    }
+
+    /// Produces commands in batches of 5,000, each batch acknowledged by the broker.
+    public static func produce(_ commands: [EncodedCommand], brokers: String) async throws {
+        var config = KafkaProducerConfiguration()
+        config.bootstrapServers = brokers
+        let producer = try KafkaProducer(configuration: config, logger: Logger(label: "mixed-stream"))
+        do {
+            for start in stride(from: 0, to: commands.count, by: 5_000) {
+                let records = commands[start..<min(start + 5_000, commands.count)].map { c in
+                    KafkaProducerRecord(topic: c.topic, key: c.key, value: c.value, headers: [
+                        KafkaHeader(name: RecordHeader.type, value: c.type), KafkaHeader(name: RecordHeader.version, value: "\(c.version)"),
+                    ])
+                }
+                _ = try await producer.send(records)
+            }
+        } catch {
+            await producer.shutdown()
+            throw error
+        }
+        await producer.shutdown()
+    }
+}
+
+/// SplitMix64: small, fast and the same on every platform.
+public struct SplitMix64: Sendable {
+    private var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A number in 0..<bound.
+    public mutating func next(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+
+    /// A version-4-shaped UUID from the next 128 bits.
+    public mutating func uuid() -> UUID {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        let a = next(), b = next()
+        for i in 0..<8 {
+            bytes[i] = UInt8(truncatingIfNeeded: a >> (8 * UInt64(i)))
+            bytes[8 + i] = UInt8(truncatingIfNeeded: b >> (8 * UInt64(i)))
+        }
+        bytes[6] = (bytes[6] & 0x0F) | 0x40
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+    }
+}
