@@ -1,5 +1,5 @@
 # The two commands: `make run` starts the stack, `make test` runs every test.
-.PHONY: run run-foreground stop test build bench-ingest bench-fanout bench-tracking setup
+.PHONY: run run-foreground stop test build bench-ingest bench-fanout bench-tracking bench-processor setup
 
 run:
 	scripts/run
@@ -27,3 +27,6 @@ bench-fanout:
 
 bench-tracking:
 	scripts/bench-tracking
+
+bench-processor:
+	scripts/bench-processor
