@@ -20,6 +20,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.3.0"),
+        // Test-only: DeploymentTests reads compose/docker-compose.yml.
+        .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
     ],
     targets: [
         // librdkafka from the system (>= 2.8 for Tansu; scripts/setup installs it).
@@ -99,6 +101,8 @@ let package = Package(
                            .product(name: "Prometheus", package: "swift-prometheus")]
         ),
         .testTarget(name: "ProcessorTests", dependencies: ["Processor", "Contracts", "Projections", "Kafka", "TestSupport"]),
+        // Checks Dockerfile and compose/ against the code (variables, routes); reads files only.
+        .testTarget(name: "DeploymentTests", dependencies: [.product(name: "Yams", package: "Yams")]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["Contracts", "Kafka", "Projections", "TestSupport",
