@@ -281,6 +281,9 @@ public struct DeliveryStatsRow: Sendable, Equatable {
 /// The delivery state of an outbox job.
 public enum OutboxState: String, Sendable, Codable {
     case pending, delivered, failed
+    /// Written by a rebuild's replay: the original run already handled the job, so it is never
+    /// claimed or sent (`claimOutboxJobs` takes `pending` jobs only, `nextOutboxDue` ignores it).
+    case replayed
 }
 
 /// A webhook or callback to send: written in the same transaction as the state change that
@@ -423,6 +426,11 @@ public enum Mutation: Sendable, Equatable {
     case putRegistrationStatus(RegistrationStatusRow)
     /// Inserts the job; a job whose id already exists is left as it is.
     case enqueueOutbox(OutboxJob)
+    /// Writes the whole job row: inserts it, or overwrites every column of the job with that id
+    /// (its lease is released). Carries an old store's delivery progress into a rebuilt one.
+    /// Recorded attempts numbered above the restored `attempts` are dropped, so that the next
+    /// attempt's number is free.
+    case restoreOutbox(OutboxJob)
     /// Inserts the pending row; an existing one is left as it is.
     case putPending(PendingNotificationRow)
     case deletePending(PendingKey)
@@ -434,6 +442,13 @@ public enum Mutation: Sendable, Equatable {
     case putDelivery(DeliveryRow)
     /// Counts reports: a new (device, action) is stored with `reports - 1` repeats, a known one
     /// gets `reports` more. Needs no loaded row, so it cannot count on a stale read.
+    ///
+    /// Then, in the same transaction, settles against the delivery rows stored at that point:
+    /// when a delivery row with this delivery id exists, this (delivery, app)'s rows that it
+    /// cannot own are deleted, by the rule of `.discardTracking` (another app's delivery, tracking
+    /// off, or `messageIndex` ≥ sent). Without a delivery row the rows stay (parked). So a report
+    /// batch that loaded "no delivery yet" while another processor committed the send cannot
+    /// leave rows behind that the send's own discard did not see.
     case countTracking(TrackingCounts)
     /// Deletes the delivery's tracking rows that it cannot own: those of any other app and
     /// those at or past `validBelow` (the delivery's sent count; 0 when tracking was off).
@@ -465,6 +480,11 @@ public enum ProjectionStoreError: Error, Sendable, Equatable, CustomStringConver
     case database(String)
     /// The store configuration could not be understood.
     case invalidConfiguration(String)
+    /// Transient: the database could not be reached, or aborted the transaction for reasons
+    /// unrelated to the data (connection refused or lost, server shutting down, deadlock,
+    /// serialization failure, SQLite busy or locked). Nothing was written; retrying the same
+    /// call later is right.
+    case unavailable(String)
 
     public var description: String {
         switch self {
@@ -472,6 +492,7 @@ public enum ProjectionStoreError: Error, Sendable, Equatable, CustomStringConver
         case .unsupportedSchemaVersion(let found, let supported): "store schema version \(found) is newer than supported \(supported)"
         case .database(let m): "database error: \(m)"
         case .invalidConfiguration(let m): "invalid store configuration: \(m)"
+        case .unavailable(let m): "store unavailable: \(m)"
         }
     }
 }
@@ -481,7 +502,8 @@ public enum ProjectionStoreError: Error, Sendable, Equatable, CustomStringConver
 ///
 /// Writes happen only through `commit`, one transaction per consumed batch, so state,
 /// offsets and outbox jobs change together or not at all. Implementations: `SQLiteProjectionStore`
-/// (PostgreSQL follows behind this same protocol).
+/// (one file, one machine) and `PostgresProjectionStore` (shared by several processes and
+/// machines); both behave the same for every method and mutation, and dump the same text.
 public protocol ProjectionStore: Sendable {
     /// Reads the rows a batch needs, in one read transaction.
     func load(_ query: StateQuery) async throws -> StateSnapshot
@@ -512,6 +534,9 @@ public protocol ProjectionStore: Sendable {
     /// Records an attempt: counts it, stores its result and releases the lease.
     func recordOutboxAttempt(jobId: String, result: OutboxAttemptResult) async throws
     func outboxJob(_ id: String) async throws -> OutboxJob?
+    /// Up to `limit` jobs with ids after `id` (all when nil), ordered by id in byte order: pages
+    /// through every job, whatever its state.
+    func outboxJobs(after id: String?, limit: Int) async throws -> [OutboxJob]
     /// The earliest `nextAttemptAt` of pending jobs, if any.
     func nextOutboxDue() async throws -> Date?
 

@@ -13,6 +13,8 @@ struct SQLiteMutationWriter {
     private var deleteDevice: Statement?
     private var putStatus: Statement?
     private var enqueue: Statement?
+    private var restore: Statement?
+    private var restoreAttempts: Statement?
     private var putPending: Statement?
     private var deletePending: Statement?
     private var clearPending: Statement?
@@ -21,6 +23,7 @@ struct SQLiteMutationWriter {
     private var countTracking: Statement?
     private var countTrackingMany: Statement?
     private var discardTracking: Statement?
+    private var settleTracking: Statement?
 
     init(db: Database) {
         self.db = db
@@ -59,6 +62,13 @@ struct SQLiteMutationWriter {
                 job.body, job.maxAttempts, job.attempts, SQLiteValues.millis(job.nextAttemptAt), job.state.rawValue,
                 job.lastStatus, job.lastError, SQLiteValues.millis(job.createdAt),
             ])
+        case .restoreOutbox(let job):
+            try statement(\.restore, Self.restoreSQL).execute(arguments: [
+                job.id, job.kind, job.appId.map(SQLiteValues.text), job.url, try SQLiteValues.headersJSON(job.headers),
+                job.body, job.maxAttempts, job.attempts, SQLiteValues.millis(job.nextAttemptAt), job.state.rawValue,
+                job.lastStatus, job.lastError, SQLiteValues.millis(job.createdAt),
+            ])
+            try statement(\.restoreAttempts, Self.restoreAttemptsSQL).execute(arguments: [job.id, job.attempts])
         case .putPending(let pending):
             try statement(\.putPending, Self.putPendingSQL).execute(arguments: [
                 SQLiteValues.text(pending.appId), pending.deviceToken, pending.notificationId,
@@ -111,6 +121,7 @@ struct SQLiteMutationWriter {
                 one.setUncheckedArguments([delivery, app, count.action.rawValue, count.messageIndex, count.reports - 1])
                 try one.execute()
             }
+            try statement(\.settleTracking, Self.settleTrackingSQL).execute(arguments: [delivery, app])
         case .discardTracking(let deliveryId, let appId, let validBelow):
             try statement(\.discardTracking, Self.discardTrackingSQL).execute(arguments: [
                 SQLiteValues.text(deliveryId), SQLiteValues.text(appId), validBelow,
@@ -161,6 +172,20 @@ struct SQLiteMutationWriter {
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)
         """
 
+    /// Every column, the lease released.
+    private static let restoreSQL = """
+        INSERT INTO outbox (id, kind, app_id, url, headers, body, max_attempts, attempts,
+            next_attempt_at, state, last_status, last_error, lease_until, created_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)
+        ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, app_id = excluded.app_id, url = excluded.url,
+            headers = excluded.headers, body = excluded.body, max_attempts = excluded.max_attempts,
+            attempts = excluded.attempts, next_attempt_at = excluded.next_attempt_at, state = excluded.state,
+            last_status = excluded.last_status, last_error = excluded.last_error, lease_until = NULL,
+            created_at = excluded.created_at
+        """
+
+    private static let restoreAttemptsSQL = "DELETE FROM outbox_attempts WHERE job_id = ? AND attempt > ?"
+
     /// The first row of a (device, notification) stays: a replayed send leaves it as it was.
     private static let putPendingSQL = """
         INSERT OR IGNORE INTO pending_notifications (app_id, device_token, notification_id, delivery_id, sent_at, text,
@@ -197,6 +222,14 @@ struct SQLiteMutationWriter {
 
     private static let discardTrackingSQL = """
         DELETE FROM tracking_events WHERE delivery_id = ?1 AND (app_id <> ?2 OR message_index >= ?3)
+        """
+
+    /// `.discardTracking`'s rule, for one (delivery, app), against every delivery row of that id
+    /// stored now; none stored: nothing is deleted.
+    private static let settleTrackingSQL = """
+        DELETE FROM tracking_events WHERE delivery_id = ?1 AND app_id = ?2 AND EXISTS (
+            SELECT 1 FROM deliveries d WHERE d.delivery_id = ?1
+            AND (d.app_id <> ?2 OR d.tracking = 0 OR tracking_events.message_index >= d.sent))
         """
 
     /// The first row of a delivery id stays.

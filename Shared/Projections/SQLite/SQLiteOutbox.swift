@@ -59,6 +59,17 @@ enum SQLiteOutbox {
         return try Row.fetchOne(select, arguments: [id]).map(SQLiteRows.outboxJob)
     }
 
+    static func jobs(after id: String?, limit: Int, in db: Database) throws -> [OutboxJob] {
+        guard limit > 0 else { return [] }
+        // BINARY collation: byte order of the UTF-8 ids.
+        if let id {
+            let select = try db.cachedStatement(sql: "SELECT \(SQLiteRows.outboxColumns) FROM outbox WHERE id > ? ORDER BY id LIMIT ?")
+            return try Row.fetchAll(select, arguments: [id, limit]).map(SQLiteRows.outboxJob)
+        }
+        let select = try db.cachedStatement(sql: "SELECT \(SQLiteRows.outboxColumns) FROM outbox ORDER BY id LIMIT ?")
+        return try Row.fetchAll(select, arguments: [limit]).map(SQLiteRows.outboxJob)
+    }
+
     static func nextDue(in db: Database) throws -> Date? {
         let select = try db.cachedStatement(sql: "SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'pending'")
         return try Int64.fetchOne(select).map(SQLiteValues.date(millis:))

@@ -8,8 +8,8 @@ import Logging
 /// A WAL-mode `DatabasePool` lets readers (ingest's status queries, the dispatcher, `load`)
 /// proceed while the processor commits. `synchronous=NORMAL` is safe here: state and offsets
 /// commit in one transaction, so a power loss can only lose whole recent transactions, and
-/// the processor then re-reads those records from Kafka. Every GRDB or SQLite error surfaces
-/// as `ProjectionStoreError.database`.
+/// the processor then re-reads those records from Kafka. GRDB and SQLite errors surface as
+/// `ProjectionStoreError.unavailable` (busy, locked) or `.database` (everything else).
 public final class SQLiteProjectionStore: ProjectionStore {
     /// Internal so that tests can inspect tables that have no reading API (attempt history).
     let pool: DatabasePool
@@ -185,6 +185,10 @@ public final class SQLiteProjectionStore: ProjectionStore {
         try await reading { db in try SQLiteOutbox.job(id, in: db) }
     }
 
+    public func outboxJobs(after id: String?, limit: Int) async throws -> [OutboxJob] {
+        try await reading { db in try SQLiteOutbox.jobs(after: id, limit: limit, in: db) }
+    }
+
     public func nextOutboxDue() async throws -> Date? {
         try await reading { db in try SQLiteOutbox.nextDue(in: db) }
     }
@@ -212,11 +216,14 @@ public final class SQLiteProjectionStore: ProjectionStore {
     }
 
     /// The module's own errors pass as they are, and so does cancellation (callers stop on it
-    /// rather than retry); anything else is a database failure.
+    /// rather than retry); a database busy or locked beyond the busy timeout is transient; anything
+    /// else is a database failure.
     private static func storeError(_ error: any Error) -> any Error {
         switch error {
         case let error as ProjectionStoreError: error
         case let error as CancellationError: error
+        case let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED:
+            ProjectionStoreError.unavailable(String(describing: error))
         default: ProjectionStoreError.database(String(describing: error))
         }
     }

@@ -3,9 +3,8 @@ import Foundation
 
 /// How model values become SQLite column values and back.
 ///
-/// UUIDs are lower-case text and dates integer milliseconds since 1970, so that the same
-/// commits always produce byte-identical rows (and dumps), whatever machine wrote them.
-/// Header maps are sorted-key JSON from the project's one coder setup.
+/// UUIDs are lower-case text; dates, headers and enumerations as in every backend
+/// (`ProjectionValues`).
 enum SQLiteValues {
     static func text(_ id: UUID) -> String {
         id.uuidString.lowercased()
@@ -18,38 +17,17 @@ enum SQLiteValues {
         return id
     }
 
-    /// Rounded rather than truncated: a date built from whole milliseconds is often a hair
-    /// below them as a `Double`.
-    static func millis(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded())
-    }
+    static func millis(_ date: Date) -> Int64 { ProjectionValues.millis(date) }
 
-    static func date(millis: Int64) -> Date {
-        Date(timeIntervalSince1970: Double(millis) / 1000)
-    }
+    static func date(millis: Int64) -> Date { ProjectionValues.date(millis: millis) }
 
-    static func headersJSON(_ headers: [String: String]) throws -> String {
-        // Most jobs and apps carry no extra headers; skip the encoder for them.
-        if headers.isEmpty { return "{}" }
-        return String(decoding: try encoder.encode(headers), as: UTF8.self)
-    }
+    static func headersJSON(_ headers: [String: String]) throws -> String { try ProjectionValues.headersJSON(headers) }
 
     static func headers(json: String, column: String) throws -> [String: String] {
-        if json == "{}" { return [:] }
-        do {
-            return try decoder.decode([String: String].self, from: Data(json.utf8))
-        } catch {
-            throw ProjectionStoreError.database("column \(column) holds invalid header JSON: \(error)")
-        }
+        try ProjectionValues.headers(json: json, column: column)
     }
 
     static func decode<T: RawRepresentable>(_ type: T.Type, _ raw: T.RawValue, column: String) throws -> T {
-        guard let value = T(rawValue: raw) else {
-            throw ProjectionStoreError.database("column \(column) holds unknown value '\(raw)'")
-        }
-        return value
+        try ProjectionValues.decode(type, raw, column: column)
     }
-
-    private static let encoder = WireJSON.encoder()
-    private static let decoder = WireJSON.decoder()
 }

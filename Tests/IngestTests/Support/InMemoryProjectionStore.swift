@@ -110,6 +110,7 @@ actor InMemoryProjectionStore: ProjectionStore {
     func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date) -> [OutboxJob] { [] }
     func recordOutboxAttempt(jobId: String, result: OutboxAttemptResult) {}
     func outboxJob(_ id: String) -> OutboxJob? { nil }
+    func outboxJobs(after id: String?, limit: Int) -> [OutboxJob] { [] }
     func nextOutboxDue() -> Date? { nil }
     func dump() -> String { "" }
 }

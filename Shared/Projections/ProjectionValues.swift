@@ -1,0 +1,42 @@
+import Contracts
+import Foundation
+
+/// How model values become stored column values and back, in every backend alike: dates are
+/// integer milliseconds since 1970, header maps sorted-key JSON from the project's one coder
+/// setup, so that the same commits give the same rows (and dumps) in SQLite and PostgreSQL.
+enum ProjectionValues {
+    /// Rounded rather than truncated: a date built from whole milliseconds is often a hair
+    /// below them as a `Double`.
+    static func millis(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1000).rounded())
+    }
+
+    static func date(millis: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(millis) / 1000)
+    }
+
+    static func headersJSON(_ headers: [String: String]) throws -> String {
+        // Most jobs and apps carry no extra headers; skip the encoder for them.
+        if headers.isEmpty { return "{}" }
+        return String(decoding: try encoder.encode(headers), as: UTF8.self)
+    }
+
+    static func headers(json: String, column: String) throws -> [String: String] {
+        if json == "{}" { return [:] }
+        do {
+            return try decoder.decode([String: String].self, from: Data(json.utf8))
+        } catch {
+            throw ProjectionStoreError.database("column \(column) holds invalid header JSON: \(error)")
+        }
+    }
+
+    static func decode<T: RawRepresentable>(_ type: T.Type, _ raw: T.RawValue, column: String) throws -> T {
+        guard let value = T(rawValue: raw) else {
+            throw ProjectionStoreError.database("column \(column) holds unknown value '\(raw)'")
+        }
+        return value
+    }
+
+    private static let encoder = WireJSON.encoder()
+    private static let decoder = WireJSON.decoder()
+}
