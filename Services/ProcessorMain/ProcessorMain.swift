@@ -51,7 +51,7 @@ struct Serve: AsyncParsableCommand {
         if let port { configuration.port = port }
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-        logger.info("starting", metadata: ["brokers": "\(configuration.brokers)", "store": "\(configuration.store)",
+        logger.info("starting", metadata: ["brokers": "\(configuration.brokers)", "store": "\(configuration.storeForLogs)",
                                            "group": "\(configuration.groupId)", "port": "\(configuration.port)"])
         try await ProcessorApp.run(configuration: configuration, metrics: registry, logger: logger)
     }
@@ -72,7 +72,7 @@ struct RebuildCommand: AsyncParsableCommand {
 
     func run() async throws {
         let (configuration, logger) = try common.bootstrap()
-        logger.info("rebuilding", metadata: ["brokers": "\(configuration.brokers)", "store": "\(configuration.store)"])
+        logger.info("rebuilding", metadata: ["brokers": "\(configuration.brokers)", "store": "\(configuration.storeForLogs)"])
         let summary = try await Rebuild.run(configuration: configuration, logger: logger)
         logger.info("rebuild finished", metadata: [
             "records": "\(summary.records.values.reduce(0, +))", "outbound_not_republished": "\(summary.outboundNotRepublished)",

@@ -43,8 +43,8 @@ public enum Rebuild {
     public static func run(configuration: ProcessorConfiguration, verifier: any DeviceTokenVerifier = TokenFormatVerifier(),
                            logger: Logger) async throws -> Summary {
         let topics = configuration.topics.commandTopics
-        let store = try ProjectionStoreFactory.open(configuration.store, logger: logger)
-        guard try await store.offsets(topics: topics).isEmpty else { throw Failure.storeNotEmpty(configuration.store) }
+        let store = try await ProjectionStoreFactory.open(configuration.store, logger: logger)
+        guard try await store.offsets(topics: topics).isEmpty else { throw Failure.storeNotEmpty(configuration.storeForLogs) }
         // A topic nobody wrote yet is created (empty), as `serve` does, rather than waited for.
         try await configuration.createMissingTopics()
         let outbound = DiscardedOutbound()
