@@ -8,7 +8,8 @@ import XCTest
 
 /// The whole stack for one integration test: a fresh Tansu broker (started by the project's
 /// own script), the real `pushline-processor` and `pushline-ingest` executables, and a fresh
-/// SQLite store in a temporary directory. Everything is stopped in `stop()`.
+/// SQLite store in a temporary directory, or the store a test names (`PUSHLINE_STORE`, e.g. a
+/// PostgreSQL database). Everything is stopped in `stop()`.
 final class PushlineStack: @unchecked Sendable {
     let broker: TestBroker
     let directory: URL
@@ -21,14 +22,17 @@ final class PushlineStack: @unchecked Sendable {
     let ingest: ServiceProcess
     /// Extra or overriding processor settings of this test.
     let processorEnvironment: [String: String]
+    /// `PUSHLINE_STORE` of both services.
+    let storeLocation: String
 
     var ingestURL: String { "http://127.0.0.1:\(ingestPort)" }
     var processorURL: String { "http://127.0.0.1:\(processorPort)" }
     var storePath: String { directory.appendingPathComponent("store.sqlite").path }
 
-    static func start(processorEnvironment: [String: String] = [:]) async throws -> PushlineStack {
+    /// `store`: the services' `PUSHLINE_STORE`; nil: a new SQLite file in the stack's directory.
+    static func start(processorEnvironment: [String: String] = [:], store: String? = nil) async throws -> PushlineStack {
         let broker = try await TestBroker.start()
-        let stack = PushlineStack(broker: broker, processorEnvironment: processorEnvironment)
+        let stack = PushlineStack(broker: broker, processorEnvironment: processorEnvironment, store: store)
         do {
             try stack.processor.start()
             try await stack.processor.waitHealthy("\(stack.processorURL)/health")
@@ -41,18 +45,19 @@ final class PushlineStack: @unchecked Sendable {
         return stack
     }
 
-    private init(broker: TestBroker, processorEnvironment: [String: String]) {
+    private init(broker: TestBroker, processorEnvironment: [String: String], store: String?) {
         self.broker = broker
         self.processorEnvironment = processorEnvironment
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-it-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         processor = ServiceProcess(name: "pushline-processor", environment: [:], logDirectory: directory)
-        let storePath = directory.appendingPathComponent("store.sqlite").path
+        let storeLocation = store ?? "sqlite:" + directory.appendingPathComponent("store.sqlite").path
+        self.storeLocation = storeLocation
         ingest = ServiceProcess(name: "pushline-ingest", environment: [
             "PUSHLINE_INGEST_PORT": "\(ingestPort)",
             "PUSHLINE_ADMIN_TOKEN": adminToken,
             "PUSHLINE_KAFKA_BROKERS": broker.bootstrapServers,
-            "PUSHLINE_STORE": "sqlite:\(storePath)",
+            "PUSHLINE_STORE": storeLocation,
             "PUSHLINE_PARTITIONS": "6",
             "PUSHLINE_LOG_LEVEL": "warning",
         ], logDirectory: directory)
@@ -63,7 +68,7 @@ final class PushlineStack: @unchecked Sendable {
         ServiceProcess(name: "pushline-processor", environment: [
             "PUSHLINE_PROCESSOR_PORT": "\(processorPort)",
             "PUSHLINE_KAFKA_BROKERS": broker.bootstrapServers,
-            "PUSHLINE_STORE": "sqlite:\(storePath)",
+            "PUSHLINE_STORE": storeLocation,
             "PUSHLINE_GROUP_ID": groupId,
             "PUSHLINE_PARTITIONS": "6",
             "PUSHLINE_KAFKA_SESSION_TIMEOUT_MS": "6000",
@@ -164,13 +169,13 @@ final class PushlineStack: @unchecked Sendable {
 
     // MARK: - Store and topics
 
-    /// Opens the processor's SQLite store (WAL: safe beside the running processor).
-    func openStore() throws -> any ProjectionStore {
-        try SQLiteProjectionStore(path: storePath, logger: Logger(label: "test"))
+    /// Opens the services' store (SQLite in WAL mode, or PostgreSQL: safe beside the running processor).
+    func openStore() async throws -> any ProjectionStore {
+        try await ProjectionStoreFactory.open(storeLocation, logger: Logger(label: "test"))
     }
 
-    /// Runs SQL on the store with the sqlite3 command-line client (another real SQLite client)
-    /// and returns its output lines.
+    /// Runs SQL on the SQLite store (the default one) with the sqlite3 command-line client
+    /// (another real SQLite client) and returns its output lines.
     @discardableResult
     func sqlite(_ sql: String) async throws -> [String] {
         let out = try await ProcessRunner.run("sqlite3", ["-cmd", ".timeout 10000", storePath, sql])
