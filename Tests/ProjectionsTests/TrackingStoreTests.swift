@@ -186,4 +186,31 @@ class TrackingStoreTests: StoreTestCase {
             TrackedEvent(appId: app, action: .open, messageIndex: 6, repeats: 0),
         ], "index 4 went with the discard; 6 came after it, with no delivery to settle against")
     }
+
+    /// Two processes: one applies a send (its delivery and discard), the other a report batch
+    /// that loaded no delivery (so parks its rows), committed at once. Whichever commits second
+    /// must see the other's writes: no row the delivery cannot own survives.
+    func testASendAndAReportCommittedAtOnceByTwoStoresLeaveNoRowTheDeliveryCannotOwn() async throws {
+        let sends = try await openStore(), reports = try await openStore()
+        let app = UUID()
+        var deliveryIds: [UUID] = []
+        for _ in 0..<25 {
+            let delivery = Fixture.delivery(app: app, tracking: true, sent: 2)
+            deliveryIds.append(delivery.deliveryId)
+            let send: [Mutation] = [.putDelivery(delivery), .discardTracking(deliveryId: delivery.deliveryId, appId: app, validBelow: 2)]
+            let report: [Mutation] = [
+                .countTracking(TrackingCounts(appId: app, deliveryId: delivery.deliveryId, counts: [
+                    TrackingCount(action: .open, messageIndex: 1), TrackingCount(action: .open, messageIndex: 5),
+                ])),
+                .countTracking(key(UUID(), delivery.deliveryId, .click, 0)),
+            ]
+            async let sent: Void = sends.commit(mutations: send, offsets: [])
+            async let reported: Void = reports.commit(mutations: report, offsets: [])
+            _ = try await (sent, reported)
+        }
+        let rows = try await sends.load(StateQuery(trackedDeliveries: Set(deliveryIds)))
+        for id in deliveryIds {
+            XCTAssertEqual(rows.trackedEvents[id], [TrackedEvent(appId: app, action: .open, messageIndex: 1, repeats: 0)])
+        }
+    }
 }
