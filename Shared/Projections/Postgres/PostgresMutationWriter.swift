@@ -46,7 +46,7 @@ struct PostgresMutationWriter {
     /// deliveries wait for each other.
     static func lockKey(_ id: UUID) -> Int64 {
         withUnsafeBytes(of: id.uuid) { bytes in
-            bytes.load(fromByteOffset: 0, as: Int64.self) ^ bytes.load(fromByteOffset: 8, as: Int64.self)
+            bytes.loadUnaligned(fromByteOffset: 0, as: Int64.self) ^ bytes.loadUnaligned(fromByteOffset: 8, as: Int64.self)
         }
     }
 
