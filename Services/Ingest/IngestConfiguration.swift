@@ -1,4 +1,5 @@
 import Contracts
+import Projections
 
 /// Everything the ingest service needs to know about its deployment, as one value.
 ///
@@ -23,6 +24,8 @@ public struct IngestConfiguration: Sendable {
     public var partitions = 12
     /// The projection store read by the status and admin GET routes.
     public var store = "sqlite:./var/pushline.sqlite"
+    /// `store` with any password hidden, for logs and messages.
+    public var storeForLogs: String { ProjectionStoreFactory.redacted(store) }
     /// The broker must acknowledge a command within this bound, else the answer is 503.
     public var produceTimeoutMs = 5_000
     /// Producer linger: how long librdkafka waits to fill a batch.

@@ -48,8 +48,8 @@ struct PushlineIngest: AsyncParsableCommand {
         producerConfig.lingerMs = configuration.lingerMs
         producerConfig.properties = configuration.kafkaProperties
         let producer = try KafkaProducer(configuration: producerConfig, logger: logger)
-        let store = try ProjectionStoreFactory.open(configuration.store, logger: logger)
-        logger.info("starting", metadata: ["brokers": "\(configuration.brokers)", "store": "\(configuration.store)",
+        let store = try await ProjectionStoreFactory.open(configuration.store, logger: logger)
+        logger.info("starting", metadata: ["brokers": "\(configuration.brokers)", "store": "\(configuration.storeForLogs)",
                                            "port": "\(configuration.port)"])
         let app = buildApplication(configuration: configuration, publisher: KafkaCommandPublisher(producer: producer),
                                    store: store, metrics: registry, logger: logger)

@@ -17,7 +17,7 @@ public enum ProcessorApp {
     public static func run(configuration: ProcessorConfiguration, metrics: PrometheusCollectorRegistry,
                            verifier: any DeviceTokenVerifier = TokenFormatVerifier(), logger: Logger) async throws {
         try await configuration.createMissingTopics()
-        let store = try ProjectionStoreFactory.open(configuration.store, logger: logger)
+        let store = try await ProjectionStoreFactory.open(configuration.store, logger: logger)
 
         var producerConfig = KafkaProducerConfiguration()
         producerConfig.bootstrapServers = configuration.brokers

@@ -14,6 +14,8 @@ public struct ProcessorConfiguration: Sendable {
     /// Partitions of each topic created on start when missing.
     public var partitions = 12
     public var store = ProjectionStoreFactory.defaultLocation
+    /// `store` with any password hidden, for logs and messages.
+    public var storeForLogs: String { ProjectionStoreFactory.redacted(store) }
     public var sessionTimeoutMs = 10_000
     public var maxPollIntervalMs = 300_000
     public var maxBatchSize = 2_000

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Metrics
 import Processor
+import Projections
 import Prometheus
 
 /// `pushline-processor`: consumes the command topics and builds the projections
@@ -51,7 +52,7 @@ struct Serve: AsyncParsableCommand {
         if let port { configuration.port = port }
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-        logger.info("starting", metadata: ["brokers": "\(configuration.brokers)", "store": "\(configuration.store)",
+        logger.info("starting", metadata: ["brokers": "\(configuration.brokers)", "store": "\(configuration.storeForLogs)",
                                            "group": "\(configuration.groupId)", "port": "\(configuration.port)"])
         try await ProcessorApp.run(configuration: configuration, metrics: registry, logger: logger)
     }
@@ -88,8 +89,8 @@ struct RebuildCommand: AsyncParsableCommand {
 
     func run() async throws {
         let (configuration, logger) = try common.bootstrap()
-        logger.info("rebuilding", metadata: ["brokers": "\(configuration.brokers)", "store": "\(configuration.store)",
-                                             "previous": "\(previous ?? "-")", "switch": "\(switchOver)"])
+        logger.info("rebuilding", metadata: ["brokers": "\(configuration.brokers)", "store": "\(configuration.storeForLogs)",
+                                             "previous": "\(previous.map(ProjectionStoreFactory.redacted) ?? "-")", "switch": "\(switchOver)"])
         let options = Rebuild.Options(previous: previous, switchOver: switchOver, join: join, progressInterval: quiet ? nil : .seconds(1))
         let summary = try await Rebuild.run(configuration: configuration, options: options, logger: logger)
         logger.info("rebuild finished", metadata: [
@@ -97,7 +98,7 @@ struct RebuildCommand: AsyncParsableCommand {
             "outbox_carried": "\(summary.outboxCarried)",
         ])
         if switchOver {
-            print("switched: start the processors and ingest with PUSHLINE_STORE=\(configuration.store)")
+            print("switched: start the processors and ingest with PUSHLINE_STORE=\(configuration.storeForLogs)")
         }
     }
 }

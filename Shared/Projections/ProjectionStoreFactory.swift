@@ -2,16 +2,28 @@ import Foundation
 import Logging
 
 /// Opens the projection store named by a configuration string (`PUSHLINE_STORE`):
-/// `sqlite:<path>` or a bare file path. PostgreSQL arrives behind the same protocol later.
+/// `sqlite:<path>` or a bare file path for SQLite, `postgres://…` or `postgresql://…` for
+/// PostgreSQL (see `PostgresLocation` for the URL's parts and parameters).
 public enum ProjectionStoreFactory {
     public static let defaultLocation = "sqlite:./var/pushline.sqlite"
 
-    public static func open(_ location: String, logger: Logger) throws -> any ProjectionStore {
+    /// Throws `invalidConfiguration` for a location it cannot understand, and whatever opening
+    /// the store throws (`.unavailable` for an unreachable PostgreSQL server).
+    public static func open(_ location: String, logger: Logger) async throws -> any ProjectionStore {
         if location.hasPrefix("postgres://") || location.hasPrefix("postgresql://") {
-            throw ProjectionStoreError.invalidConfiguration("PostgreSQL projections are not available in this version; use sqlite:<path>")
+            return try await PostgresProjectionStore(location: PostgresLocation(url: location), logger: logger)
+        }
+        if location.hasPrefix("postgres:") || location.hasPrefix("postgresql:") {
+            throw ProjectionStoreError.invalidConfiguration(
+                "'\(redacted(location))' is not a PostgreSQL URL; expected postgres://user@host:port/database")
         }
         let path = location.hasPrefix("sqlite:") ? String(location.dropFirst("sqlite:".count)) : location
         guard !path.isEmpty else { throw ProjectionStoreError.invalidConfiguration("empty SQLite path in '\(location)'") }
         return try SQLiteProjectionStore(path: path, logger: logger)
+    }
+
+    /// The location with any password hidden, for logs.
+    public static func redacted(_ location: String) -> String {
+        PostgresLocation.redacting(location)
     }
 }

@@ -66,7 +66,7 @@ final class DeviceRegistrationTests: XCTestCase {
         XCTAssertEqual(withUnknown.map(\.Status), [.Failed, .Pending, .Success, .Success, .Success])
 
         // The untracked registrations were applied all the same.
-        let store = try stack.openStore()
+        let store = try await stack.openStore()
         try await eventually("untracked devices stored") {
             try await store.devices(app: app.mobileAppId, user: "user-4").count == 1
         }
@@ -93,7 +93,7 @@ final class DeviceRegistrationTests: XCTestCase {
 
         // The store refuses one device write (a real SQLite trigger), as a throttled or broken
         // database would: the outcome is FailedToStoreDevice and the stream goes on.
-        let store = try stack.openStore()
+        let store = try await stack.openStore()
         try await stack.sqlite("CREATE TRIGGER refuse_device BEFORE INSERT ON devices WHEN NEW.device_token = '\(Tokens.apns(666))' "
                          + "BEGIN SELECT RAISE(ABORT, 'refused by test'); END;")
         let refused = try await register(.init(MobileAppId: appId, UserId: "u", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(666)))
@@ -122,7 +122,7 @@ final class DeviceRegistrationTests: XCTestCase {
         }
         let statuses = try await stack.statuses(org: org, app: app.mobileAppId, token: app.apiToken, ids: ids)
         XCTAssertEqual(statuses.map(\.Status), [.Success, .Success])
-        let store = try stack.openStore()
+        let store = try await stack.openStore()
         let device = try await store.device(DeviceKey(appId: app.mobileAppId, deviceToken: token))
         XCTAssertEqual(device?.userId, "bob")
         XCTAssertEqual(device?.version, 2)
@@ -186,7 +186,7 @@ final class DeviceRegistrationTests: XCTestCase {
         let statuses = try await stack.statuses(org: org, app: app.mobileAppId, token: app.apiToken, ids: [forgedId, genuineId])
         XCTAssertEqual(statuses.map(\.Status), [.Pending, .Success])
         XCTAssertEqual(receiver.requests.count, 1, "only the genuine registration's webhook")
-        let store = try stack.openStore()
+        let store = try await stack.openStore()
         let forgedDevice = try await store.device(DeviceKey(appId: app.mobileAppId, deviceToken: Tokens.apns(5)))
         XCTAssertNil(forgedDevice)
         // The status route with a wrong token reveals nothing either.
@@ -227,7 +227,7 @@ final class DeviceRegistrationTests: XCTestCase {
         ])
         XCTAssertEqual(answer.status, 202)
 
-        let store = try stack.openStore()
+        let store = try await stack.openStore()
         try await eventually("cleanups applied") {
             let b = try await store.devices(app: app.mobileAppId, user: "b")
             let c = try await store.devices(app: app.mobileAppId, user: "c")

@@ -8,7 +8,8 @@ import XCTest
 
 /// The whole stack for one integration test: a fresh Tansu broker (started by the project's
 /// own script), the real `pushline-processor` and `pushline-ingest` executables, and a fresh
-/// SQLite store in a temporary directory. Everything is stopped in `stop()`.
+/// SQLite store in a temporary directory, or the store a test names (`PUSHLINE_STORE`, e.g. a
+/// PostgreSQL database). Everything is stopped in `stop()`.
 final class PushlineStack: @unchecked Sendable {
     let broker: TestBroker
     let directory: URL
@@ -18,17 +19,20 @@ final class PushlineStack: @unchecked Sendable {
     let processorPort = TestBroker.freePort()
     let groupId = "pushline-test-" + UUID().uuidString
     private(set) var processor: ServiceProcess
-    let ingest: ServiceProcess
+    private(set) var ingest: ServiceProcess
     /// Extra or overriding processor settings of this test.
     let processorEnvironment: [String: String]
+    /// `PUSHLINE_STORE` of both services.
+    private(set) var storeLocation: String
 
     var ingestURL: String { "http://127.0.0.1:\(ingestPort)" }
     var processorURL: String { "http://127.0.0.1:\(processorPort)" }
     var storePath: String { directory.appendingPathComponent("store.sqlite").path }
 
-    static func start(processorEnvironment: [String: String] = [:]) async throws -> PushlineStack {
+    /// `store`: the services' `PUSHLINE_STORE`; nil: a new SQLite file in the stack's directory.
+    static func start(processorEnvironment: [String: String] = [:], store: String? = nil) async throws -> PushlineStack {
         let broker = try await TestBroker.start()
-        let stack = PushlineStack(broker: broker, processorEnvironment: processorEnvironment)
+        let stack = PushlineStack(broker: broker, processorEnvironment: processorEnvironment, store: store)
         do {
             try stack.processor.start()
             try await stack.processor.waitHealthy("\(stack.processorURL)/health")
@@ -41,29 +45,35 @@ final class PushlineStack: @unchecked Sendable {
         return stack
     }
 
-    private init(broker: TestBroker, processorEnvironment: [String: String]) {
+    private init(broker: TestBroker, processorEnvironment: [String: String], store: String?) {
         self.broker = broker
         self.processorEnvironment = processorEnvironment
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-it-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         processor = ServiceProcess(name: "pushline-processor", environment: [:], logDirectory: directory)
-        let storePath = directory.appendingPathComponent("store.sqlite").path
-        ingest = ServiceProcess(name: "pushline-ingest", environment: [
+        let storeLocation = store ?? "sqlite:" + directory.appendingPathComponent("store.sqlite").path
+        self.storeLocation = storeLocation
+        ingest = ServiceProcess(name: "pushline-ingest", environment: [:], logDirectory: directory)
+        ingest = makeIngest()
+        processor = makeProcessor()
+    }
+
+    private func makeIngest() -> ServiceProcess {
+        ServiceProcess(name: "pushline-ingest", environment: [
             "PUSHLINE_INGEST_PORT": "\(ingestPort)",
             "PUSHLINE_ADMIN_TOKEN": adminToken,
             "PUSHLINE_KAFKA_BROKERS": broker.bootstrapServers,
-            "PUSHLINE_STORE": "sqlite:\(storePath)",
+            "PUSHLINE_STORE": storeLocation,
             "PUSHLINE_PARTITIONS": "6",
             "PUSHLINE_LOG_LEVEL": "warning",
         ], logDirectory: directory)
-        processor = makeProcessor()
     }
 
     private func makeProcessor() -> ServiceProcess {
         ServiceProcess(name: "pushline-processor", environment: [
             "PUSHLINE_PROCESSOR_PORT": "\(processorPort)",
             "PUSHLINE_KAFKA_BROKERS": broker.bootstrapServers,
-            "PUSHLINE_STORE": "sqlite:\(storePath)",
+            "PUSHLINE_STORE": storeLocation,
             "PUSHLINE_GROUP_ID": groupId,
             "PUSHLINE_PARTITIONS": "6",
             "PUSHLINE_KAFKA_SESSION_TIMEOUT_MS": "6000",
@@ -79,14 +89,34 @@ final class PushlineStack: @unchecked Sendable {
         try await processor.waitHealthy("\(processorURL)/health")
     }
 
-    /// Runs `pushline-processor rebuild` into a new store at `path` and waits for it to exit;
-    /// returns its exit status.
+    /// Restarts both services on another store (after a rebuild's switch-over).
+    func switchStore(to location: String) async throws {
+        _ = try await processor.stop()
+        _ = try await ingest.stop()
+        storeLocation = location
+        processor = makeProcessor()
+        ingest = makeIngest()
+        try processor.start()
+        try await processor.waitHealthy("\(processorURL)/health")
+        try ingest.start()
+        try await ingest.waitHealthy("\(ingestURL)/health")
+    }
+
+    /// Runs `pushline-processor rebuild` into a new SQLite store at `path` and waits for it to
+    /// exit; returns its exit status.
     func rebuild(into path: String, timeout: Duration = .seconds(300)) async throws -> Int32 {
-        let log = directory.appendingPathComponent("rebuild.log").path
+        _ = try await rebuild(store: "sqlite:\(path)", arguments: [], timeout: timeout)
+        return 0
+    }
+
+    /// Runs `pushline-processor rebuild <arguments>` into `store` and waits for it to exit;
+    /// returns what it wrote (logs, progress lines), throws if it failed.
+    func rebuild(store: String, arguments: [String], timeout: Duration = .seconds(300)) async throws -> String {
+        let log = directory.appendingPathComponent("rebuild-\(UUID().uuidString).log").path
         let executable = ServiceProcess.binDirectory.appendingPathComponent("pushline-processor").path
-        let pid = try ProcessRunner.spawn(executable, ["rebuild"], environment: [
+        let pid = try ProcessRunner.spawn(executable, ["rebuild"] + arguments, environment: [
             "PUSHLINE_KAFKA_BROKERS": broker.bootstrapServers,
-            "PUSHLINE_STORE": "sqlite:\(path)",
+            "PUSHLINE_STORE": store,
             "PUSHLINE_GROUP_ID": groupId,
             "PUSHLINE_KAFKA_SESSION_TIMEOUT_MS": "6000",
             "PUSHLINE_KAFKA_MAX_POLL_INTERVAL_MS": "7000",
@@ -99,10 +129,9 @@ final class PushlineStack: @unchecked Sendable {
         }
         let status = await exit.value
         watchdog.cancel()
-        guard status == 0 else {
-            throw TestFailure("rebuild exited with \(status):\n\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
-        }
-        return status
+        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        guard status == 0 else { throw TestFailure("rebuild exited with \(status):\n\(output)") }
+        return output
     }
 
     /// Stops everything it started and removes its directory (logs reach failure messages
@@ -164,13 +193,13 @@ final class PushlineStack: @unchecked Sendable {
 
     // MARK: - Store and topics
 
-    /// Opens the processor's SQLite store (WAL: safe beside the running processor).
-    func openStore() throws -> any ProjectionStore {
-        try SQLiteProjectionStore(path: storePath, logger: Logger(label: "test"))
+    /// Opens the services' store (SQLite in WAL mode, or PostgreSQL: safe beside the running processor).
+    func openStore() async throws -> any ProjectionStore {
+        try await ProjectionStoreFactory.open(storeLocation, logger: Logger(label: "test"))
     }
 
-    /// Runs SQL on the store with the sqlite3 command-line client (another real SQLite client)
-    /// and returns its output lines.
+    /// Runs SQL on the SQLite store (the default one) with the sqlite3 command-line client
+    /// (another real SQLite client) and returns its output lines.
     @discardableResult
     func sqlite(_ sql: String) async throws -> [String] {
         let out = try await ProcessRunner.run("sqlite3", ["-cmd", ".timeout 10000", storePath, sql])

@@ -39,7 +39,7 @@ class ApplierTestCase: XCTestCase {
 
     /// Applies the batches in order to a new store `name`; returns it and what was published.
     func apply(_ batches: [[ConsumedRecord]], name: String) async throws -> (store: any ProjectionStore, outbound: [OutboundMessage]) {
-        let store = try ProjectionStoreFactory.open("sqlite:" + directory.appendingPathComponent(name).path, logger: Logger(label: "test"))
+        let store = try await ProjectionStoreFactory.open("sqlite:" + directory.appendingPathComponent(name).path, logger: Logger(label: "test"))
         let outbound = RecordingOutbound()
         let applier = BatchApplier(store: store, outbound: outbound, verifier: TokenFormatVerifier(), logger: Logger(label: "test"))
         var positions: [PartitionKey: Int64] = [:]

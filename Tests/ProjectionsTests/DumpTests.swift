@@ -3,7 +3,7 @@ import Foundation
 @testable import Projections
 import XCTest
 
-final class DumpTests: StoreTestCase {
+class DumpTests: StoreTestCase {
     /// A few commits touching every dumped table, including an overwrite and a delete.
     private func commits() -> [[Mutation]] {
         let appId = UUID(uuidString: "6F9619FF-8B86-D011-B42D-00C04FC964FF")!
@@ -33,7 +33,7 @@ final class DumpTests: StoreTestCase {
         ]
     }
 
-    private func feed(_ store: SQLiteProjectionStore) async throws {
+    private func feed(_ store: any ProjectionStore) async throws {
         for (index, mutations) in commits().enumerated() {
             try await store.commit(mutations: mutations, offsets: [
                 OffsetUpdate(partition: Fixture.partition(0), expected: index == 0 ? nil : Int64(index), next: Int64(index + 1)),
@@ -42,8 +42,8 @@ final class DumpTests: StoreTestCase {
     }
 
     func testTwoStoresFedTheSameCommitsDumpTheSameText() async throws {
-        let one = try openStore("one.sqlite")
-        let two = try openStore("two.sqlite")
+        let one = try await openStore("one.sqlite")
+        let two = try await openStore("two.sqlite")
 
         try await feed(one)
         try await feed(two)
@@ -55,7 +55,7 @@ final class DumpTests: StoreTestCase {
     }
 
     func testDumpListsEachTableByPrimaryKeyOneEscapedLinePerRow() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         try await feed(store)
 
         let lines = try await store.dump().split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
@@ -76,7 +76,7 @@ final class DumpTests: StoreTestCase {
     }
 
     func testDumpEscapesLineBreaksSoEveryRowStaysOneLine() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         try await store.commit(mutations: [.upsertApp(Fixture.app(name: "two\nlines\tand \"quotes\" \\"))], offsets: [])
 
         let dump = try await store.dump()
@@ -86,8 +86,8 @@ final class DumpTests: StoreTestCase {
     }
 
     func testDumpLeavesOutDeliveryProgressAndOffsets() async throws {
-        let delivered = try openStore("delivered.sqlite")
-        let untouched = try openStore("untouched.sqlite")
+        let delivered = try await openStore("delivered.sqlite")
+        let untouched = try await openStore("untouched.sqlite")
         try await feed(delivered)
         try await feed(untouched)
 
@@ -104,7 +104,7 @@ final class DumpTests: StoreTestCase {
     }
 
     func testNonUTF8BodiesAreDumpedAsHex() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         var job = Fixture.job("binary")
         job.body = Data([0xff, 0x00, 0x41])
         try await store.commit(mutations: [.enqueueOutbox(job)], offsets: [])
@@ -134,7 +134,7 @@ final class DumpTests: StoreTestCase {
     }
 
     func testDumpListsPendingNotificationsAcksAndDeliveriesByPrimaryKey() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         try await store.commit(mutations: managedMutations(), offsets: [])
 
         let lines = try await store.dump().split(separator: "\n").map(String.init)
@@ -155,8 +155,8 @@ final class DumpTests: StoreTestCase {
     }
 
     func testTheSameManagedStateWrittenInAnotherOrderDumpsTheSameText() async throws {
-        let forward = try openStore("forward.sqlite")
-        let backward = try openStore("backward.sqlite")
+        let forward = try await openStore("forward.sqlite")
+        let backward = try await openStore("backward.sqlite")
         let mutations = managedMutations()
         let app = UUID(uuidString: "00000000-0000-0000-0000-00000000000A")!
         let transient = Fixture.pending(app: app, token: "t9", nid: "n9")

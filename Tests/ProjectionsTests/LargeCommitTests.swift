@@ -3,11 +3,11 @@ import Foundation
 @testable import Projections
 import XCTest
 
-final class LargeCommitTests: StoreTestCase {
+class LargeCommitTests: StoreTestCase {
     /// The shape of a big processor batch: mostly device upserts, with statuses, webhook jobs
     /// and cleanups. The rate is printed for information only; machines differ too much to assert it.
     func testACommitOfTwentyThousandMutationsSucceeds() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let app = Fixture.app()
         var mutations: [Mutation] = [.upsertApp(app)]
         for n in 0..<10_000 {

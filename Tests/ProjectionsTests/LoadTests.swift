@@ -3,9 +3,9 @@ import Foundation
 @testable import Projections
 import XCTest
 
-final class LoadTests: StoreTestCase {
+class LoadTests: StoreTestCase {
     func testLoadReturnsAskedAppsWithAllTheirTokensRevokedToo() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let withTokens = Fixture.app(name: "with tokens")
         let withoutTokens = Fixture.app(name: "without tokens")
         let notAsked = Fixture.app(name: "not asked")
@@ -25,7 +25,7 @@ final class LoadTests: StoreTestCase {
     }
 
     func testLoadReturnsDevicesByTokenAndEveryDeviceOfEachAskedUser() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let app = UUID()
         let otherApp = UUID()
         let byToken = Fixture.device(app: app, token: "by-token", user: "carol")
@@ -45,7 +45,7 @@ final class LoadTests: StoreTestCase {
     }
 
     func testLoadAnswersThousandsOfKeysOfSeveralApps() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let apps = (0..<3).map { _ in UUID() }
         var devices: [DeviceRow] = []
         for (index, app) in apps.enumerated() {
@@ -71,7 +71,7 @@ final class LoadTests: StoreTestCase {
     }
 
     func testLoadCountsThePendingRowsOfEveryLoadedDevice() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let app = UUID()
         let otherApp = UUID()
         let byToken = Fixture.device(app: app, token: "by-token", user: "carol")
@@ -106,7 +106,7 @@ final class LoadTests: StoreTestCase {
     }
 
     func testLoadReturnsTheAskedPendingRowsThatExist() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let app = UUID()
         let otherApp = UUID()
         let asked1 = Fixture.pending(app: app, token: "t1", nid: "n1", business: "b-1")
@@ -127,7 +127,7 @@ final class LoadTests: StoreTestCase {
     }
 
     func testLoadReturnsEveryAckOfTheAskedNotifications() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let app = UUID()
         let otherApp = UUID()
         try await store.commit(mutations: [
@@ -153,7 +153,7 @@ final class LoadTests: StoreTestCase {
     /// A notification to many users: 20,000 devices of 200 users, most with a few pending rows.
     /// The time is printed for information only.
     func testLoadCountsPendingRowsOfTwentyThousandDevicesOfTwoHundredUsers() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let app = UUID()
         var mutations: [Mutation] = []
         var expectedCounts: [DeviceKey: Int] = [:]

@@ -3,9 +3,9 @@ import Foundation
 @testable import Projections
 import XCTest
 
-final class MutationTests: StoreTestCase {
+class MutationTests: StoreTestCase {
     func testUpsertAppInsertsThenReplacesItsSettings() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         var app = Fixture.app(name: "first")
         try await store.commit(mutations: [.upsertApp(app)], offsets: [])
         let inserted = try await store.app(app.appId)
@@ -22,7 +22,7 @@ final class MutationTests: StoreTestCase {
     }
 
     func testUpsertApiTokenAddsTokensAndRevokesAnExistingOne() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let appId = UUID()
         var first = Fixture.token(app: appId, at: 0)
         let second = Fixture.token(app: appId, at: 1)
@@ -37,7 +37,7 @@ final class MutationTests: StoreTestCase {
     }
 
     func testUpsertDeviceReplacesTheRowOfTheSameAppAndToken() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let appId = UUID()
         let original = Fixture.device(app: appId, token: "token-1", user: "alice", platform: .ios, version: 1)
         try await store.commit(mutations: [.upsertDevice(original)], offsets: [])
@@ -54,7 +54,7 @@ final class MutationTests: StoreTestCase {
     }
 
     func testTheSameTokenInAnotherAppIsAnotherDevice() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let a = Fixture.device(app: UUID(), token: "shared", user: "u1")
         let b = Fixture.device(app: UUID(), token: "shared", user: "u2")
 
@@ -67,7 +67,7 @@ final class MutationTests: StoreTestCase {
     }
 
     func testDeleteDeviceRemovesOnlyThatDevice() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let appId = UUID()
         let gone = Fixture.device(app: appId, token: "t1", user: "alice")
         let kept = Fixture.device(app: appId, token: "t2", user: "alice")
@@ -80,7 +80,7 @@ final class MutationTests: StoreTestCase {
     }
 
     func testPutRegistrationStatusStoresThenOverwritesTheOutcome() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let appId = UUID()
         let failed = Fixture.status(app: appId, status: .Failed, reason: .DryRunSendingFailed)
         try await store.commit(mutations: [.putRegistrationStatus(failed)], offsets: [])
@@ -96,7 +96,7 @@ final class MutationTests: StoreTestCase {
     }
 
     func testMutationsOfOneCommitApplyInTheirOrder() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let appId = UUID()
         let deletedLast = Fixture.device(app: appId, token: "deleted-last", user: "u")
         let upsertedLast = Fixture.device(app: appId, token: "upserted-last", user: "u")
@@ -111,11 +111,17 @@ final class MutationTests: StoreTestCase {
     }
 
     func testAFailingMutationWritesNothingOfItsCommit() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let device = Fixture.device(app: UUID(), token: "t", user: "u")
         // A trigger makes the last mutation of the commit fail after the first one was written.
-        try await store.pool.write { db in
-            try db.execute(sql: "CREATE TRIGGER refuse BEFORE INSERT ON registration_status BEGIN SELECT RAISE(ABORT, 'refused'); END")
+        switch backend {
+        case .sqlite:
+            try await execute("CREATE TRIGGER refuse BEFORE INSERT ON registration_status BEGIN SELECT RAISE(ABORT, 'refused'); END")
+        case .postgres:
+            try await execute("""
+                CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$
+                """)
+            try await execute("CREATE TRIGGER refuse BEFORE INSERT ON registration_status FOR EACH ROW EXECUTE FUNCTION refuse()")
         }
 
         do {
@@ -135,7 +141,7 @@ final class MutationTests: StoreTestCase {
     // MARK: - Managed notifications
 
     func testPutPendingInsertsAndLeavesAnExistingRowAsItIs() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let appId = UUID()
         let first = Fixture.pending(app: appId, token: "t1", nid: "n1", sent: 3, text: "first", business: "b-1")
         let sameKeyInCommit = Fixture.pending(app: appId, token: "t1", nid: "n1", sent: 4, text: "same commit")
@@ -149,7 +155,7 @@ final class MutationTests: StoreTestCase {
     }
 
     func testDeletePendingRemovesOnlyThatNotificationOfThatDevice() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let appId = UUID()
         let gone = Fixture.pending(app: appId, token: "t1", nid: "n1", sent: 1)
         let otherNotification = Fixture.pending(app: appId, token: "t1", nid: "n2", sent: 2)
@@ -170,7 +176,7 @@ final class MutationTests: StoreTestCase {
     }
 
     func testClearPendingRemovesEveryPendingRowOfThatDeviceOnly() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let appId = UUID()
         let cleared = DeviceKey(appId: appId, deviceToken: "t1")
         let otherDevice = Fixture.pending(app: appId, token: "t2", nid: "n1")
@@ -193,7 +199,7 @@ final class MutationTests: StoreTestCase {
     }
 
     func testDeleteDeviceLeavesItsPendingRowsToAnExplicitClear() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let device = Fixture.device(app: UUID(), token: "t1", user: "u")
         let pending = Fixture.pending(app: device.appId, token: "t1", nid: "n1")
         try await store.commit(mutations: [.upsertDevice(device), .putPending(pending)], offsets: [])
@@ -210,7 +216,7 @@ final class MutationTests: StoreTestCase {
     }
 
     func testPutAckInsertsAndLeavesAnExistingAckAsItIs() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let appId = UUID()
         let first = Fixture.ack(app: appId, token: "t1", nid: "n1", business: "b-1", at: 4)
         let otherNotification = Fixture.ack(app: appId, token: "t1", nid: "n2", at: 5)
@@ -218,12 +224,10 @@ final class MutationTests: StoreTestCase {
 
         try await store.commit(mutations: [.putAck(Fixture.ack(app: appId, token: "t1", nid: "n1", business: nil, at: 9))], offsets: [])
 
-        let acks = try await store.pool.read { db in
-            try String.fetchAll(db, sql: """
-                SELECT device_token || ' ' || notification_id || ' ' || ifnull(business_id, '-') || ' ' || acked_at
-                FROM acks ORDER BY device_token, notification_id
-                """)
-        }
+        let acks = try await strings("""
+            SELECT device_token || ' ' || notification_id || ' ' || coalesce(business_id, '-') || ' ' || acked_at
+            FROM acks ORDER BY device_token, notification_id
+            """)
         XCTAssertEqual(acks, [
             "t1 n1 b-1 \(SQLiteValues.millis(Fixture.at(4)))",
             "t1 n2 - \(SQLiteValues.millis(Fixture.at(5)))",
@@ -231,7 +235,7 @@ final class MutationTests: StoreTestCase {
     }
 
     func testPutDeliveryInsertsAndLeavesAnExistingDeliveryAsItIs() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let appId = UUID()
         let first = Fixture.delivery(app: appId, kind: .ticket, managed: true, tracking: false, sent: 3)
         try await store.commit(mutations: [.putDelivery(first)], offsets: [])
@@ -241,5 +245,84 @@ final class MutationTests: StoreTestCase {
 
         let stored = try await store.deliveryStats(app: appId, deliveryId: first.deliveryId)?.delivery
         XCTAssertEqual(stored, first)
+    }
+
+    // MARK: - Several mutations of one key in one commit
+
+    func testPendingPutsDeletesAndClearsOfOneCommitEndAsInOrder() async throws {
+        let store = try await openStore()
+        let app = UUID()
+        let device = { (token: String) in DeviceKey(appId: app, deviceToken: token) }
+        let old1 = Fixture.pending(app: app, token: "t1", nid: "n1", text: "old")
+        let old2 = Fixture.pending(app: app, token: "t2", nid: "n1", text: "old")
+        try await store.commit(mutations: [.putPending(old1), .putPending(old2)], offsets: [])
+
+        let renewed = Fixture.pending(app: app, token: "t1", nid: "n1", sent: 5, text: "new")
+        let afterClear = Fixture.pending(app: app, token: "t2", nid: "n3", text: "after clear")
+        let kept = Fixture.pending(app: app, token: "t4", nid: "n1", text: "first")
+        try await store.commit(mutations: [
+            .putPending(Fixture.pending(app: app, token: "t1", nid: "n1", text: "yields to the stored row")),
+            .deletePending(old1.key), .putPending(renewed),
+            .putPending(Fixture.pending(app: app, token: "t1", nid: "n1", text: "yields to the renewed row")),
+            .putPending(Fixture.pending(app: app, token: "t2", nid: "n2", text: "cleared")),
+            .clearPending(device("t2")), .putPending(afterClear),
+            .putPending(Fixture.pending(app: app, token: "t3", nid: "n1", text: "deleted")),
+            .deletePending(PendingKey(appId: app, deviceToken: "t3", notificationId: "n1")),
+            .putPending(kept), .putPending(Fixture.pending(app: app, token: "t4", nid: "n1", text: "second")),
+        ], offsets: [])
+
+        let t1 = try await store.pendingNotifications(device("t1"))
+        let t2 = try await store.pendingNotifications(device("t2"))
+        let t3 = try await store.pendingNotifications(device("t3"))
+        let t4 = try await store.pendingNotifications(device("t4"))
+        XCTAssertEqual(t1, [renewed])
+        XCTAssertEqual(t2, [afterClear])
+        XCTAssertEqual(t3, [])
+        XCTAssertEqual(t4, [kept])
+    }
+
+    func testDevicesUpsertedAndDeletedInOneCommitEndAsTheirLastMutationSays() async throws {
+        let store = try await openStore()
+        let app = UUID()
+        try await store.commit(mutations: [.upsertDevice(Fixture.device(app: app, token: "d1", user: "u"))], offsets: [])
+
+        let d1 = Fixture.device(app: app, token: "d1", user: "u", version: 2)
+        let d3 = Fixture.device(app: app, token: "d3", user: "u", platform: .android, version: 2)
+        try await store.commit(mutations: [
+            .deleteDevice(d1.key), .upsertDevice(d1),
+            .upsertDevice(Fixture.device(app: app, token: "d2", user: "u")), .deleteDevice(DeviceKey(appId: app, deviceToken: "d2")),
+            .upsertDevice(Fixture.device(app: app, token: "d3", user: "u")), .upsertDevice(d3),
+        ], offsets: [])
+
+        let devices = try await store.devices(app: app, user: "u")
+        XCTAssertEqual(devices, [d1, d3])
+    }
+
+    func testTheFirstAckAndDeliveryOfAKeyInOneCommitStayAndTheLastUpsertWins() async throws {
+        let store = try await openStore()
+        let app = Fixture.app(name: "first")
+        var renamed = app
+        renamed.name = "last"
+        let token = Fixture.token(app: app.appId)
+        var revoked = token
+        revoked.revoked = true
+        let delivery = Fixture.delivery(app: app.appId, kind: .ticket, sent: 3)
+        let ack = Fixture.ack(app: app.appId, token: "t1", nid: "n1", business: "first")
+
+        try await store.commit(mutations: [
+            .upsertApp(app), .upsertApiToken(token), .putDelivery(delivery), .putAck(ack),
+            .upsertApp(renamed), .upsertApiToken(revoked),
+            .putDelivery(Fixture.delivery(app: app.appId, id: delivery.deliveryId, kind: .im, sent: 9)),
+            .putAck(Fixture.ack(app: app.appId, token: "t1", nid: "n1", business: "second")),
+        ], offsets: [])
+
+        let storedApp = try await store.app(app.appId)
+        let tokens = try await store.apiTokens(app: app.appId)
+        let storedDelivery = try await store.deliveryStats(app: app.appId, deliveryId: delivery.deliveryId)?.delivery
+        let acks = try await strings("SELECT business_id FROM acks")
+        XCTAssertEqual(storedApp, renamed)
+        XCTAssertEqual(tokens, [revoked])
+        XCTAssertEqual(storedDelivery, delivery)
+        XCTAssertEqual(acks, ["first"])
     }
 }

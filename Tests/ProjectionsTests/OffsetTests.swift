@@ -3,12 +3,12 @@ import Foundation
 @testable import Projections
 import XCTest
 
-final class OffsetTests: StoreTestCase {
+class OffsetTests: StoreTestCase {
     private let registration = "pushline.commands.registration"
     private let admin = "pushline.commands.admin"
 
     func testFirstCommitOfAPartitionStoresItsOffsetAndLaterCommitsMoveIt() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let p0 = Fixture.partition(0)
 
         try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: p0, expected: nil, next: 10)])
@@ -19,7 +19,7 @@ final class OffsetTests: StoreTestCase {
     }
 
     func testExpectingNoOffsetWhereOneIsStoredConflicts() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let p0 = Fixture.partition(0)
         try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: p0, expected: nil, next: 10)])
 
@@ -31,7 +31,7 @@ final class OffsetTests: StoreTestCase {
     }
 
     func testExpectingAnOffsetWhereNoneIsStoredConflicts() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let p3 = Fixture.partition(3)
 
         await assertThrows(.offsetConflict([p3])) {
@@ -42,7 +42,7 @@ final class OffsetTests: StoreTestCase {
     }
 
     func testAnOffsetConflictWritesNothingAndNamesOnlyTheMismatchedPartitions() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let (p0, p1, p2) = (Fixture.partition(0), Fixture.partition(1), Fixture.partition(2))
         try await store.commit(mutations: [], offsets: [
             OffsetUpdate(partition: p0, expected: nil, next: 100),
@@ -70,7 +70,7 @@ final class OffsetTests: StoreTestCase {
     }
 
     func testOffsetsAreReturnedOnlyForTheAskedTopics() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let reg = Fixture.partition(0, topic: registration)
         let adm = Fixture.partition(0, topic: admin)
         let other = Fixture.partition(0, topic: "pushline.commands.tracking")
@@ -86,7 +86,7 @@ final class OffsetTests: StoreTestCase {
         XCTAssertEqual(none, [:])
     }
     func testOfTwoStoresOnOneFileOnlyOneMovesAPartitionFromTheSameOffset() async throws {
-        let stores = [try openStore(), try openStore()]
+        let stores = [try await openStore(), try await openStore()]
         let p0 = Fixture.partition(0)
         let app = UUID()
 

@@ -3,9 +3,9 @@ import Foundation
 @testable import Projections
 import XCTest
 
-final class OutboxTests: StoreTestCase {
+class OutboxTests: StoreTestCase {
     func testEnqueueKeepsTheFirstJobWhenItsIdComesAgain() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let first = Fixture.job("job-1", app: UUID(), body: "first")
         try await store.commit(mutations: [.enqueueOutbox(first)], offsets: [])
         _ = try await store.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30))
@@ -24,7 +24,7 @@ final class OutboxTests: StoreTestCase {
     }
 
     func testEnqueuedJobReadsBackAsWritten() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let job = Fixture.job("job-1", app: UUID())
 
         try await store.commit(mutations: [.enqueueOutbox(job)], offsets: [])
@@ -34,7 +34,7 @@ final class OutboxTests: StoreTestCase {
     }
 
     func testAClaimedJobIsNotClaimedAgainUntilItsLeaseExpires() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1"))], offsets: [])
 
         let first = try await store.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30))
@@ -49,7 +49,7 @@ final class OutboxTests: StoreTestCase {
     }
 
     func testClaimTakesOnlyDueJobsOldestFirstUpToTheLimit() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         try await store.commit(mutations: [
             .enqueueOutbox(Fixture.job("c", due: 3)),
             .enqueueOutbox(Fixture.job("a", due: 1)),
@@ -67,7 +67,7 @@ final class OutboxTests: StoreTestCase {
     }
 
     func testAFailedAttemptWithRetriesLeftSchedulesTheNextOneAndReleasesTheLease() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1", maxAttempts: 3))], offsets: [])
         _ = try await store.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30))
 
@@ -91,7 +91,7 @@ final class OutboxTests: StoreTestCase {
     }
 
     func testADeliveredJobIsNeverClaimedAgain() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1"))], offsets: [])
         _ = try await store.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30))
 
@@ -110,7 +110,7 @@ final class OutboxTests: StoreTestCase {
     }
 
     func testEveryAttemptIsRecordedUntilTheJobFails() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1", maxAttempts: 2))], offsets: [])
 
         try await store.recordOutboxAttempt(jobId: "job-1", result: OutboxAttemptResult(
@@ -123,12 +123,10 @@ final class OutboxTests: StoreTestCase {
         XCTAssertEqual(job?.attempts, 2)
         let claimed = try await store.claimOutboxJobs(now: Fixture.at(1000), limit: 10, leaseUntil: Fixture.at(1030))
         XCTAssertEqual(claimed, [])
-        let attempts = try await store.pool.read { db in
-            try String.fetchAll(db, sql: """
-                SELECT job_id || '#' || attempt || ' ' || at || ' ' || ifnull(http_status, '-') || ' ' || error || ' ' || outcome
-                FROM outbox_attempts ORDER BY job_id, attempt
-                """)
-        }
+        let attempts = try await strings("""
+            SELECT job_id || '#' || attempt || ' ' || at || ' ' || coalesce(CAST(http_status AS TEXT), '-') || ' ' || error || ' ' || outcome
+            FROM outbox_attempts ORDER BY job_id, attempt
+            """)
         let at1 = SQLiteValues.millis(Fixture.at(1)), at3 = SQLiteValues.millis(Fixture.at(3))
         XCTAssertEqual(attempts, [
             "job-1#1 \(at1) - connection refused retrying",
@@ -137,7 +135,7 @@ final class OutboxTests: StoreTestCase {
     }
 
     func testRecordingAnAttemptOfAnUnknownJobFails() async throws {
-        let store = try openStore()
+        let store = try await openStore()
 
         await assertThrows(.database("no outbox job with id 'missing'")) {
             try await store.recordOutboxAttempt(jobId: "missing", result: OutboxAttemptResult(
@@ -146,7 +144,7 @@ final class OutboxTests: StoreTestCase {
     }
 
     func testNextOutboxDueIsTheEarliestPendingJob() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         try await store.commit(mutations: [
             .enqueueOutbox(Fixture.job("delivered", due: 1)),
             .enqueueOutbox(Fixture.job("pending-late", due: 9)),
@@ -158,5 +156,117 @@ final class OutboxTests: StoreTestCase {
         let due = try await store.nextOutboxDue()
 
         XCTAssertEqual(due, Fixture.at(4))
+    }
+
+    // MARK: - Replayed jobs, restoring, paging
+
+    func testAReplayedJobIsNeverClaimedNorDue() async throws {
+        let store = try await openStore()
+        var replayed = Fixture.job("replayed", due: 1)
+        replayed.state = .replayed
+        try await store.commit(mutations: [.enqueueOutbox(replayed), .enqueueOutbox(Fixture.job("pending", due: 5))], offsets: [])
+
+        let due = try await store.nextOutboxDue()
+        let claimed = try await store.claimOutboxJobs(now: Fixture.at(1000), limit: 10, leaseUntil: Fixture.at(1030))
+        let stored = try await store.outboxJob("replayed")
+
+        XCTAssertEqual(due, Fixture.at(5))
+        XCTAssertEqual(claimed.map(\.id), ["pending"])
+        XCTAssertEqual(stored, replayed)
+    }
+
+    func testRestoreOverwritesEveryColumnOfAnExistingJobAndInsertsAMissingOne() async throws {
+        let store = try await openStore()
+        var replayed = Fixture.job("job-1", app: UUID(), body: "replayed", maxAttempts: 3, due: 1)
+        replayed.state = .replayed
+        try await store.commit(mutations: [.enqueueOutbox(replayed)], offsets: [])
+        // The original store's progress: delivered after two attempts, other columns changed too.
+        let progress = OutboxJob(id: "job-1", kind: "callback", appId: nil, url: "https://example.test/other",
+                                 headers: ["x-b": "2"], body: Data([0xff, 0x01]), maxAttempts: 4, attempts: 2,
+                                 nextAttemptAt: Fixture.at(20), state: .delivered, lastStatus: 204, lastError: "earlier failure",
+                                 createdAt: Fixture.at(2))
+        var missing = Fixture.job("job-2", due: 3)
+        missing.attempts = 1
+        missing.lastStatus = 500
+        missing.lastError = "HTTP 500"
+        missing.nextAttemptAt = Fixture.at(40)
+
+        try await store.commit(mutations: [.restoreOutbox(progress), .restoreOutbox(missing)], offsets: [])
+
+        let first = try await store.outboxJob("job-1")
+        let second = try await store.outboxJob("job-2")
+        XCTAssertEqual(first, progress)
+        XCTAssertEqual(second, missing)
+        let claimed = try await store.claimOutboxJobs(now: Fixture.at(40), limit: 10, leaseUntil: Fixture.at(70))
+        XCTAssertEqual(claimed, [missing], "the delivered job is done; the restored pending one is due again")
+    }
+
+    func testRestoreReleasesTheLeaseAndDropsAttemptHistoryAboveTheRestoredCount() async throws {
+        let store = try await openStore()
+        try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1", maxAttempts: 5))], offsets: [])
+        for n in 1...3 {
+            try await store.recordOutboxAttempt(jobId: "job-1", result: OutboxAttemptResult(
+                at: Fixture.at(Double(n)), httpStatus: 500, error: "HTTP 500", next: .retry(at: Fixture.at(10))))
+        }
+        _ = try await store.claimOutboxJobs(now: Fixture.at(10), limit: 10, leaseUntil: Fixture.at(100))
+        var restored = Fixture.job("job-1", maxAttempts: 5, due: 10)
+        restored.attempts = 1
+
+        try await store.commit(mutations: [.restoreOutbox(restored)], offsets: [])
+
+        let reclaimed = try await store.claimOutboxJobs(now: Fixture.at(11), limit: 10, leaseUntil: Fixture.at(100))
+        XCTAssertEqual(reclaimed.map(\.id), ["job-1"], "the lease taken before the restore is gone")
+        try await store.recordOutboxAttempt(jobId: "job-1", result: OutboxAttemptResult(
+            at: Fixture.at(12), httpStatus: 200, error: nil, next: .delivered))
+        let attempts = try await strings("SELECT CAST(attempt AS TEXT) || ' ' || outcome FROM outbox_attempts ORDER BY attempt")
+        XCTAssertEqual(attempts, ["1 retrying", "2 delivered"])
+        let job = try await store.outboxJob("job-1")
+        XCTAssertEqual(job?.attempts, 2)
+        XCTAssertEqual(job?.state, .delivered)
+    }
+
+    func testRestoreAndEnqueueOfOneIdInOneCommitEndAsInOrder() async throws {
+        let store = try await openStore()
+        var restoredFirst = Fixture.job("restored-first", body: "restored")
+        restoredFirst.attempts = 2
+        var restoredLast = Fixture.job("restored-last", body: "restored last")
+        restoredLast.state = .failed
+
+        try await store.commit(mutations: [
+            // An enqueue after a restore finds the row; a restore after an enqueue overwrites it.
+            .restoreOutbox(restoredFirst), .enqueueOutbox(Fixture.job("restored-first", body: "enqueued")),
+            .enqueueOutbox(Fixture.job("restored-last", body: "enqueued")), .restoreOutbox(Fixture.job("restored-last")),
+            .restoreOutbox(restoredLast),
+        ], offsets: [])
+
+        let first = try await store.outboxJob("restored-first")
+        let last = try await store.outboxJob("restored-last")
+        XCTAssertEqual(first, restoredFirst)
+        XCTAssertEqual(last, restoredLast)
+    }
+
+    func testOutboxJobsPageThroughEveryJobInByteOrderOfTheirIds() async throws {
+        let store = try await openStore()
+        // Byte order: upper case before lower case, multi-byte UTF-8 after ASCII.
+        let ids = ["b", "B", "a-2", "é", "a-10", "Z", "a"]
+        var delivered = Fixture.job("a")
+        delivered.state = .delivered
+        try await store.commit(mutations: ids.filter { $0 != "a" }.map { .enqueueOutbox(Fixture.job($0)) } + [.enqueueOutbox(delivered)],
+                               offsets: [])
+
+        var pages: [[String]] = []
+        var after: String?
+        while true {
+            let page = try await store.outboxJobs(after: after, limit: 3)
+            guard !page.isEmpty else { break }
+            pages.append(page.map(\.id))
+            after = page.last?.id
+        }
+        let none = try await store.outboxJobs(after: nil, limit: 0)
+
+        XCTAssertEqual(pages, [["B", "Z", "a"], ["a-10", "a-2", "b"], ["é"]])
+        XCTAssertEqual(none, [])
+        let all = try await store.outboxJobs(after: nil, limit: 100)
+        XCTAssertEqual(all.first { $0.id == "a" }, delivered)
     }
 }

@@ -3,9 +3,9 @@ import Foundation
 @testable import Projections
 import XCTest
 
-final class ReadTests: StoreTestCase {
+class ReadTests: StoreTestCase {
     func testRegistrationStatusesNeverReturnAnotherAppsRows() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let mine = UUID()
         let theirs = UUID()
         let myStatus = Fixture.status(app: mine, status: .Success)
@@ -20,7 +20,7 @@ final class ReadTests: StoreTestCase {
     }
 
     func testRegistrationStatusesLeaveOutUnknownIdsAndTolerateRepeats() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let app = UUID()
         let stored = (0..<70).map { _ in Fixture.status(app: app) }
         try await store.commit(mutations: stored.map(Mutation.putRegistrationStatus), offsets: [])
@@ -34,7 +34,7 @@ final class ReadTests: StoreTestCase {
     }
 
     func testReadsOfMissingRowsAnswerNothing() async throws {
-        let store = try openStore()
+        let store = try await openStore()
 
         let app = try await store.app(UUID())
         let tokens = try await store.apiTokens(app: UUID())
@@ -60,7 +60,7 @@ final class ReadTests: StoreTestCase {
     }
 
     func testDevicesOfAUserAreListedByToken() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let app = UUID()
         let devices = ["c", "a", "b"].map { Fixture.device(app: app, token: $0, user: "u") }
         try await store.commit(mutations: devices.map(Mutation.upsertDevice), offsets: [])
@@ -71,7 +71,7 @@ final class ReadTests: StoreTestCase {
     }
 
     func testApiTokenIsFoundByHashInWhicheverAppRevokedToo() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let active = Fixture.token(app: UUID())
         let revoked = Fixture.token(app: UUID(), revoked: true)
         let sameApp = Fixture.token(app: active.appId, at: 1)
@@ -89,7 +89,7 @@ final class ReadTests: StoreTestCase {
     }
 
     func testPendingNotificationsAreListedOldestFirstThenByNotificationId() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let app = UUID()
         let device = DeviceKey(appId: app, deviceToken: "t1")
         let rows = [
@@ -110,7 +110,7 @@ final class ReadTests: StoreTestCase {
     }
 
     func testADeliveryIsOnlyFoundInItsOwnApp() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let mine = Fixture.delivery(app: UUID(), kind: .alert, managed: true, tracking: true, sent: 7)
         let theirsSameId = Fixture.delivery(app: UUID(), id: mine.deliveryId, kind: .im, managed: false, sent: 1)
         let theirsOnly = Fixture.delivery(app: theirsSameId.appId)

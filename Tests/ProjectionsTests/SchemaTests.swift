@@ -4,9 +4,10 @@ import GRDB
 @testable import Projections
 import XCTest
 
+/// SQLite's own schema handling: file creation, `user_version`, migrations of older files.
 final class SchemaTests: StoreTestCase {
     func testOpeningCreatesParentDirectoriesAndTheCurrentSchemaVersion() async throws {
-        let store = try openStore("nested/deeper/store.sqlite")
+        let store = try openSQLiteStore("nested/deeper/store.sqlite")
 
         XCTAssertTrue(FileManager.default.fileExists(atPath: path("nested/deeper/store.sqlite")))
         let version = try await store.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
@@ -38,7 +39,7 @@ final class SchemaTests: StoreTestCase {
             try pool.close()
         }
 
-        let store = try openStore()
+        let store = try openSQLiteStore()
 
         let version = try await store.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
         XCTAssertEqual(version, SQLiteSchema.version)
@@ -66,12 +67,12 @@ final class SchemaTests: StoreTestCase {
         let app = Fixture.app(name: "kept")
         let device = Fixture.device(app: app.appId, token: "aa", user: "u")
         do {
-            let store = try openStore()
+            let store = try openSQLiteStore()
             try await store.commit(mutations: [.upsertApp(app), .upsertDevice(device)],
                                    offsets: [OffsetUpdate(partition: Fixture.partition(0), expected: nil, next: 7)])
         }
 
-        let reopened = try openStore()
+        let reopened = try openSQLiteStore()
 
         let storedApp = try await reopened.app(app.appId)
         let storedDevice = try await reopened.device(device.key)
@@ -83,11 +84,11 @@ final class SchemaTests: StoreTestCase {
 
     func testOpeningAStoreWrittenByNewerCodeIsRefused() async throws {
         do {
-            let store = try openStore()
+            let store = try openSQLiteStore()
             try await store.pool.write { db in try db.execute(sql: "PRAGMA user_version = \(SQLiteSchema.version + 1)") }
         }
 
-        XCTAssertThrowsError(try openStore()) { error in
+        XCTAssertThrowsError(try openSQLiteStore()) { error in
             XCTAssertEqual(error as? ProjectionStoreError, .unsupportedSchemaVersion(found: SQLiteSchema.version + 1, supported: SQLiteSchema.version))
         }
     }
@@ -95,10 +96,31 @@ final class SchemaTests: StoreTestCase {
     func testOpeningAFileThatIsNotADatabaseFailsWithADatabaseError() throws {
         try Data("not sqlite at all, just text that is long enough to fill a header".utf8).write(to: URL(fileURLWithPath: path()))
 
-        XCTAssertThrowsError(try openStore()) { error in
+        XCTAssertThrowsError(try openSQLiteStore()) { error in
             guard case .database = error as? ProjectionStoreError else {
                 return XCTFail("expected a database error, got \(error)")
             }
         }
+    }
+
+    func testAVersionTwoStoreIsMigratedAndKeepsItsDeliveries() async throws {
+        let delivery = Fixture.delivery(app: UUID(), tracking: true, sent: 4)
+        do {
+            let pool = try DatabasePool(path: path())
+            try SQLiteSchema.migrator.migrate(pool, upTo: "v2")
+            try await pool.write { db in
+                var writer = SQLiteMutationWriter(db: db)
+                try writer.apply(.putDelivery(delivery))
+            }
+            try pool.close()
+        }
+        let store = try openSQLiteStore()
+        let version = try await store.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
+        XCTAssertEqual(version, 3)
+        let click = TrackingCounts(appId: delivery.appId, deliveryId: delivery.deliveryId,
+                                   counts: [TrackingCount(action: .click, messageIndex: 3)])
+        try await store.commit(mutations: [.countTracking(click)], offsets: [])
+        let stats = try await store.deliveryStats(app: delivery.appId, deliveryId: delivery.deliveryId)
+        XCTAssertEqual(stats, DeliveryStatsRow(delivery: delivery, clicks: 1))
     }
 }

@@ -1,12 +1,28 @@
 import Contracts
 import Foundation
+import GRDB
 import Logging
 @testable import Projections
+import TestSupport
 import XCTest
 
-/// Gives each test its own temporary directory for real SQLite files, removed afterwards.
+/// The store a suite runs against.
+enum StoreBackend: Sendable {
+    case sqlite, postgres
+}
+
+/// Runs a store suite against real stores: by default SQLite files in a temporary directory,
+/// removed afterwards; in a subclass whose `backend` is `.postgres`, databases of their own on
+/// the test process's PostgreSQL server (`PostgresServer.shared()`), dropped afterwards. So every
+/// suite written against `openStore()` runs once per backend.
 class StoreTestCase: XCTestCase {
+    class var backend: StoreBackend { .sqlite }
+
+    var backend: StoreBackend { type(of: self).backend }
+
     private(set) var directory: URL!
+    /// The PostgreSQL database of each store name this test opened.
+    private var databases: [String: String] = [:]
 
     override func setUpWithError() throws {
         directory = FileManager.default.temporaryDirectory
@@ -14,7 +30,13 @@ class StoreTestCase: XCTestCase {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     }
 
-    override func tearDownWithError() throws {
+    override func tearDown() async throws {
+        if !databases.isEmpty {
+            let server = try await PostgresServer.shared()
+            for database in databases.values {
+                try await server.dropDatabase(database)
+            }
+        }
         if let directory {
             try FileManager.default.removeItem(at: directory)
         }
@@ -24,10 +46,64 @@ class StoreTestCase: XCTestCase {
         directory.appendingPathComponent(name).path
     }
 
-    func openStore(_ name: String = "store.sqlite") throws -> SQLiteProjectionStore {
+    static let logger: Logger = {
         var logger = Logger(label: "projections-test")
         logger.logLevel = .warning
-        return try SQLiteProjectionStore(path: path(name), logger: logger)
+        return logger
+    }()
+
+    /// A store of this suite's backend named `name`: the same name opens the same store again
+    /// (its file, or its database).
+    func openStore(_ name: String = "store.sqlite") async throws -> any ProjectionStore {
+        switch backend {
+        case .sqlite: try openSQLiteStore(name)
+        case .postgres: try await PostgresProjectionStore(location: PostgresLocation(url: storeURL(name)), logger: Self.logger)
+        }
+    }
+
+    func openSQLiteStore(_ name: String = "store.sqlite") throws -> SQLiteProjectionStore {
+        try SQLiteProjectionStore(path: path(name), logger: Self.logger)
+    }
+
+    /// The `PUSHLINE_STORE` location of the store `name` (for PostgreSQL, its database is
+    /// created on first use).
+    func storeURL(_ name: String = "store.sqlite") async throws -> String {
+        switch backend {
+        case .sqlite:
+            return "sqlite:" + path(name)
+        case .postgres:
+            let server = try await PostgresServer.shared()
+            if let database = databases[name] { return server.url(database: database) }
+            let database = "pushline_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
+            try await server.createDatabase(database)
+            databases[name] = database
+            return server.url(database: database)
+        }
+    }
+
+    /// The first column of each row of `sql`, as text, read from the store `name` with a client
+    /// of its own: for tables the store has no reading API for.
+    func strings(_ sql: String, store name: String = "store.sqlite") async throws -> [String?] {
+        switch backend {
+        case .sqlite:
+            let queue = try DatabaseQueue(path: path(name))
+            return try await queue.read { db in try String?.fetchAll(db, sql: sql) }
+        case .postgres:
+            _ = try await storeURL(name)
+            return try await PostgresServer.shared().strings(sql, database: databases[name]!)
+        }
+    }
+
+    /// Runs one statement on the store `name` with a client of its own.
+    func execute(_ sql: String, store name: String = "store.sqlite") async throws {
+        switch backend {
+        case .sqlite:
+            let queue = try DatabaseQueue(path: path(name))
+            try await queue.write { db in try db.execute(sql: sql) }
+        case .postgres:
+            _ = try await storeURL(name)
+            try await PostgresServer.shared().execute(sql, database: databases[name]!)
+        }
     }
 
     /// Asserts that `body` throws exactly `expected`.

@@ -1,19 +1,18 @@
 import Contracts
 import Foundation
-import GRDB
 @testable import Projections
 import XCTest
 
-/// The tracking rows of SPEC §6 in a real SQLite store: counting, repeats, discarding what a
-/// delivery cannot own, statistics, loading, dumping, and the v2 → v3 migration.
-final class TrackingStoreTests: StoreTestCase {
+/// The tracking rows of SPEC §6 in a real store: counting, repeats, discarding what a delivery
+/// cannot own, settling a count against a stored delivery, statistics, loading, dumping.
+class TrackingStoreTests: StoreTestCase {
     /// One report of (action, device) as a mutation of its own.
     private func key(_ app: UUID, _ delivery: UUID, _ action: TrackingAction, _ index: Int) -> TrackingCounts {
         TrackingCounts(appId: app, deliveryId: delivery, counts: [TrackingCount(action: action, messageIndex: index)])
     }
 
     func testCountingStoresEachDeviceActionOnceAndCountsRepeats() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let app = UUID()
         let delivery = Fixture.delivery(app: app, tracking: true, sent: 10)
         let d = delivery.deliveryId
@@ -37,7 +36,7 @@ final class TrackingStoreTests: StoreTestCase {
     }
 
     func testManyCountsOfOneDeliveryInOneMutation() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let app = UUID()
         let delivery = Fixture.delivery(app: app, tracking: true, sent: 1000)
         let d = delivery.deliveryId
@@ -56,17 +55,20 @@ final class TrackingStoreTests: StoreTestCase {
     }
 
     func testStatsAreBoundedByTheDeliveryAndZeroWithTrackingOff() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let app = UUID(), other = UUID()
         let tracked = Fixture.delivery(app: app, tracking: true, sent: 2)
         let quiet = Fixture.delivery(app: app, tracking: false, sent: 2)
         try await store.commit(mutations: [
-            .putDelivery(tracked), .putDelivery(quiet),
-            // Rows a send would discard, left in place as if a report raced its send.
+            // Rows a send would discard, parked before their deliveries and left in place (no
+            // discard follows), as if a report raced its send.
             .countTracking(key(app, tracked.deliveryId, .open, 1)), .countTracking(key(app, tracked.deliveryId, .open, 2)),
             .countTracking(key(other, tracked.deliveryId, .open, 0)),
             .countTracking(key(app, quiet.deliveryId, .open, 0)),
+            .putDelivery(tracked), .putDelivery(quiet),
         ], offsets: [])
+        let parked = try await store.load(StateQuery(trackedDeliveries: [tracked.deliveryId, quiet.deliveryId]))
+        XCTAssertEqual(parked.trackedEvents.values.map(\.count).reduce(0, +), 4, "a count settles against the deliveries before it only")
 
         let trackedStats = try await store.deliveryStats(app: app, deliveryId: tracked.deliveryId)
         let quietStats = try await store.deliveryStats(app: app, deliveryId: quiet.deliveryId)
@@ -79,7 +81,7 @@ final class TrackingStoreTests: StoreTestCase {
     }
 
     func testDiscardDeletesOtherAppsRowsAndRowsPastTheBoundOfThatDeliveryOnly() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let app = UUID(), other = UUID(), d = UUID(), neighbour = UUID()
         try await store.commit(mutations: [
             .countTracking(key(app, d, .impression, 0)), .countTracking(key(app, d, .impression, 3)),
@@ -101,7 +103,7 @@ final class TrackingStoreTests: StoreTestCase {
     }
 
     func testLoadFindsDeliveriesByIdWhicheverAppSentThem() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let a = Fixture.delivery(app: UUID(), tracking: true, sent: 5), b = Fixture.delivery(app: UUID())
         try await store.commit(mutations: [.putDelivery(a), .putDelivery(b)], offsets: [])
         let ids = Set((0..<600).map { _ in UUID() }).union([a.deliveryId, b.deliveryId])
@@ -110,7 +112,7 @@ final class TrackingStoreTests: StoreTestCase {
     }
 
     func testDumpListsTrackingRowsByKey() async throws {
-        let store = try openStore()
+        let store = try await openStore()
         let app = UUID(uuidString: "00000000-0000-0000-0000-0000000000a1")!
         let d = UUID(uuidString: "00000000-0000-0000-0000-0000000000d1")!
         try await store.commit(mutations: [
@@ -123,22 +125,92 @@ final class TrackingStoreTests: StoreTestCase {
         ])
     }
 
-    func testAVersionTwoStoreIsMigratedAndKeepsItsDeliveries() async throws {
-        let delivery = Fixture.delivery(app: UUID(), tracking: true, sent: 4)
-        do {
-            let pool = try DatabasePool(path: path())
-            try SQLiteSchema.migrator.migrate(pool, upTo: "v2")
-            try await pool.write { db in
-                var writer = SQLiteMutationWriter(db: db)
-                try writer.apply(.putDelivery(delivery))
-            }
-            try pool.close()
+    // MARK: - Settling a count against its stored delivery
+
+    func testACountAfterItsDeliveryDeletesTheRowsTheDeliveryCannotOwn() async throws {
+        let store = try await openStore()
+        let app = UUID(), other = UUID()
+        let tracked = Fixture.delivery(app: app, tracking: true, sent: 3)
+        let quiet = Fixture.delivery(app: app, tracking: false, sent: 3)
+        try await store.commit(mutations: [.putDelivery(tracked), .putDelivery(quiet)], offsets: [])
+
+        // As a batch that loaded "no delivery yet" would write them, after another processor
+        // committed the sends: past the sent count, another app's, tracking off.
+        try await store.commit(mutations: [
+            .countTracking(TrackingCounts(appId: app, deliveryId: tracked.deliveryId, counts: [
+                TrackingCount(action: .open, messageIndex: 2), TrackingCount(action: .open, messageIndex: 3),
+                TrackingCount(action: .click, messageIndex: 7, reports: 2),
+            ])),
+            .countTracking(key(other, tracked.deliveryId, .open, 0)),
+            .countTracking(key(app, quiet.deliveryId, .impression, 0)),
+        ], offsets: [])
+
+        let rows = try await store.load(StateQuery(trackedDeliveries: [tracked.deliveryId, quiet.deliveryId]))
+        XCTAssertEqual(rows.trackedEvents[tracked.deliveryId], [TrackedEvent(appId: app, action: .open, messageIndex: 2, repeats: 0)])
+        XCTAssertNil(rows.trackedEvents[quiet.deliveryId], "tracking off: no row of the delivery stays")
+        let stats = try await store.deliveryStats(app: app, deliveryId: tracked.deliveryId)
+        XCTAssertEqual(stats, DeliveryStatsRow(delivery: tracked, opens: 1))
+    }
+
+    func testACountWithoutItsDeliveryStaysParkedUntilTheSend() async throws {
+        let store = try await openStore()
+        let app = UUID(), other = UUID(), d = UUID(), unrelated = UUID()
+        try await store.commit(mutations: [.putDelivery(Fixture.delivery(app: app, id: unrelated, tracking: false))], offsets: [])
+
+        try await store.commit(mutations: [
+            .countTracking(key(app, d, .open, 0)), .countTracking(key(app, d, .open, 9)), .countTracking(key(other, d, .click, 1)),
+        ], offsets: [])
+
+        let parked = try await store.load(StateQuery(trackedDeliveries: [d]))
+        XCTAssertEqual(parked.trackedEvents[d]?.count, 3, "no delivery row: every row stays")
+        // The send arrives: its discard settles them.
+        let delivery = Fixture.delivery(app: app, id: d, tracking: true, sent: 5)
+        try await store.commit(mutations: [.putDelivery(delivery), .discardTracking(deliveryId: d, appId: app, validBelow: 5)],
+                               offsets: [])
+        let settled = try await store.load(StateQuery(trackedDeliveries: [d]))
+        XCTAssertEqual(settled.trackedEvents[d], [TrackedEvent(appId: app, action: .open, messageIndex: 0, repeats: 0)])
+    }
+
+    func testADiscardAfterACountInOneCommitDeletesWhatTheCountWrote() async throws {
+        let store = try await openStore()
+        let app = UUID(), d = UUID()
+        try await store.commit(mutations: [
+            .countTracking(key(app, d, .open, 4)), .countTracking(key(app, d, .open, 1)),
+            .discardTracking(deliveryId: d, appId: app, validBelow: 2),
+            .countTracking(key(app, d, .open, 1)), .countTracking(key(app, d, .open, 6)),
+        ], offsets: [])
+
+        let rows = try await store.load(StateQuery(trackedDeliveries: [d]))
+        XCTAssertEqual(rows.trackedEvents[d]?.sorted { $0.messageIndex < $1.messageIndex }, [
+            TrackedEvent(appId: app, action: .open, messageIndex: 1, repeats: 1),
+            TrackedEvent(appId: app, action: .open, messageIndex: 6, repeats: 0),
+        ], "index 4 went with the discard; 6 came after it, with no delivery to settle against")
+    }
+
+    /// Two processes: one applies a send (its delivery and discard), the other a report batch
+    /// that loaded no delivery (so parks its rows), committed at once. Whichever commits second
+    /// must see the other's writes: no row the delivery cannot own survives.
+    func testASendAndAReportCommittedAtOnceByTwoStoresLeaveNoRowTheDeliveryCannotOwn() async throws {
+        let sends = try await openStore(), reports = try await openStore()
+        let app = UUID()
+        var deliveryIds: [UUID] = []
+        for _ in 0..<25 {
+            let delivery = Fixture.delivery(app: app, tracking: true, sent: 2)
+            deliveryIds.append(delivery.deliveryId)
+            let send: [Mutation] = [.putDelivery(delivery), .discardTracking(deliveryId: delivery.deliveryId, appId: app, validBelow: 2)]
+            let report: [Mutation] = [
+                .countTracking(TrackingCounts(appId: app, deliveryId: delivery.deliveryId, counts: [
+                    TrackingCount(action: .open, messageIndex: 1), TrackingCount(action: .open, messageIndex: 5),
+                ])),
+                .countTracking(key(UUID(), delivery.deliveryId, .click, 0)),
+            ]
+            async let sent: Void = sends.commit(mutations: send, offsets: [])
+            async let reported: Void = reports.commit(mutations: report, offsets: [])
+            _ = try await (sent, reported)
         }
-        let store = try openStore()
-        let version = try await store.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
-        XCTAssertEqual(version, 3)
-        try await store.commit(mutations: [.countTracking(key(delivery.appId, delivery.deliveryId, .click, 3))], offsets: [])
-        let stats = try await store.deliveryStats(app: delivery.appId, deliveryId: delivery.deliveryId)
-        XCTAssertEqual(stats, DeliveryStatsRow(delivery: delivery, clicks: 1))
+        let rows = try await sends.load(StateQuery(trackedDeliveries: Set(deliveryIds)))
+        for id in deliveryIds {
+            XCTAssertEqual(rows.trackedEvents[id], [TrackedEvent(appId: app, action: .open, messageIndex: 1, repeats: 0)])
+        }
     }
 }

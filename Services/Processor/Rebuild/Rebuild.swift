@@ -81,8 +81,9 @@ public enum Rebuild {
                            verifier: any DeviceTokenVerifier = TokenFormatVerifier(), logger: Logger) async throws -> Summary {
         let topics = configuration.topics.commandTopics
         if options.switchOver && options.previous == nil { throw Failure.switchNeedsPrevious }
-        let store = try ProjectionStoreFactory.open(configuration.store, logger: logger)
-        let previous = try options.previous.map { try ProjectionStoreFactory.open($0, logger: logger) }
+        let store = try await ProjectionStoreFactory.open(configuration.store, logger: logger)
+        var previous: (any ProjectionStore)?
+        if let location = options.previous { previous = try await ProjectionStoreFactory.open(location, logger: logger) }
         // A topic nobody wrote yet is created (empty), as `serve` does, rather than waited for.
         try await configuration.createMissingTopics()
 
@@ -91,7 +92,7 @@ public enum Rebuild {
         if let previous {
             target = try await previous.offsets(topics: topics)
         } else {
-            guard start.isEmpty || options.join else { throw Failure.storeNotEmpty(configuration.store) }
+            guard start.isEmpty || options.join else { throw Failure.storeNotEmpty(configuration.storeForLogs) }
             let ends = try await KafkaAdmin.endOffsets(topics: topics, bootstrapServers: configuration.brokers,
                                                        properties: configuration.kafkaProperties)
             target = Dictionary(uniqueKeysWithValues: ends.map { (PartitionKey($0.key), $0.value) })

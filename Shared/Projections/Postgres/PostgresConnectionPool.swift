@@ -1,0 +1,77 @@
+import Logging
+import PostgresNIO
+
+/// The store's own few connections to the server.
+///
+/// Not `PostgresClient`: its pool keeps lease requests waiting while the server cannot be
+/// reached (up to a minute, then rejects them until a background retry succeeds). The store
+/// wants the opposite: a call made while the server is down fails at once with
+/// `ProjectionStoreError.unavailable`, so that the processor's retry loop decides how long to
+/// wait, and the first call after the server is back connects anew and succeeds. So this pool
+/// connects on demand, up to `size` connections, keeps idle ones for reuse, drops any that
+/// closed or failed, and never retries by itself.
+actor PostgresConnectionPool {
+    private let configuration: PostgresConnection.Configuration
+    private let size: Int
+    private let logger: Logger
+    private var idle: [PostgresConnection] = []
+    private var open = 0
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    private var nextId = 0
+
+    init(configuration: PostgresConnection.Configuration, size: Int, logger: Logger) {
+        self.configuration = configuration
+        self.size = size
+        self.logger = logger
+    }
+
+    deinit {
+        for connection in idle {
+            Self.close(connection)
+        }
+    }
+
+    /// An open connection: an idle one (`reused`), else a new one; waits while `size` are leased.
+    /// Throws what connecting threw.
+    func lease() async throws -> (connection: PostgresConnection, reused: Bool) {
+        while true {
+            while let connection = idle.popLast() {
+                if !connection.isClosed { return (connection, true) }
+                open -= 1
+            }
+            if open < size {
+                open += 1
+                nextId += 1
+                do {
+                    let connection = try await PostgresConnection.connect(configuration: configuration, id: nextId, logger: logger)
+                    return (connection, false)
+                } catch {
+                    open -= 1
+                    resumeOneWaiter()
+                    throw error
+                }
+            }
+            await withCheckedContinuation { waiters.append($0) }
+        }
+    }
+
+    /// Returns a leased connection: kept for reuse when `reusable` and still open, else closed.
+    func release(_ connection: PostgresConnection, reusable: Bool) {
+        if reusable && !connection.isClosed {
+            idle.append(connection)
+        } else {
+            open -= 1
+            Self.close(connection)
+        }
+        resumeOneWaiter()
+    }
+
+    /// Closes without waiting; the connection is kept until it is closed (PostgresNIO insists).
+    private static func close(_ connection: PostgresConnection) {
+        connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+    }
+
+    private func resumeOneWaiter() {
+        if !waiters.isEmpty { waiters.removeFirst().resume() }
+    }
+}

@@ -1,0 +1,277 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Writes one commit's mutations inside its transaction: a `PostgresWritePlan`, each group as
+/// one multi-row statement over `unnest`ed array parameters, its rows in primary key order.
+///
+/// A commit of 20,000 mutations thus costs about a dozen round trips instead of 20,000, and
+/// two processors writing overlapping keys lock them in the same order.
+///
+/// Reports and sends of one delivery are ordered by a transaction-level advisory lock per
+/// delivery id, taken (in id order) before anything is written. Without it, a report batch
+/// that settles before a concurrent send commits, and the send's discard, which cannot see
+/// the batch's uncommitted rows, would both miss rows the delivery cannot own. With it, whichever
+/// commits second runs its statements after the first committed, and sees its rows.
+struct PostgresMutationWriter {
+    let connection: PostgresConnection
+    let logger: Logger
+
+    func write(_ plan: PostgresWritePlan) async throws {
+        try await lockDeliveries(plan.trackingLockedDeliveries)
+        try await writeApps(plan.apps.values.sorted { KeyOrder.less($0.appId, $1.appId) })
+        try await writeTokens(plan.tokens.values.sorted { KeyOrder.less($0.tokenId, $1.tokenId) })
+        try await writeDevices(plan.devices.values.sorted { KeyOrder.less(($0.key.appId, $0.key.deviceToken),
+                                                                          ($1.key.appId, $1.key.deviceToken)) })
+        try await writeStatuses(plan.statuses.values.sorted { KeyOrder.less($0.requestId, $1.requestId) })
+        try await writeOutbox(plan.outbox.values.sorted { KeyOrder.less($0.job.id, $1.job.id) })
+        try await writePending(plan)
+        try await writeAcks(plan.acks.values.sorted { KeyOrder.less(Self.key($0.key), Self.key($1.key)) })
+        for phase in plan.phases {
+            try await writeTracking(phase)
+        }
+    }
+
+    private static func key(_ key: PendingKey) -> (UUID, String, String) {
+        (key.appId, key.deviceToken, key.notificationId)
+    }
+
+    private func run(_ query: PostgresQuery) async throws {
+        try await connection.run(query, logger: logger)
+    }
+
+    // MARK: - Locks
+
+    /// Folds a delivery id into the advisory lock key space; a collision only makes two
+    /// deliveries wait for each other.
+    static func lockKey(_ id: UUID) -> Int64 {
+        withUnsafeBytes(of: id.uuid) { bytes in
+            bytes.loadUnaligned(fromByteOffset: 0, as: Int64.self) ^ bytes.loadUnaligned(fromByteOffset: 8, as: Int64.self)
+        }
+    }
+
+    private func lockDeliveries(_ ids: Set<UUID>) async throws {
+        guard !ids.isEmpty else { return }
+        let keys = Set(ids.map(Self.lockKey)).sorted()
+        // unnest yields the keys in array order, so the locks are taken in ascending order.
+        try await run("SELECT pg_advisory_xact_lock(k) FROM unnest(\(keys)::bigint[]) AS k")
+    }
+
+    // MARK: - Apps, tokens, devices, statuses
+
+    private func writeApps(_ apps: [AppRow]) async throws {
+        guard !apps.isEmpty else { return }
+        let headers = try apps.map { try ProjectionValues.headersJSON($0.callbackHeaders) }
+        try await run("""
+            INSERT INTO apps (app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at)
+            SELECT * FROM unnest(\(apps.map(\.appId))::uuid[], \(apps.map(\.orgId))::uuid[], \(apps.map(\.name))::text[],
+                \(PostgresArray(apps.map(\.callbackUrl)))::text[], \(headers)::text[],
+                \(apps.map { Int64($0.webhookRetries) })::bigint[], \(apps.map { ProjectionValues.millis($0.createdAt) })::bigint[])
+            ON CONFLICT (app_id) DO UPDATE SET org_id = excluded.org_id, name = excluded.name,
+                callback_url = excluded.callback_url, callback_headers = excluded.callback_headers,
+                webhook_retries = excluded.webhook_retries, created_at = excluded.created_at
+            """)
+    }
+
+    private func writeTokens(_ tokens: [ApiTokenRow]) async throws {
+        guard !tokens.isEmpty else { return }
+        try await run("""
+            INSERT INTO api_tokens (token_id, app_id, token_hash, revoked, created_at)
+            SELECT * FROM unnest(\(tokens.map(\.tokenId))::uuid[], \(tokens.map(\.appId))::uuid[], \(tokens.map(\.tokenHash))::text[],
+                \(tokens.map(\.revoked))::boolean[], \(tokens.map { ProjectionValues.millis($0.createdAt) })::bigint[])
+            ON CONFLICT (token_id) DO UPDATE SET app_id = excluded.app_id, token_hash = excluded.token_hash,
+                revoked = excluded.revoked, created_at = excluded.created_at
+            """)
+    }
+
+    private func writeDevices(_ devices: [(key: DeviceKey, row: DeviceRow?)]) async throws {
+        let deleted = devices.filter { $0.row == nil }.map(\.key)
+        if !deleted.isEmpty {
+            // The device row only: its pending rows go with an explicit `.clearPending`.
+            try await run("""
+                DELETE FROM devices d USING unnest(\(deleted.map(\.appId))::uuid[], \(deleted.map(\.deviceToken))::text[])
+                    AS k(app_id, device_token)
+                WHERE d.app_id = k.app_id AND d.device_token = k.device_token
+                """)
+        }
+        let rows = devices.compactMap(\.row)
+        guard !rows.isEmpty else { return }
+        try await run("""
+            INSERT INTO devices (app_id, device_token, user_id, platform, version, updated_at)
+            SELECT * FROM unnest(\(rows.map(\.appId))::uuid[], \(rows.map(\.deviceToken))::text[], \(rows.map(\.userId))::text[],
+                \(rows.map(\.platform.rawValue))::text[], \(rows.map(\.version))::bigint[],
+                \(rows.map { ProjectionValues.millis($0.updatedAt) })::bigint[])
+            ON CONFLICT (app_id, device_token) DO UPDATE SET user_id = excluded.user_id, platform = excluded.platform,
+                version = excluded.version, updated_at = excluded.updated_at
+            """)
+    }
+
+    private func writeStatuses(_ statuses: [RegistrationStatusRow]) async throws {
+        guard !statuses.isEmpty else { return }
+        try await run("""
+            INSERT INTO registration_status (request_id, app_id, status, failure_reason, decided_at)
+            SELECT * FROM unnest(\(statuses.map(\.requestId))::uuid[], \(statuses.map(\.appId))::uuid[],
+                \(statuses.map(\.status.rawValue))::text[], \(PostgresArray(statuses.map { $0.failureReason?.rawValue }))::text[],
+                \(statuses.map { ProjectionValues.millis($0.decidedAt) })::bigint[])
+            ON CONFLICT (request_id) DO UPDATE SET app_id = excluded.app_id, status = excluded.status,
+                failure_reason = excluded.failure_reason, decided_at = excluded.decided_at
+            """)
+    }
+
+    // MARK: - Outbox
+
+    private func writeOutbox(_ writes: [PostgresWritePlan.OutboxWrite]) async throws {
+        var enqueued: [OutboxJob] = [], restored: [OutboxJob] = [], lowestAttempts: [Int64] = []
+        for write in writes {
+            switch write {
+            case .enqueue(let job): enqueued.append(job)
+            case .restore(let job, let lowest):
+                restored.append(job)
+                lowestAttempts.append(Int64(lowest))
+            }
+        }
+        if !enqueued.isEmpty {
+            // A job id derives from the command that caused it: a replayed command finds its job
+            // and leaves it (and its delivery progress) alone.
+            try await run(try Self.outboxInsert(enqueued, onConflict: "DO NOTHING"))
+        }
+        if !restored.isEmpty {
+            try await run(try Self.outboxInsert(restored, onConflict: """
+                DO UPDATE SET kind = excluded.kind, app_id = excluded.app_id, url = excluded.url,
+                    headers = excluded.headers, body = excluded.body, max_attempts = excluded.max_attempts,
+                    attempts = excluded.attempts, next_attempt_at = excluded.next_attempt_at, state = excluded.state,
+                    last_status = excluded.last_status, last_error = excluded.last_error, lease_until = NULL,
+                    created_at = excluded.created_at
+                """))
+            try await run("""
+                DELETE FROM outbox_attempts a USING unnest(\(restored.map(\.id))::text[], \(lowestAttempts)::bigint[])
+                    AS k(job_id, attempts)
+                WHERE a.job_id = k.job_id AND a.attempt > k.attempts
+                """)
+        }
+    }
+
+    private static func outboxInsert(_ jobs: [OutboxJob], onConflict: String) throws -> PostgresQuery {
+        let headers = try jobs.map { try ProjectionValues.headersJSON($0.headers) }
+        return """
+            INSERT INTO outbox (id, kind, app_id, url, headers, body, max_attempts, attempts, next_attempt_at, state,
+                last_status, last_error, lease_until, created_at)
+            SELECT id, kind, app_id, url, headers, body, max_attempts, attempts, next_attempt_at, state,
+                last_status, last_error, NULL, created_at
+            FROM unnest(\(jobs.map(\.id))::text[], \(jobs.map(\.kind))::text[], \(PostgresArray(jobs.map(\.appId)))::uuid[],
+                \(jobs.map(\.url))::text[], \(headers)::text[], \(jobs.map { ByteBuffer(bytes: $0.body) })::bytea[],
+                \(jobs.map { Int64($0.maxAttempts) })::bigint[], \(jobs.map { Int64($0.attempts) })::bigint[],
+                \(jobs.map { ProjectionValues.millis($0.nextAttemptAt) })::bigint[], \(jobs.map(\.state.rawValue))::text[],
+                \(PostgresArray(jobs.map { $0.lastStatus.map(Int64.init) }))::bigint[], \(PostgresArray(jobs.map(\.lastError)))::text[],
+                \(jobs.map { ProjectionValues.millis($0.createdAt) })::bigint[])
+                AS j(id, kind, app_id, url, headers, body, max_attempts, attempts, next_attempt_at, state, last_status,
+                    last_error, created_at)
+            ON CONFLICT (id) \(unescaped: onConflict)
+            """
+    }
+
+    // MARK: - Managed notifications
+
+    private func writePending(_ plan: PostgresWritePlan) async throws {
+        let cleared = plan.pendingCleared.values.sorted { KeyOrder.less(($0.appId, $0.deviceToken), ($1.appId, $1.deviceToken)) }
+        if !cleared.isEmpty {
+            try await run("""
+                DELETE FROM pending_notifications p USING unnest(\(cleared.map(\.appId))::uuid[], \(cleared.map(\.deviceToken))::text[])
+                    AS k(app_id, device_token)
+                WHERE p.app_id = k.app_id AND p.device_token = k.device_token
+                """)
+        }
+        let deleted = plan.pendingDeleted.values.sorted { KeyOrder.less(Self.key($0), Self.key($1)) }
+        if !deleted.isEmpty {
+            try await run("""
+                DELETE FROM pending_notifications p USING unnest(\(deleted.map(\.appId))::uuid[],
+                    \(deleted.map(\.deviceToken))::text[], \(deleted.map(\.notificationId))::text[])
+                    AS k(app_id, device_token, notification_id)
+                WHERE p.app_id = k.app_id AND p.device_token = k.device_token AND p.notification_id = k.notification_id
+                """)
+        }
+        let rows = plan.pendingPuts.values.sorted { KeyOrder.less(Self.key($0.key), Self.key($1.key)) }
+        guard !rows.isEmpty else { return }
+        // The first row of a (device, notification) stays: a replayed send leaves it as it was.
+        try await run("""
+            INSERT INTO pending_notifications (app_id, device_token, notification_id, delivery_id, sent_at, text, business_id)
+            SELECT * FROM unnest(\(rows.map(\.appId))::uuid[], \(rows.map(\.deviceToken))::text[],
+                \(rows.map(\.notificationId))::text[], \(rows.map(\.deliveryId))::uuid[],
+                \(rows.map { ProjectionValues.millis($0.sentAt) })::bigint[], \(rows.map(\.text))::text[],
+                \(PostgresArray(rows.map(\.businessId)))::text[])
+            ON CONFLICT (app_id, device_token, notification_id) DO NOTHING
+            """)
+    }
+
+    /// The first ack of a (device, notification) stays.
+    private func writeAcks(_ acks: [AckRow]) async throws {
+        guard !acks.isEmpty else { return }
+        try await run("""
+            INSERT INTO acks (app_id, device_token, notification_id, business_id, acked_at)
+            SELECT * FROM unnest(\(acks.map(\.appId))::uuid[], \(acks.map(\.deviceToken))::text[],
+                \(acks.map(\.notificationId))::text[], \(PostgresArray(acks.map(\.businessId)))::text[],
+                \(acks.map { ProjectionValues.millis($0.ackedAt) })::bigint[])
+            ON CONFLICT (app_id, device_token, notification_id) DO NOTHING
+            """)
+    }
+
+    // MARK: - Deliveries and tracking
+
+    private func writeTracking(_ phase: PostgresWritePlan.TrackingPhase) async throws {
+        let deliveries = phase.deliveries.values.sorted {
+            $0.appId != $1.appId ? KeyOrder.less($0.appId, $1.appId) : KeyOrder.less($0.deliveryId, $1.deliveryId)
+        }
+        if !deliveries.isEmpty {
+            // The first row of a delivery id stays.
+            try await run("""
+                INSERT INTO deliveries (app_id, delivery_id, kind, managed, tracking, sent, created_at)
+                SELECT * FROM unnest(\(deliveries.map(\.appId))::uuid[], \(deliveries.map(\.deliveryId))::uuid[],
+                    \(deliveries.map(\.kind.rawValue))::text[], \(deliveries.map(\.managed))::boolean[],
+                    \(deliveries.map(\.tracking))::boolean[], \(deliveries.map { Int64($0.sent) })::bigint[],
+                    \(deliveries.map { ProjectionValues.millis($0.createdAt) })::bigint[])
+                ON CONFLICT (app_id, delivery_id) DO NOTHING
+                """)
+        }
+        if !phase.discards.isEmpty {
+            // Discards only delete, so one statement deletes what all of them would.
+            let discards = phase.discards
+            try await run("""
+                DELETE FROM tracking_events t USING unnest(\(discards.map(\.deliveryId))::uuid[], \(discards.map(\.appId))::uuid[],
+                    \(discards.map(\.validBelow))::bigint[]) AS k(delivery_id, app_id, valid_below)
+                WHERE t.delivery_id = k.delivery_id AND (t.app_id <> k.app_id OR t.message_index >= k.valid_below)
+                """)
+        }
+        guard !phase.settled.isEmpty else { return }
+        let counts = phase.reports.sorted { $0.key < $1.key }
+        if !counts.isEmpty {
+            // A first report stores the row; every later one of the same (device, action) is a
+            // repeat. `excluded.repeats` is the phase's reports minus one.
+            try await run("""
+                INSERT INTO tracking_events (delivery_id, app_id, action, message_index, repeats)
+                SELECT * FROM unnest(\(counts.map(\.key.deliveryId))::uuid[], \(counts.map(\.key.appId))::uuid[],
+                    \(counts.map(\.key.action))::integer[], \(counts.map(\.key.messageIndex))::bigint[],
+                    \(counts.map { $0.value - 1 })::bigint[])
+                ON CONFLICT (delivery_id, app_id, action, message_index)
+                DO UPDATE SET repeats = tracking_events.repeats + excluded.repeats + 1
+                """)
+        }
+        // `.discardTracking`'s rule for each counted (delivery, app), against every delivery row
+        // of that id stored now; none stored: the rows stay, parked until the send.
+        let pairs = phase.settled
+        try await run("""
+            DELETE FROM tracking_events t USING unnest(\(pairs.map(\.deliveryId))::uuid[], \(pairs.map(\.appId))::uuid[])
+                AS p(delivery_id, app_id)
+            WHERE t.delivery_id = p.delivery_id AND t.app_id = p.app_id AND EXISTS (
+                SELECT 1 FROM deliveries d WHERE d.delivery_id = p.delivery_id
+                AND (d.app_id <> p.app_id OR NOT d.tracking OR t.message_index >= d.sent))
+            """)
+    }
+}
+
+extension PostgresWritePlan.OutboxWrite {
+    var job: OutboxJob {
+        switch self {
+        case .enqueue(let job), .restore(let job, _): job
+        }
+    }
+}

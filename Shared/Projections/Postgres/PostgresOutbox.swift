@@ -1,0 +1,95 @@
+import Contracts
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The dispatcher's side of the outbox in PostgreSQL: leasing due jobs and recording attempts.
+///
+/// A claim picks and leases in one statement; `FOR UPDATE SKIP LOCKED` lets dispatchers of
+/// several processors claim at once without waiting for each other or taking the same job.
+/// A lease (`lease_until`) rather than a state change marks a job as taken, so a dispatcher
+/// that dies mid-attempt loses nothing: its lease runs out and the job is claimed again.
+enum PostgresOutbox {
+    static func claim(now: Date, limit: Int, leaseUntil: Date, on connection: PostgresConnection,
+                      logger: Logger) async throws -> [OutboxJob] {
+        guard limit > 0 else { return [] }
+        let nowMillis = ProjectionValues.millis(now)
+        let rows = try await connection.rows("""
+            WITH due AS (
+                SELECT id FROM outbox
+                WHERE state = 'pending' AND next_attempt_at <= \(nowMillis) AND (lease_until IS NULL OR lease_until < \(nowMillis))
+                ORDER BY next_attempt_at, created_at, id
+                LIMIT \(Int64(limit))
+                FOR UPDATE SKIP LOCKED)
+            UPDATE outbox o SET lease_until = \(ProjectionValues.millis(leaseUntil)) FROM due WHERE o.id = due.id
+            RETURNING o.id, o.kind, o.app_id, o.url, o.headers, o.body, o.max_attempts, o.attempts, o.next_attempt_at, o.state,
+                o.last_status, o.last_error, o.created_at
+            """, logger: logger)
+        // The columns of `PostgresRows.outboxColumns`. RETURNING has no order of its own: oldest
+        // first, as selected.
+        return try rows.map(PostgresRows.outboxJob).sorted { a, b in
+            if a.nextAttemptAt != b.nextAttemptAt { return a.nextAttemptAt < b.nextAttemptAt }
+            if a.createdAt != b.createdAt { return a.createdAt < b.createdAt }
+            return KeyOrder.less(a.id, b.id)
+        }
+    }
+
+    static func record(jobId: String, result: OutboxAttemptResult, on connection: PostgresConnection, logger: Logger) async throws {
+        let current = try await connection.rows("""
+            SELECT attempts, next_attempt_at FROM outbox WHERE id = \(jobId) FOR UPDATE
+            """, logger: logger)
+        guard let row = current.first else {
+            throw ProjectionStoreError.database("no outbox job with id '\(jobId)'")
+        }
+        let (attempts, storedNext) = try row.decode((Int64, Int64).self)
+        let attempt = attempts + 1
+        var nextAttemptAt = storedNext
+        let state: OutboxState
+        let outcome: WebhookAttemptRecord.Outcome
+        switch result.next {
+        case .delivered:
+            (state, outcome) = (.delivered, .delivered)
+        case .retry(let at):
+            (state, outcome) = (.pending, .retrying)
+            nextAttemptAt = ProjectionValues.millis(at)
+        case .failed:
+            (state, outcome) = (.failed, .failed)
+        }
+        let httpStatus = result.httpStatus.map(Int64.init)
+        try await connection.run("""
+            INSERT INTO outbox_attempts (job_id, attempt, at, http_status, error, outcome)
+            VALUES (\(jobId), \(attempt), \(ProjectionValues.millis(result.at)), \(httpStatus), \(result.error), \(outcome.rawValue))
+            """, logger: logger)
+        try await connection.run("""
+            UPDATE outbox SET attempts = \(attempt), state = \(state.rawValue), next_attempt_at = \(nextAttemptAt),
+                last_status = \(httpStatus), last_error = \(result.error), lease_until = NULL
+            WHERE id = \(jobId)
+            """, logger: logger)
+    }
+
+    static func job(_ id: String, on connection: PostgresConnection, logger: Logger) async throws -> OutboxJob? {
+        try await connection.rows("SELECT \(unescaped: PostgresRows.outboxColumns) FROM outbox WHERE id = \(id)", logger: logger)
+            .first.map(PostgresRows.outboxJob)
+    }
+
+    /// `id` compares bytewise (`COLLATE "C"`), as SQLite's BINARY does.
+    static func jobs(after id: String?, limit: Int, on connection: PostgresConnection, logger: Logger) async throws -> [OutboxJob] {
+        guard limit > 0 else { return [] }
+        let rows: [PostgresRow]
+        if let id {
+            rows = try await connection.rows("""
+                SELECT \(unescaped: PostgresRows.outboxColumns) FROM outbox WHERE id > \(id) ORDER BY id LIMIT \(Int64(limit))
+                """, logger: logger)
+        } else {
+            rows = try await connection.rows("""
+                SELECT \(unescaped: PostgresRows.outboxColumns) FROM outbox ORDER BY id LIMIT \(Int64(limit))
+                """, logger: logger)
+        }
+        return try rows.map(PostgresRows.outboxJob)
+    }
+
+    static func nextDue(on connection: PostgresConnection, logger: Logger) async throws -> Date? {
+        try await connection.rows("SELECT min(next_attempt_at) FROM outbox WHERE state = 'pending'", logger: logger)
+            .first.flatMap { try $0.decode(Int64?.self) }.map(ProjectionValues.date(millis:))
+    }
+}

@@ -1,0 +1,237 @@
+import Contracts
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The projection store in PostgreSQL (`postgres://…`): the store of a deployment with several
+/// processor and ingest processes, on several machines.
+///
+/// It behaves as `SQLiteProjectionStore` does for every method and mutation, and its dump is
+/// the same text for the same content. A commit is one READ COMMITTED transaction: the
+/// partitions' offset rows are locked and compared first (`PostgresOffsets`), then the
+/// mutations are written grouped into multi-row statements (`PostgresWritePlan`,
+/// `PostgresMutationWriter`). Multi-statement reads (`load`, `dump`) run in one REPEATABLE READ
+/// transaction each, so they see one snapshot.
+///
+/// The store holds its own few connections (`PostgresConnectionPool`). While the server is
+/// unreachable every call fails at once with `ProjectionStoreError.unavailable`; once it is
+/// back, the next call connects anew. A connection found dead on its first use (the server
+/// restarted while it sat idle) is replaced once, transparently, unless the failure came
+/// during COMMIT, whose outcome is then unknown (`.unavailable`: a retried commit finds its
+/// offsets moved and conflicts if the first one did commit).
+public final class PostgresProjectionStore: ProjectionStore {
+    public let location: PostgresLocation
+    private let pool: PostgresConnectionPool
+    private let logger: Logger
+
+    /// Connects, then creates or migrates the schema. Throws `unsupportedSchemaVersion` for a
+    /// store written by newer code, `.unavailable` when the server cannot be reached.
+    public init(location: PostgresLocation, logger: Logger) async throws {
+        self.location = location
+        self.logger = logger
+        var configuration = PostgresConnection.Configuration(
+            host: location.host, port: location.port, username: location.user, password: location.password,
+            database: location.database, tls: try Self.tls(location.tls))
+        configuration.options.connectTimeout = .seconds(5)
+        configuration.options.additionalStartupParameters = [("application_name", "pushline")]
+        if let schema = location.schema {
+            configuration.options.additionalStartupParameters.append(("search_path", "\"\(schema)\""))
+        }
+        pool = PostgresConnectionPool(configuration: configuration, size: location.poolSize, logger: logger)
+        try await session("BEGIN") { connection in
+            try await PostgresSchema.prepare(connection, schema: location.schema, logger: logger)
+        }
+        logger.debug("projection store opened", metadata: [
+            "host": "\(location.host):\(location.port)", "database": "\(location.database)", "schema": "\(location.schema ?? "-")",
+        ])
+    }
+
+    private static func tls(_ mode: PostgresLocation.TLSMode) throws -> PostgresConnection.Configuration.TLS {
+        switch mode {
+        case .disable: return .disable
+        case .prefer: return .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        case .require: return .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        }
+    }
+
+    public func load(_ query: StateQuery) async throws -> StateSnapshot {
+        try await session(Self.snapshot) { connection in
+            try await PostgresStateLoader(connection: connection, logger: self.logger).load(query)
+        }
+    }
+
+    public func commit(mutations: [Mutation], offsets: [OffsetUpdate]) async throws {
+        let plan = PostgresWritePlan(mutations)
+        try await session("BEGIN") { connection in
+            try await PostgresOffsets.move(offsets, on: connection, logger: self.logger)
+            try await PostgresMutationWriter(connection: connection, logger: self.logger).write(plan)
+        }
+    }
+
+    public func offsets(topics: [String]) async throws -> [PartitionKey: Int64] {
+        try await session(nil) { connection in try await PostgresOffsets.read(topics: topics, on: connection, logger: self.logger) }
+    }
+
+    public func app(_ appId: UUID) async throws -> AppRow? {
+        try await rows("SELECT \(unescaped: PostgresRows.appColumns) FROM apps WHERE app_id = \(appId)").first.map(PostgresRows.app)
+    }
+
+    public func apiTokens(app appId: UUID) async throws -> [ApiTokenRow] {
+        try await rows("""
+            SELECT \(unescaped: PostgresRows.tokenColumns) FROM api_tokens WHERE app_id = \(appId) ORDER BY created_at, token_id
+            """).map(PostgresRows.token)
+    }
+
+    public func devices(app appId: UUID, user userId: String) async throws -> [DeviceRow] {
+        try await rows("""
+            SELECT \(unescaped: PostgresRows.deviceColumns) FROM devices WHERE app_id = \(appId) AND user_id = \(userId)
+            ORDER BY device_token
+            """).map(PostgresRows.device)
+    }
+
+    public func device(_ key: DeviceKey) async throws -> DeviceRow? {
+        try await rows("""
+            SELECT \(unescaped: PostgresRows.deviceColumns) FROM devices WHERE app_id = \(key.appId) AND device_token = \(key.deviceToken)
+            """).first.map(PostgresRows.device)
+    }
+
+    public func registrationStatuses(app appId: UUID, requestIds: [UUID]) async throws -> [UUID: RegistrationStatusRow] {
+        guard !requestIds.isEmpty else { return [:] }
+        // The app filter is what keeps one app's token from reading another app's statuses.
+        let found = try await rows("""
+            SELECT \(unescaped: PostgresRows.statusColumns) FROM registration_status
+            WHERE app_id = \(appId) AND request_id = ANY(\(Array(Set(requestIds)))::uuid[])
+            """)
+        var statuses: [UUID: RegistrationStatusRow] = [:]
+        for row in found {
+            let status = try PostgresRows.status(row)
+            statuses[status.requestId] = status
+        }
+        return statuses
+    }
+
+    public func apiToken(hash: String) async throws -> ApiTokenRow? {
+        // Hashes of generated tokens do not collide; the order only makes the answer stable if they did.
+        try await rows("""
+            SELECT \(unescaped: PostgresRows.tokenColumns) FROM api_tokens WHERE token_hash = \(hash)
+            ORDER BY created_at, token_id LIMIT 1
+            """).first.map(PostgresRows.token)
+    }
+
+    public func pendingNotifications(_ device: DeviceKey) async throws -> [PendingNotificationRow] {
+        try await rows("""
+            SELECT \(unescaped: PostgresRows.pendingColumns) FROM pending_notifications
+            WHERE app_id = \(device.appId) AND device_token = \(device.deviceToken)
+            ORDER BY sent_at, notification_id
+            """).map(PostgresRows.pending)
+    }
+
+    public func deliveryStats(app appId: UUID, deliveryId: UUID) async throws -> DeliveryStatsRow? {
+        // Rows past the sent count or of another app are discarded when the send is applied;
+        // the bound here also holds while a report and its send race. One row per action
+        // counted (one row of NULLs for none), in one statement.
+        let found = try await rows("""
+            SELECT \(unescaped: PostgresRows.deliveryColumns), c.action, c.devices, c.repeats FROM deliveries d
+            LEFT JOIN LATERAL (
+                SELECT action, count(*) AS devices, sum(repeats)::bigint AS repeats FROM tracking_events t
+                WHERE d.tracking AND t.delivery_id = d.delivery_id AND t.app_id = d.app_id AND t.message_index < d.sent
+                GROUP BY action) c ON true
+            WHERE d.app_id = \(appId) AND d.delivery_id = \(deliveryId)
+            """)
+        guard let first = found.first else { return nil }
+        var stats = DeliveryStatsRow(delivery: try PostgresRows.delivery(first))
+        for row in found {
+            let cells = row.makeRandomAccess()
+            guard let raw = try cells[7].decode(Int?.self) else { continue }
+            let devices = try cells[8].decode(Int.self)
+            stats.repeatsIgnored += try cells[9].decode(Int.self)
+            switch try ProjectionValues.decode(TrackingAction.self, raw, column: "tracking_events.action") {
+            case .impression: stats.impressions = devices
+            case .click: stats.clicks = devices
+            case .open: stats.opens = devices
+            }
+        }
+        return stats
+    }
+
+    public func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date) async throws -> [OutboxJob] {
+        try await session("BEGIN") { connection in
+            try await PostgresOutbox.claim(now: now, limit: limit, leaseUntil: leaseUntil, on: connection, logger: self.logger)
+        }
+    }
+
+    public func recordOutboxAttempt(jobId: String, result: OutboxAttemptResult) async throws {
+        try await session("BEGIN") { connection in
+            try await PostgresOutbox.record(jobId: jobId, result: result, on: connection, logger: self.logger)
+        }
+    }
+
+    public func outboxJob(_ id: String) async throws -> OutboxJob? {
+        try await session(nil) { connection in try await PostgresOutbox.job(id, on: connection, logger: self.logger) }
+    }
+
+    public func outboxJobs(after id: String?, limit: Int) async throws -> [OutboxJob] {
+        try await session(nil) { connection in
+            try await PostgresOutbox.jobs(after: id, limit: limit, on: connection, logger: self.logger)
+        }
+    }
+
+    public func nextOutboxDue() async throws -> Date? {
+        try await session(nil) { connection in try await PostgresOutbox.nextDue(on: connection, logger: self.logger) }
+    }
+
+    public func dump() async throws -> String {
+        try await session(Self.snapshot) { connection in try await PostgresDump.dump(on: connection, logger: self.logger) }
+    }
+
+    // MARK: - Connections, transactions and error mapping
+
+    private static let snapshot: PostgresQuery = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+
+    /// One statement on a connection of its own, its rows collected.
+    private func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        try await session(nil) { connection in try await connection.rows(query, logger: self.logger) }
+    }
+
+    /// Runs `body` on a leased connection, inside a transaction opened by `begin` (and then
+    /// committed) unless it is nil. Any failure is rolled back and mapped to a
+    /// `ProjectionStoreError`; a connection that might be left in a bad state is closed.
+    private func session<T: Sendable>(_ begin: PostgresQuery?, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+        var replacedStaleConnection = false
+        while true {
+            let lease: (connection: PostgresConnection, reused: Bool)
+            do {
+                lease = try await pool.lease()
+            } catch {
+                throw PostgresErrors.storeError(error)
+            }
+            let connection = lease.connection
+            var committing = false
+            do {
+                if let begin { try await connection.run(begin, logger: logger) }
+                let value = try await body(connection)
+                if begin != nil {
+                    committing = true
+                    try await connection.run("COMMIT", logger: logger)
+                }
+                await pool.release(connection, reusable: true)
+                return value
+            } catch {
+                let lost = PostgresErrors.isConnectionLost(error) || connection.isClosed
+                var reusable = !lost
+                if begin != nil && !lost {
+                    // Ends the transaction whatever state it is in (after a failed COMMIT there is none).
+                    do { try await connection.run("ROLLBACK", logger: logger) } catch { reusable = false }
+                }
+                await pool.release(connection, reusable: reusable)
+                // Nothing was committed: the server ends a transaction whose connection is gone.
+                if lost && lease.reused && !committing && !replacedStaleConnection {
+                    logger.debug("replacing a lost projection store connection", metadata: ["error": "\(error)"])
+                    replacedStaleConnection = true
+                    continue
+                }
+                throw PostgresErrors.storeError(error)
+            }
+        }
+    }
+}

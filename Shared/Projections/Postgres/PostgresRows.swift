@@ -1,0 +1,93 @@
+import Contracts
+import Foundation
+import PostgresNIO
+
+/// The column lists every PostgreSQL query selects, and the decoding of those rows into model
+/// values; each list sits beside its decoder so that the two change together. Columns are
+/// decoded by position, in the order of each list.
+enum PostgresRows {
+    static let appColumns = "app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at"
+
+    static func app(_ row: PostgresRow) throws -> AppRow {
+        let (appId, orgId, name, url, headers, retries, created) =
+            try row.decode((UUID, UUID, String, String?, String, Int, Int64).self)
+        return AppRow(appId: appId, orgId: orgId, name: name, callbackUrl: url,
+                      callbackHeaders: try ProjectionValues.headers(json: headers, column: "apps.callback_headers"),
+                      webhookRetries: retries, createdAt: ProjectionValues.date(millis: created))
+    }
+
+    static let tokenColumns = "token_id, app_id, token_hash, revoked, created_at"
+
+    static func token(_ row: PostgresRow) throws -> ApiTokenRow {
+        let (tokenId, appId, hash, revoked, created) = try row.decode((UUID, UUID, String, Bool, Int64).self)
+        return ApiTokenRow(tokenId: tokenId, appId: appId, tokenHash: hash, revoked: revoked,
+                           createdAt: ProjectionValues.date(millis: created))
+    }
+
+    static let deviceColumns = "app_id, device_token, user_id, platform, version, updated_at"
+
+    static func device(_ row: PostgresRow) throws -> DeviceRow {
+        let (appId, token, userId, platform, version, updated) = try row.decode((UUID, String, String, String, Int64, Int64).self)
+        return DeviceRow(appId: appId, deviceToken: token, userId: userId,
+                         platform: try ProjectionValues.decode(Platform.self, platform, column: "devices.platform"),
+                         version: version, updatedAt: ProjectionValues.date(millis: updated))
+    }
+
+    static let statusColumns = "request_id, app_id, status, failure_reason, decided_at"
+
+    static func status(_ row: PostgresRow) throws -> RegistrationStatusRow {
+        let (requestId, appId, status, reason, decided) = try row.decode((UUID, UUID, String, String?, Int64).self)
+        return RegistrationStatusRow(
+            requestId: requestId, appId: appId,
+            status: try ProjectionValues.decode(DeviceRegistrationAPI.Status.self, status, column: "registration_status.status"),
+            failureReason: try reason.map {
+                try ProjectionValues.decode(DeviceRegistrationAPI.FailureReason.self, $0, column: "registration_status.failure_reason")
+            },
+            decidedAt: ProjectionValues.date(millis: decided))
+    }
+
+    static let pendingColumns = "app_id, device_token, notification_id, delivery_id, sent_at, text, business_id"
+
+    static func pending(_ row: PostgresRow) throws -> PendingNotificationRow {
+        let (appId, token, nid, deliveryId, sent, text, business) =
+            try row.decode((UUID, String, String, UUID, Int64, String, String?).self)
+        return PendingNotificationRow(appId: appId, deviceToken: token, notificationId: nid, deliveryId: deliveryId,
+                                      sentAt: ProjectionValues.date(millis: sent), text: text, businessId: business)
+    }
+
+    static let deliveryColumns = "app_id, delivery_id, kind, managed, tracking, sent, created_at"
+
+    static func delivery(_ row: PostgresRow) throws -> DeliveryRow {
+        let (appId, deliveryId, kind, managed, tracking, sent, created) =
+            try row.decode((UUID, UUID, String, Bool, Bool, Int, Int64).self)
+        return DeliveryRow(appId: appId, deliveryId: deliveryId,
+                           kind: try ProjectionValues.decode(NotificationKind.self, kind, column: "deliveries.kind"),
+                           managed: managed, tracking: tracking, sent: sent, createdAt: ProjectionValues.date(millis: created))
+    }
+
+    /// With the delivery id first.
+    static let trackedColumns = "delivery_id, app_id, action, message_index, repeats"
+
+    static func tracked(_ row: PostgresRow) throws -> (deliveryId: UUID, event: TrackedEvent) {
+        let (deliveryId, appId, action, index, repeats) = try row.decode((UUID, UUID, Int, Int, Int).self)
+        return (deliveryId, TrackedEvent(appId: appId,
+                                         action: try ProjectionValues.decode(TrackingAction.self, action, column: "tracking_events.action"),
+                                         messageIndex: index, repeats: repeats))
+    }
+
+    static let outboxColumns = """
+        id, kind, app_id, url, headers, body, max_attempts, attempts, next_attempt_at, state, \
+        last_status, last_error, created_at
+        """
+
+    static func outboxJob(_ row: PostgresRow) throws -> OutboxJob {
+        let (id, kind, appId, url, headers, body, maxAttempts, attempts, next, state, lastStatus, lastError, created) =
+            try row.decode((String, String, UUID?, String, String, ByteBuffer, Int, Int, Int64, String, Int?, String?, Int64).self)
+        return OutboxJob(id: id, kind: kind, appId: appId, url: url,
+                         headers: try ProjectionValues.headers(json: headers, column: "outbox.headers"),
+                         body: Data(body.readableBytesView), maxAttempts: maxAttempts, attempts: attempts,
+                         nextAttemptAt: ProjectionValues.date(millis: next),
+                         state: try ProjectionValues.decode(OutboxState.self, state, column: "outbox.state"),
+                         lastStatus: lastStatus, lastError: lastError, createdAt: ProjectionValues.date(millis: created))
+    }
+}

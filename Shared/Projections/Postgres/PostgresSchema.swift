@@ -1,0 +1,173 @@
+import Logging
+import PostgresNIO
+
+/// The versioned schema of the PostgreSQL projection store: the tables, keys and indexes of
+/// the SQLite store (same names and meaning), in PostgreSQL's own types.
+///
+/// UUIDs are `uuid` (which orders as their lower-case text does), dates `bigint` milliseconds
+/// since 1970, booleans `boolean`, bodies `bytea`, and every text column compares bytewise
+/// (`COLLATE "C"`), so that key order, and with it the dump, matches SQLite's whatever the
+/// database's locale. The applied version is the one row of `schema_version`; a store written by
+/// newer code is refused before anything is touched. Opening runs under a transaction-level
+/// advisory lock, so processes opening one new store at once migrate it once.
+enum PostgresSchema {
+    /// The newest schema version this code creates and understands. It counts as the SQLite
+    /// schema does: version 3 is the same tables (apps and devices, managed notifications,
+    /// tracking); PostgreSQL stores start there.
+    static let version = 3
+
+    /// Versions above the stored one are applied in order.
+    private static let migrations: [(version: Int, sql: String)] = [(3, v3)]
+
+    /// Any fixed number: the lock only serialises openers of one database.
+    private static let openLock: Int64 = 0x5075_7368_6c69_6e65  // "Pushline"
+
+    static func prepare(_ connection: PostgresConnection, schema: String?, logger: Logger) async throws {
+        try await connection.run("SELECT pg_advisory_xact_lock(\(openLock))", logger: logger)
+        if let schema {
+            try await connection.run(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \"\(schema)\""), logger: logger)
+        }
+        try await connection.run("""
+            CREATE TABLE IF NOT EXISTS schema_version (
+                singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+                version integer NOT NULL
+            )
+            """, logger: logger)
+        let found = try await connection.rows("SELECT version FROM schema_version", logger: logger)
+            .first.map { try Int($0.decode(Int32.self)) } ?? 0
+        guard found <= version else {
+            throw ProjectionStoreError.unsupportedSchemaVersion(found: found, supported: version)
+        }
+        for migration in migrations where migration.version > found {
+            // One statement per query: the extended protocol takes no more.
+            for statement in migration.sql.split(separator: ";") where !statement.allSatisfy(\.isWhitespace) {
+                try await connection.run(PostgresQuery(unsafeSQL: String(statement)), logger: logger)
+            }
+            try await connection.run("""
+                INSERT INTO schema_version (version) VALUES (\(Int32(migration.version)))
+                ON CONFLICT (singleton) DO UPDATE SET version = excluded.version
+                """, logger: logger)
+        }
+        if found < version {
+            logger.info("projection store schema migrated", metadata: ["from": "\(found)", "to": "\(version)"])
+        }
+    }
+
+    private static let v3 = """
+        CREATE TABLE apps (
+            app_id uuid NOT NULL PRIMARY KEY,
+            org_id uuid NOT NULL,
+            name text COLLATE "C" NOT NULL,
+            callback_url text COLLATE "C",
+            callback_headers text COLLATE "C" NOT NULL,
+            webhook_retries bigint NOT NULL,
+            created_at bigint NOT NULL
+        );
+
+        CREATE TABLE api_tokens (
+            token_id uuid NOT NULL PRIMARY KEY,
+            app_id uuid NOT NULL,
+            token_hash text COLLATE "C" NOT NULL,
+            revoked boolean NOT NULL,
+            created_at bigint NOT NULL
+        );
+        CREATE INDEX api_tokens_by_app ON api_tokens (app_id);
+        CREATE INDEX api_tokens_by_hash ON api_tokens (token_hash);
+
+        CREATE TABLE devices (
+            app_id uuid NOT NULL,
+            device_token text COLLATE "C" NOT NULL,
+            user_id text COLLATE "C" NOT NULL,
+            platform text COLLATE "C" NOT NULL,
+            version bigint NOT NULL,
+            updated_at bigint NOT NULL,
+            PRIMARY KEY (app_id, device_token)
+        );
+        CREATE INDEX devices_by_user ON devices (app_id, user_id);
+
+        CREATE TABLE registration_status (
+            request_id uuid NOT NULL PRIMARY KEY,
+            app_id uuid NOT NULL,
+            status text COLLATE "C" NOT NULL,
+            failure_reason text COLLATE "C",
+            decided_at bigint NOT NULL
+        );
+
+        CREATE TABLE partition_offsets (
+            topic text COLLATE "C" NOT NULL,
+            "partition" integer NOT NULL,
+            next_offset bigint NOT NULL,
+            PRIMARY KEY (topic, "partition")
+        );
+
+        CREATE TABLE outbox (
+            id text COLLATE "C" NOT NULL PRIMARY KEY,
+            kind text COLLATE "C" NOT NULL,
+            app_id uuid,
+            url text COLLATE "C" NOT NULL,
+            headers text COLLATE "C" NOT NULL,
+            body bytea NOT NULL,
+            max_attempts bigint NOT NULL,
+            attempts bigint NOT NULL,
+            next_attempt_at bigint NOT NULL,
+            state text COLLATE "C" NOT NULL,
+            last_status bigint,
+            last_error text COLLATE "C",
+            lease_until bigint,
+            created_at bigint NOT NULL
+        );
+        CREATE INDEX outbox_due ON outbox (state, next_attempt_at);
+
+        CREATE TABLE outbox_attempts (
+            job_id text COLLATE "C" NOT NULL,
+            attempt bigint NOT NULL,
+            at bigint NOT NULL,
+            http_status bigint,
+            error text COLLATE "C",
+            outcome text COLLATE "C" NOT NULL,
+            PRIMARY KEY (job_id, attempt)
+        );
+
+        CREATE TABLE pending_notifications (
+            app_id uuid NOT NULL,
+            device_token text COLLATE "C" NOT NULL,
+            notification_id text COLLATE "C" NOT NULL,
+            delivery_id uuid NOT NULL,
+            sent_at bigint NOT NULL,
+            text text COLLATE "C" NOT NULL,
+            business_id text COLLATE "C",
+            PRIMARY KEY (app_id, device_token, notification_id)
+        );
+
+        CREATE TABLE acks (
+            app_id uuid NOT NULL,
+            device_token text COLLATE "C" NOT NULL,
+            notification_id text COLLATE "C" NOT NULL,
+            business_id text COLLATE "C",
+            acked_at bigint NOT NULL,
+            PRIMARY KEY (app_id, device_token, notification_id)
+        );
+        CREATE INDEX acks_by_notification ON acks (app_id, notification_id);
+
+        CREATE TABLE deliveries (
+            app_id uuid NOT NULL,
+            delivery_id uuid NOT NULL,
+            kind text COLLATE "C" NOT NULL,
+            managed boolean NOT NULL,
+            tracking boolean NOT NULL,
+            sent bigint NOT NULL,
+            created_at bigint NOT NULL,
+            PRIMARY KEY (app_id, delivery_id)
+        );
+        CREATE INDEX deliveries_by_id ON deliveries (delivery_id);
+
+        CREATE TABLE tracking_events (
+            delivery_id uuid NOT NULL,
+            app_id uuid NOT NULL,
+            action integer NOT NULL,
+            message_index bigint NOT NULL,
+            repeats bigint NOT NULL,
+            PRIMARY KEY (delivery_id, app_id, action, message_index)
+        );
+        """
+}

@@ -1,0 +1,129 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Answers a `StateQuery` inside one repeatable-read transaction, so the snapshot is
+/// consistent: one statement per kind of row asked for, each joining the table with its keys
+/// as `unnest`ed arrays, so thousands of keys cost one round trip, not thousands.
+struct PostgresStateLoader {
+    let connection: PostgresConnection
+    let logger: Logger
+
+    func load(_ query: StateQuery) async throws -> StateSnapshot {
+        var snapshot = StateSnapshot()
+        try await loadApps(query.appIds, into: &snapshot)
+        try await loadDevices(query, into: &snapshot)
+        try await loadPendingCounts(query, into: &snapshot)
+        try await loadPending(query.pendingKeys, into: &snapshot)
+        try await loadAcks(query.ackedNotifications, into: &snapshot)
+        try await loadDeliveries(query.deliveryIds, into: &snapshot)
+        try await loadTracked(query.trackedDeliveries, into: &snapshot)
+        return snapshot
+    }
+
+    private func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        try await connection.rows(query, logger: logger)
+    }
+
+    private func loadApps(_ appIds: Set<UUID>, into snapshot: inout StateSnapshot) async throws {
+        guard !appIds.isEmpty else { return }
+        for row in try await rows("SELECT \(unescaped: PostgresRows.appColumns) FROM apps WHERE app_id = ANY(\(Array(appIds))::uuid[])") {
+            let app = try PostgresRows.app(row)
+            snapshot.apps[app.appId] = app
+            snapshot.tokens[app.appId] = []
+        }
+        // Only apps that exist have tokens worth asking for.
+        guard !snapshot.apps.isEmpty else { return }
+        for row in try await rows("""
+            SELECT \(unescaped: PostgresRows.tokenColumns) FROM api_tokens WHERE app_id = ANY(\(Array(snapshot.apps.keys))::uuid[])
+            ORDER BY app_id, created_at, token_id
+            """) {
+            let token = try PostgresRows.token(row)
+            snapshot.tokens[token.appId, default: []].append(token)
+        }
+    }
+
+    /// Devices by key and every device of the asked users, in one statement.
+    private func loadDevices(_ query: StateQuery, into snapshot: inout StateSnapshot) async throws {
+        guard !query.deviceKeys.isEmpty || !query.userKeys.isEmpty else { return }
+        let keys = Array(query.deviceKeys), users = Array(query.userKeys)
+        let found = try await rows("""
+            SELECT \(unescaped: PostgresRows.deviceColumns) FROM devices d
+            WHERE (d.app_id, d.device_token) IN (SELECT * FROM unnest(\(keys.map(\.appId))::uuid[], \(keys.map(\.deviceToken))::text[]))
+            UNION
+            SELECT \(unescaped: PostgresRows.deviceColumns) FROM devices d
+            WHERE (d.app_id, d.user_id) IN (SELECT * FROM unnest(\(users.map(\.appId))::uuid[], \(users.map(\.userId))::text[]))
+            """)
+        // The rows first, then the dictionary grown once: a send to many users loads 100,000 rows.
+        let devices = try found.map(PostgresRows.device)
+        snapshot.devices.reserveCapacity(snapshot.devices.count + devices.count)
+        for device in devices { snapshot.devices[device.key] = device }
+    }
+
+    /// Counts the pending rows of every loaded device the query asks counts for, in one grouped
+    /// statement.
+    private func loadPendingCounts(_ query: StateQuery, into snapshot: inout StateSnapshot) async throws {
+        guard !query.pendingCountDevices.isEmpty || !query.pendingCountUsers.isEmpty else { return }
+        let counted = snapshot.devices.values.filter {
+            query.pendingCountDevices.contains($0.key) || query.pendingCountUsers.contains(UserKey(appId: $0.appId, userId: $0.userId))
+        }.map(\.key)
+        guard !counted.isEmpty else { return }
+        for row in try await rows("""
+            SELECT p.app_id, p.device_token, count(*) FROM pending_notifications p
+            JOIN unnest(\(counted.map(\.appId))::uuid[], \(counted.map(\.deviceToken))::text[]) AS k(app_id, device_token)
+                ON p.app_id = k.app_id AND p.device_token = k.device_token
+            GROUP BY p.app_id, p.device_token
+            """) {
+            let (appId, token, count) = try row.decode((UUID, String, Int).self)
+            snapshot.pendingCounts[DeviceKey(appId: appId, deviceToken: token)] = count
+        }
+    }
+
+    private func loadPending(_ keys: Set<PendingKey>, into snapshot: inout StateSnapshot) async throws {
+        guard !keys.isEmpty else { return }
+        let keys = Array(keys)
+        for row in try await rows("""
+            SELECT \(unescaped: PostgresRows.pendingColumns) FROM pending_notifications p
+            WHERE (p.app_id, p.device_token, p.notification_id) IN (SELECT * FROM unnest(\(keys.map(\.appId))::uuid[],
+                \(keys.map(\.deviceToken))::text[], \(keys.map(\.notificationId))::text[]))
+            """) {
+            let pending = try PostgresRows.pending(row)
+            snapshot.pending[pending.key] = pending
+        }
+    }
+
+    private func loadAcks(_ notifications: Set<NotificationKey>, into snapshot: inout StateSnapshot) async throws {
+        guard !notifications.isEmpty else { return }
+        let keys = Array(notifications)
+        for row in try await rows("""
+            SELECT a.app_id, a.device_token, a.notification_id FROM acks a
+            WHERE (a.app_id, a.notification_id) IN (SELECT * FROM unnest(\(keys.map(\.appId))::uuid[],
+                \(keys.map(\.notificationId))::text[]))
+            """) {
+            let (appId, token, nid) = try row.decode((UUID, String, String).self)
+            snapshot.acks.insert(PendingKey(appId: appId, deviceToken: token, notificationId: nid))
+        }
+    }
+
+    private func loadDeliveries(_ ids: Set<UUID>, into snapshot: inout StateSnapshot) async throws {
+        guard !ids.isEmpty else { return }
+        for row in try await rows("""
+            SELECT \(unescaped: PostgresRows.deliveryColumns) FROM deliveries WHERE delivery_id = ANY(\(Array(ids))::uuid[])
+            """) {
+            let delivery = try PostgresRows.delivery(row)
+            snapshot.deliveries[delivery.deliveryId] = delivery
+        }
+    }
+
+    /// Usually finds nothing: rows exist before their send only when the tracking topic ran
+    /// ahead of the notification topic.
+    private func loadTracked(_ ids: Set<UUID>, into snapshot: inout StateSnapshot) async throws {
+        guard !ids.isEmpty else { return }
+        for row in try await rows("""
+            SELECT \(unescaped: PostgresRows.trackedColumns) FROM tracking_events WHERE delivery_id = ANY(\(Array(ids))::uuid[])
+            """) {
+            let (deliveryId, event) = try PostgresRows.tracked(row)
+            snapshot.trackedEvents[deliveryId, default: []].append(event)
+        }
+    }
+}

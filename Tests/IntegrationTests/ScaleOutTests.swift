@@ -1,0 +1,175 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Contracts
+import Foundation
+import Kafka
+import Logging
+import Projections
+import TestSupport
+import XCTest
+
+/// Processors scaled out (SPEC §8): one mixed stream of more than 50,000 commands over 12
+/// partitions, applied by one processor, by three in one consumer group, and by three of which
+/// one is SIGKILLed in the middle, each on a fresh broker and a fresh PostgreSQL database,
+/// ends in identical tables — and in the same tables as one processor on SQLite.
+final class ScaleOutTests: XCTestCase {
+    private var fleets: [ProcessorFleet] = []
+
+    override func tearDown() async throws {
+        for fleet in fleets { await fleet.stop() }
+    }
+
+    private static let sizes = MixedStream.Sizes.about(51_000)
+
+    func testOneThreeAndThreeWithAKilledProcessorBuildIdenticalTables() async throws {
+        let stream = MixedStream(seed: 7, sizes: Self.sizes)
+        var phases: [MixedStream.Phase: [EncodedCommand]] = [:]
+        for phase in MixedStream.Phase.allCases { phases[phase] = try stream.commands(phase) }
+        let total = phases.values.map(\.count).reduce(0, +)
+        XCTAssertGreaterThanOrEqual(total, 50_000)
+
+        let postgres = try await PostgresServer.shared()
+        let reference = try await run(stream, phases, processors: 1, store: "sqlite:\(Self.temporaryPath("scale-sqlite"))")
+        let one = try await run(stream, phases, processors: 1, store: try await postgres.createDatabase("t_\(UInt32.random(in: 0...UInt32.max))"))
+        let three = try await run(stream, phases, processors: 3, store: try await postgres.createDatabase("t_\(UInt32.random(in: 0...UInt32.max))"))
+        let killed = try await run(stream, phases, processors: 3, store: try await postgres.createDatabase("t_\(UInt32.random(in: 0...UInt32.max))"), killOneDuring: .registration)
+
+        // Sanity: every table the stream touches has rows.
+        for table in ["apps", "devices", "registration_status", "pending_notifications", "acks", "deliveries", "tracking_events"] {
+            XCTAssertTrue(reference.contains("\n\(table) "), "the dump has \(table) rows")
+        }
+        XCTAssertEqual(reference.split(separator: "\n").filter { $0.hasPrefix("registration_status ") }.count,
+                       phases[.registration]!.filter { $0.type == CommandType.deviceRegistrationRequested.rawValue }.count,
+                       "one status per registration")
+        Self.assertSameDump(one, reference, "1 processor on PostgreSQL vs 1 on SQLite")
+        Self.assertSameDump(three, one, "3 processors vs 1")
+        Self.assertSameDump(killed, one, "3 processors, one SIGKILLed, vs 1")
+    }
+
+    /// Produces the stream phase by phase into a fresh broker, each phase once the previous one is
+    /// applied, with `processors` processors on `store`; returns the store's dump.
+    private func run(_ stream: MixedStream, _ phases: [MixedStream.Phase: [EncodedCommand]], processors: Int, store: String,
+                     killOneDuring killPhase: MixedStream.Phase? = nil) async throws -> String {
+        let fleet = try await ProcessorFleet.start(processors: processors, store: store,
+                                                   environment: killPhase == nil ? [:] : ["PUSHLINE_MAX_BATCH": "100"])
+        fleets.append(fleet)
+        for phase in MixedStream.Phase.allCases {
+            let commands = phases[phase]!
+            let before = try await fleet.applied()
+            try await MixedStream.produce(commands, brokers: fleet.broker.bootstrapServers)
+            if phase == killPhase {
+                try await eventually("a fifth of the \(phase) phase applied", timeout: .seconds(120)) {
+                    try await fleet.applied() - before >= commands.count / 5
+                }
+                try await fleet.processors[1].stop(signal: SIGKILL)
+                let atKill = try await fleet.applied() - before
+                XCTAssertLessThan(atKill, commands.count, "killed in the middle of the phase")
+            }
+            try await fleet.waitAllApplied(timeout: .seconds(300))
+        }
+        let dump = try await fleet.store.dump()
+        await fleet.stop()
+        return dump
+    }
+
+    static func assertSameDump(_ actual: String, _ expected: String, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
+        guard actual != expected else { return }
+        let a = actual.split(separator: "\n", omittingEmptySubsequences: false)
+        let e = expected.split(separator: "\n", omittingEmptySubsequences: false)
+        let first = (0..<min(a.count, e.count)).first { a[$0] != e[$0] } ?? min(a.count, e.count)
+        XCTFail("""
+            \(what): dumps differ (\(a.count) vs \(e.count) lines); first difference at line \(first + 1):
+              got:      \(first < a.count ? String(a[first]) : "<end>")
+              expected: \(first < e.count ? String(e[first]) : "<end>")
+            """, file: file, line: line)
+    }
+
+    static func temporaryPath(_ name: String) -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("pushline-\(name)-\(UUID().uuidString).sqlite").path
+    }
+}
+
+/// N `pushline-processor` processes in one consumer group on a fresh broker and one store.
+final class ProcessorFleet: @unchecked Sendable {
+    let broker: TestBroker
+    let store: any ProjectionStore
+    let storeLocation: String
+    let processors: [ServiceProcess]
+    let ports: [Int]
+    let directory: URL
+    let topics = Topics(prefix: "pushline.")
+
+    static func start(processors count: Int, store location: String, environment: [String: String] = [:],
+                      partitions: Int = 12) async throws -> ProcessorFleet {
+        let broker = try await TestBroker.start()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-fleet-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let group = "pushline-fleet-" + UUID().uuidString
+        let ports = (0..<count).map { _ in TestBroker.freePort() }
+        let processors = ports.enumerated().map { index, port in
+            ServiceProcess(name: "pushline-processor", environment: [
+                "PUSHLINE_PROCESSOR_PORT": "\(port)",
+                "PUSHLINE_KAFKA_BROKERS": broker.bootstrapServers,
+                "PUSHLINE_STORE": location,
+                "PUSHLINE_GROUP_ID": group,
+                "PUSHLINE_PARTITIONS": "\(partitions)",
+                "PUSHLINE_KAFKA_SESSION_TIMEOUT_MS": "6000",
+                "PUSHLINE_KAFKA_MAX_POLL_INTERVAL_MS": "60000",
+                "PUSHLINE_LOG_LEVEL": "info",
+            ].merging(environment) { $1 }, logDirectory: directory.appendingPathComponent("p\(index)"))
+        }
+        let store = try await ProjectionStoreFactory.open(location, logger: Logger(label: "fleet"))
+        let fleet = ProcessorFleet(broker: broker, store: store, storeLocation: location, processors: processors, ports: ports,
+                                   directory: directory)
+        do {
+            for (processor, port) in zip(processors, ports) {
+                try FileManager.default.createDirectory(at: processor.logURL.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try processor.start()
+                try await processor.waitHealthy("http://127.0.0.1:\(port)/health")
+            }
+        } catch {
+            await fleet.stop()
+            throw error
+        }
+        return fleet
+    }
+
+    private init(broker: TestBroker, store: any ProjectionStore, storeLocation: String, processors: [ServiceProcess], ports: [Int],
+                 directory: URL) {
+        self.broker = broker
+        self.store = store
+        self.storeLocation = storeLocation
+        self.processors = processors
+        self.ports = ports
+        self.directory = directory
+    }
+
+    /// Records applied so far, over every command topic (the sum of the stored offsets).
+    func applied() async throws -> Int {
+        Int(try await store.offsets(topics: topics.commandTopics).values.reduce(0, +))
+    }
+
+    /// Waits until the stored offsets reach the end of every partition of the command topics.
+    func waitAllApplied(timeout: Duration) async throws {
+        let ends = try await KafkaAdmin.endOffsets(topics: topics.commandTopics, bootstrapServers: broker.bootstrapServers)
+        do {
+            try await eventually("every command applied", timeout: timeout) {
+                let stored = try await self.store.offsets(topics: self.topics.commandTopics)
+                return ends.allSatisfy { tp, end in end == 0 || stored[PartitionKey(topic: tp.topic, partition: tp.partition)] == end }
+            }
+        } catch {
+            throw TestFailure("\(error)\n\(logs())")
+        }
+    }
+
+    func logs() -> String {
+        processors.enumerated().map { "--- processor \($0.offset) ---\n\($0.element.tail())" }.joined(separator: "\n")
+    }
+
+    func stop() async {
+        for processor in processors { _ = try? await processor.stop() }
+        try? await broker.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}

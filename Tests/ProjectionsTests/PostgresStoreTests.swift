@@ -1,0 +1,467 @@
+import Contracts
+import Foundation
+import Logging
+@testable import Projections
+import TestSupport
+import XCTest
+
+/// What only PostgreSQL has: a server that can go away and come back, several processes
+/// committing at once, the schema in a database, the URL, and the promise to write what
+/// SQLite writes (dumps compared with SQLite's for the same commits).
+final class PostgresStoreTests: StoreTestCase {
+    override class var backend: StoreBackend { .postgres }
+
+    /// A server of this test's own (stopped at teardown) and a store on a new database in it.
+    private func privateServer() async throws -> (PostgresServer, PostgresProjectionStore) {
+        let server = try await PostgresServer.start()
+        addTeardownBlock { try await server.stop() }
+        let url = try await server.createDatabase("outage")
+        return (server, try await PostgresProjectionStore(location: PostgresLocation(url: url), logger: Self.logger))
+    }
+
+    private func assertUnavailable(_ what: String, file: StaticString = #filePath, line: UInt = #line,
+                                   _ body: () async throws -> Void) async {
+        do {
+            try await body()
+            XCTFail("\(what): expected .unavailable, nothing was thrown", file: file, line: line)
+        } catch ProjectionStoreError.unavailable {
+        } catch {
+            XCTFail("\(what): expected .unavailable, got \(error)", file: file, line: line)
+        }
+    }
+
+    // MARK: - Outages
+
+    func testACallDuringAnOutageIsUnavailableAndTheFirstAfterTheServerIsBackSucceeds() async throws {
+        let (server, store) = try await privateServer()
+        let app = UUID()
+        let p0 = Fixture.partition(0)
+        try await store.commit(mutations: [.upsertDevice(Fixture.device(app: app, token: "t1", user: "u"))],
+                               offsets: [OffsetUpdate(partition: p0, expected: nil, next: 1)])
+
+        try await server.pause()
+        await assertUnavailable("commit while down") {
+            try await store.commit(mutations: [.upsertDevice(Fixture.device(app: app, token: "t2", user: "u"))],
+                                   offsets: [OffsetUpdate(partition: p0, expected: 1, next: 2)])
+        }
+        await assertUnavailable("read while down") { _ = try await store.devices(app: app, user: "u") }
+        try await server.resume()
+        try await store.commit(mutations: [.upsertDevice(Fixture.device(app: app, token: "t2", user: "u"))],
+                               offsets: [OffsetUpdate(partition: p0, expected: 1, next: 2)])
+
+        // A restart kills the idle connections; the next calls replace them.
+        try await server.restart()
+        try await store.commit(mutations: [.upsertDevice(Fixture.device(app: app, token: "t3", user: "u"))],
+                               offsets: [OffsetUpdate(partition: p0, expected: 2, next: 3)])
+        let devices = try await store.devices(app: app, user: "u")
+        let offsets = try await store.offsets(topics: [p0.topic])
+        XCTAssertEqual(devices.map(\.deviceToken), ["t1", "t2", "t3"])
+        XCTAssertEqual(offsets, [p0: 3])
+    }
+
+    /// A processor's loop (retry `.unavailable`; after an ambiguous failure, a conflict whose
+    /// stored offset is the one it moved to means it did commit) across a restart under load:
+    /// every batch lands exactly once.
+    func testCommitsRetriedAcrossARestartUnderLoadLandExactlyOnce() async throws {
+        let (server, store) = try await privateServer()
+        let app = UUID(), d = UUID()
+        let p0 = Fixture.partition(0)
+        let restarted = Flag()
+        let restart = Task {
+            try await Task.sleep(for: .milliseconds(300))
+            try await server.restart()
+            restarted.set()
+        }
+        var applied: Int64 = 0
+        var unavailable = 0
+        var afterRestart = 0
+        while afterRestart < 20 {
+            let next = applied + 1
+            do {
+                try await store.commit(mutations: [
+                    .upsertDevice(Fixture.device(app: app, token: "t\(next)", user: "u")),
+                    .countTracking(TrackingCounts(appId: app, deliveryId: d, counts: [TrackingCount(action: .open, messageIndex: 0)])),
+                ], offsets: [OffsetUpdate(partition: p0, expected: applied == 0 ? nil : applied, next: next)])
+                applied = next
+            } catch ProjectionStoreError.unavailable {
+                unavailable += 1
+                try await Task.sleep(for: .milliseconds(20))
+                continue
+            } catch ProjectionStoreError.offsetConflict {
+                let stored = try await store.offsets(topics: [p0.topic])[p0]
+                XCTAssertEqual(stored, next, "a conflict here only means the ambiguous commit did land")
+                applied = next
+            }
+            if restarted.isSet { afterRestart += 1 } else { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        try await restart.value
+
+        print("\(applied) commits across a restart; \(unavailable) attempts failed as unavailable and were retried")
+        XCTAssertGreaterThan(unavailable, 0, "the loop ran through the outage")
+        let devices = try await store.devices(app: app, user: "u")
+        let tracked = try await store.load(StateQuery(trackedDeliveries: [d])).trackedEvents[d]
+        let offsets = try await store.offsets(topics: [p0.topic])
+        XCTAssertEqual(devices.count, Int(applied))
+        XCTAssertEqual(tracked, [TrackedEvent(appId: app, action: .open, messageIndex: 0, repeats: Int(applied) - 1)],
+                       "one report per batch, none counted twice")
+        XCTAssertEqual(offsets, [p0: applied])
+    }
+
+    // MARK: - Concurrent processes
+
+    func testOfTwoStoresInsertingTheFirstOffsetOfAPartitionAtOnceOneWinsAndTheOtherConflicts() async throws {
+        let stores = [try await openStore(), try await openStore()]
+        let app = UUID()
+        for round in 0..<12 {
+            let partition = Fixture.partition(Int32(round))
+            let outcomes = await withTaskGroup(of: (Int, Bool).self) { group in
+                for (index, store) in stores.enumerated() {
+                    // Many rows keep the first inserter's transaction open while the other inserts.
+                    let devices = (0..<500).map {
+                        Mutation.upsertDevice(Fixture.device(app: app, token: "r\(round)-s\(index)-\($0)", user: "s\(index)"))
+                    }
+                    group.addTask {
+                        do {
+                            try await store.commit(mutations: devices,
+                                                   offsets: [OffsetUpdate(partition: partition, expected: nil, next: 1)])
+                            return (index, true)
+                        } catch {
+                            XCTAssertEqual(error as? ProjectionStoreError, .offsetConflict([partition]), "round \(round)")
+                            return (index, false)
+                        }
+                    }
+                }
+                return await group.reduce(into: [Int: Bool]()) { $0[$1.0] = $1.1 }
+            }
+            XCTAssertEqual(outcomes.values.filter { $0 }.count, 1, "round \(round)")
+        }
+        let first = try await stores[0].devices(app: app, user: "s0")
+        let second = try await stores[1].devices(app: app, user: "s1")
+        XCTAssertEqual(first.count + second.count, 12 * 500, "only the winners' rows were written")
+    }
+
+    // MARK: - The same content as SQLite
+
+    /// A processor-shaped batch (its reports counted last, as `BatchState` writes them) of
+    /// every kind of mutation. The times are printed for information only.
+    func testALargeMixedCommitWritesWhatSQLiteWrites() async throws {
+        var random = SeededRandom(seed: 7)
+        let mixed = MixedMutations.make(count: 24_000, keys: 4_000, using: &random)
+        let isCount = { (m: Mutation) in if case .countTracking = m { true } else { false } }
+        let mutations = mixed.filter { !isCount($0) } + mixed.filter(isCount)
+        let offsets = [OffsetUpdate(partition: Fixture.partition(0), expected: nil, next: 24_000)]
+        let postgres = try await openStore()
+        let sqlite = try openSQLiteStore()
+
+        var rates: [String] = []
+        for (name, store) in [("sqlite", sqlite as any ProjectionStore), ("postgres", postgres)] {
+            let start = ContinuousClock.now
+            try await store.commit(mutations: mutations, offsets: offsets)
+            let seconds = (ContinuousClock.now - start).seconds
+            rates.append("\(name) \(String(format: "%.2f", seconds)) s (\(Int(Double(mutations.count) / seconds)) mutations/s)")
+        }
+        print("one commit of \(mutations.count) mixed mutations: \(rates.joined(separator: ", "))")
+
+        let postgresDump = try await postgres.dump()
+        let sqliteDump = try await sqlite.dump()
+        XCTAssertEqual(postgresDump, sqliteDump)
+        XCTAssertGreaterThan(postgresDump.split(separator: "\n").count, 8_000)
+        for table in ["devices", "registration_status", "outbox", "pending_notifications", "acks", "deliveries", "tracking_events"] {
+            XCTAssertTrue(postgresDump.contains("\n\(table) "), "no \(table) rows")
+        }
+        let postgresJobs = try await postgres.outboxJobs(after: nil, limit: 100_000)
+        let sqliteJobs = try await sqlite.outboxJobs(after: nil, limit: 100_000)
+        XCTAssertEqual(postgresJobs, sqliteJobs, "delivery progress too")
+    }
+
+    /// Many small commits of random mutations over few keys, so that a commit often touches a
+    /// key several times: the grouped statements must end where SQLite's one-by-one writes do.
+    func testRandomCommitsOverFewKeysEndAsInSQLite() async throws {
+        var random = SeededRandom(seed: 2024)
+        let postgres = try await openStore()
+        let sqlite = try openSQLiteStore()
+        for _ in 0..<60 {
+            let mutations = MixedMutations.make(count: Int.random(in: 1...80, using: &random), keys: 6, using: &random)
+            try await postgres.commit(mutations: mutations, offsets: [])
+            try await sqlite.commit(mutations: mutations, offsets: [])
+        }
+        let postgresDump = try await postgres.dump()
+        let sqliteDump = try await sqlite.dump()
+        XCTAssertEqual(postgresDump, sqliteDump)
+        let postgresJobs = try await postgres.outboxJobs(after: nil, limit: 1_000)
+        let sqliteJobs = try await sqlite.outboxJobs(after: nil, limit: 1_000)
+        XCTAssertEqual(postgresJobs, sqliteJobs)
+    }
+
+    /// Key order is byte order whatever the database's own collation (here ICU English, where
+    /// "a" sorts before "B"), and every kind of value renders as in SQLite.
+    func testTheDumpIsSQLitesTextInADatabaseWithALinguisticCollation() async throws {
+        let server = try await PostgresServer.shared()
+        let database = "pushline_icu_" + UUID().uuidString.prefix(8).lowercased()
+        try await server.execute("""
+            CREATE DATABASE \(database) TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C' ENCODING 'UTF8'
+            """)
+        addTeardownBlock { try await server.dropDatabase(database) }
+        let postgres = try await PostgresProjectionStore(location: PostgresLocation(url: server.url(database: database)),
+                                                         logger: Self.logger)
+        let sqlite = try openSQLiteStore()
+        let app = UUID(uuidString: "00000000-0000-0000-0000-0000000000A1")!
+        var job = Fixture.job("B-job", app: nil)
+        job.body = Data([0xc3, 0x28, 0x00])
+        let mutations: [Mutation] = [
+            .upsertApp(Fixture.app(app, name: "quote \" backslash \\ tab \t bell \u{7} é 😀", callbackUrl: nil,
+                                   headers: ["b": "2", "A": "1"], retries: 3)),
+            .upsertDevice(Fixture.device(app: app, token: "b", user: "u")),
+            .upsertDevice(Fixture.device(app: app, token: "B", user: "u")),
+            .upsertDevice(Fixture.device(app: app, token: "a", user: "u", platform: .android)),
+            .upsertDevice(Fixture.device(app: app, token: "é", user: "u")),
+            .upsertApiToken(Fixture.token(app: app, revoked: true)),
+            .putRegistrationStatus(Fixture.status(app: app, status: .Failed, reason: .DuplicateExists)),
+            .putRegistrationStatus(Fixture.status(app: app)),
+            .putPending(Fixture.pending(app: app, token: "Z", nid: "n", business: nil)),
+            .putPending(Fixture.pending(app: app, token: "z", nid: "N", business: "b")),
+            .putAck(Fixture.ack(app: app, token: "a", nid: "x")),
+            .putDelivery(Fixture.delivery(app: app, tracking: true, sent: 4)),
+            .countTracking(TrackingCounts(appId: app, deliveryId: UUID(), counts: [TrackingCount(action: .impression, messageIndex: 3, reports: 2)])),
+            .enqueueOutbox(job), .enqueueOutbox(Fixture.job("a-job", app: app)),
+        ]
+        try await postgres.commit(mutations: mutations, offsets: [])
+        try await sqlite.commit(mutations: mutations, offsets: [])
+
+        let postgresDump = try await postgres.dump()
+        let sqliteDump = try await sqlite.dump()
+        XCTAssertEqual(postgresDump, sqliteDump)
+        XCTAssertTrue(postgresDump.contains(#"device_token="B""#) && postgresDump.contains(" body=0xc32800 "), postgresDump)
+        let tokens = postgresDump.split(separator: "\n").filter { $0.hasPrefix("devices ") }.compactMap {
+            $0.firstMatch(of: /device_token="([^"]*)"/).map { String($0.output.1) }
+        }
+        XCTAssertEqual(tokens, ["B", "a", "b", "é"])
+    }
+
+    // MARK: - Schema
+
+    func testOpeningCreatesTheTablesAndRecordsTheSchemaVersion() async throws {
+        _ = try await openStore()
+        let tables = try await strings("""
+            SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name
+            """)
+        let version = try await strings("SELECT version::text FROM schema_version")
+        XCTAssertEqual(tables, ["acks", "api_tokens", "apps", "deliveries", "devices", "outbox", "outbox_attempts",
+                                "partition_offsets", "pending_notifications", "registration_status", "schema_version",
+                                "tracking_events"])
+        XCTAssertEqual(version, ["\(PostgresSchema.version)"])
+    }
+
+    func testStoresOpenedAtOnceOnANewDatabaseMigrateItOnceAndReopeningKeepsRows() async throws {
+        let url = try await storeURL()
+        let stores = try await withThrowingTaskGroup(of: PostgresProjectionStore.self) { group in
+            for _ in 0..<4 {
+                group.addTask { try await PostgresProjectionStore(location: PostgresLocation(url: url), logger: Self.logger) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let app = Fixture.app(name: "kept")
+        try await stores[0].commit(mutations: [.upsertApp(app)], offsets: [OffsetUpdate(partition: Fixture.partition(0), expected: nil, next: 7)])
+
+        let reopened = try await openStore()
+        let storedApp = try await reopened.app(app.appId)
+        let offsets = try await reopened.offsets(topics: [Fixture.partition(0).topic])
+        XCTAssertEqual(storedApp, app)
+        XCTAssertEqual(offsets, [Fixture.partition(0): 7])
+    }
+
+    func testOpeningAStoreWrittenByNewerCodeIsRefused() async throws {
+        _ = try await openStore()
+        try await execute("UPDATE schema_version SET version = \(PostgresSchema.version + 1)")
+
+        do {
+            _ = try await openStore()
+            XCTFail("opening should have failed")
+        } catch let error as ProjectionStoreError {
+            XCTAssertEqual(error, .unsupportedSchemaVersion(found: PostgresSchema.version + 1, supported: PostgresSchema.version))
+        }
+    }
+
+    func testASchemaParameterKeepsAStoreApartFromAnotherInTheSameDatabase() async throws {
+        let url = try await storeURL()
+        let one = try await ProjectionStoreFactory.open(url + "?schema=tenant_one", logger: Self.logger)
+        let two = try await ProjectionStoreFactory.open(url + "?schema=Tenant_Two", logger: Self.logger)
+        let app = Fixture.app(name: "only in one")
+        try await one.commit(mutations: [.upsertApp(app)], offsets: [OffsetUpdate(partition: Fixture.partition(0), expected: nil, next: 1)])
+        try await two.commit(mutations: [], offsets: [OffsetUpdate(partition: Fixture.partition(0), expected: nil, next: 5)])
+
+        let inOne = try await one.app(app.appId)
+        let inTwo = try await two.app(app.appId)
+        let offsetsTwo = try await two.offsets(topics: [Fixture.partition(0).topic])
+        let schemas = try await strings("""
+            SELECT table_schema::text FROM information_schema.tables WHERE table_name = 'apps' ORDER BY 1
+            """)
+        XCTAssertEqual(inOne, app)
+        XCTAssertNil(inTwo)
+        XCTAssertEqual(offsetsTwo, [Fixture.partition(0): 5])
+        XCTAssertEqual(schemas, ["Tenant_Two", "tenant_one"])
+    }
+
+    // MARK: - Locations
+
+    func testTheFactoryOpensPostgreSQLURLsAndSQLitePaths() async throws {
+        let postgres = try await ProjectionStoreFactory.open(try await storeURL(), logger: Self.logger)
+        let postgresql = try await ProjectionStoreFactory.open(try await storeURL().replacingOccurrences(of: "postgres://", with: "postgresql://"),
+                                                               logger: Self.logger)
+        let sqlite = try await ProjectionStoreFactory.open("sqlite:" + path(), logger: Self.logger)
+        XCTAssertTrue(postgres is PostgresProjectionStore)
+        XCTAssertTrue(postgresql is PostgresProjectionStore)
+        XCTAssertTrue(sqlite is SQLiteProjectionStore)
+    }
+
+    func testAURLIsParsedIntoItsParts() throws {
+        let location = try PostgresLocation(url: "postgresql://push%40line:p%2Fss@db.internal:6543/pushline%5Fprod?schema=p1&pool_size=4&sslmode=require")
+        XCTAssertEqual(location, PostgresLocation(host: "db.internal", port: 6543, user: "push@line", password: "p/ss",
+                                                  database: "pushline_prod", schema: "p1", tls: .require, poolSize: 4))
+        let defaults = try PostgresLocation(url: "postgres://127.0.0.1")
+        XCTAssertEqual(defaults, PostgresLocation(host: "127.0.0.1", port: 5432, user: "postgres", database: "postgres"))
+    }
+
+    func testBadLocationsAreRefusedWithAClearMessageThatHidesThePassword() async throws {
+        let cases: [(String, String)] = [
+            ("postgres://", "no host"),
+            ("postgres:///pushline", "no host"),
+            ("postgres://u:secret@h/db/extra", "just the database name"),
+            ("postgres://u:secret@h/db?schema=a-b", "schema 'a-b'"),
+            ("postgres://u:secret@h/db?sslmode=maybe", "sslmode must be"),
+            ("postgres://u:secret@h/db?pool_size=0", "pool_size"),
+            ("postgres://u:secret@h/db?colour=blue", "unknown parameter 'colour'"),
+            ("postgres:u@h/db", "not a PostgreSQL URL"),
+            ("sqlite:", "empty SQLite path"),
+        ]
+        for (location, expected) in cases {
+            do {
+                _ = try await ProjectionStoreFactory.open(location, logger: Self.logger)
+                XCTFail("\(location) was accepted")
+            } catch ProjectionStoreError.invalidConfiguration(let message) {
+                XCTAssertTrue(message.contains(expected), "\(location): \(message)")
+                XCTAssertFalse(message.contains("secret"), "\(location): \(message)")
+            }
+        }
+    }
+
+    func testOpeningAStoreOnAServerThatIsNotThereIsUnavailable() async throws {
+        await assertUnavailable("open") {
+            _ = try await ProjectionStoreFactory.open("postgres://postgres@127.0.0.1:\(TestBroker.freePort())/none", logger: Self.logger)
+        }
+    }
+}
+
+/// A flag one task raises and another polls.
+final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var raised = false
+
+    var isSet: Bool { lock.withLock { raised } }
+
+    func set() { lock.withLock { raised = true } }
+}
+
+extension Duration {
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}
+
+/// A small deterministic generator (SplitMix64), so that a random test fails the same way twice.
+struct SeededRandom: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Random mutations of every kind over a bounded set of keys: with few keys, one commit
+/// touches the same key several times, in every order of kinds.
+enum MixedMutations {
+    static func make(count: Int, keys: Int, using random: inout SeededRandom) -> [Mutation] {
+        let apps = (0..<3).map { UUID(uuidString: String(format: "00000000-0000-0000-0000-%012x", 0xA0 + $0))! }
+        let deliveries = (0..<max(2, keys / 4)).map { UUID(uuidString: String(format: "00000000-0000-0000-0001-%012x", $0))! }
+        func app() -> UUID { apps.randomElement(using: &random)! }
+        func token() -> String { "t\(Int.random(in: 0..<keys, using: &random))" }
+        func nid() -> String { "n\(Int.random(in: 0..<max(2, keys / 8), using: &random))" }
+        func key(_ n: Int) -> UUID { UUID(uuidString: String(format: "00000000-0000-0000-0002-%012x", n))! }
+        func maybe(_ text: String) -> String? { Bool.random(using: &random) ? text : nil }
+        func seconds() -> Double { Double(Int.random(in: 0..<100, using: &random)) }
+
+        var mutations: [Mutation] = []
+        mutations.reserveCapacity(count)
+        for n in 0..<count {
+            switch Int.random(in: 0..<100, using: &random) {
+            case 0..<3:
+                mutations.append(.upsertApp(AppRow(appId: app(), orgId: key(n % 5), name: "app \(n)", callbackUrl: maybe("https://cb.test/\(n)"),
+                                                   callbackHeaders: Bool.random(using: &random) ? [:] : ["x-n": "\(n)"],
+                                                   webhookRetries: n % 4, createdAt: Fixture.at(seconds()))))
+            case 3..<6:
+                mutations.append(.upsertApiToken(ApiTokenRow(tokenId: key(Int.random(in: 0..<keys, using: &random)), appId: app(),
+                                                             tokenHash: "h\(n)", revoked: Bool.random(using: &random),
+                                                             createdAt: Fixture.at(seconds()))))
+            case 6..<26:
+                mutations.append(.upsertDevice(DeviceRow(appId: app(), deviceToken: token(), userId: "u\(n % 7)",
+                                                         platform: Bool.random(using: &random) ? .ios : .android,
+                                                         version: Int64(n), updatedAt: Fixture.at(seconds()))))
+            case 26..<32:
+                mutations.append(.deleteDevice(DeviceKey(appId: app(), deviceToken: token())))
+            case 32..<38:
+                mutations.append(.putRegistrationStatus(RegistrationStatusRow(
+                    requestId: key(1_000_000 + Int.random(in: 0..<keys, using: &random)), appId: app(),
+                    status: Bool.random(using: &random) ? .Success : .Failed,
+                    failureReason: Bool.random(using: &random) ? .DuplicateExists : nil, decidedAt: Fixture.at(seconds()))))
+            case 38..<44:
+                var job = Fixture.job("job-\(Int.random(in: 0..<keys, using: &random))", app: Bool.random(using: &random) ? app() : nil,
+                                      body: "{\"n\":\(n)}", maxAttempts: 1 + n % 3, due: seconds())
+                job.state = [.pending, .delivered, .failed, .replayed].randomElement(using: &random)!
+                if Bool.random(using: &random) {
+                    mutations.append(.enqueueOutbox(job))
+                } else {
+                    job.attempts = Int.random(in: 0..<3, using: &random)
+                    job.lastStatus = job.attempts > 0 ? 500 : nil
+                    job.lastError = maybe("failure \(n)")
+                    mutations.append(.restoreOutbox(job))
+                }
+            case 44..<56:
+                mutations.append(.putPending(PendingNotificationRow(appId: app(), deviceToken: token(), notificationId: nid(),
+                                                                    deliveryId: deliveries.randomElement(using: &random)!,
+                                                                    sentAt: Fixture.at(seconds()), text: "text \(n)",
+                                                                    businessId: maybe("b\(n)"))))
+            case 56..<61:
+                mutations.append(.deletePending(PendingKey(appId: app(), deviceToken: token(), notificationId: nid())))
+            case 61..<63:
+                mutations.append(.clearPending(DeviceKey(appId: app(), deviceToken: token())))
+            case 63..<70:
+                mutations.append(.putAck(AckRow(appId: app(), deviceToken: token(), notificationId: nid(), businessId: maybe("b\(n)"),
+                                                ackedAt: Fixture.at(seconds()))))
+            case 70..<76:
+                mutations.append(.putDelivery(DeliveryRow(appId: app(), deliveryId: deliveries.randomElement(using: &random)!,
+                                                          kind: .alert, managed: Bool.random(using: &random),
+                                                          tracking: Int.random(in: 0..<4, using: &random) > 0,
+                                                          sent: Int.random(in: 0..<6, using: &random), createdAt: Fixture.at(seconds()))))
+            case 76..<80:
+                mutations.append(.discardTracking(deliveryId: deliveries.randomElement(using: &random)!, appId: app(),
+                                                  validBelow: Int.random(in: 0..<6, using: &random)))
+            default:
+                let counts = (0..<Int.random(in: 1...4, using: &random)).map { _ in
+                    TrackingCount(action: TrackingAction.allCases.randomElement(using: &random)!,
+                                  messageIndex: Int.random(in: 0..<8, using: &random), reports: Int.random(in: 1...3, using: &random))
+                }
+                mutations.append(.countTracking(TrackingCounts(appId: app(), deliveryId: deliveries.randomElement(using: &random)!,
+                                                               counts: counts)))
+            }
+        }
+        return mutations
+    }
+}
