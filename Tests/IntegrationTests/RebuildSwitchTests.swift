@@ -32,7 +32,7 @@ final class RebuildSwitchTests: XCTestCase {
                                  ApnsDeviceToken: Tokens.apns(n))
             }
             let answer = try await HTTPClientHelpers.post(stack.registrationURL(org: app.orgId, "devices/batch"), json: batch,
-                                                          headers: [API.callbackURLHeader: "\(receiver.baseURL)/hooks"])
+                                                          headers: [API.trackRegistrationHeader: "true", API.callbackURLHeader: "\(receiver.baseURL)/hooks"])
             guard answer.status == 202 else { throw TestFailure("registration answered \(answer.status): \(answer.text)") }
             ids += try answer.decode([API.RegistrationAccepted].self).map(\.RegistrationRequestId)
         }
