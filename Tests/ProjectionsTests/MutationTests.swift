@@ -234,6 +234,25 @@ class MutationTests: StoreTestCase {
         ])
     }
 
+    /// Processors decide over rows loaded before others commit: the store itself keeps an
+    /// acknowledged (device, notification) without a pending row, whichever was committed first.
+    func testAnAckRemovesItsPendingRowAndNoPendingRowFollowsAnAck() async throws {
+        let store = try await openStore()
+        let appId = UUID()
+        let device = DeviceKey(appId: appId, deviceToken: "t1")
+        let kept = Fixture.pending(app: appId, token: "t1", nid: "n2")
+        try await store.commit(mutations: [.putPending(Fixture.pending(app: appId, token: "t1", nid: "n1")), .putPending(kept)], offsets: [])
+        try await store.commit(mutations: [.putAck(Fixture.ack(app: appId, token: "t1", nid: "n1"))], offsets: [])
+        let afterAck = try await store.pendingNotifications(device)
+
+        try await store.commit(mutations: [.putAck(Fixture.ack(app: appId, token: "t2", nid: "n1"))], offsets: [])
+        try await store.commit(mutations: [.putPending(Fixture.pending(app: appId, token: "t2", nid: "n1"))], offsets: [])
+        let afterPending = try await store.pendingNotifications(DeviceKey(appId: appId, deviceToken: "t2"))
+
+        XCTAssertEqual(afterAck, [kept])
+        XCTAssertEqual(afterPending, [])
+    }
+
     func testPutDeliveryInsertsAndLeavesAnExistingDeliveryAsItIs() async throws {
         let store = try await openStore()
         let appId = UUID()

@@ -60,6 +60,10 @@ final class PostgresMutationTests: MutationTests {
         try await super.testPutAckInsertsAndLeavesAnExistingAckAsItIs()
     }
 
+    override func testAnAckRemovesItsPendingRowAndNoPendingRowFollowsAnAck() async throws {
+        try await super.testAnAckRemovesItsPendingRowAndNoPendingRowFollowsAnAck()
+    }
+
     override func testPutDeliveryInsertsAndLeavesAnExistingDeliveryAsItIs() async throws {
         try await super.testPutDeliveryInsertsAndLeavesAnExistingDeliveryAsItIs()
     }
