@@ -30,10 +30,11 @@ final class ScaleOutTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(total, 50_000)
 
         let postgres = try await PostgresServer.shared()
-        let reference = try await run(stream, phases, processors: 1, store: "sqlite:\(Self.temporaryPath("scale-sqlite"))")
-        let one = try await run(stream, phases, processors: 1, store: try await postgres.createDatabase("t_\(UInt32.random(in: 0...UInt32.max))"))
-        let three = try await run(stream, phases, processors: 3, store: try await postgres.createDatabase("t_\(UInt32.random(in: 0...UInt32.max))"))
-        let killed = try await run(stream, phases, processors: 3, store: try await postgres.createDatabase("t_\(UInt32.random(in: 0...UInt32.max))"), killOneDuring: .registration)
+        let reference = try await run(stream, phases, processors: 1, store: "sqlite:\(Self.temporaryPath("scale-sqlite"))").dump
+        let one = try await run(stream, phases, processors: 1, store: try await postgres.createDatabase("t_\(UInt32.random(in: 0...UInt32.max))")).dump
+        let three = try await run(stream, phases, processors: 3, store: try await postgres.createDatabase("t_\(UInt32.random(in: 0...UInt32.max))")).dump
+        let killed = try await run(stream, phases, processors: 3, store: try await postgres.createDatabase("t_\(UInt32.random(in: 0...UInt32.max))"),
+                                   disruption: Self.killOne).dump
 
         // Sanity: every table the stream touches has rows.
         for table in ["apps", "devices", "registration_status", "pending_notifications", "acks", "deliveries", "tracking_events"] {
@@ -47,30 +48,66 @@ final class ScaleOutTests: XCTestCase {
         Self.assertSameDump(killed, one, "3 processors, one SIGKILLed, vs 1")
     }
 
+    /// The disruption of a run, applied once a fifth of its phase is applied.
+    private struct Disruption: Sendable {
+        var phase: MixedStream.Phase
+        var action: @Sendable (ProcessorFleet) async throws -> Void
+    }
+
     /// Produces the stream phase by phase into a fresh broker, each phase once the previous one is
-    /// applied, with `processors` processors on `store`; returns the store's dump.
+    /// applied, with `processors` processors on `store`; returns the store's dump and the
+    /// processors' logs.
     private func run(_ stream: MixedStream, _ phases: [MixedStream.Phase: [EncodedCommand]], processors: Int, store: String,
-                     killOneDuring killPhase: MixedStream.Phase? = nil) async throws -> String {
+                     disruption: Disruption? = nil) async throws -> (dump: String, logs: String) {
         let fleet = try await ProcessorFleet.start(processors: processors, store: store,
-                                                   environment: killPhase == nil ? [:] : ["PUSHLINE_MAX_BATCH": "100"])
+                                                   environment: disruption == nil ? [:] : ["PUSHLINE_MAX_BATCH": "100"])
         fleets.append(fleet)
         for phase in MixedStream.Phase.allCases {
             let commands = phases[phase]!
             let before = try await fleet.applied()
             try await MixedStream.produce(commands, brokers: fleet.broker.bootstrapServers)
-            if phase == killPhase {
+            if let disruption, phase == disruption.phase {
                 try await eventually("a fifth of the \(phase) phase applied", timeout: .seconds(120)) {
                     try await fleet.applied() - before >= commands.count / 5
                 }
-                try await fleet.processors[1].stop(signal: SIGKILL)
-                let atKill = try await fleet.applied() - before
-                XCTAssertLessThan(atKill, commands.count, "killed in the middle of the phase")
+                let atDisruption = try await fleet.applied() - before
+                try await disruption.action(fleet)
+                XCTAssertLessThan(atDisruption, commands.count, "disrupted in the middle of the phase")
             }
             try await fleet.waitAllApplied(timeout: .seconds(300))
         }
         let dump = try await fleet.store.dump()
+        let logs = fleet.fullLogs()
         await fleet.stop()
-        return dump
+        return (dump, logs)
+    }
+
+    private static let killOne = Disruption(phase: .registration) { fleet in
+        try await fleet.processors[1].stop(signal: SIGKILL)
+    }
+
+    /// PostgreSQL stopped for a few seconds while the processors apply registrations.
+    func testPostgresRestartedUnderLoadLosesAndDoublesNothing() async throws {
+        let stream = MixedStream(seed: 11, sizes: .about(15_000))
+        var phases: [MixedStream.Phase: [EncodedCommand]] = [:]
+        for phase in MixedStream.Phase.allCases { phases[phase] = try stream.commands(phase) }
+        let server = try await PostgresServer.start()
+        do {
+            let reference = try await run(stream, phases, processors: 1, store: "sqlite:\(Self.temporaryPath("restart-sqlite"))")
+            let outage = Disruption(phase: .registration) { fleet in
+                try await server.pause()
+                try await Task.sleep(for: .seconds(3))
+                try await server.resume()
+            }
+            let restarted = try await run(stream, phases, processors: 2, store: try await server.createDatabase("restart"),
+                                          disruption: outage)
+            XCTAssertTrue(restarted.logs.contains("store unavailable; retrying"), "the processors met the outage")
+            Self.assertSameDump(restarted.dump, reference.dump, "2 processors through a PostgreSQL restart vs 1 on SQLite")
+        } catch {
+            try? await server.stop()
+            throw error
+        }
+        try await server.stop()
     }
 
     static func assertSameDump(_ actual: String, _ expected: String, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
@@ -161,6 +198,11 @@ final class ProcessorFleet: @unchecked Sendable {
         } catch {
             throw TestFailure("\(error)\n\(logs())")
         }
+    }
+
+    /// Every processor's whole log.
+    func fullLogs() -> String {
+        processors.map { (try? String(contentsOf: $0.logURL, encoding: .utf8)) ?? "" }.joined(separator: "\n")
     }
 
     func logs() -> String {
