@@ -107,6 +107,63 @@ final class PostgresStoreTests: StoreTestCase {
         XCTAssertEqual(offsets, [p0: applied])
     }
 
+    /// Server errors are told apart by SQLSTATE: a trigger raises each one inside a commit.
+    func testServerErrorsAreTransientOnlyWhenTheyAreUnrelatedToTheData() async throws {
+        let store = try await openStore()
+        let cases: [(state: String, transient: Bool)] = [
+            ("40P01", true), ("40001", true), ("57P01", true), ("57P03", true), ("08006", true), ("53300", true),
+            ("23505", false), ("23502", false), ("22001", false), ("P0001", false),
+        ]
+        for (state, transient) in cases {
+            try await execute("""
+                CREATE OR REPLACE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql
+                AS $$ BEGIN RAISE EXCEPTION 'refused by test' USING ERRCODE = '\(state)'; END $$
+                """)
+            try await execute("""
+                CREATE OR REPLACE TRIGGER refuse BEFORE INSERT ON registration_status FOR EACH ROW EXECUTE FUNCTION refuse()
+                """)
+            do {
+                try await store.commit(mutations: [.putRegistrationStatus(Fixture.status(app: UUID()))], offsets: [])
+                XCTFail("\(state): the commit should have failed")
+            } catch let error as ProjectionStoreError {
+                switch error {
+                case .unavailable(let message), .database(let message):
+                    XCTAssertEqual(error == .unavailable(message), transient, "\(state): \(error)")
+                    XCTAssertTrue(message.contains(state) && message.contains("refused by test"), message)
+                default:
+                    XCTFail("\(state): \(error)")
+                }
+            }
+        }
+        try await execute("DROP TRIGGER refuse ON registration_status")
+        try await store.commit(mutations: [.putRegistrationStatus(Fixture.status(app: UUID()))], offsets: [])
+    }
+
+    /// The server ends the session in the middle of a commit (as an administrator or a failover
+    /// would): the commit fails as unavailable, writes nothing, and the store goes on.
+    func testACommitWhoseSessionIsTerminatedIsUnavailableAndWritesNothing() async throws {
+        let store = try await openStore()
+        let device = Fixture.device(app: UUID(), token: "t", user: "u")
+        try await execute("""
+            CREATE FUNCTION end_session() RETURNS trigger LANGUAGE plpgsql
+            AS $$ BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NEW; END $$
+            """)
+        try await execute("CREATE TRIGGER end_session BEFORE INSERT ON registration_status FOR EACH ROW EXECUTE FUNCTION end_session()")
+
+        await assertUnavailable("terminated commit") {
+            try await store.commit(mutations: [.upsertDevice(device), .putRegistrationStatus(Fixture.status(app: device.appId))],
+                                   offsets: [OffsetUpdate(partition: Fixture.partition(0), expected: nil, next: 1)])
+        }
+        try await execute("DROP TRIGGER end_session ON registration_status")
+        let stored = try await store.device(device.key)
+        let offsets = try await store.offsets(topics: [Fixture.partition(0).topic])
+        XCTAssertNil(stored)
+        XCTAssertEqual(offsets, [:])
+        try await store.commit(mutations: [.upsertDevice(device)], offsets: [OffsetUpdate(partition: Fixture.partition(0), expected: nil, next: 1)])
+        let after = try await store.device(device.key)
+        XCTAssertEqual(after, device)
+    }
+
     // MARK: - Concurrent processes
 
     func testOfTwoStoresInsertingTheFirstOffsetOfAPartitionAtOnceOneWinsAndTheOtherConflicts() async throws {
