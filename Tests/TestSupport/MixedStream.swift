@@ -35,13 +35,22 @@ public struct MixedStream: Sendable {
             self.trackingCommands = trackingCommands
         }
 
-        /// About `commands` commands in the proportions of a busy day: 45% registrations,
-        /// 5% cleanups, 1% sends, 19% acknowledgements, 30% tracking reports.
+        /// `commands` commands (at least a few hundred) in the proportions of a busy day: about
+        /// 45% registrations, 5% cleanups, 1% sends, 19% acknowledgements, and tracking reports
+        /// for the rest.
         public static func about(_ commands: Int) -> Sizes {
-            let users = commands * 45 / 100 * 4 / 5
             let sends = max(1, commands / 100)
-            return Sizes(users: users, sends: sends, usersPerSend: 20, acksPerSend: commands * 19 / 100 / sends,
-                         trackingCommands: commands * 30 / 100)
+            var sizes = Sizes(users: commands * 45 / 100 * 4 / 5, sends: sends, usersPerSend: 20,
+                              acksPerSend: commands * 19 / 100 / sends, trackingCommands: 0)
+            sizes.trackingCommands = max(0, commands - sizes.commandsBeforeTracking)
+            return sizes
+        }
+
+        /// The commands of the admin, registration and notification phases.
+        public var commandsBeforeTracking: Int {
+            let registrations = users + (users + secondDeviceEvery - 1) / secondDeviceEvery
+            let cleanups = (users + cleanupEvery - 1) / cleanupEvery
+            return 1 + registrations + cleanups + sends * (1 + acksPerSend)
         }
     }
 
