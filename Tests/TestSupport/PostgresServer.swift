@@ -116,14 +116,9 @@ public final class PostgresServer: Sendable {
         let configuration = PostgresConnection.Configuration(host: "127.0.0.1", port: port, username: "postgres", password: nil,
                                                              database: database, tls: .disable)
         let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: Self.logger)
-        do {
-            let value = try await body(connection)
-            try await connection.close()
-            return value
-        } catch {
-            try? await connection.close()
-            throw error
-        }
+        // Closed without waiting for the close, kept alive until it is done (PostgresNIO insists).
+        defer { connection.close().whenComplete { _ in withExtendedLifetime(connection) {} } }
+        return try await body(connection)
     }
 
     private static let logger = Logger(label: "postgres-test-server")

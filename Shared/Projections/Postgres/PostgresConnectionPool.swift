@@ -43,8 +43,7 @@ actor PostgresConnectionPool {
                 open += 1
                 nextId += 1
                 do {
-                    let connection = try await PostgresConnection.connect(configuration: configuration, id: nextId, logger: logger)
-                    return (connection, false)
+                    return (try await connect(id: nextId), false)
                 } catch {
                     open -= 1
                     resumeOneWaiter()
@@ -54,6 +53,30 @@ actor PostgresConnectionPool {
             await withCheckedContinuation { waiters.append($0) }
         }
     }
+
+    /// Connects, giving up after `connectTimeout` (PostgresNIO's own timeout covers the TCP
+    /// connect, not a server that accepts and then never answers the startup).
+    private func connect(id: Int) async throws -> PostgresConnection {
+        let (configuration, logger) = (configuration, logger)
+        return try await withThrowingTaskGroup(of: PostgresConnection?.self) { group in
+            group.addTask { try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger) }
+            group.addTask {
+                try await Task.sleep(for: Self.connectTimeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            while let result = try await group.next() {
+                if let connection = result { return connection }
+                group.cancelAll()
+                // The connect may still have finished meanwhile: close what it made.
+                while let late = try? await group.next() { if let late { Self.close(late) } }
+                throw ProjectionStoreError.unavailable("connecting to \(configuration.host ?? "?"):\(configuration.port ?? 0) timed out")
+            }
+            throw CancellationError()
+        }
+    }
+
+    static let connectTimeout: Duration = .seconds(10)
 
     /// Returns a leased connection: kept for reuse when `reusable` and still open, else closed.
     func release(_ connection: PostgresConnection, reusable: Bool) {

@@ -41,11 +41,17 @@ enum PostgresErrors {
         }
     }
 
-    /// Whether the error says that the connection itself is gone (rather than a statement failing).
+    /// Whether the error says that the connection itself is gone or going (rather than a
+    /// statement failing): then nothing more may be sent on it, not even a ROLLBACK, which could
+    /// race the server closing it.
     static func isConnectionLost(_ error: any Error) -> Bool {
         switch error {
         case let error as PSQLError:
-            if error.code == .server { return error.serverInfo?[.sqlState]?.hasPrefix("08") ?? false }
+            if error.code == .server {
+                let state = error.serverInfo?[.sqlState] ?? ""
+                let severity = error.serverInfo?[.severity] ?? ""
+                return severity == "FATAL" || severity == "PANIC" || state.hasPrefix("08") || state.hasPrefix("57P0")
+            }
             return [.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown].contains(error.code)
         case is IOError, is ChannelError: return true
         default: return false

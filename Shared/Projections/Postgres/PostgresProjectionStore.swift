@@ -188,6 +188,10 @@ public final class PostgresProjectionStore: ProjectionStore {
 
     private static let snapshot: PostgresQuery = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 
+    /// Far above any batch's work (a 100,000-device load takes seconds), so that it only ends
+    /// sessions that hang.
+    static let sessionTimeout: Duration = .seconds(120)
+
     /// One statement on a connection of its own, its rows collected.
     private func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
         try await session(nil) { connection in try await connection.rows(query, logger: self.logger) }
@@ -206,6 +210,15 @@ public final class PostgresProjectionStore: ProjectionStore {
                 throw PostgresErrors.storeError(error)
             }
             let connection = lease.connection
+            // A session that outlives `sessionTimeout` (a server or network that stopped
+            // answering) gets its connection closed, which fails whatever waits on it.
+            let watchdog = Task {
+                try await Task.sleep(for: Self.sessionTimeout)
+                logger.warning("closing a projection store connection that stopped answering",
+                               metadata: ["seconds": "\(Self.sessionTimeout.components.seconds)"])
+                try await connection.close()
+            }
+            defer { watchdog.cancel() }
             var committing = false
             do {
                 if let begin { try await connection.run(begin, logger: logger) }
