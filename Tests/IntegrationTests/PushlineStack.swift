@@ -21,14 +21,19 @@ final class PushlineStack: @unchecked Sendable {
     let ingest: ServiceProcess
     /// Extra or overriding processor settings of this test.
     let processorEnvironment: [String: String]
+    /// Extra or overriding ingest settings of this test.
+    let ingestEnvironment: [String: String]
 
     var ingestURL: String { "http://127.0.0.1:\(ingestPort)" }
     var processorURL: String { "http://127.0.0.1:\(processorPort)" }
     var storePath: String { directory.appendingPathComponent("store.sqlite").path }
 
-    static func start(processorEnvironment: [String: String] = [:]) async throws -> PushlineStack {
-        let broker = try await TestBroker.start()
-        let stack = PushlineStack(broker: broker, processorEnvironment: processorEnvironment)
+    /// `durableBroker`: the broker keeps its log on disk, so that a test can stop and start it
+    /// again (`broker.stopKeepingLog()`, `broker.startAgain()`) under the running services.
+    static func start(processorEnvironment: [String: String] = [:], ingestEnvironment: [String: String] = [:],
+                      durableBroker: Bool = false) async throws -> PushlineStack {
+        let broker = try await TestBroker.start(durable: durableBroker)
+        let stack = PushlineStack(broker: broker, processorEnvironment: processorEnvironment, ingestEnvironment: ingestEnvironment)
         do {
             try stack.processor.start()
             try await stack.processor.waitHealthy("\(stack.processorURL)/health")
@@ -41,9 +46,10 @@ final class PushlineStack: @unchecked Sendable {
         return stack
     }
 
-    private init(broker: TestBroker, processorEnvironment: [String: String]) {
+    private init(broker: TestBroker, processorEnvironment: [String: String], ingestEnvironment: [String: String]) {
         self.broker = broker
         self.processorEnvironment = processorEnvironment
+        self.ingestEnvironment = ingestEnvironment
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-it-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         processor = ServiceProcess(name: "pushline-processor", environment: [:], logDirectory: directory)
@@ -55,7 +61,7 @@ final class PushlineStack: @unchecked Sendable {
             "PUSHLINE_STORE": "sqlite:\(storePath)",
             "PUSHLINE_PARTITIONS": "6",
             "PUSHLINE_LOG_LEVEL": "warning",
-        ], logDirectory: directory)
+        ].merging(ingestEnvironment) { $1 }, logDirectory: directory)
         processor = makeProcessor()
     }
 
