@@ -27,6 +27,27 @@ final class BrokerRestartTests: XCTestCase {
         KafkaProducerRecord(topic: "restart", key: "k", value: Data(value.utf8))
     }
 
+    /// librdkafka notices a delivery timeout only when the broker's thread wakes; with its
+    /// default reconnect backoff (up to 10 s) sends to a broker that went away failed up to
+    /// ten times later than their 1 s bound.
+    func testSendsWhileTheBrokerIsDownFailSoonAfterTheDeliveryTimeout() async throws {
+        let producer = try producer()
+        _ = try await producer.send(record("before"))
+        try await broker.stopKeepingLog()
+        for n in 0..<5 {
+            let started = ContinuousClock.now
+            do {
+                _ = try await producer.send(record("during-\(n)"))
+                XCTFail("a send without a broker must fail")
+            } catch let error as KafkaError {
+                XCTAssertEqual(error.name, "_MSG_TIMED_OUT")
+            }
+            let elapsed = ContinuousClock.now - started
+            XCTAssertLessThan(elapsed, .seconds(3), "send \(n) failed only after \(elapsed)")
+        }
+        await producer.shutdown()
+    }
+
     /// A record that timed out makes librdkafka bump the idempotent producer's epoch by itself;
     /// Tansu refuses the bumped epoch with PRODUCER_FENCED on every later record, and librdkafka
     /// never gets out of that. The producer replaces such a handle, so sending works again.
