@@ -16,18 +16,21 @@ import Synchronization
 /// error, nor one whose broker answers `PRODUCER_FENCED` or `INVALID_PRODUCER_EPOCH` (Tansu
 /// answers so to every record once librdkafka has bumped its epoch by itself after a message
 /// timeout, and librdkafka bumps again, forever). The send that saw it fails; later sends go
-/// through a new librdkafka producer, which gets a new producer id from the broker.
+/// through a new librdkafka producer, which gets a new producer id from the broker (sends made
+/// while the old one is closed fail at once).
 public final class KafkaProducer: Sendable {
     private struct State {
         var current: ProducerInstance
         var isShutDown = false
+        /// A fenced `current` is being closed and replaced.
+        var isReplacing = false
     }
 
     private let configuration: KafkaProducerConfiguration
     private let logger: Logger
     private let state: Mutex<State>
-    /// Replaced instances still closing; `shutdown()` waits for them.
-    private let retiring = DispatchGroup()
+    /// A replacement in progress; `shutdown()` waits for it.
+    private let replacing = DispatchGroup()
     private let shutdownFlushTimeout: Duration
 
     public init(configuration: KafkaProducerConfiguration, logger: Logger) throws {
@@ -87,41 +90,50 @@ public final class KafkaProducer: Sendable {
             return state.current
         }
         let timeout = shutdownFlushTimeout
-        let retiring = retiring
+        let replacing = replacing
         await DedicatedThread.run(name: "kafka-producer-shutdown") {
             instance.close(flushTimeout: timeout)
-            retiring.wait()
+            replacing.wait()
         }
     }
 
     /// Puts a new librdkafka producer in place of `failed` when `error` shows that `failed`
-    /// cannot send any more, unless another send did so first; `failed` is closed on a
-    /// thread of its own (its remaining sends fail).
+    /// cannot send any more, unless another send did so first.
+    ///
+    /// `failed` is closed first (its remaining sends fail, and the flush waits until the broker
+    /// answered its requests), and only then is the new one made: Tansu's durable storage keeps
+    /// producer ids in one document that it rewrites without conflict detection on localbucket,
+    /// and a new producer id registered while the old producer's requests were still being
+    /// answered was seen to be lost (every record then failed with UNKNOWN_PRODUCER_ID). Sends
+    /// meanwhile fail at once, like those of a producer being shut down.
     private func replaceIfFenced(_ failed: ProducerInstance, after error: KafkaError) {
-        guard error.meansProducerFenced || failed.hasFatalError else { return }
-        guard state.withLock({ !$0.isShutDown && $0.current === failed }) else { return }
-        let fresh: ProducerInstance
-        do {
-            fresh = try ProducerInstance(configuration: configuration, logger: logger)
-        } catch {
-            logger.error("the Kafka producer is fenced and no new one could be made", metadata: ["error": "\(error)"])
-            return
-        }
-        let replaced = state.withLock { state in
-            guard !state.isShutDown, state.current === failed else { return false }
-            state.current = fresh
+        guard error.meansProducerFenced || failed.hasFatalError || failed.isClosed else { return }
+        let starts = state.withLock { state in
+            guard !state.isShutDown, !state.isReplacing, state.current === failed else { return false }
+            state.isReplacing = true
+            // Entered under the lock, so that a shutdown that follows waits for this replacement.
+            replacing.enter()
             return true
         }
-        let retired = replaced ? failed : fresh
-        if replaced {
-            logger.warning("the Kafka producer is fenced; sending through a new one", metadata: ["error": "\(error)"])
-        }
-        let timeout = shutdownFlushTimeout
-        let retiring = retiring
-        retiring.enter()
-        DedicatedThread.start(name: "kafka-producer-retire") {
-            retired.close(flushTimeout: timeout)
-            retiring.leave()
+        guard starts else { return }
+        logger.warning("the Kafka producer is fenced; replacing it", metadata: ["error": "\(error)"])
+        DedicatedThread.start(name: "kafka-producer-replace") { [self] in
+            failed.close(flushTimeout: shutdownFlushTimeout)
+            var fresh: ProducerInstance?
+            do {
+                fresh = try ProducerInstance(configuration: configuration, logger: logger)
+            } catch {
+                // The next failed send tries again (the closed instance counts as failed).
+                logger.error("no new Kafka producer could be made", metadata: ["error": "\(error)"])
+            }
+            let unused = state.withLock { state -> ProducerInstance? in
+                state.isReplacing = false
+                guard let fresh, !state.isShutDown else { return fresh }
+                state.current = fresh
+                return nil
+            }
+            unused?.close(flushTimeout: .zero)
+            replacing.leave()
         }
     }
 }

@@ -66,6 +66,9 @@ final class ProducerInstance: Sendable {
         }
     }
 
+    /// True once `close` started: every later send fails.
+    var isClosed: Bool { handleGuard.isClosed }
+
     /// True when librdkafka raised a fatal error on this handle: it can send nothing any more.
     var hasFatalError: Bool {
         handleGuard.withHandle { rd_kafka_fatal_error(handle.pointer, nil, 0) != RD_KAFKA_RESP_ERR_NO_ERROR } ?? false
