@@ -11,48 +11,45 @@ import Synchronization
 /// unacknowledged record fails after `deliveryTimeoutMs` (`_MSG_TIMED_OUT`). Delivery
 /// reports are served by one dedicated thread, never by Swift's cooperative pool; slow
 /// calls (flush, metadata, shutdown) also run on threads of their own.
+///
+/// A fenced producer is replaced: librdkafka never recovers a handle that raised a fatal
+/// error, nor one whose broker answers `PRODUCER_FENCED` or `INVALID_PRODUCER_EPOCH` (Tansu
+/// answers so to every record once librdkafka has bumped its epoch by itself after a message
+/// timeout, and librdkafka bumps again, forever). The send that saw it fails; later sends go
+/// through a new librdkafka producer, which gets a new producer id from the broker (sends made
+/// while the old one is closed fail at once).
 public final class KafkaProducer: Sendable {
-    private let handle: UnsafeHandle
-    private let handleGuard = HandleGuard()
-    /// Referenced only by librdkafka (the configuration opaque); held here so it lives
-    /// as long as the handle.
-    private let callbacks: ClientCallbacks
-    private let poller: PollerThread
+    private struct State {
+        var current: ProducerInstance
+        var isShutDown = false
+        /// A fenced `current` is being closed and replaced.
+        var isReplacing = false
+    }
+
+    private let configuration: KafkaProducerConfiguration
+    private let logger: Logger
+    private let state: Mutex<State>
+    /// A replacement in progress; `shutdown()` waits for it.
+    private let replacing = DispatchGroup()
     private let shutdownFlushTimeout: Duration
 
     public init(configuration: KafkaProducerConfiguration, logger: Logger) throws {
-        callbacks = ClientCallbacks(logger: logger)
-        let conf = try RDKafkaHandle.configuration(configuration.librdkafkaProperties, callbacks: callbacks)
-        rd_kafka_conf_set_dr_msg_cb(conf, DeliveryReports.callback)
-        let handle = UnsafeHandle(pointer: try RDKafkaHandle.make(RD_KAFKA_PRODUCER, configuration: conf))
-        self.handle = handle
+        self.configuration = configuration
+        self.logger = logger
+        state = Mutex(State(current: try ProducerInstance(configuration: configuration, logger: logger)))
         // Enough for every record still queued to be delivered or to time out.
         shutdownFlushTimeout = .milliseconds(configuration.deliveryTimeoutMs + 500)
-        poller = PollerThread(name: "kafka-producer-poll") {
-            // Serves delivery reports (and log/error events) as soon as they arrive; the
-            // timeout only bounds how long stopping the thread takes.
-            rd_kafka_poll(handle.pointer, 100)
-        }
     }
 
-    deinit {
-        // Safety net for a producer dropped without `shutdown()`: no caller can be
-        // waiting on a send any more (each holds the producer), so nothing is flushed.
-        close(flushTimeout: .zero)
-    }
+    private var current: ProducerInstance { state.withLock { $0.current } }
 
     public func send(_ record: KafkaProducerRecord) async throws -> KafkaDeliveryReport {
-        try await withUnsafeThrowingContinuation { continuation in
-            let opaque = Unmanaged.passRetained(SingleDelivery(topic: record.topic, continuation: continuation)).toOpaque()
-            let refusal: KafkaError? = handleGuard.withHandle {
-                let code = RecordEnqueue.enqueue(record, on: handle.pointer, opaque: opaque)
-                return code == RD_KAFKA_RESP_ERR_NO_ERROR
-                    ? nil : RecordEnqueue.refusal(code, topic: record.topic, rk: handle.pointer)
-            } ?? RecordEnqueue.producerShutDown(topic: record.topic)
-            if let refusal {
-                Unmanaged<SingleDelivery>.fromOpaque(opaque).release()
-                continuation.resume(throwing: refusal)
-            }
+        let instance = current
+        do {
+            return try await instance.send(record)
+        } catch let error as KafkaError {
+            replaceIfFenced(instance, after: error)
+            throw error
         }
     }
 
@@ -63,48 +60,24 @@ public final class KafkaProducer: Sendable {
     /// queue) counts as failed at once; the other records are still sent.
     public func send(_ records: [KafkaProducerRecord]) async throws -> [KafkaDeliveryReport] {
         guard !records.isEmpty else { return [] }
-        return try await withUnsafeThrowingContinuation { continuation in
-            let batch = BatchDelivery.start(records: records, continuation: continuation)
-            let enqueued: Void? = handleGuard.withHandle {
-                for index in records.indices {
-                    let code = RecordEnqueue.enqueue(records[index], on: handle.pointer, opaque: batch.opaque(for: index))
-                    if code != RD_KAFKA_RESP_ERR_NO_ERROR {
-                        batch.complete(index, .failure(RecordEnqueue.refusal(code, topic: records[index].topic, rk: handle.pointer)))
-                    }
-                }
-            }
-            if enqueued == nil {
-                for index in records.indices {
-                    batch.complete(index, .failure(RecordEnqueue.producerShutDown(topic: records[index].topic)))
-                }
-            }
-            batch.enqueueFinished()
+        let instance = current
+        do {
+            return try await instance.send(records)
+        } catch let error as KafkaError {
+            replaceIfFenced(instance, after: error)
+            throw error
         }
     }
 
     /// A metadata request with this timeout, run off Swift's cooperative thread pool.
     public func isBrokerReachable(timeout: Duration) async -> Bool {
-        let handle = handle
-        let handleGuard = handleGuard
-        return await DedicatedThread.run(name: "kafka-producer-metadata") {
-            handleGuard.withHandle {
-                var metadata: UnsafePointer<rd_kafka_metadata>?
-                // all_topics=0 and no topic: asks only for the broker list, the cheapest answer.
-                let code = rd_kafka_metadata(handle.pointer, 0, nil, &metadata, Int32(timeout.milliseconds))
-                if let metadata { rd_kafka_metadata_destroy(metadata) }
-                return code == RD_KAFKA_RESP_ERR_NO_ERROR
-            } ?? false
-        }
+        await current.isBrokerReachable(timeout: timeout)
     }
 
     /// Waits until every record handed to the producer so far has its delivery report,
     /// or `timeout` passed.
     public func flush(timeout: Duration) async {
-        let handle = handle
-        let handleGuard = handleGuard
-        await DedicatedThread.run(name: "kafka-producer-flush") {
-            _ = handleGuard.withHandle { rd_kafka_flush(handle.pointer, timeout.milliseconds) }
-        }
+        await current.flush(timeout: timeout)
     }
 
     /// Flushes (bounded) and destroys the handle; idempotent.
@@ -112,22 +85,64 @@ public final class KafkaProducer: Sendable {
     /// New sends fail with `_DESTROY` from the moment it starts. Records still waiting
     /// after `deliveryTimeoutMs` are purged, so every pending send returns.
     public func shutdown() async {
-        await DedicatedThread.run(name: "kafka-producer-shutdown") { [self] in
-            close(flushTimeout: shutdownFlushTimeout)
+        let instance = state.withLock { state in
+            state.isShutDown = true
+            return state.current
+        }
+        let timeout = shutdownFlushTimeout
+        let replacing = replacing
+        await DedicatedThread.run(name: "kafka-producer-shutdown") {
+            instance.close(flushTimeout: timeout)
+            replacing.wait()
         }
     }
 
-    /// Blocking shutdown; only the first call does anything.
-    private func close(flushTimeout: Duration) {
-        guard handleGuard.close() else { return }
-        let rk = handle.pointer
-        _ = rd_kafka_flush(rk, flushTimeout.milliseconds)
-        // Whatever is left fails with _PURGE_QUEUE/_PURGE_INFLIGHT instead of leaving
-        // its sender waiting forever; the flush serves those reports.
-        _ = rd_kafka_purge(rk, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
-        _ = rd_kafka_flush(rk, 500)
-        poller.stop()
-        _ = rd_kafka_poll(rk, 0)
-        rd_kafka_destroy(rk)
+    /// Puts a new librdkafka producer in place of `failed` when `error` shows that `failed`
+    /// cannot send any more, unless another send did so first.
+    ///
+    /// `failed` is closed first (its remaining sends fail, and the flush waits until the broker
+    /// answered its requests), and only then is the new one made: Tansu's durable storage keeps
+    /// producer ids in one document that it rewrites without conflict detection on localbucket,
+    /// and a new producer id registered while the old producer's requests were still being
+    /// answered was seen to be lost (every record then failed with UNKNOWN_PRODUCER_ID). Sends
+    /// meanwhile fail at once, like those of a producer being shut down.
+    private func replaceIfFenced(_ failed: ProducerInstance, after error: KafkaError) {
+        guard error.meansProducerFenced || failed.hasFatalError || failed.isClosed else { return }
+        let starts = state.withLock { state in
+            guard !state.isShutDown, !state.isReplacing, state.current === failed else { return false }
+            state.isReplacing = true
+            // Entered under the lock, so that a shutdown that follows waits for this replacement.
+            replacing.enter()
+            return true
+        }
+        guard starts else { return }
+        logger.warning("the Kafka producer is fenced; replacing it", metadata: ["error": "\(error)"])
+        DedicatedThread.start(name: "kafka-producer-replace") { [self] in
+            failed.close(flushTimeout: shutdownFlushTimeout)
+            var fresh: ProducerInstance?
+            do {
+                fresh = try ProducerInstance(configuration: configuration, logger: logger)
+            } catch {
+                // The next failed send tries again (the closed instance counts as failed).
+                logger.error("no new Kafka producer could be made", metadata: ["error": "\(error)"])
+            }
+            let unused = state.withLock { state -> ProducerInstance? in
+                state.isReplacing = false
+                guard let fresh, !state.isShutDown else { return fresh }
+                state.current = fresh
+                return nil
+            }
+            unused?.close(flushTimeout: .zero)
+            replacing.leave()
+        }
+    }
+}
+
+extension KafkaError {
+    /// The broker refuses this idempotent producer's id or epoch: librdkafka cannot recover
+    /// the handle by itself.
+    var meansProducerFenced: Bool {
+        [RD_KAFKA_RESP_ERR_PRODUCER_FENCED, RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH, RD_KAFKA_RESP_ERR__FENCED]
+            .contains { $0.rawValue == code }
     }
 }

@@ -13,7 +13,8 @@ public struct KafkaProducerConfiguration: Sendable {
     /// `batch.num.messages`: the most records in one batch.
     public var batchNumMessages: Int = 10_000
     /// `message.timeout.ms`: a send fails with a `KafkaError` (`_MSG_TIMED_OUT`) if the
-    /// record is not acknowledged within this time, retries included.
+    /// record is not acknowledged within this time, retries included (librdkafka notices it
+    /// up to a reconnect backoff later, which is bounded by this time too).
     public var deliveryTimeoutMs: Int = 5_000
     /// `queue.buffering.max.messages`: records waiting locally before sends fail with
     /// `_QUEUE_FULL` (retriable) instead of blocking.
@@ -45,6 +46,14 @@ public struct KafkaProducerConfiguration: Sendable {
         self.properties = properties
     }
 
+    /// `reconnect.backoff.max.ms`, derived from `deliveryTimeoutMs` (100 ms … 10 s; `properties`
+    /// may override it). librdkafka fails a record for its delivery timeout only when the
+    /// thread of the record's broker wakes, and while that broker is unreachable the thread
+    /// sleeps through the reconnect backoff, up to librdkafka's default of 10 s. A bound no
+    /// longer than the delivery timeout makes a send without a broker fail close to
+    /// `deliveryTimeoutMs` instead of up to 10 s after it.
+    var reconnectBackoffMaxMs: Int { min(max(deliveryTimeoutMs, 100), 10_000) }
+
     /// The librdkafka properties in the order they are applied.
     var librdkafkaProperties: [(String, String)] {
         [
@@ -53,6 +62,7 @@ public struct KafkaProducerConfiguration: Sendable {
             ("linger.ms", String(lingerMs)),
             ("batch.num.messages", String(batchNumMessages)),
             ("message.timeout.ms", String(deliveryTimeoutMs)),
+            ("reconnect.backoff.max.ms", String(reconnectBackoffMaxMs)),
             ("queue.buffering.max.messages", String(queueBufferingMaxMessages)),
             ("compression.codec", compression),
         ]

@@ -24,15 +24,21 @@ final class PushlineStack: @unchecked Sendable {
     let processorEnvironment: [String: String]
     /// `PUSHLINE_STORE` of both services.
     private(set) var storeLocation: String
+    /// Extra or overriding ingest settings of this test.
+    let ingestEnvironment: [String: String]
 
     var ingestURL: String { "http://127.0.0.1:\(ingestPort)" }
     var processorURL: String { "http://127.0.0.1:\(processorPort)" }
     var storePath: String { directory.appendingPathComponent("store.sqlite").path }
 
     /// `store`: the services' `PUSHLINE_STORE`; nil: a new SQLite file in the stack's directory.
-    static func start(processorEnvironment: [String: String] = [:], store: String? = nil) async throws -> PushlineStack {
-        let broker = try await TestBroker.start()
-        let stack = PushlineStack(broker: broker, processorEnvironment: processorEnvironment, store: store)
+    /// `durableBroker`: the broker keeps its log on disk, so that a test can stop and start it
+    /// again (`broker.stopKeepingLog()`, `broker.startAgain()`) under the running services.
+    static func start(processorEnvironment: [String: String] = [:], ingestEnvironment: [String: String] = [:],
+                      store: String? = nil, durableBroker: Bool = false) async throws -> PushlineStack {
+        let broker = try await TestBroker.start(durable: durableBroker)
+        let stack = PushlineStack(broker: broker, processorEnvironment: processorEnvironment, ingestEnvironment: ingestEnvironment,
+                                  store: store)
         do {
             try stack.processor.start()
             try await stack.processor.waitHealthy("\(stack.processorURL)/health")
@@ -45,9 +51,10 @@ final class PushlineStack: @unchecked Sendable {
         return stack
     }
 
-    private init(broker: TestBroker, processorEnvironment: [String: String], store: String?) {
+    private init(broker: TestBroker, processorEnvironment: [String: String], ingestEnvironment: [String: String], store: String?) {
         self.broker = broker
         self.processorEnvironment = processorEnvironment
+        self.ingestEnvironment = ingestEnvironment
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-it-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         processor = ServiceProcess(name: "pushline-processor", environment: [:], logDirectory: directory)
@@ -66,7 +73,7 @@ final class PushlineStack: @unchecked Sendable {
             "PUSHLINE_STORE": storeLocation,
             "PUSHLINE_PARTITIONS": "6",
             "PUSHLINE_LOG_LEVEL": "warning",
-        ], logDirectory: directory)
+        ].merging(ingestEnvironment) { $1 }, logDirectory: directory)
     }
 
     private func makeProcessor() -> ServiceProcess {

@@ -28,6 +28,22 @@ final class UnreachableBrokerTests: XCTestCase {
         await producer.shutdown()
     }
 
+    /// librdkafka's per-message error string of a delivery report is the record's payload, so
+    /// the error must be described by its code instead (the payload is neither an explanation
+    /// nor NUL-terminated).
+    func testAFailedDeliveryIsDescribedByItsErrorNotByTheRecord() async throws {
+        let producer = try unreachableProducer()
+        do {
+            _ = try await producer.send(KafkaProducerRecord(topic: "nowhere", key: "k", value: Data("record-body".utf8)))
+            XCTFail("send must throw")
+        } catch let error as KafkaError {
+            XCTAssertEqual(error.name, "_MSG_TIMED_OUT")
+            XCTAssertFalse(error.message.contains("record-body"), error.message)
+            XCTAssertEqual(error.message, "Local: Message timed out")
+        }
+        await producer.shutdown()
+    }
+
     func testBatchSendToAnUnreachableBrokerThrowsTimedOutOnceAllReportsAreIn() async throws {
         let producer = try unreachableProducer()
         do {

@@ -39,7 +39,8 @@ public final class ServiceProcess: Sendable {
         current.withLock { $0 = (pid, exit) }
     }
 
-    private var isRunning: Bool {
+    /// True while the child runs (started and not exited, not a zombie).
+    public var isRunning: Bool {
         guard let pid else { return false }
         // The reaper has not collected it yet: signal 0 tells whether it still exists.
         return kill(pid, 0) == 0 && !isZombie(pid)

@@ -1,9 +1,11 @@
 import Foundation
 
-/// A private Tansu broker for one test (memory storage, a free loopback port, a fresh
-/// state directory), started and stopped through the project's own `scripts/broker`.
-/// Tests must `stop()` it (in teardown or a `defer`); stopping ends exactly the
-/// processes the script recorded and removes the state directory.
+/// A private Tansu broker for one test (a free loopback port, a fresh state directory),
+/// started and stopped through the project's own `scripts/broker`. Memory storage by
+/// default; a durable broker keeps its log on disk, so it can be stopped and started again
+/// with the log intact (`stopKeepingLog()`, `startAgain()`). Tests must `stop()` it (in
+/// teardown or a `defer`); stopping ends exactly the processes the script recorded and
+/// removes the state directory.
 public final class TestBroker: Sendable {
     /// What went wrong when the broker script failed.
     public struct ScriptError: Error, CustomStringConvertible {
@@ -11,13 +13,17 @@ public final class TestBroker: Sendable {
     }
 
     private let servers: String
+    private let port: Int
+    private let durable: Bool
     private let stateDirectory: URL
 
     /// `127.0.0.1:PORT` of the running broker.
     public var bootstrapServers: String { servers }
 
-    private init(bootstrapServers: String, stateDirectory: URL) {
+    private init(bootstrapServers: String, port: Int, durable: Bool, stateDirectory: URL) {
         servers = bootstrapServers
+        self.port = port
+        self.durable = durable
         self.stateDirectory = stateDirectory
     }
 
@@ -48,22 +54,52 @@ public final class TestBroker: Sendable {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    /// Starts a broker; retries on another port if the chosen one was taken meanwhile.
-    public static func start() async throws -> TestBroker {
+    /// Starts a broker (`durable`: its log on disk, see `scripts/broker --durable`); retries on
+    /// another port if the chosen one was taken meanwhile.
+    public static func start(durable: Bool = false) async throws -> TestBroker {
         var lastError: ScriptError?
         for _ in 0..<3 {
             let stateDirectory = FileManager.default.temporaryDirectory
                 .appendingPathComponent("pushline-test-broker-\(UUID().uuidString)")
-            let output = try await script(["start", "--port", String(freePort()), "--state-dir", stateDirectory.path])
+            let port = freePort()
+            let output = try await script(["start", "--port", String(port), "--state-dir", stateDirectory.path]
+                                          + (durable ? ["--durable"] : []))
             if output.status == 0 {
                 let servers = output.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
-                return TestBroker(bootstrapServers: servers, stateDirectory: stateDirectory)
+                return TestBroker(bootstrapServers: servers, port: port, durable: durable, stateDirectory: stateDirectory)
             }
             _ = try? await script(["stop", "--state-dir", stateDirectory.path])
             try? FileManager.default.removeItem(at: stateDirectory)
             lastError = ScriptError(description: "scripts/broker start failed (\(output.status)): \(output.standardError)")
         }
         throw lastError!
+    }
+
+    /// Stops the broker's processes (by their recorded PIDs) and keeps the state directory,
+    /// so that `startAgain()` brings back the same log. Durable brokers only: a memory broker
+    /// would come back empty.
+    public func stopKeepingLog() async throws {
+        precondition(durable, "only a durable broker keeps its log across a restart")
+        let output = try await Self.script(["stop", "--state-dir", stateDirectory.path])
+        guard output.status == 0 else {
+            throw ScriptError(description: "scripts/broker stop failed (\(output.status)): \(output.standardError)")
+        }
+    }
+
+    /// Starts the broker again on the same port and state directory after `stopKeepingLog()`.
+    /// Clients keep their bootstrap address; the port is retried for a while in case the old
+    /// listener's socket is not released yet.
+    public func startAgain(timeout: Duration = .seconds(20)) async throws {
+        precondition(durable, "only a durable broker keeps its log across a restart")
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let output = try await Self.script(["start", "--port", String(port), "--state-dir", stateDirectory.path, "--durable"])
+            if output.status == 0 { return }
+            guard ContinuousClock.now < deadline else {
+                throw ScriptError(description: "scripts/broker start (again) failed (\(output.status)): \(output.standardError)")
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
     }
 
     public func stop() async throws {

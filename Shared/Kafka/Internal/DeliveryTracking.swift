@@ -134,7 +134,9 @@ enum DeliveryReports {
         } else if code == RD_KAFKA_RESP_ERR__FATAL, let rk {
             failure = KafkaError.fatal(of: rk)
         } else {
-            failure = KafkaError(code, message: String(cString: rd_kafka_message_errstr(message)))
+            // Not rd_kafka_message_errstr: for a delivery report it returns the record's
+            // payload (not NUL-terminated) as the "error string".
+            failure = KafkaError(code)
         }
         let partition = message.pointee.partition
         let offset = message.pointee.offset
