@@ -40,3 +40,15 @@ enum ProjectionValues {
     private static let encoder = WireJSON.encoder()
     private static let decoder = WireJSON.decoder()
 }
+
+extension OutboxAttemptResult {
+    /// What this attempt makes of its job, for both stores: its state, the audit record's
+    /// outcome, and when it is due next (`stored`, unless the attempt asks for a retry).
+    func settle(nextAttemptAt stored: Int64) -> (state: OutboxState, outcome: WebhookAttemptRecord.Outcome, nextAttemptAt: Int64) {
+        switch next {
+        case .delivered: (.delivered, .delivered, stored)
+        case .retry(let at): (.pending, .retrying, ProjectionValues.millis(at))
+        case .failed: (.failed, .failed, stored)
+        }
+    }
+}

@@ -43,18 +43,7 @@ enum PostgresOutbox {
         }
         let (attempts, storedNext) = try row.decode((Int64, Int64).self)
         let attempt = attempts + 1
-        var nextAttemptAt = storedNext
-        let state: OutboxState
-        let outcome: WebhookAttemptRecord.Outcome
-        switch result.next {
-        case .delivered:
-            (state, outcome) = (.delivered, .delivered)
-        case .retry(let at):
-            (state, outcome) = (.pending, .retrying)
-            nextAttemptAt = ProjectionValues.millis(at)
-        case .failed:
-            (state, outcome) = (.failed, .failed)
-        }
+        let (state, outcome, nextAttemptAt) = result.settle(nextAttemptAt: storedNext)
         let httpStatus = result.httpStatus.map(Int64.init)
         try await connection.run("""
             INSERT INTO outbox_attempts (job_id, attempt, at, http_status, error, outcome)

@@ -31,18 +31,7 @@ enum SQLiteOutbox {
             throw ProjectionStoreError.database("no outbox job with id '\(jobId)'")
         }
         let attempt: Int = try row.decode(atIndex: 0) + 1
-        var nextAttemptAt: Int64 = try row.decode(atIndex: 1)
-        let state: OutboxState
-        let outcome: WebhookAttemptRecord.Outcome
-        switch result.next {
-        case .delivered:
-            (state, outcome) = (.delivered, .delivered)
-        case .retry(let at):
-            (state, outcome) = (.pending, .retrying)
-            nextAttemptAt = SQLiteValues.millis(at)
-        case .failed:
-            (state, outcome) = (.failed, .failed)
-        }
+        let (state, outcome, nextAttemptAt) = result.settle(nextAttemptAt: try row.decode(atIndex: 1))
         let at = SQLiteValues.millis(result.at)
         try db.cachedStatement(sql: """
             INSERT INTO outbox_attempts (job_id, attempt, at, http_status, error, outcome) VALUES (?, ?, ?, ?, ?, ?)
