@@ -1,7 +1,5 @@
 import Contracts
 import Foundation
-import Kafka
-import Logging
 import NIOHTTP1
 import TestSupport
 import XCTest
@@ -86,14 +84,7 @@ extension PushlineStack {
     /// Writes a command straight to its topic, as ingest would have (to stage an order of
     /// arrival that ingest alone would not produce).
     func produce<C: Command>(_ command: C) async throws {
-        var config = KafkaProducerConfiguration()
-        config.bootstrapServers = broker.bootstrapServers
-        let producer = try KafkaProducer(configuration: config, logger: Logger(label: "test"))
-        let encoded = try EncodedCommand(command, topics: topics, encoder: WireJSON.encoder())
-        _ = try await producer.send(KafkaProducerRecord(topic: encoded.topic, key: encoded.key, value: encoded.value, headers: [
-            KafkaHeader(name: RecordHeader.type, value: encoded.type), KafkaHeader(name: RecordHeader.version, value: "\(encoded.version)"),
-        ]))
-        await producer.shutdown()
+        try await MixedStream.produce([EncodedCommand(command, topics: topics, encoder: WireJSON.encoder())], brokers: broker.bootstrapServers)
     }
 
     /// Reports tracking events (`deliveryId`, `broadlogId`, `action` each) in one request, expecting 202.

@@ -110,10 +110,9 @@ final class PushlineStack: @unchecked Sendable {
     }
 
     /// Runs `pushline-processor rebuild` into a new SQLite store at `path` and waits for it to
-    /// exit; returns its exit status.
-    func rebuild(into path: String, timeout: Duration = .seconds(300)) async throws -> Int32 {
+    /// exit; throws if it failed.
+    func rebuild(into path: String, timeout: Duration = .seconds(300)) async throws {
         _ = try await rebuild(store: "sqlite:\(path)", arguments: [], timeout: timeout)
-        return 0
     }
 
     /// Runs `pushline-processor rebuild <arguments>` into `store` and waits for it to exit;

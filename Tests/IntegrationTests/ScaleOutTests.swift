@@ -24,8 +24,7 @@ final class ScaleOutTests: XCTestCase {
 
     func testOneThreeAndThreeWithAKilledProcessorBuildIdenticalTables() async throws {
         let stream = MixedStream(seed: 7, sizes: Self.sizes)
-        var phases: [MixedStream.Phase: [EncodedCommand]] = [:]
-        for phase in MixedStream.Phase.allCases { phases[phase] = try stream.commands(phase) }
+        let phases = try stream.commandsByPhase()
         let total = phases.values.map(\.count).reduce(0, +)
         XCTAssertGreaterThanOrEqual(total, 50_000)
 
@@ -89,8 +88,7 @@ final class ScaleOutTests: XCTestCase {
     /// PostgreSQL stopped for a few seconds while the processors apply registrations.
     func testPostgresRestartedUnderLoadLosesAndDoublesNothing() async throws {
         let stream = MixedStream(seed: 11, sizes: .about(15_000))
-        var phases: [MixedStream.Phase: [EncodedCommand]] = [:]
-        for phase in MixedStream.Phase.allCases { phases[phase] = try stream.commands(phase) }
+        let phases = try stream.commandsByPhase()
         let server = try await PostgresServer.start()
         do {
             let reference = try await run(stream, phases, processors: 1, store: "sqlite:\(Self.temporaryPath("restart-sqlite"))")

@@ -240,7 +240,7 @@ final class TrackingCrashTests: XCTestCase {
         // Rebuild from offset 0: the same tables, row for row, and no outbound record sent again.
         let outboundBefore = try await stack.countRecords(topic: stack.topics.outbound)
         let rebuiltPath = stack.directory.appendingPathComponent("rebuilt.sqlite").path
-        _ = try await stack.rebuild(into: rebuiltPath)
+        try await stack.rebuild(into: rebuiltPath)
         let original = try await stack.openStore().dump()
         let rebuilt = try await SQLiteProjectionStore(path: rebuiltPath, logger: Logger(label: "test")).dump()
         XCTAssertEqual(rebuilt.split(separator: "\n").count, original.split(separator: "\n").count)
@@ -249,7 +249,7 @@ final class TrackingCrashTests: XCTestCase {
         let outboundAfter = try await stack.countRecords(topic: stack.topics.outbound)
         XCTAssertEqual(outboundAfter, outboundBefore, "a rebuild publishes nothing")
         do {
-            _ = try await stack.rebuild(into: stack.storePath)
+            try await stack.rebuild(into: stack.storePath)
             XCTFail("a rebuild into a store that holds state must refuse")
         } catch let failure as TestFailure {
             XCTAssertTrue("\(failure)".contains("already holds consumed offsets"), "\(failure)")

@@ -136,6 +136,13 @@ public struct MixedStream: Sendable {
         return out
     }
 
+    /// Every phase's commands.
+    public func commandsByPhase() throws -> [Phase: [EncodedCommand]] {
+        var phases: [Phase: [EncodedCommand]] = [:]
+        for phase in Phase.allCases { phases[phase] = try commands(phase) }
+        return phases
+    }
+
     public static func userId(_ n: Int) -> String { "u-\(n)" }
 
     /// The devices of user `n`: an iOS one, and every `secondDeviceEvery`-th user an Android one.
@@ -157,7 +164,8 @@ public struct MixedStream: Sendable {
         return (0..<min(sizes.usersPerSend, sizes.users)).map { (start + $0) % sizes.users }
     }
 
-    /// Produces commands in batches of 5,000, each batch acknowledged by the broker.
+    /// Produces encoded commands (this stream's or any other) in batches of 5,000, each batch
+    /// acknowledged by the broker.
     public static func produce(_ commands: [EncodedCommand], brokers: String) async throws {
         var config = KafkaProducerConfiguration()
         config.bootstrapServers = brokers
