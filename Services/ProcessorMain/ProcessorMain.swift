@@ -84,7 +84,8 @@ struct RebuildCommand: AsyncParsableCommand {
     @Option(help: "The store the stack serves from now; its offsets are the targets.") var previous: String?
     @Flag(name: .customLong("switch"), help: "Step 2: the processors on --previous are stopped; finish and carry its outbox over.")
     var switchOver = false
-    @Flag(help: "Share the work of another rebuild into the same store (run it on several machines).") var join = false
+    @Flag(help: "Share the work with other rebuilds into the same store, all started with --join (one consumer group per topic).")
+    var join = false
     @Flag(help: "Write no progress lines.") var quiet = false
 
     func run() async throws {

@@ -45,12 +45,12 @@ extension Command {
 /// Record keys. Registration commands are keyed by (app, user) so that every command for one
 /// user of one app lands in one partition, in order.
 public enum RecordKey {
-    public static func user(app: UUID, user: String) -> String { "\(app.uuidString.lowercased())/\(user)" }
-    public static func app(_ app: UUID) -> String { app.uuidString.lowercased() }
+    public static func user(app: UUID, user: String) -> String { "\(app.lowercasedString)/\(user)" }
+    public static func app(_ app: UUID) -> String { app.lowercasedString }
     public static func delivery(app: UUID, delivery: UUID) -> String {
-        "\(app.uuidString.lowercased())/delivery:\(delivery.uuidString.lowercased())"
+        "\(app.lowercasedString)/delivery:\(delivery.lowercasedString)"
     }
-    public static func device(app: UUID, token: String) -> String { "\(app.uuidString.lowercased())/device:\(token)" }
+    public static func device(app: UUID, token: String) -> String { "\(app.lowercasedString)/device:\(token)" }
 }
 
 /// A command ready to produce: topic, key, headers and the encoded envelope.

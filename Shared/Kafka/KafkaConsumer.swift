@@ -1,26 +1,70 @@
 import CRdKafka
 import Logging
 
-/// Group member consuming batches; no auto-commit of offsets.
+/// Group member (or, assigned its partitions by hand, a lone reader) consuming batches; no
+/// auto-commit of offsets.
 ///
 /// Where reading starts is decided by the application on every assignment
-/// (`KafkaRebalanceHandler.onAssign`), not by committed group offsets. Batches come from
-/// one dedicated poller thread that prefetches at most one batch ahead of the
-/// application. If a partition's log no longer reaches a start offset (a broker restart
-/// emptied it, or retention removed it), the batches end with a `KafkaError` whose code is
-/// `OFFSET_OUT_OF_RANGE` (1) instead of waiting forever.
+/// (`KafkaRebalanceHandler.onAssign`, or the offsets given with the partitions), not by
+/// committed group offsets. Batches come from one dedicated poller thread that prefetches
+/// at most one batch ahead of the application. If a partition's log no longer reaches a
+/// start offset (a broker restart emptied it, or retention removed it), the batches end with
+/// a `KafkaError` whose code is `OFFSET_OUT_OF_RANGE` (1) instead of waiting forever.
 public final class KafkaConsumer: Sendable {
     private let core: ConsumerCore
 
-    public init(
+    /// A member of the group `configuration.groupId` subscribed to `topics`: the group shares
+    /// their partitions out, and `rebalance` decides where each assigned one starts.
+    public convenience init(
         configuration: KafkaConsumerConfiguration,
         topics: [String],
         rebalance: KafkaRebalanceHandler,
         logger: Logger
     ) throws {
-        let core = ConsumerCore(configuration: configuration, rebalance: rebalance, logger: logger)
+        try self.init(configuration: configuration, rebalance: rebalance, logger: logger) { rk, _ in
+            let subscription = rd_kafka_topic_partition_list_new(Int32(topics.count))!
+            defer { rd_kafka_topic_partition_list_destroy(subscription) }
+            for topic in topics {
+                rd_kafka_topic_partition_list_add(subscription, topic, RD_KAFKA_PARTITION_UA)
+            }
+            let code = rd_kafka_subscribe(rk, subscription)
+            guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                return KafkaError(code, message: "subscribing to \(topics): \(String(cString: rd_kafka_err2str(code)))")
+            }
+            return nil
+        }
+    }
+
+    /// A consumer of exactly `partitions`, each from `offsets` (a partition missing there starts
+    /// at its beginning), that joins no group: there is no rebalance, no other member, and no
+    /// wait for a group to form. For a process that owns the partitions alone (a rebuild).
+    public convenience init(
+        configuration: KafkaConsumerConfiguration,
+        partitions: [TopicPartition],
+        startingAt offsets: [TopicPartition: Int64],
+        logger: Logger
+    ) throws {
+        try self.init(configuration: configuration, rebalance: nil, logger: logger) { rk, core in
+            let list = rd_kafka_topic_partition_list_new(Int32(partitions.count))!
+            defer { rd_kafka_topic_partition_list_destroy(list) }
+            for partition in partitions {
+                rd_kafka_topic_partition_list_add(list, partition.topic, partition.partition)
+            }
+            return core.take(rk, list, partitions, startingAt: offsets, cooperative: false)
+        }
+    }
+
+    /// Makes the handle, lets `join` subscribe or assign it, then starts polling. Without a
+    /// `rebalance` handler, no rebalance callback is installed.
+    private init(
+        configuration: KafkaConsumerConfiguration,
+        rebalance: KafkaRebalanceHandler?,
+        logger: Logger,
+        join: (OpaquePointer, ConsumerCore) -> KafkaError?
+    ) throws {
+        let core = ConsumerCore(configuration: configuration, rebalance: rebalance ?? .none, logger: logger)
         let conf = try RDKafkaHandle.configuration(configuration.librdkafkaProperties, callbacks: core)
-        rd_kafka_conf_set_rebalance_cb(conf, ConsumerCore.rebalanceCallback)
+        if rebalance != nil { rd_kafka_conf_set_rebalance_cb(conf, ConsumerCore.rebalanceCallback) }
         rd_kafka_conf_set_offset_commit_cb(conf) { rk, code, _, _ in
             // Commits are only for lag tools; a failure is worth a line, not an error.
             guard code != RD_KAFKA_RESP_ERR_NO_ERROR, code != RD_KAFKA_RESP_ERR__NO_OFFSET else { return }
@@ -30,15 +74,9 @@ public final class KafkaConsumer: Sendable {
         // All events, rebalances included, are then served by the consumer queue the
         // poller thread reads.
         rd_kafka_poll_set_consumer(rk)
-        let subscription = rd_kafka_topic_partition_list_new(Int32(topics.count))!
-        defer { rd_kafka_topic_partition_list_destroy(subscription) }
-        for topic in topics {
-            rd_kafka_topic_partition_list_add(subscription, topic, RD_KAFKA_PARTITION_UA)
-        }
-        let code = rd_kafka_subscribe(rk, subscription)
-        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
+        if let error = join(rk, core) {
             rd_kafka_destroy(rk)
-            throw KafkaError(code, message: "subscribing to \(topics): \(String(cString: rd_kafka_err2str(code)))")
+            throw error
         }
         core.start(rk)
         self.core = core

@@ -19,4 +19,7 @@ public struct KafkaRebalanceHandler: Sendable {
         self.onAssign = onAssign
         self.onRevoke = onRevoke
     }
+
+    /// Hooks that do nothing, for a consumer that never rebalances.
+    static let none = KafkaRebalanceHandler(onAssign: { _ in [:] }, onRevoke: { _ in })
 }

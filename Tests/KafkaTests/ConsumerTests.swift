@@ -89,6 +89,32 @@ final class ConsumerTests: XCTestCase {
         await consumer.close()
     }
 
+    func testGivenPartitionsAreReadFromTheirOffsetsAloneWithoutAGroup() async throws {
+        let reports = try await produce("ledger", partitions: 3, count: 90)
+        let counts = Dictionary(grouping: reports, by: \.partition).mapValues(\.count)
+        XCTAssertGreaterThan(counts[0] ?? 0, 7, "partition 0 must hold more than 7 records for this test")
+        XCTAssertGreaterThan(counts[1] ?? 0, 0, "partition 1 must hold records for this test")
+        let partition0 = TopicPartition(topic: "ledger", partition: 0)
+        let partition2 = TopicPartition(topic: "ledger", partition: 2)
+        let consumer = try KafkaConsumer(
+            configuration: KafkaTestSupport.consumerConfiguration(broker),
+            partitions: [partition0, partition2],
+            startingAt: [partition0: 7],
+            logger: KafkaTestSupport.logger
+        )
+
+        let expected = counts[0]! - 7 + (counts[2] ?? 0)
+        let messages = try await KafkaTestSupport.collect(consumer, count: expected)
+
+        XCTAssertEqual(messages.count, expected)
+        XCTAssertEqual(messages.filter { $0.partition == 0 }.map(\.offset), Array(7..<Int64(counts[0]!)))
+        XCTAssertEqual(messages.filter { $0.partition == 2 }.map(\.offset), Array(0..<Int64(counts[2] ?? 0)))
+        XCTAssertFalse(messages.contains { $0.partition == 1 }, "a partition not given is not read")
+        XCTAssertEqual(consumer.assignment, [partition0, partition2])
+        XCTAssertEqual(consumer.highWatermark(partition0), Int64(counts[0]!))
+        await consumer.close()
+    }
+
     func testSeekMovesTheReadPositionBackEvenPastAlreadyPrefetchedBatches() async throws {
         _ = try await produce("replay", partitions: 1, count: 10)
         var configuration = KafkaTestSupport.consumerConfiguration(broker)

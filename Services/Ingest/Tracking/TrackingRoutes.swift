@@ -51,7 +51,7 @@ struct TrackingRoutes: Sendable {
         let auth = try context.authenticated()
         let deliveryId = try FieldRules.uuidParameter("deliveryId", in: context)
         guard let row = try await readStore(context, { try await store.deliveryStats(app: auth.mobileAppId, deliveryId: deliveryId) }) else {
-            throw IngestError.notFound("no delivery \(deliveryId.uuidString.lowercased()) in this app", field: "deliveryId")
+            throw IngestError.notFound("no delivery \(deliveryId.lowercasedString) in this app", field: "deliveryId")
         }
         let stats = TrackingAPI.DeliveryStats(deliveryId: row.delivery.deliveryId, sent: row.delivery.sent,
                                               impressions: row.impressions, clicks: row.clicks, opens: row.opens,

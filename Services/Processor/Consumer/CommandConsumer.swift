@@ -21,6 +21,8 @@ final class CommandConsumer: Service, Sendable {
     /// A rebuild's targets: records at or past a partition's limit are not applied (none of a
     /// partition without one). Nil for a live processor.
     private let replayLimits: [PartitionKey: Int64]?
+    /// Partitions read without a consumer group (a lone rebuild); nil joins the group.
+    private let partitions: [PartitionKey]?
     private let logger: Logger
     private let state = HealthFlag()
     /// The group member while `run` is in its loop.
@@ -28,8 +30,9 @@ final class CommandConsumer: Service, Sendable {
 
     init(configuration: KafkaConsumerConfiguration, topics: [String], store: any ProjectionStore, outbound: any OutboundPublisher,
          verifier: any DeviceTokenVerifier, logger: Logger, replayLimits: [PartitionKey: Int64]? = nil,
-         onApplied: @escaping @Sendable () -> Void) {
+         partitions: [PartitionKey]? = nil, onApplied: @escaping @Sendable () -> Void) {
         self.configuration = configuration
+        self.partitions = partitions
         self.topics = topics
         self.store = store
         self.replayLimits = replayLimits
@@ -55,31 +58,22 @@ final class CommandConsumer: Service, Sendable {
 
     func run() async throws {
         let store = self.store, book = self.book, topics = self.topics, logger = self.logger
-        let rebalance = KafkaRebalanceHandler(
-            onAssign: { partitions in
-                let stored = try await store.offsets(topics: topics)
-                let keys = partitions.map(PartitionKey.init)
-                book.assign(keys, stored: stored)
-                logger.info("partitions assigned", metadata: ["partitions": "\(keys.map(\.description))"])
-                var start: [TopicPartition: Int64] = [:]
-                for k in keys { if let o = stored[k] { start[k.topicPartition] = o } }
-                return start
-            },
-            onRevoke: { partitions in
-                // Nothing admitted from now on holds these partitions; the batch in flight, if
-                // any, is finished before they go, so their next owner starts from its commit.
-                book.revoke(partitions.map(PartitionKey.init))
-                if !(await book.waitUntilSettled(limit: .seconds(30))) {
-                    // Its commit, should it come, is refused or refuses the next owner's: the
-                    // stored offsets decide (offsetConflict), never both.
-                    logger.warning("in-flight batch still running at revocation; its offsets decide", metadata: [
-                        "partitions": "\(partitions.map(\.description))",
-                    ])
-                }
-                logger.info("partitions revoked", metadata: ["partitions": "\(partitions.map(\.description))"])
-            }
-        )
-        let consumer = try KafkaConsumer(configuration: configuration, topics: topics, rebalance: rebalance, logger: logger)
+        /// Takes `keys` into the book and returns where each starts: at its stored offset.
+        @Sendable func claim(_ keys: [PartitionKey]) async throws -> [TopicPartition: Int64] {
+            let stored = try await store.offsets(topics: topics)
+            book.assign(keys, stored: stored)
+            logger.info("partitions assigned", metadata: ["partitions": "\(keys.map(\.description))"])
+            var start: [TopicPartition: Int64] = [:]
+            for k in keys { if let o = stored[k] { start[k.topicPartition] = o } }
+            return start
+        }
+        let consumer: KafkaConsumer
+        if let partitions {
+            consumer = try KafkaConsumer(configuration: configuration, partitions: partitions.map(\.topicPartition),
+                                         startingAt: try await claim(partitions), logger: logger)
+        } else {
+            consumer = try KafkaConsumer(configuration: configuration, topics: topics, rebalance: rebalance(claim), logger: logger)
+        }
         member.withLock { $0 = consumer }
         state.set(true)
         defer {
@@ -100,6 +94,28 @@ final class CommandConsumer: Service, Sendable {
             throw error
         }
         await consumer.close()
+    }
+
+    /// The group's hooks: assigned partitions are claimed (`claim`), revoked ones are let go once
+    /// the batch in flight is done with them.
+    private func rebalance(_ claim: @escaping @Sendable ([PartitionKey]) async throws -> [TopicPartition: Int64]) -> KafkaRebalanceHandler {
+        let book = self.book, logger = self.logger
+        return KafkaRebalanceHandler(
+            onAssign: { partitions in try await claim(partitions.map(PartitionKey.init)) },
+            onRevoke: { partitions in
+                // Nothing admitted from now on holds these partitions; the batch in flight, if
+                // any, is finished before they go, so their next owner starts from its commit.
+                book.revoke(partitions.map(PartitionKey.init))
+                if !(await book.waitUntilSettled(limit: .seconds(30))) {
+                    // Its commit, should it come, is refused or refuses the next owner's: the
+                    // stored offsets decide (offsetConflict), never both.
+                    logger.warning("in-flight batch still running at revocation; its offsets decide", metadata: [
+                        "partitions": "\(partitions.map(\.description))",
+                    ])
+                }
+                logger.info("partitions revoked", metadata: ["partitions": "\(partitions.map(\.description))"])
+            }
+        )
     }
 
     private func apply(_ batch: [KafkaConsumerMessage], consumer: KafkaConsumer) async throws {

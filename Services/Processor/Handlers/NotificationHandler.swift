@@ -87,7 +87,7 @@ enum NotificationHandler {
         for userId in byUser.keys.sorted() {
             let body = AppCallback.body(userId: userId, devices: byUser[userId]!.map { ($0.deviceToken, $0.platform) },
                                         kind: c.kind, ticketId: c.ticketId, message: c.message)
-            state.enqueue(OutboxJob(id: "callback:\(c.deliveryId.uuidString.lowercased()):\(userId)", kind: "app-callback",
+            state.enqueue(OutboxJob(id: "callback:\(c.deliveryId.lowercasedString):\(userId)", kind: "app-callback",
                                     appId: c.mobileAppId, url: url, headers: headers, body: body,
                                     maxAttempts: 1 + max(0, app.webhookRetries), nextAttemptAt: at, createdAt: at))
         }

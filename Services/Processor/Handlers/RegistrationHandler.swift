@@ -54,7 +54,7 @@ struct RegistrationHandler {
         let data = (try? encoder.encode(body)) ?? Data()
         var headers = callback.headers
         headers["Content-Type"] = "application/json"
-        return OutboxJob(id: "registration-status:\(c.registrationRequestId.uuidString.lowercased())",
+        return OutboxJob(id: "registration-status:\(c.registrationRequestId.lowercasedString)",
                          kind: "registration-status", appId: c.mobileAppId, url: callback.url, headers: headers,
                          body: data, maxAttempts: 1 + max(0, retries), nextAttemptAt: at, createdAt: at)
     }

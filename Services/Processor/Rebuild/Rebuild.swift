@@ -33,8 +33,10 @@ public enum Rebuild {
         public var previous: String?
         /// Step 2: the processors on `previous` are stopped; finish and carry its outbox over.
         public var switchOver = false
-        /// Another rebuild into the same store runs beside this one: share its work (its
-        /// consumer groups) instead of refusing a store that holds offsets.
+        /// Several rebuilds into the same store run together, every one with `join`: they share
+        /// the work through consumer groups (one per topic), and a store that holds offsets
+        /// already is joined rather than refused. Without it, the rebuild reads every
+        /// partition itself and joins no group.
         public var join = false
         /// How often progress is written to standard error; nil writes none.
         public var progressInterval: Duration? = .seconds(1)
@@ -112,7 +114,7 @@ public enum Rebuild {
                 let limits = target.filter { $0.key.topic == topic }
                 let remaining = limits.filter { $0.value > start[$0.key] ?? 0 }
                 if !remaining.isEmpty {
-                    try await replay(topic: topic, limits: limits, remaining: Array(remaining.keys), store: store,
+                    try await replay(topic: topic, limits: limits, remaining: Array(remaining.keys), join: options.join, store: store,
                                      outbound: outbound, progress: progress, configuration: configuration, verifier: verifier,
                                      logger: logger)
                 }
@@ -131,17 +133,19 @@ public enum Rebuild {
         return summary
     }
 
-    /// Applies `topic` from the new store's offsets up to `limits`, until the store holds them:
-    /// rebuilds into the same store share the work, one consumer group per store and topic.
-    private static func replay(topic: String, limits: [PartitionKey: Int64], remaining: [PartitionKey],
+    /// Applies `topic` from the new store's offsets up to `limits`, until the store holds them.
+    /// Alone, the rebuild reads the `remaining` partitions itself; with `join`, rebuilds into the
+    /// same store share the work, one consumer group per store and topic.
+    private static func replay(topic: String, limits: [PartitionKey: Int64], remaining: [PartitionKey], join: Bool,
                                store: any ProjectionStore, outbound: DiscardedOutbound, progress: RebuildProgress,
                                configuration: ProcessorConfiguration, verifier: any DeviceTokenVerifier, logger: Logger) async throws {
         // A group per store and topic: nothing is shared with live processors, and rebuilds
-        // into the same store (`join`) split the partitions between them.
+        // into the same store (`join`) split the partitions between them. (A lone rebuild joins
+        // no group, and so skips the wait for one to form: seconds per topic against Tansu.)
         let group = "\(configuration.groupId).rebuild.\(storeTag(configuration.store)).\(topic)"
         let consumer = CommandConsumer(configuration: configuration.consumerConfiguration(groupId: group), topics: [topic],
                                        store: store, outbound: outbound, verifier: verifier, logger: logger,
-                                       replayLimits: limits, onApplied: {})
+                                       replayLimits: limits, partitions: join ? nil : remaining, onApplied: {})
         let clock = ContinuousClock()
         let began = clock.now
         logger.info("replaying topic", metadata: ["topic": "\(topic)"])

@@ -109,7 +109,7 @@ public struct NotificationRequested: Command, Equatable {
     }
 
     /// The notification id (`nid`) of a managed notification: its delivery id.
-    public var notificationId: String { deliveryId.uuidString.lowercased() }
+    public var notificationId: String { deliveryId.lowercasedString }
 
     /// A send to one user shares that user's partition (SPEC §7); any other send is keyed by
     /// its delivery id, which spreads large sends over the partitions.

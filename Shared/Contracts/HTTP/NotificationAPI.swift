@@ -80,7 +80,7 @@ public enum NotificationAPI {
         public var deliveryId: String
 
         public init(deliveryId: UUID) {
-            self.deliveryId = deliveryId.uuidString.lowercased()
+            self.deliveryId = deliveryId.lowercasedString
         }
     }
 

@@ -50,7 +50,7 @@ public enum TrackingAPI {
         public var openRate: Double
 
         public init(deliveryId: UUID, sent: Int, impressions: Int, clicks: Int, opens: Int, repeatsIgnored: Int) {
-            self.deliveryId = deliveryId.uuidString.lowercased()
+            self.deliveryId = deliveryId.lowercasedString
             self.sent = sent
             self.impressions = impressions
             self.clicks = clicks

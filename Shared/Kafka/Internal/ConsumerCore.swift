@@ -42,7 +42,7 @@ final class ConsumerCore: ClientCallbacks, @unchecked Sendable {
         super.init(logger: logger)
     }
 
-    /// Takes ownership of a subscribed handle and starts the poller thread.
+    /// Takes ownership of a subscribed (or assigned) handle and starts the poller thread.
     func start(_ rk: OpaquePointer) {
         handle = UnsafeHandle(pointer: rk)
         queue = rd_kafka_queue_get_consumer(rk)
@@ -59,9 +59,13 @@ final class ConsumerCore: ClientCallbacks, @unchecked Sendable {
 
     /// The high watermark the last fetch response reported, nil before the first one.
     func highWatermark(_ partition: TopicPartition) -> Int64? {
+        Self.highWatermark(partition, of: handle.pointer)
+    }
+
+    static func highWatermark(_ partition: TopicPartition, of rk: OpaquePointer) -> Int64? {
         var low: Int64 = -1
         var high: Int64 = -1
-        let code = rd_kafka_get_watermark_offsets(handle.pointer, partition.topic, partition.partition, &low, &high)
+        let code = rd_kafka_get_watermark_offsets(rk, partition.topic, partition.partition, &low, &high)
         return code == RD_KAFKA_RESP_ERR_NO_ERROR && high >= 0 ? high : nil
     }
 

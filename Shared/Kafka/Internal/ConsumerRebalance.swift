@@ -58,16 +58,25 @@ extension ConsumerCore {
             apply(cooperative ? .incrementalAssign(list) : .assign(nil), rk)
             return
         }
+        if let error = take(rk, list, partitions, startingAt: offsets, cooperative: cooperative) { handoff.fail(error) }
+    }
+
+    /// Assigns `partitions` (the elements of `list`, in order) starting at `offsets` (a partition
+    /// missing there starts at its beginning) and records them as this consumer's.
+    func take(
+        _ rk: OpaquePointer,
+        _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>,
+        _ partitions: [TopicPartition],
+        startingAt offsets: [TopicPartition: Int64],
+        cooperative: Bool
+    ) -> KafkaError? {
         // Snapshot the high watermarks before fetching starts: any other value seen
         // later comes from a fetch response of this assignment.
-        let known = Dictionary(uniqueKeysWithValues: partitions.map { ($0, highWatermark($0)) })
+        let known = Dictionary(uniqueKeysWithValues: partitions.map { ($0, Self.highWatermark($0, of: rk)) })
         for (index, partition) in partitions.enumerated() {
             list.pointee.elems[index].offset = offsets[partition] ?? Int64(RD_KAFKA_OFFSET_BEGINNING)
         }
-        if let error = apply(cooperative ? .incrementalAssign(list) : .assign(list), rk) {
-            handoff.fail(error)
-            return
-        }
+        if let error = apply(cooperative ? .incrementalAssign(list) : .assign(list), rk) { return error }
         self.partitions.withLock { state in
             if !cooperative { state.assignment = [] }
             state.assignment.formUnion(partitions)
@@ -77,6 +86,7 @@ extension ConsumerCore {
                 }
             }
         }
+        return nil
     }
 
     private func revoke(

@@ -23,7 +23,7 @@ enum PostgresDump {
         switch cell.dataType {
         case .int2, .int4, .int8: return .integer(try cell.decode(Int64.self))
         case .bool: return .integer(try cell.decode(Bool.self) ? 1 : 0)
-        case .uuid: return .text(try cell.decode(UUID.self).uuidString.lowercased())
+        case .uuid: return .text(try cell.decode(UUID.self).lowercasedString)
         case .bytea: return .bytes(try cell.decode(Data.self))
         case .float4, .float8: return .real(try cell.decode(Double.self))
         default: return .text(try cell.decode(String.self))

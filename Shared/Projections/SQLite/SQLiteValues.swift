@@ -7,7 +7,7 @@ import Foundation
 /// (`ProjectionValues`).
 enum SQLiteValues {
     static func text(_ id: UUID) -> String {
-        id.uuidString.lowercased()
+        id.lowercasedString
     }
 
     static func uuid(_ text: String, column: String) throws -> UUID {
