@@ -84,7 +84,27 @@ public enum RFC3339 {
 
     /// Reads `YYYY-MM-DDTHH:MM:SS[.fff…]Z` fast; any other RFC 3339 form (offsets) through Foundation.
     public static func date(from text: String) -> Date? {
-        let u = Array(text.utf8)
+        var text = text
+        switch text.withUTF8(utcDate) {
+        case .date(let date): return date
+        case .invalid: return nil
+        case .otherForm:
+            if let d = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return d }
+            return try? Date.ISO8601FormatStyle().parse(text)
+        }
+    }
+
+    /// What the fast reading of `YYYY-MM-DDTHH:MM:SS[.fff…]Z` made of some UTF-8.
+    enum UTCReading {
+        case date(Date)
+        /// That form, but not a valid one (a bad fraction).
+        case invalid
+        /// Another form (offsets, or not a date): Foundation's to judge.
+        case otherForm
+    }
+
+    /// The fast part of `date(from:)`, on bytes: `WireReader` reads envelope dates without a `String`.
+    static func utcDate(_ u: UnsafeBufferPointer<UInt8>) -> UTCReading {
         func num(_ at: Int, _ width: Int) -> Int64? {
             guard at + width <= u.count else { return nil }
             var v: Int64 = 0
@@ -94,20 +114,17 @@ public enum RFC3339 {
             }
             return v
         }
-        if u.count >= 20, u.last == 0x5a, u[4] == 0x2d, u[7] == 0x2d, u[10] == 0x54 || u[10] == 0x74, u[13] == 0x3a, u[16] == 0x3a,
-           let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2), let s = num(17, 2),
-           (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61 {
-            let seconds = days(fromCivil: y, mo, d) * 86_400 + h * 3600 + mi * 60 + s
-            guard u.count > 20 else { return Date(timeIntervalSince1970: Double(seconds)) }
-            let digits = u.count - 21
-            guard u[19] == 0x2e, (1...9).contains(digits), let fraction = num(20, digits) else { return nil }
-            var scale: Int64 = 1
-            for _ in 0..<digits { scale *= 10 }
-            // One division of exact integers: the nearest double to the written instant.
-            return Date(timeIntervalSince1970: Double(seconds * scale + fraction) / Double(scale))
-        }
-        if let d = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return d }
-        return try? Date.ISO8601FormatStyle().parse(text)
+        guard u.count >= 20, u.last == 0x5a, u[4] == 0x2d, u[7] == 0x2d, u[10] == 0x54 || u[10] == 0x74, u[13] == 0x3a, u[16] == 0x3a,
+              let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2), let s = num(17, 2),
+              (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61 else { return .otherForm }
+        let seconds = days(fromCivil: y, mo, d) * 86_400 + h * 3600 + mi * 60 + s
+        guard u.count > 20 else { return .date(Date(timeIntervalSince1970: Double(seconds))) }
+        let digits = u.count - 21
+        guard u[19] == 0x2e, (1...9).contains(digits), let fraction = num(20, digits) else { return .invalid }
+        var scale: Int64 = 1
+        for _ in 0..<digits { scale *= 10 }
+        // One division of exact integers: the nearest double to the written instant.
+        return .date(Date(timeIntervalSince1970: Double(seconds * scale + fraction) / Double(scale)))
     }
 
     // Days since 1970-01-01 ⇄ proleptic Gregorian date (H. Hinnant's civil-date algorithms).

@@ -192,7 +192,8 @@ public struct JSONWriter: Sendable {
     }
 }
 
-/// Lower-case hex formatting of UUIDs without Foundation's two intermediate strings.
+/// Hex formatting (lower case) and parsing of UUIDs without Foundation's intermediate strings
+/// (and, for parsing, its `sscanf`).
 enum UUIDHex {
     /// The lower-case hex digit of a nibble.
     @inline(__always)
@@ -208,6 +209,40 @@ enum UUIDHex {
                 out.append(digit(raw[i] >> 4))
                 out.append(digit(raw[i] & 0x0f))
             }
+        }
+    }
+
+    /// The UUID written in `text` as 36 bytes `8-4-4-4-12` of hex digits of either case, as
+    /// `UUID(uuidString:)` reads it. Nil for anything else, including the few other strings that
+    /// reads (its `sscanf` skips blanks and takes signs).
+    static func parse(_ text: UnsafeBufferPointer<UInt8>) -> UUID? {
+        guard text.count == 36, text[8] == 0x2d, text[13] == 0x2d, text[18] == 0x2d, text[23] == 0x2d else { return nil }
+        // The 32 digits into two 64-bit halves, written out big-endian: the UUID's bytes in order.
+        var halves: (UInt64, UInt64) = (0, 0)
+        var values: UInt8 = 0  // all digit values or-ed: 16 or more when a byte was no digit
+        digitValues.withUnsafeBufferPointer { digitValues in
+            var at = 0
+            for digit in 0..<32 {
+                if at == 8 || at == 13 || at == 18 || at == 23 { at += 1 }
+                let value = digitValues[Int(text[at])]
+                values |= value
+                if digit < 16 { halves.0 = halves.0 << 4 | UInt64(value) } else { halves.1 = halves.1 << 4 | UInt64(value) }
+                at += 1
+            }
+        }
+        guard values < 16 else { return nil }
+        halves = (halves.0.bigEndian, halves.1.bigEndian)
+        return withUnsafeBytes(of: halves) { UUID(uuid: $0.load(as: uuid_t.self)) }
+    }
+
+    /// The value of each byte as a hex digit of either case, 0xff for any other byte. A table:
+    /// the digits of UUIDs are random, so branching on digit or letter is often mispredicted.
+    private static let digitValues: [UInt8] = (0...255).map { byte in
+        switch UInt8(byte) {
+        case 0x30...0x39: UInt8(byte - 0x30)
+        case 0x41...0x46: UInt8(byte - 0x37)
+        case 0x61...0x66: UInt8(byte - 0x57)
+        default: 0xff
         }
     }
 
