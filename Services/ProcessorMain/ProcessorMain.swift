@@ -87,12 +87,18 @@ struct RebuildCommand: AsyncParsableCommand {
     @Flag(help: "Share the work with other rebuilds into the same store, all started with --join (one consumer group per topic).")
     var join = false
     @Flag(help: "Write no progress lines.") var quiet = false
+    @Option(help: "Records applied in one store transaction at most (1...100000).") var batch = Rebuild.Options.defaultBatchSize
+
+    func validate() throws {
+        guard (1...100_000).contains(batch) else { throw ValidationError("--batch must be between 1 and 100000, not \(batch)") }
+    }
 
     func run() async throws {
         let (configuration, logger) = try common.bootstrap()
         logger.info("rebuilding", metadata: ["brokers": "\(configuration.brokers)", "store": "\(configuration.storeForLogs)",
                                              "previous": "\(previous.map(ProjectionStoreFactory.redacted) ?? "-")", "switch": "\(switchOver)"])
-        let options = Rebuild.Options(previous: previous, switchOver: switchOver, join: join, progressInterval: quiet ? nil : .seconds(1))
+        let options = Rebuild.Options(previous: previous, switchOver: switchOver, join: join, progressInterval: quiet ? nil : .seconds(1),
+                                      batchSize: batch)
         let summary = try await Rebuild.run(configuration: configuration, options: options, logger: logger)
         logger.info("rebuild finished", metadata: [
             "records": "\(summary.records.values.reduce(0, +))", "outbound_not_republished": "\(summary.outboundNotRepublished)",

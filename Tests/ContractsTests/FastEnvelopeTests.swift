@@ -311,6 +311,7 @@ final class FastEnvelopeTests: XCTestCase {
                 XCTAssertEqual(envelope.payload.mobileAppId, UUID(uuidString: text), text)
             }
             if isStrict { strict += 1 }
+            XCTAssertEqual(UUID(parsing: text), UUID(uuidString: text), "UUID(parsing:) reads as UUID(uuidString:): \(text)")
         }
         XCTAssertGreaterThan(strict, 800, "the strict form was exercised")
         XCTAssertLessThan(strict, 1900, "other forms were exercised")

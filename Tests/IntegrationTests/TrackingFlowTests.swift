@@ -246,14 +246,14 @@ final class TrackingCrashTests: XCTestCase {
         XCTAssertEqual(rebuilt.split(separator: "\n").count, original.split(separator: "\n").count)
         XCTAssertTrue(rebuilt == original, "the rebuilt store differs from the original")
         XCTAssertTrue(original.contains("tracking_events "), "sanity: the dump holds the tracking rows")
-        // Two processes sharing the work (`--join`: consumer groups split the partitions) build
-        // the same store too. The schema is made first, so that neither process migrates while
-        // the other does.
+        // Two processes sharing the work (`--join`: consumer groups split the partitions), in
+        // small transactions, build the same store too. The schema is made first, so that
+        // neither process migrates while the other does.
         let joinedPath = stack.directory.appendingPathComponent("joined.sqlite").path
         _ = try await SQLiteProjectionStore(path: joinedPath, logger: Logger(label: "test"))
         let stack: PushlineStack = self.stack
-        async let first = stack.rebuild(store: "sqlite:\(joinedPath)", arguments: ["--join"])
-        async let second = stack.rebuild(store: "sqlite:\(joinedPath)", arguments: ["--join"])
+        async let first = stack.rebuild(store: "sqlite:\(joinedPath)", arguments: ["--join", "--batch", "300"])
+        async let second = stack.rebuild(store: "sqlite:\(joinedPath)", arguments: ["--join", "--batch", "300"])
         let logs = try await [first, second]
         let joined = try await SQLiteProjectionStore(path: joinedPath, logger: Logger(label: "test")).dump()
         XCTAssertTrue(joined == original, "the store rebuilt by two processes differs from the original")
@@ -265,6 +265,12 @@ final class TrackingCrashTests: XCTestCase {
             XCTFail("a rebuild into a store that holds state must refuse")
         } catch let failure as TestFailure {
             XCTAssertTrue("\(failure)".contains("already holds consumed offsets"), "\(failure)")
+        }
+        do {
+            _ = try await stack.rebuild(store: "sqlite:\(stack.directory.path)/never.sqlite", arguments: ["--batch", "0"])
+            XCTFail("a batch of 0 records must be refused")
+        } catch let failure as TestFailure {
+            XCTAssertTrue("\(failure)".contains("--batch must be between 1 and 100000"), "\(failure)")
         }
     }
 }

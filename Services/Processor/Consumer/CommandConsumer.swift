@@ -23,6 +23,8 @@ final class CommandConsumer: Service, Sendable {
     private let replayLimits: [PartitionKey: Int64]?
     /// Partitions read without a consumer group (a lone rebuild); nil joins the group.
     private let partitions: [PartitionKey]?
+    /// Awaited before the first batch is applied (fetching has begun by then).
+    private let startAfter: (@Sendable () async throws -> Void)?
     private let logger: Logger
     private let state = HealthFlag()
     /// The group member while `run` is in its loop.
@@ -30,9 +32,11 @@ final class CommandConsumer: Service, Sendable {
 
     init(configuration: KafkaConsumerConfiguration, topics: [String], store: any ProjectionStore, outbound: any OutboundPublisher,
          verifier: any DeviceTokenVerifier, logger: Logger, replayLimits: [PartitionKey: Int64]? = nil,
-         partitions: [PartitionKey]? = nil, onApplied: @escaping @Sendable () -> Void) {
+         partitions: [PartitionKey]? = nil, startAfter: (@Sendable () async throws -> Void)? = nil,
+         onApplied: @escaping @Sendable () -> Void) {
         self.configuration = configuration
         self.partitions = partitions
+        self.startAfter = startAfter
         self.topics = topics
         self.store = store
         self.replayLimits = replayLimits
@@ -58,13 +62,17 @@ final class CommandConsumer: Service, Sendable {
 
     func run() async throws {
         let store = self.store, book = self.book, topics = self.topics, logger = self.logger
-        /// Takes `keys` into the book and returns where each starts: at its stored offset.
+        // A rebuild starts a partition the store has not seen at offset 0, not at the log's
+        // beginning: a log that lost its first records (retention) then fails the rebuild
+        // instead of building a store that lacks them.
+        let unseen: Int64? = replayLimits == nil ? nil : 0
+        // Takes `keys` into the book and returns where each starts: at its stored offset.
         @Sendable func claim(_ keys: [PartitionKey]) async throws -> [TopicPartition: Int64] {
             let stored = try await store.offsets(topics: topics)
             book.assign(keys, stored: stored)
             logger.info("partitions assigned", metadata: ["partitions": "\(keys.map(\.description))"])
             var start: [TopicPartition: Int64] = [:]
-            for k in keys { if let o = stored[k] { start[k.topicPartition] = o } }
+            for k in keys { if let o = stored[k] ?? unseen { start[k.topicPartition] = o } }
             return start
         }
         let consumer: KafkaConsumer
@@ -82,6 +90,7 @@ final class CommandConsumer: Service, Sendable {
         }
         do {
             try await cancelWhenGracefulShutdown {
+                try await self.startAfter?()
                 for try await batch in consumer.batches() {
                     try await self.apply(batch, consumer: consumer)
                 }

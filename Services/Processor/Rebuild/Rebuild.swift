@@ -40,12 +40,20 @@ public enum Rebuild {
         public var join = false
         /// How often progress is written to standard error; nil writes none.
         public var progressInterval: Duration? = .seconds(1)
+        /// Records applied in one store transaction at most. Larger than a live processor's
+        /// batches (PUSHLINE_MAX_BATCH): nobody waits for a single command here, and fewer,
+        /// bigger transactions load and write the same rows for less.
+        public var batchSize: Int
 
-        public init(previous: String? = nil, switchOver: Bool = false, join: Bool = false, progressInterval: Duration? = .seconds(1)) {
+        public static let defaultBatchSize = 20_000
+
+        public init(previous: String? = nil, switchOver: Bool = false, join: Bool = false, progressInterval: Duration? = .seconds(1),
+                    batchSize: Int = defaultBatchSize) {
             self.previous = previous
             self.switchOver = switchOver
             self.join = join
             self.progressInterval = progressInterval
+            self.batchSize = batchSize
         }
     }
 
@@ -105,21 +113,39 @@ public enum Rebuild {
         let progress = RebuildProgress(start: start, target: target)
         let outbound = DiscardedOutbound()
         var summary = Summary()
-        try await withThrowingTaskGroup(of: Void.self) { reporting in
+        try await withThrowingTaskGroup(of: Void.self) { group in
             if let interval = options.progressInterval {
-                reporting.addTask { try await progress.report(every: interval) }
+                group.addTask { try await progress.report(every: interval) }
             }
-            defer { reporting.cancelAll() }
+            // Alone, the rebuild starts every topic's consumer at once, so that a topic is fetched
+            // while the ones before it are applied; each applies its first record only once
+            // those are done (its turn). Members of groups (`join`) start each topic in its turn:
+            // a member that fetched without polling would overrun max.poll.interval.ms.
+            var turn = Turn.open
+            var replays = 0
             for topic in topics {
                 let limits = target.filter { $0.key.topic == topic }
                 let remaining = limits.filter { $0.value > start[$0.key] ?? 0 }
-                if !remaining.isEmpty {
-                    try await replay(topic: topic, limits: limits, remaining: Array(remaining.keys), join: options.join, store: store,
-                                     outbound: outbound, progress: progress, configuration: configuration, verifier: verifier,
-                                     logger: logger)
-                }
                 summary.records[topic] = Int(remaining.reduce(0) { $0 + $1.value - (start[$1.key] ?? 0) })
+                guard !remaining.isEmpty else { continue }
+                let (mine, next) = (turn, Turn())
+                turn = next
+                replays += 1
+                let work: @Sendable () async throws -> Void = {
+                    try await replay(topic: topic, limits: limits, remaining: Array(remaining.keys), after: options.join ? nil : mine,
+                                     options: options, store: store, outbound: outbound, progress: progress,
+                                     configuration: configuration, verifier: verifier, logger: logger)
+                    next.open()
+                }
+                if options.join {
+                    try await work()
+                } else {
+                    group.addTask(operation: work)
+                }
             }
+            // Every replay's end, or the first failure; then the progress reporter is stopped.
+            if !options.join { for _ in 0..<replays { try await group.next() } }
+            group.cancelAll()
         }
         if options.progressInterval != nil { progress.printLine(final: true) }
         summary.outboundNotRepublished = outbound.count
@@ -136,16 +162,19 @@ public enum Rebuild {
     /// Applies `topic` from the new store's offsets up to `limits`, until the store holds them.
     /// Alone, the rebuild reads the `remaining` partitions itself; with `join`, rebuilds into the
     /// same store share the work, one consumer group per store and topic.
-    private static func replay(topic: String, limits: [PartitionKey: Int64], remaining: [PartitionKey], join: Bool,
+    private static func replay(topic: String, limits: [PartitionKey: Int64], remaining: [PartitionKey], after turn: Turn?, options: Options,
                                store: any ProjectionStore, outbound: DiscardedOutbound, progress: RebuildProgress,
                                configuration: ProcessorConfiguration, verifier: any DeviceTokenVerifier, logger: Logger) async throws {
         // A group per store and topic: nothing is shared with live processors, and rebuilds
         // into the same store (`join`) split the partitions between them. (A lone rebuild joins
         // no group, and so skips the wait for one to form: seconds per topic against Tansu.)
         let group = "\(configuration.groupId).rebuild.\(storeTag(configuration.store)).\(topic)"
-        let consumer = CommandConsumer(configuration: configuration.consumerConfiguration(groupId: group), topics: [topic],
+        var consumerConfiguration = configuration.consumerConfiguration(groupId: group)
+        consumerConfiguration.maxBatchSize = options.batchSize
+        let consumer = CommandConsumer(configuration: consumerConfiguration, topics: [topic],
                                        store: store, outbound: outbound, verifier: verifier, logger: logger,
-                                       replayLimits: limits, partitions: join ? nil : remaining, onApplied: {})
+                                       replayLimits: limits, partitions: options.join ? nil : remaining,
+                                       startAfter: turn?.wait, onApplied: {})
         let clock = ContinuousClock()
         let began = clock.now
         logger.info("replaying topic", metadata: ["topic": "\(topic)"])
@@ -191,6 +220,28 @@ public enum Rebuild {
             carried += jobs.count
             after = last.id
         }
+    }
+}
+
+/// A topic's turn to be applied: opened once, when the topics before it are done.
+final class Turn: Sendable {
+    private let opened: AsyncStream<Void>
+    private let opener: AsyncStream<Void>.Continuation
+
+    init() { (opened, opener) = AsyncStream<Void>.makeStream() }
+
+    static var open: Turn {
+        let turn = Turn()
+        turn.open()
+        return turn
+    }
+
+    func open() { opener.finish() }
+
+    /// Returns once the turn is open; throws `CancellationError` if cancelled before.
+    func wait() async throws {
+        for await _ in opened {}
+        try Task.checkCancellation()
     }
 }
 

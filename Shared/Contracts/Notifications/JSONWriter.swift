@@ -256,6 +256,14 @@ enum UUIDHex {
 }
 
 extension UUID {
+    /// `UUID(uuidString:)` for less: the 36-byte hex form is read by table, anything else by
+    /// Foundation, which decides.
+    public init?(parsing text: String) {
+        var text = text
+        guard let id = text.withUTF8(UUIDHex.parse) ?? UUID(uuidString: text) else { return nil }
+        self = id
+    }
+
     /// `uuidString.lowercased()`, the form of every UUID in Pushline's wire formats, for less.
     public var lowercasedString: String {
         var out = [UInt8]()

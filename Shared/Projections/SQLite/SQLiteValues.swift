@@ -11,7 +11,7 @@ enum SQLiteValues {
     }
 
     static func uuid(_ text: String, column: String) throws -> UUID {
-        guard let id = UUID(uuidString: text) else {
+        guard let id = UUID(parsing: text) else {
             throw ProjectionStoreError.database("column \(column) holds '\(text)', which is not a UUID")
         }
         return id
