@@ -52,6 +52,31 @@ final class TransportTests: XCTestCase {
         }
     }
 
+    func testANulCharacterInAnyStringIs400AndPublishesNothing() async throws {
+        let harness = Harness()
+        let response = try await harness.test { client in
+            try await client.post(Fixture.devices(), object: Fixture.registration(user: "user\u{0}1"))
+        }
+        try assertProblem(response, .badRequest, field: "body")
+        XCTAssertTrue(String(buffer: response.body).contains("NUL character"), String(buffer: response.body))
+        await assertNothingPublished(harness.publisher)
+    }
+
+    func testEscapedNulIsFoundOnlyWhereItIsAnEscape() {
+        let cases: [(String, Bool)] = [
+            (#"{"a":"x\u0000"}"#, true),
+            (#"{"a":"\u00001"}"#, true),
+            (#"{"a":"\\\u0000"}"#, true),      // an escaped backslash, then the escape
+            (#"{"a":"\\u0000"}"#, false),       // an escaped backslash, then the text u0000
+            (#"{"a":"\u0001 \n \"u0000\""}"#, false),
+            (#"{"a":"u0000"}"#, false),
+            (#"{"a":"\u000"#, false),            // cut short
+        ]
+        for (json, expected) in cases {
+            XCTAssertEqual(JSONBody.containsEscapedNUL(ByteBuffer(string: json)), expected, json)
+        }
+    }
+
     func testConfiguredBodyLimitApplies() async throws {
         var harness = Harness()
         harness.configuration.maxBodyBytes = 64
