@@ -163,18 +163,6 @@ final class TrackingCrashTests: XCTestCase {
         await stack?.stop()
     }
 
-    /// SplitMix64: the same events on every run.
-    private struct Random {
-        var state: UInt64
-        mutating func next(_ bound: Int) -> Int {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return Int((z ^ (z >> 31)) % UInt64(bound))
-        }
-    }
-
     func testSIGKILLDuringFiftyThousandEventsLosesAndDoublesNothing() async throws {
         stack = try await PushlineStack.start(processorEnvironment: ["PUSHLINE_MAX_BATCH": "1"])
         let app = try await stack.createApp()
@@ -194,7 +182,7 @@ final class TrackingCrashTests: XCTestCase {
         // All events wait in Kafka while the processor is down, so that it is killed in the middle of them.
         try await stack.processor.stop(signal: SIGTERM)
         let actions: [(TrackingAction, String)] = [(.impression, "7"), (.click, "2"), (.open, "1")]
-        var random = Random(state: 42)
+        var random = SplitMix64(seed: 42)  // the same events on every run
         var seen: [UUID: [TrackingAction: Set<Int>]] = [:]
         var reported: [UUID: Int] = [:]
         for _ in 0..<requests {

@@ -202,9 +202,7 @@ public enum Rebuild {
 
     /// A short stable name for a store location (its password stays out of group names).
     static func storeTag(_ location: String) -> String {
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-        for byte in location.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
-        return String(hash, radix: 16)
+        String(FNV1a.hash(location), radix: 16)
     }
 
     /// Copies every outbox job of `previous` into `store`, page by page, state and attempts

@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 import Logging
 import PostgresNIO
@@ -53,9 +54,7 @@ struct PostgresMutationWriter {
 
     /// Folds a notification id (FNV-1a) into the same key space.
     static func lockKey(notification id: String) -> Int64 {
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-        for byte in id.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
-        return Int64(bitPattern: hash)
+        Int64(bitPattern: FNV1a.hash(id))
     }
 
     /// Locks are taken in buckets: a transaction holds at most `lockBuckets` of them, whatever
