@@ -35,7 +35,9 @@ public func buildApplication(
 /// - `/health`, `/metrics`, `/noop`.
 ///
 /// Every route, and the not-found answer, passes through `RequestMiddleware` (request id,
-/// JSON problems, request metrics).
+/// JSON problems, request metrics), then the per-source rate limit (all but `/health` and
+/// `/metrics`, before any authentication); the Bearer routes add the per-app rate limit after
+/// `AppAuthMiddleware`.
 public func buildRouter(
     configuration: IngestConfiguration,
     publisher: any CommandPublisher,
@@ -46,19 +48,26 @@ public func buildRouter(
     let writer = CommandWriter(publisher: publisher, topics: configuration.topics, metrics: ingestMetrics)
     let router = Router(context: IngestRequestContext.self)
     router.add(middleware: RequestMiddleware(metrics: ingestMetrics, retryAfterSeconds: configuration.retryAfterSeconds))
+    router.add(middleware: SourceRateLimitMiddleware(
+        buckets: configuration.sourceRateLimit.isEnabled ? TokenBuckets(configuration.sourceRateLimit) : nil, metrics: ingestMetrics))
 
     OpsRoutes(publisher: publisher, registry: metrics).addRoutes(to: router)
     RegistrationRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: router.group(RegistrationRoutes.basePath))
     let appAuth = AppAuthMiddleware(store: store, cache: AppAuthCache(ttl: .milliseconds(configuration.authCacheMs)))
+    let appRateLimit = AppRateLimitMiddleware(
+        buckets: configuration.appRateLimit.isEnabled ? TokenBuckets(configuration.appRateLimit) : nil, metrics: ingestMetrics)
+    func bearerGroup(_ path: RouterPath) -> RouterGroup<IngestRequestContext> {
+        router.group(path).add(middleware: appAuth).add(middleware: appRateLimit)
+    }
     NotificationRoutes(writer: writer, maxBodyBytes: configuration.maxBodyBytes)
-        .addRoutes(to: router.group(NotificationRoutes.basePath).add(middleware: appAuth))
+        .addRoutes(to: bearerGroup(NotificationRoutes.basePath))
     BWDeviceRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
-        .addRoutes(to: router.group(BWDeviceRoutes.basePath).add(middleware: appAuth))
+        .addRoutes(to: bearerGroup(BWDeviceRoutes.basePath))
     KF5TokenRoutes(writer: writer, maxBodyBytes: configuration.maxBodyBytes)
-        .addRoutes(to: router.group(KF5TokenRoutes.basePath).add(middleware: appAuth))
+        .addRoutes(to: bearerGroup(KF5TokenRoutes.basePath))
     TrackingRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
-        .addRoutes(to: router.group(TrackingRoutes.basePath).add(middleware: appAuth))
+        .addRoutes(to: bearerGroup(TrackingRoutes.basePath))
     AdminRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: router.group(AdminRoutes.basePath).add(middleware: AdminAuthMiddleware(adminToken: configuration.adminToken)))
     return router

@@ -36,6 +36,15 @@ public struct IngestConfiguration: Sendable {
     /// routes (`PUSHLINE_AUTH_CACHE_MS`, 0 = read the store on every request). A revoked token
     /// is still accepted for at most this long; see `AppAuthCache`.
     public var authCacheMs = 1_000
+    /// The token bucket of each app on the Bearer routes (`PUSHLINE_RATE_LIMIT_APP_PER_SECOND`,
+    /// `…_BURST`): on by default, so that one app's flood cannot take the capacity every other
+    /// app shares. Per ingest process: N replicas admit up to N times as much.
+    public var appRateLimit = RateLimit(perSecond: 1_000, burst: 2_000)
+    /// The token bucket of each client address on every route but `/health` and `/metrics`
+    /// (`PUSHLINE_RATE_LIMIT_SOURCE_PER_SECOND`, `…_BURST`): off by default, because behind a
+    /// load balancer or proxy every request comes from the balancer's address and one bucket
+    /// would throttle all clients together. Turn it on where clients connect directly.
+    public var sourceRateLimit = RateLimit(perSecond: 0, burst: 200)
 
     public init(host: String = "127.0.0.1", port: Int = 8080, adminToken: String, topics: Topics = Topics(),
                 maxBodyBytes: Int = 1_048_576, retryAfterSeconds: Int = 1) {
@@ -54,12 +63,18 @@ public struct IngestConfiguration: Sendable {
         public static let adminToken = "PUSHLINE_ADMIN_TOKEN"
         public static let topicPrefix = "PUSHLINE_TOPIC_PREFIX"
         public static let authCacheMs = "PUSHLINE_AUTH_CACHE_MS"
+        public static let appRatePerSecond = "PUSHLINE_RATE_LIMIT_APP_PER_SECOND"
+        public static let appRateBurst = "PUSHLINE_RATE_LIMIT_APP_BURST"
+        public static let sourceRatePerSecond = "PUSHLINE_RATE_LIMIT_SOURCE_PER_SECOND"
+        public static let sourceRateBurst = "PUSHLINE_RATE_LIMIT_SOURCE_BURST"
     }
 
     /// Reads `PUSHLINE_INGEST_HOST` (default `127.0.0.1`), `PUSHLINE_INGEST_PORT` (default `8080`),
     /// `PUSHLINE_ADMIN_TOKEN` (required, non-empty), `PUSHLINE_TOPIC_PREFIX` (default `pushline.`, may be
-    /// empty), `PUSHLINE_AUTH_CACHE_MS` (default 1000, 0…3600000) and the Kafka and store settings of
-    /// the README's configuration table. Throws `IngestError.invalidConfiguration` naming the variable at fault.
+    /// empty), `PUSHLINE_AUTH_CACHE_MS` (default 1000, 0…3600000), the rate limits
+    /// `PUSHLINE_RATE_LIMIT_{APP,SOURCE}_{PER_SECOND,BURST}` (requests per second 0…1000000, 0 = off;
+    /// burst 1…1000000) and the Kafka and store settings of the README's configuration table.
+    /// Throws `IngestError.invalidConfiguration` naming the variable at fault.
     public static func fromEnvironment(_ env: [String: String]) throws -> IngestConfiguration {
         guard let adminToken = env[Variable.adminToken], !adminToken.isEmpty else {
             throw IngestError.invalidConfiguration(
@@ -81,9 +96,20 @@ public struct IngestConfiguration: Sendable {
             configuration.lingerMs = try reader.int("PUSHLINE_KAFKA_LINGER_MS", default: configuration.lingerMs, range: 0...10_000)
             configuration.kafkaProperties = try reader.properties("PUSHLINE_KAFKA_PROPERTIES")
             configuration.authCacheMs = try reader.int(Variable.authCacheMs, default: configuration.authCacheMs, range: 0...3_600_000)
+            configuration.appRateLimit = try reader.rateLimit(perSecond: Variable.appRatePerSecond, burst: Variable.appRateBurst,
+                                                              default: configuration.appRateLimit)
+            configuration.sourceRateLimit = try reader.rateLimit(perSecond: Variable.sourceRatePerSecond,
+                                                                 burst: Variable.sourceRateBurst, default: configuration.sourceRateLimit)
         } catch let error as ConfigurationError {
             throw IngestError.invalidConfiguration(error.description)
         }
         return configuration
+    }
+}
+
+private extension EnvironmentReader {
+    func rateLimit(perSecond: String, burst: String, default limit: RateLimit) throws -> RateLimit {
+        RateLimit(perSecond: try int(perSecond, default: limit.perSecond, range: 0...1_000_000),
+                  burst: try int(burst, default: limit.burst, range: 1...1_000_000))
     }
 }

@@ -10,6 +10,8 @@ public enum IngestError: Error, Sendable, CustomStringConvertible {
     case invalidConfiguration(String)
     /// The request is refused with this 4xx status and problem body.
     case rejected(HTTPResponse.Status, Problem)
+    /// A rate limit is exhausted: 429 with this problem and `Retry-After` (whole seconds).
+    case rateLimited(Problem, retryAfterSeconds: Int)
     /// A dependency (broker or projection store) did not answer: 503 with `Retry-After`.
     case unavailable(String)
 
@@ -18,6 +20,7 @@ public enum IngestError: Error, Sendable, CustomStringConvertible {
         case .invalidConfiguration(let message): "invalid configuration: \(message)"
         case .rejected(let status, let problem):
             "\(status.code) \(problem.error)" + (problem.field.map { " (field \($0))" } ?? "")
+        case .rateLimited(let problem, let retryAfterSeconds): "429 \(problem.error) (retry after \(retryAfterSeconds) s)"
         case .unavailable(let reason): "unavailable: \(reason)"
         }
     }

@@ -1,17 +1,21 @@
 import Hummingbird
+import NIOCore
 
 /// The request context of every ingest route: Hummingbird's core storage plus the request id
 /// that `RequestMiddleware` assigns (taken from `x-request-id` or generated) and that is
 /// passed to the publisher and put on every log line of the request.
-public struct IngestRequestContext: RequestContext {
+public struct IngestRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public var requestId: String
+    /// The client end of the connection (the key of the per-source rate limit).
+    public let remoteAddress: SocketAddress?
     /// The app of a Bearer route, set by `AppAuthMiddleware` (nil on every other route).
     var authenticatedApp: AuthenticatedApp?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.requestId = ""
+        self.remoteAddress = source.channel.remoteAddress
         self.authenticatedApp = nil
     }
 }

@@ -35,6 +35,34 @@ final class IngestConfigurationTests: XCTestCase {
         }
     }
 
+    func testRateLimitsDefaultToPerAppOnAndPerSourceOff() throws {
+        let configuration = try IngestConfiguration.fromEnvironment(["PUSHLINE_ADMIN_TOKEN": "t"])
+        XCTAssertEqual(configuration.appRateLimit, RateLimit(perSecond: 1_000, burst: 2_000))
+        XCTAssertTrue(configuration.appRateLimit.isEnabled)
+        XCTAssertFalse(configuration.sourceRateLimit.isEnabled)
+    }
+
+    func testRateLimitsAreReadFromTheEnvironmentAndZeroTurnsThemOff() throws {
+        let configuration = try IngestConfiguration.fromEnvironment([
+            "PUSHLINE_ADMIN_TOKEN": "t", "PUSHLINE_RATE_LIMIT_APP_PER_SECOND": "0", "PUSHLINE_RATE_LIMIT_APP_BURST": "7",
+            "PUSHLINE_RATE_LIMIT_SOURCE_PER_SECOND": "20", "PUSHLINE_RATE_LIMIT_SOURCE_BURST": "40",
+        ])
+        XCTAssertEqual(configuration.appRateLimit, RateLimit(perSecond: 0, burst: 7))
+        XCTAssertFalse(configuration.appRateLimit.isEnabled)
+        XCTAssertEqual(configuration.sourceRateLimit, RateLimit(perSecond: 20, burst: 40))
+    }
+
+    func testInvalidRateLimitsAreClearErrors() {
+        let invalid = [("PUSHLINE_RATE_LIMIT_APP_PER_SECOND", "-1"), ("PUSHLINE_RATE_LIMIT_APP_PER_SECOND", "fast"),
+                       ("PUSHLINE_RATE_LIMIT_APP_BURST", "0"), ("PUSHLINE_RATE_LIMIT_SOURCE_PER_SECOND", "1000001"),
+                       ("PUSHLINE_RATE_LIMIT_SOURCE_BURST", "1.5")]
+        for (name, value) in invalid {
+            XCTAssertThrowsError(try IngestConfiguration.fromEnvironment(["PUSHLINE_ADMIN_TOKEN": "t", name: value])) { error in
+                XCTAssertTrue("\(error)".contains(name), "\(error)")
+            }
+        }
+    }
+
     func testMissingOrEmptyAdminTokenIsAClearError() {
         for env in [[:], ["PUSHLINE_ADMIN_TOKEN": ""]] as [[String: String]] {
             XCTAssertThrowsError(try IngestConfiguration.fromEnvironment(env)) { error in

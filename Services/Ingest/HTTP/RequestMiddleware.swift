@@ -41,6 +41,10 @@ struct RequestMiddleware: RouterMiddleware {
             status = rejectedStatus
             problem = rejectedProblem
             if status == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
+        case IngestError.rateLimited(let limitProblem, let retryAfterSeconds):
+            status = .tooManyRequests
+            problem = limitProblem
+            headers[.retryAfter] = String(retryAfterSeconds)
         case IngestError.unavailable:
             status = .serviceUnavailable
             problem = Problem(error: "the service cannot accept this right now; retry later")

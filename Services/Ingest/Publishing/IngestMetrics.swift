@@ -8,15 +8,23 @@ import Metrics
 /// - `pushline_ingest_commands_published_total{type}`: commands the broker acknowledged.
 /// - `pushline_ingest_publish_failures_total`: publish calls that threw (answered 503).
 /// - `pushline_ingest_publish_duration_seconds`: time spent in `CommandPublisher.publish`.
+/// - `pushline_ingest_rate_limited_total{scope}`: requests refused with 429, by the limit that
+///   refused them (`app` or `source`).
 struct IngestMetrics: Sendable {
     static let requestsLabel = "pushline_ingest_requests_total"
     static let publishedLabel = "pushline_ingest_commands_published_total"
     static let publishFailuresLabel = "pushline_ingest_publish_failures_total"
     static let publishDurationLabel = "pushline_ingest_publish_duration_seconds"
+    static let rateLimitedLabel = "pushline_ingest_rate_limited_total"
+
+    enum RateLimitScope: String, CaseIterable {
+        case app, source
+    }
 
     private let published: [String: Counter]
     let publishFailures: Counter
     let publishDuration: Metrics.Timer
+    private let rateLimited: [RateLimitScope: Counter]
 
     init() {
         var published: [String: Counter] = [:]
@@ -26,6 +34,11 @@ struct IngestMetrics: Sendable {
         self.published = published
         self.publishFailures = Counter(label: Self.publishFailuresLabel)
         self.publishDuration = Metrics.Timer(label: Self.publishDurationLabel)
+        var rateLimited: [RateLimitScope: Counter] = [:]
+        for scope in RateLimitScope.allCases {
+            rateLimited[scope] = Counter(label: Self.rateLimitedLabel, dimensions: [("scope", scope.rawValue)])
+        }
+        self.rateLimited = rateLimited
     }
 
     func countPublished(_ commands: [EncodedCommand]) {
@@ -37,5 +50,10 @@ struct IngestMetrics: Sendable {
     /// Counts one answered request. The route is the matched template (bounded cardinality).
     func countRequest(route: String, status: Int) {
         Counter(label: Self.requestsLabel, dimensions: [("route", route), ("status", String(status))]).increment()
+    }
+
+    /// Counts one request refused by a rate limit.
+    func countRateLimited(scope: RateLimitScope) {
+        rateLimited[scope]?.increment()
     }
 }

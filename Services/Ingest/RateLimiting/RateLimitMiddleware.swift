@@ -1,0 +1,46 @@
+import Contracts
+import Foundation
+import Hummingbird
+
+/// The per-source limit (`PUSHLINE_RATE_LIMIT_SOURCE_…`): every route but `/health` and
+/// `/metrics` (probes and scrapers are not clients), checked before any authentication so that a
+/// flood of bad tokens is refused as cheaply as anything else. Refusal: 429 with `Retry-After`.
+struct SourceRateLimitMiddleware: RouterMiddleware {
+    typealias Context = IngestRequestContext
+
+    static let exemptRoutes: Set<String> = ["/health", "/metrics"]
+
+    /// Nil when the limit is off.
+    let buckets: TokenBuckets<SourceAddress>?
+    let metrics: IngestMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if let buckets, !Self.exemptRoutes.contains(context.endpointPath ?? ""),
+           case .refused(let retryAfterSeconds) = buckets.acquire(SourceAddress(context.remoteAddress)) {
+            metrics.countRateLimited(scope: .source)
+            throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this source address"),
+                                          retryAfterSeconds: retryAfterSeconds)
+        }
+        return try await next(request, context)
+    }
+}
+
+/// The per-app limit (`PUSHLINE_RATE_LIMIT_APP_…`) of the Bearer routes: placed after
+/// `AppAuthMiddleware`, keyed by the authenticated app, so only that app's own requests spend
+/// its tokens. Refusal: 429 with `Retry-After`.
+struct AppRateLimitMiddleware: RouterMiddleware {
+    typealias Context = IngestRequestContext
+
+    /// Nil when the limit is off.
+    let buckets: TokenBuckets<UUID>?
+    let metrics: IngestMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if let buckets, let app = context.authenticatedApp,
+           case .refused(let retryAfterSeconds) = buckets.acquire(app.mobileAppId) {
+            metrics.countRateLimited(scope: .app)
+            throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this app"), retryAfterSeconds: retryAfterSeconds)
+        }
+        return try await next(request, context)
+    }
+}

@@ -1,0 +1,236 @@
+import Contracts
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+@testable import Ingest
+import Logging
+import Synchronization
+import XCTest
+
+/// The per-app and per-source token buckets: the buckets themselves on an injected clock, the
+/// 429 answers of the routes, and one flood over real sockets.
+final class RateLimitTests: XCTestCase {
+    private let t0 = ContinuousClock.now
+
+    // MARK: the buckets
+
+    func testABucketAdmitsItsBurstThenRefuses() {
+        let buckets = TokenBuckets<Int>(perSecond: 10, burst: 3)
+        for _ in 0..<3 { XCTAssertEqual(buckets.acquire(1, now: t0), .allowed) }
+        XCTAssertEqual(buckets.acquire(1, now: t0), .refused(retryAfterSeconds: 1))
+        XCTAssertEqual(buckets.acquire(2, now: t0), .allowed, "another key has a bucket of its own")
+    }
+
+    func testABucketRefillsByElapsedTimeUpToItsBurst() {
+        let buckets = TokenBuckets<Int>(perSecond: 2, burst: 2)
+        XCTAssertEqual(buckets.acquire(1, now: t0), .allowed)
+        XCTAssertEqual(buckets.acquire(1, now: t0), .allowed)
+        XCTAssertEqual(buckets.acquire(1, now: t0 + .milliseconds(400)), .refused(retryAfterSeconds: 1), "0.8 tokens")
+        XCTAssertEqual(buckets.acquire(1, now: t0 + .milliseconds(500)), .allowed, "one token after half a second")
+        XCTAssertEqual(buckets.acquire(1, now: t0 + .seconds(100)), .allowed)
+        XCTAssertEqual(buckets.acquire(1, now: t0 + .seconds(100)), .allowed)
+        XCTAssertEqual(buckets.acquire(1, now: t0 + .seconds(100)), .refused(retryAfterSeconds: 1), "never more than the burst")
+    }
+
+    func testRetryAfterIsTheWholeSecondsUntilTheNextToken() {
+        let buckets = TokenBuckets<Int>(perSecond: 0.25, burst: 1)
+        XCTAssertEqual(buckets.acquire(1, now: t0), .allowed)
+        XCTAssertEqual(buckets.acquire(1, now: t0), .refused(retryAfterSeconds: 4))
+        XCTAssertEqual(buckets.acquire(1, now: t0 + .milliseconds(1_500)), .refused(retryAfterSeconds: 3), "2.5 s rounds up")
+        XCTAssertEqual(buckets.acquire(1, now: t0 + .milliseconds(3_999)), .refused(retryAfterSeconds: 1), "never 0")
+        XCTAssertEqual(buckets.acquire(1, now: t0 + .seconds(4)), .allowed)
+    }
+
+    func testTheTableStaysBoundedForgettingFullBucketsFirst() {
+        let buckets = TokenBuckets<Int>(perSecond: 1, burst: 2, maxKeys: 3)
+        XCTAssertEqual(buckets.acquire(1, now: t0), .allowed)
+        XCTAssertEqual(buckets.acquire(1, now: t0), .allowed)
+        XCTAssertEqual(buckets.acquire(2, now: t0), .allowed)
+        let later = t0 + .milliseconds(1_200)   // key 1 holds 1.2 tokens, key 2 is full again
+        XCTAssertEqual(buckets.acquire(3, now: later), .allowed)
+        XCTAssertEqual(buckets.count, 3)
+        XCTAssertEqual(buckets.acquire(4, now: later), .allowed)
+        XCTAssertEqual(buckets.count, 3, "key 2 (full) made room for key 4")
+        XCTAssertEqual(buckets.acquire(1, now: later), .allowed)
+        XCTAssertEqual(buckets.acquire(1, now: later), .refused(retryAfterSeconds: 1), "key 1 was kept, not reset to a full bucket")
+
+        // Every bucket in use: the table is emptied rather than grown.
+        XCTAssertEqual(buckets.acquire(5, now: later), .allowed)
+        XCTAssertEqual(buckets.count, 1)
+        for key in 6...1_000 { _ = buckets.acquire(key, now: later) }
+        XCTAssertLessThanOrEqual(buckets.count, 3)
+    }
+
+    // MARK: the routes
+
+    func testAnAppOverItsLimitGets429WithRetryAfterAndNothingMoreIsPublished() async throws {
+        var harness = Harness()
+        harness.configuration.appRateLimit = RateLimit(perSecond: 1, burst: 2)
+        await harness.seedClientApps()
+        let series = #"pushline_ingest_rate_limited_total{scope="app"}"#
+        try await harness.test { client in
+            let before = OpsTests.value(of: series, in: String(buffer: try await client.execute(uri: "/metrics", method: .get).body))
+            for _ in 0..<2 {
+                let response = try await client.bearer(.post, Fixture.notifications(), json: Self.notification)
+                XCTAssertEqual(response.status, .accepted)
+            }
+            let refused = try await client.bearer(.post, Fixture.notifications(), json: Self.notification)
+            try assertProblem(refused, .tooManyRequests, field: nil)
+            XCTAssertEqual(try decodeBody(Problem.self, refused).error, "rate limit exceeded for this app")
+            XCTAssertEqual(refused.headers[.retryAfter], "1")
+            // Any Bearer route of the app spends the same bucket.
+            try assertProblem(try await client.bearer(.put, Fixture.bw("acks"), json: Self.ack), .tooManyRequests, field: nil)
+            let after = OpsTests.value(of: series, in: String(buffer: try await client.execute(uri: "/metrics", method: .get).body))
+            XCTAssertEqual(after, before + 2)
+        }
+        let calls = await harness.publisher.calls
+        XCTAssertEqual(calls.count, 2, "only the admitted requests were published")
+    }
+
+    func testOneAppsExhaustedLimitDoesNotTouchAnotherApp() async throws {
+        var harness = Harness()
+        harness.configuration.appRateLimit = RateLimit(perSecond: 1, burst: 3)
+        await harness.seedClientApps()
+        try await harness.test { client in
+            for _ in 0..<3 { _ = try await client.bearer(.post, Fixture.notifications(), json: Self.notification) }
+            let response = try await client.bearer(.post, Fixture.notifications(), json: Self.notification)
+            XCTAssertEqual(response.status, .tooManyRequests)
+            for _ in 0..<3 {
+                let other = try await client.bearer(.post, Fixture.notifications(Fixture.otherAppId.uuidString),
+                                                    json: Self.notification, token: Fixture.otherRawToken)
+                XCTAssertEqual(other.status, .accepted)
+            }
+        }
+    }
+
+    func testAnUnauthenticatedRequestDoesNotSpendTheAppsTokens() async throws {
+        var harness = Harness()
+        harness.configuration.appRateLimit = RateLimit(perSecond: 1, burst: 1)
+        await harness.seedClientApps()
+        try await harness.test { client in
+            for _ in 0..<3 {
+                let response = try await client.bearer(.post, Fixture.notifications(), json: Self.notification, token: "wrong")
+                XCTAssertEqual(response.status, .unauthorized)
+            }
+            let response = try await client.bearer(.post, Fixture.notifications(), json: Self.notification)
+            XCTAssertEqual(response.status, .accepted)
+        }
+    }
+
+    func testTheSourceLimitRefusesBeforeAuthenticationOnEveryRouteButHealthAndMetrics() async throws {
+        var harness = Harness()
+        harness.configuration.appRateLimit = RateLimit(perSecond: 0, burst: 1)
+        harness.configuration.sourceRateLimit = RateLimit(perSecond: 1, burst: 2)
+        await harness.seedClientApps()
+        try await harness.test { client in
+            for _ in 0..<2 {
+                let response = try await client.bearer(.post, Fixture.notifications(), json: Self.notification, token: "wrong")
+                XCTAssertEqual(response.status, .unauthorized)
+            }
+            // A bad token is now refused as cheaply as a good one: the store is not asked.
+            let refused = try await client.bearer(.post, Fixture.notifications(), json: Self.notification, token: "wrong")
+            try assertProblem(refused, .tooManyRequests, field: nil)
+            XCTAssertEqual(try decodeBody(Problem.self, refused).error, "rate limit exceeded for this source address")
+            XCTAssertEqual(refused.headers[.retryAfter], "1")
+            let goodToken = try await client.bearer(.post, Fixture.notifications(), json: Self.notification)
+            XCTAssertEqual(goodToken.status, .tooManyRequests)
+            let admin = try await client.admin(.get, "/admin/v1/apps/\(Fixture.appId)")
+            XCTAssertEqual(admin.status, .tooManyRequests)
+            let registration = try await client.post(Fixture.devices(), object: Fixture.registration())
+            XCTAssertEqual(registration.status, .tooManyRequests)
+            let health = try await client.execute(uri: "/health", method: .get)
+            XCTAssertEqual(health.status, .ok)
+            let metrics = try await client.execute(uri: "/metrics", method: .get)
+            XCTAssertEqual(metrics.status, .ok)
+        }
+        await assertNothingPublished(harness.publisher)
+    }
+
+    // MARK: over real sockets
+
+    /// App A floods from many connections at once while app B sends at 20/s, within its
+    /// 50/s: every one of B's requests is admitted, A's admissions stay within its bucket and its
+    /// refusals carry `Retry-After`. The per-source limit is off: every client here is 127.0.0.1.
+    func testAFloodFromOneAppDoesNotStarveAnotherOverLoopback() async throws {
+        var harness = Harness()
+        let limit = RateLimit(perSecond: 50, burst: 25)
+        harness.configuration.appRateLimit = limit
+        harness.configuration.sourceRateLimit = RateLimit(perSecond: 0, burst: 1)
+        await harness.seedClientApps()
+        let app = buildApplication(configuration: harness.configuration, publisher: harness.publisher, store: harness.store,
+                                   metrics: TestMetrics.registry, logger: Logger(label: "pushline-ingest-test"))
+
+        let (flood, steady, elapsed) = try await app.test(.live) { client in
+            let port = try XCTUnwrap(client.port)
+            let start = ContinuousClock.now
+            let stopFlooding = StopFlag()
+            let (flood, steady) = try await withThrowingTaskGroup(of: [Outcome].self) { group in
+                for _ in 0..<16 {
+                    group.addTask { try await Self.flooder(port: port, until: stopFlooding) }
+                }
+                let steady = try await Self.steadySender(port: port, requests: 30, interval: .milliseconds(50))
+                stopFlooding.set()
+                return (try await group.reduce(into: [Outcome]()) { $0 += $1 }, steady)
+            }
+            return (flood, steady, ContinuousClock.now - start)
+        }
+
+        XCTAssertEqual(steady.count, 30)
+        XCTAssertEqual(steady.filter { $0.status != .accepted }, [], "app B within its limit must always be served")
+        let admitted = flood.filter { $0.status == .accepted }.count
+        let refused = flood.filter { $0.status == .tooManyRequests }
+        XCTAssertEqual(admitted + refused.count, flood.count, "A got only 202s and 429s")
+        XCTAssertFalse(refused.isEmpty, "the flood (\(flood.count) requests) was never refused")
+        XCTAssertTrue(refused.allSatisfy { ($0.retryAfter ?? 0) >= 1 }, "every 429 carries Retry-After")
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        let bound = Double(limit.burst) + Double(limit.perSecond) * seconds + 2
+        XCTAssertLessThanOrEqual(Double(admitted), bound, "admitted \(admitted) of \(flood.count) in \(elapsed)")
+    }
+
+    // MARK: helpers
+
+    private static let notification = #"{"userId": "u1", "title": "Hi"}"#
+    private static let ack = #"{"nid": "0a1868e6-04c9-4d3b-8125-2f9597f68e78", "did": "\#(Fixture.apnsToken)"}"#
+
+    private struct Outcome: Equatable, Sendable {
+        var status: HTTPResponse.Status
+        var retryAfter: Int?
+    }
+
+    /// A flag the steady sender raises to end the flood.
+    private final class StopFlag: Sendable {
+        private let raised = Mutex(false)
+        func set() { raised.withLock { $0 = true } }
+        var isSet: Bool { raised.withLock { $0 } }
+    }
+
+    private static func send(_ client: TestClient, app: UUID, token: String) async throws -> Outcome {
+        let response = try await client.post(Fixture.notifications(app.uuidString),
+                                             headers: [.authorization: "Bearer \(token)", .contentType: "application/json"],
+                                             body: ByteBuffer(string: notification))
+        return Outcome(status: response.status, retryAfter: response.headers[.retryAfter].flatMap { Int($0) })
+    }
+
+    /// App A on one connection of its own, back to back until told to stop.
+    private static func flooder(port: Int, until stop: StopFlag) async throws -> [Outcome] {
+        try await TestClient.withClient(host: "localhost", port: port, configuration: .init(timeout: .seconds(10))) { client in
+            var outcomes: [Outcome] = []
+            while !stop.isSet {
+                outcomes.append(try await send(client, app: Fixture.appId, token: Fixture.rawToken))
+            }
+            return outcomes
+        }
+    }
+
+    /// App B: `requests` requests, one every `interval`.
+    private static func steadySender(port: Int, requests: Int, interval: Duration) async throws -> [Outcome] {
+        try await TestClient.withClient(host: "localhost", port: port, configuration: .init(timeout: .seconds(10))) { client in
+            var outcomes: [Outcome] = []
+            for _ in 0..<requests {
+                outcomes.append(try await send(client, app: Fixture.otherAppId, token: Fixture.otherRawToken))
+                try await Task.sleep(for: interval)
+            }
+            return outcomes
+        }
+    }
+}
