@@ -238,7 +238,7 @@ final class TrackingCrashTests: XCTestCase {
         // small transactions, build the same store too. The schema is made first, so that
         // neither process migrates while the other does.
         let joinedPath = stack.directory.appendingPathComponent("joined.sqlite").path
-        _ = try await SQLiteProjectionStore(path: joinedPath, logger: Logger(label: "test"))
+        _ = try SQLiteProjectionStore(path: joinedPath, logger: Logger(label: "test"))
         let stack: PushlineStack = self.stack
         async let first = stack.rebuild(store: "sqlite:\(joinedPath)", arguments: ["--join", "--batch", "300"])
         async let second = stack.rebuild(store: "sqlite:\(joinedPath)", arguments: ["--join", "--batch", "300"])
