@@ -34,6 +34,7 @@ public enum ProcessorApp {
         dispatcherConfig.concurrency = configuration.webhookConcurrency
         dispatcherConfig.requestTimeout = .milliseconds(configuration.webhookTimeoutMs)
         dispatcherConfig.auditTopic = configuration.topics.webhooks
+        dispatcherConfig.targetPolicy = WebhookTargetPolicy(allowPrivateTargets: configuration.webhookAllowPrivateTargets)
         let dispatcher = WebhookDispatcher(configuration: dispatcherConfig, store: store, http: http, producer: producer, logger: logger)
 
         let consumerConfig = configuration.consumerConfiguration(groupId: configuration.groupId)

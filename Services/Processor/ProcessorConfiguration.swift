@@ -21,6 +21,9 @@ public struct ProcessorConfiguration: Sendable {
     public var maxBatchSize = 2_000
     public var webhookConcurrency = 32
     public var webhookTimeoutMs = 5_000
+    /// Whether webhooks and callbacks may go to loopback, private, link-local and similar
+    /// addresses; off (denied) unless the local stack or a test turns it on.
+    public var webhookAllowPrivateTargets = false
     /// librdkafka properties passed through verbatim (TLS/SASL).
     public var kafkaProperties: [String: String] = [:]
 
@@ -41,6 +44,7 @@ public struct ProcessorConfiguration: Sendable {
         c.maxBatchSize = try reader.int("PUSHLINE_MAX_BATCH", default: c.maxBatchSize, range: 1...100_000)
         c.webhookConcurrency = try reader.int("PUSHLINE_WEBHOOK_CONCURRENCY", default: c.webhookConcurrency, range: 1...10_000)
         c.webhookTimeoutMs = try reader.int("PUSHLINE_WEBHOOK_TIMEOUT_MS", default: c.webhookTimeoutMs, range: 100...600_000)
+        c.webhookAllowPrivateTargets = try reader.bool("PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS", default: c.webhookAllowPrivateTargets)
         c.kafkaProperties = try reader.properties("PUSHLINE_KAFKA_PROPERTIES")
         return c
     }

@@ -27,6 +27,7 @@ final class WebhookDispatcher: Service, Sendable {
         var idlePoll: Duration = .seconds(1)
         var retryBaseDelay: Duration = .seconds(1)
         var auditTopic: String?
+        var targetPolicy = WebhookTargetPolicy()
     }
 
     private let configuration: Configuration
@@ -113,28 +114,37 @@ final class WebhookDispatcher: Service, Sendable {
         }
     }
 
-    private func attempt(_ job: OutboxJob) async {
+    /// Sends `job` once and records the attempt (internal so that tests can drive one attempt).
+    func attempt(_ job: OutboxJob) async {
         let attemptNumber = job.attempts + 1
         var status: Int?
         var failure: String?
+        var refused = false
         do {
-            var request = HTTPClientRequest(url: job.url)
-            request.method = .POST
-            for (name, value) in job.headers { request.headers.replaceOrAdd(name: name, value: value) }
-            request.headers.replaceOrAdd(name: WebhookHeaders.webhookId, value: job.id)
-            request.body = .bytes(ByteBuffer(bytes: job.body))
-            let response = try await http.execute(request, timeout: .nanoseconds(configuration.requestTimeout.nanoseconds))
-            status = Int(response.status.code)
-            // Drain a bounded amount of the answer so the connection can be reused.
-            _ = try? await response.body.collect(upTo: configuration.maxResponseBytes)
-            if !(200..<300).contains(Int(response.status.code)) { failure = "HTTP \(response.status.code)" }
+            switch try await configuration.targetPolicy.check(job.url) {
+            case .refused(let reason):
+                failure = reason
+                refused = true
+            case .allowed:
+                var request = HTTPClientRequest(url: job.url)
+                request.method = .POST
+                for (name, value) in job.headers { request.headers.replaceOrAdd(name: name, value: value) }
+                request.headers.replaceOrAdd(name: WebhookHeaders.webhookId, value: job.id)
+                request.body = .bytes(ByteBuffer(bytes: job.body))
+                let response = try await http.execute(request, timeout: .nanoseconds(configuration.requestTimeout.nanoseconds))
+                status = Int(response.status.code)
+                // Drain a bounded amount of the answer so the connection can be reused.
+                _ = try? await response.body.collect(upTo: configuration.maxResponseBytes)
+                if !(200..<300).contains(Int(response.status.code)) { failure = "HTTP \(response.status.code)" }
+            }
         } catch {
             failure = String(describing: error)
         }
         let next: OutboxAttemptResult.Next
         if failure == nil {
             next = .delivered
-        } else if attemptNumber < job.maxAttempts {
+        } else if !refused && attemptNumber < job.maxAttempts {
+            // A refused target fails for good: the policy would refuse every retry as well.
             let delay = configuration.retryBaseDelay.seconds * pow(2, Double(attemptNumber - 1))
             next = .retry(at: Date().addingTimeInterval(delay))
         } else {

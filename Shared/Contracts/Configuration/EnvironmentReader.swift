@@ -24,6 +24,16 @@ public struct EnvironmentReader {
         return v
     }
 
+    /// `true`/`false` (also `1`/`0`, `yes`/`no`), any case.
+    public func bool(_ name: String, default value: Bool) throws -> Bool {
+        guard let raw = env[name], !raw.isEmpty else { return value }
+        switch raw.lowercased() {
+        case "true", "1", "yes": return true
+        case "false", "0", "no": return false
+        default: throw ConfigurationError("\(name)=\(raw) is not true or false")
+        }
+    }
+
     /// `key=value;key=value` → dictionary.
     public func properties(_ name: String) throws -> [String: String] {
         guard let raw = env[name], !raw.isEmpty else { return [:] }

@@ -1,0 +1,135 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Decides, before each webhook or callback attempt, whether its URL may be contacted.
+///
+/// Webhook and callback URLs come from app registrations, so without this check anyone who can
+/// register an app could make the processor POST into the private network it runs in. When
+/// private targets are denied (the default), the URL must be http(s) and every address its host
+/// resolves to must be public. This does not close DNS rebinding: the HTTP client resolves the
+/// name again when it connects, and a hostile name server can answer differently the second time.
+struct WebhookTargetPolicy: Sendable {
+    /// `PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS`: true in the local stack and tests, whose
+    /// receivers listen on loopback.
+    var allowPrivateTargets = false
+
+    enum Decision: Equatable, Sendable {
+        case allowed
+        /// The attempt cannot succeed under this policy; the reason is recorded as its error.
+        case refused(String)
+    }
+
+    /// Thrown when the host does not resolve: an ordinary failed attempt, retried later.
+    struct LookupFailed: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    func check(_ url: String) async throws -> Decision {
+        if allowPrivateTargets { return .allowed }
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            return .refused("target \(url) is not an http(s) URL")
+        }
+        guard let rawHost = parsed.host, !rawHost.isEmpty else { return .refused("target \(url) has no host") }
+        // An IPv6 literal without its brackets and zone.
+        let host = String(rawHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).prefix { $0 != "%" })
+        let addresses: [[UInt8]]
+        if let literal = Self.parseLiteral(host) {
+            addresses = [literal]
+        } else {
+            // getaddrinfo blocks: run it on a thread of its own, not on the concurrency pool.
+            addresses = try await withCheckedThrowingContinuation { continuation in
+                Thread.detachNewThread { continuation.resume(with: Result { try Self.resolve(host) }) }
+            }
+        }
+        for address in addresses {
+            if let kind = Self.forbiddenKind(address) {
+                let shown = Self.format(address)
+                let target = shown == host ? shown : "\(shown) (\(host))"
+                let article = "aeiou".contains(kind.first ?? "x") ? "an" : "a"
+                return .refused("target \(target) is \(article) \(kind) address; set PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS=true to allow")
+            }
+        }
+        return .allowed
+    }
+
+    /// Why `address` (4 or 16 bytes) must not be contacted, or nil when it is public.
+    static func forbiddenKind(_ a: [UInt8]) -> String? {
+        if a.count == 4 {
+            switch (a[0], a[1]) {
+            case (0, _): return "unspecified"
+            case (127, _): return "loopback"
+            case (10, _), (172, 16...31), (192, 168): return "private"
+            case (169, 254): return "link-local"
+            case (100, 64...127): return "carrier-grade NAT"
+            case (224...239, _): return "multicast"
+            case (255, 255) where a[2] == 255 && a[3] == 255: return "broadcast"
+            default: return nil
+            }
+        }
+        guard a.count == 16 else { return "unrecognised" }
+        let zeros = a[0..<10].allSatisfy { $0 == 0 }
+        if zeros && a[10...15].allSatisfy({ $0 == 0 }) { return "unspecified" }
+        if zeros && a[10...14].allSatisfy({ $0 == 0 }) && a[15] == 1 { return "loopback" }
+        // IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible (::a.b.c.d): judged as the IPv4 address.
+        if zeros && ((a[10] == 0xff && a[11] == 0xff) || (a[10] == 0 && a[11] == 0)) { return forbiddenKind(Array(a[12...15])) }
+        if a[0] & 0xfe == 0xfc { return "private" }
+        if a[0] == 0xfe && a[1] & 0xc0 == 0x80 { return "link-local" }
+        if a[0] == 0xff { return "multicast" }
+        return nil
+    }
+
+    /// The bytes of an IPv4 or IPv6 literal, or nil for a name.
+    static func parseLiteral(_ host: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, host, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
+        return nil
+    }
+
+    static func format(_ address: [UInt8]) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        let family = address.count == 4 ? AF_INET : AF_INET6
+        let ok = address.withUnsafeBytes { inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count)) } != nil
+        return ok ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
+    }
+
+    /// Every address `host` resolves to (blocking).
+    static func resolve(_ host: String) throws -> [[UInt8]] {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        #if canImport(Glibc)
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        #else
+        hints.ai_socktype = SOCK_STREAM
+        #endif
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, nil, &hints, &list)
+        guard status == 0, let first = list else {
+            throw LookupFailed(description: "cannot resolve \(host): \(String(cString: gai_strerror(status)))")
+        }
+        defer { freeaddrinfo(first) }
+        var out: [[UInt8]] = []
+        var next: UnsafeMutablePointer<addrinfo>? = first
+        while let info = next {
+            if let sockaddr = info.pointee.ai_addr {
+                switch info.pointee.ai_family {
+                case AF_INET:
+                    var a = sockaddr.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+                    out.append(withUnsafeBytes(of: &a) { Array($0) })
+                case AF_INET6:
+                    var a = sockaddr.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
+                    out.append(withUnsafeBytes(of: &a) { Array($0) })
+                default: break
+                }
+            }
+            next = info.pointee.ai_next
+        }
+        guard !out.isEmpty else { throw LookupFailed(description: "cannot resolve \(host): no addresses") }
+        return out
+    }
+}

@@ -1,0 +1,76 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import Projections
+import TestSupport
+import XCTest
+@testable import Processor
+
+/// The dispatcher against a real receiver on 127.0.0.1 and a real SQLite store: the target
+/// policy decides whether a job reaches the receiver, and a refused job ends without retries.
+final class WebhookDispatcherTargetTests: XCTestCase {
+    private var directory: URL!
+    private var store: (any ProjectionStore)!
+    private var receiver: WebhookReceiver!
+    private var http: HTTPClient!
+
+    override func setUp() async throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("dispatcher-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        store = try await ProjectionStoreFactory.open("sqlite:" + directory.appendingPathComponent("store.sqlite").path, logger: Logger(label: "test"))
+        receiver = WebhookReceiver()
+        try await receiver.start()
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    override func tearDown() async throws {
+        try await http?.shutdown()
+        await receiver?.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Enqueues a job to `url` allowing three attempts, claims it and runs one attempt.
+    private func attemptOnce(url: String, allowPrivateTargets: Bool) async throws -> OutboxJob {
+        let now = Date()
+        let job = OutboxJob(id: "job-\(UUID())", kind: "registration-status", appId: nil, url: url, headers: [:],
+                            body: Data(#"{"Status":"Success"}"#.utf8), maxAttempts: 3, nextAttemptAt: now, createdAt: now)
+        try await store.commit(mutations: [.enqueueOutbox(job)], offsets: [])
+        let claimed = try await store.claimOutboxJobs(now: now.addingTimeInterval(1), limit: 10, leaseUntil: now.addingTimeInterval(30))
+        XCTAssertEqual(claimed.map(\.id), [job.id])
+        var configuration = WebhookDispatcher.Configuration()
+        configuration.targetPolicy = WebhookTargetPolicy(allowPrivateTargets: allowPrivateTargets)
+        let dispatcher = WebhookDispatcher(configuration: configuration, store: store, http: http, producer: nil, logger: Logger(label: "test"))
+        for claimedJob in claimed { await dispatcher.attempt(claimedJob) }
+        let recorded = try await store.outboxJob(job.id)
+        return try XCTUnwrap(recorded)
+    }
+
+    func testDenyingPolicyRefusesLoopbackJobWithoutRequestAndWithoutRetry() async throws {
+        let job = try await attemptOnce(url: "\(receiver.baseURL)/hook", allowPrivateTargets: false)
+        XCTAssertEqual(job.state, .failed)
+        XCTAssertEqual(job.attempts, 1)
+        XCTAssertNil(job.lastStatus)
+        XCTAssertEqual(job.lastError, "target 127.0.0.1 is a loopback address; set PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS=true to allow")
+        let due = try await store.nextOutboxDue()
+        XCTAssertNil(due, "a refused job is not scheduled again")
+        XCTAssertEqual(receiver.requests.count, 0)
+    }
+
+    func testDenyingPolicyRefusesLocalhostByName() async throws {
+        let job = try await attemptOnce(url: "http://localhost:\(receiver.port)/hook", allowPrivateTargets: false)
+        XCTAssertEqual(job.state, .failed)
+        XCTAssertTrue(job.lastError?.contains("loopback address") == true, job.lastError ?? "no error")
+        XCTAssertTrue(job.lastError?.contains("(localhost)") == true, job.lastError ?? "no error")
+        XCTAssertEqual(receiver.requests.count, 0)
+    }
+
+    func testAllowingPolicyDeliversToLoopbackReceiver() async throws {
+        let job = try await attemptOnce(url: "\(receiver.baseURL)/hook", allowPrivateTargets: true)
+        XCTAssertEqual(job.state, .delivered)
+        XCTAssertEqual(job.lastStatus, 200)
+        XCTAssertNil(job.lastError)
+        XCTAssertEqual(receiver.requests.map(\.path), ["/hook"])
+    }
+}

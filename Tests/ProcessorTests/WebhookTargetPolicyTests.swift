@@ -1,0 +1,88 @@
+import XCTest
+@testable import Processor
+
+/// Which webhook and callback targets the production policy refuses, and why.
+final class WebhookTargetPolicyTests: XCTestCase {
+    private let denying = WebhookTargetPolicy(allowPrivateTargets: false)
+
+    func testAddressesAreClassifiedAsPublicOrByTheirForbiddenKind() throws {
+        let table: [(String, String?)] = [
+            ("8.8.8.8", nil),
+            ("93.184.216.34", nil),
+            ("172.15.255.255", nil),
+            ("172.16.0.1", "private"),
+            ("172.31.255.255", "private"),
+            ("172.32.0.1", nil),
+            ("10.0.0.5", "private"),
+            ("192.168.1.1", "private"),
+            ("192.169.0.1", nil),
+            ("127.0.0.1", "loopback"),
+            ("127.255.0.9", "loopback"),
+            ("169.254.169.254", "link-local"),
+            ("100.63.255.255", nil),
+            ("100.64.0.1", "carrier-grade NAT"),
+            ("100.127.255.255", "carrier-grade NAT"),
+            ("100.128.0.1", nil),
+            ("0.0.0.0", "unspecified"),
+            ("224.0.0.1", "multicast"),
+            ("239.255.255.250", "multicast"),
+            ("255.255.255.255", "broadcast"),
+            ("2606:4700:4700::1111", nil),
+            ("::1", "loopback"),
+            ("::", "unspecified"),
+            ("fc00::1", "private"),
+            ("fd12:3456::1", "private"),
+            ("fe80::1", "link-local"),
+            ("febf::1", "link-local"),
+            ("fec0::1", nil),
+            ("ff02::1", "multicast"),
+            ("::ffff:127.0.0.1", "loopback"),
+            ("::ffff:10.0.0.5", "private"),
+            ("::ffff:8.8.8.8", nil),
+            ("::127.0.0.1", "loopback"),
+            ("::192.168.0.1", "private"),
+        ]
+        for (text, expected) in table {
+            let address = try XCTUnwrap(WebhookTargetPolicy.parseLiteral(text), text)
+            XCTAssertEqual(WebhookTargetPolicy.forbiddenKind(address), expected, text)
+        }
+        XCTAssertNil(WebhookTargetPolicy.parseLiteral("example.com"))
+    }
+
+    func testDenyingPolicyRefusesPrivateLiteralsWithTheSettingInTheReason() async throws {
+        let decision = try await denying.check("http://10.0.0.5:8080/hook")
+        XCTAssertEqual(decision, .refused("target 10.0.0.5 is a private address; set PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS=true to allow"))
+        let mapped = try await denying.check("https://[::ffff:127.0.0.1]/hook")
+        guard case .refused(let reason) = mapped else { return XCTFail("IPv4-mapped loopback was allowed") }
+        XCTAssertTrue(reason.contains("loopback"), reason)
+    }
+
+    func testDenyingPolicyRefusesLocalhostByNameAndNumericForms() async throws {
+        for url in ["http://localhost:9/hook", "http://2130706433/hook"] {
+            let decision = try await denying.check(url)
+            guard case .refused(let reason) = decision else { XCTFail("\(url) was allowed"); continue }
+            XCTAssertTrue(reason.contains("loopback"), reason)
+        }
+    }
+
+    func testDenyingPolicyRefusesOtherSchemesAndAllowsPublicAddresses() async throws {
+        let file = try await denying.check("file:///etc/passwd")
+        XCTAssertEqual(file, .refused("target file:///etc/passwd is not an http(s) URL"))
+        let unix = try await denying.check("http+unix://%2Ftmp%2Fsocket/hook")
+        XCTAssertNotEqual(unix, .allowed)
+        let publicTarget = try await denying.check("https://93.184.216.34/hook")
+        XCTAssertEqual(publicTarget, .allowed)
+    }
+
+    func testAllowingPolicyAllowsLoopback() async throws {
+        let decision = try await WebhookTargetPolicy(allowPrivateTargets: true).check("http://127.0.0.1:9/hook")
+        XCTAssertEqual(decision, .allowed)
+    }
+
+    func testConfigurationDeniesPrivateTargetsUnlessTheVariableAllowsThem() throws {
+        XCTAssertFalse(try ProcessorConfiguration.fromEnvironment([:]).webhookAllowPrivateTargets)
+        XCTAssertTrue(try ProcessorConfiguration.fromEnvironment(["PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS": "true"]).webhookAllowPrivateTargets)
+        XCTAssertFalse(try ProcessorConfiguration.fromEnvironment(["PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS": "false"]).webhookAllowPrivateTargets)
+        XCTAssertThrowsError(try ProcessorConfiguration.fromEnvironment(["PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS": "maybe"]))
+    }
+}
