@@ -88,6 +88,8 @@ final class PushlineStack: @unchecked Sendable {
             "PUSHLINE_KAFKA_SESSION_TIMEOUT_MS": "6000",
             "PUSHLINE_KAFKA_MAX_POLL_INTERVAL_MS": "7000",
             "PUSHLINE_LOG_LEVEL": "info",
+            // The tests' webhook receivers listen on 127.0.0.1.
+            "PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
         ].merging(processorEnvironment) { $1 }, logDirectory: directory)
     }
 

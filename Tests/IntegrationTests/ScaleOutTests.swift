@@ -152,6 +152,8 @@ final class ProcessorFleet: @unchecked Sendable {
                 "PUSHLINE_KAFKA_SESSION_TIMEOUT_MS": "6000",
                 "PUSHLINE_KAFKA_MAX_POLL_INTERVAL_MS": "60000",
                 "PUSHLINE_LOG_LEVEL": "info",
+                // Webhook receivers in tests listen on 127.0.0.1.
+                "PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
             ].merging(environment) { $1 }, logDirectory: directory.appendingPathComponent("p\(index)"))
         }
         let store = try await ProjectionStoreFactory.open(location, logger: Logger(label: "fleet"))
