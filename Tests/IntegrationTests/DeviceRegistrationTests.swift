@@ -283,3 +283,28 @@ final class DeviceRegistrationTests: XCTestCase {
         try await eventually("four audit records") { try await self.stack.countRecords(topic: self.stack.topics.webhooks) == 4 }
     }
 }
+
+/// The request id of an ingest request travels with its commands (the `request-id` record
+/// header) into the processor's log lines about them.
+final class RequestIdTraceTests: XCTestCase {
+    private var stack: PushlineStack!
+
+    override func tearDown() async throws {
+        await stack?.stop()
+    }
+
+    func testTheProcessorLogsARejectedRegistrationWithItsIngestRequestId() async throws {
+        stack = try await PushlineStack.start(processorEnvironment: ["PUSHLINE_LOG_LEVEL": "debug"])
+        let app = try await stack.createApp()
+        let requestId = "trace-\(UUID().uuidString.prefix(8))"
+        let answer = try await HTTPClientHelpers.post(stack.registrationURL(org: app.orgId, "devices"), json: DeviceRegistrationAPI.Registration(
+            MobileAppId: app.mobileAppId.uuidString, UserId: "user-1", ApiToken: "pl_forged", ApnsDeviceToken: Tokens.apns(1)),
+            headers: ["x-request-id": requestId])
+        XCTAssertEqual(answer.status, 202, "the processor, not ingest, judges the API token")
+        try await eventually("the processor logs the rejection with the request id") {
+            self.stack.processor.tail(lines: 100_000).split(separator: "\n").contains {
+                $0.contains("command rejected") && $0.contains("request_id=\(requestId)") && $0.contains("reason=invalid-api-token")
+            }
+        }
+    }
+}

@@ -11,6 +11,8 @@ struct ConsumedRecord: Sendable {
     var type: String?
     var version: Int?
     var value: Data
+    /// The ingest request that produced the command (`request-id` header), for log lines.
+    var requestId: String? = nil
 }
 
 /// Applies a batch of consumed records to the projection store in ONE transaction together
@@ -91,6 +93,7 @@ final class BatchApplier: Sendable {
             } catch {
                 logger.error("record could not be stored; recording its failure", metadata: [
                     "partition": "\(record.partition)", "offset": "\(record.offset)", "error": "\(error)",
+                    "request_id": "\(record.requestId ?? "-")",
                 ])
                 try await retryForever {
                     let batch = try await self.decide(one, storeFailed: true)
@@ -107,6 +110,7 @@ final class BatchApplier: Sendable {
     private struct Decoded: Sendable {
         var partition: PartitionKey
         var offset: Int64
+        var requestId: String?
         var outcome: CommandDecoder.Outcome
     }
 
@@ -140,35 +144,48 @@ final class BatchApplier: Sendable {
 
     private static func decode(_ records: ArraySlice<ConsumedRecord>) -> [Decoded] {
         let decoder = CommandDecoder()
-        return records.map { Decoded(partition: $0.partition, offset: $0.offset, outcome: decoder.decode(type: $0.type, version: $0.version, value: $0.value)) }
+        return records.map {
+            Decoded(partition: $0.partition, offset: $0.offset, requestId: $0.requestId,
+                    outcome: decoder.decode(type: $0.type, version: $0.version, value: $0.value))
+        }
     }
 
     /// Loads the rows the records need and runs their handlers in memory.
     private func decide(_ records: [Decoded], storeFailed: Bool = false) async throws -> Decided {
-        var commands: [ProcessorCommand] = []
+        var commands: [(command: ProcessorCommand, requestId: String?)] = []
         commands.reserveCapacity(records.count)
         var tally = Tally()
         var next: [PartitionKey: Int64] = [:]
         for record in records {
             next[record.partition] = max(next[record.partition] ?? 0, record.offset + 1)
             switch record.outcome {
-            case .command(let c): commands.append(c)
+            case .command(let c): commands.append((c, record.requestId))
             case .unknownType(let t): tally.skipped["unknown-type:\(t)", default: 0] += 1
             case .unsupportedVersion(let t, let v): tally.skipped["unsupported-version:\(t):v\(v)", default: 0] += 1
             case .malformed(let t, let e):
-                logger.warning("skipping malformed record", metadata: ["type": "\(t)", "error": "\(e)", "partition": "\(record.partition)", "offset": "\(record.offset)"])
+                logger.warning("skipping malformed record", metadata: [
+                    "type": "\(t)", "error": "\(e)", "partition": "\(record.partition)", "offset": "\(record.offset)",
+                    "request_id": "\(record.requestId ?? "-")",
+                ])
                 tally.skipped["malformed:\(t)", default: 0] += 1
             }
         }
-        let ordered = (0...2).flatMap { stage in commands.filter { $0.stage == stage } }
+        let ordered = (0...2).flatMap { stage in commands.filter { $0.command.stage == stage } }
         var query = StateQuery()
-        for c in ordered { c.addNeeds(to: &query) }
+        for (c, _) in ordered { c.addNeeds(to: &query) }
         let loadStart = ContinuousClock.now
         var state = BatchState(try await store.load(query))
         let loadTime = ContinuousClock.now - loadStart
-        for c in ordered {
+        for (c, requestId) in ordered {
             let result = handle(c, state: &state, storeFailed: storeFailed)
             tally.count(c.type, result)
+            if case .rejected(let reason) = result {
+                // Debug only: forged requests must not buy log volume. The request id ties the
+                // outcome to the ingest request that carried the command.
+                logger.debug("command rejected", metadata: [
+                    "type": "\(c.type.rawValue)", "reason": "\(reason)", "command_id": "\(c.id)", "request_id": "\(requestId ?? "-")",
+                ])
+            }
         }
         state.finishTracking()
         tally.tracking = state.trackingOutcomes

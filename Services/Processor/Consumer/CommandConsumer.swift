@@ -129,12 +129,17 @@ final class CommandConsumer: Service, Sendable {
 
     private func apply(_ batch: [KafkaConsumerMessage], consumer: KafkaConsumer) async throws {
         var records = batch.map { m in
-            var type: String?, version: Int?
+            var type: String?, version: Int?, requestId: String?
             for h in m.headers {
-                if h.name == RecordHeader.type { type = h.value } else if h.name == RecordHeader.version { version = Int(h.value) }
+                switch h.name {
+                case RecordHeader.type: type = h.value
+                case RecordHeader.version: version = Int(h.value)
+                case RecordHeader.requestId: requestId = h.value
+                default: break
+                }
             }
             return ConsumedRecord(partition: PartitionKey(topic: m.topic, partition: m.partition), offset: m.offset,
-                                  type: type, version: version, value: m.value)
+                                  type: type, version: version, value: m.value, requestId: requestId)
         }
         if let limits = replayLimits { records.removeAll { $0.offset >= limits[$0.partition] ?? 0 } }
         while true {
