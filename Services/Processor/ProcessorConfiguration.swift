@@ -19,6 +19,8 @@ public struct ProcessorConfiguration: Sendable {
     public var sessionTimeoutMs = 10_000
     public var maxPollIntervalMs = 300_000
     public var maxBatchSize = 2_000
+    /// The batch sizes a processor or a rebuild accepts (`PUSHLINE_MAX_BATCH`, `rebuild --batch`).
+    public static let batchSizes = 1...100_000
     public var webhookConcurrency = 32
     public var webhookTimeoutMs = 5_000
     /// Whether webhooks and callbacks may go to loopback, private, link-local and similar
@@ -41,7 +43,7 @@ public struct ProcessorConfiguration: Sendable {
         c.store = reader.string("PUSHLINE_STORE", default: c.store)
         c.sessionTimeoutMs = try reader.int("PUSHLINE_KAFKA_SESSION_TIMEOUT_MS", default: c.sessionTimeoutMs, range: 1_000...3_600_000)
         c.maxPollIntervalMs = try reader.int("PUSHLINE_KAFKA_MAX_POLL_INTERVAL_MS", default: c.maxPollIntervalMs, range: 1_000...86_400_000)
-        c.maxBatchSize = try reader.int("PUSHLINE_MAX_BATCH", default: c.maxBatchSize, range: 1...100_000)
+        c.maxBatchSize = try reader.int("PUSHLINE_MAX_BATCH", default: c.maxBatchSize, range: Self.batchSizes)
         c.webhookConcurrency = try reader.int("PUSHLINE_WEBHOOK_CONCURRENCY", default: c.webhookConcurrency, range: 1...10_000)
         c.webhookTimeoutMs = try reader.int("PUSHLINE_WEBHOOK_TIMEOUT_MS", default: c.webhookTimeoutMs, range: 100...600_000)
         c.webhookAllowPrivateTargets = try reader.bool("PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS", default: c.webhookAllowPrivateTargets)

@@ -90,7 +90,10 @@ struct RebuildCommand: AsyncParsableCommand {
     @Option(help: "Records applied in one store transaction at most (1...100000).") var batch = Rebuild.Options.defaultBatchSize
 
     func validate() throws {
-        guard (1...100_000).contains(batch) else { throw ValidationError("--batch must be between 1 and 100000, not \(batch)") }
+        let sizes = ProcessorConfiguration.batchSizes
+        guard sizes.contains(batch) else {
+            throw ValidationError("--batch must be between \(sizes.lowerBound) and \(sizes.upperBound), not \(batch)")
+        }
     }
 
     func run() async throws {
