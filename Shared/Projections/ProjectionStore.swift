@@ -515,6 +515,8 @@ public protocol ProjectionStore: Sendable {
     func offsets(topics: [String]) async throws -> [PartitionKey: Int64]
 
     func app(_ appId: UUID) async throws -> AppRow?
+    /// Up to `limit` apps with an id after `after` (all when nil), ordered by id.
+    func apps(after: UUID?, limit: Int) async throws -> [AppRow]
     func apiTokens(app appId: UUID) async throws -> [ApiTokenRow]
     func devices(app appId: UUID, user userId: String) async throws -> [DeviceRow]
     func device(_ key: DeviceKey) async throws -> DeviceRow?

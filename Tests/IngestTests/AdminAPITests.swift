@@ -17,6 +17,7 @@ final class AdminAPITests: XCTestCase {
             (.delete, app + "/tokens/\(tokenId)", nil),
             (.patch, app, #"{"name": "y"}"#),
             (.get, app, nil),
+            (.get, "/admin/v1/apps", nil),
         ]
         try await harness.test { client in
             for (method, uri, json) in routes {
@@ -207,6 +208,41 @@ final class AdminAPITests: XCTestCase {
                                               callbackUrl: "https://app.example.com/cb", callbackHeaders: ["x-app": "1"],
                                               webhookRetries: 2, tokens: [AdminAPI.TokenView(tokenId: tokenId, revoked: false)]))
         XCTAssertFalse(String(buffer: response.body).contains(Fixture.rawTokenHash), "token hashes stay inside")
+    }
+
+    func testListingAppsPagesThroughThemInIdOrder() async throws {
+        let harness = Harness()
+        let ids = (1...5).map { UUID(uuidString: String(format: "00000000-0000-0000-0000-%012x", 0xb0 + $0))! }
+        for id in ids.reversed() { _ = await harness.seedApp(id, rawToken: "token-\(id)") }
+        let pages = try await harness.test { client in
+            var pages: [AdminAPI.AppList] = []
+            var after: UUID? = nil
+            repeat {
+                let response = try await client.admin(.get, "/admin/v1/apps?limit=2" + (after.map { "&after=\($0)" } ?? ""))
+                XCTAssertEqual(response.status, .ok)
+                pages.append(try decodeBody(AdminAPI.AppList.self, response))
+                after = pages.last?.next
+            } while after != nil && pages.count < 10
+            return pages
+        }
+        XCTAssertEqual(pages.map(\.apps.count), [2, 2, 1])
+        XCTAssertEqual(pages.flatMap(\.apps).map(\.mobileAppId), ids)
+        XCTAssertEqual(pages.map(\.next), [ids[1], ids[3], nil])
+        XCTAssertEqual(pages[0].apps[0].tokens.count, 1, "each app comes with its tokens")
+    }
+
+    func testListingAppsWithoutLimitAnswersAllOfAFewAndRefusesBadParameters() async throws {
+        let harness = Harness()
+        _ = await harness.seedApp()
+        try await harness.test { client in
+            let all = try decodeBody(AdminAPI.AppList.self, try await client.admin(.get, "/admin/v1/apps"))
+            XCTAssertEqual(all.apps.map(\.mobileAppId), [Fixture.appId])
+            XCTAssertNil(all.next)
+            for bad in ["limit=0", "limit=1001", "limit=ten", "after=nope"] {
+                try assertProblem(try await client.admin(.get, "/admin/v1/apps?" + bad), .badRequest,
+                                  field: String(bad.prefix { $0 != "=" }))
+            }
+        }
     }
 
     func testGettingAnUnprojectedAppIs404() async throws {

@@ -32,9 +32,9 @@ private final class CapturedLogs: Sendable {
             set { metadata[key] = newValue }
         }
 
-        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String,
-                 function: String, line: UInt) {
-            let line = Line(level: level, message: message.description, metadata: self.metadata.merging(metadata ?? [:]) { $1 })
+        func log(event: LogEvent) {
+            let line = Line(level: event.level, message: event.message.description,
+                            metadata: metadata.merging(event.metadata ?? [:]) { $1 })
             captured.lines.withLock { $0.append(line) }
         }
     }

@@ -212,6 +212,10 @@ final class PostgresReadTests: ReadTests {
         try await super.testRegistrationStatusesLeaveOutUnknownIdsAndTolerateRepeats()
     }
 
+    override func testAppsArePagedInIdOrder() async throws {
+        try await super.testAppsArePagedInIdOrder()
+    }
+
     override func testReadsOfMissingRowsAnswerNothing() async throws {
         try await super.testReadsOfMissingRowsAnswerNothing()
     }

@@ -33,6 +33,22 @@ class ReadTests: StoreTestCase {
         XCTAssertEqual(statuses[stored[69].requestId], stored[69])
     }
 
+    func testAppsArePagedInIdOrder() async throws {
+        let store = try await openStore()
+        let apps = (0..<5).map { _ in Fixture.app() }
+        try await store.commit(mutations: apps.map(Mutation.upsertApp), offsets: [])
+        let ids = apps.map(\.appId).sorted { $0.lowercasedString < $1.lowercasedString }
+
+        let first = try await store.apps(after: nil, limit: 2)
+        let rest = try await store.apps(after: ids[1], limit: 10)
+        let none = try await store.apps(after: ids[4], limit: 10)
+
+        XCTAssertEqual(first.map(\.appId), Array(ids[0...1]))
+        XCTAssertEqual(rest.map(\.appId), Array(ids[2...4]))
+        XCTAssertEqual(rest.first, apps.first { $0.appId == ids[2] })
+        XCTAssertEqual(none, [])
+    }
+
     func testReadsOfMissingRowsAnswerNothing() async throws {
         let store = try await openStore()
 

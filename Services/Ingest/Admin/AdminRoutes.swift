@@ -15,6 +15,7 @@ struct AdminRoutes: Sendable {
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
         group.post("apps", use: createApp)
+        group.get("apps", use: listApps)
         group.get("apps/:mobileAppId", use: getApp)
         group.patch("apps/:mobileAppId", use: updateApp)
         group.post("apps/:mobileAppId/tokens", use: issueToken)
@@ -104,12 +105,46 @@ struct AdminRoutes: Sendable {
             (try await store.app(mobileAppId), try await store.apiTokens(app: mobileAppId))
         }
         guard let app else { throw Self.unknownApp }
-        let view = AdminAPI.AppView(
+        return try JSONResponse.make(Self.view(app, tokens: tokens), status: .ok, encoder: WireJSON.encoder())
+    }
+
+    /// `GET /admin/v1/apps?limit=1…1000 (100)&after={mobileAppId}` → `200 AppList`, one page
+    /// ordered by id; the answer's `next` is the `after` of the following page.
+    @Sendable func listApps(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        let query = request.uri.queryParameters
+        var limit = Self.defaultPageSize
+        if let text = query.get("limit") {
+            guard let value = Int(text), Self.pageSizes.contains(value) else {
+                throw IngestError.badRequest("limit must be an integer from 1 to \(Self.pageSizes.upperBound)", field: "limit")
+            }
+            limit = value
+        }
+        let after = try query.get("after").map { try FieldRules.uuid($0, field: "after") }
+        let (views, more) = try await readStore(context) {
+            // One more than asked tells whether a next page exists.
+            var rows = try await store.apps(after: after, limit: limit + 1)
+            let more = rows.count > limit
+            if more { rows.removeLast() }
+            var views: [AdminAPI.AppView] = []
+            views.reserveCapacity(rows.count)
+            for app in rows {
+                views.append(Self.view(app, tokens: try await store.apiTokens(app: app.appId)))
+            }
+            return (views, more)
+        }
+        let list = AdminAPI.AppList(apps: views, next: more ? views.last?.mobileAppId : nil)
+        return try JSONResponse.make(list, status: .ok, encoder: WireJSON.encoder())
+    }
+
+    private static func view(_ app: AppRow, tokens: [ApiTokenRow]) -> AdminAPI.AppView {
+        AdminAPI.AppView(
             orgId: app.orgId, mobileAppId: app.appId, name: app.name, callbackUrl: app.callbackUrl,
             callbackHeaders: app.callbackHeaders, webhookRetries: app.webhookRetries,
             tokens: tokens.map { AdminAPI.TokenView(tokenId: $0.tokenId, revoked: $0.revoked) })
-        return try JSONResponse.make(view, status: .ok, encoder: WireJSON.encoder())
     }
+
+    private static let pageSizes = 1...1000
+    private static let defaultPageSize = 100
 
     private static let unknownApp = IngestError.notFound("no such app (or not projected yet)", field: "mobileAppId")
     /// Answers that carry a raw API token must not be cached anywhere.

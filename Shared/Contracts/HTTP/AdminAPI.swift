@@ -71,6 +71,17 @@ public enum AdminAPI {
         }
     }
 
+    /// `GET /admin/v1/apps?limit=&after=`: one page of apps ordered by `mobileAppId`; `next`
+    /// (the `after` of the following page) is present while more apps follow.
+    public struct AppList: Codable, Sendable, Equatable {
+        public var apps: [AppView]
+        public var next: UUID?
+        public init(apps: [AppView], next: UUID?) {
+            self.apps = apps
+            self.next = next
+        }
+    }
+
     public struct TokenView: Codable, Sendable, Equatable {
         public var tokenId: UUID
         public var revoked: Bool

@@ -76,6 +76,15 @@ public final class PostgresProjectionStore: ProjectionStore {
         try await rows("SELECT \(unescaped: PostgresRows.appColumns) FROM apps WHERE app_id = \(appId)").first.map(PostgresRows.app)
     }
 
+    public func apps(after: UUID?, limit: Int) async throws -> [AppRow] {
+        let select: PostgresQuery = if let after {
+            "SELECT \(unescaped: PostgresRows.appColumns) FROM apps WHERE app_id > \(after) ORDER BY app_id LIMIT \(limit)"
+        } else {
+            "SELECT \(unescaped: PostgresRows.appColumns) FROM apps ORDER BY app_id LIMIT \(limit)"
+        }
+        return try await rows(select).map(PostgresRows.app)
+    }
+
     public func apiTokens(app appId: UUID) async throws -> [ApiTokenRow] {
         try await rows("""
             SELECT \(unescaped: PostgresRows.tokenColumns) FROM api_tokens WHERE app_id = \(appId) ORDER BY created_at, token_id

@@ -75,6 +75,13 @@ public final class SQLiteProjectionStore: ProjectionStore {
         }
     }
 
+    public func apps(after: UUID?, limit: Int) async throws -> [AppRow] {
+        try await reading { db in
+            let select = try db.cachedStatement(sql: "SELECT \(SQLiteRows.appColumns) FROM apps WHERE app_id > ? ORDER BY app_id LIMIT ?")
+            return try Row.fetchAll(select, arguments: [after.map(SQLiteValues.text) ?? "", limit]).map(SQLiteRows.app)
+        }
+    }
+
     public func apiTokens(app appId: UUID) async throws -> [ApiTokenRow] {
         try await reading { db in
             let select = try db.cachedStatement(sql: """

@@ -65,6 +65,12 @@ actor InMemoryProjectionStore: ProjectionStore {
         return apps[appId]
     }
 
+    func apps(after: UUID?, limit: Int) throws -> [AppRow] {
+        try check()
+        let ids = apps.keys.map(\.lowercasedString).sorted().filter { $0 > (after?.lowercasedString ?? "") }
+        return ids.prefix(limit).map { apps[UUID(uuidString: $0)!]! }
+    }
+
     func apiTokens(app appId: UUID) throws -> [ApiTokenRow] {
         try check()
         return tokens[appId] ?? []
