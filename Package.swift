@@ -104,7 +104,8 @@ let package = Package(
                            .product(name: "Metrics", package: "swift-metrics"),
                            .product(name: "Prometheus", package: "swift-prometheus")]
         ),
-        .testTarget(name: "ProcessorTests", dependencies: ["Processor", "Contracts", "Projections", "Kafka", "TestSupport"]),
+        .testTarget(name: "ProcessorTests", dependencies: ["Processor", "Contracts", "Projections", "Kafka", "TestSupport",
+                                                         .product(name: "Prometheus", package: "swift-prometheus")]),
         // Checks Dockerfile and compose/ against the code (variables, routes); reads files only.
         .testTarget(name: "DeploymentTests", dependencies: [.product(name: "Yams", package: "Yams")]),
         .testTarget(

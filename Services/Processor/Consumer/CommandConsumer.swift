@@ -17,6 +17,7 @@ final class CommandConsumer: Service, Sendable {
     private let store: any ProjectionStore
     private let applier: BatchApplier
     private let book = OffsetBook()
+    private let lag = ConsumerLagGauges()
     private let onApplied: @Sendable () -> Void
     /// A rebuild's targets: records at or past a partition's limit are not applied (none of a
     /// partition without one). Nil for a live processor.
@@ -88,11 +89,16 @@ final class CommandConsumer: Service, Sendable {
             state.set(false)
             member.withLock { $0 = nil }
         }
+        defer { lag.removeAll() }
         do {
             try await cancelWhenGracefulShutdown {
-                try await self.startAfter?()
-                for try await batch in consumer.batches() {
-                    try await self.apply(batch, consumer: consumer)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await self.reportLag(of: consumer) }
+                    try await self.startAfter?()
+                    for try await batch in consumer.batches() {
+                        try await self.apply(batch, consumer: consumer)
+                    }
+                    group.cancelAll()
                 }
             }
         } catch is CancellationError {
@@ -103,6 +109,15 @@ final class CommandConsumer: Service, Sendable {
             throw error
         }
         await consumer.close()
+    }
+
+    /// Updates the consumer lag gauges every second until cancelled, so that a processor that
+    /// is idle or stuck (e.g. its store is down) still shows its lag.
+    private func reportLag(of consumer: KafkaConsumer) async throws {
+        while true {
+            lag.report(positions: book.positions) { consumer.highWatermark($0.topicPartition) }
+            try await Task.sleep(for: .seconds(1))
+        }
     }
 
     /// The group's hooks: assigned partitions are claimed (`claim`), revoked ones are let go once
