@@ -21,7 +21,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.3.0"),
-        // Test-only: DeploymentTests reads compose/docker-compose.yml.
+        // Test-only: DeploymentTests reads compose/docker-compose.yml, IngestTests the OpenAPI document.
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
     ],
     targets: [
@@ -59,7 +59,9 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
-            path: "Services/Ingest"
+            path: "Services/Ingest",
+            // Served at GET /openapi.yaml; compiled into the binary, so there is no bundle to ship.
+            resources: [.embedInCode("Ops/openapi.yaml")]
         ),
         .target(
             name: "Processor",
@@ -102,7 +104,8 @@ let package = Package(
                            .product(name: "HummingbirdTesting", package: "hummingbird"),
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "Metrics", package: "swift-metrics"),
-                           .product(name: "Prometheus", package: "swift-prometheus")]
+                           .product(name: "Prometheus", package: "swift-prometheus"),
+                           .product(name: "Yams", package: "Yams")]
         ),
         .testTarget(name: "ProcessorTests", dependencies: ["Processor", "Contracts", "Projections", "Kafka", "TestSupport",
                                                          .product(name: "Prometheus", package: "swift-prometheus")]),

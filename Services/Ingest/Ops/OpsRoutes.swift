@@ -3,8 +3,8 @@ import Foundation
 import Hummingbird
 import Prometheus
 
-/// Operations routes: `/health` (is the broker reachable), `/metrics` (Prometheus text) and
-/// `/noop`.
+/// Operations routes: `/health` (is the broker reachable), `/metrics` (Prometheus text),
+/// `/noop` and `/openapi.yaml` (the OpenAPI document of every ingest route).
 struct OpsRoutes: Sendable {
     let publisher: any CommandPublisher
     let registry: PrometheusCollectorRegistry
@@ -14,6 +14,14 @@ struct OpsRoutes: Sendable {
         router.get("metrics", use: metrics)
         router.get("noop", use: noop)
         router.post("noop", use: noop)
+        router.get("openapi.yaml", use: openAPIDocument)
+    }
+
+    /// `Ops/openapi.yaml`, compiled into the binary by SwiftPM (`embedInCode`): the one copy of
+    /// the document, which `OpenAPIDocumentTests` holds to the router's routes.
+    @Sendable func openAPIDocument(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        Response(status: .ok, headers: [.contentType: "application/yaml"],
+                 body: .init(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_yaml)))
     }
 
     /// 200 `{"status":"ok"}` when the publisher reports the broker ready, else 503 `{"status":"unavailable"}`.

@@ -1,0 +1,109 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Ingest
+import XCTest
+import Yams
+
+/// `Services/Ingest/Ops/openapi.yaml` stays true: it documents exactly the routes the router
+/// has, it is what `GET /openapi.yaml` serves, and it is OpenAPI 3.1.
+final class OpenAPIDocumentTests: XCTestCase {
+    static let documentURL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Services/Ingest/Ops/openapi.yaml")
+
+    func testEveryRouteIsDocumentedAndEveryDocumentedRouteExists() throws {
+        let differences = try Self.differences(documented: Self.documentedRoutes(), implemented: Self.implementedRoutes(Self.router()))
+        XCTAssertTrue(differences.isEmpty, differences.description)
+    }
+
+    func testARouteAddedWithoutDocumentationIsReported() throws {
+        let router = Self.router()
+        router.get("undocumented/:thing") { _, _ in HTTPResponse.Status.noContent }
+        router.patch("health") { _, _ in HTTPResponse.Status.noContent }
+        let differences = try Self.differences(documented: Self.documentedRoutes(), implemented: Self.implementedRoutes(router))
+        XCTAssertEqual(differences.undocumented, ["GET /undocumented/{}", "PATCH /health"])
+        XCTAssertEqual(differences.unimplemented, [])
+        XCTAssertTrue(differences.description.contains("GET /undocumented/{}"), differences.description)
+    }
+
+    func testADocumentedRouteThatDoesNotExistIsReported() throws {
+        let documented = try Self.documentedRoutes().union(["DELETE /admin/v1/apps/{}"])
+        let differences = Self.differences(documented: documented, implemented: Self.implementedRoutes(Self.router()))
+        XCTAssertEqual(differences.unimplemented, ["DELETE /admin/v1/apps/{}"])
+        XCTAssertEqual(differences.undocumented, [])
+    }
+
+    func testOpenAPIYamlServesExactlyTheFileBytes() async throws {
+        let file = try Data(contentsOf: Self.documentURL)
+        let response = try await Harness().test { client in try await client.execute(uri: "/openapi.yaml", method: .get) }
+        XCTAssertEqual(response.status, .ok)
+        XCTAssertEqual(response.headers[.contentType], "application/yaml")
+        XCTAssertEqual(Data(response.body.readableBytesView), file, "GET /openapi.yaml differs from \(Self.documentURL.path)")
+    }
+
+    func testDocumentIsOpenAPI31() throws {
+        let document = try Self.document()
+        let version = try XCTUnwrap(document["openapi"] as? String, "no openapi version string")
+        XCTAssertTrue(version.hasPrefix("3.1."), "openapi: \(version)")
+    }
+
+    // MARK: - Helpers
+
+    /// Routes as `METHOD /path` with every path parameter written `{}`, so that the document's
+    /// `{mobileAppId}` and the router's `:mobileAppId` (shown as `{mobileAppId}`) compare equal.
+    struct Differences: CustomStringConvertible {
+        /// Routes the router has and the document lacks.
+        var undocumented: [String]
+        /// Routes the document has and the router lacks.
+        var unimplemented: [String]
+
+        var isEmpty: Bool { undocumented.isEmpty && unimplemented.isEmpty }
+
+        var description: String {
+            "routes without documentation in Services/Ingest/Ops/openapi.yaml: \(undocumented); "
+                + "documented routes the router does not have: \(unimplemented)"
+        }
+    }
+
+    static func differences(documented: Set<String>, implemented: Set<String>) -> Differences {
+        Differences(undocumented: implemented.subtracting(documented).sorted(),
+                    unimplemented: documented.subtracting(implemented).sorted())
+    }
+
+    static func router() -> Router<IngestRequestContext> {
+        let harness = Harness()
+        return buildRouter(configuration: harness.configuration, publisher: harness.publisher, store: harness.store,
+                           metrics: TestMetrics.registry)
+    }
+
+    static func implementedRoutes(_ router: Router<IngestRequestContext>) -> Set<String> {
+        Set(router.routes.map { "\($0.method.rawValue.uppercased()) \(normalized($0.path.description))" })
+    }
+
+    static func documentedRoutes() throws -> Set<String> {
+        let paths = try XCTUnwrap(try document()["paths"] as? [String: Any], "the document has no paths")
+        let methods: Set<String> = ["get", "put", "post", "delete", "patch", "head", "options", "trace"]
+        var routes: Set<String> = []
+        for (path, item) in paths {
+            let operations = try XCTUnwrap(item as? [String: Any], "path \(path) is not a mapping")
+            for method in operations.keys where methods.contains(method) {
+                routes.insert("\(method.uppercased()) \(normalized(path))")
+            }
+        }
+        return routes
+    }
+
+    static func document() throws -> [String: Any] {
+        let text = try String(contentsOf: documentURL, encoding: .utf8)
+        return try XCTUnwrap(try Yams.load(yaml: text) as? [String: Any], "the document is not a YAML mapping")
+    }
+
+    /// `/a/{x}/b/:y/` → `/a/{}/b/{}`.
+    static func normalized(_ path: String) -> String {
+        let components = path.split(separator: "/", omittingEmptySubsequences: true).map { component in
+            component.hasPrefix(":") || (component.hasPrefix("{") && component.hasSuffix("}")) ? "{}" : String(component)
+        }
+        return "/" + components.joined(separator: "/")
+    }
+}
