@@ -1,5 +1,5 @@
 # The two commands: `make run` starts the stack, `make test` runs every test.
-.PHONY: run run-foreground stop test build bench-ingest bench-fanout bench-tracking bench-processor setup
+.PHONY: run run-foreground stop test build bench-ingest bench-fanout bench-tracking bench-processor setup fuzz
 
 run:
 	scripts/run
@@ -12,6 +12,9 @@ stop:
 
 test:
 	scripts/test
+
+fuzz:
+	scripts/fuzz
 
 setup:
 	scripts/setup
