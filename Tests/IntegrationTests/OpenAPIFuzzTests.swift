@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 import TestSupport
 import XCTest
@@ -8,7 +9,7 @@ import XCTest
 ///
 /// schemathesis comes from `scripts/schemathesis` (installed by `scripts/setup`), or from the
 /// executable `PUSHLINE_SCHEMATHESIS` names. `PUSHLINE_FUZZ_EXAMPLES` sets the examples per
-/// operation (default 25; `scripts/fuzz` runs a long one).
+/// operation (default 100; `scripts/fuzz` runs a long one).
 final class OpenAPIFuzzTests: XCTestCase {
     static let repository = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -16,7 +17,7 @@ final class OpenAPIFuzzTests: XCTestCase {
 
     func testEveryOperationAnswersAsDocumentedUnderFuzzing() async throws {
         let schemathesis = try await Self.schemathesis()
-        let examples = ProcessInfo.processInfo.environment["PUSHLINE_FUZZ_EXAMPLES"].flatMap { Int($0) } ?? 25
+        let examples = ProcessInfo.processInfo.environment["PUSHLINE_FUZZ_EXAMPLES"].flatMap { Int($0) } ?? 100
         // Generated requests come fast from one address and one app: no rate limit may refuse them.
         let stack = try await PushlineStack.start(ingestEnvironment: [
             "PUSHLINE_RATE_LIMIT_APP_PER_SECOND": "0",
@@ -24,8 +25,9 @@ final class OpenAPIFuzzTests: XCTestCase {
         ])
         do {
             let app = try await stack.createApp(name: "fuzzed app")
+            let deliveryId = try await Self.projectedDelivery(stack: stack, app: app)
             let config = stack.directory.appendingPathComponent("schemathesis.toml")
-            try Self.configuration(stack: stack, appId: app.mobileAppId, orgId: app.orgId, appToken: app.apiToken)
+            try Self.configuration(stack: stack, app: app, deliveryId: deliveryId)
                 .write(to: config, atomically: true, encoding: .utf8)
             let log = stack.directory.appendingPathComponent("schemathesis.log").path
             let started = ContinuousClock.now
@@ -54,6 +56,15 @@ final class OpenAPIFuzzTests: XCTestCase {
         await stack.stop()
     }
 
+    /// A delivery of the app that the processor has projected (its statistics answer 200).
+    static func projectedDelivery(stack: PushlineStack, app: AdminAPI.AppCreatedAnswer) async throws -> UUID {
+        let deliveryId = try await stack.send(["deviceTokens": [Tokens.apns(1)], "title": "fuzz"], app: app)
+        try await eventually("delivery \(deliveryId) projected") {
+            try await stack.call(.GET, "/v1/apps/\(app.mobileAppId)/deliveries/\(deliveryId)", token: app.apiToken).status == 200
+        }
+        return deliveryId
+    }
+
     /// The schemathesis executable; fails (rather than skips) when it is not installed.
     static func schemathesis() async throws -> String {
         if let path = ProcessInfo.processInfo.environment["PUSHLINE_SCHEMATHESIS"], !path.isEmpty {
@@ -71,14 +82,15 @@ final class OpenAPIFuzzTests: XCTestCase {
     }
 
     /// The schemathesis configuration of one run: the app's token for the app routes, the admin
-    /// token for the admin routes (matched by security scheme), the app's ids in the paths so
-    /// that requests reach the routes' own code rather than all stopping at authentication.
+    /// token for the admin routes (matched by security scheme), the app's ids and one of its
+    /// deliveries in the paths, so that requests reach the routes' own code rather than all
+    /// stopping at authentication or at a 404.
     ///
     /// The seed 000 registrations are sent with `x-ms-track-registration: true`: only then does
     /// their 202 have a body (`RegistrationRequestId`). Without it the 202 is empty and has no
     /// `Content-Type` (SPEC §2), which OpenAPI cannot tell apart from the tracked answer of the
     /// same status, so content-type and schema checks would misjudge it.
-    static func configuration(stack: PushlineStack, appId: UUID, orgId: UUID, appToken: String) -> String {
+    static func configuration(stack: PushlineStack, app: AdminAPI.AppCreatedAnswer, deliveryId: UUID) -> String {
         func quoted(_ text: String) -> String {
             "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
         }
@@ -90,14 +102,15 @@ final class OpenAPIFuzzTests: XCTestCase {
         enabled = false
 
         [auth.openapi.AppBearer]
-        bearer = \(quoted(appToken))
+        bearer = \(quoted(app.apiToken))
 
         [auth.openapi.AdminBearer]
         bearer = \(quoted(stack.adminToken))
 
         [parameters]
-        "path.mobileAppId" = \(quoted(appId.uuidString.lowercased()))
-        "path.orgId" = \(quoted(orgId.uuidString.lowercased()))
+        "path.mobileAppId" = \(quoted(app.mobileAppId.uuidString.lowercased()))
+        "path.orgId" = \(quoted(app.orgId.uuidString.lowercased()))
+        "path.deliveryId" = \(quoted(deliveryId.uuidString.lowercased()))
 
         [[operations]]
         include-operation-id-regex = "^registerDevices?$"
