@@ -71,6 +71,8 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // The commands `pushline-processor` and `pushline` share (ProcessorOptions, RebuildCommand).
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/Processor"
         ),
