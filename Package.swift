@@ -7,6 +7,8 @@ let package = Package(
     products: [
         .executable(name: "pushline-ingest", targets: ["IngestMain"]),
         .executable(name: "pushline-processor", targets: ["ProcessorMain"]),
+        // The operators' command line: apps and tokens (admin API), offsets and lag, rebuild.
+        .executable(name: "pushline", targets: ["PushlineCLI"]),
         // The mixed command stream of the benchmarks and scale-out tests, written straight to Kafka.
         .executable(name: "pushline-loadgen", targets: ["LoadGen"]),
     ],
@@ -85,6 +87,13 @@ let package = Package(
             name: "ProcessorMain",
             dependencies: ["Processor", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Services/ProcessorMain"
+        ),
+        .executableTarget(
+            name: "PushlineCLI",
+            dependencies: ["Processor", "Contracts",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "AsyncHTTPClient", package: "async-http-client")],
+            path: "Services/PushlineCLI"
         ),
         .target(
             name: "TestSupport",
