@@ -49,10 +49,16 @@ struct AdminClient: Sendable {
             try? await client.shutdown()
         } catch {
             try? await client.shutdown()
-            throw CLIError("cannot reach ingest at \(baseURL): \(error)")
+            throw CLIError("cannot reach ingest at \(baseURL): \(Self.reason(error))")
         }
         guard status != expected else { return data }
         throw Self.failure(status: status, body: data, retryAfter: headers.first(name: "Retry-After"), subject: subject)
+    }
+
+    /// The operating system's words for a socket error ("Connection refused"), else the error.
+    static func reason(_ error: any Error) -> String {
+        if let error = error as? IOError { return String(cString: strerror(error.errnoCode)) }
+        return "\(error)"
     }
 
     /// A client of its own rather than `HTTPClient.shared`: that one retries a refused connection
