@@ -106,6 +106,8 @@ let package = Package(
         .executableTarget(name: "LoadGen", dependencies: ["TestSupport", "Contracts", "Kafka"], path: "Tests/LoadGen"),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts"]),
+        // The admin CLI's pure parts (arguments, messages, tables); AdminCLITests runs the binary.
+        .testTarget(name: "PushlineCLITests", dependencies: ["PushlineCLI", "Contracts"]),
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "Contracts", "TestSupport"]),
         .testTarget(
             name: "IngestTests",
