@@ -15,6 +15,8 @@ struct AdminClient: Sendable {
     enum Subject {
         case app(UUID)
         case token(app: UUID, token: UUID)
+        /// `GET /admin/v1/apps`, which ingest versions before it answer 404.
+        case appList
         case none
     }
 
@@ -92,6 +94,8 @@ struct AdminClient: Sendable {
                 return CLIError("unknown API token \(token) of app \(app) (HTTP 404)")
             case .app(let app), .token(let app, _):
                 return CLIError("unknown app \(app) (HTTP 404: \(detail))")
+            case .appList:
+                return CLIError("this ingest does not list apps (HTTP 404: \(detail)); it predates GET /admin/v1/apps")
             case .none:
                 return CLIError("not found (HTTP 404): \(detail)")
             }

@@ -30,7 +30,7 @@ extension Apps {
             var after: UUID?
             while true {
                 let path = "/admin/v1/apps?limit=\(pageSize)" + (after.map { "&after=\($0)" } ?? "")
-                let data = try await client.call(.GET, path, expected: 200, subject: .none)
+                let data = try await client.call(.GET, path, expected: 200, subject: .appList)
                 let page = try client.decode(AdminAPI.AppList.self, from: data)
                 apps += page.apps
                 guard let next = page.next else { break }

@@ -36,6 +36,9 @@ final class PushlineCLITests: XCTestCase {
         let tokenMissing = AdminClient.failure(status: 404, body: Data(#"{"error":"no such API token","field":"tokenId"}"#.utf8),
                                                retryAfter: nil, subject: .token(app: app, token: token)).description
         XCTAssertEqual(tokenMissing, "unknown API token \(token) of app \(app) (HTTP 404)")
+        let noList = AdminClient.failure(status: 404, body: Data(#"{"error":"no such route"}"#.utf8), retryAfter: nil,
+                                         subject: .appList).description
+        XCTAssertTrue(noList.contains("predates GET /admin/v1/apps"), noList)
     }
 
     func testProblemBodyIsShownWithItsFieldAndOtherBodiesAsText() {
