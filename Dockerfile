@@ -1,11 +1,12 @@
 # syntax=docker/dockerfile:1
 #
-# One image for both Pushline services. It has no ENTRYPOINT: the command names the binary,
-# so compose picks it per service (compose/docker-compose.yml sets `entrypoint`):
+# One image for both Pushline services and the admin CLI. It has no ENTRYPOINT: the command
+# names the binary, so compose picks it per service (compose/docker-compose.yml sets `entrypoint`):
 #
 #   docker build -t pushline .
 #   docker run --rm pushline pushline-ingest --help
 #   docker run --rm pushline pushline-processor rebuild --help
+#   docker run --rm pushline pushline --help
 #
 # Tests/DeploymentTests checks this file (stages, release build, binaries, user, healthcheck tool).
 
@@ -49,9 +50,10 @@ RUN --mount=type=cache,target=/src/.build \
     set -eu; \
     swift build -c release --static-swift-stdlib --product pushline-ingest; \
     swift build -c release --static-swift-stdlib --product pushline-processor; \
+    swift build -c release --static-swift-stdlib --product pushline; \
     bin=$(swift build -c release --static-swift-stdlib --show-bin-path); \
     mkdir -p /out; \
-    cp "$bin/pushline-ingest" "$bin/pushline-processor" /out/
+    cp "$bin/pushline-ingest" "$bin/pushline-processor" "$bin/pushline" /out/
 
 # --- runtime ----------------------------------------------------------------------------------
 FROM ${RUNTIME_IMAGE} AS runtime
@@ -69,6 +71,8 @@ RUN ldconfig \
     && useradd --system --uid 10001 --gid pushline --create-home --home-dir /var/lib/pushline \
       --shell /usr/sbin/nologin pushline
 COPY --from=build /out/pushline-ingest /out/pushline-processor /usr/local/bin/
+# The admin CLI, for `docker compose run --rm --entrypoint pushline processor lag` and the like.
+COPY --from=build /out/pushline /usr/local/bin/
 # The default store (sqlite:./var/pushline.sqlite) lands in the user's home; compose uses PostgreSQL.
 WORKDIR /var/lib/pushline
 USER 10001:10001

@@ -7,6 +7,8 @@ let package = Package(
     products: [
         .executable(name: "pushline-ingest", targets: ["IngestMain"]),
         .executable(name: "pushline-processor", targets: ["ProcessorMain"]),
+        // The operators' command line: apps and tokens (admin API), offsets and lag, rebuild.
+        .executable(name: "pushline", targets: ["PushlineCLI"]),
         // The mixed command stream of the benchmarks and scale-out tests, written straight to Kafka.
         .executable(name: "pushline-loadgen", targets: ["LoadGen"]),
     ],
@@ -73,6 +75,8 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // The commands `pushline-processor` and `pushline` share (ProcessorOptions, RebuildCommand).
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Services/Processor"
         ),
@@ -86,6 +90,13 @@ let package = Package(
             dependencies: ["Processor", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Services/ProcessorMain"
         ),
+        .executableTarget(
+            name: "PushlineCLI",
+            dependencies: ["Processor", "Contracts",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "AsyncHTTPClient", package: "async-http-client")],
+            path: "Services/PushlineCLI"
+        ),
         .target(
             name: "TestSupport",
             dependencies: ["Kafka", "Contracts", .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -97,6 +108,8 @@ let package = Package(
         .executableTarget(name: "LoadGen", dependencies: ["TestSupport", "Contracts", "Kafka"], path: "Tests/LoadGen"),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts"]),
+        // The admin CLI's pure parts (arguments, messages, tables); AdminCLITests runs the binary.
+        .testTarget(name: "PushlineCLITests", dependencies: ["PushlineCLI", "Contracts"]),
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "Contracts", "TestSupport"]),
         .testTarget(
             name: "IngestTests",

@@ -117,6 +117,8 @@ public enum RFC3339 {
         guard u.count >= 20, u.last == 0x5a, u[4] == 0x2d, u[7] == 0x2d, u[10] == 0x54 || u[10] == 0x74, u[13] == 0x3a, u[16] == 0x3a,
               let y = num(0, 4), let mo = num(5, 2), let d = num(8, 2), let h = num(11, 2), let mi = num(14, 2), let s = num(17, 2),
               (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61 else { return .otherForm }
+        let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
+        guard d <= (mo == 2 ? (leap ? 29 : 28) : [4, 6, 9, 11].contains(mo) ? 30 : 31) else { return .invalid }
         let seconds = days(fromCivil: y, mo, d) * 86_400 + h * 3600 + mi * 60 + s
         guard u.count > 20 else { return .date(Date(timeIntervalSince1970: Double(seconds))) }
         let digits = u.count - 21

@@ -17,9 +17,16 @@ public enum ProjectionStoreFactory {
             throw ProjectionStoreError.invalidConfiguration(
                 "'\(redacted(location))' is not a PostgreSQL URL; expected postgres://user@host:port/database")
         }
-        let path = location.hasPrefix("sqlite:") ? String(location.dropFirst("sqlite:".count)) : location
-        guard !path.isEmpty else { throw ProjectionStoreError.invalidConfiguration("empty SQLite path in '\(location)'") }
+        guard let path = sqlitePath(location), !path.isEmpty else {
+            throw ProjectionStoreError.invalidConfiguration("empty SQLite path in '\(location)'")
+        }
         return try SQLiteProjectionStore(path: path, logger: logger)
+    }
+
+    /// The file of a SQLite location (`sqlite:<path>` or a bare path); nil for a PostgreSQL one.
+    public static func sqlitePath(_ location: String) -> String? {
+        if location.hasPrefix("postgres:") || location.hasPrefix("postgresql:") { return nil }
+        return location.hasPrefix("sqlite:") ? String(location.dropFirst("sqlite:".count)) : location
     }
 
     /// The location with any password hidden, for logs.

@@ -99,6 +99,12 @@ final class WireFormatTests: XCTestCase {
         XCTAssertEqual(RFC3339.date(from: "2026-11-22T10:00:00Z")?.timeIntervalSince1970, 1_795_341_600)
         XCTAssertEqual(RFC3339.date(from: "2026-11-22T12:00:00+02:00")?.timeIntervalSince1970, 1_795_341_600)
         XCTAssertNil(RFC3339.date(from: "2026-13-22T10:00:00Z"))
+        for day in ["2026-02-29", "1900-02-29", "2026-04-31", "2026-11-31", "2026-06-31"] {
+            XCTAssertNil(RFC3339.date(from: day + "T10:00:00Z"), "\(day) does not exist")
+        }
+        XCTAssertEqual(RFC3339.date(from: "2024-02-29T00:00:00Z")?.timeIntervalSince1970, 1_709_164_800)
+        XCTAssertEqual(RFC3339.date(from: "2000-02-29T00:00:00Z")?.timeIntervalSince1970, 951_782_400)
+        XCTAssertNotNil(RFC3339.date(from: "2026-12-31T23:59:59Z"))
         XCTAssertNil(RFC3339.date(from: "yesterday"))
     }
 

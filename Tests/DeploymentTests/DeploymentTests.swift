@@ -131,6 +131,7 @@ final class DeploymentTests: XCTestCase {
              "COPY --from=build /out/pushline-ingest /usr/local/bin/", .binaryNotCopied),
             ("COPY --from=build /out/pushline-ingest /out/pushline-processor /usr/local/bin/",
              "COPY --from=build /out/pushline-ingest /out/pushline-processor /opt/pushline/", .binaryNotCopied),
+            ("COPY --from=build /out/pushline /usr/local/bin/\n", "\n", .binaryNotCopied),
             ("USER 10001:10001", "USER root", .runsAsRoot),
             ("USER 10001:10001\n", "\n", .runsAsRoot),
             ("ca-certificates curl tzdata", "ca-certificates tzdata", .healthcheckToolMissing),

@@ -24,6 +24,20 @@ final class IngestConfigurationTests: XCTestCase {
         XCTAssertEqual(configuration.topics.registration, "staging.commands.registration")
     }
 
+    func testKafkaPropertiesArePassedThroughAndAMalformedEntryIsNotEchoed() throws {
+        let configuration = try IngestConfiguration.fromEnvironment([
+            "PUSHLINE_ADMIN_TOKEN": "t",
+            "PUSHLINE_KAFKA_PROPERTIES": "security.protocol=SASL_SSL; sasl.mechanisms=SCRAM-SHA-512;sasl.password=a=b;",
+        ])
+        XCTAssertEqual(configuration.kafkaProperties,
+                       ["security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512", "sasl.password": "a=b"])
+        XCTAssertThrowsError(try IngestConfiguration.fromEnvironment([
+            "PUSHLINE_ADMIN_TOKEN": "t", "PUSHLINE_KAFKA_PROPERTIES": "sasl.username=u;hunter2-mistyped-password",
+        ])) { error in
+            XCTAssertEqual("\(error)", "invalid configuration: PUSHLINE_KAFKA_PROPERTIES: entry 2 is not key=value")
+        }
+    }
+
     func testAuthCacheTTLDefaultsToOneSecondAndCanBeDisabled() throws {
         XCTAssertEqual(try IngestConfiguration.fromEnvironment(["PUSHLINE_ADMIN_TOKEN": "t"]).authCacheMs, 1_000)
         XCTAssertEqual(try IngestConfiguration.fromEnvironment(["PUSHLINE_ADMIN_TOKEN": "t", "PUSHLINE_AUTH_CACHE_MS": "0"]).authCacheMs, 0)

@@ -62,21 +62,6 @@ final class TransportTests: XCTestCase {
         await assertNothingPublished(harness.publisher)
     }
 
-    func testEscapedNulIsFoundOnlyWhereItIsAnEscape() {
-        let cases: [(String, Bool)] = [
-            (#"{"a":"x\u0000"}"#, true),
-            (#"{"a":"\u00001"}"#, true),
-            (#"{"a":"\\\u0000"}"#, true),      // an escaped backslash, then the escape
-            (#"{"a":"\\u0000"}"#, false),       // an escaped backslash, then the text u0000
-            (#"{"a":"\u0001 \n \"u0000\""}"#, false),
-            (#"{"a":"u0000"}"#, false),
-            (#"{"a":"\u000"#, false),            // cut short
-        ]
-        for (json, expected) in cases {
-            XCTAssertEqual(JSONBody.containsEscapedNUL(ByteBuffer(string: json)), expected, json)
-        }
-    }
-
     func testConfiguredBodyLimitApplies() async throws {
         var harness = Harness()
         harness.configuration.maxBodyBytes = 64

@@ -71,6 +71,30 @@ final class ProducerTests: XCTestCase {
         let reachableAfterShutdown = await producer.isBrokerReachable(timeout: .seconds(1))
         XCTAssertFalse(reachableAfterShutdown)
     }
+
+    /// `properties` (PUSHLINE_KAFKA_PROPERTIES) reach the connection: asked to speak TLS to this
+    /// plaintext broker, the producer gets no acknowledgement, where the same producer without
+    /// the setting does.
+    func testTLSPropertiesPassedThroughApplyToTheBrokerConnection() async throws {
+        try await KafkaAdmin.createTopics([("tls", 1)], bootstrapServers: broker.bootstrapServers)
+        var configuration = KafkaProducerConfiguration()
+        configuration.bootstrapServers = broker.bootstrapServers
+        configuration.deliveryTimeoutMs = 2_000
+        let plain = try KafkaProducer(configuration: configuration, logger: KafkaTestSupport.logger)
+        configuration.properties = ["security.protocol": "ssl", "enable.ssl.certificate.verification": "false"]
+        let tls = try KafkaProducer(configuration: configuration, logger: KafkaTestSupport.logger)
+
+        let delivered = try await plain.send(KafkaProducerRecord(topic: "tls", key: nil, value: Data("plain".utf8)))
+        XCTAssertEqual(delivered.offset, 0)
+        do {
+            _ = try await tls.send(KafkaProducerRecord(topic: "tls", key: nil, value: Data("tls".utf8)))
+            XCTFail("a TLS client cannot deliver to a plaintext listener")
+        } catch let error as KafkaError {
+            XCTAssertEqual(error.name, "_MSG_TIMED_OUT")
+        }
+        await plain.shutdown()
+        await tls.shutdown()
+    }
 }
 
 extension KafkaProducer {

@@ -136,4 +136,26 @@ final class HandlerTests: XCTestCase {
         guard case .command(let c) = decoder.decode(type: encoded.type, version: encoded.version, value: encoded.value) else { return XCTFail() }
         XCTAssertEqual(c.stage, 0, "admin commands go first in their batch")
     }
+
+    /// Records written around ingest may hold `\u0000`, which PostgreSQL cannot store: every
+    /// store skips them as malformed instead of failing the batch forever.
+    func testRecordsWithAnEscapedNULAreMalformedWhateverTheirTypeAndReader() throws {
+        let decoder = CommandDecoder()
+        let commands: [EncodedCommand] = try [
+            EncodedCommand(registration(user: "u\u{0}1"), topics: Topics(), encoder: WireJSON.encoder()),
+            EncodedCommand(AppCreated(orgId: org, mobileAppId: appId, name: "n\u{0}", tokenId: UUID(), tokenHash: "h"),
+                           topics: Topics(), encoder: WireJSON.encoder()),
+        ]
+        for encoded in commands {
+            XCTAssertTrue(String(decoding: encoded.value, as: UTF8.self).contains(#"\u0000"#))
+            guard case .malformed(_, let error) = decoder.decode(type: encoded.type, version: encoded.version, value: encoded.value) else {
+                XCTFail("\(encoded.type) with NUL was not refused"); continue
+            }
+            XCTAssertTrue(error.contains("NUL character"), error)
+        }
+        let clean = try EncodedCommand(registration(user: "u\u{1}1"), topics: Topics(), encoder: WireJSON.encoder())
+        guard case .command = decoder.decode(type: clean.type, version: clean.version, value: clean.value) else {
+            return XCTFail("another escaped control character is fine")
+        }
+    }
 }

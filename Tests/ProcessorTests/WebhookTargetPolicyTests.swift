@@ -41,6 +41,13 @@ final class WebhookTargetPolicyTests: XCTestCase {
             ("::ffff:8.8.8.8", nil),
             ("::127.0.0.1", "loopback"),
             ("::192.168.0.1", "private"),
+            ("64:ff9b::127.0.0.1", "loopback"),
+            ("64:ff9b::a9fe:a9fe", "link-local"),
+            ("64:ff9b::8.8.8.8", nil),
+            ("64:ff9b:1::10.0.0.1", nil),
+            ("2002:7f00:1::", "loopback"),
+            ("2002:c0a8:101::1", "private"),
+            ("2002:808:808::1", nil),
         ]
         for (text, expected) in table {
             let address = try XCTUnwrap(WebhookTargetPolicy.parseLiteral(text), text)

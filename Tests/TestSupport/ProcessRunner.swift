@@ -21,7 +21,8 @@ public enum ProcessRunner {
         public var description: String
     }
 
-    public static func run(_ executable: String, _ arguments: [String]) async throws -> ProcessOutput {
+    /// Runs the program to its end; `environment` is added to this process's environment.
+    public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> ProcessOutput {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("pushline-process-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -29,7 +30,7 @@ public enum ProcessRunner {
         let outPath = directory.appendingPathComponent("stdout").path
         let errPath = directory.appendingPathComponent("stderr").path
 
-        let pid = try spawn(executable, arguments, standardOutput: outPath, standardError: errPath, append: false)
+        let pid = try spawn(executable, arguments, environment: environment, standardOutput: outPath, standardError: errPath, append: false)
         let status = await waitForExit(pid)
         return ProcessOutput(
             status: status,

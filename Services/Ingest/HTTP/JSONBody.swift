@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 import Hummingbird
 
@@ -28,29 +29,10 @@ enum JSONBody {
             throw IngestError.badRequest("a JSON body is required", field: "body")
         }
         if contentType == nil { throw unsupportedMediaType }
-        if containsEscapedNUL(buffer) {
+        if buffer.withUnsafeReadableBytes({ JSONEscapes.containNUL($0) }) {
             throw IngestError.badRequest("text must not contain the NUL character (\\u0000)", field: "body")
         }
         return buffer
-    }
-
-    /// True when the JSON text escapes U+0000 (`\u0000`) in a string. An unescaped NUL byte is
-    /// no JSON at all, and the decoder refuses it.
-    static func containsEscapedNUL(_ buffer: ByteBuffer) -> Bool {
-        buffer.withUnsafeReadableBytes { bytes in
-            var i = 0
-            while i < bytes.count {
-                guard bytes[i] == UInt8(ascii: "\\") else { i += 1; continue }
-                // An escape: `\\` is one (so the next backslash starts another), `\uXXXX` names a code unit.
-                if i + 5 < bytes.count, bytes[i + 1] == UInt8(ascii: "u"),
-                   bytes[i + 2] == UInt8(ascii: "0"), bytes[i + 3] == UInt8(ascii: "0"),
-                   bytes[i + 4] == UInt8(ascii: "0"), bytes[i + 5] == UInt8(ascii: "0") {
-                    return true
-                }
-                i += 2
-            }
-            return false
-        }
     }
 
     /// Decodes `T` straight from the collected bytes (no copy into an intermediate `Data`).

@@ -96,6 +96,8 @@ struct CommandDecoder {
     }
 
     private let decoder = WireJSON.decoder()
+    private static let escapedNUL = DecodingError.dataCorrupted(.init(
+        codingPath: [], debugDescription: "a string holds the NUL character (\\u0000), which no projection store can hold"))
 
     func decode(type typeName: String?, version: Int?, value: Data) -> Outcome {
         guard let typeName, let type = CommandType(rawValue: typeName) else { return .unknownType(typeName ?? "<none>") }
@@ -125,7 +127,14 @@ struct CommandDecoder {
     private func wrap<C: Command>(_: C.Type, _ version: Int, _ value: Data, _ make: (C) -> ProcessorCommand.Body) throws -> Outcome {
         guard version <= C.version else { return .unsupportedVersion(type: C.type.rawValue, version: version) }
         // The hottest commands are read by hand; whatever that reading is unsure of, JSONDecoder decides.
-        let envelope = try FastEnvelope.decode(C.self, from: value) ?? decoder.decode(Envelope<C>.self, from: value)
+        // (It takes no escapes, so only the records it leaves to JSONDecoder need the NUL check.)
+        let envelope: Envelope<C>
+        if let fast = FastEnvelope.decode(C.self, from: value) {
+            envelope = fast
+        } else {
+            guard !value.withUnsafeBytes({ JSONEscapes.containNUL($0) }) else { throw Self.escapedNUL }
+            envelope = try decoder.decode(Envelope<C>.self, from: value)
+        }
         guard envelope.v <= C.version else { return .unsupportedVersion(type: C.type.rawValue, version: envelope.v) }
         return .command(ProcessorCommand(id: envelope.id, at: envelope.at, body: make(envelope.payload)))
     }

@@ -76,6 +76,9 @@ struct WebhookTargetPolicy: Sendable {
         if zeros && a[10...14].allSatisfy({ $0 == 0 }) && a[15] == 1 { return "loopback" }
         // IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible (::a.b.c.d): judged as the IPv4 address.
         if zeros && ((a[10] == 0xff && a[11] == 0xff) || (a[10] == 0 && a[11] == 0)) { return forbiddenKind(Array(a[12...15])) }
+        // NAT64 (64:ff9b::/96) and 6to4 (2002::/16) carry an IPv4 address a gateway forwards to.
+        if a[0...11] == [0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0] { return forbiddenKind(Array(a[12...15])) }
+        if a[0] == 0x20 && a[1] == 0x02 { return forbiddenKind(Array(a[2...5])) }
         if a[0] & 0xfe == 0xfc { return "private" }
         if a[0] == 0xfe && a[1] & 0xc0 == 0x80 { return "link-local" }
         if a[0] == 0xff { return "multicast" }

@@ -38,9 +38,12 @@ public struct EnvironmentReader {
     public func properties(_ name: String) throws -> [String: String] {
         guard let raw = env[name], !raw.isEmpty else { return [:] }
         var out: [String: String] = [:]
-        for pair in raw.split(separator: ";") where !pair.trimmingCharacters(in: .whitespaces).isEmpty {
+        for (index, pair) in raw.split(separator: ";").enumerated() where !pair.trimmingCharacters(in: .whitespaces).isEmpty {
             let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard parts.count == 2, !parts[0].isEmpty else { throw ConfigurationError("\(name): '\(pair)' is not key=value") }
+            // The entry itself is not quoted: it may be a mistyped password.
+            guard parts.count == 2, !parts[0].isEmpty else {
+                throw ConfigurationError("\(name): entry \(index + 1) is not key=value")
+            }
             out[parts[0]] = parts[1]
         }
         return out

@@ -47,6 +47,8 @@ enum DeploymentValidator {
     typealias Service = CodeFacts.Service
 
     static let binaries: [Service: String] = [.ingest: "pushline-ingest", .processor: "pushline-processor"]
+    /// Every executable the image must carry on its PATH: the services' and the admin CLI.
+    static let shippedBinaries = binaries.values.sorted() + ["pushline"]
 
     /// Variables each service must be given in compose: without them it would talk to a broker
     /// or store on its own loopback, listen on loopback only, or (ingest) refuse to start.
@@ -126,7 +128,7 @@ private final class Checker {
                "the runtime stage starts from \(runtimeRoot), not a slim Debian image")
 
         let pathDirectories: Set<String> = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
-        for binary in DeploymentValidator.binaries.values.sorted() {
+        for binary in DeploymentValidator.shippedBinaries {
             let copied = image.copies(in: final).contains { copy in
                 guard let from = copy.from, let source = image.stage(from), source.index < final.index else { return false }
                 let destination = copy.destination.hasSuffix("/") ? String(copy.destination.dropLast()) : copy.destination

@@ -1,0 +1,62 @@
+import ArgumentParser
+import Foundation
+import Projections
+
+/// `rebuild`: the one definition of the rebuild command, its options and its output, shared
+/// by `pushline-processor rebuild` and the admin CLI's `pushline rebuild`.
+public struct RebuildCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "rebuild",
+        abstract: "Build the projections anew from offset 0 of the command topics into a new store, then switch over to it.",
+        discussion: """
+            Topics are replayed in order (admin, registration, notification, tracking) through the \
+            processor's own applier; a progress line (records done/total, rate, ETA) goes to standard \
+            error. Outbound records and webhooks are not sent again: replayed outbox jobs are stored as \
+            `replayed`. (`pushline rebuild` and `pushline-processor rebuild` are the same command.)
+
+            Switching a running stack over (the old store keeps serving reads meanwhile):
+              1. pushline-processor rebuild --store NEW --previous OLD
+                 (replays up to OLD's offsets; repeat it to catch up, it resumes)
+              2. stop the processors that use OLD (ingest keeps accepting), then
+                 pushline-processor rebuild --store NEW --previous OLD --switch
+                 (replays the last records, copies OLD's outbox with its delivery progress)
+              3. start the processors and ingest with PUSHLINE_STORE=NEW.
+            Without --previous (the old store is lost), NEW must be empty and is replayed to the \
+            topics' current end.
+            """
+    )
+
+    @OptionGroup public var common: ProcessorOptions
+    @Option(help: "The store the stack serves from now; its offsets are the targets.") public var previous: String?
+    @Flag(name: .customLong("switch"), help: "Step 2: the processors on --previous are stopped; finish and carry its outbox over.")
+    public var switchOver = false
+    @Flag(help: "Share the work with other rebuilds into the same store, all started with --join (one consumer group per topic).")
+    public var join = false
+    @Flag(help: "Write no progress lines.") public var quiet = false
+    @Option(help: "Records applied in one store transaction at most (1...100000).") public var batch = Rebuild.Options.defaultBatchSize
+
+    public init() {}
+
+    public func validate() throws {
+        let sizes = ProcessorConfiguration.batchSizes
+        guard sizes.contains(batch) else {
+            throw ValidationError("--batch must be between \(sizes.lowerBound) and \(sizes.upperBound), not \(batch)")
+        }
+    }
+
+    public func run() async throws {
+        let (configuration, logger) = try common.bootstrap()
+        logger.info("rebuilding", metadata: ["brokers": "\(configuration.brokers)", "store": "\(configuration.storeForLogs)",
+                                             "previous": "\(previous.map(ProjectionStoreFactory.redacted) ?? "-")", "switch": "\(switchOver)"])
+        let options = Rebuild.Options(previous: previous, switchOver: switchOver, join: join, progressInterval: quiet ? nil : .seconds(1),
+                                      batchSize: batch)
+        let summary = try await Rebuild.run(configuration: configuration, options: options, logger: logger)
+        logger.info("rebuild finished", metadata: [
+            "records": "\(summary.records.values.reduce(0, +))", "outbound_not_republished": "\(summary.outboundNotRepublished)",
+            "outbox_carried": "\(summary.outboxCarried)",
+        ])
+        if switchOver {
+            print("switched: start the processors and ingest with PUSHLINE_STORE=\(configuration.storeForLogs)")
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import Kafka
+import Logging
+import Projections
+
+/// How far the projection store is behind the command topics, partition by partition: what
+/// `pushline lag` shows.
+///
+/// The store keeps, per partition, the offset of the next record to apply (`OffsetUpdate.next`,
+/// written in the same transaction as the state), and the broker's end offset (high watermark)
+/// is the offset the next record will get. So the records still to apply are `end − applied`:
+/// 0 when caught up, and `end` for a partition nothing was applied from yet (no stored offset
+/// counts as 0, the start of a command log, which is never truncated).
+public struct PartitionLag: Sendable, Equatable, Codable {
+    public var topic: String
+    public var partition: Int32
+    /// The broker's end offset (high watermark); nil when the broker does not know the partition.
+    public var endOffset: Int64?
+    /// The offset of the next record the store will apply; nil when it has applied none.
+    public var appliedOffset: Int64?
+    /// Records in the log the store has not applied: `endOffset − (appliedOffset ?? 0)`. Negative
+    /// when the store is ahead of the log (the broker lost records; the processor refuses to run
+    /// then); nil when the end offset is unknown.
+    public var lag: Int64?
+
+    public init(topic: String, partition: Int32, endOffset: Int64?, appliedOffset: Int64?) {
+        self.topic = topic
+        self.partition = partition
+        self.endOffset = endOffset
+        self.appliedOffset = appliedOffset
+        self.lag = endOffset.map { $0 - (appliedOffset ?? 0) }
+    }
+}
+
+public enum ConsumerLag {
+    /// One row per partition known to the broker or to the store, ordered as `topics`, then by
+    /// partition.
+    public static func rows(topics: [String], endOffsets: [TopicPartition: Int64], applied: [PartitionKey: Int64]) -> [PartitionLag] {
+        var partitions = Set(endOffsets.keys.map { PartitionKey($0) })
+        partitions.formUnion(applied.keys)
+        let order = Dictionary(topics.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        return partitions
+            .filter { order[$0.topic] != nil }
+            .sorted { (order[$0.topic]!, $0.partition) < (order[$1.topic]!, $1.partition) }
+            .map { PartitionLag(topic: $0.topic, partition: $0.partition, endOffset: endOffsets[$0.topicPartition], appliedOffset: applied[$0]) }
+    }
+
+    /// Asks the broker for the end offsets of the command topics and the store for its applied
+    /// offsets. Creates no topic, no store and writes nothing.
+    public static func measure(configuration: ProcessorConfiguration, logger: Logger) async throws -> [PartitionLag] {
+        let topics = configuration.topics.commandTopics
+        // Opening a SQLite store creates it: a mistyped path must not leave an empty store behind.
+        if let path = ProjectionStoreFactory.sqlitePath(configuration.store), !FileManager.default.fileExists(atPath: path) {
+            throw ProjectionStoreError.invalidConfiguration("there is no SQLite store at \(path)")
+        }
+        let store = try await ProjectionStoreFactory.open(configuration.store, logger: logger)
+        let applied = try await store.offsets(topics: topics)
+        let ends = try await KafkaAdmin.endOffsets(topics: topics, bootstrapServers: configuration.brokers,
+                                                   properties: configuration.kafkaProperties)
+        return rows(topics: topics, endOffsets: ends, applied: applied)
+    }
+}

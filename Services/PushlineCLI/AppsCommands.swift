@@ -1,0 +1,166 @@
+import ArgumentParser
+import Contracts
+import Foundation
+
+/// `pushline apps …`: create, list, show and change apps through the admin API.
+struct Apps: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Create, list, show and change apps (through the ingest's admin API).",
+        subcommands: [Create.self, List.self, Show.self, Change.self]
+    )
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create an app with its first API token.",
+            discussion: """
+                Prints the app's mobileAppId, orgId, tokenId and API token. The token is shown only \
+                this once: store it now. The app is usable once the processor has applied the \
+                command (`pushline apps show <mobileAppId>` answers then).
+
+                Examples:
+                  pushline apps create --name "My App"
+                  pushline apps create --name "My App" --org-id $ORG --json
+                """
+        )
+
+        @Option(help: "The app's name.") var name: String
+        @Option(name: .customLong("org-id"), help: "The org that owns it (default: a new org).") var orgId: String?
+        @OptionGroup var admin: AdminOptions
+
+        func validate() throws {
+            if name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw ValidationError("--name must not be empty") }
+            if let orgId { _ = try parseUUID(orgId, "--org-id") }
+        }
+
+        func run() async throws {
+            let client = try admin.client()
+            let body = AdminAPI.CreateApp(orgId: try orgId.map { try parseUUID($0, "--org-id") }, name: name)
+            let data = try await client.call(.POST, "/admin/v1/apps", body: body, expected: 201, subject: .none)
+            let created = try client.decode(AdminAPI.AppCreatedAnswer.self, from: data)
+            if admin.json { return try Output.json(created) }
+            print("""
+                App created (accepted; usable once the processor has applied it).
+                  mobileAppId  \(created.mobileAppId)
+                  orgId        \(created.orgId)
+                  tokenId      \(created.tokenId)
+                  API token    \(created.apiToken)
+                The API token is shown only this once: store it now.
+                """)
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show an app as the projection store has it: name, callback, webhook retries, tokens.",
+            discussion: """
+                An app created or changed a moment ago may not show (or not show the change) until \
+                the processor has applied the command.
+
+                Examples:
+                  pushline apps show $APP
+                  pushline apps show $APP --json
+                """
+        )
+
+        @Argument(help: "The app's mobileAppId.") var mobileAppId: String
+        @OptionGroup var admin: AdminOptions
+
+        func validate() throws { _ = try parseUUID(mobileAppId, "mobileAppId") }
+
+        func run() async throws {
+            let client = try admin.client()
+            let app = try parseUUID(mobileAppId, "mobileAppId")
+            let data = try await client.call(.GET, "/admin/v1/apps/\(app)", expected: 200, subject: .app(app))
+            let view = try client.decode(AdminAPI.AppView.self, from: data)
+            if admin.json { return try Output.json(view) }
+            print(Output.describe(view))
+        }
+    }
+
+    struct Change: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set",
+            abstract: "Change an app's settings (PATCH): name, callback URL and headers, webhook retries.",
+            discussion: """
+                Only the settings given change. --callback-header replaces all of the app's callback \
+                headers with the ones given (repeat it for several); --clear-callback-headers removes \
+                them all. The change is accepted (HTTP 202) and shows in `apps show` once the processor \
+                has applied it.
+
+                Examples:
+                  pushline apps set $APP --callback-url https://example.com/pushline
+                  pushline apps set $APP --callback-header X-Key=abc --callback-header X-B=1
+                  pushline apps set $APP --remove-callback-url --clear-callback-headers
+                  pushline apps set $APP --name "Renamed" --webhook-retries 3
+                """
+        )
+
+        @Argument(help: "The app's mobileAppId.") var mobileAppId: String
+        @Option(help: "A new name.") var name: String?
+        @Option(name: .customLong("callback-url"), help: "The absolute http(s) URL app callbacks go to.") var callbackURL: String?
+        @Flag(name: .customLong("remove-callback-url"), help: "Remove the callback URL.") var removeCallbackURL = false
+        @Option(name: .customLong("callback-header"), help: ArgumentHelp("A header sent with every callback, as NAME=VALUE (repeatable).",
+                                                                           valueName: "name=value"))
+        var callbackHeaders: [String] = []
+        @Flag(name: .customLong("clear-callback-headers"), help: "Remove every callback header.") var clearCallbackHeaders = false
+        @Option(name: .customLong("webhook-retries"), help: "Extra webhook/callback attempts after the first (0...10).") var webhookRetries: Int?
+        @OptionGroup var admin: AdminOptions
+
+        func validate() throws {
+            _ = try parseUUID(mobileAppId, "mobileAppId")
+            _ = try update()
+        }
+
+        /// The PATCH body these options ask for; a `ValidationError` for contradictory or empty ones.
+        func update() throws -> AdminAPI.UpdateApp {
+            if callbackURL != nil && removeCallbackURL {
+                throw ValidationError("--callback-url and --remove-callback-url contradict each other")
+            }
+            if !callbackHeaders.isEmpty && clearCallbackHeaders {
+                throw ValidationError("--callback-header and --clear-callback-headers contradict each other")
+            }
+            if callbackURL == "" { throw ValidationError("--callback-url must not be empty (use --remove-callback-url)") }
+            if let webhookRetries, !(0...10).contains(webhookRetries) {
+                throw ValidationError("--webhook-retries must be between 0 and 10, not \(webhookRetries)")
+            }
+            var headers: [String: String]? = clearCallbackHeaders ? [:] : nil
+            if !callbackHeaders.isEmpty { headers = try HeaderArgument.parse(callbackHeaders) }
+            let update = AdminAPI.UpdateApp(name: name, callbackUrl: removeCallbackURL ? "" : callbackURL, callbackHeaders: headers,
+                                            webhookRetries: webhookRetries)
+            if update == AdminAPI.UpdateApp() {
+                throw ValidationError("nothing to change: give --name, --callback-url, --remove-callback-url, --callback-header, --clear-callback-headers or --webhook-retries")
+            }
+            return update
+        }
+
+        func run() async throws {
+            let client = try admin.client()
+            let app = try parseUUID(mobileAppId, "mobileAppId")
+            _ = try await client.call(.PATCH, "/admin/v1/apps/\(app)", body: try update(), expected: 202, subject: .app(app))
+            if admin.json { return try Output.json(Output.Accepted(mobileAppId: app, tokenId: nil)) }
+            print("Settings change of app \(app) accepted; `pushline apps show \(app)` shows it once the processor has applied it.")
+        }
+    }
+}
+
+/// `NAME=VALUE` arguments (`--callback-header`) → a header map.
+enum HeaderArgument {
+    static func parse(_ arguments: [String]) throws -> [String: String] {
+        var headers: [String: String] = [:]
+        for argument in arguments {
+            guard let equals = argument.firstIndex(of: "=") else {
+                throw ValidationError("--callback-header '\(argument)' is not NAME=VALUE")
+            }
+            let name = String(argument[..<equals]).trimmingCharacters(in: .whitespaces)
+            let value = String(argument[argument.index(after: equals)...])
+            guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "!#$%&'*+-.^_`|~".contains($0)) }) else {
+                throw ValidationError("--callback-header '\(argument)': '\(name)' is not a header name")
+            }
+            guard headers.keys.allSatisfy({ $0.lowercased() != name.lowercased() }) else {
+                throw ValidationError("--callback-header \(name) is given twice")
+            }
+            headers[name] = value
+        }
+        return headers
+    }
+}

@@ -1,0 +1,48 @@
+import Contracts
+import Foundation
+
+/// How `pushline` prints: text for people, `--json` for scripts (sorted keys, one document).
+enum Output {
+    /// The `--json` answer of a change the admin API accepted (202) without a body.
+    struct Accepted: Encodable {
+        var accepted = true
+        var mobileAppId: UUID
+        var tokenId: UUID?
+    }
+
+    static func json(_ value: some Encodable) throws {
+        let encoder = WireJSON.encoder()
+        encoder.outputFormatting.insert(.prettyPrinted)
+        print(String(decoding: try encoder.encode(value), as: UTF8.self))
+    }
+
+    /// An app as text. Callback header values are left out (they are often credentials of the
+    /// app's backend); `--json` shows them.
+    static func describe(_ app: AdminAPI.AppView) -> String {
+        var lines = [
+            "mobileAppId      \(app.mobileAppId)",
+            "orgId            \(app.orgId)",
+            "name             \(app.name)",
+            "callbackUrl      \(app.callbackUrl ?? "-")",
+            "callbackHeaders  \(app.callbackHeaders.isEmpty ? "-" : app.callbackHeaders.keys.sorted().joined(separator: ", ") + " (values: --json)")",
+            "webhookRetries   \(app.webhookRetries)",
+        ]
+        if app.tokens.isEmpty { lines.append("tokens           -") }
+        for (index, token) in app.tokens.enumerated() {
+            lines.append((index == 0 ? "tokens           " : "                 ") + "\(token.tokenId)  \(token.revoked ? "revoked" : "active")")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Columns two spaces apart; numbers (`rightAligned`) flush right, the rest flush left.
+    static func table(_ header: [String], _ rows: [[String]], rightAligned: Swift.Set<Int> = []) -> String {
+        let all = [header] + rows
+        let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
+        return all.map { row in
+            row.indices.map { column in
+                let pad = String(repeating: " ", count: widths[column] - row[column].count)
+                return rightAligned.contains(column) ? pad + row[column] : row[column] + pad
+            }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        }.joined(separator: "\n")
+    }
+}

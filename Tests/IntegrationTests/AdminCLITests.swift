@@ -1,0 +1,287 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Contracts
+import Foundation
+import Logging
+import Projections
+import TestSupport
+import XCTest
+
+/// The `pushline` admin CLI, run as the built binary against the real stack (Tansu, ingest,
+/// processor, SQLite store), as an operator runs it.
+final class AdminCLITests: XCTestCase {
+    private var stack: PushlineStack!
+
+    override func tearDown() async throws {
+        await stack?.stop()
+    }
+
+    // MARK: - Running the binary
+
+    /// Runs `pushline <arguments>` against the stack (its ingest URL, admin token, broker and
+    /// store), with `environment` overriding those.
+    private func pushline(_ arguments: [String], environment: [String: String] = [:]) async throws -> ProcessOutput {
+        var base: [String: String] = ["PUSHLINE_LOG_LEVEL": "warning"]
+        if let stack {
+            base.merge(["PUSHLINE_INGEST_URL": stack.ingestURL, "PUSHLINE_ADMIN_TOKEN": stack.adminToken,
+                        "PUSHLINE_KAFKA_BROKERS": stack.broker.bootstrapServers, "PUSHLINE_STORE": stack.storeLocation]) { $1 }
+        }
+        let executable = ServiceProcess.binDirectory.appendingPathComponent("pushline").path
+        return try await ProcessRunner.run(executable, arguments, environment: base.merging(environment) { $1 })
+    }
+
+    /// Runs it and fails the test unless it exits 0.
+    private func succeed(_ arguments: [String], file: StaticString = #filePath, line: UInt = #line) async throws -> String {
+        let out = try await pushline(arguments)
+        XCTAssertEqual(out.status, 0, "pushline \(arguments.joined(separator: " ")) failed: \(out.standardError)", file: file, line: line)
+        return out.standardOutput
+    }
+
+    private func json<T: Decodable>(_ type: T.Type, _ arguments: [String]) async throws -> T {
+        let text = try await succeed(arguments + ["--json"])
+        return try WireJSON.decoder().decode(type, from: Data(text.utf8))
+    }
+
+    /// The answer of an authenticated client route for `token`: 404 (unknown delivery) when the
+    /// token authenticates, 401 when it does not.
+    private func clientRouteStatus(app: String, token: String) async throws -> Int {
+        try await HTTPClientHelpers.get("\(stack.ingestURL)/v1/apps/\(app)/deliveries/\(UUID())",
+                                        headers: ["Authorization": "Bearer \(token)"]).status
+    }
+
+    // MARK: - Help and usage
+
+    func testHelpNamesEverySubcommandAndBadUsageExitsWith64() async throws {
+        let help = try await pushline(["--help"])
+        XCTAssertEqual(help.status, 0)
+        for command in ["apps", "tokens", "lag", "rebuild"] {
+            XCTAssertTrue(help.standardOutput.contains(command), "--help names \(command): \(help.standardOutput)")
+        }
+        let apps = try await pushline(["apps", "--help"])
+        XCTAssertEqual(apps.status, 0)
+        for command in ["create", "list", "show", "set"] {
+            XCTAssertTrue(apps.standardOutput.contains(command), "apps --help names \(command): \(apps.standardOutput)")
+        }
+        // The rebuild command is the processor's own definition, options included.
+        let rebuild = try await pushline(["rebuild", "--help"])
+        XCTAssertEqual(rebuild.status, 0)
+        XCTAssertTrue(rebuild.standardOutput.contains("--previous") && rebuild.standardOutput.contains("--switch"), rebuild.standardOutput)
+
+        let header = try await pushline(["apps", "set", UUID().uuidString, "--callback-header", "no-equals-sign"])
+        XCTAssertEqual(header.status, 64)
+        XCTAssertTrue(header.standardError.contains("is not NAME=VALUE"), header.standardError)
+        let contradiction = try await pushline(["apps", "set", UUID().uuidString, "--callback-url", "https://example.com/h",
+                                                "--remove-callback-url"])
+        XCTAssertEqual(contradiction.status, 64)
+        let notUUID = try await pushline(["apps", "show", "not-a-uuid"])
+        XCTAssertEqual(notUUID.status, 64)
+        XCTAssertTrue(notUUID.standardError.contains("is not a UUID"), notUUID.standardError)
+        let batch = try await pushline(["rebuild", "--batch", "0"])
+        XCTAssertEqual(batch.status, 64)
+        XCTAssertTrue(batch.standardError.contains("--batch must be between"), batch.standardError)
+        let noToken = try await pushline(["apps", "show", UUID().uuidString], environment: ["PUSHLINE_ADMIN_TOKEN": ""])
+        XCTAssertEqual(noToken.status, 1)
+        XCTAssertTrue(noToken.standardError.contains("no admin token"), noToken.standardError)
+    }
+
+    // MARK: - Apps and tokens
+
+    func testAppsAndTokensThroughTheAdminAPI() async throws {
+        stack = try await PushlineStack.start()
+
+        // Created in text: the token is printed, said to be shown once, and authenticates.
+        let text = try await succeed(["apps", "create", "--name", "CLI app"])
+        XCTAssertTrue(text.contains("shown only this once"), text)
+        let fields = Dictionary(text.split(separator: "\n").compactMap { line -> (String, String)? in
+            let parts = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard parts.count >= 2 else { return nil }
+            return (parts.dropLast().joined(separator: " "), String(parts.last!))
+        }, uniquingKeysWith: { first, _ in first })
+        let app = try XCTUnwrap(fields["mobileAppId"], text)
+        let token = try XCTUnwrap(fields["API token"], text)
+        let wrong = try await clientRouteStatus(app: app, token: "wrong-token-\(UUID())")
+        XCTAssertEqual(wrong, 401, "sanity: the route refuses a token it does not know")
+        try await eventually("the created app's token authenticates") { try await self.clientRouteStatus(app: app, token: token) == 404 }
+
+        // Shown once projected, in text and JSON.
+        let view = try await json(AdminAPI.AppView.self, ["apps", "show", app])
+        XCTAssertEqual(view.name, "CLI app")
+        XCTAssertEqual(view.tokens.map(\.revoked), [false])
+        let shown = try await succeed(["apps", "show", app])
+        XCTAssertTrue(shown.contains("CLI app") && shown.contains(view.tokens[0].tokenId.uuidString) && shown.contains("active"), shown)
+
+        // An org given is kept.
+        let org = UUID()
+        let second = try await json(AdminAPI.AppCreatedAnswer.self, ["apps", "create", "--name", "second", "--org-id", org.uuidString])
+        XCTAssertEqual(second.orgId, org)
+
+        // Listed once projected; one app per page makes the CLI follow `next` to the end.
+        let expected = [UUID(uuidString: app)!, second.mobileAppId].sorted { $0.uuidString < $1.uuidString }
+        var listed: [UUID] = []
+        try await eventually("both apps listed") {
+            listed = try await self.json(AdminAPI.AppList.self, ["apps", "list", "--page-size", "1"]).apps.map(\.mobileAppId)
+            return listed.count == 2
+        }
+        XCTAssertEqual(Set(listed), Set(expected))
+        let whole = try await json(AdminAPI.AppList.self, ["apps", "list"])
+        XCTAssertEqual(whole.apps.map(\.mobileAppId), expected, "ordered by mobileAppId")
+        XCTAssertNil(whole.next, "the whole list, not a page")
+        let list = try await succeed(["apps", "list", "--page-size", "1"])
+        XCTAssertTrue(list.contains(app) && list.contains(second.mobileAppId.uuidString) && list.contains("CLI app")
+                      && list.contains("2 apps"), list)
+        let badPage = try await pushline(["apps", "list", "--page-size", "0"])
+        XCTAssertEqual(badPage.status, 64)
+
+        // Settings: callback URL and headers, retries, name; then the URL removed.
+        let set = try await succeed(["apps", "set", app, "--callback-url", "https://example.com/pushline",
+                                     "--callback-header", "X-Key=a=b", "--callback-header", "X-Other=", "--webhook-retries", "3",
+                                     "--name", "renamed"])
+        XCTAssertTrue(set.contains("accepted"), set)
+        var changed = view
+        try await eventually("the settings projected") {
+            changed = try await self.json(AdminAPI.AppView.self, ["apps", "show", app])
+            return changed.callbackUrl != nil
+        }
+        XCTAssertEqual(changed.callbackUrl, "https://example.com/pushline")
+        XCTAssertEqual(changed.callbackHeaders, ["X-Key": "a=b", "X-Other": ""])
+        XCTAssertEqual(changed.webhookRetries, 3)
+        XCTAssertEqual(changed.name, "renamed")
+        let shownWithCallback = try await succeed(["apps", "show", app])
+        XCTAssertTrue(shownWithCallback.contains("https://example.com/pushline"), shownWithCallback)
+        XCTAssertFalse(shownWithCallback.contains("a=b"), "header values stay out of the text output: \(shownWithCallback)")
+        _ = try await succeed(["apps", "set", app, "--remove-callback-url"])
+        try await eventually("the callback URL removed") {
+            try await self.json(AdminAPI.AppView.self, ["apps", "show", app]).callbackUrl == nil
+        }
+
+        // A refused PATCH shows the ingest's problem body.
+        let refused = try await pushline(["apps", "set", app, "--callback-url", "ftp://example.com/x"])
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.standardError.contains("HTTP 400") && refused.standardError.contains("callbackUrl"), refused.standardError)
+
+        // Tokens: a new one authenticates; the first, revoked, stops authenticating.
+        let issued = try await json(AdminAPI.TokenIssuedAnswer.self, ["tokens", "issue", app])
+        try await eventually("the issued token authenticates") { try await self.clientRouteStatus(app: app, token: issued.apiToken) == 404 }
+        let revoked = try await succeed(["tokens", "revoke", app, view.tokens[0].tokenId.uuidString])
+        XCTAssertTrue(revoked.contains("accepted"), revoked)
+        try await eventually("the revoked token is refused") { try await self.clientRouteStatus(app: app, token: token) == 401 }
+        let other = try await clientRouteStatus(app: app, token: issued.apiToken)
+        XCTAssertEqual(other, 404, "the other token still works")
+        let tokens = try await json(AdminAPI.AppView.self, ["apps", "show", app]).tokens
+        XCTAssertEqual(Dictionary(uniqueKeysWithValues: tokens.map { ($0.tokenId, $0.revoked) }),
+                       [view.tokens[0].tokenId: true, issued.tokenId: false])
+
+        // Failures: one line on standard error, exit status 1.
+        let unknown = UUID()
+        let missing = try await pushline(["apps", "show", unknown.uuidString])
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertTrue(missing.standardError.contains("unknown app \(unknown)"), missing.standardError)
+        let missingToken = try await pushline(["tokens", "revoke", app, unknown.uuidString])
+        XCTAssertEqual(missingToken.status, 1)
+        XCTAssertTrue(missingToken.standardError.contains("unknown API token \(unknown)"), missingToken.standardError)
+        let wrongToken = try await pushline(["apps", "show", app], environment: ["PUSHLINE_ADMIN_TOKEN": "not-the-admin-token"])
+        XCTAssertEqual(wrongToken.status, 1)
+        XCTAssertTrue(wrongToken.standardError.contains("admin token was refused"), wrongToken.standardError)
+        XCTAssertFalse(wrongToken.standardError.contains("not-the-admin-token"), "the admin token is never printed")
+        let closedPort = TestBroker.freePort()
+        let unreachable = try await pushline(["apps", "show", app, "--ingest-url", "http://127.0.0.1:\(closedPort)"])
+        XCTAssertEqual(unreachable.status, 1)
+        XCTAssertTrue(unreachable.standardError.contains("cannot reach ingest at http://127.0.0.1:\(closedPort)"), unreachable.standardError)
+        XCTAssertEqual(unreachable.standardError.split(separator: "\n").count, 1, "one line: \(unreachable.standardError)")
+    }
+
+    // MARK: - Lag
+
+    private struct LagReport: Decodable {
+        struct Row: Decodable {
+            var topic: String
+            var partition: Int32
+            var endOffset: Int64?
+            var appliedOffset: Int64?
+            var lag: Int64?
+        }
+
+        var partitions: [Row]
+        var totalLag: Int64
+    }
+
+    func testLagShowsEveryCommandPartitionZeroWhenCaughtUpAndTheBacklogWhileTheProcessorIsStopped() async throws {
+        stack = try await PushlineStack.start()
+        _ = try await stack.createApp()
+
+        var report = try await json(LagReport.self, ["lag"])
+        XCTAssertEqual(Set(report.partitions.map { "\($0.topic)[\($0.partition)]" }),
+                       Set(stack.topics.commandTopics.flatMap { topic in (0..<6).map { "\(topic)[\($0)]" } }),
+                       "every command topic partition (6 each in the test stack)")
+        try await eventually("lag 0 once the processor caught up") {
+            report = try await self.json(LagReport.self, ["lag"])
+            return report.totalLag == 0
+        }
+        XCTAssertEqual(report.partitions.filter { $0.topic == stack.topics.admin }.compactMap(\.endOffset).reduce(0, +), 1,
+                       "the app's one admin command")
+        XCTAssertTrue(report.partitions.allSatisfy { $0.lag == 0 && $0.endOffset == ($0.appliedOffset ?? 0) }, "\(report.partitions)")
+
+        // Stopped: two admin commands wait in the log.
+        try await stack.processor.stop()
+        _ = try await succeed(["apps", "create", "--name", "while stopped 1"])
+        _ = try await succeed(["apps", "create", "--name", "while stopped 2"])
+        report = try await json(LagReport.self, ["lag"])
+        XCTAssertEqual(report.totalLag, 2, "\(report.partitions)")
+        let behind = report.partitions.filter { ($0.lag ?? 0) > 0 }
+        XCTAssertEqual(Set(behind.map(\.topic)), [stack.topics.admin])
+        XCTAssertEqual(behind.map { $0.endOffset! - ($0.appliedOffset ?? 0) }, behind.map { $0.lag! })
+        let table = try await succeed(["offsets"])
+        XCTAssertTrue(table.contains("LAG") && table.contains("total lag: 2 records on \(behind.count) of 24 partitions"), table)
+
+        try stack.processor.start()
+        try await stack.processor.waitHealthy("\(stack.processorURL)/health")
+        try await eventually("lag 0 again after the restart") { try await self.json(LagReport.self, ["lag"]).totalLag == 0 }
+        let caughtUp = try await succeed(["lag"])
+        XCTAssertTrue(caughtUp.contains("total lag: 0 records (caught up)"), caughtUp)
+
+        let noStore = try await pushline(["lag", "--store", "sqlite:\(stack.directory.path)/missing.sqlite"])
+        XCTAssertEqual(noStore.status, 1)
+        XCTAssertTrue(noStore.standardError.contains("no SQLite store at"), noStore.standardError)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(stack.directory.path)/missing.sqlite"), "lag creates no store")
+    }
+
+    // MARK: - Rebuild
+
+    func testRebuildIntoAFreshStorePrintsProgressAndEqualsTheLiveStore() async throws {
+        stack = try await PushlineStack.start()
+        let app = try await stack.createApp()
+        let batch = (0..<50).map { n in
+            DeviceRegistrationAPI.Registration(MobileAppId: app.mobileAppId.uuidString, UserId: "u-\(n)", ApiToken: app.apiToken,
+                                               ApnsDeviceToken: Tokens.apns(n))
+        }
+        let answer = try await HTTPClientHelpers.post(stack.registrationURL(org: app.orgId, "devices/batch"), json: batch,
+                                                      headers: [DeviceRegistrationAPI.trackRegistrationHeader: "true"])
+        XCTAssertEqual(answer.status, 202)
+        let ids = try answer.decode([DeviceRegistrationAPI.RegistrationAccepted].self).map(\.RegistrationRequestId)
+        _ = try await stack.decidedStatuses(org: app.orgId, app: app.mobileAppId, token: app.apiToken, ids: ids)
+        _ = try await succeed(["apps", "set", app.mobileAppId.uuidString, "--webhook-retries", "2"])
+        var report = try await json(LagReport.self, ["lag"])
+        try await eventually("everything applied") {
+            report = try await self.json(LagReport.self, ["lag"])
+            return report.totalLag == 0
+        }
+        let records = report.partitions.compactMap(\.endOffset).reduce(0, +)
+        XCTAssertGreaterThanOrEqual(records, 52, "the app, 50 registrations, the settings change")
+
+        let path = stack.directory.appendingPathComponent("rebuilt.sqlite").path
+        let out = try await pushline(["rebuild", "--store", "sqlite:\(path)"])
+        XCTAssertEqual(out.status, 0, out.standardError)
+        XCTAssertTrue(out.standardError.contains("rebuild: ") && out.standardError.contains("done in"), "progress: \(out.standardError)")
+        XCTAssertTrue(out.standardError.contains("\(records)/\(records) records"), "every record replayed: \(out.standardError)")
+
+        let live = try await stack.openStore().dump()
+        let rebuilt = try await SQLiteProjectionStore(path: path, logger: Logger(label: "test")).dump()
+        XCTAssertTrue(live.contains("u-49"), "sanity: the dump holds the devices")
+        ScaleOutTests.assertSameDump(rebuilt, live, "rebuilt by `pushline rebuild` vs live store")
+
+        let again = try await pushline(["rebuild", "--store", "sqlite:\(path)"])
+        XCTAssertEqual(again.status, 1)
+        XCTAssertTrue(again.standardError.contains("already holds consumed offsets"), again.standardError)
+    }
+}

@@ -1,0 +1,47 @@
+import Kafka
+import Processor
+import Projections
+import XCTest
+
+/// `pushline lag`'s arithmetic: the store keeps the next offset to apply, the broker's end
+/// offset is the next offset to be written, so the lag is their difference.
+final class ConsumerLagTests: XCTestCase {
+    private let topics = ["p.commands.admin", "p.commands.registration"]
+
+    func testLagIsEndOffsetMinusStoredNextOffset() {
+        let rows = ConsumerLag.rows(topics: topics,
+                                    endOffsets: [TopicPartition(topic: topics[0], partition: 0): 10],
+                                    applied: [PartitionKey(topic: topics[0], partition: 0): 7])
+        XCTAssertEqual(rows, [PartitionLag(topic: topics[0], partition: 0, endOffset: 10, appliedOffset: 7)])
+        XCTAssertEqual(rows.first?.lag, 3, "records at offsets 7, 8 and 9 are not applied yet")
+    }
+
+    func testCaughtUpPartitionHasLagZero() {
+        let rows = ConsumerLag.rows(topics: topics, endOffsets: [TopicPartition(topic: topics[1], partition: 2): 5],
+                                    applied: [PartitionKey(topic: topics[1], partition: 2): 5])
+        XCTAssertEqual(rows.map(\.lag), [0])
+    }
+
+    func testPartitionWithoutStoredOffsetLagsByItsWholeLog() {
+        let rows = ConsumerLag.rows(topics: topics, endOffsets: [TopicPartition(topic: topics[0], partition: 1): 4], applied: [:])
+        XCTAssertEqual(rows.map(\.lag), [4])
+        XCTAssertEqual(rows.map(\.appliedOffset), [nil])
+    }
+
+    func testStoreAheadOfTheLogShowsNegativeLag() {
+        let rows = ConsumerLag.rows(topics: topics, endOffsets: [TopicPartition(topic: topics[0], partition: 0): 2],
+                                    applied: [PartitionKey(topic: topics[0], partition: 0): 9])
+        XCTAssertEqual(rows.map(\.lag), [-7])
+    }
+
+    func testPartitionUnknownToTheBrokerHasNoLagAndRowsAreOrderedByTopicsThenPartition() {
+        let rows = ConsumerLag.rows(
+            topics: topics,
+            endOffsets: [TopicPartition(topic: topics[1], partition: 1): 1, TopicPartition(topic: topics[1], partition: 0): 1,
+                         TopicPartition(topic: "other", partition: 0): 8],
+            applied: [PartitionKey(topic: topics[0], partition: 3): 2])
+        XCTAssertEqual(rows.map { "\($0.topic)[\($0.partition)]" }, ["p.commands.admin[3]", "p.commands.registration[0]", "p.commands.registration[1]"])
+        XCTAssertEqual(rows.first?.endOffset, nil)
+        XCTAssertEqual(rows.first?.lag, nil)
+    }
+}

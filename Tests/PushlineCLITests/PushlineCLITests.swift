@@ -1,0 +1,70 @@
+import ArgumentParser
+import Contracts
+import Foundation
+import XCTest
+@testable import PushlineCLI
+
+/// The admin CLI's parsing and wording, without a stack: `--callback-header` arguments, the
+/// one-line messages for each kind of refused admin call, the PATCH body `apps set` sends.
+final class PushlineCLITests: XCTestCase {
+    func testCallbackHeadersSplitAtTheFirstEqualsSignAndKeepTheValueAsGiven() throws {
+        XCTAssertEqual(try HeaderArgument.parse(["X-Key=a=b", "X-Empty=", "Authorization=Bearer  x "]),
+                       ["X-Key": "a=b", "X-Empty": "", "Authorization": "Bearer  x "])
+    }
+
+    func testCallbackHeaderWithoutEqualsSignOrWithABadOrRepeatedNameIsAUsageError() {
+        for bad in [["X-Key"], ["=value"], ["Bad Name=v"], ["X-Ké=v"], ["X-Key=1", "x-key=2"]] {
+            XCTAssertThrowsError(try HeaderArgument.parse(bad), "\(bad)") { error in
+                XCTAssertTrue(error is ValidationError, "\(bad): \(error)")
+            }
+        }
+    }
+
+    func testRefusedAdminTokenIsNamedAsTheCause() {
+        for status in [401, 403] {
+            let message = AdminClient.failure(status: status, body: Data(#"{"error":"unauthorized"}"#.utf8), retryAfter: nil,
+                                              subject: .none).description
+            XCTAssertTrue(message.contains("admin token was refused (HTTP \(status))"), message)
+        }
+    }
+
+    func testNotFoundSaysWhichAppOrTokenIsUnknown() {
+        let app = UUID(), token = UUID()
+        let appMissing = AdminClient.failure(status: 404, body: Data(#"{"error":"no such app","field":"mobileAppId"}"#.utf8),
+                                             retryAfter: nil, subject: .token(app: app, token: token)).description
+        XCTAssertTrue(appMissing.hasPrefix("unknown app \(app)"), appMissing)
+        let tokenMissing = AdminClient.failure(status: 404, body: Data(#"{"error":"no such API token","field":"tokenId"}"#.utf8),
+                                               retryAfter: nil, subject: .token(app: app, token: token)).description
+        XCTAssertEqual(tokenMissing, "unknown API token \(token) of app \(app) (HTTP 404)")
+        let noList = AdminClient.failure(status: 404, body: Data(#"{"error":"no such route"}"#.utf8), retryAfter: nil,
+                                         subject: .appList).description
+        XCTAssertTrue(noList.contains("predates GET /admin/v1/apps"), noList)
+    }
+
+    func testProblemBodyIsShownWithItsFieldAndOtherBodiesAsText() {
+        let problem = AdminClient.failure(status: 400, body: Data(#"{"error":"callbackUrl must be an absolute http(s) URL","field":"callbackUrl"}"#.utf8),
+                                          retryAfter: nil, subject: .app(UUID())).description
+        XCTAssertEqual(problem, "ingest refused the request (HTTP 400): callbackUrl must be an absolute http(s) URL (field callbackUrl)")
+        let unavailable = AdminClient.failure(status: 503, body: Data(#"{"error":"broker did not acknowledge"}"#.utf8), retryAfter: "2",
+                                              subject: .none).description
+        XCTAssertEqual(unavailable, "ingest could not write the command to Kafka (HTTP 503, retry after 2s): broker did not acknowledge")
+        let html = AdminClient.failure(status: 502, body: Data("<html>Bad Gateway</html>".utf8), retryAfter: nil, subject: .none)
+        XCTAssertEqual(html.description, "ingest refused the request (HTTP 502): <html>Bad Gateway</html>")
+    }
+
+    func testAppsSetSendsOnlyTheSettingsGiven() throws {
+        let app = UUID().uuidString
+        let remove = try Apps.Change.parse([app, "--remove-callback-url", "--clear-callback-headers"]).update()
+        XCTAssertEqual(remove, AdminAPI.UpdateApp(callbackUrl: "", callbackHeaders: [:]))
+        let retries = try Apps.Change.parse([app, "--webhook-retries", "0"]).update()
+        XCTAssertEqual(retries, AdminAPI.UpdateApp(webhookRetries: 0))
+        XCTAssertThrowsError(try Apps.Change.parse([app]), "nothing to change")
+        XCTAssertThrowsError(try Apps.Change.parse([app, "--webhook-retries", "11"]))
+        XCTAssertThrowsError(try Apps.Change.parse([app, "--callback-header", "A=1", "--clear-callback-headers"]))
+    }
+
+    func testTablesAlignNumbersRightAndTextLeft() {
+        XCTAssertEqual(Output.table(["TOPIC", "LAG"], [["a", "5"], ["longer", "12"]], rightAligned: [1]),
+                       "TOPIC   LAG\na         5\nlonger   12")
+    }
+}
