@@ -48,7 +48,35 @@ final class OpenAPIDocumentTests: XCTestCase {
         XCTAssertTrue(version.hasPrefix("3.1."), "openapi: \(version)")
     }
 
+    /// The refusals of the shared middleware and body rules, which schemathesis rarely or never
+    /// provokes, are documented wherever they can happen: 429 on every route the source rate
+    /// limit covers, 400/413/415 on every JSON body, 400/401/403 on the app routes, 401 on the
+    /// admin routes.
+    func testEveryOperationDocumentsTheRefusalsOfItsMiddleware() throws {
+        let paths = try XCTUnwrap(try Self.document()["paths"] as? [String: [String: Any]])
+        var missing: [String] = []
+        for (path, item) in paths {
+            for (method, value) in item where Self.httpMethods.contains(method) {
+                let operation = try XCTUnwrap(value as? [String: Any], "\(method) \(path)")
+                let statuses = Set((operation["responses"] as? [String: Any] ?? [:]).keys)
+                let schemes = Set((operation["security"] as? [[String: Any]] ?? []).flatMap(\.keys))
+                let body = (operation["requestBody"] as? [String: Any])?["content"] as? [String: Any]
+                var expected: Set<String> = []
+                if !["/health", "/metrics"].contains(path) { expected.insert("429") }
+                if body?["application/json"] != nil { expected.formUnion(["400", "413", "415"]) }
+                if schemes.contains("AppBearer") { expected.formUnion(["400", "401", "403", "503"]) }
+                if schemes.contains("AdminBearer") { expected.formUnion(["401", "503"]) }
+                for status in expected.subtracting(statuses).sorted() {
+                    missing.append("\(method.uppercased()) \(path): \(status)")
+                }
+            }
+        }
+        XCTAssertEqual(missing.sorted(), [], "responses missing from Services/Ingest/Ops/openapi.yaml")
+    }
+
     // MARK: - Helpers
+
+    static let httpMethods: Set<String> = ["get", "put", "post", "delete", "patch", "head", "options", "trace"]
 
     /// Routes as `METHOD /path` with every path parameter written `{}`, so that the document's
     /// `{mobileAppId}` and the router's `:mobileAppId` (shown as `{mobileAppId}`) compare equal.
@@ -83,11 +111,10 @@ final class OpenAPIDocumentTests: XCTestCase {
 
     static func documentedRoutes() throws -> Set<String> {
         let paths = try XCTUnwrap(try document()["paths"] as? [String: Any], "the document has no paths")
-        let methods: Set<String> = ["get", "put", "post", "delete", "patch", "head", "options", "trace"]
         var routes: Set<String> = []
         for (path, item) in paths {
             let operations = try XCTUnwrap(item as? [String: Any], "path \(path) is not a mapping")
-            for method in operations.keys where methods.contains(method) {
+            for method in operations.keys where httpMethods.contains(method) {
                 routes.insert("\(method.uppercased()) \(normalized(path))")
             }
         }
