@@ -1,6 +1,5 @@
 import CRdKafka
 import Foundation
-import Logging
 
 /// Cluster administration Pushline needs at startup: making sure its topics exist.
 public enum KafkaAdmin {
@@ -61,13 +60,12 @@ private struct EndOffsetQuery: Sendable {
 
     func run() throws(KafkaError) -> [TopicPartition: Int64] {
         let deadline = ContinuousClock.now + timeout
-        let callbacks = ClientCallbacks(logger: Logger(label: "pushline.kafka.admin"))
-        let conf = try RDKafkaHandle.configuration(properties, callbacks: callbacks)
-        let rk = try RDKafkaHandle.make(RD_KAFKA_CONSUMER, configuration: conf)
-        defer {
-            rd_kafka_destroy(rk)
-            withExtendedLifetime(callbacks) {}
+        return try RDKafkaHandle.withTemporary(RD_KAFKA_CONSUMER, properties: properties) { rk throws(KafkaError) in
+            try read(on: rk, deadline: deadline)
         }
+    }
+
+    private func read(on rk: OpaquePointer, deadline: ContinuousClock.Instant) throws(KafkaError) -> [TopicPartition: Int64] {
         var partitions: [TopicPartition] = []
         var metadata: UnsafePointer<rd_kafka_metadata>?
         let code = rd_kafka_metadata(rk, 1, nil, &metadata, max(1, (deadline - ContinuousClock.now).milliseconds))
@@ -128,16 +126,11 @@ private struct TopicCreation: Sendable {
 
     func run() throws(KafkaError) {
         let deadline = ContinuousClock.now + timeout
-        let callbacks = ClientCallbacks(logger: Logger(label: "pushline.kafka.admin"))
-        let conf = try RDKafkaHandle.configuration(properties, callbacks: callbacks)
         // The admin API needs a client handle; a producer handle joins no group.
-        let rk = try RDKafkaHandle.make(RD_KAFKA_PRODUCER, configuration: conf)
-        defer {
-            rd_kafka_destroy(rk)
-            withExtendedLifetime(callbacks) {}
+        try RDKafkaHandle.withTemporary(RD_KAFKA_PRODUCER, properties: properties) { rk throws(KafkaError) in
+            try create(on: rk, deadline: deadline)
+            try waitForMetadata(on: rk, deadline: deadline)
         }
-        try create(on: rk, deadline: deadline)
-        try waitForMetadata(on: rk, deadline: deadline)
     }
 
     private func create(on rk: OpaquePointer, deadline: ContinuousClock.Instant) throws(KafkaError) {

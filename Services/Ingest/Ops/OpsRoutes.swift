@@ -20,9 +20,10 @@ struct OpsRoutes: Sendable {
     /// `Ops/openapi.yaml`, compiled into the binary by SwiftPM (`embedInCode`): the one copy of
     /// the document, which `OpenAPIDocumentTests` holds to the router's routes.
     @Sendable func openAPIDocument(_ request: Request, context: IngestRequestContext) async throws -> Response {
-        Response(status: .ok, headers: [.contentType: "application/yaml"],
-                 body: .init(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_yaml)))
+        Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: Self.openAPIBytes))
     }
+
+    private static let openAPIBytes = ByteBuffer(bytes: PackageResources.openapi_yaml)
 
     /// 200 `{"status":"ok"}` when the publisher reports the broker ready, else 503 `{"status":"unavailable"}`.
     @Sendable func health(_ request: Request, context: IngestRequestContext) async throws -> Response {

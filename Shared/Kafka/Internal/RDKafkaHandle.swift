@@ -1,4 +1,5 @@
 import CRdKafka
+import Logging
 
 /// Creates librdkafka configurations and handles, turning every refusal into a
 /// `KafkaError` that carries librdkafka's own explanation (its errstr).
@@ -43,6 +44,21 @@ enum RDKafkaHandle {
             throw KafkaError.configuration(string(from: errstr))
         }
         return rk
+    }
+
+    /// Runs `body` on a short-lived handle of `type` (the admin requests), destroyed afterwards.
+    static func withTemporary<T>(
+        _ type: rd_kafka_type_t,
+        properties: [(String, String)],
+        _ body: (OpaquePointer) throws(KafkaError) -> T
+    ) throws(KafkaError) -> T {
+        let callbacks = ClientCallbacks(logger: Logger(label: "pushline.kafka.admin"))
+        let rk = try make(type, configuration: try configuration(properties, callbacks: callbacks))
+        defer {
+            rd_kafka_destroy(rk)
+            withExtendedLifetime(callbacks) {}
+        }
+        return try body(rk)
     }
 
     private static func string(from buffer: [CChar]) -> String {
