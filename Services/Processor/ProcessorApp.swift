@@ -40,14 +40,18 @@ public enum ProcessorApp {
         let consumerConfig = configuration.consumerConfiguration(groupId: configuration.groupId)
         let outbound = KafkaOutboundPublisher(producer: producer, topic: configuration.topics.outbound)
         let consumer = CommandConsumer(configuration: consumerConfig, topics: configuration.topics.commandTopics, store: store,
-                                       outbound: outbound, verifier: verifier, logger: logger, onApplied: { dispatcher.wake() })
+                                       outbound: outbound, verifier: verifier, logger: logger,
+                                       stallAfter: .milliseconds(configuration.stallTimeoutMs),
+                                       acceptExistingLog: configuration.acceptExistingLog, onApplied: { dispatcher.wake() })
 
         let router = Router()
         let healthEncoder = WireJSON.encoder()
         router.get("/health") { _, _ -> Response in
-            let ok = consumer.isRunning
-            let body = try healthEncoder.encode(ok ? HealthAnswer.ok : HealthAnswer.unavailable)
-            return Response(status: ok ? .ok : .serviceUnavailable, headers: [.contentType: "application/json"],
+            // Readiness: 503 while the consumer is not running, its store is unavailable, or an
+            // owned partition has records waiting and made no progress for the stall time.
+            let problem = consumer.readiness.problem
+            let body = try healthEncoder.encode(problem.map { HealthAnswer(status: "unavailable", reason: $0) } ?? HealthAnswer.ok)
+            return Response(status: problem == nil ? .ok : .serviceUnavailable, headers: [.contentType: "application/json"],
                             body: .init(byteBuffer: ByteBuffer(bytes: body)))
         }
         router.get("/metrics") { _, _ -> Response in

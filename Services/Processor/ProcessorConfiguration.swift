@@ -26,6 +26,12 @@ public struct ProcessorConfiguration: Sendable {
     /// Whether webhooks and callbacks may go to loopback, private, link-local and similar
     /// addresses; off (denied) unless the local stack or a test turns it on.
     public var webhookAllowPrivateTargets = false
+    /// How long an owned partition may have records waiting without progress before `/health`
+    /// answers 503 (`PUSHLINE_STALL_TIMEOUT_MS`).
+    public var stallTimeoutMs = 60_000
+    /// Whether a live processor applies records written before its store was created
+    /// (`PUSHLINE_ACCEPT_EXISTING_LOG`); off: it refuses them and names the rebuild instead.
+    public var acceptExistingLog = false
     /// librdkafka properties passed through verbatim (TLS/SASL).
     public var kafkaProperties: [String: String] = [:]
 
@@ -47,6 +53,8 @@ public struct ProcessorConfiguration: Sendable {
         c.webhookConcurrency = try reader.int("PUSHLINE_WEBHOOK_CONCURRENCY", default: c.webhookConcurrency, range: 1...10_000)
         c.webhookTimeoutMs = try reader.int("PUSHLINE_WEBHOOK_TIMEOUT_MS", default: c.webhookTimeoutMs, range: 100...600_000)
         c.webhookAllowPrivateTargets = try reader.bool("PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS", default: c.webhookAllowPrivateTargets)
+        c.stallTimeoutMs = try reader.int("PUSHLINE_STALL_TIMEOUT_MS", default: c.stallTimeoutMs, range: 1_000...86_400_000)
+        c.acceptExistingLog = try reader.bool("PUSHLINE_ACCEPT_EXISTING_LOG", default: c.acceptExistingLog)
         c.kafkaProperties = try reader.properties("PUSHLINE_KAFKA_PROPERTIES")
         return c
     }

@@ -31,6 +31,6 @@ struct Pushline: AsyncParsableCommand {
 
             Exit status: 0 success, 1 failure (message on standard error), 64 usage error.
             """,
-        subcommands: [Apps.self, Tokens.self, Lag.self, RebuildCommand.self]
+        subcommands: [Apps.self, Tokens.self, Lag.self, DeadLetters.self, RebuildCommand.self]
     )
 }

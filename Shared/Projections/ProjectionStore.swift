@@ -453,6 +453,10 @@ public enum Mutation: Sendable, Equatable {
     /// Deletes the delivery's tracking rows that it cannot own: those of any other app and
     /// those at or past `validBelow` (the delivery's sent count; 0 when tracking was off).
     case discardTracking(deliveryId: UUID, appId: UUID, validBelow: Int)
+    /// Sets a record aside that the store refused for good; an existing row is left as it is.
+    case putDeadLetter(DeadLetterRow)
+    /// Removes a dead letter (it was applied again).
+    case deleteDeadLetter(DeadLetterKey)
 }
 
 /// Moves the stored consumed offset of a partition from `expected` (nil: none stored yet) to
@@ -541,6 +545,14 @@ public protocol ProjectionStore: Sendable {
     func outboxJobs(after id: String?, limit: Int) async throws -> [OutboxJob]
     /// The earliest `nextAttemptAt` of pending jobs, if any.
     func nextOutboxDue() async throws -> Date?
+
+    /// When the store was created; `Date(timeIntervalSince1970: 0)` for a store created before
+    /// this was recorded. A live processor uses it to tell a log it has never consumed from
+    /// records that arrived after the store existed.
+    func createdAt() async throws -> Date
+    /// Up to `limit` dead letters after `after` (all when nil), in `DeadLetterKey` order.
+    func deadLetters(after: DeadLetterKey?, limit: Int) async throws -> [DeadLetterRow]
+    func deadLetter(_ key: DeadLetterKey) async throws -> DeadLetterRow?
 
     /// A deterministic text dump of the projected tables (apps, tokens, devices, statuses,
     /// pending notifications, acks, deliveries, tracking rows, outbox jobs without their delivery progress),

@@ -6,7 +6,7 @@ import XCTest
 /// SQLite alone.
 final class PostgresSuiteCoverageTests: XCTestCase {
     static let sharedSuites = ["MutationTests", "OffsetTests", "OutboxTests", "LoadTests", "ReadTests", "DumpTests",
-                               "LargeCommitTests", "TrackingStoreTests"]
+                               "LargeCommitTests", "TrackingStoreTests", "DeadLetterStoreTests"]
 
     func testEveryTestOfTheSharedSuitesIsDeclaredForPostgreSQL() throws {
         let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()

@@ -320,3 +320,27 @@ final class PostgresTrackingStoreTests: TrackingStoreTests {
         try await super.testASendAndAReportCommittedAtOnceByTwoStoresLeaveNoRowTheDeliveryCannotOwn()
     }
 }
+
+final class PostgresDeadLetterStoreTests: DeadLetterStoreTests {
+    override class var backend: StoreBackend { .postgres }
+
+    override func testADeadLetterIsStoredWithItsOffsetAndMovesThePartitionOn() async throws {
+        try await super.testADeadLetterIsStoredWithItsOffsetAndMovesThePartitionOn()
+    }
+
+    override func testDeadLettersListInPartitionAndOffsetOrderAndPage() async throws {
+        try await super.testDeadLettersListInPartitionAndOffsetOrderAndPage()
+    }
+
+    override func testDeletingADeadLetterRemovesOnlyIt() async throws {
+        try await super.testDeletingADeadLetterRemovesOnlyIt()
+    }
+
+    override func testAReasonIsKeptToItsLimit() async throws {
+        try await super.testAReasonIsKeptToItsLimit()
+    }
+
+    override func testANewStoreRecordsWhenItWasCreatedOnceAndKeepsIt() async throws {
+        try await super.testANewStoreRecordsWhenItWasCreatedOnceAndKeepsIt()
+    }
+}

@@ -15,8 +15,8 @@ final class SchemaTests: StoreTestCase {
         let tables = try await store.pool.read { db in
             try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'grdb%' ORDER BY name")
         }
-        XCTAssertEqual(tables, ["acks", "api_tokens", "apps", "deliveries", "devices", "outbox", "outbox_attempts",
-                                "partition_offsets", "pending_notifications", "registration_status", "tracking_events"])
+        XCTAssertEqual(tables, ["acks", "api_tokens", "apps", "dead_letters", "deliveries", "devices", "outbox", "outbox_attempts",
+                                "partition_offsets", "pending_notifications", "registration_status", "store_info", "tracking_events"])
     }
 
     func testAVersionOneStoreIsMigratedToTheCurrentVersionKeepingItsRows() async throws {
@@ -116,11 +116,26 @@ final class SchemaTests: StoreTestCase {
         }
         let store = try openSQLiteStore()
         let version = try await store.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
-        XCTAssertEqual(version, 3)
+        XCTAssertEqual(version, SQLiteSchema.version)
         let click = TrackingCounts(appId: delivery.appId, deliveryId: delivery.deliveryId,
                                    counts: [TrackingCount(action: .click, messageIndex: 3)])
         try await store.commit(mutations: [.countTracking(click)], offsets: [])
         let stats = try await store.deliveryStats(app: delivery.appId, deliveryId: delivery.deliveryId)
         XCTAssertEqual(stats, DeliveryStatsRow(delivery: delivery, clicks: 1))
+    }
+
+    /// A store that existed before its creation time was recorded has consumed its log already:
+    /// it records the epoch, so a live processor never takes its log for one it has not seen.
+    func testAStoreFromBeforeCreationTimesRecordsTheEpoch() async throws {
+        do {
+            let pool = try DatabasePool(path: path())
+            try SQLiteSchema.migrator.migrate(pool, upTo: "v3")
+            try pool.close()
+        }
+        let store = try openSQLiteStore()
+        let created = try await store.createdAt()
+        XCTAssertEqual(created, Date(timeIntervalSince1970: 0))
+        let fresh = try await openStore("fresh.sqlite").createdAt()
+        XCTAssertGreaterThan(fresh, Date(timeIntervalSince1970: 1_700_000_000))
     }
 }

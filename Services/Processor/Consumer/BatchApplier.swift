@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Metrics
 import Projections
+import Synchronization
 
 /// One consumed record, reduced to what the applier needs.
 struct ConsumedRecord: Sendable {
@@ -13,6 +14,8 @@ struct ConsumedRecord: Sendable {
     var value: Data
     /// The ingest request that produced the command (`request-id` header), for log lines.
     var requestId: String? = nil
+    /// The record's Kafka timestamp (its producer's create time).
+    var timestamp: Date? = nil
 }
 
 /// Applies a batch of consumed records to the projection store in ONE transaction together
@@ -36,6 +39,8 @@ final class BatchApplier: Sendable {
     /// A rebuild's applier: outbox jobs are written as `replayed`, never to be sent.
     private let replaying: Bool
     private let commitTimer = Timer(label: "pushline_processor_store_commit_seconds")
+    /// Since when the store has been failing as unavailable (nil: it answered the last call).
+    private let unavailableSince = Mutex<ContinuousClock.Instant?>(nil)
     private let outboundCounter = Counter(label: "pushline_processor_outbound_records_total")
 
     init(store: any ProjectionStore, outbound: any OutboundPublisher, verifier: any DeviceTokenVerifier, logger: Logger,
@@ -95,10 +100,7 @@ final class BatchApplier: Sendable {
                     "partition": "\(record.partition)", "offset": "\(record.offset)", "error": "\(error)",
                     "request_id": "\(record.requestId ?? "-")",
                 ])
-                try await retryForever {
-                    let batch = try await self.decide(one, storeFailed: true)
-                    try await self.commit(batch, expected: positions)
-                }
+                try await settleRefused(record, expected: positions)
             }
             positionsOut[record.partition] = record.offset + 1
         }
@@ -112,6 +114,9 @@ final class BatchApplier: Sendable {
         var offset: Int64
         var requestId: String?
         var outcome: CommandDecoder.Outcome
+        /// The record as consumed, for a dead letter.
+        var type: String?
+        var value: Data
     }
 
     /// What a batch decided: its mutations, outbound records, next offsets and counts.
@@ -146,7 +151,7 @@ final class BatchApplier: Sendable {
         let decoder = CommandDecoder()
         return records.map {
             Decoded(partition: $0.partition, offset: $0.offset, requestId: $0.requestId,
-                    outcome: decoder.decode(type: $0.type, version: $0.version, value: $0.value))
+                    outcome: decoder.decode(type: $0.type, version: $0.version, value: $0.value), type: $0.type, value: $0.value)
         }
     }
 
@@ -196,6 +201,7 @@ final class BatchApplier: Sendable {
         let offsets = batch.next.map { OffsetUpdate(partition: $0.key, expected: expected[$0.key], next: $0.value) }
         let start = ContinuousClock.now
         try await store.commit(mutations: replaying ? batch.mutations.map(Self.replayed) : batch.mutations, offsets: offsets)
+        unavailableSince.withLock { $0 = nil }
         commitTimer.recordNanoseconds((ContinuousClock.now - start).nanoseconds)
         batch.tally.report()
     }
@@ -241,7 +247,79 @@ final class BatchApplier: Sendable {
         }
     }
 
+    // MARK: - Records the store refuses
+
+    /// Settles a record the store refused after the retries. Its decided failure is stored if
+    /// the store takes it (a registration becomes `FailedToStoreDevice`); if the store refuses
+    /// that too, the record goes to the dead letters with its partition's next offset, and the
+    /// partition moves on. Only an unavailable store (or broker) is waited for.
+    private func settleRefused(_ record: Decoded, expected: [PartitionKey: Int64]) async throws {
+        let reason: any Error
+        do {
+            let batch = try await withRetries { try await self.decide([record], storeFailed: true) }
+            try await withRetries { try await self.commit(batch, expected: expected) }
+            return
+        } catch let error as ProjectionStoreError where error.isConflict {
+            throw error
+        } catch {
+            reason = error
+        }
+        let letter = DeadLetterRow(
+            partition: record.partition, offset: record.offset, type: record.type.map { Self.storable($0, limit: 200) },
+            reason: Self.storable(String(describing: reason), limit: DeadLetterRow.maxReasonLength),
+            requestId: record.requestId.map { Self.storable($0, limit: 200) }, value: record.value, recordedAt: Date())
+        let offset = OffsetUpdate(partition: record.partition, expected: expected[record.partition], next: record.offset + 1)
+        try await retryForever {
+            try await self.store.commit(mutations: [.putDeadLetter(letter)], offsets: [offset])
+            self.unavailableSince.withLock { $0 = nil }
+        }
+        Counter(label: "pushline_processor_dead_letters_total", dimensions: [("type", Self.metricType(record))]).increment()
+        logger.error("record dead-lettered: the store refused it for good; its partition moves on", metadata: [
+            "partition": "\(record.partition)", "offset": "\(record.offset)", "type": "\(record.type ?? "-")",
+            "request_id": "\(record.requestId ?? "-")", "reason": "\(letter.reason)",
+            "reapply": "pushline dead-letters reapply \(letter.key)",
+        ])
+    }
+
+    /// A header or message as a text column takes it: no NUL (PostgreSQL text refuses it), bounded.
+    private static func storable(_ text: String, limit: Int) -> String {
+        String(text.prefix(limit)).replacingOccurrences(of: "\u{0}", with: "\u{FFFD}")
+    }
+
+    /// The command type as a metric label: only the types the processor knows, so a forged
+    /// header cannot grow the label set.
+    private static func metricType(_ record: Decoded) -> String {
+        if case .command(let c) = record.outcome { return c.type.rawValue }
+        return "unknown"
+    }
+
+    /// Applies a dead letter again, live: its outbound records are published and its outbox
+    /// jobs enqueued (it was never applied, so none of that happened), and the dead letter is
+    /// removed in the same transaction. The partition's offset does not move. One attempt: an
+    /// error (the store still refuses it) is thrown and the dead letter stays.
+    func reapply(_ letter: DeadLetterRow) async throws -> DeadLetterReapplied {
+        // The version header is not kept: the envelope's own `v` decides.
+        let record = Self.decode([ConsumedRecord(partition: letter.partition, offset: letter.offset, type: letter.type,
+                                                 version: nil, value: letter.value, requestId: letter.requestId)][...])[0]
+        var batch = try await decide([record])
+        batch.next = [:]
+        batch.mutations.append(.deleteDeadLetter(letter.key))
+        try await publish(batch.outbound)
+        try await commit(batch, expected: [:])
+        return DeadLetterReapplied(mutations: batch.mutations.count - 1, outbound: batch.outbound.count,
+                                   command: record.outcome.summary)
+    }
+
     // MARK: - Retries
+
+    private func markUnavailable() {
+        unavailableSince.withLock { if $0 == nil { $0 = .now } }
+    }
+
+    /// How long the store has been failing as unavailable, nil when its last call succeeded.
+    var storeUnavailableFor: Duration? {
+        unavailableSince.withLock { since in since.map { ContinuousClock.now - $0 } }
+    }
 
     private func withRetries<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
         var attempt = 0
@@ -255,6 +333,7 @@ final class BatchApplier: Sendable {
                 // of its own (deadlock): the same work succeeds later, so wait for it — giving up
                 // would record a failure the command does not have.
                 let delay = min(Duration.milliseconds(100) * (1 << min(attempt, 6)), .seconds(5))
+                markUnavailable()
                 logger.error("store unavailable; retrying", metadata: ["attempt": "\(attempt + 1)", "error": "\(reason)", "delay": "\(delay)"])
                 try await Task.sleep(for: delay)
                 attempt += 1
@@ -277,12 +356,22 @@ final class BatchApplier: Sendable {
                 throw error
             } catch {
                 try Task.checkCancellation()
+                markUnavailable()
                 logger.error("store unavailable; retrying", metadata: ["error": "\(error)", "delay": "\(delay)"])
                 try await Task.sleep(for: delay)
                 delay = min(delay * 2, .seconds(5))
             }
         }
     }
+}
+
+/// What `BatchApplier.reapply` did with a dead letter.
+public struct DeadLetterReapplied: Sendable, Equatable {
+    /// State changes written (0: the command changed nothing, e.g. it was rejected).
+    public var mutations: Int
+    public var outbound: Int
+    /// What the record decoded as.
+    public var command: String
 }
 
 /// Per-batch counts, reported to metrics once per batch rather than once per record.

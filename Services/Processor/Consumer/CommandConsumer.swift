@@ -28,14 +28,21 @@ final class CommandConsumer: Service, Sendable {
     private let startAfter: (@Sendable () async throws -> Void)?
     private let logger: Logger
     private let state = HealthFlag()
+    /// Whether a live processor may apply records older than its store (see `ExistingLogRefused`).
+    private let acceptExistingLog: Bool
+    private let watch: Mutex<ProgressWatch>
+    private let stalled = Mutex<[PartitionKey]>([])
     /// The group member while `run` is in its loop.
     private let member = Mutex<KafkaConsumer?>(nil)
 
     init(configuration: KafkaConsumerConfiguration, topics: [String], store: any ProjectionStore, outbound: any OutboundPublisher,
          verifier: any DeviceTokenVerifier, logger: Logger, replayLimits: [PartitionKey: Int64]? = nil,
          partitions: [PartitionKey]? = nil, startAfter: (@Sendable () async throws -> Void)? = nil,
+         stallAfter: Duration = .seconds(60), acceptExistingLog: Bool = false,
          onApplied: @escaping @Sendable () -> Void) {
         self.configuration = configuration
+        self.watch = Mutex(ProgressWatch(stallAfter: stallAfter))
+        self.acceptExistingLog = acceptExistingLog
         self.partitions = partitions
         self.startAfter = startAfter
         self.topics = topics
@@ -49,16 +56,13 @@ final class CommandConsumer: Service, Sendable {
     /// True while the consumer loop runs.
     var isRunning: Bool { state.value }
 
-    /// True when partitions are assigned and every one of them is applied up to the high
-    /// watermark of its last fetch: nothing is waiting in the topics for this member.
-    var isCaughtUp: Bool {
-        guard let consumer = member.withLock({ $0 }) else { return false }
-        let positions = book.positions
-        guard !positions.isEmpty else { return false }
-        return positions.allSatisfy { partition, next in
-            guard let end = consumer.highWatermark(partition.topicPartition) else { return false }
-            return next >= end
-        }
+    /// Whether this processor is doing its work: its loop runs, its store answers, and no
+    /// partition it owns has records waiting without progress for the stall time.
+    var readiness: Readiness {
+        guard state.value else { return .notRunning }
+        if let down = applier.storeUnavailableFor { return .storeUnavailable(for: down) }
+        let stalled = stalled.withLock { $0 }
+        return stalled.isEmpty ? .ready : .stalled(stalled)
     }
 
     func run() async throws {
@@ -67,6 +71,7 @@ final class CommandConsumer: Service, Sendable {
         // beginning: a log that lost its first records (retention) then fails the rebuild
         // instead of building a store that lacks them.
         let unseen: Int64? = replayLimits == nil ? nil : 0
+        let storeCreatedAt = replayLimits == nil && !acceptExistingLog ? try await store.createdAt() : nil
         // Takes `keys` into the book and returns where each starts: at its stored offset.
         @Sendable func claim(_ keys: [PartitionKey]) async throws -> [TopicPartition: Int64] {
             let stored = try await store.offsets(topics: topics)
@@ -96,7 +101,7 @@ final class CommandConsumer: Service, Sendable {
                     group.addTask { try await self.reportLag(of: consumer) }
                     try await self.startAfter?()
                     for try await batch in consumer.batches() {
-                        try await self.apply(batch, consumer: consumer)
+                        try await self.apply(batch, consumer: consumer, storeCreatedAt: storeCreatedAt)
                     }
                     group.cancelAll()
                 }
@@ -115,7 +120,19 @@ final class CommandConsumer: Service, Sendable {
     /// is idle or stuck (e.g. its store is down) still shows its lag.
     private func reportLag(of consumer: KafkaConsumer) async throws {
         while true {
-            lag.report(positions: book.positions) { consumer.highWatermark($0.topicPartition) }
+            let positions = book.positions
+            lag.report(positions: positions) { consumer.highWatermark($0.topicPartition) }
+            let now = ContinuousClock.now
+            let stuck = watch.withLock { $0.observe(positions: positions, highWatermark: { consumer.highWatermark($0.topicPartition) }, now: now) }
+            let before = stalled.withLock { stalled in
+                defer { stalled = stuck }
+                return stalled
+            }
+            if !stuck.isEmpty, stuck != before {
+                logger.error("partitions stalled: records are waiting and none was applied for the stall time", metadata: [
+                    "partitions": "\(stuck.map(\.description))", "stall_after": "\(watch.withLock { $0.stallAfter })",
+                ])
+            }
             try await Task.sleep(for: .seconds(1))
         }
     }
@@ -142,7 +159,8 @@ final class CommandConsumer: Service, Sendable {
         )
     }
 
-    private func apply(_ batch: [KafkaConsumerMessage], consumer: KafkaConsumer) async throws {
+    /// `storeCreatedAt`: when set, records older than the store are refused (`ExistingLogRefused`).
+    private func apply(_ batch: [KafkaConsumerMessage], consumer: KafkaConsumer, storeCreatedAt: Date?) async throws {
         var records = batch.map { m in
             var type: String?, version: Int?, requestId: String?
             for h in m.headers {
@@ -154,13 +172,14 @@ final class CommandConsumer: Service, Sendable {
                 }
             }
             return ConsumedRecord(partition: PartitionKey(topic: m.topic, partition: m.partition), offset: m.offset,
-                                  type: type, version: version, value: m.value, requestId: requestId)
+                                  type: type, version: version, value: m.value, requestId: requestId, timestamp: m.timestamp)
         }
         if let limits = replayLimits { records.removeAll { $0.offset >= limits[$0.partition] ?? 0 } }
         while true {
             let (admitted, expected) = book.admit(records)
             guard !admitted.isEmpty else { return }
             defer { book.settle() }
+            if let storeCreatedAt { try ExistingLogRefused.check(admitted, expected: expected, storeCreatedAt: storeCreatedAt) }
             do {
                 // A batch once started is finished even when shutdown cancels the loop: its outbound
                 // records may be out already, and stopping before its commit would send them again
@@ -184,6 +203,64 @@ final class CommandConsumer: Service, Sendable {
                 records.removeAll { partitions.contains($0.partition) }
             }
         }
+    }
+}
+
+/// What the processor's `/health` reports.
+enum Readiness: Equatable, Sendable {
+    case ready
+    /// The consumer loop is not running (starting, stopped or failed).
+    case notRunning
+    /// The store has failed as unavailable for this long, and the processor is waiting for it.
+    case storeUnavailable(for: Duration)
+    /// These owned partitions have records waiting and made no progress for the stall time.
+    case stalled([PartitionKey])
+
+    /// Why the processor is not ready, in one line; nil when it is.
+    var problem: String? {
+        switch self {
+        case .ready: nil
+        case .notRunning: "the consumer is not running"
+        case .storeUnavailable(let duration): "the projection store has been unavailable for \(duration.components.seconds) s"
+        case .stalled(let partitions):
+            "no progress on partitions with records waiting: \(partitions.map(\.description).joined(separator: ", "))"
+        }
+    }
+}
+
+/// Stops a live processor that is about to apply, as new, records written before its store
+/// existed: a store that has never consumed a partition, over a log that already held records
+/// then, is a wrong or fresh store pointed at an old log. Applying it live would send again every
+/// webhook, callback and outbound record the log implies. The way to build a store from an
+/// existing log is a rebuild, which sends nothing; `PUSHLINE_ACCEPT_EXISTING_LOG=true` applies
+/// it live on purpose.
+///
+/// Only partitions without a stored offset are checked, by the Kafka timestamp of the first
+/// record admitted; records written after the store was created (ingest started before the
+/// processor) are normal work. `clockSkew` allows for producers whose clocks run a little behind.
+struct ExistingLogRefused: Error, CustomStringConvertible {
+    static let clockSkew: TimeInterval = 5
+
+    var partition: PartitionKey
+    var offset: Int64
+    var writtenAt: Date
+    var storeCreatedAt: Date
+
+    static func check(_ records: [ConsumedRecord], expected: [PartitionKey: Int64], storeCreatedAt: Date) throws {
+        var checked: Set<PartitionKey> = []
+        for record in records where expected[record.partition] == nil && checked.insert(record.partition).inserted {
+            guard let at = record.timestamp, at.timeIntervalSince(storeCreatedAt) < -clockSkew else { continue }
+            throw ExistingLogRefused(partition: record.partition, offset: record.offset, writtenAt: at, storeCreatedAt: storeCreatedAt)
+        }
+    }
+
+    var description: String {
+        let format = ISO8601DateFormatter()
+        return "refusing to apply \(partition) from offset \(offset) live: its records were written before this projection store "
+            + "was created (record at \(format.string(from: writtenAt)), store created at \(format.string(from: storeCreatedAt))), "
+            + "so the store has never consumed this log, and applying it would send every webhook, callback and push it implies "
+            + "again. Build the store from the log with `pushline-processor rebuild --store <store>` (sends nothing), or set "
+            + "PUSHLINE_ACCEPT_EXISTING_LOG=true to apply the log live and emit its side effects."
     }
 }
 

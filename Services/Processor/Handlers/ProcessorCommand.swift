@@ -93,6 +93,16 @@ struct CommandDecoder {
         case unknownType(String)
         case unsupportedVersion(type: String, version: Int)
         case malformed(type: String, error: String)
+
+        /// One line for an operator: the command's type and id, or why it could not be read.
+        var summary: String {
+            switch self {
+            case .command(let c): "\(c.type.rawValue) \(c.id.uuidString.lowercased())"
+            case .unknownType(let t): "unknown type \(t)"
+            case .unsupportedVersion(let t, let v): "\(t) of unsupported version \(v)"
+            case .malformed(let t, let e): "malformed \(t): \(e)"
+            }
+        }
     }
 
     private let decoder = WireJSON.decoder()

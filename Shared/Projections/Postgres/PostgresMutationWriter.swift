@@ -32,6 +32,7 @@ struct PostgresMutationWriter {
         for phase in plan.phases {
             try await writeTracking(phase)
         }
+        try await PostgresDeadLetters.write(plan.deadLetters, on: connection, logger: logger)
     }
 
     private static func key(_ key: PendingKey) -> (UUID, String, String) {

@@ -189,6 +189,20 @@ public final class PostgresProjectionStore: ProjectionStore {
         try await session(nil) { connection in try await PostgresOutbox.nextDue(on: connection, logger: self.logger) }
     }
 
+    public func createdAt() async throws -> Date {
+        try await session(nil) { connection in try await PostgresDeadLetters.createdAt(on: connection, logger: self.logger) }
+    }
+
+    public func deadLetters(after: DeadLetterKey?, limit: Int) async throws -> [DeadLetterRow] {
+        try await session(nil) { connection in
+            try await PostgresDeadLetters.list(after: after, limit: limit, on: connection, logger: self.logger)
+        }
+    }
+
+    public func deadLetter(_ key: DeadLetterKey) async throws -> DeadLetterRow? {
+        try await session(nil) { connection in try await PostgresDeadLetters.one(key, on: connection, logger: self.logger) }
+    }
+
     public func dump() async throws -> String {
         try await session(Self.snapshot) { connection in try await PostgresDump.dump(on: connection, logger: self.logger) }
     }

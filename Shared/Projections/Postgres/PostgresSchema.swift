@@ -14,10 +14,10 @@ enum PostgresSchema {
     /// The newest schema version this code creates and understands. It counts as the SQLite
     /// schema does: version 3 is the same tables (apps and devices, managed notifications,
     /// tracking); PostgreSQL stores start there.
-    static let version = 3
+    static let version = 5
 
     /// Versions above the stored one are applied in order.
-    private static let migrations: [(version: Int, sql: String)] = [(3, v3)]
+    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5)]
 
     /// Any fixed number: the lock only serialises openers of one database.
     private static let openLock: Int64 = 0x5075_7368_6c69_6e65  // "Pushline"
@@ -48,6 +48,7 @@ enum PostgresSchema {
                 ON CONFLICT (singleton) DO UPDATE SET version = excluded.version
                 """, logger: logger)
         }
+        try await PostgresDeadLetters.recordCreation(foundVersion: found, on: connection, logger: logger)
         if found < version {
             logger.info("projection store schema migrated", metadata: ["from": "\(found)", "to": "\(version)"])
         }
@@ -169,5 +170,26 @@ enum PostgresSchema {
             repeats bigint NOT NULL,
             PRIMARY KEY (delivery_id, app_id, action, message_index)
         );
+        """
+
+    /// Dead letters (records the store refused for good, set aside so their partition moves
+    /// on) and the store's creation time (one row, written by the first open).
+    private static let v5 = """
+        CREATE TABLE dead_letters (
+            topic text COLLATE "C" NOT NULL,
+            "partition" integer NOT NULL,
+            "offset" bigint NOT NULL,
+            type text COLLATE "C",
+            reason text COLLATE "C" NOT NULL,
+            request_id text COLLATE "C",
+            value bytea NOT NULL,
+            recorded_at bigint NOT NULL,
+            PRIMARY KEY (topic, "partition", "offset")
+        );
+
+        CREATE TABLE store_info (
+            singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+            created_at bigint NOT NULL
+        )
         """
 }

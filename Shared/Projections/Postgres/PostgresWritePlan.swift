@@ -101,6 +101,8 @@ struct PostgresWritePlan {
     /// Rows to insert once the deletes ran.
     var pendingPuts: [PendingID: PendingNotificationRow] = [:]
     var phases: [TrackingPhase] = []
+    /// Dead letters put (a row) or deleted (nil), in order.
+    var deadLetters: [(key: DeadLetterKey, row: DeadLetterRow?)] = []
 
     init(_ mutations: [Mutation]) {
         // Where the last covering delete of each pending key or device happened.
@@ -138,6 +140,8 @@ struct PostgresWritePlan {
             case .discardTracking(let deliveryId, let appId, let validBelow):
                 if phase.countedBefore(deliveryId) { phases.append(phase); phase = TrackingPhase() }
                 phase.discards.append(Discard(deliveryId: deliveryId, appId: appId, validBelow: Int64(validBelow)))
+            case .putDeadLetter(let row): deadLetters.append((row.key, row))
+            case .deleteDeadLetter(let key): deadLetters.append((key, nil))
             case .countTracking(let batch):
                 let pair = Pair(deliveryId: batch.deliveryId, appId: batch.appId)
                 if phase.settledSet.insert(pair).inserted { phase.settled.append(pair) }

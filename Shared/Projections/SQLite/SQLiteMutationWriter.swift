@@ -131,6 +131,10 @@ struct SQLiteMutationWriter {
             try statement(\.discardTracking, Self.discardTrackingSQL).execute(arguments: [
                 SQLiteValues.text(deliveryId), SQLiteValues.text(appId), validBelow,
             ])
+        case .putDeadLetter(let row):
+            try SQLiteDeadLetters.put(row, in: db)
+        case .deleteDeadLetter(let key):
+            try SQLiteDeadLetters.delete(key, in: db)
         }
     }
 

@@ -200,6 +200,18 @@ public final class SQLiteProjectionStore: ProjectionStore {
         try await reading { db in try SQLiteOutbox.nextDue(in: db) }
     }
 
+    public func createdAt() async throws -> Date {
+        try await reading { db in try SQLiteDeadLetters.createdAt(in: db) }
+    }
+
+    public func deadLetters(after: DeadLetterKey?, limit: Int) async throws -> [DeadLetterRow] {
+        try await reading { db in try SQLiteDeadLetters.list(after: after, limit: limit, in: db) }
+    }
+
+    public func deadLetter(_ key: DeadLetterKey) async throws -> DeadLetterRow? {
+        try await reading { db in try SQLiteDeadLetters.one(key, in: db) }
+    }
+
     public func dump() async throws -> String {
         try await reading { db in try SQLiteDump.dump(db) }
     }
@@ -222,14 +234,20 @@ public final class SQLiteProjectionStore: ProjectionStore {
         }
     }
 
+    /// Failures of the machine rather than of the data: busy or locked beyond the busy timeout,
+    /// a full disk, an I/O error, no memory, a file that cannot be opened or written. The same
+    /// write succeeds once the cause is gone, so the processor waits instead of dead-lettering.
+    private static let transientCodes: [ResultCode] = [
+        .SQLITE_BUSY, .SQLITE_LOCKED, .SQLITE_FULL, .SQLITE_IOERR, .SQLITE_NOMEM, .SQLITE_CANTOPEN, .SQLITE_READONLY,
+    ]
+
     /// The module's own errors pass as they are, and so does cancellation (callers stop on it
-    /// rather than retry); a database busy or locked beyond the busy timeout is transient; anything
-    /// else is a database failure.
+    /// rather than retry); the `transientCodes` are transient; anything else is a database failure.
     private static func storeError(_ error: any Error) -> any Error {
         switch error {
         case let error as ProjectionStoreError: error
         case let error as CancellationError: error
-        case let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED:
+        case let error as DatabaseError where transientCodes.contains(error.resultCode.primaryResultCode):
             ProjectionStoreError.unavailable(String(describing: error))
         default: ProjectionStoreError.database(String(describing: error))
         }

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import Logging
 
@@ -8,7 +9,7 @@ import Logging
 /// could otherwise misread or damage tables it does not know.
 enum SQLiteSchema {
     /// The newest schema version this code creates and understands.
-    static let version = 3
+    static let version = 5
 
     static func prepare(_ pool: DatabasePool, logger: Logger) throws {
         let found = try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
@@ -23,6 +24,7 @@ enum SQLiteSchema {
             logger.debug("retrying projection store migration", metadata: ["error": "\(error)"])
             try migrator.migrate(pool)
         }
+        try pool.write { db in try SQLiteDeadLetters.recordCreation(foundVersion: found, now: Date(), in: db) }
         if found < version {
             logger.info("projection store schema migrated", metadata: ["from": "\(found)", "to": "\(version)"])
         }
@@ -42,6 +44,10 @@ enum SQLiteSchema {
         migrator.registerMigration("v3") { db in
             try db.execute(sql: v3)
             try db.execute(sql: "PRAGMA user_version = 3")
+        }
+        migrator.registerMigration("v5") { db in
+            try db.execute(sql: v5)
+            try db.execute(sql: "PRAGMA user_version = 5")
         }
         return migrator
     }
@@ -184,5 +190,26 @@ enum SQLiteSchema {
         ) STRICT, WITHOUT ROWID;
 
         CREATE INDEX deliveries_by_id ON deliveries (delivery_id);
+        """
+
+    /// Dead letters (records the store refused for good, set aside so their partition moves
+    /// on) and the store's creation time (one row, written by the first open).
+    private static let v5 = """
+        CREATE TABLE dead_letters (
+            topic TEXT NOT NULL,
+            "partition" INTEGER NOT NULL,
+            "offset" INTEGER NOT NULL,
+            type TEXT,
+            reason TEXT NOT NULL,
+            request_id TEXT,
+            value BLOB NOT NULL,
+            recorded_at INTEGER NOT NULL,
+            PRIMARY KEY (topic, "partition", "offset")
+        ) STRICT, WITHOUT ROWID;
+
+        CREATE TABLE store_info (
+            singleton INTEGER NOT NULL PRIMARY KEY CHECK (singleton = 1),
+            created_at INTEGER NOT NULL
+        ) STRICT;
         """
 }

@@ -118,5 +118,8 @@ actor InMemoryProjectionStore: ProjectionStore {
     func outboxJob(_ id: String) -> OutboxJob? { nil }
     func outboxJobs(after id: String?, limit: Int) -> [OutboxJob] { [] }
     func nextOutboxDue() -> Date? { nil }
+    func createdAt() -> Date { Date(timeIntervalSince1970: 0) }
+    func deadLetters(after: DeadLetterKey?, limit: Int) -> [DeadLetterRow] { [] }
+    func deadLetter(_ key: DeadLetterKey) -> DeadLetterRow? { nil }
     func dump() -> String { "" }
 }

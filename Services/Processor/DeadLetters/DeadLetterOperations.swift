@@ -1,0 +1,53 @@
+import Contracts
+import Foundation
+import Kafka
+import Logging
+import Projections
+
+/// What an operator does with dead letters (`pushline dead-letters`): list them, and apply one
+/// again once its cause is fixed. Both work on the store directly, like `pushline lag`.
+public enum DeadLetterOperations {
+    /// Every dead letter of the store, in partition and offset order.
+    public static func list(configuration: ProcessorConfiguration, logger: Logger) async throws -> [DeadLetterRow] {
+        let store = try await ProjectionStoreFactory.open(configuration.store, logger: logger)
+        var all: [DeadLetterRow] = []
+        var after: DeadLetterKey?
+        while true {
+            let page = try await store.deadLetters(after: after, limit: 500)
+            all += page
+            guard page.count == 500, let last = page.last else { return all }
+            after = last.key
+        }
+    }
+
+    /// The dead letter `key` does not exist (never, or it was applied again already).
+    public struct NotFound: Error, CustomStringConvertible {
+        public var key: DeadLetterKey
+        public var description: String { "no dead letter \(key) in the store" }
+    }
+
+    /// Applies the dead letter `key` again, live, through the processor's own applier: its
+    /// outbound records go to the outbound topic and its webhooks to the outbox, and the dead
+    /// letter is removed in the same transaction as its state. If the store still refuses it,
+    /// the error is thrown and the dead letter stays.
+    public static func reapply(_ key: DeadLetterKey, configuration: ProcessorConfiguration,
+                               verifier: any DeviceTokenVerifier = TokenFormatVerifier(), logger: Logger) async throws -> DeadLetterReapplied {
+        let store = try await ProjectionStoreFactory.open(configuration.store, logger: logger)
+        guard let letter = try await store.deadLetter(key) else { throw NotFound(key: key) }
+        var producerConfig = KafkaProducerConfiguration()
+        producerConfig.bootstrapServers = configuration.brokers
+        producerConfig.clientId = "pushline-dead-letters"
+        producerConfig.properties = configuration.kafkaProperties
+        let producer = try KafkaProducer(configuration: producerConfig, logger: logger)
+        let applier = BatchApplier(store: store, outbound: KafkaOutboundPublisher(producer: producer, topic: configuration.topics.outbound),
+                                   verifier: verifier, logger: logger)
+        do {
+            let result = try await applier.reapply(letter)
+            await producer.shutdown()
+            return result
+        } catch {
+            await producer.shutdown()
+            throw error
+        }
+    }
+}
