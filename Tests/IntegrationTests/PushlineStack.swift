@@ -78,11 +78,13 @@ final class PushlineStack: @unchecked Sendable {
         ].merging(ingestEnvironment) { $1 }, logDirectory: directory)
     }
 
-    private func makeProcessor() -> ServiceProcess {
+    /// A processor process of this stack (not started), on `store` (default: the stack's) with
+    /// `environment` added to the stack's processor environment.
+    func makeProcessor(store: String? = nil, environment: [String: String] = [:]) -> ServiceProcess {
         ServiceProcess(name: "pushline-processor", environment: [
             "PUSHLINE_PROCESSOR_PORT": "\(processorPort)",
             "PUSHLINE_KAFKA_BROKERS": broker.bootstrapServers,
-            "PUSHLINE_STORE": storeLocation,
+            "PUSHLINE_STORE": store ?? storeLocation,
             "PUSHLINE_GROUP_ID": groupId,
             "PUSHLINE_PARTITIONS": "6",
             "PUSHLINE_KAFKA_SESSION_TIMEOUT_MS": "6000",
@@ -90,7 +92,7 @@ final class PushlineStack: @unchecked Sendable {
             "PUSHLINE_LOG_LEVEL": "info",
             // The tests' webhook receivers listen on 127.0.0.1.
             "PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
-        ].merging(processorEnvironment) { $1 }, logDirectory: directory)
+        ].merging(processorEnvironment) { $1 }.merging(environment) { $1 }, logDirectory: directory)
     }
 
     /// Stops the processor with `signal` and starts a new one on the same store and group.
