@@ -303,9 +303,9 @@ final class PostgresStoreTests: StoreTestCase {
             SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name
             """)
         let version = try await strings("SELECT version::text FROM schema_version")
-        XCTAssertEqual(tables, ["acks", "api_tokens", "apps", "deliveries", "devices", "outbox", "outbox_attempts",
+        XCTAssertEqual(tables, ["acks", "api_tokens", "apps", "dead_letters", "deliveries", "devices", "outbox", "outbox_attempts",
                                 "partition_offsets", "pending_notifications", "registration_status", "schema_version",
-                                "tracking_events"])
+                                "store_info", "tracking_events"])
         XCTAssertEqual(version, ["\(PostgresSchema.version)"])
     }
 
