@@ -7,10 +7,26 @@ import Synchronization
 /// timeout becomes `PublishUnavailable` (→ 503 + Retry-After), never a 2xx.
 public final class KafkaCommandPublisher: CommandPublisher {
     private let producer: KafkaProducer
-    private let readiness = Mutex<(ok: Bool, checked: ContinuousClock.Instant?)>((false, nil))
+    private let readiness = Mutex<Readiness>(Readiness())
+
+    /// The last broker check, and the one running now that every caller waits for.
+    private struct Readiness {
+        var ok = false
+        var checked: ContinuousClock.Instant?
+        var running: Task<Bool, Never>?
+    }
+
+    /// How the broker is checked: the producer's own check unless a test counts them.
+    private let reachability: @Sendable () async -> Bool
 
     public init(producer: KafkaProducer) {
         self.producer = producer
+        self.reachability = { await producer.isBrokerReachable(timeout: .seconds(1)) }
+    }
+
+    init(producer: KafkaProducer, reachability: @escaping @Sendable () async -> Bool) {
+        self.producer = producer
+        self.reachability = reachability
     }
 
     public func publish(_ commands: [EncodedCommand], requestId: String) async throws {
@@ -23,18 +39,33 @@ public final class KafkaCommandPublisher: CommandPublisher {
         }
         do {
             _ = try await producer.send(records)
-            readiness.withLock { $0 = (true, ContinuousClock.now) }
+            readiness.withLock { $0.ok = true; $0.checked = ContinuousClock.now }
         } catch let error as KafkaError {
             throw PublishUnavailable(reason: error.description)
         }
     }
 
-    /// Cached for a second so that frequent health probes cost one metadata request per second.
+    /// Cached for a second, and single-flight: however many health probes arrive at once, one
+    /// broker check (a thread of its own, `isBrokerReachable`) runs at a time and every probe
+    /// waiting meanwhile shares its answer, so a burst of probes cannot start a thread each.
     public func isReady() async -> Bool {
-        let cached = readiness.withLock { $0 }
-        if let checked = cached.checked, ContinuousClock.now - checked < .seconds(1) { return cached.ok }
-        let ok = await producer.isBrokerReachable(timeout: .seconds(1))
-        readiness.withLock { $0 = (ok, ContinuousClock.now) }
+        let reachability = self.reachability
+        let check: Task<Bool, Never>? = readiness.withLock { state in
+            if let checked = state.checked, ContinuousClock.now - checked < .seconds(1) { return nil }
+            if let running = state.running { return running }
+            let running = Task { await reachability() }
+            state.running = running
+            return running
+        }
+        guard let check else { return readiness.withLock { $0.ok } }
+        let ok = await check.value
+        readiness.withLock { state in
+            if state.running == check {
+                state.running = nil
+                state.ok = ok
+                state.checked = ContinuousClock.now
+            }
+        }
         return ok
     }
 }

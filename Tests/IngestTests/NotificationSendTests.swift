@@ -91,6 +91,28 @@ final class NotificationSendTests: XCTestCase {
         XCTAssertEqual(command.content, NotificationContent(contentAvailable: true, custom: ["sync": "1"]))
     }
 
+    func testAChatMessageIsTheAlertTextOfAnImSendWithoutATextOfItsOwn() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        try await harness.test { client in
+            for body in [#"{"userId": "123", "kind": "im", "message": "hello"}"#,
+                         #"{"userId": "123", "kind": "im", "message": "hello", "title": "Anna", "managed": true}"#,
+                         #"{"userId": "123", "kind": "im", "message": "hello", "text": "Anna wrote"}"#] {
+                let response = try await client.bearer(.post, Fixture.notifications(), json: body)
+                XCTAssertEqual(response.status, .accepted, "\(body): \(String(buffer: response.body))")
+            }
+        }
+        let commands = try await harness.published(NotificationRequested.self)
+        XCTAssertEqual(commands.map(\.content.alertText), ["hello", "hello", "Anna wrote"])
+        XCTAssertEqual(commands.map(\.message), ["hello", "hello", "hello"])
+        XCTAssertEqual(commands[1].content.title, "Anna", "the title stays the push's title")
+        // The push itself carries it: the APNs alert and the seed 004 text.
+        var writer = JSONWriter(capacity: PushPayload.maxBytes)
+        PushPayload.render(commands[0], platform: .ios, messageId: "0-0", sentAt: Date(), managedBadge: nil, into: &writer)
+        XCTAssertTrue(String(decoding: writer.bytes, as: UTF8.self).contains(#""body":"hello""#),
+                      String(decoding: writer.bytes, as: UTF8.self))
+    }
+
     func testTrackingAcceptsOnOffAndBooleans() async throws {
         let harness = Harness()
         await harness.seedClientApps()

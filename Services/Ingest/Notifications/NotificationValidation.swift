@@ -6,18 +6,8 @@ import Foundation
 extension NotificationRequested {
     init(validating send: NotificationAPI.SendRequest, deliveryId: UUID, mobileAppId: UUID) throws {
         let target = try Self.target(of: send)
-        let content = try Self.content(of: send)
+        var content = try Self.content(of: send)
         let managed = send.managed ?? false
-        let hasAlert = content.title != nil || content.body != nil || content.text != nil
-        if managed, !hasAlert {
-            // The device's pending list (`ns`) shows the alert text of each managed notification.
-            throw IngestError.badRequest("a managed notification needs a title, body or text", field: "title|body|text")
-        }
-        if !hasAlert, content.contentAvailable != true {
-            throw IngestError.badRequest("one of title, body or text is required (or contentAvailable: true for a silent push)",
-                                         field: "title|body|text")
-        }
-        let tracking = try Self.tracking(send.tracking)
 
         var kind = NotificationKind.alert
         if let text = send.kind {
@@ -32,8 +22,23 @@ extension NotificationRequested {
         switch kind {
         case .alert: break
         case .ticket: ticketId = try Self.ticketId(send.ticketId)
-        case .im: message = try FieldRules.required(send.message, field: "message")
+        case .im:
+            let chat = try FieldRules.required(send.message, field: "message")
+            message = chat
+            // A chat message is the alert text of its push unless the send gives a text of its own.
+            if content.text == nil { content.text = chat }
         }
+
+        let hasAlert = content.title != nil || content.body != nil || content.text != nil
+        if managed, !hasAlert {
+            // The device's pending list (`ns`) shows the alert text of each managed notification.
+            throw IngestError.badRequest("a managed notification needs a title, body or text", field: "title|body|text")
+        }
+        if !hasAlert, content.contentAvailable != true {
+            throw IngestError.badRequest("one of title, body or text is required (or contentAvailable: true for a silent push)",
+                                         field: "title|body|text")
+        }
+        let tracking = try Self.tracking(send.tracking)
 
         self.init(deliveryId: deliveryId, mobileAppId: mobileAppId, target: target, content: content, managed: managed,
                   businessId: send.businessId.nonEmpty, tracking: tracking, kind: kind, ticketId: ticketId, message: message)
