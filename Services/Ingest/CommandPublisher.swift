@@ -12,6 +12,13 @@ public protocol CommandPublisher: Sendable {
     func isReady() async -> Bool
 }
 
+/// Thrown by publishers when the broker refuses a record as too large: no retry can succeed,
+/// so ingest answers 413, never 503.
+public struct RecordTooLarge: Error, Sendable {
+    public var reason: String
+    public init(reason: String) { self.reason = reason }
+}
+
 /// Thrown by publishers when the broker did not acknowledge within the bound: ingest answers 503 + Retry-After.
 public struct PublishUnavailable: Error, Sendable {
     public var reason: String

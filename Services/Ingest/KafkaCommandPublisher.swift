@@ -40,6 +40,8 @@ public final class KafkaCommandPublisher: CommandPublisher {
         do {
             _ = try await producer.send(records)
             readiness.withLock { $0.ok = true; $0.checked = ContinuousClock.now }
+        } catch let error as KafkaError where error.isRecordTooLarge {
+            throw RecordTooLarge(reason: error.description)
         } catch let error as KafkaError {
             throw PublishUnavailable(reason: error.description)
         }

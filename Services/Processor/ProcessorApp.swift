@@ -32,6 +32,7 @@ public enum ProcessorApp {
 
         var dispatcherConfig = WebhookDispatcher.Configuration()
         dispatcherConfig.concurrency = configuration.webhookConcurrency
+        dispatcherConfig.perAppConcurrency = configuration.webhookAppConcurrency
         dispatcherConfig.requestTimeout = .milliseconds(configuration.webhookTimeoutMs)
         dispatcherConfig.auditTopic = configuration.topics.webhooks
         dispatcherConfig.targetPolicy = WebhookTargetPolicy(allowPrivateTargets: configuration.webhookAllowPrivateTargets)

@@ -23,6 +23,9 @@ public struct ProcessorConfiguration: Sendable {
     public static let batchSizes = 1...100_000
     public var webhookConcurrency = 32
     public var webhookTimeoutMs = 5_000
+    /// Webhook attempts in flight for one app at most, so one app's slow receiver cannot hold
+    /// every slot (`PUSHLINE_WEBHOOK_APP_CONCURRENCY`).
+    public var webhookAppConcurrency = 4
     /// Whether webhooks and callbacks may go to loopback, private, link-local and similar
     /// addresses; off (denied) unless the local stack or a test turns it on.
     public var webhookAllowPrivateTargets = false
@@ -52,6 +55,7 @@ public struct ProcessorConfiguration: Sendable {
         c.maxBatchSize = try reader.int("PUSHLINE_MAX_BATCH", default: c.maxBatchSize, range: Self.batchSizes)
         c.webhookConcurrency = try reader.int("PUSHLINE_WEBHOOK_CONCURRENCY", default: c.webhookConcurrency, range: 1...10_000)
         c.webhookTimeoutMs = try reader.int("PUSHLINE_WEBHOOK_TIMEOUT_MS", default: c.webhookTimeoutMs, range: 100...600_000)
+        c.webhookAppConcurrency = try reader.int("PUSHLINE_WEBHOOK_APP_CONCURRENCY", default: c.webhookAppConcurrency, range: 1...10_000)
         c.webhookAllowPrivateTargets = try reader.bool("PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS", default: c.webhookAllowPrivateTargets)
         c.stallTimeoutMs = try reader.int("PUSHLINE_STALL_TIMEOUT_MS", default: c.stallTimeoutMs, range: 1_000...86_400_000)
         c.acceptExistingLog = try reader.bool("PUSHLINE_ACCEPT_EXISTING_LOG", default: c.acceptExistingLog)

@@ -52,6 +52,12 @@ extension KafkaError {
         self.isRetriable = isRetriable || retriable
     }
 
+    /// Whether the record is larger than the client's or the broker's limit
+    /// (`message.max.bytes`): sending it again can never succeed.
+    public var isRecordTooLarge: Bool {
+        code == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE.rawValue || code == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE.rawValue
+    }
+
     /// The failure of a configuration call, with librdkafka's errstr text.
     static func configuration(_ message: String) -> KafkaError {
         KafkaError(RD_KAFKA_RESP_ERR__INVALID_ARG, message: message)

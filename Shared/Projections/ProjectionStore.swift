@@ -474,6 +474,17 @@ public struct OffsetUpdate: Sendable, Equatable {
     }
 }
 
+extension ProjectionStore {
+    public func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date) async throws -> [OutboxJob] {
+        try await claimOutboxJobs(now: now, limit: limit, leaseUntil: leaseUntil, excludingApps: [])
+    }
+
+    /// Records an attempt whoever holds the lease.
+    public func recordOutboxAttempt(jobId: String, result: OutboxAttemptResult) async throws {
+        _ = try await recordOutboxAttempt(jobId: jobId, lease: nil, result: result)
+    }
+}
+
 /// The one error type of the Projections module.
 public enum ProjectionStoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The stored offsets of these partitions were not the expected ones; nothing was written.
@@ -534,11 +545,18 @@ public protocol ProjectionStore: Sendable {
     /// another app.
     func deliveryStats(app appId: UUID, deliveryId: UUID) async throws -> DeliveryStatsRow?
 
-    /// Takes up to `limit` pending jobs due at `now` whose lease is free or expired, and leases
-    /// them until `leaseUntil` so that no other dispatcher takes them meanwhile. Oldest first.
-    func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date) async throws -> [OutboxJob]
-    /// Records an attempt: counts it, stores its result and releases the lease.
-    func recordOutboxAttempt(jobId: String, result: OutboxAttemptResult) async throws
+    /// Takes up to `limit` pending jobs due at `now` whose lease is free or expired, of apps other
+    /// than `excludingApps`, and leases them until `leaseUntil` so that no other dispatcher takes
+    /// them meanwhile. Oldest first. A job's `leaseUntil` only grows from claim to claim, so it
+    /// tells the lease holder from a dispatcher whose lease ran out.
+    func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date, excludingApps: Set<UUID>) async throws -> [OutboxJob]
+    /// Records an attempt: counts it, stores its result and releases the lease — only while the
+    /// job is still leased until `lease` (the claim's `leaseUntil`); nil records unconditionally.
+    /// Returns false, recording nothing, when the lease was lost (it ran out and another
+    /// dispatcher claimed the job, or a rebuild's switch-over restored it).
+    func recordOutboxAttempt(jobId: String, lease: Date?, result: OutboxAttemptResult) async throws -> Bool
+    /// Gives a claimed job back unattempted, if it is still leased until `lease`.
+    func releaseOutboxLease(jobId: String, lease: Date) async throws
     func outboxJob(_ id: String) async throws -> OutboxJob?
     /// Up to `limit` jobs with ids after `id` (all when nil), ordered by id in byte order: pages
     /// through every job, whatever its state.

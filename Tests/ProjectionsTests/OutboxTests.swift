@@ -23,6 +23,44 @@ class OutboxTests: StoreTestCase {
         XCTAssertEqual(stored?.nextAttemptAt, Fixture.at(10))
     }
 
+    func testOnlyTheLeaseHolderRecordsItsAttempt() async throws {
+        let store = try await openStore()
+        try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1"))], offsets: [])
+        _ = try await store.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30))
+        // The lease ran out; another dispatcher took the job.
+        let again = try await store.claimOutboxJobs(now: Fixture.at(31), limit: 10, leaseUntil: Fixture.at(61))
+        XCTAssertEqual(again.map(\.id), ["job-1"])
+        let result = OutboxAttemptResult(at: Fixture.at(40), httpStatus: 200, error: nil, next: .delivered)
+
+        let late = try await store.recordOutboxAttempt(jobId: "job-1", lease: Fixture.at(30), result: result)
+        XCTAssertFalse(late)
+        let untouched = try await store.outboxJob("job-1")
+        XCTAssertEqual(untouched?.attempts, 0)
+        XCTAssertEqual(untouched?.state, .pending)
+
+        let holder = try await store.recordOutboxAttempt(jobId: "job-1", lease: Fixture.at(61), result: result)
+        XCTAssertTrue(holder)
+        let recorded = try await store.outboxJob("job-1")
+        XCTAssertEqual(recorded?.attempts, 1)
+        XCTAssertEqual(recorded?.state, .delivered)
+    }
+
+    func testClaimsSkipExcludedAppsAndAReleasedJobIsClaimableAgain() async throws {
+        let store = try await openStore()
+        let busy = UUID(), other = UUID()
+        try await store.commit(mutations: [.enqueueOutbox(Fixture.job("busy-1", app: busy)), .enqueueOutbox(Fixture.job("other-1", app: other)),
+                                           .enqueueOutbox(Fixture.job("none-1"))], offsets: [])
+        let claimed = try await store.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30), excludingApps: [busy])
+        XCTAssertEqual(Set(claimed.map(\.id)), ["other-1", "none-1"])
+
+        try await store.releaseOutboxLease(jobId: "other-1", lease: Fixture.at(29))
+        let stillLeased = try await store.claimOutboxJobs(now: Fixture.at(1), limit: 10, leaseUntil: Fixture.at(31), excludingApps: [busy])
+        XCTAssertEqual(stillLeased.map(\.id), [], "a release with another lease changes nothing")
+        try await store.releaseOutboxLease(jobId: "other-1", lease: Fixture.at(30))
+        let released = try await store.claimOutboxJobs(now: Fixture.at(2), limit: 10, leaseUntil: Fixture.at(32))
+        XCTAssertEqual(Set(released.map(\.id)), ["other-1", "busy-1"])
+    }
+
     func testEnqueuedJobReadsBackAsWritten() async throws {
         let store = try await openStore()
         let job = Fixture.job("job-1", app: UUID())

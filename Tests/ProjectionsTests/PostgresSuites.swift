@@ -112,6 +112,14 @@ final class PostgresOffsetTests: OffsetTests {
 final class PostgresOutboxTests: OutboxTests {
     override class var backend: StoreBackend { .postgres }
 
+    override func testOnlyTheLeaseHolderRecordsItsAttempt() async throws {
+        try await super.testOnlyTheLeaseHolderRecordsItsAttempt()
+    }
+
+    override func testClaimsSkipExcludedAppsAndAReleasedJobIsClaimableAgain() async throws {
+        try await super.testClaimsSkipExcludedAppsAndAReleasedJobIsClaimableAgain()
+    }
+
     override func testEnqueueKeepsTheFirstJobWhenItsIdComesAgain() async throws {
         try await super.testEnqueueKeepsTheFirstJobWhenItsIdComesAgain()
     }

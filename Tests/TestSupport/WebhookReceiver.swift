@@ -6,6 +6,9 @@ import Synchronization
 
 /// A real HTTP server inside the test process that records every request it receives:
 /// the stand-in for an app backend receiving Pushline's webhooks and callbacks.
+///
+/// Two paths misbehave on purpose: under `/drip` it answers its headers at once and then one
+/// byte of body a second for a minute; under `/hang` it answers nothing for a minute.
 public final class WebhookReceiver: Sendable {
     public struct Received: Sendable {
         public var path: String
@@ -35,8 +38,22 @@ public final class WebhookReceiver: Sendable {
             let body = try await request.body.collect(upTo: 1 << 20)
             var headers: [String: String] = [:]
             for field in request.headers { headers[field.name.canonicalName] = field.value }
+            // HTTP/1's Host header arrives as the request's authority.
+            if let authority = request.head.authority { headers["Host"] = authority }
             self.received.withLock {
                 $0.append(Received(path: request.uri.path, headers: headers, body: Data(buffer: body), at: .now))
+            }
+            if request.uri.path.hasPrefix("/hang") {
+                try await Task.sleep(for: .seconds(60))
+            }
+            if request.uri.path.hasPrefix("/drip") {
+                return Response(status: .ok, body: ResponseBody { writer in
+                    for _ in 0..<60 {
+                        try await writer.write(ByteBuffer(string: "x"))
+                        try await Task.sleep(for: .seconds(1))
+                    }
+                    try await writer.finish(nil)
+                })
             }
             return Response(status: self.answerStatus.withLock { $0 })
         }

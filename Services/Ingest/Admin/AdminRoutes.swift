@@ -26,7 +26,8 @@ struct AdminRoutes: Sendable {
     @Sendable func createApp(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
         let create = try JSONBody.decode(AdminAPI.CreateApp.self, from: body, decoder: WireJSON.decoder())
-        let name = try FieldRules.required(create.name?.trimmingCharacters(in: .whitespacesAndNewlines), field: "name")
+        let name = try FieldRules.required(create.name?.trimmingCharacters(in: .whitespacesAndNewlines), maxBytes: FieldLimits.shortTextBytes,
+                                           field: "name")
 
         let token = ApiTokens.generate()
         let command = AppCreated(orgId: create.orgId ?? UUID(), mobileAppId: UUID(), name: name, tokenId: UUID(),
@@ -79,6 +80,7 @@ struct AdminRoutes: Sendable {
         if let name = update.name, name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
             throw IngestError.badRequest("name must not be empty", field: "name")
         }
+        if let name = update.name { try FieldRules.bounded(name, maxBytes: FieldLimits.shortTextBytes, field: "name") }
         if let callbackUrl = update.callbackUrl, !callbackUrl.isEmpty {
             _ = try FieldRules.callbackURL(callbackUrl, field: "callbackUrl")
         }

@@ -14,6 +14,7 @@ extension BWDeviceRoutes {
         let ack = try JSONBody.decode(BWDeviceAPI.Ack.self, from: body, decoder: WireJSON.decoder())
         let nid = try FieldRules.uuid(ack.nid, field: "nid")
         let did = try FieldRules.deviceToken(ack.did, field: "did")
+        if let bid = ack.bid { try FieldRules.bounded(bid, maxBytes: FieldLimits.shortTextBytes, field: "bid") }
 
         let command = NotificationAcknowledged(mobileAppId: auth.mobileAppId, notificationId: nid.uuidString.lowercased(),
                                                deviceToken: did, businessId: ack.bid.nonEmpty)

@@ -14,6 +14,21 @@ enum FieldRules {
         return value
     }
 
+    /// A present, non-empty string of at most `maxBytes` UTF-8 bytes (`FieldLimits`).
+    static func required(_ value: String?, maxBytes: Int, field: @autoclosure () -> String) throws -> String {
+        let text = try required(value, field: field())
+        try bounded(text, maxBytes: maxBytes, field: field())
+        return text
+    }
+
+    /// At most `maxBytes` UTF-8 bytes (`FieldLimits`).
+    static func bounded(_ value: String, maxBytes: Int, field: @autoclosure () -> String) throws {
+        guard value.utf8.count <= maxBytes else {
+            let field = field()
+            throw IngestError.badRequest("\(lastComponent(of: field)) has at most \(maxBytes) bytes", field: field)
+        }
+    }
+
     /// A present UUID in its canonical text form.
     static func uuid(_ value: String?, field: @autoclosure () -> String) throws -> UUID {
         let text = try required(value, field: field())
@@ -36,22 +51,35 @@ enum FieldRules {
     /// exactly these bytes). Characters a URL may not contain are refused rather than escaped.
     static func callbackURL(_ text: String, field: String) throws -> String {
         let hasForbiddenByte = text.utf8.contains { $0 <= 0x20 || $0 == 0x7F }
-        guard !hasForbiddenByte, text.utf8.count <= 4096,
+        guard !hasForbiddenByte, text.utf8.count <= FieldLimits.urlBytes,
               let url = URL(string: text),
               let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = url.host, !host.isEmpty
         else {
-            throw IngestError.badRequest("must be an absolute http(s) URL with a host", field: field)
+            throw IngestError.badRequest("must be an absolute http(s) URL with a host, of at most \(FieldLimits.urlBytes) bytes",
+                                         field: field)
         }
         return text
     }
 
     /// Headers a webhook will be sent with: valid HTTP field names and values (no CR/LF), so a
-    /// client cannot smuggle extra header lines into the processor's request.
+    /// client cannot smuggle extra header lines into the processor's request; none that decide
+    /// how the request is framed or routed (`WebhookHeaders.isReserved`); bounded in number and
+    /// size (`FieldLimits`).
     static func headerMap(_ headers: [String: String], field: String) throws {
+        guard headers.count <= FieldLimits.callbackHeaderCount else {
+            throw IngestError.badRequest("at most \(FieldLimits.callbackHeaderCount) headers", field: field)
+        }
         for (name, value) in headers {
             guard HeaderField.Name(name) != nil, HeaderField.isValidValue(value) else {
                 throw IngestError.badRequest("must be a JSON object of HTTP header names to header values", field: field)
+            }
+            guard name.utf8.count <= FieldLimits.callbackHeaderNameBytes, value.utf8.count <= FieldLimits.callbackHeaderValueBytes else {
+                throw IngestError.badRequest("header names have at most \(FieldLimits.callbackHeaderNameBytes) bytes and values at most "
+                                             + "\(FieldLimits.callbackHeaderValueBytes)", field: field)
+            }
+            guard !WebhookHeaders.isReserved(name) else {
+                throw IngestError.badRequest("the header \(name) cannot be set: the HTTP client decides it", field: field)
             }
         }
     }

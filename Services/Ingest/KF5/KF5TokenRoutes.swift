@@ -24,7 +24,7 @@ struct KF5TokenRoutes: Sendable {
         let auth = try context.authenticated()
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
         let token = try JSONBody.decode(KF5API.TokenRequest.self, from: body, decoder: WireJSON.decoder())
-        let userId = try FieldRules.required(token.userToken, field: "userToken")
+        let userId = try FieldRules.required(token.userToken, maxBytes: FieldLimits.userIdBytes, field: "userToken")
         let deviceToken = try FieldRules.deviceToken(token.deviceToken, field: "deviceToken")
         let platform: Platform
         if let type = token.type.nonEmpty {
@@ -44,7 +44,7 @@ struct KF5TokenRoutes: Sendable {
         let auth = try context.authenticated()
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
         let token = try JSONBody.decode(KF5API.TokenRequest.self, from: body, decoder: WireJSON.decoder())
-        let userId = try FieldRules.required(token.userToken, field: "userToken")
+        let userId = try FieldRules.required(token.userToken, maxBytes: FieldLimits.userIdBytes, field: "userToken")
         let deviceToken = try FieldRules.deviceToken(token.deviceToken, field: "deviceToken")
 
         let command = DeviceCleanupRequested(authenticated: auth, userId: userId, deviceToken: deviceToken)

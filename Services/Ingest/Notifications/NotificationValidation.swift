@@ -23,7 +23,7 @@ extension NotificationRequested {
         case .alert: break
         case .ticket: ticketId = try Self.ticketId(send.ticketId)
         case .im:
-            let chat = try FieldRules.required(send.message, field: "message")
+            let chat = try FieldRules.required(send.message, maxBytes: FieldLimits.messageBytes, field: "message")
             message = chat
             // A chat message is the alert text of its push unless the send gives a text of its own.
             if content.text == nil { content.text = chat }
@@ -39,6 +39,8 @@ extension NotificationRequested {
                                          field: "title|body|text")
         }
         let tracking = try Self.tracking(send.tracking)
+        if let businessId = send.businessId { try FieldRules.bounded(businessId, maxBytes: FieldLimits.shortTextBytes, field: "businessId") }
+        if let ticketId { try FieldRules.bounded(ticketId, maxBytes: FieldLimits.shortTextBytes, field: "ticketId") }
 
         self.init(deliveryId: deliveryId, mobileAppId: mobileAppId, target: target, content: content, managed: managed,
                   businessId: send.businessId.nonEmpty, tracking: tracking, kind: kind, ticketId: ticketId, message: message)
@@ -70,12 +72,12 @@ extension NotificationRequested {
                                          field: "userId|userIds|deviceTokens")
         }
         if let userId = send.userId {
-            return NotificationTarget(userIds: [try FieldRules.required(userId, field: "userId")])
+            return NotificationTarget(userIds: [try FieldRules.required(userId, maxBytes: FieldLimits.userIdBytes, field: "userId")])
         }
         if let userIds = send.userIds {
             try checkListSize(userIds.count, field: "userIds")
             for (index, userId) in userIds.enumerated() {
-                _ = try FieldRules.required(userId, field: "userIds[\(index)]")
+                _ = try FieldRules.required(userId, maxBytes: FieldLimits.userIdBytes, field: "userIds[\(index)]")
             }
             return NotificationTarget(userIds: userIds)
         }

@@ -23,6 +23,11 @@ struct CommandWriter: Sendable {
         try EncodedCommand(command, topics: topics, encoder: encoder)
     }
 
+    /// A request that can never be written: 413, so that a client does not retry it.
+    private static func tooLarge(_ message: String) -> IngestError {
+        .rejected(.contentTooLarge, Problem(error: message, field: "body"))
+    }
+
     /// Publishes the request's one command and waits for the broker's acknowledgement.
     func publish<C: Command>(_ command: C, context: IngestRequestContext) async throws {
         try await publish([encode(command, encoder: Self.makeEncoder())], context: context)
@@ -30,9 +35,16 @@ struct CommandWriter: Sendable {
 
     /// Publishes every command of the request together and waits for the broker's acknowledgement.
     func publish(_ commands: [EncodedCommand], context: IngestRequestContext) async throws {
+        for command in commands where command.value.count > FieldLimits.commandBytes {
+            throw Self.tooLarge("the request makes a command of \(command.value.count) bytes; at most \(FieldLimits.commandBytes) fit one record")
+        }
         let start = ContinuousClock.now
         do {
             try await publisher.publish(commands, requestId: context.requestId)
+        } catch let error as RecordTooLarge {
+            metrics.publishDuration.record(duration: ContinuousClock.now - start)
+            context.logger.warning("the broker refused a record as too large; answering 413", metadata: ["reason": "\(error.reason)"])
+            throw Self.tooLarge("the broker refused the request's command as too large")
         } catch {
             metrics.publishDuration.record(duration: ContinuousClock.now - start)
             metrics.publishFailures.increment()

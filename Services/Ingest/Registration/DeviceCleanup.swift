@@ -42,8 +42,13 @@ extension DeviceCleanupRequested {
     /// every device of the user in the app.
     init(validating cleanup: DeviceRegistrationAPI.Cleanup, index: Int?, orgId: UUID) throws {
         let mobileAppId = try FieldRules.uuid(cleanup.MobileAppId, field: RegistrationRoutes.field("MobileAppId", index: index))
-        let apiToken = try FieldRules.required(cleanup.ApiToken, field: RegistrationRoutes.field("ApiToken", index: index))
-        let userId = try FieldRules.required(cleanup.UserId, field: RegistrationRoutes.field("UserId", index: index))
+        let apiToken = try FieldRules.required(cleanup.ApiToken, maxBytes: FieldLimits.apiTokenBytes,
+                                               field: RegistrationRoutes.field("ApiToken", index: index))
+        let userId = try FieldRules.required(cleanup.UserId, maxBytes: FieldLimits.userIdBytes,
+                                             field: RegistrationRoutes.field("UserId", index: index))
+        if let token = cleanup.DeviceToken.nonEmpty {
+            try FieldRules.bounded(token, maxBytes: FieldLimits.deviceTokenBytes, field: RegistrationRoutes.field("DeviceToken", index: index))
+        }
         self.init(orgId: orgId, mobileAppId: mobileAppId, userId: userId, deviceToken: cleanup.DeviceToken.nonEmpty,
                   apiTokenHash: ApiTokens.hash(apiToken))
     }

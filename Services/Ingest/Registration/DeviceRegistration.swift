@@ -52,8 +52,10 @@ extension DeviceRegistrationRequested {
     init(validating registration: DeviceRegistrationAPI.Registration, index: Int?, orgId: UUID,
          headers: RegistrationHeaders) throws {
         let mobileAppId = try FieldRules.uuid(registration.MobileAppId, field: RegistrationRoutes.field("MobileAppId", index: index))
-        let userId = try FieldRules.required(registration.UserId, field: RegistrationRoutes.field("UserId", index: index))
-        let apiToken = try FieldRules.required(registration.ApiToken, field: RegistrationRoutes.field("ApiToken", index: index))
+        let userId = try FieldRules.required(registration.UserId, maxBytes: FieldLimits.userIdBytes,
+                                             field: RegistrationRoutes.field("UserId", index: index))
+        let apiToken = try FieldRules.required(registration.ApiToken, maxBytes: FieldLimits.apiTokenBytes,
+                                               field: RegistrationRoutes.field("ApiToken", index: index))
 
         let platform: Platform
         let deviceToken: String

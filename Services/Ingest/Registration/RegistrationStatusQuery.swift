@@ -27,7 +27,7 @@ extension RegistrationRoutes {
             ids.append(id)
         }
         let mobileAppId = try FieldRules.uuid(query.MobileAppId, field: "MobileAppId")
-        let apiToken = try FieldRules.required(query.ApiToken, field: "ApiToken")
+        let apiToken = try FieldRules.required(query.ApiToken, maxBytes: FieldLimits.apiTokenBytes, field: "ApiToken")
 
         let found = try await storedStatuses(ids, orgId: orgId, mobileAppId: mobileAppId, apiToken: apiToken, context: context)
         let answer = ids.map { id in

@@ -67,7 +67,7 @@ struct TrackingRoutes: Sendable {
         for (index, event) in events.enumerated() {
             let field = { (name: String) in indexed ? "[\(index)].\(name)" : name }
             let deliveryId = try FieldRules.uuid(event.deliveryId, field: field("deliveryId"))
-            let broadlogId = try FieldRules.required(event.broadlogId, field: field("broadlogId"))
+            let broadlogId = try FieldRules.required(event.broadlogId, maxBytes: FieldLimits.broadlogIdBytes, field: field("broadlogId"))
             guard broadlogId.utf8.count <= TrackingAPI.maxBroadlogIdBytes else {
                 throw IngestError.badRequest("a broadlogId has at most \(TrackingAPI.maxBroadlogIdBytes) bytes",
                                              field: field("broadlogId"))

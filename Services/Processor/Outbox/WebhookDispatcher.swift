@@ -20,10 +20,17 @@ import Synchronization
 final class WebhookDispatcher: Service, Sendable {
     struct Configuration: Sendable {
         var concurrency = 32
+        /// The whole attempt: the target check (its DNS lookup), connecting, sending, the answer's
+        /// headers and the part of its body that is read. A receiver that trickles its answer is
+        /// cut off here and the attempt counts as failed.
         var requestTimeout: Duration = .seconds(5)
         var maxResponseBytes = 64 * 1024
-        /// How long a claimed job stays reserved: longer than any attempt can take.
-        var lease: Duration = .seconds(30)
+        /// How long a claimed job stays reserved: twice the whole-attempt deadline and 10 s more,
+        /// so that an attempt is always over (or cut off) before another dispatcher may take
+        /// the job, and only the lease holder records it.
+        var lease: Duration { requestTimeout * 2 + .seconds(10) }
+        /// Attempts in flight for one app at most (`PUSHLINE_WEBHOOK_APP_CONCURRENCY`).
+        var perAppConcurrency = 4
         var idlePoll: Duration = .seconds(1)
         var retryBaseDelay: Duration = .seconds(1)
         var auditTopic: String?
@@ -66,30 +73,46 @@ final class WebhookDispatcher: Service, Sendable {
     private var isStopping: Bool { stopping.withLock { $0 } }
 
     private enum Event: Sendable {
-        case sent
+        /// An attempt of a job of this app (nil: a job of no app) is over.
+        case sent(UUID?)
         case wake
     }
 
     private func loop() async {
         await withTaskGroup(of: Event.self) { group in
             var inFlight = 0
+            /// Attempts in flight per app: an app at `perAppConcurrency` gets no more slots, so one
+            /// app's slow receiver cannot take every slot from the others.
+            var inFlightByApp: [UUID: Int] = [:]
             var waiting = false
             while !Task.isCancelled, !isStopping {
                 let free = configuration.concurrency - inFlight
-                var claimed: [OutboxJob] = []
+                var started = 0
                 if free > 0 {
+                    let now = Date()
+                    let leaseUntil = now.addingTimeInterval(configuration.lease.seconds)
+                    let atCap = Set(inFlightByApp.filter { $0.value >= configuration.perAppConcurrency }.keys)
+                    var claimed: [OutboxJob] = []
                     do {
-                        let now = Date()
-                        claimed = try await store.claimOutboxJobs(now: now, limit: free, leaseUntil: now.addingTimeInterval(configuration.lease.seconds))
+                        claimed = try await store.claimOutboxJobs(now: now, limit: free, leaseUntil: leaseUntil, excludingApps: atCap)
                     } catch {
                         logger.error("cannot claim outbox jobs", metadata: ["error": "\(error)"])
                     }
+                    for job in claimed {
+                        if let app = job.appId {
+                            guard inFlightByApp[app, default: 0] < configuration.perAppConcurrency else {
+                                // More of this app's jobs than it has slots left: the rest wait for a later claim.
+                                try? await store.releaseOutboxLease(jobId: job.id, lease: leaseUntil)
+                                continue
+                            }
+                            inFlightByApp[app, default: 0] += 1
+                        }
+                        inFlight += 1
+                        started += 1
+                        group.addTask { await self.attempt(job, lease: leaseUntil); return .sent(job.appId) }
+                    }
                 }
-                for job in claimed {
-                    inFlight += 1
-                    group.addTask { await self.attempt(job); return .sent }
-                }
-                if !claimed.isEmpty && inFlight < configuration.concurrency { continue }
+                if started > 0 && inFlight < configuration.concurrency { continue }
                 if !waiting {
                     // One idle waiter at a time: it returns on wake() or after idlePoll.
                     waiting = true
@@ -97,7 +120,12 @@ final class WebhookDispatcher: Service, Sendable {
                 }
                 guard let event = await group.next() else { break }
                 switch event {
-                case .sent: inFlight -= 1
+                case .sent(let app):
+                    inFlight -= 1
+                    if let app {
+                        inFlightByApp[app, default: 1] -= 1
+                        if inFlightByApp[app] == 0 { inFlightByApp[app] = nil }
+                    }
                 case .wake: waiting = false
                 }
             }
@@ -114,29 +142,82 @@ final class WebhookDispatcher: Service, Sendable {
         }
     }
 
-    /// Sends `job` once and records the attempt (internal so that tests can drive one attempt).
-    func attempt(_ job: OutboxJob) async {
+    /// What one POST came to.
+    private struct Sent: Sendable {
+        var status: Int?
+        var failure: String?
+        /// The target policy refused the URL: no retry can succeed.
+        var refused = false
+    }
+
+    /// The attempt outlived `Configuration.requestTimeout`.
+    struct AttemptTimedOut: Error, CustomStringConvertible {
+        var timeout: Duration
+        var description: String { "the attempt took longer than \(timeout) (connect, answer and its body); cut off" }
+    }
+
+    /// Checks the target and POSTs the job: the part of an attempt its deadline covers.
+    private static func send(_ job: OutboxJob, configuration: Configuration, http: HTTPClient) async throws -> Sent {
+        if case .refused(let reason) = try await configuration.targetPolicy.check(job.url) {
+            return Sent(status: nil, failure: reason, refused: true)
+        }
+        var request = HTTPClientRequest(url: job.url)
+        request.method = .POST
+        // Headers that frame or route the request are the client's to decide (ingest refuses
+        // them too; a job written around ingest may still carry them).
+        for (name, value) in job.headers where !WebhookHeaders.isReserved(name) {
+            request.headers.replaceOrAdd(name: name, value: value)
+        }
+        request.headers.replaceOrAdd(name: WebhookHeaders.webhookId, value: job.id)
+        request.body = .bytes(ByteBuffer(bytes: job.body))
+        let response = try await http.execute(request, timeout: .nanoseconds(configuration.requestTimeout.nanoseconds))
+        let status = Int(response.status.code)
+        // Read a bounded amount of the answer (so the connection can be reused), within the deadline.
+        _ = try await response.body.collect(upTo: configuration.maxResponseBytes)
+        return Sent(status: status, failure: (200..<300).contains(status) ? nil : "HTTP \(status)")
+    }
+
+    /// Runs `body` and gives up on it at `timeout`: the caller goes on at once, and `body` is
+    /// cancelled (a DNS lookup on its own thread may finish later; its answer is dropped).
+    static func withDeadline<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let settled = Once()
+        let result: Result<T, any Error> = await withCheckedContinuation { continuation in
+            let work = Task {
+                let outcome: Result<T, any Error>
+                do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
+                if settled.claim() { continuation.resume(returning: outcome) }
+            }
+            Task {
+                try? await Task.sleep(for: timeout)
+                if settled.claim() {
+                    work.cancel()
+                    continuation.resume(returning: .failure(AttemptTimedOut(timeout: timeout)))
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    /// True for the first caller only: whichever of an attempt and its deadline ends first.
+    private final class Once: Sendable {
+        private let done = Mutex(false)
+        func claim() -> Bool { done.withLock { done in defer { done = true }; return !done } }
+    }
+
+    /// Sends `job` once and records the attempt, if this dispatcher still holds the job's lease
+    /// (`lease`, the claim's lease end; nil records in any case). Internal so that tests can
+    /// drive one attempt.
+    func attempt(_ job: OutboxJob, lease: Date? = nil) async {
         let attemptNumber = job.attempts + 1
         var status: Int?
         var failure: String?
         var refused = false
         do {
-            switch try await configuration.targetPolicy.check(job.url) {
-            case .refused(let reason):
-                failure = reason
-                refused = true
-            case .allowed:
-                var request = HTTPClientRequest(url: job.url)
-                request.method = .POST
-                for (name, value) in job.headers { request.headers.replaceOrAdd(name: name, value: value) }
-                request.headers.replaceOrAdd(name: WebhookHeaders.webhookId, value: job.id)
-                request.body = .bytes(ByteBuffer(bytes: job.body))
-                let response = try await http.execute(request, timeout: .nanoseconds(configuration.requestTimeout.nanoseconds))
-                status = Int(response.status.code)
-                // Drain a bounded amount of the answer so the connection can be reused.
-                _ = try? await response.body.collect(upTo: configuration.maxResponseBytes)
-                if !(200..<300).contains(Int(response.status.code)) { failure = "HTTP \(response.status.code)" }
+            let configuration = self.configuration, http = self.http
+            let sent = try await Self.withDeadline(configuration.requestTimeout) {
+                try await Self.send(job, configuration: configuration, http: http)
             }
+            (status, failure, refused) = (sent.status, sent.failure, sent.refused)
         } catch {
             failure = String(describing: error)
         }
@@ -152,7 +233,12 @@ final class WebhookDispatcher: Service, Sendable {
         }
         let result = OutboxAttemptResult(at: Date(), httpStatus: status, error: failure, next: next)
         do {
-            try await store.recordOutboxAttempt(jobId: job.id, result: result)
+            if !(try await store.recordOutboxAttempt(jobId: job.id, lease: lease, result: result)) {
+                Counter(label: "pushline_processor_webhook_leases_lost_total").increment()
+                logger.warning("webhook attempt not recorded: the job's lease ran out and another dispatcher took it", metadata: [
+                    "job": "\(job.id)", "attempt": "\(attemptNumber)",
+                ])
+            }
         } catch {
             logger.error("cannot record webhook attempt; the lease will expire and the job be retried",
                          metadata: ["job": "\(job.id)", "error": "\(error)"])

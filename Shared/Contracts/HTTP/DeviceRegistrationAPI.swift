@@ -101,6 +101,18 @@ public enum DeviceRegistrationAPI {
 /// so receivers can drop them.
 public enum WebhookHeaders {
     public static let webhookId = "x-pushline-webhook-id"
+
+    /// Whether a callback header may not be set by an app: the ones that frame or route the
+    /// request (`Host`, `Connection`, `Content-Length`, `Transfer-Encoding`, `TE`, `Upgrade`,
+    /// `Expect`, `Proxy-*`), which only the HTTP client decides. Ingest refuses them and the
+    /// dispatcher drops them.
+    public static func isReserved(_ name: String) -> Bool {
+        let lower = name.lowercased()
+        return reserved.contains(lower) || lower.hasPrefix("proxy-")
+    }
+
+    private static let reserved: Set<String> = ["host", "connection", "content-length", "transfer-encoding", "te", "upgrade", "expect",
+                                                "keep-alive"]
 }
 
 /// The JSON problem body of every 4xx/5xx answer: `{"error": "...", "field": "..."}`.

@@ -10,7 +10,7 @@ import PostgresNIO
 /// A lease (`lease_until`) rather than a state change marks a job as taken, so a dispatcher
 /// that dies mid-attempt loses nothing: its lease runs out and the job is claimed again.
 enum PostgresOutbox {
-    static func claim(now: Date, limit: Int, leaseUntil: Date, on connection: PostgresConnection,
+    static func claim(now: Date, limit: Int, leaseUntil: Date, excludingApps: Set<UUID>, on connection: PostgresConnection,
                       logger: Logger) async throws -> [OutboxJob] {
         guard limit > 0 else { return [] }
         let nowMillis = ProjectionValues.millis(now)
@@ -18,6 +18,7 @@ enum PostgresOutbox {
             WITH due AS (
                 SELECT id FROM outbox
                 WHERE state = 'pending' AND next_attempt_at <= \(nowMillis) AND (lease_until IS NULL OR lease_until < \(nowMillis))
+                    AND (app_id IS NULL OR app_id <> ALL(\(Array(excludingApps))::uuid[]))
                 ORDER BY next_attempt_at, created_at, id
                 LIMIT \(Int64(limit))
                 FOR UPDATE SKIP LOCKED)
@@ -34,14 +35,16 @@ enum PostgresOutbox {
         }
     }
 
-    static func record(jobId: String, result: OutboxAttemptResult, on connection: PostgresConnection, logger: Logger) async throws {
+    static func record(jobId: String, lease: Date?, result: OutboxAttemptResult, on connection: PostgresConnection,
+                       logger: Logger) async throws -> Bool {
         let current = try await connection.rows("""
-            SELECT attempts, next_attempt_at FROM outbox WHERE id = \(jobId) FOR UPDATE
+            SELECT attempts, next_attempt_at, lease_until FROM outbox WHERE id = \(jobId) FOR UPDATE
             """, logger: logger)
         guard let row = current.first else {
             throw ProjectionStoreError.database("no outbox job with id '\(jobId)'")
         }
-        let (attempts, storedNext) = try row.decode((Int64, Int64).self)
+        let (attempts, storedNext, leasedUntil) = try row.decode((Int64, Int64, Int64?).self)
+        if let lease, leasedUntil != ProjectionValues.millis(lease) { return false }
         let attempt = attempts + 1
         let (state, outcome, nextAttemptAt) = result.settle(nextAttemptAt: storedNext)
         let httpStatus = result.httpStatus.map(Int64.init)
@@ -53,6 +56,13 @@ enum PostgresOutbox {
             UPDATE outbox SET attempts = \(attempt), state = \(state.rawValue), next_attempt_at = \(nextAttemptAt),
                 last_status = \(httpStatus), last_error = \(result.error), lease_until = NULL
             WHERE id = \(jobId)
+            """, logger: logger)
+        return true
+    }
+
+    static func release(jobId: String, lease: Date, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.run("""
+            UPDATE outbox SET lease_until = NULL WHERE id = \(jobId) AND lease_until = \(ProjectionValues.millis(lease))
             """, logger: logger)
     }
 

@@ -180,12 +180,18 @@ public final class SQLiteProjectionStore: ProjectionStore {
         }
     }
 
-    public func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date) async throws -> [OutboxJob] {
-        try await writing { db in try SQLiteOutbox.claim(now: now, limit: limit, leaseUntil: leaseUntil, in: db) }
+    public func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date, excludingApps: Set<UUID>) async throws -> [OutboxJob] {
+        try await writing { db in
+            try SQLiteOutbox.claim(now: now, limit: limit, leaseUntil: leaseUntil, excludingApps: excludingApps, in: db)
+        }
     }
 
-    public func recordOutboxAttempt(jobId: String, result: OutboxAttemptResult) async throws {
-        try await writing { db in try SQLiteOutbox.record(jobId: jobId, result: result, in: db) }
+    public func recordOutboxAttempt(jobId: String, lease: Date?, result: OutboxAttemptResult) async throws -> Bool {
+        try await writing { db in try SQLiteOutbox.record(jobId: jobId, lease: lease, result: result, in: db) }
+    }
+
+    public func releaseOutboxLease(jobId: String, lease: Date) async throws {
+        try await writing { db in try SQLiteOutbox.release(jobId: jobId, lease: lease, in: db) }
     }
 
     public func outboxJob(_ id: String) async throws -> OutboxJob? {

@@ -113,8 +113,9 @@ actor InMemoryProjectionStore: ProjectionStore {
         return stats[NotificationKey(appId: appId, notificationId: deliveryId.uuidString.lowercased())]
     }
 
-    func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date) -> [OutboxJob] { [] }
-    func recordOutboxAttempt(jobId: String, result: OutboxAttemptResult) {}
+    func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date, excludingApps: Set<UUID>) -> [OutboxJob] { [] }
+    func recordOutboxAttempt(jobId: String, lease: Date?, result: OutboxAttemptResult) -> Bool { true }
+    func releaseOutboxLease(jobId: String, lease: Date) {}
     func outboxJob(_ id: String) -> OutboxJob? { nil }
     func outboxJobs(after id: String?, limit: Int) -> [OutboxJob] { [] }
     func nextOutboxDue() -> Date? { nil }
