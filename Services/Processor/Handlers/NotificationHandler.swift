@@ -101,10 +101,13 @@ enum AckHandler {
     static func apply(_ c: NotificationAcknowledged, id: UUID, at: Date, to state: inout BatchState) -> HandlerResult {
         guard state.apps[c.mobileAppId] != nil else { return .rejected("unknown-app") }
         let key = PendingKey(appId: c.mobileAppId, deviceToken: c.deviceToken, notificationId: c.notificationId)
+        // An ack of a device the app does not have leaves nothing behind: anyone holding the
+        // app's token could otherwise grow the store without bound. (That device has nothing
+        // pending; an ack read before its device's registration is dropped the same way.)
+        guard let device = state.devices[key.device] else { return .rejected("unknown-device") }
         state.recordAck(AckRow(appId: c.mobileAppId, deviceToken: c.deviceToken, notificationId: c.notificationId,
                                businessId: c.businessId, ackedAt: at))
         state.removePending(key)
-        guard let device = state.devices[key.device] else { return .rejected("unknown-device") }
         let value = OutboundRecord.badgeUpdate(mobileAppId: c.mobileAppId, deviceToken: c.deviceToken, platform: device.platform,
                                                ackId: id, badge: state.pendingCount(key.device))
         state.emit(OutboundMessage(kind: .badgeUpdate, deviceToken: c.deviceToken, value: value))
