@@ -1,4 +1,5 @@
 import Contracts
+import Foundation
 import Hummingbird
 import Logging
 import Projections
@@ -52,11 +53,13 @@ public func buildRouter(
         buckets: configuration.sourceRateLimit.isEnabled ? TokenBuckets(configuration.sourceRateLimit) : nil, metrics: ingestMetrics))
 
     OpsRoutes(publisher: publisher, registry: metrics).addRoutes(to: router)
-    RegistrationRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
+    let authCache = AppAuthCache(ttl: .milliseconds(configuration.authCacheMs))
+    let appBuckets: TokenBuckets<UUID>? = configuration.appRateLimit.isEnabled ? TokenBuckets(configuration.appRateLimit) : nil
+    let gate = RegistrationGate(authenticator: AppAuthenticator(store: store, cache: authCache), appBuckets: appBuckets, metrics: ingestMetrics)
+    RegistrationRoutes(writer: writer, store: store, gate: gate, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: router.group(RegistrationRoutes.basePath))
-    let appAuth = AppAuthMiddleware(store: store, cache: AppAuthCache(ttl: .milliseconds(configuration.authCacheMs)))
-    let appRateLimit = AppRateLimitMiddleware(
-        buckets: configuration.appRateLimit.isEnabled ? TokenBuckets(configuration.appRateLimit) : nil, metrics: ingestMetrics)
+    let appAuth = AppAuthMiddleware(store: store, cache: authCache)
+    let appRateLimit = AppRateLimitMiddleware(buckets: appBuckets, metrics: ingestMetrics)
     func bearerGroup(_ path: RouterPath) -> RouterGroup<IngestRequestContext> {
         router.group(path).add(middleware: appAuth).add(middleware: appRateLimit)
     }

@@ -7,7 +7,7 @@ import XCTest
 /// `POST …/devices/cleanup` and `…/devices/cleanup/batch`.
 final class DeviceCleanupTests: XCTestCase {
     func testCleanupWithDeviceTokenPublishesItAndAnswersEmpty202() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let response = try await harness.test { client in
             try await client.post(Fixture.devices() + "/cleanup", object: Fixture.cleanup(device: Fixture.apnsToken))
         }
@@ -22,7 +22,7 @@ final class DeviceCleanupTests: XCTestCase {
     }
 
     func testCleanupWithoutDeviceTokenRemovesAllOfTheUsersDevices() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let response = try await harness.test { client in
             try await client.post(Fixture.devices() + "/cleanup", object: Fixture.cleanup(device: nil))
         }
@@ -33,7 +33,7 @@ final class DeviceCleanupTests: XCTestCase {
     }
 
     func testCleanupBatchRouteAcceptsASingleObject() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let response = try await harness.test { client in
             try await client.post(Fixture.devices() + "/cleanup/batch", object: Fixture.cleanup(user: "solo", device: "tok"))
         }
@@ -44,7 +44,7 @@ final class DeviceCleanupTests: XCTestCase {
     }
 
     func testCleanupBatchPublishesEveryElementInOneCallInOrder() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let batch = [Fixture.cleanup(user: "a", device: "tok-a"), Fixture.cleanup(user: "b", device: nil),
                      Fixture.cleanup(app: Fixture.otherAppId, user: "c", token: Fixture.otherRawToken, device: "")]
         let json = "  \n" + (try Fixture.json(batch))
@@ -62,7 +62,7 @@ final class DeviceCleanupTests: XCTestCase {
     }
 
     func testCleanupBatchSizeMustBe1To100() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         try await harness.test { client in
             let empty = try await client.post(Fixture.devices() + "/cleanup/batch", json: "[]")
             try assertProblem(empty, .badRequest, field: "body")
@@ -74,7 +74,7 @@ final class DeviceCleanupTests: XCTestCase {
     }
 
     func testInvalidCleanupsAre400NamingTheField() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         try await harness.test { client in
             let cases: [(path: String, body: Any, field: String)] = [
                 ("/cleanup", Fixture.cleanup(app: nil), "MobileAppId"),

@@ -7,7 +7,7 @@ import XCTest
 /// `POST …/devices` and `…/devices/batch` (seed 000): commands published and answers.
 final class DeviceRegistrationTests: XCTestCase {
     func testApnsRegistrationPublishesIosCommandWithTokenHashAndAnswersEmpty202() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let response = try await harness.test { client in
             try await client.post(Fixture.devices(), object: Fixture.registration(apns: Fixture.apnsToken))
         }
@@ -34,7 +34,7 @@ final class DeviceRegistrationTests: XCTestCase {
     }
 
     func testFcmRegistrationPublishesAndroidCommand() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let response = try await harness.test { client in
             try await client.post(Fixture.devices(), object: Fixture.registration(user: "user-2", apns: nil, fcm: Fixture.fcmToken))
         }
@@ -46,7 +46,7 @@ final class DeviceRegistrationTests: XCTestCase {
     }
 
     func testTrackedRegistrationAnswersTheRegistrationRequestIdOfItsCommand() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let response = try await harness.test { client in
             try await client.post(Fixture.devices(), object: Fixture.registration(),
                                   headers: [.xMsTrackRegistration: "True"])
@@ -62,7 +62,7 @@ final class DeviceRegistrationTests: XCTestCase {
     }
 
     func testTrackHeaderOtherThanTrueIsUntracked() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let response = try await harness.test { client in
             try await client.post(Fixture.devices(), object: Fixture.registration(), headers: [.xMsTrackRegistration: "yes"])
         }
@@ -73,7 +73,7 @@ final class DeviceRegistrationTests: XCTestCase {
     }
 
     func testCallbackHeadersBecomeASignedStatusCallback() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let response = try await harness.test { client in
             try await client.post(Fixture.devices(), object: Fixture.registration(), headers: [
                 .xMsCallbackURL: Fixture.callbackURL,
@@ -89,7 +89,7 @@ final class DeviceRegistrationTests: XCTestCase {
     }
 
     func testStatusCallbackURLAliasIsAcceptedAndHeadersDefaultToEmpty() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let response = try await harness.test { client in
             try await client.post(Fixture.devices(), object: Fixture.registration(),
                                   headers: [.xMsStatusCallbackURL: Fixture.callbackURL])
@@ -100,7 +100,7 @@ final class DeviceRegistrationTests: XCTestCase {
     }
 
     func testEmptyCallbackURLMeansNoCallback() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let response = try await harness.test { client in
             try await client.post(Fixture.devices(), object: Fixture.registration(), headers: [.xMsCallbackURL: ""])
         }
@@ -110,7 +110,7 @@ final class DeviceRegistrationTests: XCTestCase {
     }
 
     func testDeviceTokenLongerThan4096BytesIsAcceptedForTheProcessorToJudge() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let longToken = String(repeating: "a", count: 5000)
         let response = try await harness.test { client in
             try await client.post(Fixture.devices(), object: Fixture.registration(apns: nil, fcm: longToken))
@@ -121,7 +121,7 @@ final class DeviceRegistrationTests: XCTestCase {
     }
 
     func testEachRegistrationGetsANewRequestId() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         try await harness.test { client in
             for _ in 0..<2 {
                 let response = try await client.post(Fixture.devices(), object: Fixture.registration())
@@ -134,7 +134,7 @@ final class DeviceRegistrationTests: XCTestCase {
     }
 
     func testBatchPublishesEveryRegistrationInOneCallInRequestOrder() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let batch = [
             Fixture.registration(user: "u0", apns: Fixture.apnsToken),
             Fixture.registration(user: "u1", apns: nil, fcm: Fixture.fcmToken),
@@ -161,7 +161,7 @@ final class DeviceRegistrationTests: XCTestCase {
     }
 
     func testTrackedBatchAnswersRequestIdsInRequestOrder() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let batch = (0..<5).map { Fixture.registration(user: "user-\($0)") }
         let json = try Fixture.json(batch)
         let response = try await harness.test { client in
@@ -176,8 +176,9 @@ final class DeviceRegistrationTests: XCTestCase {
     }
 
     func testBatchSignsEachCallbackWithItsOwnApiToken() async throws {
-        let harness = Harness()
-        let batch = [Fixture.registration(token: Fixture.rawToken), Fixture.registration(token: Fixture.otherRawToken)]
+        let harness = await Harness.withClientApps()
+        let batch = [Fixture.registration(token: Fixture.rawToken),
+                     Fixture.registration(app: Fixture.otherAppId, token: Fixture.otherRawToken)]
         let json = try Fixture.json(batch)
         let response = try await harness.test { client in
             try await client.post(Fixture.devices() + "/batch", json: json, headers: [
@@ -191,7 +192,7 @@ final class DeviceRegistrationTests: XCTestCase {
     }
 
     func testBatchOfExactly100IsAccepted() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let batch = (0..<100).map { Fixture.registration(user: "user-\($0)") }
         let json = try Fixture.json(batch)
         let response = try await harness.test { client in
@@ -203,7 +204,7 @@ final class DeviceRegistrationTests: XCTestCase {
     }
 
     func testRequestIdIsTakenFromTheClientPassedToThePublisherAndEchoed() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let response = try await harness.test { client in
             try await client.post(Fixture.devices(), object: Fixture.registration(), headers: [.xRequestId: "req-42"])
         }
@@ -213,7 +214,7 @@ final class DeviceRegistrationTests: XCTestCase {
     }
 
     func testRequestIdIsGeneratedWhenAbsent() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let response = try await harness.test { client in
             try await client.post(Fixture.devices(), object: Fixture.registration())
         }
@@ -224,7 +225,7 @@ final class DeviceRegistrationTests: XCTestCase {
     }
 
     func testTopicPrefixComesFromTheConfiguration() async throws {
-        var harness = Harness()
+        var harness = await Harness.withClientApps()
         harness.configuration.topics = Topics(prefix: "staging.")
         let response = try await harness.test { client in
             try await client.post(Fixture.devices(), object: Fixture.registration())

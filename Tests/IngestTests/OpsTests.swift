@@ -8,14 +8,14 @@ import XCTest
 /// `/health`, `/metrics`, `/noop`.
 final class OpsTests: XCTestCase {
     func testHealthIs200WhenTheBrokerIsReady() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let response = try await harness.test { client in try await client.execute(uri: "/health", method: .get) }
         XCTAssertEqual(response.status, .ok)
         XCTAssertEqual(String(buffer: response.body), #"{"status":"ok"}"#)
     }
 
     func testHealthIs503WhenTheBrokerIsNotReady() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         await harness.publisher.setReady(false)
         let response = try await harness.test { client in try await client.execute(uri: "/health", method: .get) }
         XCTAssertEqual(response.status, .serviceUnavailable)
@@ -23,7 +23,7 @@ final class OpsTests: XCTestCase {
     }
 
     func testNoopIs204WithoutBody() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let response = try await harness.test { client in try await client.execute(uri: "/noop", method: .get) }
         XCTAssertEqual(response.status, .noContent)
         XCTAssertEqual(response.body.readableBytes, 0)
@@ -31,7 +31,7 @@ final class OpsTests: XCTestCase {
     }
 
     func testMetricsCountRequestsAndPublishedCommands() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let requestLine = #"pushline_ingest_requests_total{route="/api/v1.0/orgs/{orgId}/pushdeviceregistration/devices",status="202"}"#
         let publishedLine = #"pushline_ingest_commands_published_total{type="registration.device-registration-requested"}"#
         let (before, after) = try await harness.test { client in
@@ -51,7 +51,7 @@ final class OpsTests: XCTestCase {
     }
 
     func testMetricsCountPublishFailures() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         await harness.publisher.failEveryPublish(with: PublishUnavailable(reason: "down"))
         let line = "pushline_ingest_publish_failures_total"
         let (before, after) = try await harness.test { client in

@@ -9,7 +9,7 @@ import XCTest
 /// acknowledge (SPEC §8.1, §8.5): never a false 2xx, nothing published on a 4xx.
 final class TransportTests: XCTestCase {
     func testBodyOverOneMebibyteIs413AndPublishesNothing() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let token = String(repeating: "a", count: 1_048_576)
         let response = try await harness.test { client in
             try await client.post(Fixture.devices(), object: Fixture.registration(apns: nil, fcm: token))
@@ -53,7 +53,7 @@ final class TransportTests: XCTestCase {
     }
 
     func testANulCharacterInAnyStringIs400AndPublishesNothing() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let response = try await harness.test { client in
             try await client.post(Fixture.devices(), object: Fixture.registration(user: "user\u{0}1"))
         }
@@ -63,7 +63,7 @@ final class TransportTests: XCTestCase {
     }
 
     func testConfiguredBodyLimitApplies() async throws {
-        var harness = Harness()
+        var harness = await Harness.withClientApps()
         harness.configuration.maxBodyBytes = 64
         let response = try await harness.test { client in
             try await client.post(Fixture.devices(), object: Fixture.registration())
@@ -73,7 +73,7 @@ final class TransportTests: XCTestCase {
     }
 
     func testContentTypeOtherThanJSONIs415() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         try await harness.test { client in
             for contentType in ["text/plain", "application/x-www-form-urlencoded", "application/json; charset=iso-8859-1"] {
                 let response = try await client.post(Fixture.devices(), object: Fixture.registration(),
@@ -85,7 +85,7 @@ final class TransportTests: XCTestCase {
     }
 
     func testMissingContentTypeOnABodyIs415() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         let response = try await harness.test { client in
             try await client.execute(uri: Fixture.devices(), method: .post,
                                      body: ByteBuffer(string: try Fixture.json(Fixture.registration())))
@@ -95,7 +95,7 @@ final class TransportTests: XCTestCase {
     }
 
     func testJSONWithUTF8CharsetParameterIsAccepted() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         try await harness.test { client in
             for contentType in ["application/json; charset=utf-8", "Application/JSON;charset=\"UTF-8\""] {
                 let response = try await client.post(Fixture.devices(), object: Fixture.registration(),
@@ -108,7 +108,7 @@ final class TransportTests: XCTestCase {
     }
 
     func testUnknownRouteIs404Problem() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         try await harness.test { client in
             try assertProblem(try await client.execute(uri: "/nope", method: .get), .notFound, field: nil)
             try assertProblem(try await client.post(Fixture.base() + "/phones", object: Fixture.registration()),
@@ -118,7 +118,7 @@ final class TransportTests: XCTestCase {
     }
 
     func testPublishFailureIs503WithRetryAfterNeverA2xx() async throws {
-        var harness = Harness()
+        var harness = await Harness.withClientApps()
         harness.configuration.retryAfterSeconds = 7
         await harness.publisher.failEveryPublish(with: PublishUnavailable(reason: "broker timed out"))
         try await harness.test { client in
@@ -141,7 +141,7 @@ final class TransportTests: XCTestCase {
 
     func testAnyPublisherErrorIs503() async throws {
         struct Boom: Error {}
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         await harness.publisher.failEveryPublish(with: Boom())
         let response = try await harness.test { client in
             try await client.post(Fixture.devices(), object: Fixture.registration())
@@ -151,7 +151,7 @@ final class TransportTests: XCTestCase {
     }
 
     func testIngestNeverWritesTheProjectionStore() async throws {
-        let harness = Harness()
+        let harness = await Harness.withClientApps()
         _ = await harness.seedApp()
         try await harness.test { client in
             _ = try await client.post(Fixture.devices(), object: Fixture.registration())

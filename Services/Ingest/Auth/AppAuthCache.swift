@@ -36,9 +36,17 @@ final class AppAuthCache: Sendable {
     static let maxEntries = 10_000
 
     private struct Entry {
-        var credentials: AppCredentials
+        /// Nil: the store had no such app.
+        var credentials: AppCredentials?
         /// When the store read that produced the entry began (the entry is at least that fresh).
         var readAt: ContinuousClock.Instant
+    }
+
+    /// What the cache knows of an app.
+    enum Lookup {
+        case known(AppCredentials)
+        /// The store had no such app when last read.
+        case missing
     }
 
     let ttl: Duration
@@ -52,6 +60,12 @@ final class AppAuthCache: Sendable {
 
     /// The credentials of `appId` when an entry younger than the TTL exists.
     func credentials(for appId: UUID, now: ContinuousClock.Instant = .now) -> AppCredentials? {
+        if case .known(let credentials) = lookup(appId, now: now) { return credentials }
+        return nil
+    }
+
+    /// What an entry younger than the TTL says of `appId`, nil without one.
+    func lookup(_ appId: UUID, now: ContinuousClock.Instant = .now) -> Lookup? {
         guard isEnabled else { return nil }
         return entries.withLock { entries in
             guard let entry = entries[appId] else { return nil }
@@ -59,21 +73,29 @@ final class AppAuthCache: Sendable {
                 entries[appId] = nil
                 return nil
             }
-            return entry.credentials
+            return entry.credentials.map(Lookup.known) ?? .missing
         }
+    }
+
+    /// Remembers that the store had no app `appId` in a read that began at `readAt`.
+    func rememberMissing(_ appId: UUID, readAt: ContinuousClock.Instant) {
+        store(Entry(credentials: nil, readAt: readAt), for: appId)
     }
 
     /// Remembers credentials read from the store by a read that began at `readAt`.
     func remember(_ credentials: AppCredentials, readAt: ContinuousClock.Instant) {
+        store(Entry(credentials: credentials, readAt: readAt), for: credentials.app.appId)
+    }
+
+    private func store(_ entry: Entry, for appId: UUID) {
         guard isEnabled else { return }
-        let appId = credentials.app.appId
         entries.withLock { entries in
             if entries.count >= Self.maxEntries, entries[appId] == nil {
                 let now = ContinuousClock.now
                 entries = entries.filter { now - $0.value.readAt < ttl }
                 if entries.count >= Self.maxEntries { entries.removeAll() }
             }
-            entries[appId] = Entry(credentials: credentials, readAt: readAt)
+            entries[appId] = entry
         }
     }
 

@@ -36,21 +36,8 @@ struct AppAuthMiddleware: RouterMiddleware {
         return try await next(request, context)
     }
 
-    /// The app when `tokenHash` is one of its live tokens. A cached entry that does not admit the
-    /// token is not trusted to refuse it: the store is read again, so a token issued since the
-    /// entry was read works at once (a miss costs what it would cost without the cache).
     private func authenticate(_ appId: UUID, tokenHash: String, context: Context) async throws -> AppRow? {
-        if let cached = cache.credentials(for: appId), cached.admits(tokenHash) {
-            return cached.app
-        }
-        let readAt = ContinuousClock.now
-        let (app, tokens) = try await readStore(context) {
-            (try await store.app(appId), try await store.apiTokens(app: appId))
-        }
-        guard let app else { return nil }
-        let credentials = AppCredentials(app: app, liveTokenHashes: tokens.filter { !$0.revoked }.map(\.tokenHash))
-        cache.remember(credentials, readAt: readAt)
-        return credentials.admits(tokenHash) ? app : nil
+        try await AppAuthenticator(store: store, cache: cache).app(appId, tokenHash: tokenHash, context: context)
     }
 
     /// 403 when the token is a live token of another app, else 401.

@@ -10,12 +10,15 @@ import Metrics
 /// - `pushline_ingest_publish_duration_seconds`: time spent in `CommandPublisher.publish`.
 /// - `pushline_ingest_rate_limited_total{scope}`: requests refused with 429, by the limit that
 ///   refused them (`app` or `source`).
+/// - `pushline_ingest_forged_commands_total`: seed 000 commands answered 202 but not written,
+///   because their API token is not a live token of their app.
 struct IngestMetrics: Sendable {
     static let requestsLabel = "pushline_ingest_requests_total"
     static let publishedLabel = "pushline_ingest_commands_published_total"
     static let publishFailuresLabel = "pushline_ingest_publish_failures_total"
     static let publishDurationLabel = "pushline_ingest_publish_duration_seconds"
     static let rateLimitedLabel = "pushline_ingest_rate_limited_total"
+    static let forgedLabel = "pushline_ingest_forged_commands_total"
 
     enum RateLimitScope: String, CaseIterable {
         case app, source
@@ -25,6 +28,7 @@ struct IngestMetrics: Sendable {
     let publishFailures: Counter
     let publishDuration: Metrics.Timer
     private let rateLimited: [RateLimitScope: Counter]
+    let forged: Counter
 
     init() {
         var published: [String: Counter] = [:]
@@ -39,6 +43,7 @@ struct IngestMetrics: Sendable {
             rateLimited[scope] = Counter(label: Self.rateLimitedLabel, dimensions: [("scope", scope.rawValue)])
         }
         self.rateLimited = rateLimited
+        self.forged = Counter(label: Self.forgedLabel)
     }
 
     func countPublished(_ commands: [EncodedCommand]) {

@@ -10,7 +10,8 @@ extension RegistrationRoutes {
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
         let cleanup = try JSONBody.decode(DeviceRegistrationAPI.Cleanup.self, from: body, decoder: WireJSON.decoder())
         let command = try DeviceCleanupRequested(validating: cleanup, index: nil, orgId: orgId)
-        try await writer.publish(command, context: context)
+        try await publishAdmitted([command], app: \.mobileAppId, tokenHash: \.apiTokenHash, encoder: CommandWriter.makeEncoder(),
+                                  context: context)
         return Response(status: .accepted)
     }
 
@@ -31,8 +32,8 @@ extension RegistrationRoutes {
             let cleanup = try JSONBody.decode(DeviceRegistrationAPI.Cleanup.self, from: body, decoder: decoder)
             commands.append(try DeviceCleanupRequested(validating: cleanup, index: nil, orgId: orgId))
         }
-        let encoder = CommandWriter.makeEncoder()
-        try await writer.publish(commands.map { try writer.encode($0, encoder: encoder) }, context: context)
+        try await publishAdmitted(commands, app: \.mobileAppId, tokenHash: \.apiTokenHash, encoder: CommandWriter.makeEncoder(),
+                                  context: context)
         return Response(status: .accepted)
     }
 }

@@ -15,7 +15,7 @@ extension RegistrationRoutes {
         let command = try DeviceRegistrationRequested(validating: registration, index: nil, orgId: orgId, headers: headers)
 
         let encoder = CommandWriter.makeEncoder()
-        try await writer.publish([writer.encode(command, encoder: encoder)], context: context)
+        try await publishAdmitted([command], app: \.mobileAppId, tokenHash: \.apiTokenHash, encoder: encoder, context: context)
         guard headers.trackStatus else { return Response(status: .accepted) }
         return try JSONResponse.make(
             DeviceRegistrationAPI.RegistrationAccepted(RegistrationRequestId: command.registrationRequestId),
@@ -37,7 +37,7 @@ extension RegistrationRoutes {
         }
 
         let encoder = CommandWriter.makeEncoder()
-        try await writer.publish(commands.map { try writer.encode($0, encoder: encoder) }, context: context)
+        try await publishAdmitted(commands, app: \.mobileAppId, tokenHash: \.apiTokenHash, encoder: encoder, context: context)
         guard headers.trackStatus else { return Response(status: .accepted) }
         return try JSONResponse.make(
             commands.map { DeviceRegistrationAPI.RegistrationAccepted(RegistrationRequestId: $0.registrationRequestId) },

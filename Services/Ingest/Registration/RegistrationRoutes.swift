@@ -13,6 +13,7 @@ struct RegistrationRoutes: Sendable {
 
     let writer: CommandWriter
     let store: any ProjectionStore
+    let gate: RegistrationGate
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
@@ -22,6 +23,14 @@ struct RegistrationRoutes: Sendable {
         group.post("devices/status", use: status)
         group.post("devices/cleanup", use: cleanup)
         group.post("devices/cleanup/batch", use: cleanupBatch)
+    }
+
+    /// Writes the commands the gate admits (none: nothing is written, and the answer is the same).
+    func publishAdmitted<C: Command>(_ commands: [C], app: (C) -> UUID, tokenHash: (C) -> String,
+                                     encoder: JSONEncoder, context: IngestRequestContext) async throws {
+        let admitted = try await gate.admit(commands, app: app, tokenHash: tokenHash, context: context)
+        guard !admitted.isEmpty else { return }
+        try await writer.publish(admitted.map { try writer.encode($0, encoder: encoder) }, context: context)
     }
 
     /// The org of the path; it must be a UUID.

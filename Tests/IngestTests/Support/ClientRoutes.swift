@@ -62,6 +62,14 @@ struct ClientRoute: Sendable {
 }
 
 extension Harness {
+    /// A harness whose store has the client apps (`seedClientApps`): the seed 000 routes write
+    /// only commands whose API token is a live token of their app.
+    static func withClientApps() async -> Harness {
+        let harness = Harness()
+        await harness.seedClientApps()
+        return harness
+    }
+
     /// Seeds the app of `Fixture.appId` (token `Fixture.rawToken`) and another app of another org
     /// (token `Fixture.otherRawToken`); returns the first app's token id.
     @discardableResult
