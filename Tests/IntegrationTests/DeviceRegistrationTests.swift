@@ -192,8 +192,11 @@ final class DeviceRegistrationTests: XCTestCase {
         // The status route with a wrong token reveals nothing either.
         let probe = try await stack.statuses(org: org, app: app.mobileAppId, token: "forged-token", ids: [genuineId])
         XCTAssertEqual(probe.map(\.Status), [.Pending])
-        let metrics = try await HTTPClientHelpers.get("\(stack.processorURL)/metrics").text
-        XCTAssertTrue(metrics.contains("invalid-api-token"), "invalid tokens are counted in a metric")
+        // Ingest knew the token was not live: it wrote nothing and counted it.
+        let metrics = try await HTTPClientHelpers.get("\(stack.ingestURL)/metrics").text
+        XCTAssertTrue(metrics.contains("pushline_ingest_forged_commands_total 1"), metrics)
+        let processorMetrics = try await HTTPClientHelpers.get("\(stack.processorURL)/metrics").text
+        XCTAssertFalse(processorMetrics.contains("invalid-api-token"), "the processor never read the forged command")
     }
 
     func testCleanupRemovesOneDeviceOrAllOfTheUsersDevices() async throws {
@@ -297,13 +300,17 @@ final class RequestIdTraceTests: XCTestCase {
         stack = try await PushlineStack.start(processorEnvironment: ["PUSHLINE_LOG_LEVEL": "debug"])
         let app = try await stack.createApp()
         let requestId = "trace-\(UUID().uuidString.prefix(8))"
-        let answer = try await HTTPClientHelpers.post(stack.registrationURL(org: app.orgId, "devices"), json: DeviceRegistrationAPI.Registration(
-            MobileAppId: app.mobileAppId.uuidString, UserId: "user-1", ApiToken: "pl_forged", ApnsDeviceToken: Tokens.apns(1)),
-            headers: ["x-request-id": requestId])
-        XCTAssertEqual(answer.status, 202, "the processor, not ingest, judges the API token")
+        let registration = DeviceRegistrationAPI.Registration(MobileAppId: app.mobileAppId.uuidString, UserId: "user-1",
+                                                               ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(1))
+        let first = try await HTTPClientHelpers.post(stack.registrationURL(org: app.orgId, "devices"), json: registration)
+        XCTAssertEqual(first.status, 202)
+        // The same device again: the processor, not ingest, decides it is a duplicate.
+        let answer = try await HTTPClientHelpers.post(stack.registrationURL(org: app.orgId, "devices"), json: registration,
+                                                      headers: ["x-request-id": requestId])
+        XCTAssertEqual(answer.status, 202)
         try await eventually("the processor logs the rejection with the request id") {
             self.stack.processor.tail(lines: 100_000).split(separator: "\n").contains {
-                $0.contains("command rejected") && $0.contains("request_id=\(requestId)") && $0.contains("reason=invalid-api-token")
+                $0.contains("command rejected") && $0.contains("request_id=\(requestId)") && $0.contains("reason=DuplicateExists")
             }
         }
     }

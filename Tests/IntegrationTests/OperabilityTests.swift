@@ -48,6 +48,10 @@ final class OperabilityTests: XCTestCase {
         let forged = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices"), json: API.Registration(
             MobileAppId: appId, UserId: "u2", ApiToken: forgedToken, ApnsDeviceToken: Tokens.apns(2)))
         XCTAssertEqual(forged.status, 202)
+        // The same device again: the processor rejects it (DuplicateExists), at debug level.
+        let duplicate = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices"), json: API.Registration(
+            MobileAppId: appId, UserId: "u1", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(1)))
+        XCTAssertEqual(duplicate.status, 202)
         try await stack.registerKF5([("123", Tokens.apns(3), "IOS")], app: app)
         try await stack.waitForDevices(2, app: app.mobileAppId)
         _ = try await stack.send(["userId": "123", "title": "Ticket answered", "kind": "ticket", "ticketId": "9"], app: app)
@@ -63,6 +67,7 @@ final class OperabilityTests: XCTestCase {
         assertSeries(ingest, "pushline_ingest_requests_total", labels: [#"status="401""#])
         assertSeries(ingest, "pushline_ingest_commands_published_total", labels: [#"type="registration.device-registration-requested""#])
         assertSeries(ingest, "pushline_ingest_publish_duration_seconds", labels: [])
+        assertSeries(ingest, "pushline_ingest_forged_commands_total", labels: [])
 
         // Processor: applied by type, rejects by reason, attempts by kind and outcome, store
         // transaction time, and every command partition's lag, back to 0 once caught up.
@@ -84,12 +89,12 @@ final class OperabilityTests: XCTestCase {
             }
         }
         assertSeries(processor, "pushline_processor_commands_applied_total", labels: [#"type="notification.requested""#])
-        assertSeries(processor, "pushline_processor_commands_rejected_total", labels: [#"reason="invalid-api-token""#])
+        assertSeries(processor, "pushline_processor_commands_rejected_total", labels: [#"reason="DuplicateExists""#])
         assertSeries(processor, "pushline_processor_webhook_attempts_total", labels: [#"kind="app-callback""#, #"outcome="delivered""#])
         assertSeries(processor, "pushline_processor_webhook_attempts_total", labels: [#"kind="registration-status""#, #"outcome="delivered""#])
         assertSeries(processor, "pushline_processor_store_commit_seconds", labels: [])
 
-        // The logs are there (ingest logged the app's creation, the processor the forged
+        // The logs are there (ingest logged the app's creation, the processor the duplicate
         // registration's rejection at debug level) and hold no token, admin token or header secret.
         _ = try await stack.ingest.stop()
         _ = try await stack.processor.stop()
