@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 import Projections
 import Prometheus
 
@@ -16,8 +17,12 @@ public func buildApplication(
     logger: Logger
 ) -> some ApplicationProtocol {
     let router = buildRouter(configuration: configuration, publisher: publisher, store: store, metrics: metrics)
+    let readTimeout = TimeAmount.milliseconds(Int64(configuration.requestReadTimeoutMs))
     return Application(
         router: router,
+        server: .http1(configuration: .init(
+            additionalChannelHandlers: [RequestReadTimeoutHandler(timeout: readTimeout)],
+            idleTimeout: .milliseconds(Int64(configuration.idleTimeoutMs)))),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "pushline-ingest"),
         logger: logger
     )

@@ -45,6 +45,11 @@ public struct IngestConfiguration: Sendable {
     /// load balancer or proxy every request comes from the balancer's address and one bucket
     /// would throttle all clients together. Turn it on where clients connect directly.
     public var sourceRateLimit = RateLimit(perSecond: 0, burst: 200)
+    /// How long a client connection may send nothing, between requests or within a request's
+    /// head, before the server closes it (`PUSHLINE_HTTP_IDLE_TIMEOUT_MS`).
+    public var idleTimeoutMs = 60_000
+    /// How long a request may take to arrive in full once its head has (`PUSHLINE_HTTP_READ_TIMEOUT_MS`).
+    public var requestReadTimeoutMs = 30_000
 
     public init(host: String = "127.0.0.1", port: Int = 8080, adminToken: String, topics: Topics = Topics(),
                 maxBodyBytes: Int = 1_048_576, retryAfterSeconds: Int = 1) {
@@ -67,6 +72,8 @@ public struct IngestConfiguration: Sendable {
         public static let appRateBurst = "PUSHLINE_RATE_LIMIT_APP_BURST"
         public static let sourceRatePerSecond = "PUSHLINE_RATE_LIMIT_SOURCE_PER_SECOND"
         public static let sourceRateBurst = "PUSHLINE_RATE_LIMIT_SOURCE_BURST"
+        public static let idleTimeoutMs = "PUSHLINE_HTTP_IDLE_TIMEOUT_MS"
+        public static let requestReadTimeoutMs = "PUSHLINE_HTTP_READ_TIMEOUT_MS"
     }
 
     /// Reads `PUSHLINE_INGEST_HOST` (default `127.0.0.1`), `PUSHLINE_INGEST_PORT` (default `8080`),
@@ -100,6 +107,9 @@ public struct IngestConfiguration: Sendable {
                                                               default: configuration.appRateLimit)
             configuration.sourceRateLimit = try reader.rateLimit(perSecond: Variable.sourceRatePerSecond,
                                                                  burst: Variable.sourceRateBurst, default: configuration.sourceRateLimit)
+            configuration.idleTimeoutMs = try reader.int(Variable.idleTimeoutMs, default: configuration.idleTimeoutMs, range: 100...3_600_000)
+            configuration.requestReadTimeoutMs = try reader.int(Variable.requestReadTimeoutMs, default: configuration.requestReadTimeoutMs,
+                                                                range: 100...3_600_000)
         } catch let error as ConfigurationError {
             throw IngestError.invalidConfiguration(error.description)
         }

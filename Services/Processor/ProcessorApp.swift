@@ -100,6 +100,7 @@ extension ProcessorConfiguration {
         config.sessionTimeoutMs = sessionTimeoutMs
         config.maxPollIntervalMs = maxPollIntervalMs
         config.maxBatchSize = maxBatchSize
+        config.fetchWaitMaxMs = fetchWaitMaxMs
         config.properties = kafkaProperties
         return config
     }

@@ -19,6 +19,9 @@ public struct ProcessorConfiguration: Sendable {
     public var sessionTimeoutMs = 10_000
     public var maxPollIntervalMs = 300_000
     public var maxBatchSize = 2_000
+    /// `fetch.wait.max.ms` of the consumer (`PUSHLINE_KAFKA_FETCH_WAIT_MS`; see
+    /// `KafkaConsumerConfiguration.fetchWaitMaxMs`).
+    public var fetchWaitMaxMs = KafkaConsumerConfiguration(groupId: "").fetchWaitMaxMs
     /// The batch sizes a processor or a rebuild accepts (`PUSHLINE_MAX_BATCH`, `rebuild --batch`).
     public static let batchSizes = 1...100_000
     public var webhookConcurrency = 32
@@ -53,6 +56,7 @@ public struct ProcessorConfiguration: Sendable {
         c.sessionTimeoutMs = try reader.int("PUSHLINE_KAFKA_SESSION_TIMEOUT_MS", default: c.sessionTimeoutMs, range: 1_000...3_600_000)
         c.maxPollIntervalMs = try reader.int("PUSHLINE_KAFKA_MAX_POLL_INTERVAL_MS", default: c.maxPollIntervalMs, range: 1_000...86_400_000)
         c.maxBatchSize = try reader.int("PUSHLINE_MAX_BATCH", default: c.maxBatchSize, range: Self.batchSizes)
+        c.fetchWaitMaxMs = try reader.int("PUSHLINE_KAFKA_FETCH_WAIT_MS", default: c.fetchWaitMaxMs, range: 1...60_000)
         c.webhookConcurrency = try reader.int("PUSHLINE_WEBHOOK_CONCURRENCY", default: c.webhookConcurrency, range: 1...10_000)
         c.webhookTimeoutMs = try reader.int("PUSHLINE_WEBHOOK_TIMEOUT_MS", default: c.webhookTimeoutMs, range: 100...600_000)
         c.webhookAppConcurrency = try reader.int("PUSHLINE_WEBHOOK_APP_CONCURRENCY", default: c.webhookAppConcurrency, range: 1...10_000)

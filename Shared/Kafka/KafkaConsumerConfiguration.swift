@@ -20,11 +20,14 @@ public struct KafkaConsumerConfiguration: Sendable {
     public var maxPollIntervalMs: Int = 300_000
     /// `heartbeat.interval.ms`.
     public var heartbeatIntervalMs: Int = 1_000
-    /// `fetch.wait.max.ms`: how long the broker may hold a fetch that found nothing new. Kept
-    /// short because a broker that does not answer a parked fetch when records arrive (Tansu
-    /// does not) would delay every command by up to this long; the cost is an idle fetch per
-    /// broker every 50 ms.
-    public var fetchWaitMaxMs: Int = 50
+    /// `fetch.wait.max.ms`: how long the broker may take to answer a fetch. 500 ms, librdkafka's
+    /// own default: Apache Kafka answers as soon as records arrive, so it costs nothing there.
+    /// Tansu holds a fetch that found nothing for the whole time (a lone command waits up to
+    /// this long), and on its durable S3 engine a fetch of many partitions needs this long to
+    /// read them at all: with 50 ms a consumer of 48 partitions over a backlog of tens of
+    /// thousands of small stored objects received nothing, ever (docs/BENCHMARKS.md, "Catch-up
+    /// on the durable broker").
+    public var fetchWaitMaxMs: Int = 500
     /// The most messages in one batch.
     public var maxBatchSize: Int = 2_000
     /// The longest one poll waits for a first message. A batch is then whatever has already
@@ -45,7 +48,7 @@ public struct KafkaConsumerConfiguration: Sendable {
         sessionTimeoutMs: Int = 10_000,
         maxPollIntervalMs: Int = 300_000,
         heartbeatIntervalMs: Int = 1_000,
-        fetchWaitMaxMs: Int = 50,
+        fetchWaitMaxMs: Int = 500,
         maxBatchSize: Int = 2_000,
         batchWaitMs: Int = 100,
         properties: [String: String] = [:]
