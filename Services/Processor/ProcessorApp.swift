@@ -42,6 +42,7 @@ public enum ProcessorApp {
         let outbound = KafkaOutboundPublisher(producer: producer, topic: configuration.topics.outbound)
         let consumer = CommandConsumer(configuration: consumerConfig, topics: configuration.topics.commandTopics, store: store,
                                        outbound: outbound, verifier: verifier, logger: logger,
+                                       outboundWindow: BatchApplier.outboundWindow(forQueue: configuration.producerQueueMessages),
                                        stallAfter: .milliseconds(configuration.stallTimeoutMs),
                                        acceptExistingLog: configuration.acceptExistingLog, onApplied: { dispatcher.wake() })
 

@@ -38,6 +38,12 @@ public struct ProcessorConfiguration: Sendable {
     /// Whether a live processor applies records written before its store was created
     /// (`PUSHLINE_ACCEPT_EXISTING_LOG`); off: it refuses them and names the rebuild instead.
     public var acceptExistingLog = false
+    /// The local queue of the processor's producer: `queue.buffering.max.messages` when
+    /// `PUSHLINE_KAFKA_PROPERTIES` sets it, else the producer's default. Outbound records are
+    /// published in windows that fit it.
+    public var producerQueueMessages: Int {
+        kafkaProperties["queue.buffering.max.messages"].flatMap { Int($0) } ?? KafkaProducerConfiguration().queueBufferingMaxMessages
+    }
     /// librdkafka properties passed through verbatim (TLS/SASL).
     public var kafkaProperties: [String: String] = [:]
 

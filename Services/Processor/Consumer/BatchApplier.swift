@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import Kafka
 import Logging
 import Metrics
 import Projections
@@ -43,8 +44,13 @@ final class BatchApplier: Sendable {
     private let unavailableSince = Mutex<ContinuousClock.Instant?>(nil)
     private let outboundCounter = Counter(label: "pushline_processor_outbound_records_total")
 
+    /// The most outbound records handed to the producer at once (`outboundWindow(forQueue:)`).
+    private let outboundWindow: Int
+
     init(store: any ProjectionStore, outbound: any OutboundPublisher, verifier: any DeviceTokenVerifier, logger: Logger,
-         replaying: Bool = false, retryDelays: [Duration] = [.milliseconds(50), .milliseconds(200), .milliseconds(800)]) {
+         replaying: Bool = false, retryDelays: [Duration] = [.milliseconds(50), .milliseconds(200), .milliseconds(800)],
+         outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages)) {
+        self.outboundWindow = max(1, outboundWindow)
         self.replaying = replaying
         self.store = store
         self.outbound = outbound
@@ -212,24 +218,37 @@ final class BatchApplier: Sendable {
         return .enqueueOutbox(job)
     }
 
-    /// Publishes outbound records until the broker takes them. A partly delivered attempt is
-    /// repeated whole (the same message ids), so a record may appear twice, never zero times.
+    /// The outbound window for a producer whose local queue holds `queue` records: half of it,
+    /// at most 50,000, so that a window always fits the queue beside what else is queued.
+    static func outboundWindow(forQueue queue: Int) -> Int {
+        max(1, min(50_000, queue / 2))
+    }
+
+    /// Publishes outbound records until the broker takes them, in windows of `outboundWindow`
+    /// records, one window after the other: a fan-out larger than the producer's queue is
+    /// published in parts that each fit. A window not acknowledged in full is sent again after a
+    /// back-off (the same message ids; the windows before it are not), so a record may appear
+    /// twice, never zero times, and a failure repeats one window, not the whole fan-out.
     private func publish(_ messages: [OutboundMessage]) async throws {
-        guard !messages.isEmpty else { return }
-        var delay = Duration.milliseconds(100)
-        while true {
-            do {
-                try await outbound.publish(messages)
-                outboundCounter.increment(by: messages.count)
-                return
-            } catch {
-                try Task.checkCancellation()
-                logger.error("outbound records not acknowledged; retrying", metadata: [
-                    "records": "\(messages.count)", "error": "\(error)", "delay": "\(delay)",
-                ])
-                try await Task.sleep(for: delay)
-                delay = min(delay * 2, .seconds(5))
+        var start = messages.startIndex
+        while start < messages.endIndex {
+            let window = Array(messages[start..<min(start + outboundWindow, messages.endIndex)])
+            var delay = Duration.milliseconds(100)
+            while true {
+                do {
+                    try await outbound.publish(window)
+                    outboundCounter.increment(by: window.count)
+                    break
+                } catch {
+                    try Task.checkCancellation()
+                    logger.error("outbound records not acknowledged; retrying their window", metadata: [
+                        "records": "\(window.count)", "of": "\(messages.count)", "error": "\(error)", "delay": "\(delay)",
+                    ])
+                    try await Task.sleep(for: delay)
+                    delay = min(delay * 2, .seconds(5))
+                }
             }
+            start += window.count
         }
     }
 

@@ -38,6 +38,7 @@ final class CommandConsumer: Service, Sendable {
     init(configuration: KafkaConsumerConfiguration, topics: [String], store: any ProjectionStore, outbound: any OutboundPublisher,
          verifier: any DeviceTokenVerifier, logger: Logger, replayLimits: [PartitionKey: Int64]? = nil,
          partitions: [PartitionKey]? = nil, startAfter: (@Sendable () async throws -> Void)? = nil,
+         outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages),
          stallAfter: Duration = .seconds(60), acceptExistingLog: Bool = false,
          onApplied: @escaping @Sendable () -> Void) {
         self.configuration = configuration
@@ -48,7 +49,8 @@ final class CommandConsumer: Service, Sendable {
         self.topics = topics
         self.store = store
         self.replayLimits = replayLimits
-        self.applier = BatchApplier(store: store, outbound: outbound, verifier: verifier, logger: logger, replaying: replayLimits != nil)
+        self.applier = BatchApplier(store: store, outbound: outbound, verifier: verifier, logger: logger, replaying: replayLimits != nil,
+                                    outboundWindow: outboundWindow)
         self.onApplied = onApplied
         self.logger = logger
     }
