@@ -43,6 +43,7 @@ public enum ProcessorApp {
         let consumer = CommandConsumer(configuration: consumerConfig, topics: configuration.topics.commandTopics, store: store,
                                        outbound: outbound, verifier: verifier, logger: logger,
                                        outboundWindow: BatchApplier.outboundWindow(forQueue: configuration.producerQueueMessages),
+                                       maxDevicesPerUser: configuration.maxDevicesPerUser,
                                        stallAfter: .milliseconds(configuration.stallTimeoutMs),
                                        acceptExistingLog: configuration.acceptExistingLog, onApplied: { dispatcher.wake() })
 

@@ -49,12 +49,13 @@ final class BatchApplier: Sendable {
 
     init(store: any ProjectionStore, outbound: any OutboundPublisher, verifier: any DeviceTokenVerifier, logger: Logger,
          replaying: Bool = false, retryDelays: [Duration] = [.milliseconds(50), .milliseconds(200), .milliseconds(800)],
-         outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages)) {
+         outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages),
+         maxDevicesPerUser: Int = ProcessorConfiguration().maxDevicesPerUser) {
         self.outboundWindow = max(1, outboundWindow)
         self.replaying = replaying
         self.store = store
         self.outbound = outbound
-        self.registration = RegistrationHandler(verifier: verifier)
+        self.registration = RegistrationHandler(verifier: verifier, maxDevicesPerUser: maxDevicesPerUser)
         self.logger = logger
         self.retryDelays = retryDelays
     }

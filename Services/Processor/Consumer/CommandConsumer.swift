@@ -39,6 +39,7 @@ final class CommandConsumer: Service, Sendable {
          verifier: any DeviceTokenVerifier, logger: Logger, replayLimits: [PartitionKey: Int64]? = nil,
          partitions: [PartitionKey]? = nil, startAfter: (@Sendable () async throws -> Void)? = nil,
          outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages),
+         maxDevicesPerUser: Int = ProcessorConfiguration().maxDevicesPerUser,
          stallAfter: Duration = .seconds(60), acceptExistingLog: Bool = false,
          onApplied: @escaping @Sendable () -> Void) {
         self.configuration = configuration
@@ -50,7 +51,7 @@ final class CommandConsumer: Service, Sendable {
         self.store = store
         self.replayLimits = replayLimits
         self.applier = BatchApplier(store: store, outbound: outbound, verifier: verifier, logger: logger, replaying: replayLimits != nil,
-                                    outboundWindow: outboundWindow)
+                                    outboundWindow: outboundWindow, maxDevicesPerUser: maxDevicesPerUser)
         self.onApplied = onApplied
         self.logger = logger
     }

@@ -57,6 +57,8 @@ struct ProcessorCommand: Sendable {
         case .deviceRegistrationRequested(let c):
             query.appIds.insert(c.mobileAppId)
             query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken))
+            // The user's devices, for the per-user cap.
+            query.userKeys.insert(UserKey(appId: c.mobileAppId, userId: c.userId))
         case .deviceCleanupRequested(let c):
             query.appIds.insert(c.mobileAppId)
             if let token = c.deviceToken {

@@ -8,10 +8,13 @@ struct RegistrationHandler {
     typealias Reason = DeviceRegistrationAPI.FailureReason
 
     let verifier: any DeviceTokenVerifier
+    /// The most devices one user of an app keeps (`PUSHLINE_MAX_DEVICES_PER_USER`).
+    let maxDevicesPerUser: Int
     private let encoder = WireJSON.encoder()
 
-    init(verifier: any DeviceTokenVerifier) {
+    init(verifier: any DeviceTokenVerifier, maxDevicesPerUser: Int = ProcessorConfiguration().maxDevicesPerUser) {
         self.verifier = verifier
+        self.maxDevicesPerUser = max(1, maxDevicesPerUser)
     }
 
     /// `storeFailed`: the store rejected this registration's device write after retries; the
@@ -27,6 +30,7 @@ struct RegistrationHandler {
             let version = (state.devices[key]?.version ?? 0) + 1
             state.upsert(DeviceRow(appId: c.mobileAppId, deviceToken: c.deviceToken, userId: c.userId,
                                    platform: c.platform, version: version, updatedAt: at))
+            retireOldestDevices(of: UserKey(appId: c.mobileAppId, userId: c.userId), keeping: key, in: &state)
         }
         let status: DeviceRegistrationAPI.Status = failure == nil ? .Success : .Failed
         if c.trackStatus {
@@ -37,6 +41,22 @@ struct RegistrationHandler {
             state.enqueue(statusWebhook(for: c, callback: callback, status: status, failure: failure, retries: app.webhookRetries, at: at))
         }
         return failure.map { .rejected($0.rawValue) } ?? .applied
+    }
+
+    /// A user keeps at most `maxDevicesPerUser` devices: past it, the devices registered longest
+    /// ago (by the time of the command that last registered them, then by token) are retired
+    /// like a cleanup, never the one just registered. Decided from command times only, so a
+    /// replay retires the same devices; apps change devices (reinstalls get new tokens), and the
+    /// newest are the ones that still receive pushes.
+    private func retireOldestDevices(of user: UserKey, keeping registered: DeviceKey, in state: inout BatchState) {
+        let devices = state.devices(of: user)
+        guard devices.count > maxDevicesPerUser else { return }
+        let oldestFirst = devices.filter { $0.key != registered }.sorted { a, b in
+            a.updatedAt != b.updatedAt ? a.updatedAt < b.updatedAt : Array(a.deviceToken.utf8).lexicographicallyPrecedes(b.deviceToken.utf8)
+        }
+        for device in oldestFirst.prefix(devices.count - maxDevicesPerUser) {
+            state.delete(device.key)
+        }
     }
 
     private func decide(_ c: DeviceRegistrationRequested, state: BatchState) -> Reason? {

@@ -174,7 +174,7 @@ public enum Rebuild {
         let consumer = CommandConsumer(configuration: consumerConfiguration, topics: [topic],
                                        store: store, outbound: outbound, verifier: verifier, logger: logger,
                                        replayLimits: limits, partitions: options.join ? nil : remaining,
-                                       startAfter: turn?.wait, onApplied: {})
+                                       startAfter: turn?.wait, maxDevicesPerUser: configuration.maxDevicesPerUser, onApplied: {})
         let clock = ContinuousClock()
         let began = clock.now
         logger.info("replaying topic", metadata: ["topic": "\(topic)"])
