@@ -1,5 +1,5 @@
 # The two commands: `make run` starts the stack, `make test` runs every test.
-.PHONY: run run-foreground stop test build bench-ingest bench-fanout bench-tracking bench-processor setup fuzz
+.PHONY: run run-foreground stop test build bench-ingest bench-fanout bench-tracking bench-processor bench-catchup setup fuzz
 
 run:
 	scripts/run
@@ -33,3 +33,6 @@ bench-tracking:
 
 bench-processor:
 	scripts/bench-processor
+
+bench-catchup:
+	scripts/bench-catchup
