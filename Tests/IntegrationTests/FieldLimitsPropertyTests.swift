@@ -20,18 +20,6 @@ final class FieldLimitsPropertyTests: XCTestCase {
         if let database { try await PostgresServer.shared().dropDatabase(database) }
     }
 
-    /// A splitmix64 generator: the same seed, the same cases.
-    private struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// A string of exactly `bytes` UTF-8 bytes (or as close below as whole characters allow), of one kind.
     private static func text(_ bytes: Int, kind: Int) -> String {
         let unit: String = switch kind {
@@ -113,15 +101,15 @@ final class FieldLimitsPropertyTests: XCTestCase {
 
     private func run(store: String?) async throws {
         let seed = ProcessInfo.processInfo.environment["PUSHLINE_PROPERTY_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64.max)
-        var random = Generator(state: seed)
+        var random = SplitMix64(seed: seed)
         let stack = try await PushlineStack.start(store: store)
         self.stack = stack
         let app = try await stack.createApp()
         var outcomes: [String] = []
         for n in 1...40 {
-            let item = Self.cases[Int.random(in: 0..<Self.cases.count, using: &random)]
-            let past = Bool.random(using: &random)
-            let kind = Int.random(in: 0..<4, using: &random)
+            let item = Self.cases[random.next(Self.cases.count)]
+            let past = random.next(2) == 1
+            let kind = random.next(4)
             let value = Self.text(item.limit + (past ? 1 : 0), kind: kind)
             let answer = try await item.send(stack, app, value, 1_000 + n)
             outcomes.append("\(item.name) \(past ? "limit+1" : "limit") kind \(kind): \(answer.status)")

@@ -10,29 +10,7 @@ import XCTest
 /// Receivers cannot hold the dispatcher: a whole-attempt deadline, a per-app cap on attempts in
 /// flight, headers an app may not set, and attempts recorded only by the lease holder — against
 /// a real receiver on 127.0.0.1 and a real SQLite store.
-final class WebhookDispatcherLimitsTests: XCTestCase {
-    private var directory: URL!
-    private var store: (any ProjectionStore)!
-    private var receiver: WebhookReceiver!
-    private var http: HTTPClient!
-
-    override func setUp() async throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("dispatcher-limits-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        store = try await ProjectionStoreFactory.open("sqlite:" + directory.appendingPathComponent("store.sqlite").path, logger: Logger(label: "test"))
-        receiver = WebhookReceiver()
-        try await receiver.start()
-        var configuration = HTTPClient.Configuration()
-        configuration.redirectConfiguration = .disallow
-        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-    }
-
-    override func tearDown() async throws {
-        try await http?.shutdown()
-        await receiver?.stop()
-        try? FileManager.default.removeItem(at: directory)
-    }
-
+final class WebhookDispatcherLimitsTests: DispatcherTestCase {
     private func job(_ path: String, app: UUID? = nil, headers: [String: String] = [:], at: Date = Date()) -> OutboxJob {
         OutboxJob(id: "job-\(UUID())", kind: "registration-status", appId: app, url: "\(receiver.baseURL)\(path)", headers: headers,
                   body: Data(#"{"Status":"Success"}"#.utf8), maxAttempts: 1, nextAttemptAt: at, createdAt: at)

@@ -8,29 +8,7 @@ import XCTest
 
 /// The dispatcher against a real receiver on 127.0.0.1 and a real SQLite store: the target
 /// policy decides whether a job reaches the receiver, and a refused job ends without retries.
-final class WebhookDispatcherTargetTests: XCTestCase {
-    private var directory: URL!
-    private var store: (any ProjectionStore)!
-    private var receiver: WebhookReceiver!
-    private var http: HTTPClient!
-
-    override func setUp() async throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("dispatcher-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        store = try await ProjectionStoreFactory.open("sqlite:" + directory.appendingPathComponent("store.sqlite").path, logger: Logger(label: "test"))
-        receiver = WebhookReceiver()
-        try await receiver.start()
-        var configuration = HTTPClient.Configuration()
-        configuration.redirectConfiguration = .disallow
-        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-    }
-
-    override func tearDown() async throws {
-        try await http?.shutdown()
-        await receiver?.stop()
-        try? FileManager.default.removeItem(at: directory)
-    }
-
+final class WebhookDispatcherTargetTests: DispatcherTestCase {
     /// Enqueues a job to `url` allowing three attempts, claims it and runs one attempt.
     private func attemptOnce(url: String, allowPrivateTargets: Bool) async throws -> OutboxJob {
         let now = Date()
