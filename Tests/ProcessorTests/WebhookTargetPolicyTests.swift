@@ -93,3 +93,29 @@ final class WebhookTargetPolicyTests: XCTestCase {
         XCTAssertThrowsError(try ProcessorConfiguration.fromEnvironment(["PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS": "maybe"]))
     }
 }
+
+/// A name is resolved once, and a plain-http attempt connects to the address that was checked.
+final class WebhookTargetPinningTests: XCTestCase {
+    func testANameResolvedToPublicAddressesIsPinnedToThem() async throws {
+        var policy = WebhookTargetPolicy(allowPrivateTargets: false)
+        policy.resolver = { _ in [[93, 184, 216, 34]] }
+        let decision = try await policy.check("http://hooks.example.com:8080/status")
+        XCTAssertEqual(decision, .pinned([[93, 184, 216, 34]]))
+        // A name server that answers a private address the next time is never asked again.
+        policy.resolver = { _ in [[127, 0, 0, 1]] }
+        let rebound = try await policy.check("http://hooks.example.com:8080/status")
+        guard case .refused = rebound else { return XCTFail("a private answer is refused: \(rebound)") }
+    }
+
+    func testAPinnedHttpRequestGoesToTheCheckedAddressWithTheOriginalHost() throws {
+        let v4 = try XCTUnwrap(WebhookTargetPolicy.pinnedRequest("http://hooks.example.com:8080/a/b?x=1#f", to: [93, 184, 216, 34]))
+        XCTAssertEqual(v4.url, "http://93.184.216.34:8080/a/b?x=1#f")
+        XCTAssertEqual(v4.host, "hooks.example.com:8080")
+        let v6Address: [UInt8] = [0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]
+        let v6 = try XCTUnwrap(WebhookTargetPolicy.pinnedRequest("HTTP://Hooks.Example.com/x", to: v6Address))
+        XCTAssertTrue(v6.url.hasPrefix("HTTP://[2001:db8::1]/x") || v6.url.hasPrefix("http://[2001:db8::1]/x"), v6.url)
+        XCTAssertEqual(v6.host, "Hooks.Example.com")
+        XCTAssertNil(WebhookTargetPolicy.pinnedRequest("https://hooks.example.com/x", to: [93, 184, 216, 34]),
+                     "TLS connects by name: the certificate proves it")
+    }
+}

@@ -158,16 +158,24 @@ final class WebhookDispatcher: Service, Sendable {
 
     /// Checks the target and POSTs the job: the part of an attempt its deadline covers.
     private static func send(_ job: OutboxJob, configuration: Configuration, http: HTTPClient) async throws -> Sent {
-        if case .refused(let reason) = try await configuration.targetPolicy.check(job.url) {
+        var url = job.url, host: String?
+        switch try await configuration.targetPolicy.check(job.url) {
+        case .refused(let reason):
             return Sent(status: nil, failure: reason, refused: true)
+        case .pinned(let addresses):
+            // Connect to the address that was checked, not to whatever the name resolves to next.
+            if let pinned = WebhookTargetPolicy.pinnedRequest(job.url, to: addresses[0]) { (url, host) = (pinned.url, pinned.host) }
+        case .allowed:
+            break
         }
-        var request = HTTPClientRequest(url: job.url)
+        var request = HTTPClientRequest(url: url)
         request.method = .POST
         // Headers that frame or route the request are the client's to decide (ingest refuses
         // them too; a job written around ingest may still carry them).
         for (name, value) in job.headers where !WebhookHeaders.isReserved(name) {
             request.headers.replaceOrAdd(name: name, value: value)
         }
+        if let host { request.headers.replaceOrAdd(name: "Host", value: host) }
         request.headers.replaceOrAdd(name: WebhookHeaders.webhookId, value: job.id)
         request.body = .bytes(ByteBuffer(bytes: job.body))
         let response = try await http.execute(request, timeout: .nanoseconds(configuration.requestTimeout.nanoseconds))

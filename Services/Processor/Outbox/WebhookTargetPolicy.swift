@@ -10,15 +10,26 @@ import Darwin
 /// Webhook and callback URLs come from app registrations, so without this check anyone who can
 /// register an app could make the processor POST into the private network it runs in. When
 /// private targets are denied (the default), the URL must be http(s) and every address its host
-/// resolves to must be public. This does not close DNS rebinding: the HTTP client resolves the
-/// name again when it connects, and a hostile name server can answer differently the second time.
+/// resolves to must be public. A name is resolved once: the decision names the address that was
+/// checked (`pinned`), and a plain `http` attempt connects to exactly that address, so a hostile
+/// name server cannot answer a public address to the check and a private one to the connection
+/// (DNS rebinding). An `https` attempt connects by name, and the server must prove that name
+/// with its certificate, which a private service reached by rebinding cannot.
 struct WebhookTargetPolicy: Sendable {
     /// `PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS`: true in the local stack and tests, whose
     /// receivers listen on loopback.
     var allowPrivateTargets = false
+    /// Resolves a host name to its addresses (getaddrinfo; tests substitute a name server).
+    var resolver: @Sendable (String) throws -> [[UInt8]] = { try WebhookTargetPolicy.resolve($0) }
+
+    init(allowPrivateTargets: Bool = false) {
+        self.allowPrivateTargets = allowPrivateTargets
+    }
 
     enum Decision: Equatable, Sendable {
         case allowed
+        /// Allowed, and the host name resolved to these addresses, all checked: connect to the first.
+        case pinned([[UInt8]])
         /// The attempt cannot succeed under this policy; the reason is recorded as its error.
         case refused(String)
     }
@@ -42,7 +53,8 @@ struct WebhookTargetPolicy: Sendable {
         } else {
             // getaddrinfo blocks: run it on a thread of its own, not on the concurrency pool.
             addresses = try await withCheckedThrowingContinuation { continuation in
-                Thread.detachNewThread { continuation.resume(with: Result { try Self.resolve(host) }) }
+                let resolver = self.resolver
+                Thread.detachNewThread { continuation.resume(with: Result { try resolver(host) }) }
             }
         }
         for address in addresses {
@@ -53,7 +65,20 @@ struct WebhookTargetPolicy: Sendable {
                 return .refused("target \(target) is \(article) \(kind) address; set PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS=true to allow")
             }
         }
-        return .allowed
+        return Self.parseLiteral(host) == nil && !addresses.isEmpty ? .pinned(addresses) : .allowed
+    }
+
+    /// `url` with its host replaced by `address` (IPv6 in brackets), and the `Host` header the
+    /// original URL implies, for connecting to a checked address; nil when `url` is not plain
+    /// `http` (TLS connects by name) or cannot be taken apart.
+    static func pinnedRequest(_ url: String, to address: [UInt8]) -> (url: String, host: String)? {
+        guard var components = URLComponents(string: url), components.scheme?.lowercased() == "http",
+              let host = components.host, !host.isEmpty else { return nil }
+        let hostHeader = components.port.map { "\(host):\($0)" } ?? host
+        let literal = format(address)
+        components.host = address.count == 16 ? "[\(literal)]" : literal
+        guard let pinned = components.string else { return nil }
+        return (pinned, hostHeader)
     }
 
     /// Why `address` (4 or 16 bytes) must not be contacted, or nil when it is public.
