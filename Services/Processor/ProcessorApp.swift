@@ -44,6 +44,7 @@ public enum ProcessorApp {
                                        outbound: outbound, verifier: verifier, logger: logger,
                                        outboundWindow: BatchApplier.outboundWindow(forQueue: configuration.producerQueueMessages),
                                        maxDevicesPerUser: configuration.maxDevicesPerUser,
+                                       trackingParkTime: .milliseconds(configuration.trackingParkTtlMs),
                                        stallAfter: .milliseconds(configuration.stallTimeoutMs),
                                        acceptExistingLog: configuration.acceptExistingLog, onApplied: { dispatcher.wake() })
 

@@ -30,6 +30,9 @@ public struct ProcessorConfiguration: Sendable {
     /// devices registered longest ago (`PUSHLINE_MAX_DEVICES_PER_USER`). Live processors and
     /// rebuilds of one log must use the same value.
     public var maxDevicesPerUser = 100
+    /// How long tracking reports of a delivery whose send has not been applied are kept, counted
+    /// in command times (`PUSHLINE_TRACKING_PARK_TTL_MS`, default a day).
+    public var trackingParkTtlMs = 86_400_000
     /// Webhook attempts in flight for one app at most, so one app's slow receiver cannot hold
     /// every slot (`PUSHLINE_WEBHOOK_APP_CONCURRENCY`).
     public var webhookAppConcurrency = 4
@@ -69,6 +72,7 @@ public struct ProcessorConfiguration: Sendable {
         c.fetchWaitMaxMs = try reader.int("PUSHLINE_KAFKA_FETCH_WAIT_MS", default: c.fetchWaitMaxMs, range: 1...60_000)
         c.webhookConcurrency = try reader.int("PUSHLINE_WEBHOOK_CONCURRENCY", default: c.webhookConcurrency, range: 1...10_000)
         c.webhookTimeoutMs = try reader.int("PUSHLINE_WEBHOOK_TIMEOUT_MS", default: c.webhookTimeoutMs, range: 100...600_000)
+        c.trackingParkTtlMs = try reader.int("PUSHLINE_TRACKING_PARK_TTL_MS", default: c.trackingParkTtlMs, range: 1_000...31_536_000_000)
         c.maxDevicesPerUser = try reader.int("PUSHLINE_MAX_DEVICES_PER_USER", default: c.maxDevicesPerUser, range: 1...100_000)
         c.webhookAppConcurrency = try reader.int("PUSHLINE_WEBHOOK_APP_CONCURRENCY", default: c.webhookAppConcurrency, range: 1...10_000)
         c.webhookAllowPrivateTargets = try reader.bool("PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS", default: c.webhookAllowPrivateTargets)

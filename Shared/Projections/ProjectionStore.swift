@@ -453,6 +453,12 @@ public enum Mutation: Sendable, Equatable {
     /// Deletes the delivery's tracking rows that it cannot own: those of any other app and
     /// those at or past `validBelow` (the delivery's sent count; 0 when tracking was off).
     case discardTracking(deliveryId: UUID, appId: UUID, validBelow: Int)
+    /// Marks reports of a (delivery, app) stored before their delivery's send as parked since
+    /// `at` (the first report's command time); an existing mark is left as it is.
+    case parkTracking(deliveryId: UUID, appId: UUID, at: Date)
+    /// Deletes the tracking rows of (delivery, app) pairs parked before `before` whose delivery
+    /// still has no row (the send never came), and the marks older than `before`.
+    case expireParkedTracking(before: Date)
     /// Sets a record aside that the store refused for good; an existing row is left as it is.
     case putDeadLetter(DeadLetterRow)
     /// Removes a dead letter (it was applied again).

@@ -46,7 +46,7 @@ final class TrackingHandlerTests: XCTestCase {
 
     func testEventsOfAKnownTrackedDeliveryAreCountedByDeviceIndexRepeatsIncluded() {
         var s = state(delivery())
-        let result = TrackingHandler.apply(report([(id(0), .impression), (id(2), .open), (id(0), .impression)]), to: &s)
+        let result = TrackingHandler.apply(report([(id(0), .impression), (id(2), .open), (id(0), .impression)]), at: at, to: &s)
         XCTAssertEqual(result, .applied)
         XCTAssertEqual(counted(s), [key(2, .open), key(0, .impression, reports: 2)],
                        "one count per (action, device) of the batch, with its number of reports")
@@ -63,26 +63,26 @@ final class TrackingHandlerTests: XCTestCase {
             ("1-0000000000000000", .click),         // wrong check digits
             ("garbage", .click),
         ]
-        XCTAssertEqual(TrackingHandler.apply(report(events), to: &s), .applied)
+        XCTAssertEqual(TrackingHandler.apply(report(events), at: at, to: &s), .applied)
         XCTAssertEqual(counted(s), [key(1, .click)])
         XCTAssertEqual(s.trackingOutcomes, [.counted: 1, .rejected(.foreignBroadlog): 4])
     }
 
     func testTrackingOffAndAnotherAppsDeliveryRejectEveryEvent() {
         var off = state(delivery(tracking: false))
-        XCTAssertEqual(TrackingHandler.apply(report([(id(0), .impression), (id(1), .open)]), to: &off), .rejected("tracking-off"))
+        XCTAssertEqual(TrackingHandler.apply(report([(id(0), .impression), (id(1), .open)]), at: at, to: &off), .rejected("tracking-off"))
         XCTAssertTrue(off.mutations.isEmpty)
         XCTAssertEqual(off.trackingOutcomes, [.rejected(.trackingOff): 2])
 
         var foreign = state(delivery(app: otherApp))
-        XCTAssertEqual(TrackingHandler.apply(report([(id(0), .impression)]), to: &foreign), .rejected("unknown-delivery"))
+        XCTAssertEqual(TrackingHandler.apply(report([(id(0), .impression)]), at: at, to: &foreign), .rejected("unknown-delivery"))
         XCTAssertTrue(foreign.mutations.isEmpty)
         XCTAssertEqual(foreign.trackingOutcomes, [.rejected(.unknownDelivery): 1])
     }
 
     func testEventsBeforeTheirSendAreParkedUnlessTheIdCannotBeTheDeliverys() {
         var s = state()
-        let result = TrackingHandler.apply(report([(id(5000), .open), (id(0, of: UUID()), .open)]), to: &s)
+        let result = TrackingHandler.apply(report([(id(5000), .open), (id(0, of: UUID()), .open)]), at: at, to: &s)
         XCTAssertEqual(result, .applied)
         XCTAssertEqual(counted(s), [key(5000, .open)], "the sent count is not known yet: the send settles it")
         XCTAssertEqual(s.trackingOutcomes, [.parked: 1, .rejected(.foreignBroadlog): 1])

@@ -304,7 +304,7 @@ final class PostgresStoreTests: StoreTestCase {
             """)
         let version = try await strings("SELECT version::text FROM schema_version")
         XCTAssertEqual(tables, ["acks", "api_tokens", "apps", "dead_letters", "deliveries", "devices", "outbox", "outbox_attempts",
-                                "partition_offsets", "pending_notifications", "registration_status", "schema_version",
+                                "parked_tracking", "partition_offsets", "pending_notifications", "registration_status", "schema_version",
                                 "store_info", "tracking_events"])
         XCTAssertEqual(version, ["\(PostgresSchema.version)"])
     }

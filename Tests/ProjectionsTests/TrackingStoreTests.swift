@@ -171,6 +171,30 @@ class TrackingStoreTests: StoreTestCase {
         XCTAssertEqual(settled.trackedEvents[d], [TrackedEvent(appId: app, action: .open, messageIndex: 0, repeats: 0)])
     }
 
+    func testParkedReportsWhoseSendNeverCameExpireAndOthersStay() async throws {
+        let store = try await openStore()
+        let app = UUID(), lost = UUID(), late = UUID(), recent = UUID()
+        try await store.commit(mutations: [
+            .countTracking(key(app, lost, .open, 0)), .parkTracking(deliveryId: lost, appId: app, at: Fixture.at(10)),
+            .countTracking(key(app, late, .open, 0)), .parkTracking(deliveryId: late, appId: app, at: Fixture.at(10)),
+            .countTracking(key(app, recent, .open, 0)), .parkTracking(deliveryId: recent, appId: app, at: Fixture.at(100)),
+            // A second mark keeps the first time.
+            .parkTracking(deliveryId: recent, appId: app, at: Fixture.at(200)),
+        ], offsets: [])
+        // The send of `late` came before the expiry: its reports are its own now.
+        try await store.commit(mutations: [.putDelivery(Fixture.delivery(app: app, id: late, tracking: true, sent: 5))], offsets: [])
+
+        try await store.commit(mutations: [.expireParkedTracking(before: Fixture.at(50))], offsets: [])
+
+        let rows = try await store.load(StateQuery(trackedDeliveries: [lost, late, recent]))
+        XCTAssertNil(rows.trackedEvents[lost], "parked past the time and no send: gone")
+        XCTAssertEqual(rows.trackedEvents[late]?.count, 1, "its send came: kept")
+        XCTAssertEqual(rows.trackedEvents[recent]?.count, 1, "parked recently: kept")
+        try await store.commit(mutations: [.expireParkedTracking(before: Fixture.at(150))], offsets: [])
+        let later = try await store.load(StateQuery(trackedDeliveries: [recent]))
+        XCTAssertNil(later.trackedEvents[recent], "parked at its first report, not its last mark")
+    }
+
     func testADiscardAfterACountInOneCommitDeletesWhatTheCountWrote() async throws {
         let store = try await openStore()
         let app = UUID(), d = UUID()

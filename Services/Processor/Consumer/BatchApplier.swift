@@ -46,11 +46,15 @@ final class BatchApplier: Sendable {
 
     /// The most outbound records handed to the producer at once (`outboundWindow(forQueue:)`).
     private let outboundWindow: Int
+    /// How long reports of a delivery whose send has not been applied are kept (`PUSHLINE_TRACKING_PARK_TTL_MS`).
+    private let trackingParkTime: Duration
 
     init(store: any ProjectionStore, outbound: any OutboundPublisher, verifier: any DeviceTokenVerifier, logger: Logger,
          replaying: Bool = false, retryDelays: [Duration] = [.milliseconds(50), .milliseconds(200), .milliseconds(800)],
          outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages),
-         maxDevicesPerUser: Int = ProcessorConfiguration().maxDevicesPerUser) {
+         maxDevicesPerUser: Int = ProcessorConfiguration().maxDevicesPerUser,
+         trackingParkTime: Duration = .milliseconds(ProcessorConfiguration().trackingParkTtlMs)) {
+        self.trackingParkTime = trackingParkTime
         self.outboundWindow = max(1, outboundWindow)
         self.replaying = replaying
         self.store = store
@@ -200,6 +204,11 @@ final class BatchApplier: Sendable {
             }
         }
         state.finishTracking()
+        // Reports whose send never came are kept for the park time only, counted from command
+        // times (the newest report of the batch), never from the clock, so a replay decides alike.
+        if let newest = ordered.lazy.filter({ $0.command.type == .trackingReported }).map(\.command.at).max() {
+            state.expireParkedTracking(before: newest.addingTimeInterval(-trackingParkTime.seconds))
+        }
         tally.tracking = state.trackingOutcomes
         return Decided(mutations: state.mutations, outbound: state.outbound, next: next, tally: tally, loadTime: loadTime)
     }
@@ -263,7 +272,7 @@ final class BatchApplier: Sendable {
         case .deviceCleanupRequested(let x): CleanupHandler.apply(x, to: &state)
         case .notificationRequested(let x): NotificationHandler.apply(x, at: c.at, to: &state)
         case .notificationAcknowledged(let x): AckHandler.apply(x, id: c.id, at: c.at, to: &state)
-        case .trackingReported(let x): TrackingHandler.apply(x, to: &state)
+        case .trackingReported(let x): TrackingHandler.apply(x, at: c.at, to: &state)
         }
     }
 

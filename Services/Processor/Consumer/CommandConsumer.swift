@@ -40,6 +40,7 @@ final class CommandConsumer: Service, Sendable {
          partitions: [PartitionKey]? = nil, startAfter: (@Sendable () async throws -> Void)? = nil,
          outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages),
          maxDevicesPerUser: Int = ProcessorConfiguration().maxDevicesPerUser,
+         trackingParkTime: Duration = .milliseconds(ProcessorConfiguration().trackingParkTtlMs),
          stallAfter: Duration = .seconds(60), acceptExistingLog: Bool = false,
          onApplied: @escaping @Sendable () -> Void) {
         self.configuration = configuration
@@ -51,7 +52,8 @@ final class CommandConsumer: Service, Sendable {
         self.store = store
         self.replayLimits = replayLimits
         self.applier = BatchApplier(store: store, outbound: outbound, verifier: verifier, logger: logger, replaying: replayLimits != nil,
-                                    outboundWindow: outboundWindow, maxDevicesPerUser: maxDevicesPerUser)
+                                    outboundWindow: outboundWindow, maxDevicesPerUser: maxDevicesPerUser,
+                                    trackingParkTime: trackingParkTime)
         self.onApplied = onApplied
         self.logger = logger
     }

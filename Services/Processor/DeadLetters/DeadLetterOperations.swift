@@ -40,7 +40,8 @@ public enum DeadLetterOperations {
         producerConfig.properties = configuration.kafkaProperties
         let producer = try KafkaProducer(configuration: producerConfig, logger: logger)
         let applier = BatchApplier(store: store, outbound: KafkaOutboundPublisher(producer: producer, topic: configuration.topics.outbound),
-                                   verifier: verifier, logger: logger, maxDevicesPerUser: configuration.maxDevicesPerUser)
+                                   verifier: verifier, logger: logger, maxDevicesPerUser: configuration.maxDevicesPerUser,
+                                   trackingParkTime: .milliseconds(configuration.trackingParkTtlMs))
         do {
             let result = try await applier.reapply(letter)
             await producer.shutdown()

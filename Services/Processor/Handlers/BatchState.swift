@@ -21,6 +21,8 @@ struct BatchState {
     private var tracked: [UUID: [TrackedEvent]]
     /// Tracking events by outcome, for the batch's metrics.
     private(set) var trackingOutcomes: [TrackingOutcome: Int] = [:]
+    /// The (delivery, app) pairs this batch parked reports of.
+    private var parkedTargets: Set<TrackingTarget> = []
     /// Reports gathered for `finishTracking`: per delivery, the number of each (action, device).
     private var trackingReports: [TrackingTarget: [TrackingReport: Int]] = [:]
     private var trackingTargets: [TrackingTarget] = []
@@ -151,9 +153,12 @@ struct BatchState {
 
     /// Counts a report; reports are gathered per delivery and written by `finishTracking`.
     mutating func countTracking(app appId: UUID, delivery deliveryId: UUID, action: TrackingAction, messageIndex: Int,
-                                outcome: TrackingOutcome) {
+                                outcome: TrackingOutcome, at: Date) {
         let target = TrackingTarget(appId: appId, deliveryId: deliveryId)
         if trackingReports[target] == nil { trackingTargets.append(target) }
+        if outcome == .parked, parkedTargets.insert(target).inserted {
+            mutations.append(.parkTracking(deliveryId: deliveryId, appId: appId, at: at))
+        }
         trackingReports[target, default: [:]][TrackingReport(action: action, messageIndex: messageIndex), default: 0] += 1
         trackingOutcomes[outcome, default: 0] += 1
     }
@@ -170,6 +175,10 @@ struct BatchState {
         }
         trackingTargets = []
         trackingReports = [:]
+    }
+
+    mutating func expireParkedTracking(before cutoff: Date) {
+        mutations.append(.expireParkedTracking(before: cutoff))
     }
 
     mutating func rejectTracking(_ reason: TrackingOutcome.Reason, events: Int = 1) {

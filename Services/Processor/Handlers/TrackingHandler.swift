@@ -42,7 +42,7 @@ enum TrackingOutcome: Hashable, Sendable {
 /// foreign id is refused even before its delivery is known; only "past the sent count" needs
 /// the delivery row.
 enum TrackingHandler {
-    static func apply(_ c: TrackingReported, to state: inout BatchState) -> HandlerResult {
+    static func apply(_ c: TrackingReported, at: Date, to state: inout BatchState) -> HandlerResult {
         let delivery = state.delivery(c.deliveryId)
         if let delivery {
             guard delivery.appId == c.mobileAppId else {
@@ -62,7 +62,7 @@ enum TrackingHandler {
                 continue
             }
             state.countTracking(app: c.mobileAppId, delivery: c.deliveryId, action: event.action, messageIndex: index,
-                                outcome: delivery == nil ? .parked : .counted)
+                                outcome: delivery == nil ? .parked : .counted, at: at)
             stored += 1
         }
         return stored > 0 ? .applied : .rejected(TrackingOutcome.Reason.foreignBroadlog.rawValue)

@@ -174,7 +174,8 @@ public enum Rebuild {
         let consumer = CommandConsumer(configuration: consumerConfiguration, topics: [topic],
                                        store: store, outbound: outbound, verifier: verifier, logger: logger,
                                        replayLimits: limits, partitions: options.join ? nil : remaining,
-                                       startAfter: turn?.wait, maxDevicesPerUser: configuration.maxDevicesPerUser, onApplied: {})
+                                       startAfter: turn?.wait, maxDevicesPerUser: configuration.maxDevicesPerUser,
+                                       trackingParkTime: .milliseconds(configuration.trackingParkTtlMs), onApplied: {})
         let clock = ContinuousClock()
         let began = clock.now
         logger.info("replaying topic", metadata: ["topic": "\(topic)"])

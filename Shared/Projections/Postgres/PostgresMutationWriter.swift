@@ -32,6 +32,8 @@ struct PostgresMutationWriter {
         for phase in plan.phases {
             try await writeTracking(phase)
         }
+        // Expiry last, after the commit's deliveries: a send written here saves its reports.
+        try await PostgresParkedTracking.write(parks: plan.parkedTracking, expireBefore: plan.expireParkedBefore, on: connection, logger: logger)
         try await PostgresDeadLetters.write(plan.deadLetters, on: connection, logger: logger)
     }
 

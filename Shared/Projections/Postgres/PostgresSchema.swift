@@ -14,10 +14,10 @@ enum PostgresSchema {
     /// The newest schema version this code creates and understands. It counts as the SQLite
     /// schema does: version 3 is the same tables (apps and devices, managed notifications,
     /// tracking); PostgreSQL stores start there.
-    static let version = 5
+    static let version = 6
 
     /// Versions above the stored one are applied in order.
-    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5)]
+    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5), (6, v6)]
 
     /// Any fixed number: the lock only serialises openers of one database.
     private static let openLock: Int64 = 0x5075_7368_6c69_6e65  // "Pushline"
@@ -191,5 +191,17 @@ enum PostgresSchema {
             singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
             created_at bigint NOT NULL
         )
+        """
+
+    /// Tracking reports parked before their delivery's send: when each (delivery, app) was first
+    /// parked, so that reports whose send never comes expire (`.expireParkedTracking`).
+    private static let v6 = """
+        CREATE TABLE parked_tracking (
+            delivery_id uuid NOT NULL,
+            app_id uuid NOT NULL,
+            parked_at bigint NOT NULL,
+            PRIMARY KEY (delivery_id, app_id)
+        );
+        CREATE INDEX parked_tracking_by_time ON parked_tracking (parked_at)
         """
 }

@@ -101,6 +101,10 @@ struct PostgresWritePlan {
     /// Rows to insert once the deletes ran.
     var pendingPuts: [PendingID: PendingNotificationRow] = [:]
     var phases: [TrackingPhase] = []
+    /// Tracking parked by this commit: the first mark of each (delivery, app).
+    var parkedTracking: [(deliveryId: UUID, appId: UUID, at: Date)] = []
+    /// The latest expiry of parked tracking asked for (one is the same as several: the latest cutoff covers the others).
+    var expireParkedBefore: Date?
     /// Dead letters put (a row) or deleted (nil), in order.
     var deadLetters: [(key: DeadLetterKey, row: DeadLetterRow?)] = []
 
@@ -140,6 +144,11 @@ struct PostgresWritePlan {
             case .discardTracking(let deliveryId, let appId, let validBelow):
                 if phase.countedBefore(deliveryId) { phases.append(phase); phase = TrackingPhase() }
                 phase.discards.append(Discard(deliveryId: deliveryId, appId: appId, validBelow: Int64(validBelow)))
+            case .parkTracking(let deliveryId, let appId, let at):
+                if !parkedTracking.contains(where: { $0.deliveryId == deliveryId && $0.appId == appId }) {
+                    parkedTracking.append((deliveryId, appId, at))
+                }
+            case .expireParkedTracking(let before): expireParkedBefore = max(expireParkedBefore ?? before, before)
             case .putDeadLetter(let row): deadLetters.append((row.key, row))
             case .deleteDeadLetter(let key): deadLetters.append((key, nil))
             case .countTracking(let batch):

@@ -131,6 +131,10 @@ struct SQLiteMutationWriter {
             try statement(\.discardTracking, Self.discardTrackingSQL).execute(arguments: [
                 SQLiteValues.text(deliveryId), SQLiteValues.text(appId), validBelow,
             ])
+        case .parkTracking(let deliveryId, let appId, let at):
+            try SQLiteParkedTracking.park(deliveryId: deliveryId, appId: appId, at: at, in: db)
+        case .expireParkedTracking(let before):
+            try SQLiteParkedTracking.expire(before: before, in: db)
         case .putDeadLetter(let row):
             try SQLiteDeadLetters.put(row, in: db)
         case .deleteDeadLetter(let key):

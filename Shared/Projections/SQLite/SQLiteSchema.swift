@@ -9,7 +9,7 @@ import Logging
 /// could otherwise misread or damage tables it does not know.
 enum SQLiteSchema {
     /// The newest schema version this code creates and understands.
-    static let version = 5
+    static let version = 6
 
     static func prepare(_ pool: DatabasePool, logger: Logger) throws {
         let found = try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
@@ -48,6 +48,10 @@ enum SQLiteSchema {
         migrator.registerMigration("v5") { db in
             try db.execute(sql: v5)
             try db.execute(sql: "PRAGMA user_version = 5")
+        }
+        migrator.registerMigration("v6") { db in
+            try db.execute(sql: v6)
+            try db.execute(sql: "PRAGMA user_version = 6")
         }
         return migrator
     }
@@ -211,5 +215,17 @@ enum SQLiteSchema {
             singleton INTEGER NOT NULL PRIMARY KEY CHECK (singleton = 1),
             created_at INTEGER NOT NULL
         ) STRICT;
+        """
+
+    /// Tracking reports parked before their delivery's send: when each (delivery, app) was first
+    /// parked, so that reports whose send never comes expire (`.expireParkedTracking`).
+    private static let v6 = """
+        CREATE TABLE parked_tracking (
+            delivery_id TEXT NOT NULL,
+            app_id TEXT NOT NULL,
+            parked_at INTEGER NOT NULL,
+            PRIMARY KEY (delivery_id, app_id)
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX parked_tracking_by_time ON parked_tracking (parked_at);
         """
 }
