@@ -36,6 +36,9 @@ final class FieldLimitsPropertyTests: XCTestCase {
     private struct Case {
         var name: String
         var limit: Int
+        /// Whether one byte past `limit` is a 400: the seed 000 registration takes a longer token
+        /// and decides it asynchronously (`DeviceTokenTooLong`), as the seed says.
+        var pastIsRefused = true
         var send: @Sendable (PushlineStack, AdminAPI.AppCreatedAnswer, String, Int) async throws -> HTTPClientHelpers.Answer
     }
 
@@ -44,7 +47,7 @@ final class FieldLimitsPropertyTests: XCTestCase {
             try await HTTPClientHelpers.post(stack.registrationURL(org: app.orgId, "devices"), json: DeviceRegistrationAPI.Registration(
                 MobileAppId: app.mobileAppId.uuidString, UserId: value, ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(n)))
         },
-        Case(name: "seed 000 FcmDeviceToken", limit: FieldLimits.deviceTokenBytes) { stack, app, value, _ in
+        Case(name: "seed 000 FcmDeviceToken", limit: FieldLimits.deviceTokenBytes, pastIsRefused: false) { stack, app, value, _ in
             try await HTTPClientHelpers.post(stack.registrationURL(org: app.orgId, "devices"), json: DeviceRegistrationAPI.Registration(
                 MobileAppId: app.mobileAppId.uuidString, UserId: "u", ApiToken: app.apiToken, FcmDeviceToken: value))
         },
@@ -56,7 +59,7 @@ final class FieldLimitsPropertyTests: XCTestCase {
             try await HTTPClientHelpers.post(stack.registrationURL(org: app.orgId, "devices/cleanup"), json: DeviceRegistrationAPI.Cleanup(
                 MobileAppId: app.mobileAppId.uuidString, ApiToken: app.apiToken, UserId: "u", DeviceToken: value))
         },
-        Case(name: "BW e-mail", limit: 254) { stack, app, value, n in
+        Case(name: "BW e-mail", limit: 254 - "@example.com".utf8.count) { stack, app, value, n in
             try await stack.call(.PUT, "/bwmi/v1/apps/\(app.mobileAppId)/devices",
                                  json: ["deviceId": Tokens.apns(n), "type": "IOS", "user": ["email": value + "@example.com"]], token: app.apiToken)
         },
@@ -115,7 +118,7 @@ final class FieldLimitsPropertyTests: XCTestCase {
             outcomes.append("\(item.name) \(past ? "limit+1" : "limit") kind \(kind): \(answer.status)")
             XCTAssertTrue((200..<300).contains(answer.status) || (400..<500).contains(answer.status),
                           "seed \(seed): \(item.name), \(value.utf8.count) bytes of kind \(kind): \(answer.status) \(answer.text)")
-            if past && kind != 3 && item.name != "BW e-mail" {
+            if past && item.pastIsRefused {
                 // One byte past the limit is refused (escaping only lengthens the record, not the field).
                 XCTAssertTrue((400..<500).contains(answer.status), "seed \(seed): \(item.name) past its limit answered \(answer.status)")
             }
