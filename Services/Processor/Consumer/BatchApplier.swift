@@ -242,7 +242,8 @@ final class BatchApplier: Sendable {
     private func publish(_ messages: [OutboundMessage]) async throws {
         var start = messages.startIndex
         while start < messages.endIndex {
-            let window = Array(messages[start..<min(start + outboundWindow, messages.endIndex)])
+            let end = min(start + outboundWindow, messages.endIndex)
+            let window = start == messages.startIndex && end == messages.endIndex ? messages : Array(messages[start..<end])
             var delay = Duration.milliseconds(100)
             while true {
                 do {

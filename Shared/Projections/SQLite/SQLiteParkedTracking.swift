@@ -13,11 +13,12 @@ enum SQLiteParkedTracking {
 
     static func expire(before cutoff: Date, in db: Database) throws {
         let millis = SQLiteValues.millis(cutoff)
+        // Driven by the expired marks (an index range of parked_tracking), each a range of the
+        // tracking key: no scan of tracking_events, which may hold millions of rows.
         try db.cachedStatement(sql: """
-            DELETE FROM tracking_events WHERE EXISTS (
-                SELECT 1 FROM parked_tracking p WHERE p.delivery_id = tracking_events.delivery_id
-                AND p.app_id = tracking_events.app_id AND p.parked_at < ?)
-            AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.delivery_id = tracking_events.delivery_id)
+            DELETE FROM tracking_events WHERE (delivery_id, app_id) IN (
+                SELECT p.delivery_id, p.app_id FROM parked_tracking p
+                WHERE p.parked_at < ? AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.delivery_id = p.delivery_id))
             """).execute(arguments: [millis])
         try db.cachedStatement(sql: "DELETE FROM parked_tracking WHERE parked_at < ?").execute(arguments: [millis])
     }
