@@ -26,12 +26,12 @@ struct RegistrationGate: Sendable {
     /// The commands worth writing, in order; throws 429 when an admitted app is over its limit.
     func admit<C: Sendable>(_ commands: [C], app: (C) -> UUID, tokenHash: (C) -> String,
                             context: IngestRequestContext) async throws -> [C] {
-        var verdicts: [String: Bool] = [:]
+        var verdicts: [Credential: Bool] = [:]
         var admitted: [C] = []
         admitted.reserveCapacity(commands.count)
         for command in commands {
             let appId = app(command), hash = tokenHash(command)
-            let key = appId.uuidString + hash
+            let key = Credential(appId: appId, tokenHash: hash)
             if verdicts[key] == nil { verdicts[key] = try await isLive(appId, tokenHash: hash, context: context) }
             if verdicts[key] == true { admitted.append(command) }
         }
@@ -51,6 +51,12 @@ struct RegistrationGate: Sendable {
             }
         }
         return admitted
+    }
+
+    /// An (app, token hash) pair a request presents.
+    private struct Credential: Hashable {
+        var appId: UUID
+        var tokenHash: String
     }
 
     private func isLive(_ appId: UUID, tokenHash: String, context: IngestRequestContext) async throws -> Bool {

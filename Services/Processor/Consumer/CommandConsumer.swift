@@ -32,8 +32,6 @@ final class CommandConsumer: Service, Sendable {
     private let acceptExistingLog: Bool
     private let watch: Mutex<ProgressWatch>
     private let stalled = Mutex<[PartitionKey]>([])
-    /// The group member while `run` is in its loop.
-    private let member = Mutex<KafkaConsumer?>(nil)
 
     init(configuration: KafkaConsumerConfiguration, topics: [String], store: any ProjectionStore, outbound: any OutboundPublisher,
          verifier: any DeviceTokenVerifier, logger: Logger, replayLimits: [PartitionKey: Int64]? = nil,
@@ -57,9 +55,6 @@ final class CommandConsumer: Service, Sendable {
         self.onApplied = onApplied
         self.logger = logger
     }
-
-    /// True while the consumer loop runs.
-    var isRunning: Bool { state.value }
 
     /// Whether this processor is doing its work: its loop runs, its store answers, and no
     /// partition it owns has records waiting without progress for the stall time.
@@ -93,12 +88,8 @@ final class CommandConsumer: Service, Sendable {
         } else {
             consumer = try KafkaConsumer(configuration: configuration, topics: topics, rebalance: rebalance(claim), logger: logger)
         }
-        member.withLock { $0 = consumer }
         state.set(true)
-        defer {
-            state.set(false)
-            member.withLock { $0 = nil }
-        }
+        defer { state.set(false) }
         defer { lag.removeAll() }
         do {
             try await cancelWhenGracefulShutdown {

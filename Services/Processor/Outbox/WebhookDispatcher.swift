@@ -189,13 +189,14 @@ final class WebhookDispatcher: Service, Sendable {
     /// cancelled (a DNS lookup on its own thread may finish later; its answer is dropped).
     static func withDeadline<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let settled = Once()
+        var timer: Task<Void, Never>?
         let result: Result<T, any Error> = await withCheckedContinuation { continuation in
             let work = Task {
                 let outcome: Result<T, any Error>
                 do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
                 if settled.claim() { continuation.resume(returning: outcome) }
             }
-            Task {
+            timer = Task {
                 try? await Task.sleep(for: timeout)
                 if settled.claim() {
                     work.cancel()
@@ -203,6 +204,8 @@ final class WebhookDispatcher: Service, Sendable {
                 }
             }
         }
+        // The attempt won: its timer need not sleep out the deadline.
+        timer?.cancel()
         return try result.get()
     }
 

@@ -33,25 +33,12 @@ enum SQLiteSchema {
     /// Internal so that tests can build a store of an older version (`migrate(_:upTo:)`).
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.execute(sql: v1)
-            try db.execute(sql: "PRAGMA user_version = 1")
-        }
-        migrator.registerMigration("v2") { db in
-            try db.execute(sql: v2)
-            try db.execute(sql: "PRAGMA user_version = 2")
-        }
-        migrator.registerMigration("v3") { db in
-            try db.execute(sql: v3)
-            try db.execute(sql: "PRAGMA user_version = 3")
-        }
-        migrator.registerMigration("v5") { db in
-            try db.execute(sql: v5)
-            try db.execute(sql: "PRAGMA user_version = 5")
-        }
-        migrator.registerMigration("v6") { db in
-            try db.execute(sql: v6)
-            try db.execute(sql: "PRAGMA user_version = 6")
+        // Each migration sets `user_version` to its number; no version 4 was ever released.
+        for (number, sql) in [(1, v1), (2, v2), (3, v3), (5, v5), (6, v6)] {
+            migrator.registerMigration("v\(number)") { db in
+                try db.execute(sql: sql)
+                try db.execute(sql: "PRAGMA user_version = \(number)")
+            }
         }
         return migrator
     }
