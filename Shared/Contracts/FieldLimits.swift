@@ -3,22 +3,19 @@
 /// 400 naming the field, before anything is written.
 ///
 /// They are chosen so that an accepted value fits both projection stores — PostgreSQL refuses a
-/// B-tree index entry over about 2,700 bytes, and user ids, device tokens and notification ids
-/// are parts of keys and indexes — and so that every command fits one Kafka record with room to
-/// spare. Lengths count UTF-8 bytes.
+/// B-tree index entry over about 2,700 bytes, and user ids and notification ids are parts of keys
+/// and indexes (device tokens are too, by their hash there) — and so that every command fits one
+/// Kafka record with room to spare. Lengths count UTF-8 bytes.
 public enum FieldLimits {
     /// A user id: seed 000 `UserId`, a send's `userId`/`userIds`, KF5 `userToken` (a BW user id is
     /// shorter by construction: `tel:` + 15 digits, or `mailto:` + 254 bytes). Part of the
     /// `devices_by_user` index and of app callback job ids.
     public static let userIdBytes = 1_024
     /// A device token as a client names one (BW `deviceId`, `did`, KF5 `deviceToken`, a send's
-    /// `deviceTokens`, a cleanup's `DeviceToken`): the seed's 4,096 bytes. A registered token
-    /// must also fit the PostgreSQL index of devices (see `storableDeviceTokenBytes`).
+    /// `deviceTokens`, a cleanup's `DeviceToken`): the seed's 4,096 bytes. PostgreSQL keys a
+    /// token by its hash, so every accepted token is a key in both stores. Real APNs tokens have
+    /// 64 characters, FCM ones about 160.
     public static let deviceTokenBytes = DeviceRegistrationAPI.maxDeviceTokenBytes
-    /// The longest device token a PostgreSQL store can hold in its keys (devices, pending
-    /// notifications, acks); a registration of a longer one is decided `FailedToStoreDevice` there
-    /// (SQLite holds up to `deviceTokenBytes`). Real APNs tokens have 64 characters, FCM ones about 160.
-    public static let storableDeviceTokenBytes = 2_400
     /// An API token as presented (generated ones have 43 characters).
     public static let apiTokenBytes = 512
     /// A business id (`bid`, a send's `businessId`), a `ticketId`, an app `name`.

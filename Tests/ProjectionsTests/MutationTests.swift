@@ -317,6 +317,40 @@ class MutationTests: StoreTestCase {
         XCTAssertEqual(devices, [d1, d3])
     }
 
+    /// The longest token a client may send (4,096 bytes, in ASCII and in two-byte characters) is
+    /// a key like any other: its device, pending rows and acks are written, loaded, read, acked
+    /// and removed, and two tokens that differ only in their last byte stay two devices.
+    func testTokensOfTheLongestAcceptedLengthAreKeysLikeAnyOther() async throws {
+        let store = try await openStore()
+        let app = UUID()
+        let stem = String(repeating: "a", count: FieldLimits.deviceTokenBytes - 1)
+        let tokens = [stem + "b", stem + "c", String(repeating: "é", count: FieldLimits.deviceTokenBytes / 2)]
+        XCTAssertEqual(tokens.map(\.utf8.count), [4_096, 4_096, 4_096])
+        let devices = tokens.map { Fixture.device(app: app, token: $0, user: "u") }
+        let pending = tokens.map { Fixture.pending(app: app, token: $0, nid: "n1") }
+        try await store.commit(mutations: devices.map(Mutation.upsertDevice) + pending.map(Mutation.putPending), offsets: [])
+        let moved = Fixture.device(app: app, token: tokens[0], user: "v", version: 2)
+        try await store.commit(mutations: [.upsertDevice(moved), .putAck(Fixture.ack(app: app, token: tokens[1], nid: "n1"))], offsets: [])
+
+        let snapshot = try await store.load(StateQuery(
+            deviceKeys: Set(devices.map(\.key)), pendingKeys: Set(pending.map(\.key)),
+            ackedNotifications: [NotificationKey(appId: app, notificationId: "n1")], pendingCountDevices: Set(devices.map(\.key))))
+        XCTAssertEqual(snapshot.devices, [moved.key: moved, devices[1].key: devices[1], devices[2].key: devices[2]])
+        XCTAssertEqual(snapshot.pending, [pending[0].key: pending[0], pending[2].key: pending[2]])
+        XCTAssertEqual(snapshot.pendingCounts, [devices[0].key: 1, devices[2].key: 1])
+        XCTAssertEqual(snapshot.acks, [pending[1].key])
+        let read = try await store.device(devices[2].key)
+        let readPending = try await store.pendingNotifications(devices[2].key)
+        XCTAssertEqual(read, devices[2])
+        XCTAssertEqual(readPending, [pending[2]])
+
+        try await store.commit(mutations: [.deleteDevice(devices[2].key), .clearPending(devices[2].key),
+                                           .deletePending(pending[0].key)], offsets: [])
+        let remaining = try await store.load(StateQuery(deviceKeys: Set(devices.map(\.key)), pendingKeys: Set(pending.map(\.key))))
+        XCTAssertEqual(Set(remaining.devices.keys), [moved.key, devices[1].key])
+        XCTAssertEqual(remaining.pending, [:])
+    }
+
     func testTheFirstAckAndDeliveryOfAKeyInOneCommitStayAndTheLastUpsertWins() async throws {
         let store = try await openStore()
         let app = Fixture.app(name: "first")

@@ -339,6 +339,41 @@ final class PostgresStoreTests: StoreTestCase {
         }
     }
 
+    /// A store from before device tokens were keyed by their hash (schema 6: keys on the token's
+    /// text) is migrated keeping every row, which is then found by its key.
+    func testAVersionSixStoreKeyedByTokenTextIsMigratedKeepingItsRows() async throws {
+        let store = try await openStore()
+        let app = UUID()
+        let device = Fixture.device(app: app, token: "t-é", user: "u")
+        let pending = Fixture.pending(app: app, token: "t-é", nid: "n1")
+        let ack = Fixture.ack(app: app, token: "t-é", nid: "n2")
+        try await store.commit(mutations: [.upsertDevice(device), .putPending(pending), .putAck(ack)], offsets: [])
+        let before = try await store.dump()
+        for (table, key) in [("devices", "app_id, device_token"), ("pending_notifications", "app_id, device_token, notification_id"),
+                             ("acks", "app_id, device_token, notification_id")] {
+            try await execute("ALTER TABLE \(table) DROP COLUMN token_key")  // and with it the primary key
+            try await execute("ALTER TABLE \(table) ADD PRIMARY KEY (\(key))")
+        }
+        try await execute("UPDATE schema_version SET version = 6")
+
+        let migrated = try await openStore()
+        let after = try await migrated.dump()
+        let keys = try await strings("""
+            SELECT pg_get_constraintdef(oid) FROM pg_constraint
+            WHERE conname IN ('devices_pkey', 'pending_notifications_pkey', 'acks_pkey') ORDER BY conname
+            """)
+        let version = try await strings("SELECT version::text FROM schema_version")
+        let snapshot = try await migrated.load(StateQuery(deviceKeys: [device.key], pendingKeys: [pending.key],
+                                                          ackedNotifications: [NotificationKey(appId: app, notificationId: "n2")]))
+        XCTAssertEqual(after, before)
+        XCTAssertEqual(keys, ["PRIMARY KEY (app_id, token_key, notification_id)", "PRIMARY KEY (app_id, token_key)",
+                              "PRIMARY KEY (app_id, token_key, notification_id)"])
+        XCTAssertEqual(version, ["\(PostgresSchema.version)"])
+        XCTAssertEqual(snapshot.devices, [device.key: device])
+        XCTAssertEqual(snapshot.pending, [pending.key: pending])
+        XCTAssertEqual(snapshot.acks, [ack.key])
+    }
+
     func testASchemaParameterKeepsAStoreApartFromAnotherInTheSameDatabase() async throws {
         let url = try await storeURL()
         let one = try await ProjectionStoreFactory.open(url + "?schema=tenant_one", logger: Self.logger)

@@ -79,6 +79,10 @@ final class PostgresMutationTests: MutationTests {
     override func testTheFirstAckAndDeliveryOfAKeyInOneCommitStayAndTheLastUpsertWins() async throws {
         try await super.testTheFirstAckAndDeliveryOfAKeyInOneCommitStayAndTheLastUpsertWins()
     }
+
+    override func testTokensOfTheLongestAcceptedLengthAreKeysLikeAnyOther() async throws {
+        try await super.testTokensOfTheLongestAcceptedLengthAreKeysLikeAnyOther()
+    }
 }
 
 final class PostgresOffsetTests: OffsetTests {

@@ -113,17 +113,19 @@ struct PostgresMutationWriter {
             try await run("""
                 DELETE FROM devices d USING unnest(\(deleted.map(\.appId))::uuid[], \(deleted.map(\.deviceToken))::text[])
                     AS k(app_id, device_token)
-                WHERE d.app_id = k.app_id AND d.device_token = k.device_token
+                WHERE d.app_id = k.app_id AND d.token_key = \(unescaped: PostgresRows.unnestedTokenKey)
                 """)
         }
         let rows = devices.compactMap(\.row)
         guard !rows.isEmpty else { return }
         try await run("""
-            INSERT INTO devices (app_id, device_token, user_id, platform, version, updated_at)
-            SELECT * FROM unnest(\(rows.map(\.appId))::uuid[], \(rows.map(\.deviceToken))::text[], \(rows.map(\.userId))::text[],
+            INSERT INTO devices (app_id, token_key, device_token, user_id, platform, version, updated_at)
+            SELECT k.app_id, \(unescaped: PostgresRows.unnestedTokenKey), k.device_token, k.user_id, k.platform, k.version, k.updated_at
+            FROM unnest(\(rows.map(\.appId))::uuid[], \(rows.map(\.deviceToken))::text[], \(rows.map(\.userId))::text[],
                 \(rows.map(\.platform.rawValue))::text[], \(rows.map(\.version))::bigint[],
                 \(rows.map { ProjectionValues.millis($0.updatedAt) })::bigint[])
-            ON CONFLICT (app_id, device_token) DO UPDATE SET user_id = excluded.user_id, platform = excluded.platform,
+                AS k(app_id, device_token, user_id, platform, version, updated_at)
+            ON CONFLICT (app_id, token_key) DO UPDATE SET user_id = excluded.user_id, platform = excluded.platform,
                 version = excluded.version, updated_at = excluded.updated_at
             """)
     }
@@ -200,7 +202,7 @@ struct PostgresMutationWriter {
             try await run("""
                 DELETE FROM pending_notifications p USING unnest(\(cleared.map(\.appId))::uuid[], \(cleared.map(\.deviceToken))::text[])
                     AS k(app_id, device_token)
-                WHERE p.app_id = k.app_id AND p.device_token = k.device_token
+                WHERE p.app_id = k.app_id AND p.token_key = \(unescaped: PostgresRows.unnestedTokenKey)
                 """)
         }
         let deleted = plan.pendingDeleted.values.sorted { KeyOrder.less(Self.key($0), Self.key($1)) }
@@ -209,23 +211,24 @@ struct PostgresMutationWriter {
                 DELETE FROM pending_notifications p USING unnest(\(deleted.map(\.appId))::uuid[],
                     \(deleted.map(\.deviceToken))::text[], \(deleted.map(\.notificationId))::text[])
                     AS k(app_id, device_token, notification_id)
-                WHERE p.app_id = k.app_id AND p.device_token = k.device_token AND p.notification_id = k.notification_id
+                WHERE p.app_id = k.app_id AND p.token_key = \(unescaped: PostgresRows.unnestedTokenKey) AND p.notification_id = k.notification_id
                 """)
         }
         let rows = plan.pendingPuts.values.sorted { KeyOrder.less(Self.key($0.key), Self.key($1.key)) }
         guard !rows.isEmpty else { return }
         // The first row of a (device, notification) stays: a replayed send leaves it as it was.
         try await run("""
-            INSERT INTO pending_notifications (app_id, device_token, notification_id, delivery_id, sent_at, text, business_id)
-            SELECT * FROM unnest(\(rows.map(\.appId))::uuid[], \(rows.map(\.deviceToken))::text[],
+            INSERT INTO pending_notifications (app_id, token_key, device_token, notification_id, delivery_id, sent_at, text, business_id)
+            SELECT k.app_id, \(unescaped: PostgresRows.unnestedTokenKey), k.device_token, k.notification_id, k.delivery_id, k.sent_at, k.text, k.business_id
+            FROM unnest(\(rows.map(\.appId))::uuid[], \(rows.map(\.deviceToken))::text[],
                 \(rows.map(\.notificationId))::text[], \(rows.map(\.deliveryId))::uuid[],
                 \(rows.map { ProjectionValues.millis($0.sentAt) })::bigint[], \(rows.map(\.text))::text[],
                 \(PostgresArray(rows.map(\.businessId)))::text[])
                 AS k(app_id, device_token, notification_id, delivery_id, sent_at, text, business_id)
             -- No pending row for an acknowledged (device, notification), whichever was committed first.
-            WHERE NOT EXISTS (SELECT 1 FROM acks a WHERE a.app_id = k.app_id AND a.device_token = k.device_token
+            WHERE NOT EXISTS (SELECT 1 FROM acks a WHERE a.app_id = k.app_id AND a.token_key = \(unescaped: PostgresRows.unnestedTokenKey)
                 AND a.notification_id = k.notification_id)
-            ON CONFLICT (app_id, device_token, notification_id) DO NOTHING
+            ON CONFLICT (app_id, token_key, notification_id) DO NOTHING
             """)
     }
 
@@ -233,18 +236,20 @@ struct PostgresMutationWriter {
     private func writeAcks(_ acks: [AckRow]) async throws {
         guard !acks.isEmpty else { return }
         try await run("""
-            INSERT INTO acks (app_id, device_token, notification_id, business_id, acked_at)
-            SELECT * FROM unnest(\(acks.map(\.appId))::uuid[], \(acks.map(\.deviceToken))::text[],
+            INSERT INTO acks (app_id, token_key, device_token, notification_id, business_id, acked_at)
+            SELECT k.app_id, \(unescaped: PostgresRows.unnestedTokenKey), k.device_token, k.notification_id, k.business_id, k.acked_at
+            FROM unnest(\(acks.map(\.appId))::uuid[], \(acks.map(\.deviceToken))::text[],
                 \(acks.map(\.notificationId))::text[], \(PostgresArray(acks.map(\.businessId)))::text[],
                 \(acks.map { ProjectionValues.millis($0.ackedAt) })::bigint[])
-            ON CONFLICT (app_id, device_token, notification_id) DO NOTHING
+                AS k(app_id, device_token, notification_id, business_id, acked_at)
+            ON CONFLICT (app_id, token_key, notification_id) DO NOTHING
             """)
         // The pending rows go with their acks even when the batch did not load them: another
         // processor may have committed them after this batch was decided.
         try await run("""
             DELETE FROM pending_notifications p USING unnest(\(acks.map(\.appId))::uuid[], \(acks.map(\.deviceToken))::text[],
                 \(acks.map(\.notificationId))::text[]) AS k(app_id, device_token, notification_id)
-            WHERE p.app_id = k.app_id AND p.device_token = k.device_token AND p.notification_id = k.notification_id
+            WHERE p.app_id = k.app_id AND p.token_key = \(unescaped: PostgresRows.unnestedTokenKey) AND p.notification_id = k.notification_id
             """)
     }
 

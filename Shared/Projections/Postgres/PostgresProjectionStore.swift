@@ -100,7 +100,8 @@ public final class PostgresProjectionStore: ProjectionStore {
 
     public func device(_ key: DeviceKey) async throws -> DeviceRow? {
         try await rows("""
-            SELECT \(unescaped: PostgresRows.deviceColumns) FROM devices WHERE app_id = \(key.appId) AND device_token = \(key.deviceToken)
+            SELECT \(unescaped: PostgresRows.deviceColumns) FROM devices
+            WHERE app_id = \(key.appId) AND token_key = \(tokenKeyOf: key.deviceToken)
             """).first.map(PostgresRows.device)
     }
 
@@ -130,7 +131,7 @@ public final class PostgresProjectionStore: ProjectionStore {
     public func pendingNotifications(_ device: DeviceKey) async throws -> [PendingNotificationRow] {
         try await rows("""
             SELECT \(unescaped: PostgresRows.pendingColumns) FROM pending_notifications
-            WHERE app_id = \(device.appId) AND device_token = \(device.deviceToken)
+            WHERE app_id = \(device.appId) AND token_key = \(tokenKeyOf: device.deviceToken)
             ORDER BY sent_at, notification_id
             """).map(PostgresRows.pending)
     }

@@ -24,6 +24,14 @@ enum PostgresRows {
                            createdAt: ProjectionValues.date(millis: created))
     }
 
+    /// The SQL of the key a device token is stored under (devices, pending notifications, acks):
+    /// the SHA-256 of its UTF-8 bytes, 32 bytes whatever the token's length. `text` is a column or
+    /// parameter of type text.
+    static func tokenKey(_ text: String) -> String { tokenKeyPrefix + text + tokenKeySuffix }
+    /// The key of the token of an `unnest(...) AS k(..., device_token, ...)` row.
+    static let unnestedTokenKey = tokenKey("k.device_token")
+    fileprivate static let tokenKeyPrefix = "sha256(convert_to(", tokenKeySuffix = "::text, 'UTF8'))"
+
     static let deviceColumns = "app_id, device_token, user_id, platform, version, updated_at"
 
     static func device(_ row: PostgresRow) throws -> DeviceRow {
@@ -89,5 +97,14 @@ enum PostgresRows {
                          nextAttemptAt: ProjectionValues.date(millis: next),
                          state: try ProjectionValues.decode(OutboxState.self, state, column: "outbox.state"),
                          lastStatus: lastStatus, lastError: lastError, createdAt: ProjectionValues.date(millis: created))
+    }
+}
+
+extension PostgresQuery.StringInterpolation {
+    /// `PostgresRows.tokenKey` of a token bound as a parameter: `token_key = \(tokenKeyOf: token)`.
+    mutating func appendInterpolation(tokenKeyOf token: String) {
+        appendLiteral(PostgresRows.tokenKeyPrefix)
+        appendInterpolation(token)
+        appendLiteral(PostgresRows.tokenKeySuffix)
     }
 }

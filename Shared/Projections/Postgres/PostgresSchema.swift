@@ -2,7 +2,8 @@ import Logging
 import PostgresNIO
 
 /// The versioned schema of the PostgreSQL projection store: the tables, keys and indexes of
-/// the SQLite store (same names and meaning), in PostgreSQL's own types.
+/// the SQLite store (same names and meaning), in PostgreSQL's own types, except that a device
+/// token is keyed by its hash (`token_key`, see `v7`).
 ///
 /// UUIDs are `uuid` (which orders as their lower-case text does), dates `bigint` milliseconds
 /// since 1970, booleans `boolean`, bodies `bytea`, and every text column compares bytewise
@@ -14,10 +15,10 @@ enum PostgresSchema {
     /// The newest schema version this code creates and understands. It counts as the SQLite
     /// schema does: version 3 is the same tables (apps and devices, managed notifications,
     /// tracking); PostgreSQL stores start there.
-    static let version = 6
+    static let version = 7
 
     /// Versions above the stored one are applied in order.
-    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5), (6, v6)]
+    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5), (6, v6), (7, v7)]
 
     /// Any fixed number: the lock only serialises openers of one database.
     private static let openLock: Int64 = 0x5075_7368_6c69_6e65  // "Pushline"
@@ -204,4 +205,18 @@ enum PostgresSchema {
         );
         CREATE INDEX parked_tracking_by_time ON parked_tracking (parked_at)
         """
+
+    /// Device tokens are keyed by their SHA-256 (`PostgresRows.tokenKey`), not their text: a
+    /// B-tree entry holds at most about 2,700 bytes, and a token may have 4,096. The token itself
+    /// stays a column, read and dumped as before.
+    private static let v7 = ["devices", "pending_notifications", "acks"].map { (table: String) -> String in
+        let key = table == "devices" ? "app_id, token_key" : "app_id, token_key, notification_id"
+        return """
+            ALTER TABLE \(table) ADD COLUMN token_key bytea;
+            UPDATE \(table) SET token_key = \(PostgresRows.tokenKey("device_token"));
+            ALTER TABLE \(table) ALTER COLUMN token_key SET NOT NULL;
+            ALTER TABLE \(table) DROP CONSTRAINT \(table)_pkey;
+            ALTER TABLE \(table) ADD PRIMARY KEY (\(key))
+            """
+    }.joined(separator: ";\n")
 }

@@ -49,7 +49,8 @@ struct PostgresStateLoader {
         let keys = Array(query.deviceKeys), users = Array(query.userKeys)
         let found = try await rows("""
             SELECT \(unescaped: PostgresRows.deviceColumns) FROM devices d
-            WHERE (d.app_id, d.device_token) IN (SELECT * FROM unnest(\(keys.map(\.appId))::uuid[], \(keys.map(\.deviceToken))::text[]))
+            WHERE (d.app_id, d.token_key) IN (SELECT k.app_id, \(unescaped: PostgresRows.unnestedTokenKey)
+                FROM unnest(\(keys.map(\.appId))::uuid[], \(keys.map(\.deviceToken))::text[]) AS k(app_id, device_token))
             UNION
             SELECT \(unescaped: PostgresRows.deviceColumns) FROM devices d
             WHERE (d.app_id, d.user_id) IN (SELECT * FROM unnest(\(users.map(\.appId))::uuid[], \(users.map(\.userId))::text[]))
@@ -69,10 +70,10 @@ struct PostgresStateLoader {
         }.map(\.key)
         guard !counted.isEmpty else { return }
         for row in try await rows("""
-            SELECT p.app_id, p.device_token, count(*) FROM pending_notifications p
+            SELECT k.app_id, k.device_token, count(*) FROM pending_notifications p
             JOIN unnest(\(counted.map(\.appId))::uuid[], \(counted.map(\.deviceToken))::text[]) AS k(app_id, device_token)
-                ON p.app_id = k.app_id AND p.device_token = k.device_token
-            GROUP BY p.app_id, p.device_token
+                ON p.app_id = k.app_id AND p.token_key = \(unescaped: PostgresRows.unnestedTokenKey)
+            GROUP BY k.app_id, k.device_token
             """) {
             let (appId, token, count) = try row.decode((UUID, String, Int).self)
             snapshot.pendingCounts[DeviceKey(appId: appId, deviceToken: token)] = count
@@ -84,8 +85,9 @@ struct PostgresStateLoader {
         let keys = Array(keys)
         for row in try await rows("""
             SELECT \(unescaped: PostgresRows.pendingColumns) FROM pending_notifications p
-            WHERE (p.app_id, p.device_token, p.notification_id) IN (SELECT * FROM unnest(\(keys.map(\.appId))::uuid[],
-                \(keys.map(\.deviceToken))::text[], \(keys.map(\.notificationId))::text[]))
+            WHERE (p.app_id, p.token_key, p.notification_id) IN (SELECT k.app_id, \(unescaped: PostgresRows.unnestedTokenKey), k.notification_id
+                FROM unnest(\(keys.map(\.appId))::uuid[], \(keys.map(\.deviceToken))::text[], \(keys.map(\.notificationId))::text[])
+                AS k(app_id, device_token, notification_id))
             """) {
             let pending = try PostgresRows.pending(row)
             snapshot.pending[pending.key] = pending
