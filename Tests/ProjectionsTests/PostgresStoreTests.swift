@@ -75,7 +75,13 @@ final class PostgresStoreTests: StoreTestCase {
         var applied: Int64 = 0
         var unavailable = 0
         var afterRestart = 0
+        // A restart that fails (or a store that never comes back) ends the test, not the run.
+        let deadline = ContinuousClock.now + .seconds(180)
         while afterRestart < 20 {
+            guard ContinuousClock.now < deadline else {
+                XCTFail("20 commits after the restart did not land within 180 s (restart done: \(restarted.isSet))")
+                break
+            }
             let next = applied + 1
             do {
                 try await store.commit(mutations: [
