@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.3.0"),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.0.0"),
         // Test-only: DeploymentTests reads compose/docker-compose.yml, IngestTests the OpenAPI document.
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
     ],
@@ -42,10 +43,20 @@ let package = Package(
             dependencies: [.product(name: "Crypto", package: "swift-crypto")],
             path: "Shared/Contracts"
         ),
+        // The settings every executable reads, through one reader (README, "Configuration").
+        .target(
+            name: "Settings",
+            dependencies: [
+                "Contracts", "Kafka",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Shared/Settings"
+        ),
         .target(
             name: "Projections",
             dependencies: [
-                "Contracts",
+                "Contracts", "Settings",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -55,7 +66,7 @@ let package = Package(
         .target(
             name: "Ingest",
             dependencies: [
-                "Contracts", "Kafka", "Projections",
+                "Contracts", "Kafka", "Projections", "Settings",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -68,7 +79,7 @@ let package = Package(
         .target(
             name: "Processor",
             dependencies: [
-                "Contracts", "Kafka", "Projections",
+                "Contracts", "Kafka", "Projections", "Settings",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -82,7 +93,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "IngestMain",
-            dependencies: ["Ingest", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["Ingest", "Settings", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Services/IngestMain"
         ),
         .executableTarget(
@@ -92,7 +103,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "PushlineCLI",
-            dependencies: ["Processor", "Contracts",
+            dependencies: ["Processor", "Contracts", "Settings",
                            .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "AsyncHTTPClient", package: "async-http-client")],
             path: "Services/PushlineCLI"
@@ -108,6 +119,9 @@ let package = Package(
         .executableTarget(name: "LoadGen", dependencies: ["TestSupport", "Contracts", "Kafka"], path: "Tests/LoadGen"),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts"]),
+        // Ingest and the processor read the same shared settings.
+        .testTarget(name: "SettingsTests", dependencies: ["Settings", "Ingest", "Processor", "Contracts",
+                                                        .product(name: "Logging", package: "swift-log")]),
         // The admin CLI's pure parts (arguments, messages, tables); AdminCLITests runs the binary.
         .testTarget(name: "PushlineCLITests", dependencies: ["PushlineCLI", "Contracts"]),
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "Contracts", "TestSupport"]),

@@ -51,7 +51,7 @@ public func buildRouter(
     metrics: PrometheusCollectorRegistry
 ) -> Router<IngestRequestContext> {
     let ingestMetrics = IngestMetrics()
-    let writer = CommandWriter(publisher: publisher, topics: configuration.topics, metrics: ingestMetrics)
+    let writer = CommandWriter(publisher: publisher, topics: configuration.shared.topics, metrics: ingestMetrics)
     let router = Router(context: IngestRequestContext.self)
     router.add(middleware: RequestMiddleware(metrics: ingestMetrics, retryAfterSeconds: configuration.retryAfterSeconds))
     router.add(middleware: SourceRateLimitMiddleware(

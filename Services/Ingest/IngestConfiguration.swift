@@ -1,37 +1,27 @@
 import Contracts
-import Projections
+import Settings
 
 /// Everything the ingest service needs to know about its deployment, as one value.
 ///
-/// Built by `IngestMain` from the environment (`fromEnvironment(_:)`) or by tests directly; the
-/// defaults are the one-machine setup of SPEC §9.
+/// Built by `IngestMain` from the environment and its flags (`fromEnvironment(_:overrides:)`) or by
+/// tests directly; the defaults are the one-machine stack of `make run`.
 public struct IngestConfiguration: Sendable {
+    /// The settings every executable shares: broker, topics, store, logging.
+    public var shared = SharedSettings()
     /// The address the HTTP server binds to.
     public var host: String
     public var port: Int
     /// The bearer token that guards `/admin/v1/…` (`PUSHLINE_ADMIN_TOKEN`). An empty token opens nothing:
     /// every admin request is refused.
     public var adminToken: String
-    /// Topic names (only the prefix is configurable).
-    public var topics: Topics
     /// Requests with a larger body are refused with 413 before anything is decoded.
     public var maxBodyBytes: Int
     /// The `Retry-After` of a 503 answered when the broker did not acknowledge.
     public var retryAfterSeconds: Int
-    /// Kafka bootstrap servers.
-    public var brokers = "127.0.0.1:9092"
-    /// Partitions of each topic created on start when missing.
-    public var partitions = 12
-    /// The projection store read by the status and admin GET routes.
-    public var store = "sqlite:./var/pushline.sqlite"
-    /// `store` with any password hidden, for logs and messages.
-    public var storeForLogs: String { ProjectionStoreFactory.redacted(store) }
     /// The broker must acknowledge a command within this bound, else the answer is 503.
     public var produceTimeoutMs = 5_000
     /// Producer linger: how long librdkafka waits to fill a batch.
     public var lingerMs = 2
-    /// librdkafka properties passed through verbatim (TLS/SASL).
-    public var kafkaProperties: [String: String] = [:]
     /// How long an app's live API-token hashes read from the store are reused by the Bearer
     /// routes (`PUSHLINE_AUTH_CACHE_MS`, 0 = read the store on every request). A revoked token
     /// is still accepted for at most this long; see `AppAuthCache`.
@@ -51,22 +41,20 @@ public struct IngestConfiguration: Sendable {
     /// How long a request may take to arrive in full once its head has (`PUSHLINE_HTTP_READ_TIMEOUT_MS`).
     public var requestReadTimeoutMs = 30_000
 
-    public init(host: String = "127.0.0.1", port: Int = 8080, adminToken: String, topics: Topics = Topics(),
+    public init(host: String = "127.0.0.1", port: Int = 8080, adminToken: String,
                 maxBodyBytes: Int = 1_048_576, retryAfterSeconds: Int = 1) {
         self.host = host
         self.port = port
         self.adminToken = adminToken
-        self.topics = topics
         self.maxBodyBytes = maxBodyBytes
         self.retryAfterSeconds = retryAfterSeconds
     }
 
-    /// Environment variables read by `fromEnvironment(_:)`.
+    /// The environment variables of the ingest-only settings (`SharedSettings.Variable` has the rest).
     public enum Variable {
         public static let host = "PUSHLINE_INGEST_HOST"
         public static let port = "PUSHLINE_INGEST_PORT"
         public static let adminToken = "PUSHLINE_ADMIN_TOKEN"
-        public static let topicPrefix = "PUSHLINE_TOPIC_PREFIX"
         public static let authCacheMs = "PUSHLINE_AUTH_CACHE_MS"
         public static let appRatePerSecond = "PUSHLINE_RATE_LIMIT_APP_PER_SECOND"
         public static let appRateBurst = "PUSHLINE_RATE_LIMIT_APP_BURST"
@@ -76,32 +64,24 @@ public struct IngestConfiguration: Sendable {
         public static let requestReadTimeoutMs = "PUSHLINE_HTTP_READ_TIMEOUT_MS"
     }
 
-    /// Reads `PUSHLINE_INGEST_HOST` (default `127.0.0.1`), `PUSHLINE_INGEST_PORT` (default `8080`),
-    /// `PUSHLINE_ADMIN_TOKEN` (required, non-empty), `PUSHLINE_TOPIC_PREFIX` (default `pushline.`, may be
-    /// empty), `PUSHLINE_AUTH_CACHE_MS` (default 1000, 0…3600000), the rate limits
+    /// Reads the shared settings and `PUSHLINE_INGEST_HOST` (default `127.0.0.1`),
+    /// `PUSHLINE_INGEST_PORT` (default `8080`), `PUSHLINE_ADMIN_TOKEN` (required, non-empty),
+    /// `PUSHLINE_AUTH_CACHE_MS` (default 1000, 0…3600000), the rate limits
     /// `PUSHLINE_RATE_LIMIT_{APP,SOURCE}_{PER_SECOND,BURST}` (requests per second 0…1000000, 0 = off;
-    /// burst 1…1000000) and the Kafka and store settings of the README's configuration table.
+    /// burst 1…1000000) and the producer and HTTP settings of the README's configuration table.
+    /// `overrides` are the command-line flags, by the variable each replaces.
     /// Throws `IngestError.invalidConfiguration` naming the variable at fault.
-    public static func fromEnvironment(_ env: [String: String]) throws -> IngestConfiguration {
-        guard let adminToken = env[Variable.adminToken], !adminToken.isEmpty else {
-            throw IngestError.invalidConfiguration(
-                "\(Variable.adminToken) is required: set it to the bearer token that guards the admin API")
-        }
-        var configuration = IngestConfiguration(adminToken: adminToken)
-        if let prefix = env[Variable.topicPrefix] {
-            configuration.topics = Topics(prefix: prefix)
-        }
-        let reader = EnvironmentReader(env)
-        configuration.host = reader.string(Variable.host, default: configuration.host)
+    public static func fromEnvironment(_ env: [String: String], overrides: [String: String?] = [:]) throws -> IngestConfiguration {
+        let reader = SettingsReader(environment: env, overrides: overrides)
         do {
+            var configuration = IngestConfiguration(adminToken: try reader.required(
+                Variable.adminToken, "set it to the bearer token that guards the admin API"))
+            configuration.shared = try SharedSettings(reader)
+            configuration.host = reader.string(Variable.host, default: configuration.host)
             configuration.port = try reader.int(Variable.port, default: configuration.port, range: 0...65_535)
-            configuration.brokers = reader.string("PUSHLINE_KAFKA_BROKERS", default: configuration.brokers)
-            configuration.partitions = try reader.int("PUSHLINE_PARTITIONS", default: configuration.partitions, range: 1...10_000)
-            configuration.store = reader.string("PUSHLINE_STORE", default: configuration.store)
             configuration.produceTimeoutMs = try reader.int("PUSHLINE_PRODUCE_TIMEOUT_MS", default: configuration.produceTimeoutMs,
                                                             range: 100...600_000)
             configuration.lingerMs = try reader.int("PUSHLINE_KAFKA_LINGER_MS", default: configuration.lingerMs, range: 0...10_000)
-            configuration.kafkaProperties = try reader.properties("PUSHLINE_KAFKA_PROPERTIES")
             configuration.authCacheMs = try reader.int(Variable.authCacheMs, default: configuration.authCacheMs, range: 0...3_600_000)
             configuration.appRateLimit = try reader.rateLimit(perSecond: Variable.appRatePerSecond, burst: Variable.appRateBurst,
                                                               default: configuration.appRateLimit)
@@ -110,14 +90,14 @@ public struct IngestConfiguration: Sendable {
             configuration.idleTimeoutMs = try reader.int(Variable.idleTimeoutMs, default: configuration.idleTimeoutMs, range: 100...3_600_000)
             configuration.requestReadTimeoutMs = try reader.int(Variable.requestReadTimeoutMs, default: configuration.requestReadTimeoutMs,
                                                                 range: 100...3_600_000)
+            return configuration
         } catch let error as ConfigurationError {
             throw IngestError.invalidConfiguration(error.description)
         }
-        return configuration
     }
 }
 
-private extension EnvironmentReader {
+private extension SettingsReader {
     func rateLimit(perSecond: String, burst: String, default limit: RateLimit) throws -> RateLimit {
         RateLimit(perSecond: try int(perSecond, default: limit.perSecond, range: 0...1_000_000),
                   burst: try int(burst, default: limit.burst, range: 1...1_000_000))

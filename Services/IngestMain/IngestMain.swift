@@ -6,6 +6,7 @@ import Logging
 import Metrics
 import Projections
 import Prometheus
+import Settings
 
 /// `pushline-ingest`: the HTTP front door. Settings come from the environment (see README);
 /// flags override the most common ones.
@@ -22,34 +23,23 @@ struct PushlineIngest: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (PUSHLINE_LOG_LEVEL).") var logLevel: String?
 
     func run() async throws {
-        var configuration = try IngestConfiguration.fromEnvironment(ProcessInfo.processInfo.environment)
-        if let port { configuration.port = port }
-        if let brokers { configuration.brokers = brokers }
-        if let store { configuration.store = store }
-        let level = logLevel ?? ProcessInfo.processInfo.environment["PUSHLINE_LOG_LEVEL"] ?? "info"
-        guard let parsedLevel = Logger.Level(rawValue: level) else { throw ValidationError("unknown log level \(level)") }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = parsedLevel
-            return handler
-        }
+        let configuration = try IngestConfiguration.fromEnvironment(
+            ProcessInfo.processInfo.environment,
+            overrides: [IngestConfiguration.Variable.port: port.map(String.init), SharedSettings.Variable.brokers: brokers,
+                        SharedSettings.Variable.store: store, SharedSettings.Variable.logLevel: logLevel])
+        let shared = configuration.shared
+        shared.bootstrapLogging()
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         let logger = Logger(label: "pushline.ingest")
 
-        // Producing to a missing topic would auto-create it with the broker's default partitions.
-        try await KafkaAdmin.createTopics(configuration.topics.all(commandPartitions: configuration.partitions,
-                                                                   outputPartitions: configuration.partitions),
-                                          bootstrapServers: configuration.brokers, properties: configuration.kafkaProperties)
-        var producerConfig = KafkaProducerConfiguration()
-        producerConfig.bootstrapServers = configuration.brokers
-        producerConfig.clientId = "pushline-ingest"
+        try await shared.createMissingTopics()
+        var producerConfig = shared.producerConfiguration(clientId: "pushline-ingest")
         producerConfig.deliveryTimeoutMs = configuration.produceTimeoutMs
         producerConfig.lingerMs = configuration.lingerMs
-        producerConfig.properties = configuration.kafkaProperties
         let producer = try KafkaProducer(configuration: producerConfig, logger: logger)
-        let store = try await ProjectionStoreFactory.open(configuration.store, logger: logger)
-        logger.info("starting", metadata: ["brokers": "\(configuration.brokers)", "store": "\(configuration.storeForLogs)",
+        let store = try await ProjectionStoreFactory.open(shared.store, logger: logger)
+        logger.info("starting", metadata: ["brokers": "\(shared.brokers)", "store": "\(shared.storeForLogs)",
                                            "port": "\(configuration.port)"])
         let app = buildApplication(configuration: configuration, publisher: KafkaCommandPublisher(producer: producer),
                                    store: store, metrics: registry, logger: logger)

@@ -16,14 +16,11 @@ import ServiceLifecycle
 public enum ProcessorApp {
     public static func run(configuration: ProcessorConfiguration, metrics: PrometheusCollectorRegistry,
                            verifier: any DeviceTokenVerifier = TokenFormatVerifier(), logger: Logger) async throws {
-        try await configuration.createMissingTopics()
-        let store = try await ProjectionStoreFactory.open(configuration.store, logger: logger)
+        try await configuration.shared.createMissingTopics()
+        let store = try await ProjectionStoreFactory.open(configuration.shared.store, logger: logger)
 
-        var producerConfig = KafkaProducerConfiguration()
-        producerConfig.bootstrapServers = configuration.brokers
-        producerConfig.clientId = "pushline-processor"
-        producerConfig.properties = configuration.kafkaProperties
-        let producer = try KafkaProducer(configuration: producerConfig, logger: logger)
+        let producer = try KafkaProducer(configuration: configuration.shared.producerConfiguration(clientId: "pushline-processor"),
+                                         logger: logger)
 
         var httpConfig = HTTPClient.Configuration()
         httpConfig.redirectConfiguration = .disallow
@@ -34,13 +31,13 @@ public enum ProcessorApp {
         dispatcherConfig.concurrency = configuration.webhookConcurrency
         dispatcherConfig.perAppConcurrency = configuration.webhookAppConcurrency
         dispatcherConfig.requestTimeout = .milliseconds(configuration.webhookTimeoutMs)
-        dispatcherConfig.auditTopic = configuration.topics.webhooks
+        dispatcherConfig.auditTopic = configuration.shared.topics.webhooks
         dispatcherConfig.targetPolicy = WebhookTargetPolicy(allowPrivateTargets: configuration.webhookAllowPrivateTargets)
         let dispatcher = WebhookDispatcher(configuration: dispatcherConfig, store: store, http: http, producer: producer, logger: logger)
 
         let consumerConfig = configuration.consumerConfiguration(groupId: configuration.groupId)
-        let outbound = KafkaOutboundPublisher(producer: producer, topic: configuration.topics.outbound)
-        let consumer = CommandConsumer(configuration: consumerConfig, topics: configuration.topics.commandTopics, store: store,
+        let outbound = KafkaOutboundPublisher(producer: producer, topic: configuration.shared.topics.outbound)
+        let consumer = CommandConsumer(configuration: consumerConfig, topics: configuration.shared.topics.commandTopics, store: store,
                                        outbound: outbound, verifier: verifier, logger: logger,
                                        outboundWindow: BatchApplier.outboundWindow(forQueue: configuration.producerQueueMessages),
                                        maxDevicesPerUser: configuration.maxDevicesPerUser,
@@ -90,21 +87,12 @@ public enum ProcessorApp {
 }
 
 extension ProcessorConfiguration {
-    /// Creates the topics this configuration names that do not exist yet.
-    func createMissingTopics() async throws {
-        try await KafkaAdmin.createTopics(topics.all(commandPartitions: partitions, outputPartitions: partitions),
-                                          bootstrapServers: brokers, properties: kafkaProperties)
-    }
-
     func consumerConfiguration(groupId: String) -> KafkaConsumerConfiguration {
-        var config = KafkaConsumerConfiguration(groupId: groupId)
-        config.bootstrapServers = brokers
-        config.clientId = "pushline-processor"
+        var config = shared.consumerConfiguration(groupId: groupId, clientId: "pushline-processor")
         config.sessionTimeoutMs = sessionTimeoutMs
         config.maxPollIntervalMs = maxPollIntervalMs
         config.maxBatchSize = maxBatchSize
         config.fetchWaitMaxMs = fetchWaitMaxMs
-        config.properties = kafkaProperties
         return config
     }
 }

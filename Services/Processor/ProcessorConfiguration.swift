@@ -1,21 +1,16 @@
-import Contracts
 import Foundation
 import Kafka
-import Projections
+import Logging
+import Settings
 
-/// Everything the processor is configured with: one value, read from the environment by
-/// `fromEnvironment` (the README's configuration table lists each variable).
+/// Everything the processor is configured with: one value, read from the environment and the
+/// command line by `fromEnvironment` (the README's configuration table lists each variable).
 public struct ProcessorConfiguration: Sendable {
+    /// The settings every executable shares: broker, topics, store, logging.
+    public var shared = SharedSettings()
     public var host = "127.0.0.1"
     public var port = 8081
-    public var brokers = "127.0.0.1:9092"
     public var groupId = "pushline-processor"
-    public var topics = Topics()
-    /// Partitions of each topic created on start when missing.
-    public var partitions = 12
-    public var store = ProjectionStoreFactory.defaultLocation
-    /// `store` with any password hidden, for logs and messages.
-    public var storeForLogs: String { ProjectionStoreFactory.redacted(store) }
     public var sessionTimeoutMs = 10_000
     public var maxPollIntervalMs = 300_000
     public var maxBatchSize = 2_000
@@ -49,23 +44,22 @@ public struct ProcessorConfiguration: Sendable {
     /// `PUSHLINE_KAFKA_PROPERTIES` sets it, else the producer's default. Outbound records are
     /// published in windows that fit it.
     public var producerQueueMessages: Int {
-        kafkaProperties["queue.buffering.max.messages"].flatMap { Int($0) } ?? KafkaProducerConfiguration().queueBufferingMaxMessages
+        shared.kafkaProperties["queue.buffering.max.messages"].flatMap { Int($0) } ?? KafkaProducerConfiguration().queueBufferingMaxMessages
     }
-    /// librdkafka properties passed through verbatim (TLS/SASL).
-    public var kafkaProperties: [String: String] = [:]
 
     public init() {}
 
-    public static func fromEnvironment(_ env: [String: String] = ProcessInfo.processInfo.environment) throws -> ProcessorConfiguration {
+    /// Reads the shared settings and the processor's own. `overrides` are command-line flags, by
+    /// the variable each replaces; `defaultLogLevel` applies when `PUSHLINE_LOG_LEVEL` is unset.
+    public static func fromEnvironment(_ env: [String: String] = ProcessInfo.processInfo.environment,
+                                       overrides: [String: String?] = [:],
+                                       defaultLogLevel: Logger.Level = .info) throws -> ProcessorConfiguration {
         var c = ProcessorConfiguration()
-        let reader = EnvironmentReader(env)
+        let reader = SettingsReader(environment: env, overrides: overrides)
+        c.shared = try SharedSettings(reader, defaultLogLevel: defaultLogLevel)
         c.host = reader.string("PUSHLINE_PROCESSOR_HOST", default: c.host)
         c.port = try reader.int("PUSHLINE_PROCESSOR_PORT", default: c.port, range: 0...65535)
-        c.brokers = reader.string("PUSHLINE_KAFKA_BROKERS", default: c.brokers)
         c.groupId = reader.string("PUSHLINE_GROUP_ID", default: c.groupId)
-        c.topics = Topics(prefix: reader.string("PUSHLINE_TOPIC_PREFIX", default: c.topics.prefix))
-        c.partitions = try reader.int("PUSHLINE_PARTITIONS", default: c.partitions, range: 1...10_000)
-        c.store = reader.string("PUSHLINE_STORE", default: c.store)
         c.sessionTimeoutMs = try reader.int("PUSHLINE_KAFKA_SESSION_TIMEOUT_MS", default: c.sessionTimeoutMs, range: 1_000...3_600_000)
         c.maxPollIntervalMs = try reader.int("PUSHLINE_KAFKA_MAX_POLL_INTERVAL_MS", default: c.maxPollIntervalMs, range: 1_000...86_400_000)
         c.maxBatchSize = try reader.int("PUSHLINE_MAX_BATCH", default: c.maxBatchSize, range: Self.batchSizes)
@@ -78,7 +72,6 @@ public struct ProcessorConfiguration: Sendable {
         c.webhookAllowPrivateTargets = try reader.bool("PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS", default: c.webhookAllowPrivateTargets)
         c.stallTimeoutMs = try reader.int("PUSHLINE_STALL_TIMEOUT_MS", default: c.stallTimeoutMs, range: 1_000...86_400_000)
         c.acceptExistingLog = try reader.bool("PUSHLINE_ACCEPT_EXISTING_LOG", default: c.acceptExistingLog)
-        c.kafkaProperties = try reader.properties("PUSHLINE_KAFKA_PROPERTIES")
         return c
     }
 }

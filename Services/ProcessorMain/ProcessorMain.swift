@@ -25,11 +25,10 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var common: ProcessorOptions
 
     func run() async throws {
-        var (configuration, logger) = try common.bootstrap()
-        if let port { configuration.port = port }
+        let (configuration, logger) = try common.bootstrap(flags: ["PUSHLINE_PROCESSOR_PORT": port.map(String.init)])
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-        logger.info("starting", metadata: ["brokers": "\(configuration.brokers)", "store": "\(configuration.storeForLogs)",
+        logger.info("starting", metadata: ["brokers": "\(configuration.shared.brokers)", "store": "\(configuration.shared.storeForLogs)",
                                            "group": "\(configuration.groupId)", "port": "\(configuration.port)"])
         try await ProcessorApp.run(configuration: configuration, metrics: registry, logger: logger)
     }

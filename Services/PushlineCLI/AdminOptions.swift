@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Settings
 
 /// Where the admin API is and how to authenticate to it, plus the output format; shared by
 /// every `apps` and `tokens` command.
@@ -16,8 +17,10 @@ struct AdminOptions: ParsableArguments {
 
     /// The client for these options; fails when no admin token is given.
     func client(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> AdminClient {
-        let url = ingestURL ?? environment["PUSHLINE_INGEST_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultIngestURL
-        guard let token = adminToken ?? environment["PUSHLINE_ADMIN_TOKEN"], !token.isEmpty else {
+        let settings = SettingsReader(environment: environment,
+                                      overrides: ["PUSHLINE_INGEST_URL": ingestURL, "PUSHLINE_ADMIN_TOKEN": adminToken])
+        let url = settings.string("PUSHLINE_INGEST_URL", default: Self.defaultIngestURL)
+        guard let token = settings.raw("PUSHLINE_ADMIN_TOKEN"), !token.isEmpty else {
             throw CLIError("no admin token: set PUSHLINE_ADMIN_TOKEN (or pass --admin-token)")
         }
         guard let base = URL(string: url), let scheme = base.scheme?.lowercased(), ["http", "https"].contains(scheme), base.host != nil else {

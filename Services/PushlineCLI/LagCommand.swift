@@ -39,7 +39,7 @@ struct Lag: AsyncParsableCommand {
         let total = rows.reduce(0) { $0 + max(0, $1.lag ?? 0) }
         if json { return try Output.json(Report(partitions: rows, totalLag: total)) }
         guard !rows.isEmpty else {
-            print("no command topics (\(configuration.topics.commandTopics.joined(separator: ", "))) on the broker yet")
+            print("no command topics (\(configuration.shared.topics.commandTopics.joined(separator: ", "))) on the broker yet")
             return
         }
         print(Output.table(["TOPIC", "PARTITION", "END", "APPLIED", "LAG"], rows.map { row in

@@ -1,12 +1,11 @@
 import Foundation
 import Logging
+import Settings
 
 /// Opens the projection store named by a configuration string (`PUSHLINE_STORE`):
 /// `sqlite:<path>` or a bare file path for SQLite, `postgres://…` or `postgresql://…` for
 /// PostgreSQL (see `PostgresLocation` for the URL's parts and parameters).
 public enum ProjectionStoreFactory {
-    public static let defaultLocation = "sqlite:./var/pushline.sqlite"
-
     /// Throws `invalidConfiguration` for a location it cannot understand, and whatever opening
     /// the store throws (`.unavailable` for an unreachable PostgreSQL server).
     public static func open(_ location: String, logger: Logger) async throws -> any ProjectionStore {
@@ -33,4 +32,9 @@ public enum ProjectionStoreFactory {
     public static func redacted(_ location: String) -> String {
         PostgresLocation.redacting(location)
     }
+}
+
+extension SharedSettings {
+    /// `store` with any password hidden, for logs and messages.
+    public var storeForLogs: String { ProjectionStoreFactory.redacted(store) }
 }

@@ -226,7 +226,7 @@ final class DeviceRegistrationTests: XCTestCase {
 
     func testTopicPrefixComesFromTheConfiguration() async throws {
         var harness = await Harness.withClientApps()
-        harness.configuration.topics = Topics(prefix: "staging.")
+        harness.configuration.shared.topics = Topics(prefix: "staging.")
         let response = try await harness.test { client in
             try await client.post(Fixture.devices(), object: Fixture.registration())
         }

@@ -9,7 +9,7 @@ final class IngestConfigurationTests: XCTestCase {
         XCTAssertEqual(configuration.host, "127.0.0.1")
         XCTAssertEqual(configuration.port, 8080)
         XCTAssertEqual(configuration.adminToken, "s3cret")
-        XCTAssertEqual(configuration.topics, Topics(prefix: "pushline."))
+        XCTAssertEqual(configuration.shared.topics, Topics(prefix: "pushline."))
         XCTAssertEqual(configuration.maxBodyBytes, 1_048_576)
         XCTAssertEqual(configuration.retryAfterSeconds, 1)
     }
@@ -21,7 +21,7 @@ final class IngestConfigurationTests: XCTestCase {
         ])
         XCTAssertEqual(configuration.host, "0.0.0.0")
         XCTAssertEqual(configuration.port, 9000)
-        XCTAssertEqual(configuration.topics.registration, "staging.commands.registration")
+        XCTAssertEqual(configuration.shared.topics.registration, "staging.commands.registration")
     }
 
     func testKafkaPropertiesArePassedThroughAndAMalformedEntryIsNotEchoed() throws {
@@ -29,7 +29,7 @@ final class IngestConfigurationTests: XCTestCase {
             "PUSHLINE_ADMIN_TOKEN": "t",
             "PUSHLINE_KAFKA_PROPERTIES": "security.protocol=SASL_SSL; sasl.mechanisms=SCRAM-SHA-512;sasl.password=a=b;",
         ])
-        XCTAssertEqual(configuration.kafkaProperties,
+        XCTAssertEqual(configuration.shared.kafkaProperties,
                        ["security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512", "sasl.password": "a=b"])
         XCTAssertThrowsError(try IngestConfiguration.fromEnvironment([
             "PUSHLINE_ADMIN_TOKEN": "t", "PUSHLINE_KAFKA_PROPERTIES": "sasl.username=u;hunter2-mistyped-password",

@@ -1,6 +1,6 @@
 import ArgumentParser
-import Foundation
 import Logging
+import Settings
 
 /// The flags of every command that works with the processor's configuration: the processor's
 /// own subcommands (`pushline-processor serve|rebuild`) and the admin CLI's `pushline lag` and
@@ -14,19 +14,16 @@ public struct ProcessorOptions: ParsableArguments {
 
     public init() {}
 
-    /// The environment's configuration with these flags applied, and logging set up (to
-    /// standard error, at `--log-level`, else PUSHLINE_LOG_LEVEL, else `defaultLevel`).
-    public func bootstrap(label: String = "pushline.processor", defaultLevel: Logger.Level = .info) throws -> (ProcessorConfiguration, Logger) {
-        var configuration = try ProcessorConfiguration.fromEnvironment()
-        if let brokers { configuration.brokers = brokers }
-        if let store { configuration.store = store }
-        let level = logLevel ?? ProcessInfo.processInfo.environment["PUSHLINE_LOG_LEVEL"] ?? defaultLevel.rawValue
-        guard let parsedLevel = Logger.Level(rawValue: level) else { throw ValidationError("unknown log level \(level)") }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = parsedLevel
-            return handler
-        }
+    /// The configuration of the environment, these flags and a command's own `flags` (by the
+    /// variable each replaces), and logging set up (to standard error, at `--log-level`, else
+    /// PUSHLINE_LOG_LEVEL, else `defaultLevel`).
+    public func bootstrap(label: String = "pushline.processor", defaultLevel: Logger.Level = .info,
+                          flags: [String: String?] = [:]) throws -> (ProcessorConfiguration, Logger) {
+        let own = [SharedSettings.Variable.brokers: brokers, SharedSettings.Variable.store: store,
+                   SharedSettings.Variable.logLevel: logLevel]
+        let configuration = try ProcessorConfiguration.fromEnvironment(overrides: own.merging(flags) { $1 },
+                                                                       defaultLogLevel: defaultLevel)
+        configuration.shared.bootstrapLogging()
         return (configuration, Logger(label: label))
     }
 }

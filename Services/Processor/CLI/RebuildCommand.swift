@@ -46,7 +46,7 @@ public struct RebuildCommand: AsyncParsableCommand {
 
     public func run() async throws {
         let (configuration, logger) = try common.bootstrap()
-        logger.info("rebuilding", metadata: ["brokers": "\(configuration.brokers)", "store": "\(configuration.storeForLogs)",
+        logger.info("rebuilding", metadata: ["brokers": "\(configuration.shared.brokers)", "store": "\(configuration.shared.storeForLogs)",
                                              "previous": "\(previous.map(ProjectionStoreFactory.redacted) ?? "-")", "switch": "\(switchOver)"])
         let options = Rebuild.Options(previous: previous, switchOver: switchOver, join: join, progressInterval: quiet ? nil : .seconds(1),
                                       batchSize: batch)
@@ -56,7 +56,7 @@ public struct RebuildCommand: AsyncParsableCommand {
             "outbox_carried": "\(summary.outboxCarried)",
         ])
         if switchOver {
-            print("switched: start the processors and ingest with PUSHLINE_STORE=\(configuration.storeForLogs)")
+            print("switched: start the processors and ingest with PUSHLINE_STORE=\(configuration.shared.storeForLogs)")
         }
     }
 }

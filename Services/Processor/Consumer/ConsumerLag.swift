@@ -48,15 +48,15 @@ public enum ConsumerLag {
     /// Asks the broker for the end offsets of the command topics and the store for its applied
     /// offsets. Creates no topic, no store and writes nothing.
     public static func measure(configuration: ProcessorConfiguration, logger: Logger) async throws -> [PartitionLag] {
-        let topics = configuration.topics.commandTopics
+        let topics = configuration.shared.topics.commandTopics
         // Opening a SQLite store creates it: a mistyped path must not leave an empty store behind.
-        if let path = ProjectionStoreFactory.sqlitePath(configuration.store), !FileManager.default.fileExists(atPath: path) {
+        if let path = ProjectionStoreFactory.sqlitePath(configuration.shared.store), !FileManager.default.fileExists(atPath: path) {
             throw ProjectionStoreError.invalidConfiguration("there is no SQLite store at \(path)")
         }
-        let store = try await ProjectionStoreFactory.open(configuration.store, logger: logger)
+        let store = try await ProjectionStoreFactory.open(configuration.shared.store, logger: logger)
         let applied = try await store.offsets(topics: topics)
-        let ends = try await KafkaAdmin.endOffsets(topics: topics, bootstrapServers: configuration.brokers,
-                                                   properties: configuration.kafkaProperties)
+        let ends = try await KafkaAdmin.endOffsets(topics: topics, bootstrapServers: configuration.shared.brokers,
+                                                   properties: configuration.shared.kafkaProperties)
         return rows(topics: topics, endOffsets: ends, applied: applied)
     }
 }

@@ -9,7 +9,7 @@ import Projections
 public enum DeadLetterOperations {
     /// Every dead letter of the store, in partition and offset order.
     public static func list(configuration: ProcessorConfiguration, logger: Logger) async throws -> [DeadLetterRow] {
-        let store = try await ProjectionStoreFactory.open(configuration.store, logger: logger)
+        let store = try await ProjectionStoreFactory.open(configuration.shared.store, logger: logger)
         var all: [DeadLetterRow] = []
         var after: DeadLetterKey?
         while true {
@@ -32,14 +32,11 @@ public enum DeadLetterOperations {
     /// the error is thrown and the dead letter stays.
     public static func reapply(_ key: DeadLetterKey, configuration: ProcessorConfiguration,
                                verifier: any DeviceTokenVerifier = TokenFormatVerifier(), logger: Logger) async throws -> DeadLetterReapplied {
-        let store = try await ProjectionStoreFactory.open(configuration.store, logger: logger)
+        let store = try await ProjectionStoreFactory.open(configuration.shared.store, logger: logger)
         guard let letter = try await store.deadLetter(key) else { throw NotFound(key: key) }
-        var producerConfig = KafkaProducerConfiguration()
-        producerConfig.bootstrapServers = configuration.brokers
-        producerConfig.clientId = "pushline-dead-letters"
-        producerConfig.properties = configuration.kafkaProperties
-        let producer = try KafkaProducer(configuration: producerConfig, logger: logger)
-        let applier = BatchApplier(store: store, outbound: KafkaOutboundPublisher(producer: producer, topic: configuration.topics.outbound),
+        let producer = try KafkaProducer(configuration: configuration.shared.producerConfiguration(clientId: "pushline-dead-letters"),
+                                         logger: logger)
+        let applier = BatchApplier(store: store, outbound: KafkaOutboundPublisher(producer: producer, topic: configuration.shared.topics.outbound),
                                    verifier: verifier, logger: logger, maxDevicesPerUser: configuration.maxDevicesPerUser,
                                    trackingParkTime: .milliseconds(configuration.trackingParkTtlMs))
         do {

@@ -89,22 +89,22 @@ public enum Rebuild {
 
     public static func run(configuration: ProcessorConfiguration, options: Options = Options(),
                            verifier: any DeviceTokenVerifier = TokenFormatVerifier(), logger: Logger) async throws -> Summary {
-        let topics = configuration.topics.commandTopics
+        let topics = configuration.shared.topics.commandTopics
         if options.switchOver && options.previous == nil { throw Failure.switchNeedsPrevious }
-        let store = try await ProjectionStoreFactory.open(configuration.store, logger: logger)
+        let store = try await ProjectionStoreFactory.open(configuration.shared.store, logger: logger)
         var previous: (any ProjectionStore)?
         if let location = options.previous { previous = try await ProjectionStoreFactory.open(location, logger: logger) }
         // A topic nobody wrote yet is created (empty), as `serve` does, rather than waited for.
-        try await configuration.createMissingTopics()
+        try await configuration.shared.createMissingTopics()
 
         let start = try await store.offsets(topics: topics)
         let target: [PartitionKey: Int64]
         if let previous {
             target = try await previous.offsets(topics: topics)
         } else {
-            guard start.isEmpty || options.join else { throw Failure.storeNotEmpty(configuration.storeForLogs) }
-            let ends = try await KafkaAdmin.endOffsets(topics: topics, bootstrapServers: configuration.brokers,
-                                                       properties: configuration.kafkaProperties)
+            guard start.isEmpty || options.join else { throw Failure.storeNotEmpty(configuration.shared.storeForLogs) }
+            let ends = try await KafkaAdmin.endOffsets(topics: topics, bootstrapServers: configuration.shared.brokers,
+                                                       properties: configuration.shared.kafkaProperties)
             target = Dictionary(uniqueKeysWithValues: ends.map { (PartitionKey($0.key), $0.value) })
         }
         let ahead = start.filter { $0.value > target[$0.key] ?? 0 }.map(\.key)
@@ -168,7 +168,7 @@ public enum Rebuild {
         // A group per store and topic: nothing is shared with live processors, and rebuilds
         // into the same store (`join`) split the partitions between them. (A lone rebuild joins
         // no group, and so skips the wait for one to form: seconds per topic against Tansu.)
-        let group = "\(configuration.groupId).rebuild.\(storeTag(configuration.store)).\(topic)"
+        let group = "\(configuration.groupId).rebuild.\(storeTag(configuration.shared.store)).\(topic)"
         var consumerConfiguration = configuration.consumerConfiguration(groupId: group)
         consumerConfiguration.maxBatchSize = options.batchSize
         let consumer = CommandConsumer(configuration: consumerConfiguration, topics: [topic],

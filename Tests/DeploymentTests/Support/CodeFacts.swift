@@ -53,6 +53,25 @@ struct CodeFacts: Equatable {
         }
     }
 
+    /// Every `PUSHLINE_…` name read anywhere in the executables' sources (`Services`, `Shared`).
+    static func variablesOfEveryExecutable(repository: URL) throws -> Set<String> {
+        try Set(swiftSources(["Services", "Shared"], in: repository).flatMap { variableNames(in: $0) })
+    }
+
+    /// The `PUSHLINE_…` names in the first column of the README's configuration table (the
+    /// table under "## Configuration"; a row may name two, `A` / `B`).
+    static func configurationTable(inReadme readme: String) -> Set<String> {
+        guard let start = readme.range(of: "\n## Configuration\n") else { return [] }
+        let section = readme[start.upperBound...]
+        let end = section.range(of: "\n## ")?.lowerBound ?? section.endIndex
+        var names: Set<String> = []
+        for line in section[..<end].split(separator: "\n") where line.hasPrefix("| `PUSHLINE_") {
+            let firstCell = line.dropFirst(2).prefix { $0 != "|" }
+            names.formUnion(firstCell.matches(of: #/`(PUSHLINE_[A-Z0-9_]+)`/#).map { String($0.output.1) })
+        }
+        return names
+    }
+
     private static func swiftSources(_ folders: [String], in repository: URL) throws -> [String] {
         var sources: [String] = []
         for folder in folders {

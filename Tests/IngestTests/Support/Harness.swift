@@ -33,7 +33,7 @@ struct Harness: Sendable {
 
     /// Every command published so far, decoded as `C` (checking envelope and record metadata).
     func published<C: Command>(_ type: C.Type, file: StaticString = #filePath, line: UInt = #line) async throws -> [C] {
-        let topics = configuration.topics
+        let topics = configuration.shared.topics
         return try await publisher.commands.map { try payload(C.self, of: $0, topics: topics, file: file, line: line) }
     }
 
