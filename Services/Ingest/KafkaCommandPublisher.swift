@@ -31,11 +31,8 @@ public final class KafkaCommandPublisher: CommandPublisher {
 
     public func publish(_ commands: [EncodedCommand], requestId: String) async throws {
         let records = commands.map { c in
-            KafkaProducerRecord(topic: c.topic, key: c.key, value: c.value, headers: [
-                KafkaHeader(name: RecordHeader.type, value: c.type),
-                KafkaHeader(name: RecordHeader.version, value: String(c.version)),
-                KafkaHeader(name: RecordHeader.requestId, value: requestId),
-            ])
+            KafkaProducerRecord(topic: c.topic, key: c.key, value: c.value,
+                                headers: RecordHeaders(type: c.type, version: c.version, requestId: requestId).fields)
         }
         do {
             _ = try await producer.send(records)

@@ -21,14 +21,6 @@ public struct Envelope<Payload: Codable & Sendable>: Codable, Sendable {
     }
 }
 
-/// The names of the record headers that repeat the envelope's `type` and `v`.
-public enum RecordHeader {
-    public static let type = "type"
-    public static let version = "v"
-    /// The request id of the HTTP request that produced the command (for log correlation).
-    public static let requestId = "request-id"
-}
-
 /// The one JSON coder setup of Pushline: RFC 3339 dates with fractional seconds.
 public enum WireJSON {
     public static func encoder() -> JSONEncoder {

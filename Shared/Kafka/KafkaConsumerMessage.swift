@@ -13,6 +13,9 @@ public struct KafkaConsumerMessage: Sendable {
     public var headers: [KafkaHeader]
     public var timestamp: Date?
 
+    /// The headers as name/value pairs, in record order.
+    public var headerFields: [(name: String, value: String)] { headers.map { ($0.name, $0.value) } }
+
     public var topicPartition: TopicPartition {
         TopicPartition(topic: topic, partition: partition)
     }

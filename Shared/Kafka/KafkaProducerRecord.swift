@@ -15,4 +15,9 @@ public struct KafkaProducerRecord: Sendable {
         self.value = value
         self.headers = headers
     }
+
+    /// A record whose headers are given as name/value pairs, in order.
+    public init(topic: String, key: String?, value: Data, headers: [(name: String, value: String)]) {
+        self.init(topic: topic, key: key, value: value, headers: headers.map { KafkaHeader(name: $0.name, value: $0.value) })
+    }
 }

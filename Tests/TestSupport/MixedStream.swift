@@ -173,9 +173,8 @@ public struct MixedStream: Sendable {
         do {
             for start in stride(from: 0, to: commands.count, by: 5_000) {
                 let records = commands[start..<min(start + 5_000, commands.count)].map { c in
-                    KafkaProducerRecord(topic: c.topic, key: c.key, value: c.value, headers: [
-                        KafkaHeader(name: RecordHeader.type, value: c.type), KafkaHeader(name: RecordHeader.version, value: "\(c.version)"),
-                    ])
+                    KafkaProducerRecord(topic: c.topic, key: c.key, value: c.value,
+                                        headers: RecordHeaders(type: c.type, version: c.version).fields)
                 }
                 _ = try await producer.send(records)
             }

@@ -158,17 +158,10 @@ final class CommandConsumer: Service, Sendable {
     /// `storeCreatedAt`: when set, records older than the store are refused (`ExistingLogRefused`).
     private func apply(_ batch: [KafkaConsumerMessage], consumer: KafkaConsumer, storeCreatedAt: Date?) async throws {
         var records = batch.map { m in
-            var type: String?, version: Int?, requestId: String?
-            for h in m.headers {
-                switch h.name {
-                case RecordHeader.type: type = h.value
-                case RecordHeader.version: version = Int(h.value)
-                case RecordHeader.requestId: requestId = h.value
-                default: break
-                }
-            }
+            let headers = RecordHeaders(m.headerFields)
             return ConsumedRecord(partition: PartitionKey(topic: m.topic, partition: m.partition), offset: m.offset,
-                                  type: type, version: version, value: m.value, requestId: requestId, timestamp: m.timestamp)
+                                  type: headers.type, version: headers.version, value: m.value, requestId: headers.requestId,
+                                  timestamp: m.timestamp)
         }
         if let limits = replayLimits { records.removeAll { $0.offset >= limits[$0.partition] ?? 0 } }
         while true {

@@ -38,10 +38,7 @@ struct KafkaOutboundPublisher: OutboundPublisher {
 
     private func records(_ messages: ArraySlice<OutboundMessage>) -> [KafkaProducerRecord] {
         messages.map { m in
-            KafkaProducerRecord(topic: topic, key: m.deviceToken, value: m.value, headers: [
-                KafkaHeader(name: RecordHeader.type, value: m.kind.rawValue),
-                KafkaHeader(name: RecordHeader.version, value: "1"),
-            ])
+            KafkaProducerRecord(topic: topic, key: m.deviceToken, value: m.value, headers: RecordHeaders(type: m.kind.rawValue).fields)
         }
     }
 }

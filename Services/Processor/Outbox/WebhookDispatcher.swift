@@ -272,9 +272,8 @@ final class WebhookDispatcher: Service, Sendable {
         do {
             let envelope = Envelope(type: WebhookAttemptRecord.type, payload: record)
             let value = try encoder.encode(envelope)
-            _ = try await producer.send(KafkaProducerRecord(topic: topic, key: record.webhookId, value: value, headers: [
-                KafkaHeader(name: RecordHeader.type, value: WebhookAttemptRecord.type), KafkaHeader(name: RecordHeader.version, value: "1"),
-            ]))
+            _ = try await producer.send(KafkaProducerRecord(topic: topic, key: record.webhookId, value: value,
+                                                            headers: RecordHeaders(type: WebhookAttemptRecord.type).fields))
         } catch {
             logger.warning("cannot write webhook audit record", metadata: ["job": "\(record.webhookId)", "error": "\(error)"])
         }
