@@ -4,7 +4,7 @@ import Projections
 /// Everything the ingest service needs to know about its deployment, as one value.
 ///
 /// Built by `IngestMain` from the environment (`fromEnvironment(_:)`) or by tests directly; the
-/// defaults are the one-machine setup of SPEC §9.
+/// defaults are the one-machine setup (README, "Configuration").
 public struct IngestConfiguration: Sendable {
     /// The address the HTTP server binds to.
     public var host: String

@@ -3,8 +3,8 @@ import Foundation
 import Hummingbird
 import Projections
 
-/// The BW-style device service (seed 004, SPEC §3), mounted per app at
-/// `/bwmi/v1/apps/{mobileAppId}` behind `AppAuthMiddleware` (the seed serves one app per server
+/// The BW-style device service (docs/API.md#bw-device-service), mounted per app at
+/// `/bwmi/v1/apps/{mobileAppId}` behind `AppAuthMiddleware` (the original serves one app per server
 /// and has no authentication; Pushline is multi-tenant):
 /// - `PUT /devices` → 201, a `DeviceRegistrationRequested`;
 /// - `DELETE /devices` → 200, a `DeviceCleanupRequested`;

@@ -46,8 +46,8 @@ extension RegistrationRoutes {
 }
 
 extension DeviceRegistrationRequested {
-    /// Validates one seed 000 registration and makes its command: a new request id, the platform
-    /// from the token field that was sent, the API token only as its hash (and inside the
+    /// Validates one registration API registration and makes its command: a new request id, the
+    /// platform from the token field that was sent, the API token only as its hash (and inside the
     /// webhook signature). `index` is the element's position in a batch, for the 400's field name.
     init(validating registration: DeviceRegistrationAPI.Registration, index: Int?, orgId: UUID,
          headers: RegistrationHeaders) throws {

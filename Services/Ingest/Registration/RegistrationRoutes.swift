@@ -3,7 +3,7 @@ import Foundation
 import Hummingbird
 import Projections
 
-/// The seed 000 device-registration API (SPEC §2), mounted at
+/// The device registration API (docs/API.md#device-registration-api), mounted at
 /// `/api/v1.0/orgs/{orgId}/pushdeviceregistration`: registrations, their status, cleanups.
 ///
 /// Every request is validated completely before anything is published, so a 400 writes nothing,

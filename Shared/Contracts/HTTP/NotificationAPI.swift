@@ -1,8 +1,9 @@
 import Foundation
 
-/// Wire shapes of the send API, `POST /v1/apps/{mobileAppId}/notifications` (SPEC §4,
-/// `Authorization: Bearer <api token>`). Every field is optional here so that ingest can name
-/// the missing or invalid one in its 400; unknown fields are ignored.
+/// Wire shapes of the send API, `POST /v1/apps/{mobileAppId}/notifications`
+/// (docs/API.md#sending-notifications, `Authorization: Bearer <api token>`). Every field is
+/// optional here so that ingest can name the missing or invalid one in its 400; unknown fields are
+/// ignored.
 public enum NotificationAPI {
     /// At most this many `custom` entries.
     public static let maxCustomEntries = 100
