@@ -27,8 +27,8 @@ struct BWDeviceRoutes: Sendable {
     }
 
     /// `PUT /devices` `{"deviceId", "type", "user"}` → 201, empty. The token must have its
-    /// platform's format: the seed answers this call synchronously, so a malformed token is a
-    /// 400 here rather than a failed registration later.
+    /// platform's format: this API answers the call synchronously, so a malformed token is a 400
+    /// here rather than a failed registration later.
     @Sendable func register(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let auth = try context.authenticated()
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
@@ -43,7 +43,7 @@ struct BWDeviceRoutes: Sendable {
         return Response(status: .created)
     }
 
-    /// `DELETE /devices`, the same body → 200, empty. `type` is ignored: the seed's own example
+    /// `DELETE /devices`, the same body → 200, empty. `type` is ignored: the SDK's own example
     /// sends `"IOS|ANDROID"`, and a token identifies the device without it.
     @Sendable func deregister(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let auth = try context.authenticated()

@@ -79,7 +79,8 @@ extension DeviceRegistrationRequested {
 }
 
 extension Optional where Wrapped == String {
-    /// The string, unless it is absent or empty (the seed treats an empty field as not sent).
+    /// The string, unless it is absent or empty (the original API treats an empty field as not
+    /// sent).
     var nonEmpty: String? {
         guard let self, !self.isEmpty else { return nil }
         return self

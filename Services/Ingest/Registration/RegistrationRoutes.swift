@@ -19,7 +19,7 @@ struct RegistrationRoutes: Sendable {
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
         group.post("devices", use: register)
         group.post("devices/batch", use: registerBatch)
-        // The router ignores a trailing slash, so this also serves the seed's `devices/status/`.
+        // The router ignores a trailing slash, so this also serves the clients' `devices/status/`.
         group.post("devices/status", use: status)
         group.post("devices/cleanup", use: cleanup)
         group.post("devices/cleanup/batch", use: cleanupBatch)

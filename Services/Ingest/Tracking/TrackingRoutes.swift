@@ -83,7 +83,7 @@ struct TrackingRoutes: Sendable {
         return commands
     }
 
-    /// The seed's action codes, as strings (`"7"`) or integers (`7`).
+    /// The tracking SDK's action codes, as strings (`"7"`) or integers (`7`).
     static func action(_ value: NotificationAPI.Scalar?, field: String) throws -> TrackingAction {
         let code: Int? = switch value {
         case .string(let text): text.utf8.count == 1 ? Int(text) : nil

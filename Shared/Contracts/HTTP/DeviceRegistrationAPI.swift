@@ -7,7 +7,7 @@ import Foundation
 public enum DeviceRegistrationAPI {
     public static let trackRegistrationHeader = "x-ms-track-registration"
     public static let callbackURLHeader = "x-ms-callback-url"
-    /// The seed's other name for `x-ms-callback-url`; both are accepted.
+    /// The other name some clients use for `x-ms-callback-url`; both are accepted.
     public static let statusCallbackURLHeader = "x-ms-status-callback-url"
     public static let callbackURLHeadersHeader = "x-ms-callback-url-headers"
     public static let maxBatch = 100

@@ -35,7 +35,7 @@ public enum NotificationAPI {
         /// Default false.
         public var managed: Bool?
         public var businessId: String?
-        /// `"on"`/`"off"` (the seed's `_acsDeliveryTracking` spelling) or `true`/`false`; default on.
+        /// `"on"`/`"off"` (the `_acsDeliveryTracking` spelling) or `true`/`false`; default on.
         public var tracking: Scalar?
         /// `alert` (default), `ticket` or `im`.
         public var kind: String?

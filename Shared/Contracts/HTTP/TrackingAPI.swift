@@ -7,9 +7,9 @@ public enum TrackingAPI {
     /// The longest broadlogId accepted; Pushline's own are at most 36 bytes.
     public static let maxBroadlogIdBytes = 128
 
-    /// One event of `POST /v1/apps/{id}/tracking`, as the seed's SDK sends it: `deliveryId`
-    /// (`_dId`), `broadlogId` (`_mId`), `action` `"1"`, `"2"`, `"7"` (or the same integers).
-    /// Fields are optional here so that ingest can name the one that is missing.
+    /// One event of `POST /v1/apps/{id}/tracking`, as the tracking SDK sends it: `deliveryId`
+    /// (`_dId`), `broadlogId` (`_mId`), `action` `"1"`, `"2"`, `"7"` (or the same integers). Fields
+    /// are optional here so that ingest can name the one that is missing.
     public struct Event: Codable, Sendable, Equatable {
         public var deliveryId: String?
         public var broadlogId: String?

@@ -12,7 +12,7 @@ public enum AppCallback {
         w.key("user")
         w.beginObject()
         w.key("user_id")
-        // The seed's user_id is an integer; ids that are not one stay strings rather than fail.
+        // The KF5 user_id is an integer; ids that are not one stay strings rather than fail.
         if let number = integerUserId(userId) {
             w.raw(number.utf8)
         } else {
