@@ -29,16 +29,19 @@ public func buildApplication(
 }
 
 /// Builds every ingest route:
-/// - seed 000 device registration under `/api/v1.0/orgs/{orgId}/pushdeviceregistration`
+/// - the device registration API under `/api/v1.0/orgs/{orgId}/pushdeviceregistration`
 ///   (API token in the body, judged by the processor),
 /// - the client routes of one app, each behind `AppAuthMiddleware` (`Authorization: Bearer
 ///   <api token>` of the app in the path, one `AppAuthCache` shared by all of them):
-///   - `POST /v1/apps/{mobileAppId}/notifications` (send, SPEC §4),
+///   - `POST /v1/apps/{mobileAppId}/notifications` (send),
+///   - `POST /v1/apps/{mobileAppId}/tracking`, `GET …/deliveries/{deliveryId}` (engagement tracking),
 ///   - `/bwmi/v1/apps/{mobileAppId}/…` `PUT`/`DELETE devices`, `PUT acks`,
-///     `GET devices/{deviceToken}/notifications` (seed 004, SPEC §3),
-///   - `POST`/`DELETE /kf5/v1/apps/{mobileAppId}/tokens` (seed 002, SPEC §5),
+///     `GET devices/{deviceToken}/notifications` (the BW device service),
+///   - `POST`/`DELETE /kf5/v1/apps/{mobileAppId}/tokens` (the KF5 SDK token API),
 /// - the admin API under `/admin/v1` (admin bearer token),
-/// - `/health`, `/metrics`, `/noop`.
+/// - `/health`, `/metrics`, `/noop`, `/openapi.yaml`.
+///
+/// docs/API.md describes them all.
 ///
 /// Every route, and the not-found answer, passes through `RequestMiddleware` (request id,
 /// JSON problems, request metrics), then the per-source rate limit (all but `/health` and

@@ -2,8 +2,9 @@ import Contracts
 
 /// Writes commands to Kafka and returns only once the broker acknowledged every one of them.
 ///
-/// This is the only way ingest changes anything (SPEC §8.1): a route answers 2xx only after
-/// `publish` returned. The Kafka adapter implements it; tests use an in-memory fake.
+/// This is the only way ingest changes anything (docs/ARCHITECTURE.md#acknowledged-means-durable):
+/// a route answers 2xx only after `publish` returned. The Kafka adapter implements it; tests use an
+/// in-memory fake.
 public protocol CommandPublisher: Sendable {
     /// Publishes every command of one HTTP request (sent concurrently, awaited together).
     /// Throws when any of them was not acknowledged; ingest then answers 503 with `Retry-After`.

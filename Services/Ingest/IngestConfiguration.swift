@@ -4,7 +4,7 @@ import Settings
 /// Everything the ingest service needs to know about its deployment, as one value.
 ///
 /// Built by `IngestMain` from the environment and its flags (`fromEnvironment(_:overrides:)`) or by
-/// tests directly; the defaults are the one-machine stack of `make run`.
+/// tests directly; the defaults are the one-machine stack (README, "Configuration").
 public struct IngestConfiguration: Sendable {
     /// The settings every executable shares: broker, topics, store, logging.
     public var shared = SharedSettings()

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 
-/// API token generation, hashing and the seed 000 webhook signature.
+/// API token generation, hashing and the status webhook signature (docs/API.md#status-webhook).
 ///
 /// Tokens are 32 random bytes, base64url without padding. Only `hash(_:)` of a token is
 /// stored or sent through Kafka: SHA-256 is enough because tokens carry 256 bits of entropy
@@ -21,7 +21,7 @@ public enum ApiTokens {
         hex(SHA256.hash(data: Data(token.utf8)))
     }
 
-    /// `base64(HMAC-SHA256(key: UTF-8 of apiToken, message: UTF-8 of callbackURL))` (SPEC §2).
+    /// `base64(HMAC-SHA256(key: UTF-8 of apiToken, message: UTF-8 of callbackURL))`.
     public static func webhookSignature(apiToken: String, callbackURL: String) -> String {
         let mac = HMAC<SHA256>.authenticationCode(for: Data(callbackURL.utf8), using: SymmetricKey(data: Data(apiToken.utf8)))
         return Data(mac).base64EncodedString()

@@ -7,14 +7,14 @@
 /// and indexes (device tokens are too, by their hash there) — and so that every command fits one
 /// Kafka record with room to spare. Lengths count UTF-8 bytes.
 public enum FieldLimits {
-    /// A user id: seed 000 `UserId`, a send's `userId`/`userIds`, KF5 `userToken` (a BW user id is
-    /// shorter by construction: `tel:` + 15 digits, or `mailto:` + 254 bytes). Part of the
-    /// `devices_by_user` index and of app callback job ids.
+    /// A user id: the registration API's `UserId`, a send's `userId`/`userIds`, KF5 `userToken` (a
+    /// BW user id is shorter by construction: `tel:` + 15 digits, or `mailto:` + 254 bytes). Part
+    /// of the `devices_by_user` index and of app callback job ids.
     public static let userIdBytes = 1_024
     /// A device token as a client names one (BW `deviceId`, `did`, KF5 `deviceToken`, a send's
-    /// `deviceTokens`, a cleanup's `DeviceToken`): the seed's 4,096 bytes. PostgreSQL keys a
-    /// token by its hash, so every accepted token is a key in both stores. Real APNs tokens have
-    /// 64 characters, FCM ones about 160.
+    /// `deviceTokens`, a cleanup's `DeviceToken`): the registration API's 4,096 bytes. PostgreSQL
+    /// keys a token by its hash, so every accepted token is a key in both stores. Real APNs tokens
+    /// have 64 characters, FCM ones about 160.
     public static let deviceTokenBytes = DeviceRegistrationAPI.maxDeviceTokenBytes
     /// An API token as presented (generated ones have 43 characters).
     public static let apiTokenBytes = 512

@@ -31,7 +31,7 @@ extension KafkaAdmin {
     /// of `topics`. A topic the broker does not know is left out.
     ///
     /// Read from fetch responses, not asked with ListOffsets: Tansu answers ListOffsets(latest)
-    /// wrongly for batches of several records (KAFKA-NOTES). A group-less consumer is assigned
+    /// wrongly for batches of several records. A group-less consumer is assigned
     /// every partition from its beginning with the smallest fetches, and each partition's high
     /// watermark is taken from the first fetch response that names it.
     public static func endOffsets(

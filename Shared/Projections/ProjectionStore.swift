@@ -116,7 +116,7 @@ public struct RegistrationStatusRow: Sendable, Equatable, Codable {
     }
 }
 
-/// Identifies a notification of an app by its `nid` (SPEC §3).
+/// Identifies a notification of an app by its `nid` (its delivery id).
 public struct NotificationKey: Hashable, Sendable, Codable {
     public var appId: UUID
     public var notificationId: String
@@ -142,8 +142,8 @@ public struct PendingKey: Hashable, Sendable, Codable {
     public var device: DeviceKey { DeviceKey(appId: appId, deviceToken: deviceToken) }
 }
 
-/// A managed notification a device has not acknowledged yet (seed 004). The device's badge is
-/// the number of these rows.
+/// A managed notification a device has not acknowledged yet. The device's badge is the number of
+/// these rows.
 public struct PendingNotificationRow: Sendable, Equatable, Codable {
     public var appId: UUID
     public var deviceToken: String
@@ -151,7 +151,7 @@ public struct PendingNotificationRow: Sendable, Equatable, Codable {
     public var deliveryId: UUID
     /// When the notification was sent (its command's time); `ns` lists oldest first.
     public var sentAt: Date
-    /// The alert text (SPEC §3: text, else body, else title).
+    /// The alert text (text, else body, else title).
     public var text: String
     public var businessId: String?
 
@@ -259,9 +259,9 @@ public struct TrackedEvent: Sendable, Equatable, Codable {
     }
 }
 
-/// A delivery with its engagement counts (SPEC §6): each count is the number of distinct
-/// devices that reported the action, among the devices the delivery was sent to, and zero
-/// for a delivery sent with tracking off.
+/// A delivery with its engagement counts (docs/API.md#delivery-statistics): each count is the
+/// number of distinct devices that reported the action, among the devices the delivery was sent to,
+/// and zero for a delivery sent with tracking off.
 public struct DeliveryStatsRow: Sendable, Equatable {
     public var delivery: DeliveryRow
     public var impressions: Int

@@ -26,7 +26,7 @@ final class PushPayloadTests: XCTestCase {
         return String(decoding: w.bytes, as: UTF8.self)
     }
 
-    // MARK: Seed 003
+    // MARK: The vendor's payload examples
 
     var seedIOS: NotificationRequested {
         notification(NotificationContent(
@@ -38,7 +38,7 @@ final class PushPayloadTests: XCTestCase {
 
     func testSeed003IOSExampleIsReproduced() throws {
         let rendered = render(seedIOS, .ios, messageId: "h138a")
-        // The seed's example, with our ids and the tracking flag of SPEC §4.
+        // The vendor's example, with our ids and the tracking flag (docs/API.md#outbound-payloads).
         let expected = """
         {
             "aps":{
@@ -182,7 +182,7 @@ final class PushPayloadTests: XCTestCase {
         XCTAssertEqual(try JSONValue.parse(render(n, .ios))["_dId"], .string(d))
     }
 
-    // MARK: Managed (seed 004)
+    // MARK: Managed (BW keys)
 
     func testManagedIOSCarriesTheSeed004KeysAndTheManagedBadge() throws {
         let n = notification(NotificationContent(title: "Bank", text: "Cash withdrawal", badge: 5), managed: true, businessId: "USER_TRANSACTION")

@@ -6,9 +6,9 @@ import HummingbirdTesting
 import Projections
 import XCTest
 
-/// `AppAuthMiddleware` on every Bearer route (SPEC §1, §8.5): 400 for a malformed app id, 401 for
-/// a missing, malformed, unknown or revoked token, 403 for another app's token, 503 when the
-/// store or the broker is down; and the auth cache's TTL.
+/// `AppAuthMiddleware` on every Bearer route (docs/API.md#authentication): 400 for a malformed app
+/// id, 401 for a missing, malformed, unknown or revoked token, 403 for another app's token, 503
+/// when the store or the broker is down; and the auth cache's TTL.
 final class AppAuthTests: XCTestCase {
     func testEveryClientRouteAcceptsTheAppsToken() async throws {
         let harness = Harness()

@@ -7,7 +7,7 @@ import Logging
 import Projections
 import XCTest
 
-/// The BW device service (seed 004, SPEC §3) under `/bwmi/v1/apps/{mobileAppId}`.
+/// The BW device service (docs/API.md#bw-device-service) under `/bwmi/v1/apps/{mobileAppId}`.
 final class BWDeviceTests: XCTestCase {
     private let userKey = "\(Fixture.appKey)/tel:+19883999901"
 

@@ -1,7 +1,7 @@
 import Contracts
 import XCTest
 
-/// `BWDeviceAPI.userId(phone:email:)`: the Pushline user id of a BW user (SPEC §3).
+/// `BWDeviceAPI.userId(phone:email:)`: the Pushline user id of a BW user (docs/API.md#bw-user-ids).
 final class BWUserIdTests: XCTestCase {
     func testPhonesBecomeE164TelIds() throws {
         let cases: [(String, String)] = [

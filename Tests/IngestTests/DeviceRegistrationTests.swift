@@ -4,7 +4,8 @@ import Hummingbird
 import HummingbirdTesting
 import XCTest
 
-/// `POST …/devices` and `…/devices/batch` (seed 000): commands published and answers.
+/// `POST …/devices` and `…/devices/batch` (docs/API.md#device-registration-api): commands published
+/// and answers.
 final class DeviceRegistrationTests: XCTestCase {
     func testApnsRegistrationPublishesIosCommandWithTokenHashAndAnswersEmpty202() async throws {
         let harness = await Harness.withClientApps()

@@ -21,19 +21,19 @@ final class FieldLimitsTests: XCTestCase {
     private static func text(_ bytes: Int) -> String { String(repeating: "u", count: bytes) }
 
     private static let cases: [Case] = [
-        Case(name: "seed 000 UserId", limit: FieldLimits.userIdBytes, field: "UserId", success: .accepted) { client, value in
+        Case(name: "registration UserId", limit: FieldLimits.userIdBytes, field: "UserId", success: .accepted) { client, value in
             try await client.post(Fixture.devices(), object: Fixture.registration(user: value))
         },
-        Case(name: "seed 000 batch UserId", limit: FieldLimits.userIdBytes, field: "[1].UserId", success: .accepted) { client, value in
+        Case(name: "registration batch UserId", limit: FieldLimits.userIdBytes, field: "[1].UserId", success: .accepted) { client, value in
             try await client.post(Fixture.devices() + "/batch", object: [Fixture.registration(), Fixture.registration(user: value)])
         },
-        Case(name: "seed 000 ApiToken", limit: FieldLimits.apiTokenBytes, field: "ApiToken", success: .accepted) { client, value in
+        Case(name: "registration ApiToken", limit: FieldLimits.apiTokenBytes, field: "ApiToken", success: .accepted) { client, value in
             try await client.post(Fixture.devices(), object: Fixture.registration(token: value))
         },
-        Case(name: "seed 000 cleanup UserId", limit: FieldLimits.userIdBytes, field: "UserId", success: .accepted) { client, value in
+        Case(name: "registration cleanup UserId", limit: FieldLimits.userIdBytes, field: "UserId", success: .accepted) { client, value in
             try await client.post(Fixture.devices() + "/cleanup", object: Fixture.cleanup(user: value))
         },
-        Case(name: "seed 000 cleanup DeviceToken", limit: FieldLimits.deviceTokenBytes, field: "DeviceToken", success: .accepted) { client, value in
+        Case(name: "registration cleanup DeviceToken", limit: FieldLimits.deviceTokenBytes, field: "DeviceToken", success: .accepted) { client, value in
             try await client.post(Fixture.devices() + "/cleanup", object: Fixture.cleanup(device: value))
         },
         Case(name: "send userId", limit: FieldLimits.userIdBytes, field: "userId", success: .accepted) { client, value in

@@ -5,9 +5,9 @@ import HummingbirdTesting
 import Ingest
 import XCTest
 
-/// The seed 000 write routes answer a forged request as the seed says (202, nothing learnt), but
-/// write nothing for a command whose API token is not a live token of its app, count it, and
-/// spend the per-app rate limit of the apps whose commands they do write.
+/// The registration API's write routes answer a forged request as that API does (202, nothing
+/// learnt), but write nothing for a command whose API token is not a live token of its app, count
+/// it, and spend the per-app rate limit of the apps whose commands they do write.
 final class ForgedTrafficTests: XCTestCase {
     private static let forgedLine = "pushline_ingest_forged_commands_total"
 

@@ -4,7 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import XCTest
 
-/// The KF5 SDK's `saveToken`/`deleteToken` (seed 002, SPEC §5): `POST`/`DELETE
+/// The KF5 SDK's `saveToken`/`deleteToken` (docs/API.md#kf5-sdk-token-api): `POST`/`DELETE
 /// /kf5/v1/apps/{mobileAppId}/tokens`.
 final class KF5TokenTests: XCTestCase {
     private static func body(user: String? = "123", token: String? = Fixture.apnsToken, type: String? = nil) throws -> String {

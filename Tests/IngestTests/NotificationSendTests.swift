@@ -4,8 +4,9 @@ import Hummingbird
 import HummingbirdTesting
 import XCTest
 
-/// `POST /v1/apps/{mobileAppId}/notifications` (SPEC §4): one `NotificationRequested` per
-/// accepted request, `202 {"deliveryId"}`; every rule of the body a 400 naming its field.
+/// `POST /v1/apps/{mobileAppId}/notifications` (docs/API.md#sending-notifications): one
+/// `NotificationRequested` per accepted request, `202 {"deliveryId"}`; every rule of the body a 400
+/// naming its field.
 final class NotificationSendTests: XCTestCase {
     private func send(_ json: String, harness: Harness) async throws -> TestResponse {
         try await harness.test { client in try await client.bearer(.post, Fixture.notifications(), json: json) }
@@ -106,7 +107,7 @@ final class NotificationSendTests: XCTestCase {
         XCTAssertEqual(commands.map(\.content.alertText), ["hello", "hello", "Anna wrote"])
         XCTAssertEqual(commands.map(\.message), ["hello", "hello", "hello"])
         XCTAssertEqual(commands[1].content.title, "Anna", "the title stays the push's title")
-        // The push itself carries it: the APNs alert and the seed 004 text.
+        // The push itself carries it: the APNs alert and the BW `text`.
         var writer = JSONWriter(capacity: PushPayload.maxBytes)
         PushPayload.render(commands[0], platform: .ios, messageId: "0-0", sentAt: Date(), managedBadge: nil, into: &writer)
         XCTAssertTrue(String(decoding: writer.bytes, as: UTF8.self).contains(#""body":"hello""#),

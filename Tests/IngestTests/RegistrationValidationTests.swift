@@ -5,7 +5,7 @@ import HummingbirdTesting
 import XCTest
 
 /// Structurally invalid registrations are a 400 naming the field, and nothing is published
-/// (SPEC §2, §8.5) — for a batch, not even its valid elements.
+/// (docs/API.md#errors-and-status-codes) — for a batch, not even its valid elements.
 final class RegistrationValidationTests: XCTestCase {
     /// Sends each case to a fresh application and checks the 400's field and that nothing was published.
     func assertRejected(_ path: String, _ json: String, headers: HTTPFields = [:], field: String,

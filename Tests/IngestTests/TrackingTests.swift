@@ -5,8 +5,9 @@ import HummingbirdTesting
 import Projections
 import XCTest
 
-/// `POST /v1/apps/{id}/tracking` and `GET /v1/apps/{id}/deliveries/{deliveryId}` (SPEC §6):
-/// the event shapes of seed 001, one command per delivery, every invalid event a 400 naming it.
+/// `POST /v1/apps/{id}/tracking` and `GET /v1/apps/{id}/deliveries/{deliveryId}`
+/// (docs/API.md#engagement-tracking): the tracking SDK's event shapes, one command per delivery,
+/// every invalid event a 400 naming it.
 final class TrackingTests: XCTestCase {
     private static let d1 = UUID(uuidString: "0A1868E6-04C9-4D3B-8125-2F9597F68E78")!
     private static let d2 = UUID(uuidString: "5d0c7a3e-9b61-4c2f-a8e4-3f1b2c9d8e70")!
@@ -136,7 +137,7 @@ final class TrackingTests: XCTestCase {
         XCTAssertEqual(stats.openRate, 0)
         let clicksWithoutImpressions = TrackingAPI.DeliveryStats(deliveryId: d1, sent: 4, impressions: 1, clicks: 2, opens: 1,
                                                                  repeatsIgnored: 0)
-        XCTAssertEqual(clicksWithoutImpressions.clickThroughRate, 2, "iOS impressions are unreliable (seed 001): > 1 is possible")
+        XCTAssertEqual(clicksWithoutImpressions.clickThroughRate, 2, "iOS impressions are unreliable: > 1 is possible")
     }
 
     func testStatsAre404ForUnknownAndOtherAppsDeliveriesAnd400ForABadId() async throws {

@@ -5,8 +5,9 @@ import HummingbirdTesting
 @testable import Ingest
 import XCTest
 
-/// Refusals before any decoding (413, 415, 404) and the 503 when the broker does not
-/// acknowledge (SPEC §8.1, §8.5): never a false 2xx, nothing published on a 4xx.
+/// Refusals before any decoding (413, 415, 404) and the 503 when the broker does not acknowledge
+/// (docs/ARCHITECTURE.md#acknowledged-means-durable): never a false 2xx, nothing published on a
+/// 4xx.
 final class TransportTests: XCTestCase {
     func testBodyOverOneMebibyteIs413AndPublishesNothing() async throws {
         let harness = await Harness.withClientApps()

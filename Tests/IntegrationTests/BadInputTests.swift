@@ -4,7 +4,8 @@ import NIOHTTP1
 import TestSupport
 import XCTest
 
-/// Every structurally bad request gets its 4xx and writes nothing to Kafka (SPEC §2, §8.5).
+/// Every structurally bad request gets its 4xx and writes nothing to Kafka
+/// (docs/ARCHITECTURE.md#limits-on-hostile-input).
 final class BadInputTests: XCTestCase {
     typealias API = DeviceRegistrationAPI
     private var stack: PushlineStack!

@@ -4,8 +4,9 @@ import Synchronization
 import TestSupport
 import XCTest
 
-/// With the broker gone, ingest never answers a false 2xx: it answers 503 + Retry-After once
-/// the acknowledgement bound passes, and its health check says unavailable (SPEC §8.1).
+/// With the broker gone, ingest never answers a false 2xx: it answers 503 + Retry-After once the
+/// acknowledgement bound passes, and its health check says unavailable
+/// (docs/ARCHITECTURE.md#acknowledged-means-durable).
 final class BrokerOutageTests: XCTestCase {
     func testIngestAnswers503WithRetryAfterWhenTheBrokerIsDown() async throws {
         let stack = try await PushlineStack.start()

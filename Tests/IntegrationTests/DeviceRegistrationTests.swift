@@ -4,8 +4,8 @@ import Projections
 import TestSupport
 import XCTest
 
-/// Seed 000 end to end: real broker, real ingest and processor executables, real SQLite,
-/// a real HTTP server receiving the status webhooks.
+/// The device registration API end to end: real broker, real ingest and processor executables, real
+/// SQLite, a real HTTP server receiving the status webhooks.
 final class DeviceRegistrationTests: XCTestCase {
     typealias API = DeviceRegistrationAPI
     private var stack: PushlineStack!

@@ -36,26 +36,26 @@ final class FieldLimitsPropertyTests: XCTestCase {
     private struct Case {
         var name: String
         var limit: Int
-        /// Whether one byte past `limit` is a 400: the seed 000 registration takes a longer token
-        /// and decides it asynchronously (`DeviceTokenTooLong`), as the seed says.
+        /// Whether one byte past `limit` is a 400: the registration API takes a longer token and
+        /// decides it asynchronously (`DeviceTokenTooLong`, docs/API.md#registration-outcomes).
         var pastIsRefused = true
         var send: @Sendable (PushlineStack, AdminAPI.AppCreatedAnswer, String, Int) async throws -> HTTPClientHelpers.Answer
     }
 
     private static let cases: [Case] = [
-        Case(name: "seed 000 UserId", limit: FieldLimits.userIdBytes) { stack, app, value, n in
+        Case(name: "registration UserId", limit: FieldLimits.userIdBytes) { stack, app, value, n in
             try await HTTPClientHelpers.post(stack.registrationURL(org: app.orgId, "devices"), json: DeviceRegistrationAPI.Registration(
                 MobileAppId: app.mobileAppId.uuidString, UserId: value, ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(n)))
         },
-        Case(name: "seed 000 FcmDeviceToken", limit: FieldLimits.deviceTokenBytes, pastIsRefused: false) { stack, app, value, _ in
+        Case(name: "registration FcmDeviceToken", limit: FieldLimits.deviceTokenBytes, pastIsRefused: false) { stack, app, value, _ in
             try await HTTPClientHelpers.post(stack.registrationURL(org: app.orgId, "devices"), json: DeviceRegistrationAPI.Registration(
                 MobileAppId: app.mobileAppId.uuidString, UserId: "u", ApiToken: app.apiToken, FcmDeviceToken: value))
         },
-        Case(name: "seed 000 cleanup UserId", limit: FieldLimits.userIdBytes) { stack, app, value, _ in
+        Case(name: "registration cleanup UserId", limit: FieldLimits.userIdBytes) { stack, app, value, _ in
             try await HTTPClientHelpers.post(stack.registrationURL(org: app.orgId, "devices/cleanup"), json: DeviceRegistrationAPI.Cleanup(
                 MobileAppId: app.mobileAppId.uuidString, ApiToken: app.apiToken, UserId: value))
         },
-        Case(name: "seed 000 cleanup DeviceToken", limit: FieldLimits.deviceTokenBytes) { stack, app, value, _ in
+        Case(name: "registration cleanup DeviceToken", limit: FieldLimits.deviceTokenBytes) { stack, app, value, _ in
             try await HTTPClientHelpers.post(stack.registrationURL(org: app.orgId, "devices/cleanup"), json: DeviceRegistrationAPI.Cleanup(
                 MobileAppId: app.mobileAppId.uuidString, ApiToken: app.apiToken, UserId: "u", DeviceToken: value))
         },

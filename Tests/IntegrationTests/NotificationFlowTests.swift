@@ -8,8 +8,8 @@ import Logging
 import TestSupport
 import XCTest
 
-/// Sends, managed notifications, acks and callbacks (SPEC §3–§5) through the real services and
-/// broker; outbound records are read back with kcat.
+/// Sends, managed notifications, acks and callbacks (docs/API.md#sending-notifications) through the
+/// real services and broker; outbound records are read back with kcat.
 final class NotificationFlowTests: XCTestCase {
     private var stack: PushlineStack!
 

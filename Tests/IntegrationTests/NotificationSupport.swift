@@ -22,7 +22,7 @@ extension PushlineStack {
     }
 
     /// Registers `count` devices, one per user `u-<n>`, half iOS and half Android, through the
-    /// seed 000 batch route.
+    /// registration API's batch route.
     func registerDevices(_ count: Int, app: AdminAPI.AppCreatedAnswer) async throws -> [String] {
         var tokens: [String] = []
         for start in stride(from: 0, to: count, by: 100) {

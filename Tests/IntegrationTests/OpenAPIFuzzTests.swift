@@ -91,10 +91,10 @@ final class OpenAPIFuzzTests: XCTestCase {
     /// deliveries in the paths, so that requests reach the routes' own code rather than all
     /// stopping at authentication or at a 404.
     ///
-    /// The seed 000 registrations are sent with `x-ms-track-registration: true`: only then does
-    /// their 202 have a body (`RegistrationRequestId`). Without it the 202 is empty and has no
-    /// `Content-Type` (SPEC §2), which OpenAPI cannot tell apart from the tracked answer of the
-    /// same status, so content-type and schema checks would misjudge it.
+    /// The registration API's registrations are sent with `x-ms-track-registration: true`: only
+    /// then does their 202 have a body (`RegistrationRequestId`). Without it the 202 is empty and
+    /// has no `Content-Type`, which OpenAPI cannot tell apart from the tracked answer of the same
+    /// status, so content-type and schema checks would misjudge it.
     static func configuration(stack: PushlineStack, app: AdminAPI.AppCreatedAnswer, deliveryId: UUID) -> String {
         func quoted(_ text: String) -> String {
             "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""

@@ -36,8 +36,8 @@ final class OperabilityTests: XCTestCase {
             try await self.stack.sqlite("SELECT callback_url FROM apps") == ["\(self.receiver.baseURL)/kf5"]
         }
 
-        // A seed 000 registration (token in the body) with a status webhook, a forged one, a
-        // device of user 123 and a ticket for it (app callback), a wrong Bearer token, and
+        // A registration API registration (token in the body) with a status webhook, a forged one,
+        // a device of user 123 and a ticket for it (app callback), a wrong Bearer token, and
         // tracking of an unknown delivery.
         let org = app.orgId, appId = app.mobileAppId.uuidString
         let registered = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices"), json: API.Registration(

@@ -176,7 +176,7 @@ final class PushlineStack: @unchecked Sendable {
         return created
     }
 
-    // MARK: - Seed 000 routes
+    // MARK: - Registration API routes
 
     func registrationURL(org: UUID, _ path: String) -> String {
         "\(ingestURL)/api/v1.0/orgs/\(org)/pushdeviceregistration/\(path)"

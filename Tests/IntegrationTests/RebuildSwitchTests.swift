@@ -9,10 +9,10 @@ import Synchronization
 import TestSupport
 import XCTest
 
-/// `pushline-processor rebuild` on a running stack (SPEC §8.3): the new PostgreSQL store is
-/// built from offset 0 while ingest keeps serving reads from the old one, the switch carries
-/// the old outbox over, and the stack restarted on the new store has the same tables and sends
-/// no webhook and no outbound record a second time.
+/// `pushline-processor rebuild` on a running stack (docs/ARCHITECTURE.md#replay-and-rebuild): the
+/// new PostgreSQL store is built from offset 0 while ingest keeps serving reads from the old one,
+/// the switch carries the old outbox over, and the stack restarted on the new store has the same
+/// tables and sends no webhook and no outbound record a second time.
 final class RebuildSwitchTests: XCTestCase {
     typealias API = DeviceRegistrationAPI
     private var stack: PushlineStack!

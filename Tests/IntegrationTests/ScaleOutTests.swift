@@ -9,10 +9,10 @@ import Projections
 import TestSupport
 import XCTest
 
-/// Processors scaled out (SPEC §8): one mixed stream of more than 50,000 commands over 12
-/// partitions, applied by one processor, by three in one consumer group, and by three of which
-/// one is SIGKILLed in the middle, each on a fresh broker and a fresh PostgreSQL database,
-/// ends in identical tables — and in the same tables as one processor on SQLite.
+/// Processors scaled out (docs/ARCHITECTURE.md#scale-out): one mixed stream of more than 50,000
+/// commands over 12 partitions, applied by one processor, by three in one consumer group, and by
+/// three of which one is SIGKILLed in the middle, each on a fresh broker and a fresh PostgreSQL
+/// database, ends in identical tables — and in the same tables as one processor on SQLite.
 final class ScaleOutTests: XCTestCase {
     private var fleets: [ProcessorFleet] = []
 

@@ -8,8 +8,8 @@ import Projections
 import TestSupport
 import XCTest
 
-/// Engagement tracking end to end (SPEC §6, seed 001): real broker, real ingest and processor
-/// binaries, broadlogIds read from the outbound records the devices would have received.
+/// Engagement tracking end to end (docs/API.md#engagement-tracking): real broker, real ingest and
+/// processor binaries, broadlogIds read from the outbound records the devices would have received.
 final class TrackingFlowTests: XCTestCase {
     private var stack: PushlineStack!
 

@@ -5,7 +5,7 @@ import TestSupport
 import XCTest
 
 /// Shared by the Kafka tests: quiet logging, group settings that make joins take ~2 s on
-/// Tansu (KAFKA-NOTES), and a bounded way to read batches.
+/// Tansu, and a bounded way to read batches.
 enum KafkaTestSupport {
     static let logger: Logger = {
         var logger = Logger(label: "kafka-tests")

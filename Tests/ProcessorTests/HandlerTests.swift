@@ -4,7 +4,8 @@ import Projections
 import XCTest
 @testable import Processor
 
-/// The registration rules of SPEC §2, decided in memory (no store, no broker).
+/// The registration rules (docs/API.md#registration-outcomes), decided in memory (no store, no
+/// broker).
 final class HandlerTests: XCTestCase {
     typealias API = DeviceRegistrationAPI
     let org = UUID(), appId = UUID(), tokenHash = ApiTokens.hash("good-token")

@@ -4,7 +4,8 @@ import Projections
 import XCTest
 @testable import Processor
 
-/// The notification rules of SPEC §3–§5, decided in memory (no store, no broker).
+/// The notification rules (docs/API.md#sending-notifications), decided in memory (no store, no
+/// broker).
 final class NotificationHandlerTests: XCTestCase {
     let org = UUID(), appId = UUID()
     let at = Date(timeIntervalSince1970: 1_800_000_000.123)

@@ -5,7 +5,8 @@ import Projections
 import XCTest
 @testable import Processor
 
-/// The tracking rules of SPEC §6, decided in memory: what is counted, parked or rejected.
+/// The tracking rules (docs/API.md#engagement-tracking), decided in memory: what is counted, parked
+/// or rejected.
 final class TrackingHandlerTests: XCTestCase {
     let appId = UUID(), otherApp = UUID(), deliveryId = UUID()
     let at = Date(timeIntervalSince1970: 1_800_000_000)

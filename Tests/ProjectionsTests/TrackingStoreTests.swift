@@ -3,8 +3,9 @@ import Foundation
 @testable import Projections
 import XCTest
 
-/// The tracking rows of SPEC §6 in a real store: counting, repeats, discarding what a delivery
-/// cannot own, settling a count against a stored delivery, statistics, loading, dumping.
+/// The tracking rows (docs/API.md#delivery-statistics) in a real store: counting, repeats,
+/// discarding what a delivery cannot own, settling a count against a stored delivery, statistics,
+/// loading, dumping.
 class TrackingStoreTests: StoreTestCase {
     /// One report of (action, device) as a mutation of its own.
     private func key(_ app: UUID, _ delivery: UUID, _ action: TrackingAction, _ index: Int) -> TrackingCounts {

@@ -3,8 +3,8 @@ import Foundation
 import Hummingbird
 import Projections
 
-/// The admin API (SPEC §1) under `/admin/v1`, behind `AdminAuthMiddleware`: apps, their API
-/// tokens and settings. Changes are commands like everything else (the app table is a
+/// The admin API (docs/API.md#admin-api) under `/admin/v1`, behind `AdminAuthMiddleware`: apps,
+/// their API tokens and settings. Changes are commands like everything else (the app table is a
 /// projection), so they show in `GET` only once the processor applied them.
 struct AdminRoutes: Sendable {
     static let basePath: RouterPath = "admin/v1"

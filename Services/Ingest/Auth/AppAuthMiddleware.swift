@@ -4,7 +4,7 @@ import Hummingbird
 import Projections
 
 /// Guards the client routes of one app (`…/apps/{mobileAppId}/…`): `Authorization: Bearer <api
-/// token>` must carry a live API token of the app in the path (SPEC §1).
+/// token>` must carry a live API token of the app in the path (docs/API.md#authentication).
 ///
 /// - `mobileAppId` not a UUID → 400 naming it.
 /// - No or a malformed `Authorization` → 401 (with `WWW-Authenticate: Bearer`).

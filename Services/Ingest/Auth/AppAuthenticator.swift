@@ -3,9 +3,9 @@ import Foundation
 import Hummingbird
 import Projections
 
-/// Tells whether an API token (as its hash) is a live token of an app, from `AppAuthCache`,
-/// else from the projection store. Shared by the Bearer routes (`AppAuthMiddleware`) and the
-/// seed 000 routes (`RegistrationGate`), so both judge a token the same way.
+/// Tells whether an API token (as its hash) is a live token of an app, from `AppAuthCache`, else
+/// from the projection store. Shared by the Bearer routes (`AppAuthMiddleware`) and the
+/// registration API's routes (`RegistrationGate`), so both judge a token the same way.
 ///
 /// A cached entry that does not admit the token is not trusted to refuse it: the store is read
 /// again, so a token issued since the entry was read works as soon as it is projected. An app

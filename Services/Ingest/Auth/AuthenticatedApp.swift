@@ -26,8 +26,8 @@ extension IngestRequestContext {
 }
 
 extension DeviceRegistrationRequested {
-    /// A registration through a Bearer route (BW, KF5): the app's org, the presented token's
-    /// hash, and neither status tracking nor a status webhook (those belong to seed 000).
+    /// A registration through a Bearer route (BW, KF5): the app's org, the presented token's hash,
+    /// and neither status tracking nor a status webhook (only the registration API has them).
     init(authenticated auth: AuthenticatedApp, userId: String, platform: Platform, deviceToken: String) {
         self.init(registrationRequestId: .random(), orgId: auth.orgId, mobileAppId: auth.mobileAppId, userId: userId,
                   platform: platform, deviceToken: deviceToken, apiTokenHash: auth.tokenHash, trackStatus: false,

@@ -3,8 +3,8 @@ import Foundation
 import Hummingbird
 import Projections
 
-/// The BW managed-notification routes (seed 004): a device acknowledges a notification, and
-/// lists the ones it has not acknowledged yet.
+/// The BW managed-notification routes (docs/API.md#managed-notifications-and-acknowledgements): a
+/// device acknowledges a notification, and lists the ones it has not acknowledged yet.
 extension BWDeviceRoutes {
     /// `PUT /acks` `{"nid", "did", "bid"?}` → 201, empty. Pushline's `nid`s are delivery ids, so
     /// `nid` must be a UUID; it is stored lower-case, as it was sent in the payload.

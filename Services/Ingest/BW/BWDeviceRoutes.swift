@@ -3,8 +3,8 @@ import Foundation
 import Hummingbird
 import Projections
 
-/// The BW-style device service (seed 004, SPEC §3), mounted per app at
-/// `/bwmi/v1/apps/{mobileAppId}` behind `AppAuthMiddleware` (the seed serves one app per server
+/// The BW-style device service (docs/API.md#bw-device-service), mounted per app at
+/// `/bwmi/v1/apps/{mobileAppId}` behind `AppAuthMiddleware` (the original serves one app per server
 /// and has no authentication; Pushline is multi-tenant):
 /// - `PUT /devices` → 201, a `DeviceRegistrationRequested`;
 /// - `DELETE /devices` → 200, a `DeviceCleanupRequested`;
@@ -27,8 +27,8 @@ struct BWDeviceRoutes: Sendable {
     }
 
     /// `PUT /devices` `{"deviceId", "type", "user"}` → 201, empty. The token must have its
-    /// platform's format: the seed answers this call synchronously, so a malformed token is a
-    /// 400 here rather than a failed registration later.
+    /// platform's format: this API answers the call synchronously, so a malformed token is a 400
+    /// here rather than a failed registration later.
     @Sendable func register(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let auth = try context.authenticated()
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
@@ -43,7 +43,7 @@ struct BWDeviceRoutes: Sendable {
         return Response(status: .created)
     }
 
-    /// `DELETE /devices`, the same body → 200, empty. `type` is ignored: the seed's own example
+    /// `DELETE /devices`, the same body → 200, empty. `type` is ignored: the SDK's own example
     /// sends `"IOS|ANDROID"`, and a token identifies the device without it.
     @Sendable func deregister(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let auth = try context.authenticated()

@@ -2,11 +2,12 @@ import Contracts
 import Foundation
 import Hummingbird
 
-/// The KF5 SDK's token calls (seed 002, SPEC §5), mounted per app at `/kf5/v1/apps/{mobileAppId}`
-/// behind `AppAuthMiddleware`: `saveToken` is `POST /tokens` (201, a `DeviceRegistrationRequested`)
-/// and `deleteToken` is `DELETE /tokens` (200, a `DeviceCleanupRequested`), both with
-/// `{"userToken", "deviceToken", "type"?}`. `userToken` is the app's user id of the device, the
-/// one the app's callback (SPEC §5) is later told about.
+/// The KF5 SDK's token calls (docs/API.md#kf5-sdk-token-api), mounted per app at
+/// `/kf5/v1/apps/{mobileAppId}` behind `AppAuthMiddleware`: `saveToken` is `POST /tokens` (201, a
+/// `DeviceRegistrationRequested`) and `deleteToken` is `DELETE /tokens` (200, a
+/// `DeviceCleanupRequested`), both with `{"userToken", "deviceToken", "type"?}`. `userToken` is the
+/// app's user id of the device, the one the app's callback (docs/API.md#app-callbacks) is later
+/// told about.
 struct KF5TokenRoutes: Sendable {
     static let basePath: RouterPath = "kf5/v1/apps/:mobileAppId"
 

@@ -2,8 +2,9 @@ import Contracts
 import Foundation
 import Hummingbird
 
-/// The send API (SPEC §4), mounted at `/v1/apps/{mobileAppId}` behind `AppAuthMiddleware`:
-/// `POST …/notifications` → `202 {"deliveryId"}` once the `NotificationRequested` is in Kafka.
+/// The send API (docs/API.md#sending-notifications), mounted at `/v1/apps/{mobileAppId}` behind
+/// `AppAuthMiddleware`: `POST …/notifications` → `202 {"deliveryId"}` once the
+/// `NotificationRequested` is in Kafka.
 ///
 /// Ingest only validates and publishes; the processor resolves the target to devices and
 /// renders the per-platform payloads, so the answer does not say how many devices there are.

@@ -1,8 +1,8 @@
 import Contracts
 import Foundation
 
-/// The rules of a send request (SPEC §3, §4). Each failure is a 400 naming the field; nothing is
-/// published for a request that fails any of them.
+/// The rules of a send request (docs/API.md#sending-notifications). Each failure is a 400 naming
+/// the field; nothing is published for a request that fails any of them.
 extension NotificationRequested {
     init(validating send: NotificationAPI.SendRequest, deliveryId: UUID, mobileAppId: UUID) throws {
         let target = try Self.target(of: send)
@@ -152,7 +152,7 @@ extension NotificationRequested {
         }
     }
 
-    /// A non-empty string, or an integer kept as its decimal text (seed 002 sends `"123"`).
+    /// A non-empty string, or an integer kept as its decimal text (the callback's `ticket_id` is then `"123"`).
     private static func ticketId(_ value: NotificationAPI.Scalar?) throws -> String {
         switch value {
         case nil: throw IngestError.badRequest("ticketId is required for kind ticket", field: "ticketId")

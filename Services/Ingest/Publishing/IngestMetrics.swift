@@ -10,8 +10,8 @@ import Metrics
 /// - `pushline_ingest_publish_duration_seconds`: time spent in `CommandPublisher.publish`.
 /// - `pushline_ingest_rate_limited_total{scope}`: requests refused with 429, by the limit that
 ///   refused them (`app` or `source`).
-/// - `pushline_ingest_forged_commands_total`: seed 000 commands answered 202 but not written,
-///   because their API token is not a live token of their app.
+/// - `pushline_ingest_forged_commands_total`: registration API commands answered 202 but not
+///   written, because their API token is not a live token of their app.
 struct IngestMetrics: Sendable {
     static let requestsLabel = "pushline_ingest_requests_total"
     static let publishedLabel = "pushline_ingest_commands_published_total"

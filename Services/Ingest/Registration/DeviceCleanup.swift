@@ -39,8 +39,8 @@ extension RegistrationRoutes {
 }
 
 extension DeviceCleanupRequested {
-    /// Validates one seed 000 cleanup and makes its command; without `DeviceToken` it removes
-    /// every device of the user in the app.
+    /// Validates one registration API cleanup and makes its command; without `DeviceToken` it
+    /// removes every device of the user in the app.
     init(validating cleanup: DeviceRegistrationAPI.Cleanup, index: Int?, orgId: UUID) throws {
         let mobileAppId = try FieldRules.uuid(cleanup.MobileAppId, field: RegistrationRoutes.field("MobileAppId", index: index))
         let apiToken = try FieldRules.required(cleanup.ApiToken, maxBytes: FieldLimits.apiTokenBytes,

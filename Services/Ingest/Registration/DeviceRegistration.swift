@@ -46,8 +46,8 @@ extension RegistrationRoutes {
 }
 
 extension DeviceRegistrationRequested {
-    /// Validates one seed 000 registration and makes its command: a new request id, the platform
-    /// from the token field that was sent, the API token only as its hash (and inside the
+    /// Validates one registration API registration and makes its command: a new request id, the
+    /// platform from the token field that was sent, the API token only as its hash (and inside the
     /// webhook signature). `index` is the element's position in a batch, for the 400's field name.
     init(validating registration: DeviceRegistrationAPI.Registration, index: Int?, orgId: UUID,
          headers: RegistrationHeaders) throws {
@@ -79,7 +79,8 @@ extension DeviceRegistrationRequested {
 }
 
 extension Optional where Wrapped == String {
-    /// The string, unless it is absent or empty (the seed treats an empty field as not sent).
+    /// The string, unless it is absent or empty (the original API treats an empty field as not
+    /// sent).
     var nonEmpty: String? {
         guard let self, !self.isEmpty else { return nil }
         return self

@@ -3,12 +3,13 @@ import Foundation
 import Hummingbird
 import Logging
 
-/// Judges the commands of the seed 000 write routes before they are written. The seed answers
-/// `202` to a request with an unknown API token, so that a forger learns nothing; Pushline
-/// keeps that answer, but writes nothing to Kafka for a command whose token is not a live token
-/// of its app (`AppAuthenticator`: the app and the token as projected, cached for
-/// `PUSHLINE_AUTH_CACHE_MS`), and counts it in `pushline_ingest_forged_commands_total`. Forged
-/// traffic therefore costs a cache lookup, not a record the processor must read.
+/// Judges the commands of the registration API's write routes before they are written
+/// (docs/API.md#forged-requests). That API answers `202` to a request with an unknown API token, so
+/// that a forger learns nothing; Pushline keeps that answer, but writes nothing to Kafka for a
+/// command whose token is not a live token of its app (`AppAuthenticator`: the app and the token as
+/// projected, cached for `PUSHLINE_AUTH_CACHE_MS`), and counts it in
+/// `pushline_ingest_forged_commands_total`. Forged traffic therefore costs a cache lookup, not a
+/// record the processor must read.
 ///
 /// A token, or an app, works here once the processor has projected it, as on the Bearer routes.
 /// When the store cannot be read, the commands are written and the processor judges them:

@@ -2,9 +2,8 @@ import Contracts
 import Foundation
 import Hummingbird
 
-/// The seed 000 registration headers, read and validated once per request:
-/// `x-ms-track-registration`, `x-ms-callback-url` (alias `x-ms-status-callback-url`) and
-/// `x-ms-callback-url-headers`.
+/// The registration API's headers, read and validated once per request: `x-ms-track-registration`,
+/// `x-ms-callback-url` (alias `x-ms-status-callback-url`) and `x-ms-callback-url-headers`.
 struct RegistrationHeaders: Sendable {
     /// Whether the outcome is stored and the answer carries `RegistrationRequestId`s.
     var trackStatus: Bool

@@ -3,7 +3,7 @@ import Foundation
 import Hummingbird
 import Projections
 
-/// The seed 000 device-registration API (SPEC §2), mounted at
+/// The device registration API (docs/API.md#device-registration-api), mounted at
 /// `/api/v1.0/orgs/{orgId}/pushdeviceregistration`: registrations, their status, cleanups.
 ///
 /// Every request is validated completely before anything is published, so a 400 writes nothing,
@@ -19,7 +19,7 @@ struct RegistrationRoutes: Sendable {
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
         group.post("devices", use: register)
         group.post("devices/batch", use: registerBatch)
-        // The router ignores a trailing slash, so this also serves the seed's `devices/status/`.
+        // The router ignores a trailing slash, so this also serves the clients' `devices/status/`.
         group.post("devices/status", use: status)
         group.post("devices/cleanup", use: cleanup)
         group.post("devices/cleanup/batch", use: cleanupBatch)

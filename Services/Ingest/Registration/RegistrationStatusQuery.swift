@@ -8,7 +8,7 @@ import Projections
 ///
 /// Statuses are read only for an app of this org presented with one of its live API tokens;
 /// otherwise every id answers `Pending`, exactly as an unknown or untracked id does, so that a
-/// forger learns nothing (seed 000).
+/// forger learns nothing (docs/API.md#forged-requests).
 extension RegistrationRoutes {
     @Sendable func status(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let orgId = try orgId(context)

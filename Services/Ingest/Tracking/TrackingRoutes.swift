@@ -3,8 +3,8 @@ import Foundation
 import Hummingbird
 import Projections
 
-/// Engagement tracking (SPEC §6, seed 001), mounted at `/v1/apps/{mobileAppId}` behind
-/// `AppAuthMiddleware`:
+/// Engagement tracking (docs/API.md#engagement-tracking), mounted at `/v1/apps/{mobileAppId}`
+/// behind `AppAuthMiddleware`:
 /// - `POST …/tracking`: one event or an array of 1…1000 → `202 {"accepted": n}` once the
 ///   broker has them; one invalid event refuses the whole request (400 naming it).
 /// - `GET …/deliveries/{deliveryId}`: the delivery's counts and rates, as projected now.
@@ -83,7 +83,7 @@ struct TrackingRoutes: Sendable {
         return commands
     }
 
-    /// The seed's action codes, as strings (`"7"`) or integers (`7`).
+    /// The tracking SDK's action codes, as strings (`"7"`) or integers (`7`).
     static func action(_ value: NotificationAPI.Scalar?, field: String) throws -> TrackingAction {
         let code: Int? = switch value {
         case .string(let text): text.utf8.count == 1 ? Int(text) : nil

@@ -8,7 +8,7 @@ import Synchronization
 /// fetch response minus the next offset stored for it.
 ///
 /// The high watermark comes from fetch responses, not from a ListOffsets request (Tansu's answer
-/// to ListOffsets(latest) cannot be trusted; see KAFKA-NOTES). A partition whose high watermark
+/// to ListOffsets(latest) cannot be trusted). A partition whose high watermark
 /// is not known yet has no gauge. A partition that moved to another processor loses its gauge
 /// here, so summing the metric over all processors counts each partition once.
 final class ConsumerLagGauges: Sendable {

@@ -200,7 +200,7 @@ struct BatchState {
     }
 }
 
-/// One record for the outbound topic: keyed by device token (SPEC §4).
+/// One record for the outbound topic, keyed by device token (docs/API.md#outbound-payloads).
 ///
 /// A send's records are kept as (template, position) and rendered when they are published,
 /// by several tasks at once and while earlier records are already on the wire.

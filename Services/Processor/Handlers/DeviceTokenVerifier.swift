@@ -1,6 +1,7 @@
 import Contracts
 
-/// Decides whether a device token can receive pushes: the "dry run" of seed 000.
+/// Decides whether a device token can receive pushes: the registration API's "dry run"
+/// (`DryRunSendingFailed`, docs/API.md#registration-outcomes).
 ///
 /// The default checks the platform's token format; a deployment that holds APNs/FCM
 /// credentials may plug in a verifier that sends a real invisible notification.

@@ -2,9 +2,10 @@ import Contracts
 import Foundation
 import Projections
 
-/// Applies a send (SPEC §4): resolves the target to the app's devices as they are now, writes
-/// one outbound record per device, makes a managed notification pending on each device, and
-/// enqueues the app callbacks of `ticket` and `im` sends (SPEC §5).
+/// Applies a send (docs/API.md#sending-notifications): resolves the target to the app's devices as
+/// they are now, writes one outbound record per device, makes a managed notification pending on
+/// each device, and enqueues the app callbacks of `ticket` and `im` sends
+/// (docs/API.md#app-callbacks).
 ///
 /// Everything derives from the command and the loaded rows — message ids from the delivery id
 /// and the device's position, the timestamp from the command's time — so applying the same
@@ -76,7 +77,7 @@ enum NotificationHandler {
         return state.pendingCount(key.device)
     }
 
-    /// One callback per user of the resolved devices, listing that user's devices (seed 002).
+    /// One callback per user of the resolved devices, listing that user's devices.
     /// The job id is (delivery, user): a replay of the command finds the job and sends nothing.
     private static func enqueueCallbacks(_ c: NotificationRequested, devices: [DeviceRow], app: AppRow, url: String, at: Date,
                                          state: inout BatchState) {
@@ -94,9 +95,10 @@ enum NotificationHandler {
     }
 }
 
-/// Applies a device's acknowledgement (SPEC §3): the notification is no longer pending on it,
-/// and the device is sent its new badge. The ack is kept, so that a notification applied
-/// after it (they may travel on different partitions) is not made pending.
+/// Applies a device's acknowledgement (docs/API.md#managed-notifications-and-acknowledgements):
+/// the notification is no longer pending on it, and the device is sent its new badge. The ack is
+/// kept, so that a notification applied after it (they may travel on different partitions) is
+/// not made pending.
 enum AckHandler {
     static func apply(_ c: NotificationAcknowledged, id: UUID, at: Date, to state: inout BatchState) -> HandlerResult {
         guard state.apps[c.mobileAppId] != nil else { return .rejected("unknown-app") }

@@ -2,8 +2,8 @@ import Contracts
 import Foundation
 import Projections
 
-/// Decides the outcome of a device registration (SPEC §2) and records its effects: the device
-/// row, the tracked status, and the status webhook as an outbox job.
+/// Decides the outcome of a device registration (docs/API.md#registration-outcomes) and records its
+/// effects: the device row, the tracked status, and the status webhook as an outbox job.
 struct RegistrationHandler {
     typealias Reason = DeviceRegistrationAPI.FailureReason
 
@@ -20,7 +20,8 @@ struct RegistrationHandler {
     /// `storeFailed`: the store rejected this registration's device write after retries; the
     /// outcome is then `FailedToStoreDevice` and the device row is left as it was.
     func apply(_ c: DeviceRegistrationRequested, at: Date, to state: inout BatchState, storeFailed: Bool = false) -> HandlerResult {
-        // Forged or stale tokens get no history and no webhook (seed 000): no work for an attacker.
+        // Forged or stale tokens get no history and no webhook: no work for an attacker
+        // (docs/API.md#forged-requests).
         guard state.authorizes(app: c.mobileAppId, org: c.orgId, tokenHash: c.apiTokenHash) else {
             return .rejected("invalid-api-token")
         }

@@ -28,7 +28,7 @@ enum TrackingOutcome: Hashable, Sendable {
     }
 }
 
-/// Applies engagement reports (SPEC §6, seed 001).
+/// Applies engagement reports (docs/API.md#engagement-tracking).
 ///
 /// Counts must come out exact whatever the order of arrival, and the tracking topic is keyed
 /// by delivery while sends travel on the notification topic, so a report may be applied before

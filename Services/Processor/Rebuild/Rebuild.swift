@@ -5,9 +5,9 @@ import Logging
 import Projections
 import Synchronization
 
-/// `pushline-processor rebuild`: builds the projections anew from the command topics, from
-/// offset 0, into a new store (SPEC §8.3), and switches over to it without sending anything
-/// twice.
+/// `pushline-processor rebuild`: builds the projections anew from the command topics, from offset
+/// 0, into a new store (docs/ARCHITECTURE.md#replay-and-rebuild), and switches over to it without
+/// sending anything twice.
 ///
 /// The topics are replayed one after the other — admin, registration, notification, tracking —
 /// each up to its target offsets, through the same applier the processor uses. Running them in

@@ -67,7 +67,8 @@ public struct AppSettingsChanged: Command, Equatable {
     public var name: String?
     public var callbackUrl: String?
     public var callbackHeaders: [String: String]?
-    /// Extra attempts after the first for status webhooks and callbacks (0 = one attempt, the seed's rule).
+    /// Extra attempts after the first for status webhooks and callbacks (0 = one attempt, the
+    /// default).
     public var webhookRetries: Int?
 
     public init(mobileAppId: UUID, name: String? = nil, callbackUrl: String? = nil,

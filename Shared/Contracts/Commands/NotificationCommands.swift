@@ -11,7 +11,7 @@ public struct NotificationTarget: Codable, Sendable, Equatable {
         self.deviceTokens = deviceTokens
     }
 
-    /// The most elements either list may have (SPEC §4).
+    /// The most elements either list may have.
     public static let maxTargets = 1000
 }
 
@@ -20,18 +20,18 @@ public enum NotificationPriority: String, Codable, Sendable, CaseIterable {
     case high, normal
 }
 
-/// What a notification is for: a plain alert, or the seed 002 customer-service kinds that
-/// also call the app's callback URL.
+/// What a notification is for: a plain alert, or the KF5 customer-service kinds that also call the
+/// app's callback URL.
 public enum NotificationKind: String, Codable, Sendable, CaseIterable {
     case alert, ticket, im
 }
 
-/// The displayed and platform content of a notification (SPEC §4, seed 003's option table).
-/// A `nil` field is not rendered.
+/// The displayed and platform content of a notification (docs/API.md#content-and-alert-text). A
+/// `nil` field is not rendered.
 public struct NotificationContent: Codable, Sendable, Equatable {
     public var title: String?
     public var body: String?
-    /// The seed 004 alert text; when absent the alert text is `body`, else `title`.
+    /// The BW alert text; when absent the alert text is `body`, else `title`.
     public var text: String?
     public var sound: String?
     public var badge: Int?
@@ -65,7 +65,7 @@ public struct NotificationContent: Codable, Sendable, Equatable {
         self.custom = custom
     }
 
-    /// The alert text of SPEC §3: `text`, else `body`, else `title` (empty when none is set).
+    /// The alert text: `text`, else `body`, else `title` (empty when none is set).
     public var alertText: String { text ?? body ?? title ?? "" }
 }
 
@@ -81,11 +81,11 @@ public struct NotificationRequested: Command, Equatable {
     public var mobileAppId: UUID
     public var target: NotificationTarget
     public var content: NotificationContent
-    /// Managed notifications stay pending on each device until it acknowledges them (seed 004).
+    /// Managed notifications stay pending on each device until it acknowledges them.
     public var managed: Bool
-    /// The seed 004 `bid`.
+    /// The BW `bid`.
     public var businessId: String?
-    /// Whether devices should report engagement (`_acsDeliveryTracking`, seed 001).
+    /// Whether devices should report engagement (`_acsDeliveryTracking`).
     public var tracking: Bool
     public var kind: NotificationKind
     /// For `kind == .ticket`.
@@ -111,8 +111,9 @@ public struct NotificationRequested: Command, Equatable {
     /// The notification id (`nid`) of a managed notification: its delivery id.
     public var notificationId: String { deliveryId.lowercasedString }
 
-    /// A send to one user shares that user's partition (SPEC §7); any other send is keyed by
-    /// its delivery id, which spreads large sends over the partitions.
+    /// A send to one user is keyed by (app, user), so the sends to one user stay in order; any
+    /// other send is keyed by its delivery id, which spreads large sends over the partitions
+    /// (docs/ARCHITECTURE.md#keys-and-ordering).
     public var recordKey: String {
         if target.deviceTokens.isEmpty, target.userIds.count == 1 {
             return RecordKey.user(app: mobileAppId, user: target.userIds[0])

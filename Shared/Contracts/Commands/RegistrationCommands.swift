@@ -20,7 +20,8 @@ public struct StatusCallback: Codable, Sendable, Equatable {
     }
 }
 
-/// A device registration (seed 000 `devices` and `devices/batch`), one per device.
+/// A device registration, one per device: the registration API's `devices` and `devices/batch`, BW
+/// `PUT devices`, KF5 `POST tokens`.
 public struct DeviceRegistrationRequested: Command, Equatable {
     public static let type = CommandType.deviceRegistrationRequested
     public static let topic = CommandTopic.registration
@@ -53,8 +54,9 @@ public struct DeviceRegistrationRequested: Command, Equatable {
     public var recordKey: String { RecordKey.user(app: mobileAppId, user: userId) }
 }
 
-/// A device cleanup (seed 000 `devices/cleanup` and `cleanup/batch`): removes the (app, user,
-/// token) row, or every device of the user in the app when `deviceToken` is absent.
+/// A device cleanup (the registration API's `devices/cleanup` and `cleanup/batch`, BW `DELETE
+/// devices`, KF5 `DELETE tokens`): removes the (app, user, token) row, or every device of the user
+/// in the app when `deviceToken` is absent.
 public struct DeviceCleanupRequested: Command, Equatable {
     public static let type = CommandType.deviceCleanupRequested
     public static let topic = CommandTopic.registration

@@ -1,7 +1,6 @@
 import Foundation
 
-/// What a device reports about a notification (seed 001). The raw values are the seed's
-/// action codes.
+/// What a device reports about a notification. The raw values are the tracking SDK's action codes.
 public enum TrackingAction: Int, Codable, Sendable, CaseIterable, Comparable {
     /// The app was opened from the notification (`"1"`).
     case open = 1
@@ -47,10 +46,10 @@ public struct TrackingEvent: Codable, Sendable, Equatable {
 /// (`POST /v1/apps/{id}/tracking`). A request reporting on several deliveries becomes one
 /// command per delivery, in the order their first events appeared.
 ///
-/// Keyed by delivery (SPEC §7): all events of a delivery are applied by one processor, in
-/// order, so deduplicating them needs no coordination. Whether the delivery exists, had
-/// tracking on, and sent the broadlogId is decided by the processor, not here: the events may
-/// legitimately be applied before the send they report on.
+/// Keyed by delivery (docs/ARCHITECTURE.md#keys-and-ordering): all events of a delivery are applied
+/// by one processor, in order, so deduplicating them needs no coordination. Whether the delivery
+/// exists, had tracking on, and sent the broadlogId is decided by the processor, not here: the
+/// events may legitimately be applied before the send they report on.
 public struct TrackingReported: Command, Equatable {
     public static let type = CommandType.trackingReported
     public static let topic = CommandTopic.tracking

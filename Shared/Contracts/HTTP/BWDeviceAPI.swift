@@ -1,7 +1,7 @@
 import Foundation
 
-/// Wire shapes of the BW-style device service (seed 004, SPEC §3), mounted per app under
-/// `/bwmi/v1/apps/{mobileAppId}` and authenticated with `Authorization: Bearer <api token>`.
+/// Wire shapes of the BW-style device service (docs/API.md#bw-device-service), mounted per app
+/// under `/bwmi/v1/apps/{mobileAppId}` and authenticated with `Authorization: Bearer <api token>`.
 /// Fields are optional here so that ingest can name the missing one in its 400.
 public enum BWDeviceAPI {
     /// `PUT /devices` and `DELETE /devices`.
@@ -75,10 +75,10 @@ public enum BWDeviceAPI {
         }
     }
 
-    /// The Pushline user id of a BW user (SPEC §3): `tel:<E.164>` when a phone is given (it wins
-    /// over the e-mail, so the same person registered from two devices is one user), else
-    /// `mailto:<e-mail, lower-cased>`. An empty or blank field counts as not given; a given but
-    /// invalid phone is an error rather than a silent fall-back to the e-mail.
+    /// The Pushline user id of a BW user (docs/API.md#bw-user-ids): `tel:<E.164>` when a phone is
+    /// given (it wins over the e-mail, so the same person registered from two devices is one user),
+    /// else `mailto:<e-mail, lower-cased>`. An empty or blank field counts as not given; a given
+    /// but invalid phone is an error rather than a silent fall-back to the e-mail.
     public static func userId(phone: String?, email: String?) throws(UserIdError) -> String {
         if let phone, !phone.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
             guard let e164 = e164(phone) else { throw .invalidPhone }

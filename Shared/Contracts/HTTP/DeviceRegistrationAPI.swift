@@ -1,12 +1,13 @@
 import Foundation
 
-/// Wire shapes of the seed 000 device-registration API
-/// (`/api/v1.0/orgs/{orgId}/pushdeviceregistration/…`). Field names are PascalCase exactly as
-/// in the seed. Fields are optional here so that ingest can name the missing one in its 400.
+/// Wire shapes of the device registration API (docs/API.md#device-registration-api)
+/// (`/api/v1.0/orgs/{orgId}/pushdeviceregistration/…`). Field names are PascalCase, exactly as
+/// its clients send them. Fields are optional here so that ingest can name the missing one in
+/// its 400.
 public enum DeviceRegistrationAPI {
     public static let trackRegistrationHeader = "x-ms-track-registration"
     public static let callbackURLHeader = "x-ms-callback-url"
-    /// The seed's other name for `x-ms-callback-url`; both are accepted.
+    /// The other name some clients use for `x-ms-callback-url`; both are accepted.
     public static let statusCallbackURLHeader = "x-ms-status-callback-url"
     public static let callbackURLHeadersHeader = "x-ms-callback-url-headers"
     public static let maxBatch = 100
@@ -63,7 +64,7 @@ public enum DeviceRegistrationAPI {
         case Pending, Success, Failed
     }
 
-    /// Why a registration failed (seed 000's list).
+    /// Why a registration failed (docs/API.md#registration-outcomes).
     public enum FailureReason: String, Codable, Sendable, CaseIterable {
         case DuplicateExists, DryRunSendingFailed, DeviceTokenTooLong, FailedToStoreDevice, ApiTokenNotValid
     }

@@ -1,7 +1,7 @@
 import Foundation
 
-/// Wire shapes of the KF5 SDK calls (seed 002, SPEC §5): `saveToken` and `deleteToken` map to
-/// `POST` and `DELETE /kf5/v1/apps/{mobileAppId}/tokens`, authenticated with
+/// Wire shapes of the KF5 SDK calls (docs/API.md#kf5-sdk-token-api): `saveToken` and `deleteToken`
+/// map to `POST` and `DELETE /kf5/v1/apps/{mobileAppId}/tokens`, authenticated with
 /// `Authorization: Bearer <api token>`.
 public enum KF5API {
     /// The body of both routes. Fields are optional so that ingest can name the missing one.

@@ -1,8 +1,9 @@
 import Foundation
 
-/// Wire shapes of the send API, `POST /v1/apps/{mobileAppId}/notifications` (SPEC §4,
-/// `Authorization: Bearer <api token>`). Every field is optional here so that ingest can name
-/// the missing or invalid one in its 400; unknown fields are ignored.
+/// Wire shapes of the send API, `POST /v1/apps/{mobileAppId}/notifications`
+/// (docs/API.md#sending-notifications, `Authorization: Bearer <api token>`). Every field is
+/// optional here so that ingest can name the missing or invalid one in its 400; unknown fields are
+/// ignored.
 public enum NotificationAPI {
     /// At most this many `custom` entries.
     public static let maxCustomEntries = 100
@@ -34,7 +35,7 @@ public enum NotificationAPI {
         /// Default false.
         public var managed: Bool?
         public var businessId: String?
-        /// `"on"`/`"off"` (the seed's `_acsDeliveryTracking` spelling) or `true`/`false`; default on.
+        /// `"on"`/`"off"` (the `_acsDeliveryTracking` spelling) or `true`/`false`; default on.
         public var tracking: Scalar?
         /// `alert` (default), `ticket` or `im`.
         public var kind: String?

@@ -1,15 +1,15 @@
 import Foundation
 
-/// The engagement tracking routes (SPEC §6, seed 001).
+/// The engagement tracking routes (docs/API.md#engagement-tracking).
 public enum TrackingAPI {
     /// The most events one `POST …/tracking` may carry.
     public static let maxEvents = 1000
     /// The longest broadlogId accepted; Pushline's own are at most 36 bytes.
     public static let maxBroadlogIdBytes = 128
 
-    /// One event of `POST /v1/apps/{id}/tracking`, as the seed's SDK sends it: `deliveryId`
-    /// (`_dId`), `broadlogId` (`_mId`), `action` `"1"`, `"2"`, `"7"` (or the same integers).
-    /// Fields are optional here so that ingest can name the one that is missing.
+    /// One event of `POST /v1/apps/{id}/tracking`, as the tracking SDK sends it: `deliveryId`
+    /// (`_dId`), `broadlogId` (`_mId`), `action` `"1"`, `"2"`, `"7"` (or the same integers). Fields
+    /// are optional here so that ingest can name the one that is missing.
     public struct Event: Codable, Sendable, Equatable {
         public var deliveryId: String?
         public var broadlogId: String?
@@ -34,9 +34,9 @@ public enum TrackingAPI {
     /// `GET /v1/apps/{id}/deliveries/{deliveryId}`: the delivery's statistics.
     ///
     /// `impressions`, `clicks` and `opens` count distinct devices (broadlogIds): a device that
-    /// reports the same action again adds to `repeatsIgnored` instead. The rates are 0 when
-    /// their denominator is 0, and may exceed 1 (an open or a click can be reported without
-    /// an impression: iOS does not always report impressions, seed 001).
+    /// reports the same action again adds to `repeatsIgnored` instead. The rates are 0 when their
+    /// denominator is 0, and may exceed 1 (an open or a click can be reported without an
+    /// impression: iOS does not always report impressions).
     public struct DeliveryStats: Codable, Sendable, Equatable {
         public var deliveryId: String
         public var sent: Int

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The body of the seed 002 app callback (SPEC §5), POSTed once per user for `ticket` and
+/// The body of the app callback (docs/API.md#app-callbacks), POSTed once per user for `ticket` and
 /// `im` notifications:
 /// `{"user":{"user_id":123},"device":[{"device_token":"…","type":"IOS"}],"notification":{"ticket_id":"123","type":"ticket"}}`.
 public enum AppCallback {
@@ -12,7 +12,7 @@ public enum AppCallback {
         w.key("user")
         w.beginObject()
         w.key("user_id")
-        // The seed's user_id is an integer; ids that are not one stay strings rather than fail.
+        // The KF5 user_id is an integer; ids that are not one stay strings rather than fail.
         if let number = integerUserId(userId) {
             w.raw(number.utf8)
         } else {
@@ -41,7 +41,7 @@ public enum AppCallback {
         return w.data
     }
 
-    /// The seed's device `type`, as in seed 004 too.
+    /// The device `type` of the KF5 callback, also the BW device service's `type`.
     public static func platformType(_ platform: Platform) -> String {
         switch platform {
         case .ios: "IOS"

@@ -56,8 +56,7 @@ public struct JSONWriter: Sendable {
         needsComma = true
     }
 
-    /// An integer as a JSON string of its decimal digits: FCM data and the seed 004 keys are
-    /// string maps.
+    /// An integer as a JSON string of its decimal digits: FCM data and the BW keys are string maps.
     public mutating func intString(_ value: Int) {
         separate()
         bytes.append(0x22)

@@ -1,7 +1,8 @@
 import Crypto
 import Foundation
 
-/// Message ids (`_mId`, the seed 001/003 broadlogId): one per device of a delivery.
+/// Message ids (`_mId`, the broadlogId devices report in tracking): one per device of a delivery
+/// (docs/API.md#outbound-payloads).
 ///
 /// Derived from the delivery id and the device's position in it rather than drawn at random,
 /// so a replay or retry writes the same id, and tracking can tell whether a broadlogId belongs

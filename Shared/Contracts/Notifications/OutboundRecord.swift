@@ -1,6 +1,7 @@
 import Foundation
 
-/// The value of one record on the `outbound` topic, keyed by device token (SPEC §4):
+/// The value of one record on the `outbound` topic, keyed by device token
+/// (docs/API.md#outbound-payloads):
 /// `{"mobileAppId","deviceToken","platform","deliveryId" (absent on badge updates),"messageId","payload":{…}}`.
 ///
 /// Written by hand into one buffer, payload included: a record per device is the processor's

@@ -1,7 +1,7 @@
 import Foundation
 
-/// The APNs and FCM payloads of a notification, shaped as seed 003 (plus the seed 004 keys of
-/// managed notifications), SPEC §3 and §4. A key whose value is absent is not written.
+/// The APNs and FCM payloads of a notification, with the BW keys of managed notifications
+/// (docs/API.md#outbound-payloads). A key whose value is absent is not written.
 public enum PushPayload {
     /// The payload size limit of both APNs and FCM, in bytes.
     public static let maxBytes = 4096
@@ -26,7 +26,7 @@ public enum PushPayload {
         }
     }
 
-    /// The badge update sent to a device after an ack (SPEC §3), `badge` 0 when nothing is pending.
+    /// The badge update sent to a device after an ack, `badge` 0 when nothing is pending.
     public static func renderBadgeUpdate(platform: Platform, badge: Int, into w: inout JSONWriter) {
         w.beginObject()
         switch platform {
@@ -45,7 +45,7 @@ public enum PushPayload {
         w.endObject()
     }
 
-    /// The seed 004 `timestamp` (and `ns` time): milliseconds since 1970, rounded like `RFC3339`.
+    /// The BW `timestamp` (and `ns` time): milliseconds since 1970, rounded like `RFC3339`.
     public static func epochMillis(_ date: Date) -> Int {
         Int((date.timeIntervalSince1970 * 1000).rounded())
     }
@@ -68,7 +68,7 @@ public enum PushPayload {
         w.field("sound", c.sound)
         w.field("category", c.category)
         if c.contentAvailable == true { w.field("content-available", 1) }
-        // Seed 003: a media URL sets mutable-content by itself (the service extension fetches it).
+        // A media URL sets mutable-content by itself (the service extension fetches it).
         if c.mutableContent == true || c.mediaAttachmentUrl != nil { w.field("mutable-content", 1) }
         w.endObject()
         writeCustom(c.custom, into: &w)
@@ -116,7 +116,7 @@ public enum PushPayload {
         w.field("_acsDeliveryTracking", n.tracking ? "on" : "off")
     }
 
-    /// The seed 004 keys of a managed notification, except `badge`.
+    /// The BW keys of a managed notification, except `badge`.
     private static func writeManaged(_ n: NotificationRequested, sentAt: Date, into w: inout JSONWriter) {
         w.field("text", n.content.alertText)
         w.field("timestamp", intString: epochMillis(sentAt))

@@ -1,7 +1,7 @@
 import CRdKafka
 
-/// Notices a log that vanished under the consumer (KAFKA-NOTES: with memory storage a
-/// broker restart starts every partition empty).
+/// Notices a log that vanished under the consumer (Tansu with memory storage starts every
+/// partition empty after a restart; docs/ARCHITECTURE.md#wrong-store-or-vanished-log).
 ///
 /// Tansu does not answer OffsetOutOfRange when asked to read beyond a partition's end; it
 /// just returns nothing, so a consumer would wait forever on a log that no longer holds

@@ -119,7 +119,7 @@ enum SQLiteSchema {
         ) STRICT, WITHOUT ROWID;
         """
 
-    /// Managed notifications (seed 004): pending rows, acks and deliveries.
+    /// Managed notifications: pending rows, acks and deliveries.
     ///
     /// Pending rows and acks are keyed by device first and kept WITHOUT ROWID, so a device's
     /// rows lie together in the primary key: counting them (`GROUP BY device_token`), listing
@@ -163,8 +163,8 @@ enum SQLiteSchema {
         CREATE INDEX api_tokens_by_hash ON api_tokens (token_hash);
         """
 
-    /// Engagement tracking (seed 001): one row per (delivery, app, action, device), the device
-    /// named by its message index, with the number of repeated reports.
+    /// Engagement tracking: one row per (delivery, app, action, device), the device named by its
+    /// message index, with the number of repeated reports.
     ///
     /// Keyed by delivery first, so that a delivery's statistics, and the check of rows reported
     /// before the send, are each one range of the key. `app_id` is part of the key because a

@@ -62,8 +62,8 @@ struct ClientRoute: Sendable {
 }
 
 extension Harness {
-    /// A harness whose store has the client apps (`seedClientApps`): the seed 000 routes write
-    /// only commands whose API token is a live token of their app.
+    /// A harness whose store has the client apps (`seedClientApps`): the registration API's routes
+    /// write only commands whose API token is a live token of their app.
     static func withClientApps() async -> Harness {
         let harness = Harness()
         await harness.seedClientApps()

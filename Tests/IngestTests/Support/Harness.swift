@@ -77,7 +77,7 @@ enum Fixture {
     static func base(_ org: UUID = orgId) -> String { "/api/v1.0/orgs/\(org)/pushdeviceregistration" }
     static func devices(_ org: UUID = orgId) -> String { base(org) + "/devices" }
 
-    /// A seed 000 registration as a JSON object (`nil` values are left out).
+    /// A registration API registration as a JSON object (`nil` values are left out).
     static func registration(app: UUID? = appId, user: String? = "user-1", token: String? = rawToken,
                              apns: String? = apnsToken, fcm: String? = nil) -> [String: Any] {
         present(["MobileAppId": app?.uuidString, "UserId": user, "ApiToken": token,
@@ -98,7 +98,8 @@ enum Fixture {
     }
 }
 
-/// Header names of the seed 000 dialect, spelled out here rather than taken from the code under test.
+/// Header names of the registration API, spelled out here rather than taken from the code under
+/// test.
 extension HTTPFields.Element.Name {
     static let xMsTrackRegistration = Self("x-ms-track-registration")!
     static let xMsCallbackURL = Self("x-ms-callback-url")!
