@@ -13,7 +13,7 @@ final class AppCallbackTests: XCTestCase {
                        #"{"user":{"user_id":123},"device":[{"device_token":"1234567890","type":"IOS"}],"notification":{"ticket_id":"123","type":"ticket"}}"#)
         XCTAssertEqual(body("123", kind: .im, ticketId: nil, message: "hello"),
                        #"{"user":{"user_id":123},"device":[{"device_token":"1234567890","type":"IOS"}],"notification":{"message":"hello","type":"im"}}"#)
-        // The seed's example, as printed there.
+        // The callback example of docs/API.md#app-callbacks.
         let seed = """
         {
         "user":{

@@ -112,7 +112,7 @@ final class FieldLimitsTests: XCTestCase {
     }
 
     func testARequestWhoseCommandCannotFitOneRecordIs413() async throws {
-        // A device token far past the seed's 4096 bytes is the seed's asynchronous
+        // A device token far past the 4096-byte limit is the registration API's asynchronous
         // DeviceTokenTooLong, but one that makes the command larger than a record is refused now.
         let harness = Harness()
         await harness.seedClientApps()

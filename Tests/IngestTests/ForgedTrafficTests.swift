@@ -25,7 +25,7 @@ final class ForgedTrafficTests: XCTestCase {
                                  Fixture.registration(app: UUID(), token: Fixture.rawToken),
                                  Fixture.registration(token: Fixture.otherRawToken)] {
                 let response = try await client.post(Fixture.devices(), object: registration, headers: [.xMsTrackRegistration: "true"])
-                XCTAssertEqual(response.status, .accepted, "the seed's answer, whatever the token")
+                XCTAssertEqual(response.status, .accepted, "the registration API's answer, whatever the token")
                 XCTAssertNoThrow(try decodeBody(DeviceRegistrationAPI.RegistrationAccepted.self, response))
             }
             let cleanup = try await client.post(Fixture.devices() + "/cleanup", object: Fixture.cleanup(token: "made-up-token"))

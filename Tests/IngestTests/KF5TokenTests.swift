@@ -58,7 +58,7 @@ final class KF5TokenTests: XCTestCase {
             (try Self.body(user: ""), "userToken"),
             (#"{"userToken": 123, "deviceToken": "\#(Fixture.apnsToken)"}"#, "userToken"),
             (try Self.body(token: nil), "deviceToken"),
-            (try Self.body(token: "1234567890"), "deviceToken"),          // the seed's placeholder: neither format
+            (try Self.body(token: "1234567890"), "deviceToken"),          // the SDK documentation's placeholder: neither format
             (try Self.body(token: Fixture.apnsToken, type: "ANDROID"), "deviceToken"),
             (try Self.body(token: Fixture.fcmToken, type: "IOS"), "deviceToken"),
             (try Self.body(token: String(repeating: "a", count: 4097)), "deviceToken"),

@@ -142,7 +142,7 @@ final class DeviceRegistrationTests: XCTestCase {
             MobileAppId: appId, UserId: "u1", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(100)), headers: headers)
         XCTAssertEqual(ok.status, 202)
         try await receiver.waitFor(count: 1)
-        // The seed's other header name works too, and failures are reported with their reason.
+        // The other accepted header name works too, and failures are reported with their reason.
         let failing = try await HTTPClientHelpers.post(stack.registrationURL(org: org, "devices"), json: API.Registration(
             MobileAppId: appId, UserId: "u1", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(100)),
             headers: [API.statusCallbackURLHeader: callbackURL])

@@ -45,7 +45,7 @@ final class PostgresStackTests: XCTestCase {
         XCTAssertFalse(offsets.isEmpty, "the processor stored its offsets in PostgreSQL")
     }
 
-    /// The longest token the seed allows (an FCM token of 4,096 bytes, more than a PostgreSQL
+    /// The longest token the API allows (an FCM token of 4,096 bytes, more than a PostgreSQL
     /// B-tree entry holds) is registered, sent to and acknowledged as any other.
     func testTheLongestTokenIsRegisteredSentToAndAcknowledgedOnPostgreSQL() async throws {
         let app = try await stack.createApp(name: "long tokens")

@@ -20,7 +20,7 @@ extension RegistrationRoutes {
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
         let decoder = WireJSON.decoder()
         var commands: [DeviceCleanupRequested] = []
-        // The seed documents this route with a single object; an array is the batch.
+        // The route takes a single object; an array is the batch.
         if JSONBody.firstSignificantByte(of: body) == UInt8(ascii: "[") {
             let cleanups = try JSONBody.decode([DeviceRegistrationAPI.Cleanup].self, from: body, decoder: decoder)
             try Self.checkBatchSize(cleanups.count, of: "cleanups")
