@@ -68,7 +68,7 @@ private struct EndOffsetQuery: Sendable {
     private func read(on rk: OpaquePointer, deadline: ContinuousClock.Instant) throws(KafkaError) -> [TopicPartition: Int64] {
         var partitions: [TopicPartition] = []
         var metadata: UnsafePointer<rd_kafka_metadata>?
-        let code = rd_kafka_metadata(rk, 1, nil, &metadata, max(1, (deadline - ContinuousClock.now).milliseconds))
+        let code = rd_kafka_metadata(rk, 1, nil, &metadata, max(1, (deadline - ContinuousClock.now).timeoutMilliseconds))
         guard code == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else {
             throw KafkaError(code, message: "metadata for end offsets")
         }
@@ -150,7 +150,7 @@ private struct TopicCreation: Sendable {
             }
             newTopics.append(newTopic)
         }
-        let milliseconds = (deadline - ContinuousClock.now).milliseconds
+        let milliseconds = (deadline - ContinuousClock.now).timeoutMilliseconds
         let options = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS)
         defer { rd_kafka_AdminOptions_destroy(options) }
         _ = rd_kafka_AdminOptions_set_request_timeout(options, milliseconds, &errstr, errstr.count)
@@ -189,7 +189,7 @@ private struct TopicCreation: Sendable {
         var missing = Set(topics.map(\.name))
         var lastCode = RD_KAFKA_RESP_ERR_NO_ERROR
         while true {
-            let milliseconds = (deadline - ContinuousClock.now).milliseconds
+            let milliseconds = (deadline - ContinuousClock.now).timeoutMilliseconds
             var metadata: UnsafePointer<rd_kafka_metadata>?
             lastCode = rd_kafka_metadata(rk, 1, nil, &metadata, max(1, milliseconds))
             if let metadata {

@@ -182,7 +182,7 @@ final class RateLimitTests: XCTestCase {
         XCTAssertEqual(admitted + refused.count, flood.count, "A got only 202s and 429s")
         XCTAssertFalse(refused.isEmpty, "the flood (\(flood.count) requests) was never refused")
         XCTAssertTrue(refused.allSatisfy { ($0.retryAfter ?? 0) >= 1 }, "every 429 carries Retry-After")
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        let seconds = elapsed.inSeconds
         let bound = Double(limit.burst) + Double(limit.perSecond) * seconds + 2
         XCTAssertLessThanOrEqual(Double(admitted), bound, "admitted \(admitted) of \(flood.count) in \(elapsed)")
     }

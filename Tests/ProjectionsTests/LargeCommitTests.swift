@@ -28,7 +28,7 @@ class LargeCommitTests: StoreTestCase {
         try await store.commit(mutations: mutations, offsets: [OffsetUpdate(partition: Fixture.partition(0), expected: nil, next: 2_000)])
         let elapsed = ContinuousClock.now - start
 
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.inSeconds
         print("committed \(mutations.count) mutations in \(elapsed): \(Int(Double(mutations.count) / seconds)) mutations/s")
         let lines = try await store.dump().split(separator: "\n")
         XCTAssertEqual(lines.filter { $0.hasPrefix("devices ") }.count, 7_500)

@@ -220,7 +220,7 @@ final class PostgresStoreTests: StoreTestCase {
         for (name, store) in [("sqlite", sqlite as any ProjectionStore), ("postgres", postgres)] {
             let start = ContinuousClock.now
             try await store.commit(mutations: mutations, offsets: offsets)
-            let seconds = (ContinuousClock.now - start).seconds
+            let seconds = (ContinuousClock.now - start).inSeconds
             rates.append("\(name) \(String(format: "%.2f", seconds)) s (\(Int(Double(mutations.count) / seconds)) mutations/s)")
         }
         print("one commit of \(mutations.count) mixed mutations: \(rates.joined(separator: ", "))")
@@ -458,12 +458,6 @@ final class Flag: @unchecked Sendable {
     var isSet: Bool { lock.withLock { raised } }
 
     func set() { lock.withLock { raised = true } }
-}
-
-extension Duration {
-    var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
 }
 
 /// A small deterministic generator (SplitMix64), so that a random test fails the same way twice.

@@ -1,3 +1,4 @@
+import Contracts
 import Synchronization
 
 /// The limit of one scope (per app, per source address): a token bucket that holds at most
@@ -76,8 +77,7 @@ final class TokenBuckets<Key: Hashable & Sendable>: Sendable {
 
     private func refilled(_ bucket: Bucket, now: ContinuousClock.Instant) -> Bucket {
         guard now > bucket.updatedAt else { return bucket }
-        let elapsed = (now - bucket.updatedAt).components
-        let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18
+        let seconds = (now - bucket.updatedAt).inSeconds
         return Bucket(tokens: min(burst, bucket.tokens + seconds * perSecond), updatedAt: now)
     }
 }

@@ -84,8 +84,8 @@ final class BatchApplier: Sendable {
             try await withRetries { try await self.commit(batch, expected: expected) }
             logger.debug("batch applied", metadata: [
                 "records": "\(records.count)", "mutations": "\(batch.mutations.count)", "outbound": "\(batch.outbound.count)",
-                "decode_ms": "\((start - decodeStart).milliseconds)", "load_ms": "\(batch.loadTime.milliseconds)", "decide_ms": "\((decided - start).milliseconds)",
-                "publish_ms": "\((publishedAt - decided).milliseconds)", "commit_ms": "\((clock.now - publishedAt).milliseconds)",
+                "decode_ms": "\((start - decodeStart).inMilliseconds)", "load_ms": "\(batch.loadTime.inMilliseconds)", "decide_ms": "\((decided - start).inMilliseconds)",
+                "publish_ms": "\((publishedAt - decided).inMilliseconds)", "commit_ms": "\((clock.now - publishedAt).inMilliseconds)",
             ])
             return batch.next
         } catch let error as ProjectionStoreError where error.isConflict {
@@ -207,7 +207,7 @@ final class BatchApplier: Sendable {
         // Reports whose send never came are kept for the park time only, counted from command
         // times (the newest report of the batch), never from the clock, so a replay decides alike.
         if let newest = ordered.lazy.filter({ $0.command.type == .trackingReported }).map(\.command.at).max() {
-            state.expireParkedTracking(before: newest.addingTimeInterval(-trackingParkTime.seconds))
+            state.expireParkedTracking(before: newest.addingTimeInterval(-trackingParkTime.inSeconds))
         }
         tally.tracking = state.trackingOutcomes
         return Decided(mutations: state.mutations, outbound: state.outbound, next: next, tally: tally, loadTime: loadTime)
@@ -218,7 +218,7 @@ final class BatchApplier: Sendable {
         let start = ContinuousClock.now
         try await store.commit(mutations: replaying ? batch.mutations.map(Self.replayed) : batch.mutations, offsets: offsets)
         unavailableSince.withLock { $0 = nil }
-        commitTimer.recordNanoseconds((ContinuousClock.now - start).nanoseconds)
+        commitTimer.recordNanoseconds((ContinuousClock.now - start).inNanoseconds)
         batch.tally.report()
     }
 
@@ -446,13 +446,4 @@ extension ProjectionStoreError {
         if case .offsetConflict = self { return true }
         return false
     }
-}
-
-extension Duration {
-    var nanoseconds: Int64 {
-        let (s, atto) = components
-        return s * 1_000_000_000 + atto / 1_000_000_000
-    }
-
-    var milliseconds: Int64 { nanoseconds / 1_000_000 }
 }

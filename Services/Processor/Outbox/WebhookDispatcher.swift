@@ -90,7 +90,7 @@ final class WebhookDispatcher: Service, Sendable {
                 var started = 0
                 if free > 0 {
                     let now = Date()
-                    let leaseUntil = now.addingTimeInterval(configuration.lease.seconds)
+                    let leaseUntil = now.addingTimeInterval(configuration.lease.inSeconds)
                     let atCap = Set(inFlightByApp.filter { $0.value >= configuration.perAppConcurrency }.keys)
                     var claimed: [OutboxJob] = []
                     do {
@@ -178,7 +178,7 @@ final class WebhookDispatcher: Service, Sendable {
         if let host { request.headers.replaceOrAdd(name: "Host", value: host) }
         request.headers.replaceOrAdd(name: WebhookHeaders.webhookId, value: job.id)
         request.body = .bytes(ByteBuffer(bytes: job.body))
-        let response = try await http.execute(request, timeout: .nanoseconds(configuration.requestTimeout.nanoseconds))
+        let response = try await http.execute(request, timeout: .nanoseconds(configuration.requestTimeout.inNanoseconds))
         let status = Int(response.status.code)
         // Read a bounded amount of the answer (so the connection can be reused), within the deadline.
         _ = try await response.body.collect(upTo: configuration.maxResponseBytes)
@@ -237,7 +237,7 @@ final class WebhookDispatcher: Service, Sendable {
             next = .delivered
         } else if !refused && attemptNumber < job.maxAttempts {
             // A refused target fails for good: the policy would refuse every retry as well.
-            let delay = configuration.retryBaseDelay.seconds * pow(2, Double(attemptNumber - 1))
+            let delay = configuration.retryBaseDelay.inSeconds * pow(2, Double(attemptNumber - 1))
             next = .retry(at: Date().addingTimeInterval(delay))
         } else {
             next = .failed
@@ -277,12 +277,5 @@ final class WebhookDispatcher: Service, Sendable {
         } catch {
             logger.warning("cannot write webhook audit record", metadata: ["job": "\(record.webhookId)", "error": "\(error)"])
         }
-    }
-}
-
-extension Duration {
-    var seconds: Double {
-        let (s, atto) = components
-        return Double(s) + Double(atto) / 1e18
     }
 }

@@ -198,7 +198,7 @@ public enum Rebuild {
             guard reached else { throw Failure.consumerStopped(topic) }
         }
         logger.info("topic replayed", metadata: ["topic": "\(topic)",
-                                                 "seconds": "\(Double((clock.now - began).milliseconds) / 1000)"])
+                                                 "seconds": "\(Double((clock.now - began).inMilliseconds) / 1000)"])
     }
 
     /// A short stable name for a store location (its password stays out of group names).
@@ -275,7 +275,7 @@ final class RebuildProgress: Sendable {
 
     func printLine(final: Bool) {
         let done = self.done
-        let seconds = max(0.001, Double((ContinuousClock.now - began).milliseconds) / 1000)
+        let seconds = max(0.001, Double((ContinuousClock.now - began).inMilliseconds) / 1000)
         let rate = Double(done) / seconds
         var line = "rebuild: \(Self.grouped(done))/\(Self.grouped(total)) records"
         if total > 0 { line += String(format: " (%.1f%%)", Double(done) * 100 / Double(total)) }

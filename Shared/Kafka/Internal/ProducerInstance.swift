@@ -82,7 +82,7 @@ final class ProducerInstance: Sendable {
             handleGuard.withHandle {
                 var metadata: UnsafePointer<rd_kafka_metadata>?
                 // all_topics=0 and no topic: asks only for the broker list, the cheapest answer.
-                let code = rd_kafka_metadata(handle.pointer, 0, nil, &metadata, Int32(timeout.milliseconds))
+                let code = rd_kafka_metadata(handle.pointer, 0, nil, &metadata, timeout.timeoutMilliseconds)
                 if let metadata { rd_kafka_metadata_destroy(metadata) }
                 return code == RD_KAFKA_RESP_ERR_NO_ERROR
             } ?? false
@@ -93,7 +93,7 @@ final class ProducerInstance: Sendable {
         let handle = handle
         let handleGuard = handleGuard
         await DedicatedThread.run(name: "kafka-producer-flush") {
-            _ = handleGuard.withHandle { rd_kafka_flush(handle.pointer, timeout.milliseconds) }
+            _ = handleGuard.withHandle { rd_kafka_flush(handle.pointer, timeout.timeoutMilliseconds) }
         }
     }
 
@@ -102,7 +102,7 @@ final class ProducerInstance: Sendable {
     func close(flushTimeout: Duration) {
         guard handleGuard.close() else { return }
         let rk = handle.pointer
-        _ = rd_kafka_flush(rk, flushTimeout.milliseconds)
+        _ = rd_kafka_flush(rk, flushTimeout.timeoutMilliseconds)
         // Whatever is left fails with _PURGE_QUEUE/_PURGE_INFLIGHT instead of leaving
         // its sender waiting forever; the flush serves those reports.
         _ = rd_kafka_purge(rk, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))

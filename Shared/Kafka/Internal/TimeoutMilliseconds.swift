@@ -1,7 +1,7 @@
 extension Duration {
     /// Whole milliseconds for librdkafka's `int timeout_ms` arguments, clamped to
     /// `0...Int32.max` so huge or negative durations cannot overflow.
-    var milliseconds: Int32 {
+    var timeoutMilliseconds: Int32 {
         let (seconds, attoseconds) = components
         let millis = seconds.multipliedReportingOverflow(by: 1000)
         guard !millis.overflow else { return seconds < 0 ? 0 : Int32.max }
