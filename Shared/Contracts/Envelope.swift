@@ -8,7 +8,7 @@ import Foundation
 public struct Envelope<Payload: Codable & Sendable>: Codable, Sendable {
     public var v: Int
     public var type: String
-    public var id: UUID
+    @LowercaseUUID public var id: UUID
     public var at: Date
     public var payload: Payload
 

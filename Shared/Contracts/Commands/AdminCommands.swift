@@ -5,10 +5,10 @@ public struct AppCreated: Command, Equatable {
     public static let type = CommandType.appCreated
     public static let topic = CommandTopic.admin
 
-    public var orgId: UUID
-    public var mobileAppId: UUID
+    @LowercaseUUID public var orgId: UUID
+    @LowercaseUUID public var mobileAppId: UUID
     public var name: String
-    public var tokenId: UUID
+    @LowercaseUUID public var tokenId: UUID
     /// `ApiTokens.hash` of the raw token; the raw token never enters Kafka.
     public var tokenHash: String
 
@@ -28,8 +28,8 @@ public struct ApiTokenIssued: Command, Equatable {
     public static let type = CommandType.apiTokenIssued
     public static let topic = CommandTopic.admin
 
-    public var mobileAppId: UUID
-    public var tokenId: UUID
+    @LowercaseUUID public var mobileAppId: UUID
+    @LowercaseUUID public var tokenId: UUID
     public var tokenHash: String
 
     public init(mobileAppId: UUID, tokenId: UUID, tokenHash: String) {
@@ -46,8 +46,8 @@ public struct ApiTokenRevoked: Command, Equatable {
     public static let type = CommandType.apiTokenRevoked
     public static let topic = CommandTopic.admin
 
-    public var mobileAppId: UUID
-    public var tokenId: UUID
+    @LowercaseUUID public var mobileAppId: UUID
+    @LowercaseUUID public var tokenId: UUID
 
     public init(mobileAppId: UUID, tokenId: UUID) {
         self.mobileAppId = mobileAppId
@@ -63,7 +63,7 @@ public struct AppSettingsChanged: Command, Equatable {
     public static let type = CommandType.appSettingsChanged
     public static let topic = CommandTopic.admin
 
-    public var mobileAppId: UUID
+    @LowercaseUUID public var mobileAppId: UUID
     public var name: String?
     public var callbackUrl: String?
     public var callbackHeaders: [String: String]?

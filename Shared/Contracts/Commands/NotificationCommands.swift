@@ -77,8 +77,8 @@ public struct NotificationRequested: Command, Equatable {
     public static let topic = CommandTopic.notification
 
     /// One per send request: the `_dId` of every payload, and the `nid` of a managed one.
-    public var deliveryId: UUID
-    public var mobileAppId: UUID
+    @LowercaseUUID public var deliveryId: UUID
+    @LowercaseUUID public var mobileAppId: UUID
     public var target: NotificationTarget
     public var content: NotificationContent
     /// Managed notifications stay pending on each device until it acknowledges them.
@@ -128,7 +128,7 @@ public struct NotificationAcknowledged: Command, Equatable {
     public static let type = CommandType.notificationAcknowledged
     public static let topic = CommandTopic.notification
 
-    public var mobileAppId: UUID
+    @LowercaseUUID public var mobileAppId: UUID
     /// The `nid` the device received.
     public var notificationId: String
     public var deviceToken: String

@@ -27,9 +27,9 @@ public struct DeviceRegistrationRequested: Command, Equatable {
     public static let topic = CommandTopic.registration
 
     /// Always set; reported to the client (and its status stored) only when `trackStatus`.
-    public var registrationRequestId: UUID
-    public var orgId: UUID
-    public var mobileAppId: UUID
+    @LowercaseUUID public var registrationRequestId: UUID
+    @LowercaseUUID public var orgId: UUID
+    @LowercaseUUID public var mobileAppId: UUID
     public var userId: String
     public var platform: Platform
     public var deviceToken: String
@@ -61,8 +61,8 @@ public struct DeviceCleanupRequested: Command, Equatable {
     public static let type = CommandType.deviceCleanupRequested
     public static let topic = CommandTopic.registration
 
-    public var orgId: UUID
-    public var mobileAppId: UUID
+    @LowercaseUUID public var orgId: UUID
+    @LowercaseUUID public var mobileAppId: UUID
     public var userId: String
     public var deviceToken: String?
     public var apiTokenHash: String

@@ -54,9 +54,9 @@ public struct TrackingReported: Command, Equatable {
     public static let type = CommandType.trackingReported
     public static let topic = CommandTopic.tracking
 
-    public var mobileAppId: UUID
+    @LowercaseUUID public var mobileAppId: UUID
     /// The `_dId` the devices received.
-    public var deliveryId: UUID
+    @LowercaseUUID public var deliveryId: UUID
     public var events: [TrackingEvent]
 
     public init(mobileAppId: UUID, deliveryId: UUID, events: [TrackingEvent]) {

@@ -14,10 +14,10 @@ public enum AdminAPI {
 
     /// `201` answer of `POST /admin/v1/apps`; the token is shown only here.
     public struct AppCreatedAnswer: Codable, Sendable, Equatable {
-        public var orgId: UUID
-        public var mobileAppId: UUID
+        @LowercaseUUID public var orgId: UUID
+        @LowercaseUUID public var mobileAppId: UUID
         public var apiToken: String
-        public var tokenId: UUID
+        @LowercaseUUID public var tokenId: UUID
         public init(orgId: UUID, mobileAppId: UUID, apiToken: String, tokenId: UUID) {
             self.orgId = orgId
             self.mobileAppId = mobileAppId
@@ -28,7 +28,7 @@ public enum AdminAPI {
 
     /// `201` answer of `POST /admin/v1/apps/{id}/tokens`.
     public struct TokenIssuedAnswer: Codable, Sendable, Equatable {
-        public var tokenId: UUID
+        @LowercaseUUID public var tokenId: UUID
         public var apiToken: String
         public init(tokenId: UUID, apiToken: String) {
             self.tokenId = tokenId
@@ -52,8 +52,8 @@ public enum AdminAPI {
 
     /// `GET /admin/v1/apps/{id}`: the app as the projection store currently has it.
     public struct AppView: Codable, Sendable, Equatable {
-        public var orgId: UUID
-        public var mobileAppId: UUID
+        @LowercaseUUID public var orgId: UUID
+        @LowercaseUUID public var mobileAppId: UUID
         public var name: String
         public var callbackUrl: String?
         public var callbackHeaders: [String: String]
@@ -75,7 +75,7 @@ public enum AdminAPI {
     /// (the `after` of the following page) is present while more apps follow.
     public struct AppList: Codable, Sendable, Equatable {
         public var apps: [AppView]
-        public var next: UUID?
+        @LowercaseOptionalUUID public var next: UUID?
         public init(apps: [AppView], next: UUID?) {
             self.apps = apps
             self.next = next
@@ -83,7 +83,7 @@ public enum AdminAPI {
     }
 
     public struct TokenView: Codable, Sendable, Equatable {
-        public var tokenId: UUID
+        @LowercaseUUID public var tokenId: UUID
         public var revoked: Bool
         public init(tokenId: UUID, revoked: Bool) {
             self.tokenId = tokenId

@@ -32,7 +32,7 @@ public enum DeviceRegistrationAPI {
 
     /// The answer to a tracked registration.
     public struct RegistrationAccepted: Codable, Sendable, Equatable {
-        public var RegistrationRequestId: UUID
+        @LowercaseUUID public var RegistrationRequestId: UUID
         public init(RegistrationRequestId: UUID) { self.RegistrationRequestId = RegistrationRequestId }
     }
 
