@@ -12,7 +12,7 @@ import Prometheus
 public func buildApplication(
     configuration: IngestConfiguration,
     publisher: any CommandPublisher,
-    store: any ProjectionStore,
+    store: any ProjectionReader,
     metrics: PrometheusCollectorRegistry,
     logger: Logger
 ) -> some ApplicationProtocol {
@@ -50,7 +50,7 @@ public func buildApplication(
 public func buildRouter(
     configuration: IngestConfiguration,
     publisher: any CommandPublisher,
-    store: any ProjectionStore,
+    store: any ProjectionReader,
     metrics: PrometheusCollectorRegistry
 ) -> Router<IngestRequestContext> {
     let ingestMetrics = IngestMetrics()

@@ -10,7 +10,7 @@ struct AdminRoutes: Sendable {
     static let basePath: RouterPath = "admin/v1"
 
     let writer: CommandWriter
-    let store: any ProjectionStore
+    let store: any ProjectionReader
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {

@@ -17,7 +17,7 @@ import Projections
 struct AppAuthMiddleware: RouterMiddleware {
     typealias Context = IngestRequestContext
 
-    let store: any ProjectionStore
+    let store: any ProjectionReader
     let cache: AppAuthCache
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {

@@ -12,7 +12,7 @@ import Projections
 /// the store does not have is remembered as missing for the cache's TTL, so a flood of made-up
 /// app ids costs one store read per id and TTL.
 struct AppAuthenticator: Sendable {
-    let store: any ProjectionStore
+    let store: any ProjectionReader
     let cache: AppAuthCache
 
     /// The app when `tokenHash` is one of its live tokens, else nil. A store failure throws

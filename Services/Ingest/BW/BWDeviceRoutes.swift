@@ -16,7 +16,7 @@ struct BWDeviceRoutes: Sendable {
     static let basePath: RouterPath = "bwmi/v1/apps/:mobileAppId"
 
     let writer: CommandWriter
-    let store: any ProjectionStore
+    let store: any ProjectionReader
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {

@@ -12,7 +12,7 @@ struct RegistrationRoutes: Sendable {
     static let basePath: RouterPath = "api/v1.0/orgs/:orgId/pushdeviceregistration"
 
     let writer: CommandWriter
-    let store: any ProjectionStore
+    let store: any ProjectionReader
     let gate: RegistrationGate
     let maxBodyBytes: Int
 

@@ -15,7 +15,7 @@ struct TrackingRoutes: Sendable {
     static let basePath: RouterPath = "v1/apps/:mobileAppId"
 
     let writer: CommandWriter
-    let store: any ProjectionStore
+    let store: any ProjectionReader
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {

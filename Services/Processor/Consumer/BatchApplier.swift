@@ -32,7 +32,7 @@ struct ConsumedRecord: Sendable {
 /// instead, however long: nothing is skipped while the store or the broker is down, and the
 /// offsets do not move until a commit succeeds.
 final class BatchApplier: Sendable {
-    private let store: any ProjectionStore
+    private let store: any BatchStore
     private let outbound: any OutboundPublisher
     private let registration: RegistrationHandler
     private let logger: Logger
@@ -49,7 +49,7 @@ final class BatchApplier: Sendable {
     /// How long reports of a delivery whose send has not been applied are kept (`PUSHLINE_TRACKING_PARK_TTL_MS`).
     private let trackingParkTime: Duration
 
-    init(store: any ProjectionStore, outbound: any OutboundPublisher, verifier: any DeviceTokenVerifier, logger: Logger,
+    init(store: any BatchStore, outbound: any OutboundPublisher, verifier: any DeviceTokenVerifier, logger: Logger,
          replaying: Bool = false, retryDelays: [Duration] = [.milliseconds(50), .milliseconds(200), .milliseconds(800)],
          outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages),
          maxDevicesPerUser: Int = ProcessorConfiguration().maxDevicesPerUser,

@@ -14,7 +14,7 @@ import Synchronization
 final class CommandConsumer: Service, Sendable {
     private let configuration: KafkaConsumerConfiguration
     private let topics: [String]
-    private let store: any ProjectionStore
+    private let store: any BatchStore
     private let applier: BatchApplier
     private let book = OffsetBook()
     private let lag = ConsumerLagGauges()
@@ -33,7 +33,7 @@ final class CommandConsumer: Service, Sendable {
     private let watch: Mutex<ProgressWatch>
     private let stalled = Mutex<[PartitionKey]>([])
 
-    init(configuration: KafkaConsumerConfiguration, topics: [String], store: any ProjectionStore, outbound: any OutboundPublisher,
+    init(configuration: KafkaConsumerConfiguration, topics: [String], store: any BatchStore, outbound: any OutboundPublisher,
          verifier: any DeviceTokenVerifier, logger: Logger, replayLimits: [PartitionKey: Int64]? = nil,
          partitions: [PartitionKey]? = nil, startAfter: (@Sendable () async throws -> Void)? = nil,
          outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages),

@@ -38,7 +38,7 @@ final class WebhookDispatcher: Service, Sendable {
     }
 
     private let configuration: Configuration
-    private let store: any ProjectionStore
+    private let store: any OutboxStore
     private let http: HTTPClient
     private let producer: KafkaProducer?
     private let logger: Logger
@@ -47,7 +47,7 @@ final class WebhookDispatcher: Service, Sendable {
     private let stopping = Mutex(false)
     private let encoder = WireJSON.encoder()
 
-    init(configuration: Configuration, store: any ProjectionStore, http: HTTPClient, producer: KafkaProducer?, logger: Logger) {
+    init(configuration: Configuration, store: any OutboxStore, http: HTTPClient, producer: KafkaProducer?, logger: Logger) {
         self.configuration = configuration
         self.store = store
         self.http = http

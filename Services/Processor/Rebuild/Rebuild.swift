@@ -163,7 +163,7 @@ public enum Rebuild {
     /// Alone, the rebuild reads the `remaining` partitions itself; with `join`, rebuilds into the
     /// same store share the work, one consumer group per store and topic.
     private static func replay(topic: String, limits: [PartitionKey: Int64], remaining: [PartitionKey], after turn: Turn?, options: Options,
-                               store: any ProjectionStore, outbound: DiscardedOutbound, progress: RebuildProgress,
+                               store: any BatchStore, outbound: DiscardedOutbound, progress: RebuildProgress,
                                configuration: ProcessorConfiguration, verifier: any DeviceTokenVerifier, logger: Logger) async throws {
         // A group per store and topic: nothing is shared with live processors, and rebuilds
         // into the same store (`join`) split the partitions between them. (A lone rebuild joins
@@ -209,7 +209,7 @@ public enum Rebuild {
     /// Copies every outbox job of `previous` into `store`, page by page, state and attempts
     /// included: what was delivered stays delivered, what is pending is sent by the new
     /// processors, once.
-    private static func carryOutbox(from previous: any ProjectionStore, to store: any ProjectionStore) async throws -> Int {
+    private static func carryOutbox(from previous: any OutboxStore, to store: any BatchStore) async throws -> Int {
         var after: String?
         var carried = 0
         while true {

@@ -1,0 +1,41 @@
+import Foundation
+
+/// An app of an org, with its settings.
+public struct AppRow: Sendable, Equatable, Codable {
+    public var appId: UUID
+    public var orgId: UUID
+    public var name: String
+    public var callbackUrl: String?
+    public var callbackHeaders: [String: String]
+    /// Extra webhook/callback attempts after the first (0 = one attempt).
+    public var webhookRetries: Int
+    public var createdAt: Date
+
+    public init(appId: UUID, orgId: UUID, name: String, callbackUrl: String? = nil, callbackHeaders: [String: String] = [:],
+                webhookRetries: Int = 0, createdAt: Date) {
+        self.appId = appId
+        self.orgId = orgId
+        self.name = name
+        self.callbackUrl = callbackUrl
+        self.callbackHeaders = callbackHeaders
+        self.webhookRetries = webhookRetries
+        self.createdAt = createdAt
+    }
+}
+
+/// An API token of an app; only its hash is ever stored.
+public struct ApiTokenRow: Sendable, Equatable, Codable {
+    public var tokenId: UUID
+    public var appId: UUID
+    public var tokenHash: String
+    public var revoked: Bool
+    public var createdAt: Date
+
+    public init(tokenId: UUID, appId: UUID, tokenHash: String, revoked: Bool = false, createdAt: Date) {
+        self.tokenId = tokenId
+        self.appId = appId
+        self.tokenHash = tokenHash
+        self.revoked = revoked
+        self.createdAt = createdAt
+    }
+}

@@ -1,0 +1,42 @@
+import Contracts
+import Foundation
+
+/// A registered device: (app, token) → user, platform.
+public struct DeviceRow: Sendable, Equatable, Codable {
+    public var appId: UUID
+    public var deviceToken: String
+    public var userId: String
+    public var platform: Platform
+    /// 1 when first registered, +1 on every later change of the row (e.g. moving to another user).
+    public var version: Int64
+    public var updatedAt: Date
+
+    public init(appId: UUID, deviceToken: String, userId: String, platform: Platform, version: Int64, updatedAt: Date) {
+        self.appId = appId
+        self.deviceToken = deviceToken
+        self.userId = userId
+        self.platform = platform
+        self.version = version
+        self.updatedAt = updatedAt
+    }
+
+    public var key: DeviceKey { DeviceKey(appId: appId, deviceToken: deviceToken) }
+}
+
+/// The decided outcome of one tracked registration.
+public struct RegistrationStatusRow: Sendable, Equatable, Codable {
+    public var requestId: UUID
+    public var appId: UUID
+    public var status: DeviceRegistrationAPI.Status
+    public var failureReason: DeviceRegistrationAPI.FailureReason?
+    public var decidedAt: Date
+
+    public init(requestId: UUID, appId: UUID, status: DeviceRegistrationAPI.Status,
+                failureReason: DeviceRegistrationAPI.FailureReason?, decidedAt: Date) {
+        self.requestId = requestId
+        self.appId = appId
+        self.status = status
+        self.failureReason = failureReason
+        self.decidedAt = decidedAt
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+
+/// The rows a batch of commands needs to decide its outcomes, loaded in one read.
+public struct StateQuery: Sendable, Equatable {
+    public var appIds: Set<UUID> = []
+    public var deviceKeys: Set<DeviceKey> = []
+    /// Every device of each of these users is loaded.
+    public var userKeys: Set<UserKey> = []
+    /// Pending rows are loaded for those of these keys that exist.
+    public var pendingKeys: Set<PendingKey> = []
+    /// Every ack of each of these notifications is loaded.
+    public var ackedNotifications: Set<NotificationKey> = []
+    /// The pending counts (badges) of the loaded devices among these, and of the loaded devices
+    /// of these users, are loaded. Counting costs a lookup per device, so a send that does not
+    /// need badges (an unmanaged one) does not ask.
+    public var pendingCountDevices: Set<DeviceKey> = []
+    public var pendingCountUsers: Set<UserKey> = []
+    /// The delivery rows of these delivery ids, whichever app sent them.
+    public var deliveryIds: Set<UUID> = []
+    /// The tracking rows already stored for these deliveries (reported before their send).
+    public var trackedDeliveries: Set<UUID> = []
+
+    public init(appIds: Set<UUID> = [], deviceKeys: Set<DeviceKey> = [], userKeys: Set<UserKey> = [],
+                pendingKeys: Set<PendingKey> = [], ackedNotifications: Set<NotificationKey> = [],
+                pendingCountDevices: Set<DeviceKey> = [], pendingCountUsers: Set<UserKey> = [],
+                deliveryIds: Set<UUID> = [], trackedDeliveries: Set<UUID> = []) {
+        self.appIds = appIds
+        self.deviceKeys = deviceKeys
+        self.userKeys = userKeys
+        self.pendingKeys = pendingKeys
+        self.ackedNotifications = ackedNotifications
+        self.pendingCountDevices = pendingCountDevices
+        self.pendingCountUsers = pendingCountUsers
+        self.deliveryIds = deliveryIds
+        self.trackedDeliveries = trackedDeliveries
+    }
+}
+
+/// The answer to a `StateQuery`.
+public struct StateSnapshot: Sendable, Equatable {
+    public var apps: [UUID: AppRow] = [:]
+    /// Every token (revoked too) of each loaded app, by app.
+    public var tokens: [UUID: [ApiTokenRow]] = [:]
+    /// Every device row matching a requested device key or belonging to a requested user.
+    public var devices: [DeviceKey: DeviceRow] = [:]
+    /// The number of pending notifications of every loaded device the query asked counts for
+    /// (`pendingCountDevices`, `pendingCountUsers`); absent: none.
+    public var pendingCounts: [DeviceKey: Int] = [:]
+    /// The requested pending rows that exist.
+    public var pending: [PendingKey: PendingNotificationRow] = [:]
+    /// The acks of the requested notifications, as (app, device, nid) keys.
+    public var acks: Set<PendingKey> = []
+    /// The requested deliveries that exist, by delivery id.
+    public var deliveries: [UUID: DeliveryRow] = [:]
+    /// The stored tracking rows of the requested `trackedDeliveries` that have any.
+    public var trackedEvents: [UUID: [TrackedEvent]] = [:]
+
+    public init(apps: [UUID: AppRow] = [:], tokens: [UUID: [ApiTokenRow]] = [:], devices: [DeviceKey: DeviceRow] = [:],
+                pendingCounts: [DeviceKey: Int] = [:], pending: [PendingKey: PendingNotificationRow] = [:], acks: Set<PendingKey> = [],
+                deliveries: [UUID: DeliveryRow] = [:], trackedEvents: [UUID: [TrackedEvent]] = [:]) {
+        self.apps = apps
+        self.tokens = tokens
+        self.devices = devices
+        self.pendingCounts = pendingCounts
+        self.pending = pending
+        self.acks = acks
+        self.deliveries = deliveries
+        self.trackedEvents = trackedEvents
+    }
+}
