@@ -31,7 +31,7 @@ final class HandlerTests: XCTestCase {
 
     func testNewDeviceSucceedsAndIsStoredWithVersionOne() {
         var s = state()
-        XCTAssertEqual(handler.apply(registration(), at: at, to: &s), .applied)
+        XCTAssertEqual(handler.apply(registration(), CommandContext(at: at), to: &s), .applied)
         XCTAssertEqual(s.devices[DeviceKey(appId: appId, deviceToken: apns)]?.version, 1)
         guard case .putRegistrationStatus(let status)? = s.mutations.last else { return XCTFail("no status: \(s.mutations)") }
         XCTAssertEqual(status.status, .Success)
@@ -40,13 +40,13 @@ final class HandlerTests: XCTestCase {
 
     func testSameUserSameTokenTwiceInOneBatchIsDuplicateExists() {
         var s = state()
-        _ = handler.apply(registration(), at: at, to: &s)
-        XCTAssertEqual(handler.apply(registration(), at: at, to: &s), .rejected("DuplicateExists"))
+        _ = handler.apply(registration(), CommandContext(at: at), to: &s)
+        XCTAssertEqual(handler.apply(registration(), CommandContext(at: at), to: &s), .rejected("DuplicateExists"))
     }
 
     func testTokenOfAnotherUserMovesAndBumpsVersion() {
         var s = state(devices: [DeviceRow(appId: appId, deviceToken: apns, userId: "old", platform: .ios, version: 3, updatedAt: at)])
-        XCTAssertEqual(handler.apply(registration(user: "new"), at: at, to: &s), .applied)
+        XCTAssertEqual(handler.apply(registration(user: "new"), CommandContext(at: at), to: &s), .applied)
         let row = s.devices[DeviceKey(appId: appId, deviceToken: apns)]
         XCTAssertEqual(row?.userId, "new")
         XCTAssertEqual(row?.version, 4)
@@ -54,7 +54,7 @@ final class HandlerTests: XCTestCase {
 
     func testTooLongTokenFailsBeforeFormatCheck() {
         var s = state()
-        let result = handler.apply(registration(token: String(repeating: "a", count: 4097), platform: .android), at: at, to: &s)
+        let result = handler.apply(registration(token: String(repeating: "a", count: 4097), platform: .android), CommandContext(at: at), to: &s)
         XCTAssertEqual(result, .rejected("DeviceTokenTooLong"))
         XCTAssertTrue(s.devices.isEmpty)
     }
@@ -62,14 +62,14 @@ final class HandlerTests: XCTestCase {
     func testInvalidRevokedOrForeignOrgTokensLeaveNoTrace() {
         for c in [registration(hash: ApiTokens.hash("forged")), registration(hash: ApiTokens.hash("old")), registration(org: UUID())] {
             var s = state()
-            XCTAssertEqual(handler.apply(c, at: at, to: &s), .rejected("invalid-api-token"))
+            XCTAssertEqual(handler.apply(c, CommandContext(at: at), to: &s), .rejected("invalid-api-token"))
             XCTAssertTrue(s.mutations.isEmpty, "no status, no device, no webhook")
         }
     }
 
     func testStoreFailureIsRecordedAsFailedToStoreDeviceWithoutTheDevice() {
         var s = state()
-        XCTAssertEqual(handler.apply(registration(), at: at, to: &s, storeFailed: true), .rejected("FailedToStoreDevice"))
+        XCTAssertEqual(handler.apply(registration(), CommandContext(at: at, storeFailed: true), to: &s), .rejected("FailedToStoreDevice"))
         XCTAssertTrue(s.devices.isEmpty)
         guard case .putRegistrationStatus(let status)? = s.mutations.last else { return XCTFail() }
         XCTAssertEqual(status.failureReason, .FailedToStoreDevice)
@@ -79,7 +79,7 @@ final class HandlerTests: XCTestCase {
         var s = state(retries: 2)
         let callback = StatusCallback(url: "http://127.0.0.1:9/x", headers: ["X-K": "v"], signature: "sig")
         let c = registration(track: false, callback: callback)
-        _ = handler.apply(c, at: at, to: &s)
+        _ = handler.apply(c, CommandContext(at: at), to: &s)
         XCTAssertFalse(s.mutations.contains { if case .putRegistrationStatus = $0 { true } else { false } })
         guard case .enqueueOutbox(let job)? = s.mutations.last else { return XCTFail("no webhook job") }
         XCTAssertEqual(job.id, "registration-status:\(c.registrationRequestId.uuidString.lowercased())")
@@ -96,7 +96,7 @@ final class HandlerTests: XCTestCase {
             DeviceRow(appId: appId, deviceToken: other, userId: "someone", platform: .ios, version: 1, updatedAt: at),
         ])
         let c = DeviceCleanupRequested(orgId: org, mobileAppId: appId, userId: "u", deviceToken: nil, apiTokenHash: tokenHash)
-        XCTAssertEqual(CleanupHandler.apply(c, to: &s), .applied)
+        XCTAssertEqual(CleanupHandler().apply(c, CommandContext(at: at), to: &s), .applied)
         let key = DeviceKey(appId: appId, deviceToken: apns)
         XCTAssertEqual(s.mutations, [.clearPending(key), .deleteDevice(key)], "the device and its pending notifications go")
         XCTAssertNotNil(s.devices[DeviceKey(appId: appId, deviceToken: other)])
@@ -105,14 +105,14 @@ final class HandlerTests: XCTestCase {
     func testCleanupOfAnotherUsersTokenRemovesNothing() {
         var s = state(devices: [DeviceRow(appId: appId, deviceToken: apns, userId: "owner", platform: .ios, version: 1, updatedAt: at)])
         let c = DeviceCleanupRequested(orgId: org, mobileAppId: appId, userId: "u", deviceToken: apns, apiTokenHash: tokenHash)
-        XCTAssertEqual(CleanupHandler.apply(c, to: &s), .applied)
+        XCTAssertEqual(CleanupHandler().apply(c, CommandContext(at: at), to: &s), .applied)
         XCTAssertTrue(s.mutations.isEmpty)
     }
 
     func testRepeatedAppCreationKeepsLaterSettings() {
         var s = state()
-        _ = AdminHandlers.apply(AppSettingsChanged(mobileAppId: appId, callbackUrl: "http://x.test/cb"), to: &s)
-        _ = AdminHandlers.apply(AppCreated(orgId: org, mobileAppId: appId, name: "a", tokenId: UUID(), tokenHash: "h"), at: at, to: &s)
+        _ = AppSettingsChangedHandler().apply(AppSettingsChanged(mobileAppId: appId, callbackUrl: "http://x.test/cb"), CommandContext(at: at), to: &s)
+        _ = AppCreatedHandler().apply(AppCreated(orgId: org, mobileAppId: appId, name: "a", tokenId: UUID(), tokenHash: "h"), CommandContext(at: at), to: &s)
         XCTAssertEqual(s.apps[appId]?.callbackUrl, "http://x.test/cb")
     }
 
@@ -135,7 +135,7 @@ final class HandlerTests: XCTestCase {
         let encoded = try EncodedCommand(AppCreated(orgId: org, mobileAppId: appId, name: "n", tokenId: UUID(), tokenHash: "h"),
                                          topics: Topics(), encoder: WireJSON.encoder())
         guard case .command(let c) = decoder.decode(type: encoded.type, version: encoded.version, value: encoded.value) else { return XCTFail() }
-        XCTAssertEqual(c.stage, 0, "admin commands go first in their batch")
+        XCTAssertEqual(c.phase, .admin, "admin commands go first in their batch")
     }
 
     /// Records written around ingest may hold `\u0000`, which PostgreSQL cannot store: every

@@ -49,7 +49,7 @@ final class NotificationHandlerTests: XCTestCase {
     func testUserWithThreeDevicesOnBothPlatformsGetsOneRecordEach() throws {
         var s = state(devices: [device(iosB), device(android, platform: .android), device(iosA), device(iosA + "00", user: "other")])
         let c = send()
-        XCTAssertEqual(NotificationHandler.apply(c, at: at, to: &s), .applied)
+        XCTAssertEqual(NotificationHandler().apply(c, CommandContext(at: at), to: &s), .applied)
         let out = try records(s)
         XCTAssertEqual(out.map(\.deviceToken), [iosA, iosB, android].sorted())
         XCTAssertEqual(s.outbound.map(\.deviceToken), out.map(\.deviceToken), "records are keyed by device token")
@@ -76,21 +76,21 @@ final class NotificationHandlerTests: XCTestCase {
         let c = send(managed: true)
         var first = state(devices: [device(iosA), device(android, platform: .android)])
         var second = first
-        _ = NotificationHandler.apply(c, at: at, to: &first)
-        _ = NotificationHandler.apply(c, at: at, to: &second)
+        _ = NotificationHandler().apply(c, CommandContext(at: at), to: &first)
+        _ = NotificationHandler().apply(c, CommandContext(at: at), to: &second)
         XCTAssertEqual(first.outbound, second.outbound)
     }
 
     func testDeviceTokenTargetSkipsUnknownTokensAndRepeats() throws {
         var s = state(devices: [device(iosA), device(iosB, user: "u2")])
         let c = send(users: [], tokens: [iosB, "unknown", iosA, iosB])
-        XCTAssertEqual(NotificationHandler.apply(c, at: at, to: &s), .applied)
+        XCTAssertEqual(NotificationHandler().apply(c, CommandContext(at: at), to: &s), .applied)
         XCTAssertEqual(try records(s).map(\.deviceToken), [iosB, iosA], "as listed, each once")
     }
 
     func testNoDeviceWritesNothingButTheDelivery() {
         var s = state()
-        XCTAssertEqual(NotificationHandler.apply(send(users: ["nobody"]), at: at, to: &s), .rejected("no-devices"))
+        XCTAssertEqual(NotificationHandler().apply(send(users: ["nobody"]), CommandContext(at: at), to: &s), .rejected("no-devices"))
         XCTAssertTrue(s.outbound.isEmpty)
         guard case .putDelivery(let delivery)? = s.mutations.last else { return XCTFail("no delivery row") }
         XCTAssertEqual(delivery.sent, 0)
@@ -101,7 +101,7 @@ final class NotificationHandlerTests: XCTestCase {
                                              deliveryId: UUID(), sentAt: at, text: "old", businessId: nil)
         var s = state(devices: [device(iosA), device(android, platform: .android)], pending: [earlier])
         let c = send(managed: true)
-        _ = NotificationHandler.apply(c, at: at, to: &s)
+        _ = NotificationHandler().apply(c, CommandContext(at: at), to: &s)
         let rows = pendingRows(s)
         XCTAssertEqual(rows.map(\.deviceToken).sorted(), [iosA, android].sorted())
         XCTAssertTrue(rows.allSatisfy { $0.notificationId == c.notificationId && $0.text == "B" && $0.businessId == "BID" && $0.sentAt == at })
@@ -125,8 +125,8 @@ final class NotificationHandlerTests: XCTestCase {
         }
         var s = state(devices: [device(iosA)], pending: pending)
         let ackId = UUID()
-        XCTAssertEqual(AckHandler.apply(NotificationAcknowledged(mobileAppId: appId, notificationId: nid, deviceToken: iosA),
-                                        id: ackId, at: at, to: &s), .applied)
+        XCTAssertEqual(AckHandler().apply(NotificationAcknowledged(mobileAppId: appId, notificationId: nid, deviceToken: iosA),
+                                        CommandContext(id: ackId, at: at), to: &s), .applied)
         XCTAssertEqual(s.pendingCount(DeviceKey(appId: appId, deviceToken: iosA)), 1)
         XCTAssertTrue(s.mutations.contains(.deletePending(PendingKey(appId: appId, deviceToken: iosA, notificationId: nid))))
         let update = try XCTUnwrap(try records(s).first)
@@ -134,13 +134,13 @@ final class NotificationHandlerTests: XCTestCase {
         XCTAssertEqual(update.messageId, MessageId.badgeUpdate(ackId: ackId))
         XCTAssertEqual(update.payload, try JSONValue.parse(Data(#"{"aps":{"badge":1},"badge":"1"}"#.utf8)))
 
-        _ = AckHandler.apply(NotificationAcknowledged(mobileAppId: appId, notificationId: "other", deviceToken: iosA), id: UUID(), at: at, to: &s)
+        _ = AckHandler().apply(NotificationAcknowledged(mobileAppId: appId, notificationId: "other", deviceToken: iosA), CommandContext(id: UUID(), at: at), to: &s)
         XCTAssertEqual(try records(s).last?.payload, try JSONValue.parse(Data(#"{"aps":{"badge":0},"badge":"0"}"#.utf8)))
     }
 
     func testAndroidBadgeUpdateIsADataMessage() throws {
         var s = state(devices: [device(android, platform: .android)])
-        _ = AckHandler.apply(NotificationAcknowledged(mobileAppId: appId, notificationId: "n", deviceToken: android), id: UUID(), at: at, to: &s)
+        _ = AckHandler().apply(NotificationAcknowledged(mobileAppId: appId, notificationId: "n", deviceToken: android), CommandContext(id: UUID(), at: at), to: &s)
         XCTAssertEqual(try records(s).first?.payload, try JSONValue.parse(Data(#"{"data":{"badge":"0"}}"#.utf8)))
     }
 
@@ -148,7 +148,7 @@ final class NotificationHandlerTests: XCTestCase {
         let c = send(managed: true)
         let key = PendingKey(appId: appId, deviceToken: iosA, notificationId: c.notificationId)
         var s = state(devices: [device(iosA), device(iosB)], acks: [key])
-        _ = NotificationHandler.apply(c, at: at, to: &s)
+        _ = NotificationHandler().apply(c, CommandContext(at: at), to: &s)
         XCTAssertEqual(pendingRows(s).map(\.deviceToken), [iosB], "the acknowledged device is not made pending")
         XCTAssertEqual(s.pendingCount(key.device), 0)
         XCTAssertEqual(try records(s).count, 2, "the send still reaches every device")
@@ -156,7 +156,7 @@ final class NotificationHandlerTests: XCTestCase {
 
     func testAnAckOfAnUnknownDeviceLeavesNothingBehind() {
         var s = state()
-        let result = AckHandler.apply(NotificationAcknowledged(mobileAppId: appId, notificationId: "n", deviceToken: iosA), id: UUID(), at: at, to: &s)
+        let result = AckHandler().apply(NotificationAcknowledged(mobileAppId: appId, notificationId: "n", deviceToken: iosA), CommandContext(id: UUID(), at: at), to: &s)
         XCTAssertEqual(result, .rejected("unknown-device"))
         XCTAssertTrue(s.outbound.isEmpty)
         XCTAssertEqual(s.mutations, [], "nothing one client sends about devices the app does not have is stored")
@@ -166,7 +166,7 @@ final class NotificationHandlerTests: XCTestCase {
         var s = state(devices: [device(iosA, user: "123"), device(android, user: "123", platform: .android), device(iosB, user: "alice")],
                       callbackUrl: "http://127.0.0.1:9/cb")
         let c = send(users: ["123", "alice"], kind: .ticket, ticketId: "77")
-        _ = NotificationHandler.apply(c, at: at, to: &s)
+        _ = NotificationHandler().apply(c, CommandContext(at: at), to: &s)
         let jobs = s.mutations.compactMap { if case .enqueueOutbox(let job) = $0 { job } else { nil } }
         XCTAssertEqual(jobs.count, 2)
         let first = try XCTUnwrap(jobs.first { $0.id.hasSuffix(":123") })
@@ -186,7 +186,7 @@ final class NotificationHandlerTests: XCTestCase {
 
     func testImCallbackCarriesTheMessage() throws {
         var s = state(devices: [device(iosA, user: "bob")], callbackUrl: "http://127.0.0.1:9/cb")
-        _ = NotificationHandler.apply(send(users: ["bob"], kind: .im, message: "hello"), at: at, to: &s)
+        _ = NotificationHandler().apply(send(users: ["bob"], kind: .im, message: "hello"), CommandContext(at: at), to: &s)
         let job = try XCTUnwrap(s.mutations.compactMap { if case .enqueueOutbox(let job) = $0 { job } else { nil } }.first)
         XCTAssertEqual(try JSONValue.parse(job.body), try JSONValue.parse(Data("""
             {"user":{"user_id":"bob"},"device":[{"device_token":"\(iosA)","type":"IOS"}],"notification":{"message":"hello","type":"im"}}
@@ -195,9 +195,9 @@ final class NotificationHandlerTests: XCTestCase {
 
     func testAlertsAndAppsWithoutCallbackUrlCallNothingBack() {
         var withUrl = state(devices: [device(iosA)], callbackUrl: "http://127.0.0.1:9/cb")
-        _ = NotificationHandler.apply(send(), at: at, to: &withUrl)
+        _ = NotificationHandler().apply(send(), CommandContext(at: at), to: &withUrl)
         var withoutUrl = state(devices: [device(iosA)])
-        _ = NotificationHandler.apply(send(kind: .ticket, ticketId: "1"), at: at, to: &withoutUrl)
+        _ = NotificationHandler().apply(send(kind: .ticket, ticketId: "1"), CommandContext(at: at), to: &withoutUrl)
         for s in [withUrl, withoutUrl] {
             XCTAssertFalse(s.mutations.contains { if case .enqueueOutbox = $0 { true } else { false } })
         }
@@ -207,10 +207,10 @@ final class NotificationHandlerTests: XCTestCase {
         let p = PendingNotificationRow(appId: appId, deviceToken: iosA, notificationId: "n1", deliveryId: UUID(), sentAt: at, text: "t", businessId: nil)
         var s = state(devices: [device(iosA), device(iosB)], pending: [p])
         let cleanup = DeviceCleanupRequested(orgId: org, mobileAppId: appId, userId: "u1", deviceToken: iosA, apiTokenHash: "h")
-        XCTAssertEqual(CleanupHandler.apply(cleanup, to: &s), .applied)
+        XCTAssertEqual(CleanupHandler().apply(cleanup, CommandContext(at: at), to: &s), .applied)
         XCTAssertTrue(s.mutations.contains(.clearPending(DeviceKey(appId: appId, deviceToken: iosA))))
         XCTAssertEqual(s.pendingCount(DeviceKey(appId: appId, deviceToken: iosA)), 0)
-        _ = NotificationHandler.apply(send(), at: at, to: &s)
+        _ = NotificationHandler().apply(send(), CommandContext(at: at), to: &s)
         XCTAssertEqual(try records(s).map(\.deviceToken), [iosB])
     }
 

@@ -47,7 +47,7 @@ final class TrackingHandlerTests: XCTestCase {
 
     func testEventsOfAKnownTrackedDeliveryAreCountedByDeviceIndexRepeatsIncluded() {
         var s = state(delivery())
-        let result = TrackingHandler.apply(report([(id(0), .impression), (id(2), .open), (id(0), .impression)]), at: at, to: &s)
+        let result = TrackingHandler().apply(report([(id(0), .impression), (id(2), .open), (id(0), .impression)]), CommandContext(at: at), to: &s)
         XCTAssertEqual(result, .applied)
         XCTAssertEqual(counted(s), [key(2, .open), key(0, .impression, reports: 2)],
                        "one count per (action, device) of the batch, with its number of reports")
@@ -64,26 +64,26 @@ final class TrackingHandlerTests: XCTestCase {
             ("1-0000000000000000", .click),         // wrong check digits
             ("garbage", .click),
         ]
-        XCTAssertEqual(TrackingHandler.apply(report(events), at: at, to: &s), .applied)
+        XCTAssertEqual(TrackingHandler().apply(report(events), CommandContext(at: at), to: &s), .applied)
         XCTAssertEqual(counted(s), [key(1, .click)])
         XCTAssertEqual(s.trackingOutcomes, [.counted: 1, .rejected(.foreignBroadlog): 4])
     }
 
     func testTrackingOffAndAnotherAppsDeliveryRejectEveryEvent() {
         var off = state(delivery(tracking: false))
-        XCTAssertEqual(TrackingHandler.apply(report([(id(0), .impression), (id(1), .open)]), at: at, to: &off), .rejected("tracking-off"))
+        XCTAssertEqual(TrackingHandler().apply(report([(id(0), .impression), (id(1), .open)]), CommandContext(at: at), to: &off), .rejected("tracking-off"))
         XCTAssertTrue(off.mutations.isEmpty)
         XCTAssertEqual(off.trackingOutcomes, [.rejected(.trackingOff): 2])
 
         var foreign = state(delivery(app: otherApp))
-        XCTAssertEqual(TrackingHandler.apply(report([(id(0), .impression)]), at: at, to: &foreign), .rejected("unknown-delivery"))
+        XCTAssertEqual(TrackingHandler().apply(report([(id(0), .impression)]), CommandContext(at: at), to: &foreign), .rejected("unknown-delivery"))
         XCTAssertTrue(foreign.mutations.isEmpty)
         XCTAssertEqual(foreign.trackingOutcomes, [.rejected(.unknownDelivery): 1])
     }
 
     func testEventsBeforeTheirSendAreParkedUnlessTheIdCannotBeTheDeliverys() {
         var s = state()
-        let result = TrackingHandler.apply(report([(id(5000), .open), (id(0, of: UUID()), .open)]), at: at, to: &s)
+        let result = TrackingHandler().apply(report([(id(5000), .open), (id(0, of: UUID()), .open)]), CommandContext(at: at), to: &s)
         XCTAssertEqual(result, .applied)
         XCTAssertEqual(counted(s), [key(5000, .open)], "the sent count is not known yet: the send settles it")
         XCTAssertEqual(s.trackingOutcomes, [.parked: 1, .rejected(.foreignBroadlog): 1])
@@ -113,7 +113,7 @@ final class TrackingHandlerTests: XCTestCase {
         guard case .command(let c) = decoder.decode(type: encoded.type, version: encoded.version, value: encoded.value) else {
             return XCTFail("not decoded")
         }
-        XCTAssertEqual(c.stage, 2, "after the sends of the same batch, so that they are known")
+        XCTAssertEqual(c.phase, .tracking, "after the sends of the same batch, so that they are known")
     }
 }
 

@@ -34,7 +34,7 @@ struct ConsumedRecord: Sendable {
 final class BatchApplier: Sendable {
     private let store: any BatchStore
     private let outbound: any OutboundPublisher
-    private let registration: RegistrationHandler
+    private let handlers: HandlerRegistry
     private let logger: Logger
     private let retryDelays: [Duration]
     /// A rebuild's applier: outbox jobs are written as `replayed`, never to be sent.
@@ -59,7 +59,7 @@ final class BatchApplier: Sendable {
         self.replaying = replaying
         self.store = store
         self.outbound = outbound
-        self.registration = RegistrationHandler(verifier: verifier, maxDevicesPerUser: maxDevicesPerUser)
+        self.handlers = .standard(verifier: verifier, maxDevicesPerUser: maxDevicesPerUser)
         self.logger = logger
         self.retryDelays = retryDelays
     }
@@ -145,12 +145,13 @@ final class BatchApplier: Sendable {
     /// time on it.
     private func decode(_ records: [ConsumedRecord]) async -> [Decoded] {
         let parts = records.count >= 64 ? min(4, ProcessInfo.processInfo.activeProcessorCount) : 1
-        guard parts > 1 else { return Self.decode(records[...]) }
+        let handlers = self.handlers
+        guard parts > 1 else { return Self.decode(records[...], handlers: handlers) }
         let size = (records.count + parts - 1) / parts
         return await withTaskGroup(of: (Int, [Decoded]).self) { group in
             for part in 0..<parts {
                 let slice = records[(part * size)..<min(records.count, (part + 1) * size)]
-                group.addTask { (part, Self.decode(slice)) }
+                group.addTask { (part, Self.decode(slice, handlers: handlers)) }
             }
             var decoded = [[Decoded]](repeating: [], count: parts)
             for await (part, list) in group { decoded[part] = list }
@@ -158,8 +159,8 @@ final class BatchApplier: Sendable {
         }
     }
 
-    private static func decode(_ records: ArraySlice<ConsumedRecord>) -> [Decoded] {
-        let decoder = CommandDecoder()
+    private static func decode(_ records: ArraySlice<ConsumedRecord>, handlers: HandlerRegistry) -> [Decoded] {
+        let decoder = CommandDecoder(registry: handlers)
         return records.map {
             Decoded(partition: $0.partition, offset: $0.offset, requestId: $0.requestId,
                     outcome: decoder.decode(type: $0.type, version: $0.version, value: $0.value), type: $0.type, value: $0.value)
@@ -186,14 +187,14 @@ final class BatchApplier: Sendable {
                 tally.skipped["malformed:\(t)", default: 0] += 1
             }
         }
-        let ordered = (0...2).flatMap { stage in commands.filter { $0.command.stage == stage } }
+        let ordered = BatchPhase.allCases.flatMap { phase in commands.filter { $0.command.phase == phase } }
         var query = StateQuery()
         for (c, _) in ordered { c.addNeeds(to: &query) }
         let loadStart = ContinuousClock.now
         var state = BatchState(try await store.load(query))
         let loadTime = ContinuousClock.now - loadStart
         for (c, requestId) in ordered {
-            let result = handle(c, state: &state, storeFailed: storeFailed)
+            let result = c.apply(to: &state, storeFailed: storeFailed)
             tally.count(c.type, result)
             if case .rejected(let reason) = result {
                 // Debug only: forged requests must not buy log volume. The request id ties the
@@ -263,20 +264,6 @@ final class BatchApplier: Sendable {
         }
     }
 
-    private func handle(_ c: ProcessorCommand, state: inout BatchState, storeFailed: Bool) -> HandlerResult {
-        switch c.body {
-        case .appCreated(let x): AdminHandlers.apply(x, at: c.at, to: &state)
-        case .apiTokenIssued(let x): AdminHandlers.apply(x, at: c.at, to: &state)
-        case .apiTokenRevoked(let x): AdminHandlers.apply(x, to: &state)
-        case .appSettingsChanged(let x): AdminHandlers.apply(x, to: &state)
-        case .deviceRegistrationRequested(let x): registration.apply(x, at: c.at, to: &state, storeFailed: storeFailed)
-        case .deviceCleanupRequested(let x): CleanupHandler.apply(x, to: &state)
-        case .notificationRequested(let x): NotificationHandler.apply(x, at: c.at, to: &state)
-        case .notificationAcknowledged(let x): AckHandler.apply(x, id: c.id, at: c.at, to: &state)
-        case .trackingReported(let x): TrackingHandler.apply(x, at: c.at, to: &state)
-        }
-    }
-
     // MARK: - Records the store refuses
 
     /// Settles a record the store refused after the retries. Its decided failure is stored if
@@ -330,7 +317,7 @@ final class BatchApplier: Sendable {
     func reapply(_ letter: DeadLetterRow) async throws -> DeadLetterReapplied {
         // The version header is not kept: the envelope's own `v` decides.
         let record = Self.decode([ConsumedRecord(partition: letter.partition, offset: letter.offset, type: letter.type,
-                                                 version: nil, value: letter.value, requestId: letter.requestId)][...])[0]
+                                                 version: nil, value: letter.value, requestId: letter.requestId)][...], handlers: handlers)[0]
         var batch = try await decide([record])
         batch.next = [:]
         batch.mutations.append(.deleteDeadLetter(letter.key))

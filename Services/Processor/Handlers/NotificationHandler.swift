@@ -10,16 +10,30 @@ import Projections
 /// Everything derives from the command and the loaded rows — message ids from the delivery id
 /// and the device's position, the timestamp from the command's time — so applying the same
 /// command to the same state again writes byte-identical records.
-enum NotificationHandler {
-    static func apply(_ c: NotificationRequested, at: Date, to state: inout BatchState) -> HandlerResult {
+struct NotificationHandler: CommandHandler {
+    func addNeeds(of c: NotificationRequested, to query: inout StateQuery) {
+        query.appIds.insert(c.mobileAppId)
+        for user in c.target.userIds { query.userKeys.insert(UserKey(appId: c.mobileAppId, userId: user)) }
+        for token in c.target.deviceTokens { query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: token)) }
+        query.trackedDeliveries.insert(c.deliveryId)
+        if c.managed {
+            // Badges: a managed send stamps each device's pending count.
+            query.ackedNotifications.insert(NotificationKey(appId: c.mobileAppId, notificationId: c.notificationId))
+            for user in c.target.userIds { query.pendingCountUsers.insert(UserKey(appId: c.mobileAppId, userId: user)) }
+            for token in c.target.deviceTokens { query.pendingCountDevices.insert(DeviceKey(appId: c.mobileAppId, deviceToken: token)) }
+        }
+    }
+
+    func apply(_ c: NotificationRequested, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+        let at = context.at
         guard let app = state.apps[c.mobileAppId] else { return .rejected("unknown-app") }
-        let devices = resolve(c.target, app: c.mobileAppId, in: state)
+        let devices = Self.resolve(c.target, app: c.mobileAppId, in: state)
         state.reserveOutbound(devices.count)
         // One template per platform (and per badge, for a managed send): each device's record is
         // the template with its token and message id, rendered when published.
         var templates: [TemplateKey: OutboundTemplate] = [:]
         for (index, device) in devices.enumerated() {
-            let badge = c.managed ? makePending(c, device: device, at: at, state: &state) : nil
+            let badge = c.managed ? Self.makePending(c, device: device, at: at, state: &state) : nil
             let key = TemplateKey(platform: device.platform, badge: badge)
             let template: OutboundTemplate
             if let known = templates[key] {
@@ -35,7 +49,7 @@ enum NotificationHandler {
         TrackingHandler.settle(delivery, state: &state)
         state.record(delivery)
         if c.kind != .alert, let url = app.callbackUrl {
-            enqueueCallbacks(c, devices: devices, app: app, url: url, at: at, state: &state)
+            Self.enqueueCallbacks(c, devices: devices, app: app, url: url, at: at, state: &state)
         }
         return devices.isEmpty ? .rejected("no-devices") : .applied
     }
@@ -92,27 +106,5 @@ enum NotificationHandler {
                                     appId: c.mobileAppId, url: url, headers: headers, body: body,
                                     maxAttempts: 1 + max(0, app.webhookRetries), nextAttemptAt: at, createdAt: at))
         }
-    }
-}
-
-/// Applies a device's acknowledgement (docs/API.md#managed-notifications-and-acknowledgements):
-/// the notification is no longer pending on it, and the device is sent its new badge. The ack is
-/// kept, so that a notification applied after it (they may travel on different partitions) is
-/// not made pending.
-enum AckHandler {
-    static func apply(_ c: NotificationAcknowledged, id: UUID, at: Date, to state: inout BatchState) -> HandlerResult {
-        guard state.apps[c.mobileAppId] != nil else { return .rejected("unknown-app") }
-        let key = PendingKey(appId: c.mobileAppId, deviceToken: c.deviceToken, notificationId: c.notificationId)
-        // An ack of a device the app does not have leaves nothing behind: anyone holding the
-        // app's token could otherwise grow the store without bound. (That device has nothing
-        // pending; an ack read before its device's registration is dropped the same way.)
-        guard let device = state.devices[key.device] else { return .rejected("unknown-device") }
-        state.recordAck(AckRow(appId: c.mobileAppId, deviceToken: c.deviceToken, notificationId: c.notificationId,
-                               businessId: c.businessId, ackedAt: at))
-        state.removePending(key)
-        let value = OutboundRecord.badgeUpdate(mobileAppId: c.mobileAppId, deviceToken: c.deviceToken, platform: device.platform,
-                                               ackId: id, badge: state.pendingCount(key.device))
-        state.emit(OutboundMessage(kind: .badgeUpdate, deviceToken: c.deviceToken, value: value))
-        return .applied
     }
 }

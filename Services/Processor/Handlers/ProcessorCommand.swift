@@ -2,90 +2,61 @@ import Contracts
 import Foundation
 import Projections
 
-/// A decoded command with the envelope facts the handlers need. Handlers use the envelope's
-/// `id` and `at` rather than the clock, so a replay decides exactly what the first run did.
+/// A decoded command with the envelope facts the handlers need, and the handler of its type.
+/// Handlers use the envelope's `id` and `at` rather than the clock, so a replay decides exactly
+/// what the first run did.
 struct ProcessorCommand: Sendable {
-    enum Body: Sendable {
-        case appCreated(AppCreated)
-        case apiTokenIssued(ApiTokenIssued)
-        case apiTokenRevoked(ApiTokenRevoked)
-        case appSettingsChanged(AppSettingsChanged)
-        case deviceRegistrationRequested(DeviceRegistrationRequested)
-        case deviceCleanupRequested(DeviceCleanupRequested)
-        case notificationRequested(NotificationRequested)
-        case notificationAcknowledged(NotificationAcknowledged)
-        case trackingReported(TrackingReported)
-    }
-
     var id: UUID
     var at: Date
-    var body: Body
+    let payload: any Command
+    fileprivate let handler: any RegisteredHandler
 
-    var type: CommandType {
-        switch body {
-        case .appCreated: .appCreated
-        case .apiTokenIssued: .apiTokenIssued
-        case .apiTokenRevoked: .apiTokenRevoked
-        case .appSettingsChanged: .appSettingsChanged
-        case .deviceRegistrationRequested: .deviceRegistrationRequested
-        case .deviceCleanupRequested: .deviceCleanupRequested
-        case .notificationRequested: .notificationRequested
-        case .notificationAcknowledged: .notificationAcknowledged
-        case .trackingReported: .trackingReported
-        }
-    }
-
-    /// Where the command goes in its batch: admin commands first, so that an app created a
-    /// moment before its first registration is known to it when both share a batch; tracking
-    /// last, so that it sees the deliveries sent in the same batch. The rest keep their
-    /// consumed order (a partition keeps per-key order).
-    var stage: Int {
-        switch body {
-        case .appCreated, .apiTokenIssued, .apiTokenRevoked, .appSettingsChanged: 0
-        case .trackingReported: 2
-        default: 1
-        }
-    }
+    var type: CommandType { Swift.type(of: payload).type }
+    /// Where the command runs in its batch (its handler's phase).
+    var phase: BatchPhase { handler.phase }
 
     /// Adds the rows this command needs to decide its outcome.
     func addNeeds(to query: inout StateQuery) {
-        switch body {
-        case .appCreated(let c): query.appIds.insert(c.mobileAppId)
-        case .apiTokenIssued(let c): query.appIds.insert(c.mobileAppId)
-        case .apiTokenRevoked(let c): query.appIds.insert(c.mobileAppId)
-        case .appSettingsChanged(let c): query.appIds.insert(c.mobileAppId)
-        case .deviceRegistrationRequested(let c):
-            query.appIds.insert(c.mobileAppId)
-            query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken))
-            // The user's devices, for the per-user cap.
-            query.userKeys.insert(UserKey(appId: c.mobileAppId, userId: c.userId))
-        case .deviceCleanupRequested(let c):
-            query.appIds.insert(c.mobileAppId)
-            if let token = c.deviceToken {
-                query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: token))
-            } else {
-                query.userKeys.insert(UserKey(appId: c.mobileAppId, userId: c.userId))
-            }
-        case .notificationRequested(let c):
-            query.appIds.insert(c.mobileAppId)
-            for user in c.target.userIds { query.userKeys.insert(UserKey(appId: c.mobileAppId, userId: user)) }
-            for token in c.target.deviceTokens { query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: token)) }
-            query.trackedDeliveries.insert(c.deliveryId)
-            if c.managed {
-                // Badges: a managed send stamps each device's pending count.
-                query.ackedNotifications.insert(NotificationKey(appId: c.mobileAppId, notificationId: c.notificationId))
-                for user in c.target.userIds { query.pendingCountUsers.insert(UserKey(appId: c.mobileAppId, userId: user)) }
-                for token in c.target.deviceTokens { query.pendingCountDevices.insert(DeviceKey(appId: c.mobileAppId, deviceToken: token)) }
-            }
-        case .notificationAcknowledged(let c):
-            query.appIds.insert(c.mobileAppId)
-            query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken))
-            query.pendingCountDevices.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken))
-            query.pendingKeys.insert(PendingKey(appId: c.mobileAppId, deviceToken: c.deviceToken, notificationId: c.notificationId))
-        case .trackingReported(let c):
-            query.deliveryIds.insert(c.deliveryId)
-        }
+        handler.addNeeds(of: payload, to: &query)
     }
+
+    /// Runs the command's handler; `storeFailed`: see `CommandContext.storeFailed`.
+    func apply(to state: inout BatchState, storeFailed: Bool = false) -> HandlerResult {
+        handler.apply(payload, CommandContext(id: id, at: at, storeFailed: storeFailed), to: &state)
+    }
+}
+
+/// The handler of every command type the processor applies, by type: the one table to extend
+/// when a command type is added.
+struct HandlerRegistry: Sendable {
+    private var handlers: [CommandType: any RegisteredHandler] = [:]
+
+    /// The processor's handlers. `verifier` and `maxDevicesPerUser` configure registrations.
+    static func standard(verifier: any DeviceTokenVerifier = TokenFormatVerifier(),
+                         maxDevicesPerUser: Int = ProcessorConfiguration().maxDevicesPerUser) -> HandlerRegistry {
+        var registry = HandlerRegistry()
+        registry.register(AppCreatedHandler())
+        registry.register(ApiTokenIssuedHandler())
+        registry.register(ApiTokenRevokedHandler())
+        registry.register(AppSettingsChangedHandler())
+        registry.register(RegistrationHandler(verifier: verifier, maxDevicesPerUser: maxDevicesPerUser))
+        registry.register(CleanupHandler())
+        registry.register(NotificationHandler())
+        registry.register(AckHandler())
+        registry.register(TrackingHandler())
+        return registry
+    }
+
+    /// Adds `handler` for its command type; a type has one handler.
+    mutating func register<H: CommandHandler>(_ handler: H) {
+        precondition(handlers[H.Handled.type] == nil, "two handlers for \(H.Handled.type.rawValue)")
+        handlers[H.Handled.type] = Registered(handler: handler)
+    }
+
+    /// The command types with a handler.
+    var types: Set<CommandType> { Set(handlers.keys) }
+
+    fileprivate subscript(type: CommandType) -> (any RegisteredHandler)? { handlers[type] }
 }
 
 /// Turns consumed records into commands. Unknown types and versions are reported, never fatal.
@@ -99,7 +70,7 @@ struct CommandDecoder {
         /// One line for an operator: the command's type and id, or why it could not be read.
         var summary: String {
             switch self {
-            case .command(let c): "\(c.type.rawValue) \(c.id.uuidString.lowercased())"
+            case .command(let c): "\(c.type.rawValue) \(c.id.lowercasedString)"
             case .unknownType(let t): "unknown type \(t)"
             case .unsupportedVersion(let t, let v): "\(t) of unsupported version \(v)"
             case .malformed(let t, let e): "malformed \(t): \(e)"
@@ -107,36 +78,53 @@ struct CommandDecoder {
         }
     }
 
+    private let registry: HandlerRegistry
     private let decoder = WireJSON.decoder()
-    private static let escapedNUL = DecodingError.dataCorrupted(.init(
-        codingPath: [], debugDescription: "a string holds the NUL character (\\u0000), which no projection store can hold"))
+
+    init(registry: HandlerRegistry = .standard()) {
+        self.registry = registry
+    }
 
     func decode(type typeName: String?, version: Int?, value: Data) -> Outcome {
-        guard let typeName, let type = CommandType(rawValue: typeName) else { return .unknownType(typeName ?? "<none>") }
-        let version = version ?? 1
+        guard let typeName, let type = CommandType(rawValue: typeName), let handler = registry[type] else {
+            return .unknownType(typeName ?? "<none>")
+        }
         do {
-            switch type {
-            case .appCreated: return try wrap(AppCreated.self, version, value, ProcessorCommand.Body.appCreated)
-            case .apiTokenIssued: return try wrap(ApiTokenIssued.self, version, value, ProcessorCommand.Body.apiTokenIssued)
-            case .apiTokenRevoked: return try wrap(ApiTokenRevoked.self, version, value, ProcessorCommand.Body.apiTokenRevoked)
-            case .appSettingsChanged: return try wrap(AppSettingsChanged.self, version, value, ProcessorCommand.Body.appSettingsChanged)
-            case .deviceRegistrationRequested:
-                return try wrap(DeviceRegistrationRequested.self, version, value, ProcessorCommand.Body.deviceRegistrationRequested)
-            case .deviceCleanupRequested:
-                return try wrap(DeviceCleanupRequested.self, version, value, ProcessorCommand.Body.deviceCleanupRequested)
-            case .notificationRequested:
-                return try wrap(NotificationRequested.self, version, value, ProcessorCommand.Body.notificationRequested)
-            case .notificationAcknowledged:
-                return try wrap(NotificationAcknowledged.self, version, value, ProcessorCommand.Body.notificationAcknowledged)
-            case .trackingReported:
-                return try wrap(TrackingReported.self, version, value, ProcessorCommand.Body.trackingReported)
-            }
+            return try handler.decode(version: version ?? 1, value: value, decoder: decoder)
         } catch {
             return .malformed(type: typeName, error: String(describing: error))
         }
     }
+}
 
-    private func wrap<C: Command>(_: C.Type, _ version: Int, _ value: Data, _ make: (C) -> ProcessorCommand.Body) throws -> Outcome {
+/// A handler with its command type erased, so that one table holds them all.
+private protocol RegisteredHandler: Sendable {
+    var phase: BatchPhase { get }
+    func decode(version: Int, value: Data, decoder: JSONDecoder) throws -> CommandDecoder.Outcome
+    func addNeeds(of command: any Command, to query: inout StateQuery)
+    func apply(_ command: any Command, _ context: CommandContext, to state: inout BatchState) -> HandlerResult
+}
+
+private struct Registered<H: CommandHandler>: RegisteredHandler {
+    let handler: H
+
+    var phase: BatchPhase { handler.phase }
+
+    func addNeeds(of command: any Command, to query: inout StateQuery) {
+        handler.addNeeds(of: command as! H.Handled, to: &query)
+    }
+
+    func apply(_ command: any Command, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+        handler.apply(command as! H.Handled, context, to: &state)
+    }
+
+    private static var escapedNUL: DecodingError {
+        .dataCorrupted(.init(codingPath: [], debugDescription:
+            "a string holds the NUL character (\\u0000), which no projection store can hold"))
+    }
+
+    func decode(version: Int, value: Data, decoder: JSONDecoder) throws -> CommandDecoder.Outcome {
+        typealias C = H.Handled
         guard version <= C.version else { return .unsupportedVersion(type: C.type.rawValue, version: version) }
         // The hottest commands are read by hand; whatever that reading is unsure of, JSONDecoder decides.
         // (It takes no escapes, so only the records it leaves to JSONDecoder need the NUL check.)
@@ -148,6 +136,6 @@ struct CommandDecoder {
             envelope = try decoder.decode(Envelope<C>.self, from: value)
         }
         guard envelope.v <= C.version else { return .unsupportedVersion(type: C.type.rawValue, version: envelope.v) }
-        return .command(ProcessorCommand(id: envelope.id, at: envelope.at, body: make(envelope.payload)))
+        return .command(ProcessorCommand(id: envelope.id, at: envelope.at, payload: envelope.payload, handler: self))
     }
 }

@@ -4,7 +4,7 @@ import Projections
 
 /// Decides the outcome of a device registration (docs/API.md#registration-outcomes) and records its
 /// effects: the device row, the tracked status, and the status webhook as an outbox job.
-struct RegistrationHandler {
+struct RegistrationHandler: CommandHandler {
     typealias Reason = DeviceRegistrationAPI.FailureReason
 
     let verifier: any DeviceTokenVerifier
@@ -17,15 +17,23 @@ struct RegistrationHandler {
         self.maxDevicesPerUser = max(1, maxDevicesPerUser)
     }
 
-    /// `storeFailed`: the store rejected this registration's device write after retries; the
-    /// outcome is then `FailedToStoreDevice` and the device row is left as it was.
-    func apply(_ c: DeviceRegistrationRequested, at: Date, to state: inout BatchState, storeFailed: Bool = false) -> HandlerResult {
+    func addNeeds(of c: DeviceRegistrationRequested, to query: inout StateQuery) {
+        query.appIds.insert(c.mobileAppId)
+        query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken))
+        // The user's devices, for the per-user cap.
+        query.userKeys.insert(UserKey(appId: c.mobileAppId, userId: c.userId))
+    }
+
+    /// With `context.storeFailed` (the store rejected this registration's device write after
+    /// retries) the outcome is `FailedToStoreDevice` and the device row is left as it was.
+    func apply(_ c: DeviceRegistrationRequested, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+        let at = context.at
         // Forged or stale tokens get no history and no webhook: no work for an attacker
         // (docs/API.md#forged-requests).
         guard state.authorizes(app: c.mobileAppId, org: c.orgId, tokenHash: c.apiTokenHash) else {
             return .rejected("invalid-api-token")
         }
-        let failure = storeFailed ? .FailedToStoreDevice : decide(c, state: state)
+        let failure = context.storeFailed ? .FailedToStoreDevice : decide(c, state: state)
         if failure == nil {
             let key = DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken)
             let version = (state.devices[key]?.version ?? 0) + 1
@@ -78,24 +86,5 @@ struct RegistrationHandler {
         return OutboxJob(id: "registration-status:\(c.registrationRequestId.lowercasedString)",
                          kind: "registration-status", appId: c.mobileAppId, url: callback.url, headers: headers,
                          body: data, maxAttempts: 1 + max(0, retries), nextAttemptAt: at, createdAt: at)
-    }
-}
-
-/// Removes the (app, user, token) device, or every device of the user when no token is given.
-/// Removing nothing is not an error.
-enum CleanupHandler {
-    static func apply(_ c: DeviceCleanupRequested, to state: inout BatchState) -> HandlerResult {
-        guard state.authorizes(app: c.mobileAppId, org: c.orgId, tokenHash: c.apiTokenHash) else {
-            return .rejected("invalid-api-token")
-        }
-        if let token = c.deviceToken {
-            let key = DeviceKey(appId: c.mobileAppId, deviceToken: token)
-            if state.devices[key]?.userId == c.userId { state.delete(key) }
-        } else {
-            for device in state.devices(of: UserKey(appId: c.mobileAppId, userId: c.userId)) {
-                state.delete(device.key)
-            }
-        }
-        return .applied
     }
 }

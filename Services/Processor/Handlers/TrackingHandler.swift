@@ -41,8 +41,13 @@ enum TrackingOutcome: Hashable, Sendable {
 /// A broadlogId is checked against the delivery id alone (`MessageId`'s check digits), so a
 /// foreign id is refused even before its delivery is known; only "past the sent count" needs
 /// the delivery row.
-enum TrackingHandler {
-    static func apply(_ c: TrackingReported, at: Date, to state: inout BatchState) -> HandlerResult {
+struct TrackingHandler: CommandHandler {
+    var phase: BatchPhase { .tracking }
+
+    func addNeeds(of c: TrackingReported, to query: inout StateQuery) { query.deliveryIds.insert(c.deliveryId) }
+
+    func apply(_ c: TrackingReported, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+        let at = context.at
         let delivery = state.delivery(c.deliveryId)
         if let delivery {
             guard delivery.appId == c.mobileAppId else {

@@ -1,0 +1,30 @@
+import Contracts
+import Projections
+
+/// Removes the (app, user, token) device, or every device of the user when no token is given.
+/// Removing nothing is not an error.
+struct CleanupHandler: CommandHandler {
+    func addNeeds(of c: DeviceCleanupRequested, to query: inout StateQuery) {
+        query.appIds.insert(c.mobileAppId)
+        if let token = c.deviceToken {
+            query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: token))
+        } else {
+            query.userKeys.insert(UserKey(appId: c.mobileAppId, userId: c.userId))
+        }
+    }
+
+    func apply(_ c: DeviceCleanupRequested, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+        guard state.authorizes(app: c.mobileAppId, org: c.orgId, tokenHash: c.apiTokenHash) else {
+            return .rejected("invalid-api-token")
+        }
+        if let token = c.deviceToken {
+            let key = DeviceKey(appId: c.mobileAppId, deviceToken: token)
+            if state.devices[key]?.userId == c.userId { state.delete(key) }
+        } else {
+            for device in state.devices(of: UserKey(appId: c.mobileAppId, userId: c.userId)) {
+                state.delete(device.key)
+            }
+        }
+        return .applied
+    }
+}

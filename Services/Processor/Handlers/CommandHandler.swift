@@ -1,0 +1,58 @@
+import Contracts
+import Foundation
+import Projections
+
+/// How the processor applies one command type: what it needs loaded, where it runs in its batch,
+/// and what it changes. A handler decides in memory, from `BatchState` and the command alone —
+/// never the clock — so that a replay of the same log decides the same
+/// (docs/ARCHITECTURE.md#state-is-a-function-of-the-log).
+///
+/// A new command type is a `Command` in Contracts, one handler, and one line in
+/// `HandlerRegistry.standard`.
+protocol CommandHandler: Sendable {
+    associatedtype Handled: Command
+    /// Where commands of this type run in their batch; `.main` unless said otherwise.
+    var phase: BatchPhase { get }
+    /// Adds the rows `command` needs to decide its outcome to the batch's one read.
+    func addNeeds(of command: Handled, to query: inout StateQuery)
+    /// Decides the outcome of `command` and records its effects in `state`.
+    func apply(_ command: Handled, _ context: CommandContext, to state: inout BatchState) -> HandlerResult
+}
+
+extension CommandHandler {
+    var phase: BatchPhase { .main }
+}
+
+/// Where a command runs in its batch. Admin commands go first, so that an app created a moment
+/// before its first registration is known to it when both share a batch; tracking goes last, so
+/// that it sees the deliveries sent in the same batch. Within a phase, commands keep their
+/// consumed order (a partition keeps per-key order).
+enum BatchPhase: Int, Comparable, CaseIterable, Sendable {
+    case admin, main, tracking
+
+    static func < (a: BatchPhase, b: BatchPhase) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// The envelope facts a handler may use besides the payload.
+struct CommandContext: Sendable {
+    /// The command's id (the envelope's `id`): seeds ids derived from the command.
+    var id: UUID
+    /// The command's time (the envelope's `at`): every time a handler records.
+    var at: Date
+    /// The store refused this command's writes for good; the handler records the failure it
+    /// can (a registration becomes `FailedToStoreDevice`) instead of the effects.
+    var storeFailed = false
+
+    init(id: UUID = UUID(), at: Date, storeFailed: Bool = false) {
+        self.id = id
+        self.at = at
+        self.storeFailed = storeFailed
+    }
+}
+
+/// What a handler did with a command, for metrics and logs.
+enum HandlerResult: Equatable {
+    case applied
+    /// Not applied, by rule (e.g. an invalid API token); the reason is a metric label.
+    case rejected(String)
+}
