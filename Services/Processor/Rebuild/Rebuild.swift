@@ -171,11 +171,11 @@ public enum Rebuild {
         let group = "\(configuration.groupId).rebuild.\(storeTag(configuration.shared.store)).\(topic)"
         var consumerConfiguration = configuration.consumerConfiguration(groupId: group)
         consumerConfiguration.maxBatchSize = options.batchSize
-        let consumer = CommandConsumer(configuration: consumerConfiguration, topics: [topic],
-                                       store: store, outbound: outbound, verifier: verifier, logger: logger,
-                                       replayLimits: limits, partitions: options.join ? nil : remaining,
-                                       startAfter: turn?.wait, maxDevicesPerUser: configuration.maxDevicesPerUser,
-                                       trackingParkTime: .milliseconds(configuration.trackingParkTtlMs), onApplied: {})
+        let consumer = ReplayConsumer(configuration: consumerConfiguration, topics: [topic],
+                                      store: store, outbound: outbound, verifier: verifier, logger: logger,
+                                      limits: limits, partitions: options.join ? nil : remaining,
+                                      startAfter: turn?.wait, maxDevicesPerUser: configuration.maxDevicesPerUser,
+                                      trackingParkTime: .milliseconds(configuration.trackingParkTtlMs))
         let clock = ContinuousClock()
         let began = clock.now
         logger.info("replaying topic", metadata: ["topic": "\(topic)"])
