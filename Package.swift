@@ -53,6 +53,16 @@ let package = Package(
             ],
             path: "Shared/Settings"
         ),
+        // The /health and /metrics routes every service serves.
+        .target(
+            name: "Operations",
+            dependencies: [
+                "Contracts",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            path: "Shared/Operations"
+        ),
         .target(
             name: "Projections",
             dependencies: [
@@ -66,7 +76,7 @@ let package = Package(
         .target(
             name: "Ingest",
             dependencies: [
-                "Contracts", "Kafka", "Projections", "Settings",
+                "Contracts", "Kafka", "Operations", "Projections", "Settings",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -79,7 +89,7 @@ let package = Package(
         .target(
             name: "Processor",
             dependencies: [
-                "Contracts", "Kafka", "Projections", "Settings",
+                "Contracts", "Kafka", "Operations", "Projections", "Settings",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),

@@ -6,6 +6,7 @@ import Kafka
 import Logging
 import Metrics
 import NIOCore
+import Operations
 import Prometheus
 import Projections
 import ServiceLifecycle
@@ -46,21 +47,11 @@ public enum ProcessorApp {
                                        acceptExistingLog: configuration.acceptExistingLog, onApplied: { dispatcher.wake() })
 
         let router = Router()
-        let healthEncoder = WireJSON.encoder()
-        router.get("/health") { _, _ -> Response in
-            // Readiness: 503 while the consumer is not running, its store is unavailable, or an
-            // owned partition has records waiting and made no progress for the stall time.
-            let problem = consumer.readiness.problem
-            let body = try healthEncoder.encode(problem.map { HealthAnswer(status: "unavailable", reason: $0) } ?? HealthAnswer.ok)
-            return Response(status: problem == nil ? .ok : .serviceUnavailable, headers: [.contentType: "application/json"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: body)))
-        }
-        router.get("/metrics") { _, _ -> Response in
-            var buffer: [UInt8] = []
-            metrics.emit(into: &buffer)
-            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
-        }
+        // Readiness: 503 while the consumer is not running, its store is unavailable, or an owned
+        // partition has records waiting and made no progress for the stall time.
+        HealthAndMetricsRoutes(registry: metrics) {
+            consumer.readiness.problem.map { HealthAndMetricsRoutes.HealthProblem(reason: $0) }
+        }.addRoutes(to: router)
         let app = Application(router: router, configuration: .init(address: .hostname(configuration.host, port: configuration.port),
                                                                    serverName: "pushline-processor"),
                               logger: logger)

@@ -17,8 +17,8 @@ struct CodeFacts: Equatable {
         /// The folders where its HTTP routes are registered.
         var routeFolders: [String] {
             switch self {
-            case .ingest: ["Services/Ingest"]
-            case .processor: ["Services/Processor"]
+            case .ingest: ["Services/Ingest", "Shared/Operations"]
+            case .processor: ["Services/Processor", "Shared/Operations"]
             }
         }
     }
