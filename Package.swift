@@ -35,6 +35,7 @@ let package = Package(
             dependencies: [
                 "CRdKafka",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Shared/Kafka"
         ),
@@ -70,6 +71,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Shared/Projections"
         ),
@@ -103,7 +105,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "IngestMain",
-            dependencies: ["Ingest", "Settings", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["Ingest", "Settings", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Services/IngestMain"
         ),
         .executableTarget(

@@ -6,6 +6,7 @@ import Logging
 import Metrics
 import Projections
 import Prometheus
+import ServiceLifecycle
 import Settings
 
 /// `pushline-ingest`: the HTTP front door. Settings come from the environment (see README);
@@ -43,12 +44,12 @@ struct PushlineIngest: AsyncParsableCommand {
                                            "port": "\(configuration.port)"])
         let app = buildApplication(configuration: configuration, publisher: KafkaCommandPublisher(producer: producer),
                                    store: store, metrics: registry, logger: logger)
-        do {
-            try await app.runService()
-        } catch {
-            await producer.shutdown()
-            throw error
-        }
-        await producer.shutdown()
+        // Shut down in reverse order: the HTTP server finishes its requests, then the producer
+        // flushes, then the store closes.
+        try await ServiceGroup(configuration: .init(
+            services: [ProjectionStoreService(store), producer, app],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
+        )).run()
     }
 }

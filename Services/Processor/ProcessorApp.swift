@@ -57,7 +57,12 @@ public enum ProcessorApp {
                               logger: logger)
 
         let group = ServiceGroup(configuration: .init(
+            // Shut down in reverse order: the HTTP server, the dispatcher and the consumer finish
+            // first, then the clients they used — webhook HTTP, producer, store — are closed.
             services: [
+                .init(service: ProjectionStoreService(store)),
+                .init(service: producer),
+                .init(service: HTTPClientService(client: http)),
                 .init(service: consumer, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
                 .init(service: dispatcher),
                 .init(service: app),
@@ -65,15 +70,17 @@ public enum ProcessorApp {
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         ))
-        do {
-            try await group.run()
-        } catch {
-            try? await http.shutdown()
-            await producer.shutdown()
-            throw error
-        }
-        try await http.shutdown()
-        await producer.shutdown()
+        try await group.run()
+    }
+}
+
+/// Keeps the webhook HTTP client until the service group shuts down, then shuts it down.
+private struct HTTPClientService: Service {
+    let client: HTTPClient
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        try await client.shutdown()
     }
 }
 

@@ -53,8 +53,9 @@ public enum ConsumerLag {
         if let path = ProjectionStoreFactory.sqlitePath(configuration.shared.store), !FileManager.default.fileExists(atPath: path) {
             throw ProjectionStoreError.invalidConfiguration("there is no SQLite store at \(path)")
         }
-        let store = try await ProjectionStoreFactory.open(configuration.shared.store, logger: logger)
-        let applied = try await store.offsets(topics: topics)
+        let applied = try await ProjectionStoreFactory.withStore(configuration.shared.store, logger: logger) { store in
+            try await store.offsets(topics: topics)
+        }
         let ends = try await KafkaAdmin.endOffsets(topics: topics, bootstrapServers: configuration.shared.brokers,
                                                    properties: configuration.shared.kafkaProperties)
         return rows(topics: topics, endOffsets: ends, applied: applied)

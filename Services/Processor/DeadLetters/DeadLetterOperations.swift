@@ -9,14 +9,15 @@ import Projections
 public enum DeadLetterOperations {
     /// Every dead letter of the store, in partition and offset order.
     public static func list(configuration: ProcessorConfiguration, logger: Logger) async throws -> [DeadLetterRow] {
-        let store = try await ProjectionStoreFactory.open(configuration.shared.store, logger: logger)
-        var all: [DeadLetterRow] = []
-        var after: DeadLetterKey?
-        while true {
-            let page = try await store.deadLetters(after: after, limit: 500)
-            all += page
-            guard page.count == 500, let last = page.last else { return all }
-            after = last.key
+        try await ProjectionStoreFactory.withStore(configuration.shared.store, logger: logger) { store in
+            var all: [DeadLetterRow] = []
+            var after: DeadLetterKey?
+            while true {
+                let page = try await store.deadLetters(after: after, limit: 500)
+                all += page
+                guard page.count == 500, let last = page.last else { return all }
+                after = last.key
+            }
         }
     }
 
@@ -32,20 +33,21 @@ public enum DeadLetterOperations {
     /// the error is thrown and the dead letter stays.
     public static func reapply(_ key: DeadLetterKey, configuration: ProcessorConfiguration,
                                verifier: any DeviceTokenVerifier = TokenFormatVerifier(), logger: Logger) async throws -> DeadLetterReapplied {
-        let store = try await ProjectionStoreFactory.open(configuration.shared.store, logger: logger)
-        guard let letter = try await store.deadLetter(key) else { throw NotFound(key: key) }
-        let producer = try KafkaProducer(configuration: configuration.shared.producerConfiguration(clientId: "pushline-dead-letters"),
-                                         logger: logger)
-        let applier = BatchApplier(store: store, outbound: KafkaOutboundPublisher(producer: producer, topic: configuration.shared.topics.outbound),
-                                   verifier: verifier, logger: logger, maxDevicesPerUser: configuration.maxDevicesPerUser,
-                                   trackingParkTime: .milliseconds(configuration.trackingParkTtlMs))
-        do {
-            let result = try await applier.reapply(letter)
-            await producer.shutdown()
-            return result
-        } catch {
-            await producer.shutdown()
-            throw error
+        try await ProjectionStoreFactory.withStore(configuration.shared.store, logger: logger) { store in
+            guard let letter = try await store.deadLetter(key) else { throw NotFound(key: key) }
+            let producer = try KafkaProducer(configuration: configuration.shared.producerConfiguration(clientId: "pushline-dead-letters"),
+                                             logger: logger)
+            let applier = BatchApplier(store: store, outbound: KafkaOutboundPublisher(producer: producer, topic: configuration.shared.topics.outbound),
+                                       verifier: verifier, logger: logger, maxDevicesPerUser: configuration.maxDevicesPerUser,
+                                       trackingParkTime: .milliseconds(configuration.trackingParkTtlMs))
+            do {
+                let result = try await applier.reapply(letter)
+                await producer.shutdown()
+                return result
+            } catch {
+                await producer.shutdown()
+                throw error
+            }
         }
     }
 }

@@ -89,11 +89,26 @@ public enum Rebuild {
 
     public static func run(configuration: ProcessorConfiguration, options: Options = Options(),
                            verifier: any DeviceTokenVerifier = TokenFormatVerifier(), logger: Logger) async throws -> Summary {
-        let topics = configuration.shared.topics.commandTopics
         if options.switchOver && options.previous == nil { throw Failure.switchNeedsPrevious }
         let store = try await ProjectionStoreFactory.open(configuration.shared.store, logger: logger)
         var previous: (any ProjectionStore)?
         if let location = options.previous { previous = try await ProjectionStoreFactory.open(location, logger: logger) }
+        do {
+            let summary = try await rebuild(into: store, previous: previous, configuration: configuration, options: options,
+                                            verifier: verifier, logger: logger)
+            await store.close()
+            await previous?.close()
+            return summary
+        } catch {
+            await store.close()
+            await previous?.close()
+            throw error
+        }
+    }
+
+    private static func rebuild(into store: any ProjectionStore, previous: (any ProjectionStore)?, configuration: ProcessorConfiguration,
+                                options: Options, verifier: any DeviceTokenVerifier, logger: Logger) async throws -> Summary {
+        let topics = configuration.shared.topics.commandTopics
         // A topic nobody wrote yet is created (empty), as `serve` does, rather than waited for.
         try await configuration.shared.createMissingTopics()
 

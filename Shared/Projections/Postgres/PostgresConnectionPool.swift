@@ -78,6 +78,15 @@ actor PostgresConnectionPool {
 
     static let connectTimeout: Duration = .seconds(10)
 
+    /// Closes the idle connections. Called when nothing uses the store any more (at shutdown),
+    /// so none is leased.
+    func close() async {
+        let closing = idle
+        idle.removeAll()
+        open -= closing.count
+        for connection in closing { try? await connection.close() }
+    }
+
     /// Returns a leased connection: kept for reuse when `reusable` and still open, else closed.
     func release(_ connection: PostgresConnection, reusable: Bool) {
         if reusable && !connection.isClosed {

@@ -46,6 +46,10 @@ public final class PostgresProjectionStore: ProjectionStore {
         ])
     }
 
+    public func close() async {
+        await pool.close()
+    }
+
     private static func tls(_ mode: PostgresLocation.TLSMode) throws -> PostgresConnection.Configuration.TLS {
         switch mode {
         case .disable: return .disable

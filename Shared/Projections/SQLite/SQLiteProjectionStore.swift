@@ -48,6 +48,14 @@ public final class SQLiteProjectionStore: ProjectionStore {
         logger.debug("projection store opened", metadata: ["path": "\(path)"])
     }
 
+    public func close() async {
+        do {
+            try pool.close()
+        } catch {
+            logger.warning("closing the SQLite store failed", metadata: ["error": "\(error)"])
+        }
+    }
+
     public func load(_ query: StateQuery) async throws -> StateSnapshot {
         try await reading { db in try SQLiteStateLoader(db: db).load(query) }
     }

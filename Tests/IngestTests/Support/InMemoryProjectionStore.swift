@@ -2,11 +2,12 @@ import Contracts
 import Foundation
 import Projections
 
-/// An in-memory `ProjectionStore` holding apps, tokens, registration statuses, pending
+/// An in-memory store for ingest — the reads of `ProjectionReader`, and a `BatchStore` only to
+/// count commits — holding apps, tokens, registration statuses, pending
 /// notifications and deliveries seeded by the tests. It counts `commit` calls so tests can
 /// prove ingest never writes, counts reads so tests can see the auth cache at work, and can be
 /// told to fail every read.
-actor InMemoryProjectionStore: ProjectionStore {
+actor InMemoryProjectionStore: ProjectionReader, BatchStore {
     /// What every read throws after `failEveryRead()`.
     struct Unavailable: Error {}
 
@@ -76,16 +77,6 @@ actor InMemoryProjectionStore: ProjectionStore {
         return tokens[appId] ?? []
     }
 
-    func devices(app appId: UUID, user userId: String) throws -> [DeviceRow] {
-        try check()
-        return []
-    }
-
-    func device(_ key: DeviceKey) throws -> DeviceRow? {
-        try check()
-        return nil
-    }
-
     func registrationStatuses(app appId: UUID, requestIds: [UUID]) throws -> [UUID: RegistrationStatusRow] {
         try check()
         var found: [UUID: RegistrationStatusRow] = [:]
@@ -113,14 +104,5 @@ actor InMemoryProjectionStore: ProjectionStore {
         return stats[NotificationKey(appId: appId, notificationId: deliveryId.uuidString.lowercased())]
     }
 
-    func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date, excludingApps: Set<UUID>) -> [OutboxJob] { [] }
-    func recordOutboxAttempt(jobId: String, lease: Date?, result: OutboxAttemptResult) -> Bool { true }
-    func releaseOutboxLease(jobId: String, lease: Date) {}
-    func outboxJob(_ id: String) -> OutboxJob? { nil }
-    func outboxJobs(after id: String?, limit: Int) -> [OutboxJob] { [] }
-    func nextOutboxDue() -> Date? { nil }
     func createdAt() -> Date { Date(timeIntervalSince1970: 0) }
-    func deadLetters(after: DeadLetterKey?, limit: Int) -> [DeadLetterRow] { [] }
-    func deadLetter(_ key: DeadLetterKey) -> DeadLetterRow? { nil }
-    func dump() -> String { "" }
 }
