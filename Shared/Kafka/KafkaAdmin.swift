@@ -22,7 +22,7 @@ public enum KafkaAdmin {
             properties: [("bootstrap.servers", bootstrapServers)] + properties.sorted { $0.key < $1.key },
             timeout: timeout
         )
-        try await DedicatedThread.run(name: "kafka-admin") { Result { try request.run() } }.get()
+        try await BlockingPool.run { Result { try request.run() } }.get()
     }
 }
 
@@ -47,7 +47,7 @@ extension KafkaAdmin {
                                                 ("group.id", "pushline-end-offsets")]
                                        + properties.sorted { $0.key < $1.key },
                                    timeout: timeout)
-        return try await DedicatedThread.run(name: "kafka-admin") { Result { try query.run() } }.get()
+        return try await BlockingPool.run { Result { try query.run() } }.get()
     }
 }
 

@@ -91,7 +91,7 @@ public final class KafkaProducer: Sendable {
         }
         let timeout = shutdownFlushTimeout
         let replacing = replacing
-        await DedicatedThread.run(name: "kafka-producer-shutdown") {
+        await BlockingPool.run {
             instance.close(flushTimeout: timeout)
             replacing.wait()
         }

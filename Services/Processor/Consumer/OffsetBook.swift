@@ -16,6 +16,8 @@ final class OffsetBook: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Signalled when the batch in flight settles.
+    private let settled = WakeSignal()
 
     func assign(_ partitions: [PartitionKey], stored: [PartitionKey: Int64]) {
         state.withLock {
@@ -65,7 +67,10 @@ final class OffsetBook: Sendable {
     }
 
     /// The admitted batch is committed or abandoned.
-    func settle() { state.withLock { $0.inFlight -= 1 } }
+    func settle() {
+        state.withLock { $0.inFlight -= 1 }
+        settled.signal()
+    }
 
     /// Waits until no admitted batch is in flight, at most `limit`; false if it still is.
     /// Revocation calls this after `revoke`: the batch admitted before it is finished while the
@@ -73,8 +78,8 @@ final class OffsetBook: Sendable {
     func waitUntilSettled(limit: Duration) async -> Bool {
         let deadline = ContinuousClock.now + limit
         while state.withLock({ $0.inFlight > 0 }) {
-            guard ContinuousClock.now < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(5))
+            let left = deadline - ContinuousClock.now
+            guard left > .zero, await settled.wait(timeout: left) else { return state.withLock { $0.inFlight == 0 } }
         }
         return true
     }

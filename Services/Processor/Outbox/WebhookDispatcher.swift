@@ -43,7 +43,7 @@ final class WebhookDispatcher: Service, Sendable {
     private let producer: KafkaProducer?
     private let logger: Logger
     /// Set by `wake()`, cleared by the idle waiter: new jobs may be due.
-    private let woken = Mutex(false)
+    private let woken = WakeSignal()
     private let stopping = Mutex(false)
     private let encoder = WireJSON.encoder()
 
@@ -57,7 +57,7 @@ final class WebhookDispatcher: Service, Sendable {
 
     /// Tells the dispatcher that new jobs may be due (called after each applied batch).
     func wake() {
-        woken.withLock { $0 = true }
+        woken.signal()
     }
 
     /// On graceful shutdown no new job is claimed, and the attempts in flight are finished and
@@ -67,6 +67,7 @@ final class WebhookDispatcher: Service, Sendable {
             await self.loop()
         } onGracefulShutdown: {
             self.stopping.withLock { $0 = true }
+            self.woken.signal()
         }
     }
 
@@ -134,12 +135,10 @@ final class WebhookDispatcher: Service, Sendable {
         }
     }
 
+    /// Returns on `wake()`, on graceful shutdown, or after `idlePoll` (jobs whose retry time came).
     private func idle() async {
-        let deadline = ContinuousClock.now + configuration.idlePoll
-        while ContinuousClock.now < deadline, !Task.isCancelled, !isStopping {
-            if woken.withLock({ let was = $0; $0 = false; return was }) { return }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        guard !isStopping else { return }
+        _ = await woken.wait(timeout: configuration.idlePoll)
     }
 
     /// What one POST came to.

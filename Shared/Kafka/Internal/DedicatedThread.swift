@@ -1,21 +1,10 @@
 import Foundation
 import Synchronization
 
-/// Bridges between Swift concurrency and blocking librdkafka calls without ever blocking
-/// the cooperative thread pool (two threads on the target machine).
+/// Threads of the module's own — librdkafka's pollers — and the bridge from them to Swift
+/// concurrency, so that no blocking call runs on the cooperative pool (two threads on the
+/// target machine). Blocking one-off calls use `BlockingPool`.
 enum DedicatedThread {
-    /// Runs a blocking `body` on a new thread and resumes the caller when it returns.
-    /// For rare, slow calls (flush, metadata, admin, close), not for per-record work.
-    static func run<T: Sendable>(name: String, _ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            let thread = Thread {
-                continuation.resume(returning: body())
-            }
-            thread.name = name
-            thread.start()
-        }
-    }
-
     /// Starts a long-lived thread, e.g. a poller loop.
     static func start(name: String, _ body: @escaping @Sendable () -> Void) {
         let thread = Thread(block: body)

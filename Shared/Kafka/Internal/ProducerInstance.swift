@@ -78,7 +78,7 @@ final class ProducerInstance: Sendable {
     func isBrokerReachable(timeout: Duration) async -> Bool {
         let handle = handle
         let handleGuard = handleGuard
-        return await DedicatedThread.run(name: "kafka-producer-metadata") {
+        return await BlockingPool.run {
             handleGuard.withHandle {
                 var metadata: UnsafePointer<rd_kafka_metadata>?
                 // all_topics=0 and no topic: asks only for the broker list, the cheapest answer.
@@ -92,7 +92,7 @@ final class ProducerInstance: Sendable {
     func flush(timeout: Duration) async {
         let handle = handle
         let handleGuard = handleGuard
-        await DedicatedThread.run(name: "kafka-producer-flush") {
+        await BlockingPool.run {
             _ = handleGuard.withHandle { rd_kafka_flush(handle.pointer, timeout.timeoutMilliseconds) }
         }
     }

@@ -223,6 +223,24 @@ public final class PostgresProjectionStore: ProjectionStore {
 
     private static let snapshot: PostgresQuery = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 
+    /// Runs `work`; if it outlives `sessionTimeout` (a server or network that stopped
+    /// answering), closes `connection`, which fails whatever waits on it. The watchdog is a child
+    /// task, ended with `work`.
+    private func closingIfHung<T: Sendable>(_ connection: PostgresConnection,
+                                            _ work: () async throws -> T) async throws -> T {
+        let logger = self.logger
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                try await Task.sleep(for: Self.sessionTimeout)
+                logger.warning("closing a projection store connection that stopped answering",
+                               metadata: ["seconds": "\(Self.sessionTimeout.components.seconds)"])
+                try await connection.close()
+            }
+            defer { group.cancelAll() }
+            return try await work()
+        }
+    }
+
     /// Far above any batch's work (a 100,000-device load takes seconds), so that it only ends
     /// sessions that hang.
     static let sessionTimeout: Duration = .seconds(120)
@@ -245,22 +263,16 @@ public final class PostgresProjectionStore: ProjectionStore {
                 throw PostgresErrors.storeError(error)
             }
             let connection = lease.connection
-            // A session that outlives `sessionTimeout` (a server or network that stopped
-            // answering) gets its connection closed, which fails whatever waits on it.
-            let watchdog = Task {
-                try await Task.sleep(for: Self.sessionTimeout)
-                logger.warning("closing a projection store connection that stopped answering",
-                               metadata: ["seconds": "\(Self.sessionTimeout.components.seconds)"])
-                try await connection.close()
-            }
-            defer { watchdog.cancel() }
             var committing = false
             do {
-                if let begin { try await connection.run(begin, logger: logger) }
-                let value = try await body(connection)
-                if begin != nil {
-                    committing = true
-                    try await connection.run("COMMIT", logger: logger)
+                let value = try await closingIfHung(connection) {
+                    if let begin { try await connection.run(begin, logger: self.logger) }
+                    let value = try await body(connection)
+                    if begin != nil {
+                        committing = true
+                        try await connection.run("COMMIT", logger: self.logger)
+                    }
+                    return value
                 }
                 await pool.release(connection, reusable: true)
                 return value
