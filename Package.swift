@@ -88,20 +88,34 @@ let package = Package(
             // Served at GET /openapi.yaml; compiled into the binary, so there is no bundle to ship.
             resources: [.embedInCode("Ops/openapi.yaml")]
         ),
+        // The processor's core: consumer loop, handlers, rebuild, dead letters, its configuration
+        // and options — everything the `pushline` CLI needs too, without an HTTP stack.
         .target(
             name: "Processor",
             dependencies: [
-                "Contracts", "Kafka", "Operations", "Projections", "Settings",
+                "Contracts", "Kafka", "Projections", "Settings",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // The commands `pushline-processor` and `pushline` share (ProcessorOptions, RebuildCommand).
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Services/Processor"
+        ),
+        // The long-running processor service: the core plus the webhook dispatcher and the
+        // /health and /metrics server.
+        .target(
+            name: "ProcessorServer",
+            dependencies: [
+                "Contracts", "Kafka", "Operations", "Processor", "Projections",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                // The commands `pushline-processor` and `pushline` share (ProcessorOptions, RebuildCommand).
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            path: "Services/Processor"
+            path: "Services/ProcessorServer"
         ),
         .executableTarget(
             name: "IngestMain",
@@ -110,7 +124,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "ProcessorMain",
-            dependencies: ["Processor", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["Processor", "ProcessorServer", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Services/ProcessorMain"
         ),
         .executableTarget(
@@ -146,7 +160,7 @@ let package = Package(
                            .product(name: "Prometheus", package: "swift-prometheus"),
                            .product(name: "Yams", package: "Yams")]
         ),
-        .testTarget(name: "ProcessorTests", dependencies: ["Processor", "Contracts", "Projections", "Kafka", "TestSupport",
+        .testTarget(name: "ProcessorTests", dependencies: ["Processor", "ProcessorServer", "Contracts", "Projections", "Kafka", "TestSupport",
                                                          .product(name: "Prometheus", package: "swift-prometheus")]),
         // Checks Dockerfile and compose/ against the code (variables, routes); reads files only.
         .testTarget(name: "DeploymentTests", dependencies: [.product(name: "Yams", package: "Yams")]),

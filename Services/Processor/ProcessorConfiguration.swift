@@ -75,3 +75,15 @@ public struct ProcessorConfiguration: Sendable {
         return c
     }
 }
+
+extension ProcessorConfiguration {
+    /// A consumer of the command topics in group `groupId`, with the processor's settings.
+    public func consumerConfiguration(groupId: String) -> KafkaConsumerConfiguration {
+        var config = shared.consumerConfiguration(groupId: groupId, clientId: "pushline-processor")
+        config.sessionTimeoutMs = sessionTimeoutMs
+        config.maxPollIntervalMs = maxPollIntervalMs
+        config.maxBatchSize = maxBatchSize
+        config.fetchWaitMaxMs = fetchWaitMaxMs
+        return config
+    }
+}

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Metrics
 import Processor
+import ProcessorServer
 import Prometheus
 
 /// `pushline-processor`: consumes the command topics and builds the projections

@@ -5,6 +5,7 @@ import Projections
 import TestSupport
 import XCTest
 @testable import Processor
+@testable import ProcessorServer
 
 /// A real webhook receiver on 127.0.0.1, a real SQLite store in a temporary directory and an
 /// HTTP client, for tests that drive the dispatcher.

@@ -3,7 +3,7 @@ import Synchronization
 /// A wake-up call that a task waits for with a deadline, instead of checking a flag in a sleep
 /// loop. `signal()` resumes the waiting task at once; a signal given while no task waits is kept
 /// (one at most) for the next `wait`.
-final class WakeSignal: Sendable {
+public final class WakeSignal: Sendable {
     private struct State {
         var pending = false
         var waiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
@@ -16,8 +16,10 @@ final class WakeSignal: Sendable {
 
     private let state = Mutex(State())
 
+    public init() {}
+
     /// Wakes every waiting task, or the next `wait` when none waits.
-    func signal() {
+    public func signal() {
         let waiters = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
             guard !state.waiters.isEmpty else {
                 state.pending = true
@@ -34,7 +36,7 @@ final class WakeSignal: Sendable {
 
     /// Returns true when signalled (now or before), false when `timeout` passed first or the
     /// task was cancelled.
-    func wait(timeout: Duration) async -> Bool {
+    public func wait(timeout: Duration) async -> Bool {
         await withTaskGroup(of: Bool.self) { group in
             group.addTask { await self.waitForSignal() }
             group.addTask {

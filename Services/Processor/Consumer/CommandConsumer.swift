@@ -11,7 +11,7 @@ import Synchronization
 /// every batch through the `ApplyLoop`, reporting its lag, and telling `/health` whether it makes
 /// progress. Webhook sending is left to the outbox dispatcher, so slow receivers never slow
 /// consumption.
-final class CommandConsumer: Service, Sendable {
+public final class CommandConsumer: Service, Sendable {
     private let configuration: KafkaConsumerConfiguration
     private let loop: ApplyLoop
     private let lag = ConsumerLagGauges()
@@ -41,16 +41,33 @@ final class CommandConsumer: Service, Sendable {
         self.logger = logger
     }
 
+    /// The live consumer of `configuration`: the command topics in its group, outbound records
+    /// published with `producer` in windows that fit its queue, `onApplied` called after each
+    /// applied batch.
+    public static func live(configuration: ProcessorConfiguration, store: any BatchStore, producer: KafkaProducer,
+                            verifier: any DeviceTokenVerifier, logger: Logger,
+                            onApplied: @escaping @Sendable () -> Void) -> CommandConsumer {
+        CommandConsumer(configuration: configuration.consumerConfiguration(groupId: configuration.groupId),
+                        topics: configuration.shared.topics.commandTopics, store: store,
+                        outbound: KafkaOutboundPublisher(producer: producer, topic: configuration.shared.topics.outbound),
+                        verifier: verifier, logger: logger,
+                        outboundWindow: BatchApplier.outboundWindow(forQueue: configuration.producerQueueMessages),
+                        maxDevicesPerUser: configuration.maxDevicesPerUser,
+                        trackingParkTime: .milliseconds(configuration.trackingParkTtlMs),
+                        stallAfter: .milliseconds(configuration.stallTimeoutMs),
+                        acceptExistingLog: configuration.acceptExistingLog, onApplied: onApplied)
+    }
+
     /// Whether this processor is doing its work: its loop runs, its store answers, and no
     /// partition it owns has records waiting without progress for the stall time.
-    var readiness: Readiness {
+    public var readiness: Readiness {
         guard state.value else { return .notRunning }
         if let down = loop.applier.storeUnavailableFor { return .storeUnavailable(for: down) }
         let stalled = stalled.withLock { $0 }
         return stalled.isEmpty ? .ready : .stalled(stalled)
     }
 
-    func run() async throws {
+    public func run() async throws {
         let storeCreatedAt = acceptExistingLog ? nil : try await loop.store.createdAt()
         let consumer = try await loop.makeConsumer(configuration, partitions: nil)
         state.set(true)
@@ -104,7 +121,7 @@ final class CommandConsumer: Service, Sendable {
 }
 
 /// What the processor's `/health` reports.
-enum Readiness: Equatable, Sendable {
+public enum Readiness: Equatable, Sendable {
     case ready
     /// The consumer loop is not running (starting, stopped or failed).
     case notRunning
@@ -114,7 +131,7 @@ enum Readiness: Equatable, Sendable {
     case stalled([PartitionKey])
 
     /// Why the processor is not ready, in one line; nil when it is.
-    var problem: String? {
+    public var problem: String? {
         switch self {
         case .ready: nil
         case .notRunning: "the consumer is not running"

@@ -10,7 +10,7 @@ struct CodeFacts: Equatable {
         var sourceFolders: [String] {
             switch self {
             case .ingest: ["Services/Ingest", "Services/IngestMain", "Shared"]
-            case .processor: ["Services/Processor", "Services/ProcessorMain", "Shared"]
+            case .processor: ["Services/Processor", "Services/ProcessorServer", "Services/ProcessorMain", "Shared"]
             }
         }
 
@@ -18,7 +18,7 @@ struct CodeFacts: Equatable {
         var routeFolders: [String] {
             switch self {
             case .ingest: ["Services/Ingest", "Shared/Operations"]
-            case .processor: ["Services/Processor", "Shared/Operations"]
+            case .processor: ["Services/Processor", "Services/ProcessorServer", "Shared/Operations"]
             }
         }
     }

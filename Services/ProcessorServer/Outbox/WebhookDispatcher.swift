@@ -6,6 +6,7 @@ import Logging
 import Metrics
 import NIOCore
 import NIOHTTP1
+import Processor
 import Projections
 import ServiceLifecycle
 import Synchronization

@@ -8,6 +8,7 @@ import Metrics
 import NIOCore
 import Operations
 import Prometheus
+import Processor
 import Projections
 import ServiceLifecycle
 
@@ -36,15 +37,8 @@ public enum ProcessorApp {
         dispatcherConfig.targetPolicy = WebhookTargetPolicy(allowPrivateTargets: configuration.webhookAllowPrivateTargets)
         let dispatcher = WebhookDispatcher(configuration: dispatcherConfig, store: store, http: http, producer: producer, logger: logger)
 
-        let consumerConfig = configuration.consumerConfiguration(groupId: configuration.groupId)
-        let outbound = KafkaOutboundPublisher(producer: producer, topic: configuration.shared.topics.outbound)
-        let consumer = CommandConsumer(configuration: consumerConfig, topics: configuration.shared.topics.commandTopics, store: store,
-                                       outbound: outbound, verifier: verifier, logger: logger,
-                                       outboundWindow: BatchApplier.outboundWindow(forQueue: configuration.producerQueueMessages),
-                                       maxDevicesPerUser: configuration.maxDevicesPerUser,
-                                       trackingParkTime: .milliseconds(configuration.trackingParkTtlMs),
-                                       stallAfter: .milliseconds(configuration.stallTimeoutMs),
-                                       acceptExistingLog: configuration.acceptExistingLog, onApplied: { dispatcher.wake() })
+        let consumer = CommandConsumer.live(configuration: configuration, store: store, producer: producer, verifier: verifier,
+                                            logger: logger, onApplied: { dispatcher.wake() })
 
         let router = Router()
         // Readiness: 503 while the consumer is not running, its store is unavailable, or an owned
@@ -81,16 +75,5 @@ private struct HTTPClientService: Service {
     func run() async throws {
         try? await gracefulShutdown()
         try await client.shutdown()
-    }
-}
-
-extension ProcessorConfiguration {
-    func consumerConfiguration(groupId: String) -> KafkaConsumerConfiguration {
-        var config = shared.consumerConfiguration(groupId: groupId, clientId: "pushline-processor")
-        config.sessionTimeoutMs = sessionTimeoutMs
-        config.maxPollIntervalMs = maxPollIntervalMs
-        config.maxBatchSize = maxBatchSize
-        config.fetchWaitMaxMs = fetchWaitMaxMs
-        return config
     }
 }
