@@ -3,13 +3,13 @@ import CRdKafka
 /// The one error type of the Kafka module: every failure reported by librdkafka, or
 /// detected by this layer on top of it, is a `KafkaError`.
 ///
-/// `code` is the raw `rd_kafka_resp_err_t` value, so callers can match on librdkafka's
-/// codes (negative: client-side, e.g. `-192` `_MSG_TIMED_OUT`; positive: broker answers,
-/// e.g. `1` `OFFSET_OUT_OF_RANGE`, which also marks a consumer's vanished log).
-/// `isRetriable` is true when trying the same operation again later can succeed.
+/// `code` is librdkafka's code, matched by name: `error.code == .messageTimedOut` (client-side
+/// codes are negative, e.g. `-192` `_MSG_TIMED_OUT`; broker answers positive, e.g. `1`
+/// `OFFSET_OUT_OF_RANGE`, which also marks a consumer's vanished log). `isRetriable` is true
+/// when trying the same operation again later can succeed.
 public struct KafkaError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The raw `rd_kafka_resp_err_t` value.
-    public var code: Int32
+    /// librdkafka's code (`rd_kafka_resp_err_t`).
+    public var code: Code
     /// librdkafka's name for the code (`rd_kafka_err2name`), e.g. `"_MSG_TIMED_OUT"`.
     public var name: String
     /// librdkafka's text for this failure, or this layer's explanation.
@@ -19,10 +19,10 @@ public struct KafkaError: Error, Sendable, Equatable, CustomStringConvertible {
     public var isRetriable: Bool
 
     public var description: String {
-        "KafkaError \(name) (\(code)): \(message)"
+        "KafkaError \(name) (\(code.rawValue)): \(message)"
     }
 
-    public init(code: Int32, name: String, message: String, isRetriable: Bool) {
+    public init(code: Code, name: String, message: String, isRetriable: Bool) {
         self.code = code
         self.name = name
         self.message = message
@@ -35,7 +35,7 @@ extension KafkaError {
     /// specific one (an errstr buffer, a message's error string) is at hand.
     init(_ error: rd_kafka_resp_err_t, message: String? = nil) {
         self.init(
-            code: error.rawValue,
+            code: Code(error),
             name: String(cString: rd_kafka_err2name(error)),
             message: message ?? String(cString: rd_kafka_err2str(error)),
             isRetriable: KafkaError.retriableCodes.contains(error.rawValue)
@@ -55,7 +55,47 @@ extension KafkaError {
     /// Whether the record is larger than the client's or the broker's limit
     /// (`message.max.bytes`): sending it again can never succeed.
     public var isRecordTooLarge: Bool {
-        code == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE.rawValue || code == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE.rawValue
+        code == .messageTooLarge || code == .recordListTooLarge
+    }
+
+    /// A librdkafka error code, with names for the ones Pushline handles or tests meet.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The `rd_kafka_resp_err_t` value.
+        public var rawValue: Int32
+
+        public init(rawValue: Int32) {
+            self.rawValue = rawValue
+        }
+
+        init(_ code: rd_kafka_resp_err_t) {
+            rawValue = code.rawValue
+        }
+
+        /// A record was not acknowledged within `delivery.timeout.ms` (client-side).
+        public static let messageTimedOut = Code(RD_KAFKA_RESP_ERR__MSG_TIMED_OUT)
+        /// The client was shut down while the call waited.
+        public static let destroyed = Code(RD_KAFKA_RESP_ERR__DESTROY)
+        /// An argument or configuration value librdkafka refused.
+        public static let invalidArgument = Code(RD_KAFKA_RESP_ERR__INVALID_ARG)
+        /// A call that got no answer in time (client-side).
+        public static let timedOut = Code(RD_KAFKA_RESP_ERR__TIMED_OUT)
+        /// The connection to a broker failed.
+        public static let transport = Code(RD_KAFKA_RESP_ERR__TRANSPORT)
+        /// The client cannot go on (e.g. an idempotent producer's sequence is broken).
+        public static let fatal = Code(RD_KAFKA_RESP_ERR__FATAL)
+        /// The local producer queue is full.
+        public static let queueFull = Code(RD_KAFKA_RESP_ERR__QUEUE_FULL)
+        /// The offset asked for is not in the log (a consumer's log vanished or was truncated).
+        public static let offsetOutOfRange = Code(RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE)
+        /// The record is larger than the broker accepts.
+        public static let messageTooLarge = Code(RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE)
+        /// The batch of records is larger than the broker accepts.
+        public static let recordListTooLarge = Code(RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE)
+
+        /// librdkafka's name for the code, e.g. `_MSG_TIMED_OUT`.
+        public var description: String {
+            String(cString: rd_kafka_err2name(rd_kafka_resp_err_t(rawValue: rawValue)))
+        }
     }
 
     /// The failure of a configuration call, with librdkafka's errstr text.

@@ -143,6 +143,6 @@ extension KafkaError {
     /// the handle by itself.
     var meansProducerFenced: Bool {
         [RD_KAFKA_RESP_ERR_PRODUCER_FENCED, RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH, RD_KAFKA_RESP_ERR__FENCED]
-            .contains { $0.rawValue == code }
+            .contains { Code($0) == code }
     }
 }

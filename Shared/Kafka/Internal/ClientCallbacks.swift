@@ -19,7 +19,7 @@ class ClientCallbacks: @unchecked Sendable {
     func didReceiveError(_ error: KafkaError, isFatal: Bool) {
         if isFatal {
             logger.error("librdkafka fatal error", metadata: ["error": "\(error)"])
-        } else if error.code == RD_KAFKA_RESP_ERR__TRANSPORT.rawValue {
+        } else if error.code == .transport {
             logger.debug("librdkafka error", metadata: ["error": "\(error)"])
         } else {
             logger.warning("librdkafka error", metadata: ["error": "\(error)"])
@@ -47,7 +47,7 @@ class ClientCallbacks: @unchecked Sendable {
         rd_kafka_conf_set_error_cb(conf) { rk, code, reason, _ in
             guard let callbacks = ClientCallbacks.of(rk) else { return }
             var error = KafkaError(rd_kafka_resp_err_t(code), message: reason.map { String(cString: $0) })
-            let isFatal = error.code == RD_KAFKA_RESP_ERR__FATAL.rawValue
+            let isFatal = error.code == .fatal
             if isFatal, let rk {
                 error = KafkaError.fatal(of: rk)
             }
