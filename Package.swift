@@ -1,6 +1,17 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+// The products most targets depend on, named once.
+let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
+let metrics: Target.Dependency = .product(name: "Metrics", package: "swift-metrics")
+let prometheus: Target.Dependency = .product(name: "Prometheus", package: "swift-prometheus")
+let serviceLifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser")
+let hummingbird: Target.Dependency = .product(name: "Hummingbird", package: "hummingbird")
+let asyncHTTPClient: Target.Dependency = .product(name: "AsyncHTTPClient", package: "async-http-client")
+let postgresNIO: Target.Dependency = .product(name: "PostgresNIO", package: "postgres-nio")
+let yams: Target.Dependency = .product(name: "Yams", package: "Yams")
+
 let package = Package(
     name: "Pushline",
     platforms: [.macOS(.v14)],
@@ -32,11 +43,7 @@ let package = Package(
         .systemLibrary(name: "CRdKafka", path: "Shared/CRdKafka", pkgConfig: "rdkafka"),
         .target(
             name: "Kafka",
-            dependencies: [
-                "CRdKafka",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
+            dependencies: ["CRdKafka", logging, serviceLifecycle],
             path: "Shared/Kafka"
         ),
         .target(
@@ -50,18 +57,14 @@ let package = Package(
             dependencies: [
                 "Contracts", "Kafka",
                 .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Logging", package: "swift-log"),
+                logging,
             ],
             path: "Shared/Settings"
         ),
         // The /health and /metrics routes every service serves.
         .target(
             name: "Operations",
-            dependencies: [
-                "Contracts",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-            ],
+            dependencies: ["Contracts", hummingbird, prometheus],
             path: "Shared/Operations"
         ),
         .target(
@@ -69,9 +72,9 @@ let package = Package(
             dependencies: [
                 "Contracts", "Settings",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                postgresNIO,
+                logging,
+                serviceLifecycle,
             ],
             path: "Shared/Projections"
         ),
@@ -79,10 +82,10 @@ let package = Package(
             name: "Ingest",
             dependencies: [
                 "Contracts", "Kafka", "Operations", "Projections", "Settings",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+                hummingbird,
+                logging,
+                metrics,
+                prometheus,
             ],
             path: "Services/Ingest",
             // Served at GET /openapi.yaml; compiled into the binary, so there is no bundle to ship.
@@ -94,11 +97,11 @@ let package = Package(
             name: "Processor",
             dependencies: [
                 "Contracts", "Kafka", "Projections", "Settings",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                logging,
+                metrics,
+                serviceLifecycle,
                 // The commands `pushline-processor` and `pushline` share (ProcessorOptions, RebuildCommand).
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                argumentParser,
             ],
             path: "Services/Processor"
         ),
@@ -108,38 +111,38 @@ let package = Package(
             name: "ProcessorServer",
             dependencies: [
                 "Contracts", "Kafka", "Operations", "Processor", "Projections",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                hummingbird,
+                asyncHTTPClient,
+                logging,
+                metrics,
+                prometheus,
+                serviceLifecycle,
             ],
             path: "Services/ProcessorServer"
         ),
         .executableTarget(
             name: "IngestMain",
-            dependencies: ["Ingest", "Settings", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["Ingest", "Settings", serviceLifecycle, argumentParser],
             path: "Services/IngestMain"
         ),
         .executableTarget(
             name: "ProcessorMain",
-            dependencies: ["Processor", "ProcessorServer", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["Processor", "ProcessorServer", argumentParser],
             path: "Services/ProcessorMain"
         ),
         .executableTarget(
             name: "PushlineCLI",
             dependencies: ["Processor", "Contracts", "Settings",
-                           .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                           .product(name: "AsyncHTTPClient", package: "async-http-client")],
+                           argumentParser,
+                           asyncHTTPClient],
             path: "Services/PushlineCLI"
         ),
         .target(
             name: "TestSupport",
-            dependencies: ["Kafka", "Contracts", .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                           .product(name: "Hummingbird", package: "hummingbird"),
-                           .product(name: "PostgresNIO", package: "postgres-nio"),
-                           .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Kafka", "Contracts", asyncHTTPClient,
+                           hummingbird,
+                           postgresNIO,
+                           logging],
             path: "Tests/TestSupport"
         ),
         .executableTarget(name: "LoadGen", dependencies: ["TestSupport", "Contracts", "Kafka"], path: "Tests/LoadGen"),
@@ -147,7 +150,7 @@ let package = Package(
         .testTarget(name: "ContractsTests", dependencies: ["Contracts"]),
         // Ingest and the processor read the same shared settings.
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "Ingest", "Processor", "Contracts",
-                                                        .product(name: "Logging", package: "swift-log")]),
+                                                        logging]),
         // The admin CLI's pure parts (arguments, messages, tables); AdminCLITests runs the binary.
         .testTarget(name: "PushlineCLITests", dependencies: ["PushlineCLI", "Contracts"]),
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "Contracts", "TestSupport"]),
@@ -155,20 +158,20 @@ let package = Package(
             name: "IngestTests",
             dependencies: ["Ingest", "Contracts", "Kafka", "Projections",
                            .product(name: "HummingbirdTesting", package: "hummingbird"),
-                           .product(name: "Logging", package: "swift-log"),
-                           .product(name: "Metrics", package: "swift-metrics"),
-                           .product(name: "Prometheus", package: "swift-prometheus"),
-                           .product(name: "Yams", package: "Yams")]
+                           logging,
+                           metrics,
+                           prometheus,
+                           yams]
         ),
         .testTarget(name: "ProcessorTests", dependencies: ["Processor", "ProcessorServer", "Contracts", "Projections", "Kafka", "TestSupport",
-                                                         .product(name: "Prometheus", package: "swift-prometheus")]),
+                                                         prometheus]),
         // Checks Dockerfile and compose/ against the code (variables, routes); reads files only.
-        .testTarget(name: "DeploymentTests", dependencies: [.product(name: "Yams", package: "Yams")]),
+        .testTarget(name: "DeploymentTests", dependencies: [yams]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["Contracts", "Kafka", "Projections", "TestSupport",
-                           .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                           .product(name: "Hummingbird", package: "hummingbird")]
+                           asyncHTTPClient,
+                           hummingbird]
         ),
     ],
     swiftLanguageModes: [.v6]

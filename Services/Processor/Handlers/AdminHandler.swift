@@ -2,13 +2,21 @@ import Contracts
 import Foundation
 import Projections
 
-// The admin commands: the app table is a projection of the admin topic like any other. They run
-// first in their batch (`BatchPhase.admin`) and need only their app's row.
+/// The handler of an admin command: the app table is a projection of the admin topic like any
+/// other. Admin commands run first in their batch and need only their app's row.
+protocol AdminCommandHandler: CommandHandler {
+    /// The app the command is about.
+    func app(of command: Handled) -> UUID
+}
 
-struct AppCreatedHandler: CommandHandler {
+extension AdminCommandHandler {
     var phase: BatchPhase { .admin }
 
-    func addNeeds(of c: AppCreated, to query: inout StateQuery) { query.appIds.insert(c.mobileAppId) }
+    func addNeeds(of command: Handled, to query: inout StateQuery) { query.appIds.insert(app(of: command)) }
+}
+
+struct AppCreatedHandler: AdminCommandHandler {
+    func app(of c: AppCreated) -> UUID { c.mobileAppId }
 
     func apply(_ c: AppCreated, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         // A replayed or repeated creation must not reset settings changed since.
@@ -20,10 +28,8 @@ struct AppCreatedHandler: CommandHandler {
     }
 }
 
-struct ApiTokenIssuedHandler: CommandHandler {
-    var phase: BatchPhase { .admin }
-
-    func addNeeds(of c: ApiTokenIssued, to query: inout StateQuery) { query.appIds.insert(c.mobileAppId) }
+struct ApiTokenIssuedHandler: AdminCommandHandler {
+    func app(of c: ApiTokenIssued) -> UUID { c.mobileAppId }
 
     func apply(_ c: ApiTokenIssued, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         guard state.apps[c.mobileAppId] != nil else { return .rejected("unknown-app") }
@@ -32,10 +38,8 @@ struct ApiTokenIssuedHandler: CommandHandler {
     }
 }
 
-struct ApiTokenRevokedHandler: CommandHandler {
-    var phase: BatchPhase { .admin }
-
-    func addNeeds(of c: ApiTokenRevoked, to query: inout StateQuery) { query.appIds.insert(c.mobileAppId) }
+struct ApiTokenRevokedHandler: AdminCommandHandler {
+    func app(of c: ApiTokenRevoked) -> UUID { c.mobileAppId }
 
     func apply(_ c: ApiTokenRevoked, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         guard var token = state.tokens[c.mobileAppId]?.first(where: { $0.tokenId == c.tokenId }) else {
@@ -48,10 +52,8 @@ struct ApiTokenRevokedHandler: CommandHandler {
     }
 }
 
-struct AppSettingsChangedHandler: CommandHandler {
-    var phase: BatchPhase { .admin }
-
-    func addNeeds(of c: AppSettingsChanged, to query: inout StateQuery) { query.appIds.insert(c.mobileAppId) }
+struct AppSettingsChangedHandler: AdminCommandHandler {
+    func app(of c: AppSettingsChanged) -> UUID { c.mobileAppId }
 
     func apply(_ c: AppSettingsChanged, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         guard var app = state.apps[c.mobileAppId] else { return .rejected("unknown-app") }
