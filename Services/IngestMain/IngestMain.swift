@@ -36,8 +36,8 @@ struct PushlineIngest: AsyncParsableCommand {
 
         try await shared.createMissingTopics()
         var producerConfig = shared.producerConfiguration(clientId: "pushline-ingest")
-        producerConfig.deliveryTimeoutMs = configuration.produceTimeoutMs
-        producerConfig.lingerMs = configuration.lingerMs
+        producerConfig.deliveryTimeout = .milliseconds(configuration.produceTimeoutMs)
+        producerConfig.linger = .milliseconds(configuration.lingerMs)
         let producer = try KafkaProducer(configuration: producerConfig, logger: logger)
         let store = try await ProjectionStoreFactory.open(shared.store, logger: logger)
         logger.info("starting", metadata: ["brokers": "\(shared.brokers)", "store": "\(shared.storeForLogs)",

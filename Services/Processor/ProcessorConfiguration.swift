@@ -15,8 +15,8 @@ public struct ProcessorConfiguration: Sendable {
     public var maxPollIntervalMs = 300_000
     public var maxBatchSize = 2_000
     /// `fetch.wait.max.ms` of the consumer (`PUSHLINE_KAFKA_FETCH_WAIT_MS`; see
-    /// `KafkaConsumerConfiguration.fetchWaitMaxMs`).
-    public var fetchWaitMaxMs = KafkaConsumerConfiguration(groupId: "").fetchWaitMaxMs
+    /// `KafkaConsumerConfiguration.fetchWaitMax`).
+    public var fetchWaitMaxMs = Int(KafkaConsumerConfiguration(groupId: "").fetchWaitMax.inMilliseconds)
     /// The batch sizes a processor or a rebuild accepts (`PUSHLINE_MAX_BATCH`, `rebuild --batch`).
     public static let batchSizes = 1...100_000
     public var webhookConcurrency = 32
@@ -80,10 +80,10 @@ extension ProcessorConfiguration {
     /// A consumer of the command topics in group `groupId`, with the processor's settings.
     public func consumerConfiguration(groupId: String) -> KafkaConsumerConfiguration {
         var config = shared.consumerConfiguration(groupId: groupId, clientId: "pushline-processor")
-        config.sessionTimeoutMs = sessionTimeoutMs
-        config.maxPollIntervalMs = maxPollIntervalMs
+        config.sessionTimeout = .milliseconds(sessionTimeoutMs)
+        config.maxPollInterval = .milliseconds(maxPollIntervalMs)
         config.maxBatchSize = maxBatchSize
-        config.fetchWaitMaxMs = fetchWaitMaxMs
+        config.fetchWaitMax = .milliseconds(fetchWaitMaxMs)
         return config
     }
 }

@@ -1,4 +1,3 @@
-import CRdKafka
 import Foundation
 
 /// Cluster administration Pushline needs at startup: making sure its topics exist.
@@ -60,59 +59,39 @@ private struct EndOffsetQuery: Sendable {
 
     func run() throws(KafkaError) -> [TopicPartition: Int64] {
         let deadline = ContinuousClock.now + timeout
-        return try RDKafkaHandle.withTemporary(RD_KAFKA_CONSUMER, properties: properties) { rk throws(KafkaError) in
-            try read(on: rk, deadline: deadline)
+        return try RDKafkaClient.withTemporary(.consumer, properties: properties) { client throws(KafkaError) in
+            try read(with: client, deadline: deadline)
         }
     }
 
-    private func read(on rk: OpaquePointer, deadline: ContinuousClock.Instant) throws(KafkaError) -> [TopicPartition: Int64] {
-        var partitions: [TopicPartition] = []
-        var metadata: UnsafePointer<rd_kafka_metadata>?
-        let code = rd_kafka_metadata(rk, 1, nil, &metadata, max(1, (deadline - ContinuousClock.now).timeoutMilliseconds))
-        guard code == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else {
-            throw KafkaError(code, message: "metadata for end offsets")
-        }
+    private func read(with client: RDKafkaClient, deadline: ContinuousClock.Instant) throws(KafkaError) -> [TopicPartition: Int64] {
         let wanted = Set(topics)
-        for topic in UnsafeBufferPointer(start: metadata.pointee.topics, count: Int(metadata.pointee.topic_cnt)) {
-            let name = String(cString: topic.topic)
-            guard wanted.contains(name), topic.err == RD_KAFKA_RESP_ERR_NO_ERROR else { continue }
-            for partition in UnsafeBufferPointer(start: topic.partitions, count: Int(topic.partition_cnt)) {
-                partitions.append(TopicPartition(topic: name, partition: partition.id))
-            }
-        }
-        rd_kafka_metadata_destroy(metadata)
+        let partitions = try client.topicMetadata(timeout: deadline - ContinuousClock.now)
+            .filter { wanted.contains($0.name) }
+            .flatMap { topic in topic.partitions.map { TopicPartition(topic: topic.name, partition: $0) } }
         guard !partitions.isEmpty else { return [:] }
-
-        let list = rd_kafka_topic_partition_list_new(Int32(partitions.count))!
-        defer { rd_kafka_topic_partition_list_destroy(list) }
-        for partition in partitions {
-            rd_kafka_topic_partition_list_add(list, partition.topic, partition.partition).pointee.offset = Int64(RD_KAFKA_OFFSET_BEGINNING)
+        if var error = client.assign(partitions, startingAt: [:]) {
+            error.message = "assigning partitions to read end offsets: \(error.message)"
+            throw error
         }
-        let assigned = rd_kafka_assign(rk, list)
-        guard assigned == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(assigned, message: "assigning partitions to read end offsets") }
-        defer { rd_kafka_assign(rk, nil) }
+        defer { client.unassignAll() }
 
         var ends: [TopicPartition: Int64] = [:]
         while ends.count < partitions.count {
-            // The records themselves are not wanted: polling only lets the fetches go on.
-            if let message = rd_kafka_consumer_poll(rk, 50) { rd_kafka_message_destroy(message) }
+            // The records themselves are not wanted: serving the consumer only lets the fetches go on.
+            client.serveDiscarding(timeout: .milliseconds(50))
             for partition in partitions where ends[partition] == nil {
-                var low: Int64 = 0, high: Int64 = 0
-                if rd_kafka_get_watermark_offsets(rk, partition.topic, partition.partition, &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR,
-                   high >= 0 {
-                    ends[partition] = high
-                }
+                ends[partition] = client.highWatermark(partition)
             }
             guard ContinuousClock.now < deadline else {
-                throw KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT,
-                                 message: "end offsets of \(partitions.count - ends.count) partitions not known in time")
+                throw KafkaError(.timedOut, message: "end offsets of \(partitions.count - ends.count) partitions not known in time")
             }
         }
         return ends
     }
 }
 
-/// One blocking CreateTopics round trip on a temporary handle, then a wait for metadata.
+/// One blocking CreateTopics round trip on a temporary client, then a wait for metadata.
 private struct TopicCreation: Sendable {
     struct Topic: Sendable {
         var name: String
@@ -125,93 +104,38 @@ private struct TopicCreation: Sendable {
     var timeout: Duration
 
     func run() throws(KafkaError) {
-        let deadline = ContinuousClock.now + timeout
-        // The admin API needs a client handle; a producer handle joins no group.
-        try RDKafkaHandle.withTemporary(RD_KAFKA_PRODUCER, properties: properties) { rk throws(KafkaError) in
-            try create(on: rk, deadline: deadline)
-            try waitForMetadata(on: rk, deadline: deadline)
-        }
-    }
-
-    private func create(on rk: OpaquePointer, deadline: ContinuousClock.Instant) throws(KafkaError) {
-        var errstr = [CChar](repeating: 0, count: 512)
-        var newTopics: [OpaquePointer?] = []
-        defer { newTopics.forEach { rd_kafka_NewTopic_destroy($0) } }
-        for topic in topics {
+        for topic in topics where topic.partitions < 1 {
             // librdkafka passes 0 through and Tansu then creates a topic with no
             // partitions at all, which nothing can use.
-            guard topic.partitions >= 1 else {
-                throw KafkaError.configuration("topic \(topic.name): partition count \(topic.partitions) is not at least 1")
-            }
-            guard let newTopic = rd_kafka_NewTopic_new(
-                topic.name, Int32(clamping: topic.partitions), Int32(clamping: replicationFactor), &errstr, errstr.count
-            ) else {
-                throw KafkaError.configuration("topic \(topic.name): \(Self.string(errstr))")
-            }
-            newTopics.append(newTopic)
+            throw KafkaError.configuration("topic \(topic.name): partition count \(topic.partitions) is not at least 1")
         }
-        let milliseconds = (deadline - ContinuousClock.now).timeoutMilliseconds
-        let options = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS)
-        defer { rd_kafka_AdminOptions_destroy(options) }
-        _ = rd_kafka_AdminOptions_set_request_timeout(options, milliseconds, &errstr, errstr.count)
-        _ = rd_kafka_AdminOptions_set_operation_timeout(options, milliseconds, &errstr, errstr.count)
-        let queue = rd_kafka_queue_new(rk)
-        defer { rd_kafka_queue_destroy(queue) }
-        newTopics.withUnsafeMutableBufferPointer { buffer in
-            rd_kafka_CreateTopics(rk, buffer.baseAddress, buffer.count, options, queue)
-        }
-        // librdkafka answers by the request timeout at the latest; the margin only
-        // covers its own bookkeeping.
-        guard let event = rd_kafka_queue_poll(queue, milliseconds + 1000) else {
-            throw KafkaError(RD_KAFKA_RESP_ERR__TIMED_OUT, message: "CreateTopics got no answer")
-        }
-        defer { rd_kafka_event_destroy(event) }
-        let code = rd_kafka_event_error(event)
-        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            throw KafkaError(code, message: "CreateTopics: \(String(cString: rd_kafka_event_error_string(event)))")
-        }
-        var count = 0
-        guard let result = rd_kafka_event_CreateTopics_result(event),
-              let results = rd_kafka_CreateTopics_result_topics(result, &count)
-        else { return }
-        for index in 0..<count {
-            let topicResult = results[index]
-            let code = rd_kafka_topic_result_error(topicResult)
-            guard code != RD_KAFKA_RESP_ERR_NO_ERROR, code != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS else { continue }
-            let name = String(cString: rd_kafka_topic_result_name(topicResult))
-            let text = rd_kafka_topic_result_error_string(topicResult).map { String(cString: $0) } ?? ""
-            throw KafkaError(code, message: "creating topic \(name): \(text)")
+        let deadline = ContinuousClock.now + timeout
+        // The admin API needs a client handle; a producer joins no group.
+        try RDKafkaClient.withTemporary(.producer, properties: properties) { client throws(KafkaError) in
+            try client.createTopics(topics.map { ($0.name, $0.partitions) }, replicationFactor: replicationFactor,
+                                    timeout: deadline - ContinuousClock.now)
+            try waitForMetadata(with: client, deadline: deadline)
         }
     }
 
-    /// Polls all-topic metadata until every requested topic is listed with partitions.
-    private func waitForMetadata(on rk: OpaquePointer, deadline: ContinuousClock.Instant) throws(KafkaError) {
+    /// Asks for all-topic metadata until every requested topic is listed with partitions.
+    private func waitForMetadata(with client: RDKafkaClient, deadline: ContinuousClock.Instant) throws(KafkaError) {
         var missing = Set(topics.map(\.name))
-        var lastCode = RD_KAFKA_RESP_ERR_NO_ERROR
+        var lastAnswer = "none"
         while true {
-            let milliseconds = (deadline - ContinuousClock.now).timeoutMilliseconds
-            var metadata: UnsafePointer<rd_kafka_metadata>?
-            lastCode = rd_kafka_metadata(rk, 1, nil, &metadata, max(1, milliseconds))
-            if let metadata {
-                let listed = UnsafeBufferPointer(start: metadata.pointee.topics, count: Int(metadata.pointee.topic_cnt))
-                for topic in listed where topic.err == RD_KAFKA_RESP_ERR_NO_ERROR && topic.partition_cnt > 0 {
-                    missing.remove(String(cString: topic.topic))
+            do {
+                for topic in try client.topicMetadata(timeout: deadline - ContinuousClock.now) where !topic.partitions.isEmpty {
+                    missing.remove(topic.name)
                 }
-                rd_kafka_metadata_destroy(metadata)
+                lastAnswer = "Success"
+            } catch {
+                lastAnswer = error.message
             }
             if missing.isEmpty { return }
             guard ContinuousClock.now < deadline else {
-                throw KafkaError(
-                    RD_KAFKA_RESP_ERR__TIMED_OUT,
-                    message: "topics \(missing.sorted()) not in broker metadata in time (last metadata answer: "
-                        + "\(String(cString: rd_kafka_err2str(lastCode))))"
-                )
+                throw KafkaError(.timedOut, message: "topics \(missing.sorted()) not in broker metadata in time (last metadata answer: \(lastAnswer))")
             }
             usleep(100_000)
         }
-    }
-
-    private static func string(_ buffer: [CChar]) -> String {
-        buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
     }
 }

@@ -1,4 +1,3 @@
-import CRdKafka
 import Logging
 
 /// Group member (or, assigned its partitions by hand, a lone reader) consuming batches; no
@@ -21,17 +20,8 @@ public final class KafkaConsumer: Sendable {
         rebalance: KafkaRebalanceHandler,
         logger: Logger
     ) throws {
-        try self.init(configuration: configuration, rebalance: rebalance, logger: logger) { rk, _ in
-            let subscription = rd_kafka_topic_partition_list_new(Int32(topics.count))!
-            defer { rd_kafka_topic_partition_list_destroy(subscription) }
-            for topic in topics {
-                rd_kafka_topic_partition_list_add(subscription, topic, RD_KAFKA_PARTITION_UA)
-            }
-            let code = rd_kafka_subscribe(rk, subscription)
-            guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                return KafkaError(code, message: "subscribing to \(topics): \(String(cString: rd_kafka_err2str(code)))")
-            }
-            return nil
+        try self.init(configuration: configuration, rebalance: rebalance, logger: logger) { client, _ throws(KafkaError) in
+            try client.subscribe(topics)
         }
     }
 
@@ -44,41 +34,40 @@ public final class KafkaConsumer: Sendable {
         startingAt offsets: [TopicPartition: Int64],
         logger: Logger
     ) throws {
-        try self.init(configuration: configuration, rebalance: nil, logger: logger) { rk, core in
-            let list = rd_kafka_topic_partition_list_new(Int32(partitions.count))!
-            defer { rd_kafka_topic_partition_list_destroy(list) }
-            for partition in partitions {
-                rd_kafka_topic_partition_list_add(list, partition.topic, partition.partition)
+        try self.init(configuration: configuration, rebalance: nil, logger: logger) { client, core throws(KafkaError) in
+            if let error = core.take(partitions, startingAt: offsets, replacing: true, assign: {
+                client.assign(partitions, startingAt: offsets)
+            }) {
+                throw error
             }
-            return core.take(rk, list, partitions, startingAt: offsets, cooperative: false)
         }
     }
 
-    /// Makes the handle, lets `join` subscribe or assign it, then starts polling. Without a
-    /// `rebalance` handler, no rebalance callback is installed.
+    /// Makes the client, lets `join` subscribe or assign it, then starts polling. Without a
+    /// `rebalance` handler, the client gets no rebalance callback.
     private init(
         configuration: KafkaConsumerConfiguration,
         rebalance: KafkaRebalanceHandler?,
         logger: Logger,
-        join: (OpaquePointer, ConsumerCore) -> KafkaError?
+        join: (RDKafkaClient, ConsumerCore) throws(KafkaError) -> Void
     ) throws {
         let core = ConsumerCore(configuration: configuration, rebalance: rebalance ?? .none, logger: logger)
-        let conf = try RDKafkaHandle.configuration(configuration.librdkafkaProperties, callbacks: core)
-        if rebalance != nil { rd_kafka_conf_set_rebalance_cb(conf, ConsumerCore.rebalanceCallback) }
-        rd_kafka_conf_set_offset_commit_cb(conf) { rk, code, _, _ in
-            // Commits are only for lag tools; a failure is worth a line, not an error.
-            guard code != RD_KAFKA_RESP_ERR_NO_ERROR, code != RD_KAFKA_RESP_ERR__NO_OFFSET else { return }
-            ClientCallbacks.of(rk)?.logger.warning("Kafka offset commit failed", metadata: ["error": "\(KafkaError(code))"])
+        // The callbacks hold the core weakly: it owns the client, which owns them.
+        var onRebalance: (@Sendable (Rebalance) -> Void)?
+        if rebalance != nil {
+            onRebalance = { [weak core] event in core?.rebalance(event) }
         }
-        let rk = try RDKafkaHandle.make(RD_KAFKA_CONSUMER, configuration: conf)
-        // All events, rebalances included, are then served by the consumer queue the
-        // poller thread reads.
-        rd_kafka_poll_set_consumer(rk)
-        if let error = join(rk, core) {
-            rd_kafka_destroy(rk)
+        let callbacks = RDKafkaClient.Callbacks(logger: logger, onFatalError: { [weak core] error in core?.handoff.fail(error) },
+                                                onRebalance: onRebalance)
+        let client = try RDKafkaClient(.consumer, properties: configuration.librdkafkaProperties, callbacks: callbacks)
+        core.attach(client)
+        do {
+            try join(client, core)
+        } catch {
+            client.destroy()
             throw error
         }
-        core.start(rk)
+        core.start()
         self.core = core
     }
 
@@ -112,14 +101,15 @@ public final class KafkaConsumer: Sendable {
 
     /// The high watermark last reported by a fetch response for the partition (rd_kafka_get_watermark_offsets), nil if unknown.
     public func highWatermark(_ partition: TopicPartition) -> Int64? {
-        core.handleGuard.withHandle { core.highWatermark(partition) } ?? nil
+        core.client.highWatermark(partition)
     }
 
     /// Best-effort asynchronous commit of group offsets (only for lag tools; the store holds the truth).
     ///
     /// Offsets follow Kafka's convention: the next offset to read (last processed + 1).
     public func commit(_ offsets: [TopicPartition: Int64]) {
-        core.commit(offsets)
+        guard !offsets.isEmpty else { return }
+        core.client.commit(offsets)
     }
 
     /// Leaves the group (revocation hook runs) and destroys the handle; idempotent.

@@ -1,11 +1,12 @@
 /// Settings of a `KafkaConsumer`, each mapped to one librdkafka property except
-/// `maxBatchSize` and `batchWaitMs`, which shape the batches this layer hands out.
+/// `maxBatchSize` and `batchWait`, which shape the batches this layer hands out.
 ///
 /// The consumer sets `enable.partition.eof=false` and `auto.offset.reset=error` (a start
 /// offset the broker no longer has ends the batches instead of silently skipping to
 /// another position); `properties` is applied after them and may override them.
 /// Last come `enable.auto.commit=false` and `enable.auto.offset.store=false`, which
-/// nothing overrides: the application's store holds the truth about offsets.
+/// nothing overrides: the application's store holds the truth about offsets. Durations go
+/// to librdkafka in whole milliseconds.
 public struct KafkaConsumerConfiguration: Sendable {
     /// `bootstrap.servers`: comma-separated `host:port` list.
     public var bootstrapServers: String = "127.0.0.1:9092"
@@ -14,12 +15,12 @@ public struct KafkaConsumerConfiguration: Sendable {
     /// `client.id`: names this client in broker logs and metrics.
     public var clientId: String = "pushline"
     /// `session.timeout.ms`: a member not heard from for this long leaves the group.
-    public var sessionTimeoutMs: Int = 10_000
+    public var sessionTimeout: Duration = .seconds(10)
     /// `max.poll.interval.ms`: the longest a batch may be processed before the member
     /// is considered stuck and leaves the group.
-    public var maxPollIntervalMs: Int = 300_000
+    public var maxPollInterval: Duration = .seconds(300)
     /// `heartbeat.interval.ms`.
-    public var heartbeatIntervalMs: Int = 1_000
+    public var heartbeatInterval: Duration = .seconds(1)
     /// `fetch.wait.max.ms`: how long the broker may take to answer a fetch. 500 ms, librdkafka's
     /// own default: Apache Kafka answers as soon as records arrive, so it costs nothing there.
     /// Tansu holds a fetch that found nothing for the whole time (a lone command waits up to
@@ -27,13 +28,13 @@ public struct KafkaConsumerConfiguration: Sendable {
     /// read them at all: with 50 ms a consumer of 48 partitions over a backlog of tens of
     /// thousands of small stored objects received nothing, ever (docs/BENCHMARKS.md, "Catch-up
     /// on the durable broker").
-    public var fetchWaitMaxMs: Int = 500
+    public var fetchWaitMax: Duration = .milliseconds(500)
     /// The most messages in one batch.
     public var maxBatchSize: Int = 2_000
     /// The longest one poll waits for a first message. A batch is then whatever has already
     /// arrived, up to `maxBatchSize`: nothing waits for a batch to fill, so a lone command is
     /// handed out at once, and a backlog still comes in full batches.
-    public var batchWaitMs: Int = 100
+    public var batchWait: Duration = .milliseconds(100)
     /// Passed to librdkafka verbatim, applied last (TLS/SASL: security.protocol, ssl.*, sasl.*).
     public var properties: [String: String] = [:]
 
@@ -45,23 +46,23 @@ public struct KafkaConsumerConfiguration: Sendable {
         bootstrapServers: String = "127.0.0.1:9092",
         groupId: String,
         clientId: String = "pushline",
-        sessionTimeoutMs: Int = 10_000,
-        maxPollIntervalMs: Int = 300_000,
-        heartbeatIntervalMs: Int = 1_000,
-        fetchWaitMaxMs: Int = 500,
+        sessionTimeout: Duration = .seconds(10),
+        maxPollInterval: Duration = .seconds(300),
+        heartbeatInterval: Duration = .seconds(1),
+        fetchWaitMax: Duration = .milliseconds(500),
         maxBatchSize: Int = 2_000,
-        batchWaitMs: Int = 100,
+        batchWait: Duration = .milliseconds(100),
         properties: [String: String] = [:]
     ) {
         self.bootstrapServers = bootstrapServers
         self.groupId = groupId
         self.clientId = clientId
-        self.sessionTimeoutMs = sessionTimeoutMs
-        self.maxPollIntervalMs = maxPollIntervalMs
-        self.heartbeatIntervalMs = heartbeatIntervalMs
-        self.fetchWaitMaxMs = fetchWaitMaxMs
+        self.sessionTimeout = sessionTimeout
+        self.maxPollInterval = maxPollInterval
+        self.heartbeatInterval = heartbeatInterval
+        self.fetchWaitMax = fetchWaitMax
         self.maxBatchSize = maxBatchSize
-        self.batchWaitMs = batchWaitMs
+        self.batchWait = batchWait
         self.properties = properties
     }
 
@@ -71,10 +72,10 @@ public struct KafkaConsumerConfiguration: Sendable {
             ("bootstrap.servers", bootstrapServers),
             ("group.id", groupId),
             ("client.id", clientId),
-            ("session.timeout.ms", String(sessionTimeoutMs)),
-            ("max.poll.interval.ms", String(maxPollIntervalMs)),
-            ("heartbeat.interval.ms", String(heartbeatIntervalMs)),
-            ("fetch.wait.max.ms", String(fetchWaitMaxMs)),
+            ("session.timeout.ms", String(sessionTimeout.timeoutMilliseconds)),
+            ("max.poll.interval.ms", String(maxPollInterval.timeoutMilliseconds)),
+            ("heartbeat.interval.ms", String(heartbeatInterval.timeoutMilliseconds)),
+            ("fetch.wait.max.ms", String(fetchWaitMax.timeoutMilliseconds)),
             ("enable.partition.eof", "false"),
             ("auto.offset.reset", "error"),
         ]

@@ -42,14 +42,9 @@ extension KafkaError {
         )
     }
 
-    /// An error owned by an `rd_kafka_error_t`, which this call destroys.
-    init(consuming error: OpaquePointer) {
-        let code = rd_kafka_error_code(error)
-        let text = String(cString: rd_kafka_error_string(error))
-        let retriable = rd_kafka_error_is_retriable(error) != 0
-        rd_kafka_error_destroy(error)
-        self.init(code, message: text)
-        self.isRetriable = isRetriable || retriable
+    /// An error of a named code, described by librdkafka's text for it unless `message` says more.
+    init(_ code: Code, message: String? = nil) {
+        self.init(rd_kafka_resp_err_t(rawValue: code.rawValue), message: message)
     }
 
     /// Whether the record is larger than the client's or the broker's limit
@@ -92,6 +87,20 @@ extension KafkaError {
         /// The batch of records is larger than the broker accepts.
         public static let recordListTooLarge = Code(RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE)
 
+        // The codes this module reacts to itself.
+        static let partitionEOF = Code(RD_KAFKA_RESP_ERR__PARTITION_EOF)
+        static let autoOffsetReset = Code(RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET)
+        static let logTruncation = Code(RD_KAFKA_RESP_ERR__LOG_TRUNCATION)
+        static let state = Code(RD_KAFKA_RESP_ERR__STATE)
+        static let fenced = Code(RD_KAFKA_RESP_ERR__FENCED)
+        static let producerFenced = Code(RD_KAFKA_RESP_ERR_PRODUCER_FENCED)
+        static let invalidProducerEpoch = Code(RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH)
+        static let topicAuthorizationFailed = Code(RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+        static let groupAuthorizationFailed = Code(RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED)
+        static let clusterAuthorizationFailed = Code(RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED)
+        static let authentication = Code(RD_KAFKA_RESP_ERR__AUTHENTICATION)
+        static let saslAuthenticationFailed = Code(RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED)
+
         /// librdkafka's name for the code, e.g. `_MSG_TIMED_OUT`.
         public var description: String {
             String(cString: rd_kafka_err2name(rd_kafka_resp_err_t(rawValue: rawValue)))
@@ -100,7 +109,7 @@ extension KafkaError {
 
     /// The failure of a configuration call, with librdkafka's errstr text.
     static func configuration(_ message: String) -> KafkaError {
-        KafkaError(RD_KAFKA_RESP_ERR__INVALID_ARG, message: message)
+        KafkaError(.invalidArgument, message: message)
     }
 
     /// Conditions that clear up by themselves (a broker comes back, a leader is elected,

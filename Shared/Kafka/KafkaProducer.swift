@@ -1,4 +1,3 @@
-import CRdKafka
 import Foundation
 import Logging
 import Synchronization
@@ -8,7 +7,7 @@ import Synchronization
 /// Guarantees: `enable.idempotence=true` and `acks=all` are always set, so records of one
 /// key are stored once each and in send order. A send never blocks a thread: a full local
 /// queue fails that record at once with a retriable `_QUEUE_FULL` error, and an
-/// unacknowledged record fails after `deliveryTimeoutMs` (`_MSG_TIMED_OUT`). Delivery
+/// unacknowledged record fails after `deliveryTimeout` (`_MSG_TIMED_OUT`). Delivery
 /// reports are served by one dedicated thread, never by Swift's cooperative pool; slow
 /// calls (flush, metadata, shutdown) also run on threads of their own.
 ///
@@ -38,7 +37,7 @@ public final class KafkaProducer: Sendable {
         self.logger = logger
         state = Mutex(State(current: try ProducerInstance(configuration: configuration, logger: logger)))
         // Enough for every record still queued to be delivered or to time out.
-        shutdownFlushTimeout = .milliseconds(configuration.deliveryTimeoutMs + 500)
+        shutdownFlushTimeout = configuration.deliveryTimeout + .milliseconds(500)
     }
 
     private var current: ProducerInstance { state.withLock { $0.current } }
@@ -46,7 +45,7 @@ public final class KafkaProducer: Sendable {
     public func send(_ record: KafkaProducerRecord) async throws -> KafkaDeliveryReport {
         let instance = current
         do {
-            return try await instance.send(record)
+            return try await instance.send([record])[0]
         } catch let error as KafkaError {
             replaceIfFenced(instance, after: error)
             throw error
@@ -83,7 +82,7 @@ public final class KafkaProducer: Sendable {
     /// Flushes (bounded) and destroys the handle; idempotent.
     ///
     /// New sends fail with `_DESTROY` from the moment it starts. Records still waiting
-    /// after `deliveryTimeoutMs` are purged, so every pending send returns.
+    /// after `deliveryTimeout` are purged, so every pending send returns.
     public func shutdown() async {
         let instance = state.withLock { state in
             state.isShutDown = true
@@ -142,7 +141,6 @@ extension KafkaError {
     /// The broker refuses this idempotent producer's id or epoch: librdkafka cannot recover
     /// the handle by itself.
     var meansProducerFenced: Bool {
-        [RD_KAFKA_RESP_ERR_PRODUCER_FENCED, RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH, RD_KAFKA_RESP_ERR__FENCED]
-            .contains { Code($0) == code }
+        [.producerFenced, .invalidProducerEpoch, .fenced].contains(code)
     }
 }

@@ -19,7 +19,7 @@ final class BrokerRestartTests: XCTestCase {
     private func producer() throws -> KafkaProducer {
         var configuration = KafkaProducerConfiguration()
         configuration.bootstrapServers = broker.bootstrapServers
-        configuration.deliveryTimeoutMs = 1_000
+        configuration.deliveryTimeout = .seconds(1)
         return try KafkaProducer(configuration: configuration, logger: KafkaTestSupport.logger)
     }
 

@@ -16,8 +16,8 @@ enum KafkaTestSupport {
     static func consumerConfiguration(_ broker: TestBroker, group: String = "g-\(UUID().uuidString)") -> KafkaConsumerConfiguration {
         var configuration = KafkaConsumerConfiguration(groupId: group)
         configuration.bootstrapServers = broker.bootstrapServers
-        configuration.sessionTimeoutMs = 6_000
-        configuration.maxPollIntervalMs = 7_000
+        configuration.sessionTimeout = .seconds(6)
+        configuration.maxPollInterval = .seconds(7)
         return configuration
     }
 

@@ -79,7 +79,7 @@ final class ProducerTests: XCTestCase {
         try await KafkaAdmin.createTopics([("tls", 1)], bootstrapServers: broker.bootstrapServers)
         var configuration = KafkaProducerConfiguration()
         configuration.bootstrapServers = broker.bootstrapServers
-        configuration.deliveryTimeoutMs = 2_000
+        configuration.deliveryTimeout = .seconds(2)
         let plain = try KafkaProducer(configuration: configuration, logger: KafkaTestSupport.logger)
         configuration.properties = ["security.protocol": "ssl", "enable.ssl.certificate.verification": "false"]
         let tls = try KafkaProducer(configuration: configuration, logger: KafkaTestSupport.logger)

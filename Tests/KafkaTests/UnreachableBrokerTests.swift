@@ -8,7 +8,7 @@ final class UnreachableBrokerTests: XCTestCase {
     private func unreachableProducer() throws -> KafkaProducer {
         var configuration = KafkaProducerConfiguration()
         configuration.bootstrapServers = "127.0.0.1:\(TestBroker.freePort())"
-        configuration.deliveryTimeoutMs = 1_500
+        configuration.deliveryTimeout = .milliseconds(1_500)
         return try KafkaProducer(configuration: configuration, logger: KafkaTestSupport.logger)
     }
 

@@ -1,28 +1,25 @@
-import CRdKafka
 import Foundation
 import Logging
 import Synchronization
 
 /// Everything a `KafkaConsumer` shares between its poller thread and the application:
-/// the librdkafka handle, the batch handoff, the assignment and the log-end check.
+/// the client, the batch handoff, the assignment and the log-end check.
 ///
-/// One dedicated thread (started by `start`) does all consuming: it calls
-/// `rd_kafka_consume_batch_queue`, which also runs the rebalance callback, so both
-/// rebalance hooks run on that thread and it may block while awaiting them. The same
-/// thread closes the handle, which is why `close()` only asks and then waits.
-final class ConsumerCore: ClientCallbacks, @unchecked Sendable {
-    // @unchecked: `handle` and `queue` are written once in `start`, before the poller
-    // thread exists and before the consumer is visible to any other thread; every other
-    // piece of shared state is a Sendable type that protects itself.
-    private(set) var handle: UnsafeHandle!
-    private var queue: OpaquePointer!
+/// One dedicated thread (started by `start()`) does all reading: `MessageBatchReader.read`,
+/// which also runs the rebalance callback, so both rebalance hooks run on that thread and it
+/// may block while awaiting them. The same thread closes the client, which is why `close()`
+/// only asks and then waits.
+final class ConsumerCore: Sendable {
+    // Written once in `attach`, before the poller thread exists and before the consumer is
+    // visible to any other thread.
+    nonisolated(unsafe) private(set) var client: RDKafkaClient!
 
     let handoff = BatchHandoff()
-    let handleGuard = HandleGuard()
     let partitions = Mutex(PartitionState())
     let rebalanceHandler: KafkaRebalanceHandler
+    let logger: Logger
     private let maxBatchSize: Int
-    private let batchWaitMs: Int32
+    private let batchWait: Duration
     private let closed = Mutex(CloseState())
 
     struct PartitionState {
@@ -37,36 +34,22 @@ final class ConsumerCore: ClientCallbacks, @unchecked Sendable {
 
     init(configuration: KafkaConsumerConfiguration, rebalance: KafkaRebalanceHandler, logger: Logger) {
         rebalanceHandler = rebalance
+        self.logger = logger
         maxBatchSize = max(1, configuration.maxBatchSize)
-        batchWaitMs = Int32(clamping: max(0, configuration.batchWaitMs))
-        super.init(logger: logger)
+        batchWait = max(.zero, configuration.batchWait)
     }
 
-    /// Takes ownership of a subscribed (or assigned) handle and starts the poller thread.
-    func start(_ rk: OpaquePointer) {
-        handle = UnsafeHandle(pointer: rk)
-        queue = rd_kafka_queue_get_consumer(rk)
+    /// Takes ownership of the client, before it subscribes or is assigned partitions.
+    func attach(_ client: RDKafkaClient) {
+        self.client = client
+    }
+
+    /// Starts the poller thread, once the client is subscribed (or assigned).
+    func start() {
         DedicatedThread.start(name: "kafka-consumer-poll") { [self] in
             pollUntilClosed()
-            closeHandle()
+            closeClient()
         }
-    }
-
-    override func didReceiveError(_ error: KafkaError, isFatal: Bool) {
-        super.didReceiveError(error, isFatal: isFatal)
-        if isFatal { handoff.fail(error) }
-    }
-
-    /// The high watermark the last fetch response reported, nil before the first one.
-    func highWatermark(_ partition: TopicPartition) -> Int64? {
-        Self.highWatermark(partition, of: handle.pointer)
-    }
-
-    static func highWatermark(_ partition: TopicPartition, of rk: OpaquePointer) -> Int64? {
-        var low: Int64 = -1
-        var high: Int64 = -1
-        let code = rd_kafka_get_watermark_offsets(rk, partition.topic, partition.partition, &low, &high)
-        return code == RD_KAFKA_RESP_ERR_NO_ERROR && high >= 0 ? high : nil
     }
 
     // MARK: Closing
@@ -74,11 +57,10 @@ final class ConsumerCore: ClientCallbacks, @unchecked Sendable {
     /// Asks the poller to close the consumer and returns at once.
     func requestClose() {
         handoff.requestClose()
-        // Wakes a poller that waits inside rd_kafka_consume_batch_queue.
-        _ = handleGuard.withHandle { rd_kafka_queue_yield(queue) }
+        client.wakeReader()
     }
 
-    /// Asks the poller to close the consumer and waits until the handle is destroyed.
+    /// Asks the poller to close the consumer and waits until the client is destroyed.
     func close() async {
         requestClose()
         await withCheckedContinuation { continuation in
@@ -93,35 +75,16 @@ final class ConsumerCore: ClientCallbacks, @unchecked Sendable {
     // MARK: Poller thread
 
     private func pollUntilClosed() {
-        let buffer = UnsafeMutablePointer<UnsafeMutablePointer<rd_kafka_message_t>?>.allocate(capacity: maxBatchSize)
-        defer { buffer.deallocate() }
-        var conversion = MessageConversion()
+        let reader = MessageBatchReader(client: client, maxBatchSize: maxBatchSize)
         while !handoff.isCloseRequested {
             if handoff.hasFailed {
-                // Nothing more is read after a failure; the handle stays until close().
+                // Nothing more is read after a failure; the client stays until close().
                 handoff.waitForCloseRequest()
                 return
             }
             let fetchMark = handoff.fetchMark()
-            // librdkafka's batch call waits for the whole timeout unless the batch fills, which would
-            // delay a lone command by `batchWaitMs`: wait for one message, then take what is there.
-            var count = rd_kafka_consume_batch_queue(queue, batchWaitMs, buffer, 1)
-            if count == 1, maxBatchSize > 1 {
-                count += max(0, rd_kafka_consume_batch_queue(queue, 0, buffer + 1, maxBatchSize - 1))
-            }
-            var batch: [KafkaConsumerMessage] = []
-            if count > 0 {
-                batch.reserveCapacity(count)
-                for index in 0..<count {
-                    let message = buffer[index]!
-                    if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {
-                        batch.append(conversion.convert(message))
-                    } else {
-                        handleMessageError(message, conversion: &conversion)
-                    }
-                    rd_kafka_message_destroy(message)
-                }
-            }
+            let (batch, errors) = reader.read(firstWait: batchWait)
+            errors.forEach(handle)
             checkLogEnds(after: batch)
             if !batch.isEmpty {
                 // A refused offer means closing or failed; the loop's checks handle both.
@@ -130,39 +93,28 @@ final class ConsumerCore: ClientCallbacks, @unchecked Sendable {
         }
     }
 
-    /// Per-partition errors arrive as messages. Those that mean the partition cannot be
-    /// read as the application expects end the sequence; the rest are transient and
+    /// Per-partition errors arrive in place of records. Those that mean the partition cannot
+    /// be read as the application expects end the sequence; the rest are transient and
     /// librdkafka retries them itself.
-    private func handleMessageError(
-        _ message: UnsafeMutablePointer<rd_kafka_message_t>,
-        conversion: inout MessageConversion
-    ) {
-        let code = message.pointee.err
-        let partition = conversion.topicPartition(of: message)
-        let text = String(cString: rd_kafka_message_errstr(message))
-        switch code {
-        case RD_KAFKA_RESP_ERR__PARTITION_EOF:
+    private func handle(_ consumeError: ConsumeError) {
+        let error = consumeError.error
+        let partition = consumeError.partition.map(String.init(describing:))
+        switch error.code {
+        case .partitionEOF:
             return
-        case RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET, RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE,
-            RD_KAFKA_RESP_ERR__LOG_TRUNCATION:
-            var error = KafkaError(
-                RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE,
-                message: "the stored offset \(message.pointee.offset) of \(partition.map(String.init(describing:)) ?? "a partition") "
-                    + "is out of range on the broker (\(text)): the log this state was built from no longer exists"
+        case .autoOffsetReset, .offsetOutOfRange, .logTruncation:
+            var vanished = KafkaError(
+                .offsetOutOfRange,
+                message: "the stored offset \(consumeError.offset) of \(partition ?? "a partition") "
+                    + "is out of range on the broker (\(error.message)): the log this state was built from no longer exists"
             )
-            error.isRetriable = false
+            vanished.isRetriable = false
+            handoff.fail(vanished)
+        case .fatal, .topicAuthorizationFailed, .groupAuthorizationFailed, .clusterAuthorizationFailed,
+             .authentication, .saslAuthenticationFailed:
             handoff.fail(error)
-        case RD_KAFKA_RESP_ERR__FATAL:
-            handoff.fail(KafkaError.fatal(of: handle.pointer))
-        case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED,
-            RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED, RD_KAFKA_RESP_ERR__AUTHENTICATION,
-            RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED:
-            handoff.fail(KafkaError(code, message: text))
         default:
-            logger.warning(
-                "Kafka consumer error",
-                metadata: ["error": "\(KafkaError(code, message: text))", "partition": "\(partition.map(String.init(describing:)) ?? "-")"]
-            )
+            logger.warning("Kafka consumer error", metadata: ["error": "\(error)", "partition": "\(partition ?? "-")"])
         }
     }
 
@@ -182,7 +134,7 @@ final class ConsumerCore: ClientCallbacks, @unchecked Sendable {
         guard !tracked.isEmpty else { return }
         var highWatermarks: [TopicPartition: Int64] = [:]
         for partition in tracked {
-            highWatermarks[partition] = highWatermark(partition)
+            highWatermarks[partition] = client.highWatermark(partition)
         }
         if let error = partitions.withLock({ $0.logEnds.check(highWatermarks: highWatermarks) }) {
             logger.error("Kafka log vanished", metadata: ["error": "\(error)"])
@@ -190,16 +142,10 @@ final class ConsumerCore: ClientCallbacks, @unchecked Sendable {
         }
     }
 
-    /// Leaves the group (the revocation hook runs here, on the poller thread) and
-    /// destroys the handle once no application call is using it.
-    private func closeHandle() {
-        let rk = handle.pointer
-        leaveGroup(rk, within: .seconds(10))
-        _ = handleGuard.close()
-        rd_kafka_queue_destroy(queue)
-        // Closed just above: destroying must not close (and wait on the group) a second time;
-        // that second close was seen to wait forever after a failed first one.
-        rd_kafka_destroy_flags(rk, Int32(RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE))
+    /// Leaves the group (the revocation hook runs here, on the poller thread) and destroys
+    /// the client once no application call is using it.
+    private func closeClient() {
+        client.closeConsumer(leaveGroupWithin: .seconds(10))
         handoff.finish()
         let waiters = closed.withLock { state in
             state.isClosed = true
@@ -209,25 +155,94 @@ final class ConsumerCore: ClientCallbacks, @unchecked Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// `rd_kafka_consumer_close` with a time limit: the close is served from a queue of its own
-    /// until librdkafka reports it done, or the limit passes and the handle is destroyed
-    /// anyway (the group then expires the member after its session timeout). An unbounded
-    /// close was seen, once, to spin for minutes against Tansu.
-    private func leaveGroup(_ rk: OpaquePointer, within limit: Duration) {
-        guard let closeQueue = rd_kafka_queue_new(rk) else { return }
-        defer { rd_kafka_queue_destroy(closeQueue) }
-        if let error = rd_kafka_consumer_close_queue(rk, closeQueue) {
-            logger.warning("Kafka consumer close", metadata: ["error": "\(KafkaError(consuming: error))"])
+    // MARK: Rebalances (on the poller thread)
+
+    func rebalance(_ rebalance: Rebalance) {
+        logger.info("Kafka rebalance", metadata: ["event": "\(rebalance.event)", "partitions": "\(rebalance.partitions)"])
+        switch rebalance.event {
+        case .assign:
+            assign(rebalance)
+        case .revoke:
+            revoke(rebalance)
+        case .failed(let error):
+            logger.error("Kafka rebalance failed", metadata: ["error": "\(error)"])
+            revoke(rebalance)
+        }
+    }
+
+    private func assign(_ rebalance: Rebalance) {
+        guard !handoff.hasFailed && !handoff.isCloseRequested else {
+            // Nothing will be read any more: take no partitions and run no hook.
+            rebalance.decline(on: client)
             return
         }
-        let deadline = ContinuousClock.now + limit
-        // Serving the queue runs the revocation callback on this (the poller) thread.
-        while rd_kafka_consumer_closed(rk) == 0 {
-            guard ContinuousClock.now < deadline else {
-                logger.error("Kafka consumer close did not finish in time; destroying the handle", metadata: ["limit": "\(limit)"])
-                return
-            }
-            _ = rd_kafka_queue_poll_callback(closeQueue, 100)
+        let offsets: [TopicPartition: Int64]
+        do {
+            let onAssign = rebalanceHandler.onAssign
+            let partitions = rebalance.partitions
+            offsets = try DedicatedThread.awaitTask { try await onAssign(partitions) }
+        } catch {
+            logger.error("Kafka onAssign failed", metadata: ["error": "\(error)"])
+            handoff.fail(error)
+            rebalance.decline(on: client)
+            return
         }
+        let error = take(rebalance.partitions, startingAt: offsets, replacing: !rebalance.isCooperative) {
+            rebalance.assign(startingAt: offsets, on: client)
+        }
+        if let error { handoff.fail(error) }
+    }
+
+    /// Assigns `partitions` with `assign` and records them as this consumer's, each with the
+    /// claim that its log reaches its start offset in `offsets`. `replacing`: they are the whole
+    /// assignment, not an addition to it.
+    func take(
+        _ partitions: [TopicPartition],
+        startingAt offsets: [TopicPartition: Int64],
+        replacing: Bool,
+        assign: () -> KafkaError?
+    ) -> KafkaError? {
+        // Snapshot the high watermarks before fetching starts: any other value seen
+        // later comes from a fetch response of this assignment.
+        let known = Dictionary(uniqueKeysWithValues: partitions.map { ($0, client.highWatermark($0)) })
+        if let error = assign() { return error }
+        self.partitions.withLock { state in
+            if replacing { state.assignment = [] }
+            state.assignment.formUnion(partitions)
+            for partition in partitions {
+                if let offset = offsets[partition] {
+                    state.logEnds.claimStored(offset, for: partition, knownHighWatermark: known[partition] ?? nil)
+                }
+            }
+        }
+        return nil
+    }
+
+    private func revoke(_ rebalance: Rebalance) {
+        let revoked = Set(rebalance.partitions)
+        handoff.drop(revoked)
+        let owned = partitions.withLock { state in rebalance.partitions.filter { state.assignment.contains($0) } }
+        if !owned.isEmpty {
+            let onRevoke = rebalanceHandler.onRevoke
+            _ = try? DedicatedThread.awaitTask { await onRevoke(owned) }
+        }
+        rebalance.revoke(on: client)
+        partitions.withLock { state in
+            if rebalance.isCooperative { state.assignment.subtract(revoked) } else { state.assignment = [] }
+            state.logEnds.forget(revoked)
+        }
+    }
+
+    // MARK: Application calls
+
+    /// Repositions the fetcher without waiting, inside the handoff's seek barrier so no batch
+    /// fetched earlier delivers the old position afterwards.
+    func seek(_ partition: TopicPartition, to offset: Int64) throws {
+        guard partitions.withLock({ $0.assignment.contains(partition) }) else {
+            throw KafkaError(.state, message: "cannot seek \(partition): it is not assigned to this consumer")
+        }
+        let known = client.highWatermark(partition)
+        try handoff.seeking(partition) { try client.seek(partition, to: offset) }
+        partitions.withLock { $0.logEnds.claimStored(offset, for: partition, knownHighWatermark: known) }
     }
 }

@@ -1,5 +1,3 @@
-import CRdKafka
-
 /// Notices a log that vanished under the consumer (Tansu with memory storage starts every
 /// partition empty after a restart; docs/ARCHITECTURE.md#wrong-store-or-vanished-log).
 ///
@@ -67,7 +65,7 @@ struct LogEndCheck {
     static func vanished(_ partition: TopicPartition, offset: Int64, end: Int64, origin: Origin) -> KafkaError {
         let what = origin == .storedOffset ? "stored offset" : "read position"
         var error = KafkaError(
-            RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE,
+            .offsetOutOfRange,
             message: "the \(what) \(offset) is beyond the end \(end) of \(partition): "
                 + "the log this state was built from no longer exists"
         )
