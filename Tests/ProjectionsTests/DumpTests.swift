@@ -1,9 +1,9 @@
 import Contracts
 import Foundation
 @testable import Projections
-import XCTest
+import Testing
 
-class DumpTests: StoreTestCase {
+@Suite(.serialized) struct DumpTests {
     /// A few commits touching every dumped table, including an overwrite and a delete.
     private func commits() -> [[Mutation]] {
         let appId = UUID(uuidString: "6F9619FF-8B86-D011-B42D-00C04FC964FF")!
@@ -41,77 +41,93 @@ class DumpTests: StoreTestCase {
         }
     }
 
-    func testTwoStoresFedTheSameCommitsDumpTheSameText() async throws {
-        let one = try await openStore("one.sqlite")
-        let two = try await openStore("two.sqlite")
+    @Test(arguments: StoreBackend.allCases)
+    func testTwoStoresFedTheSameCommitsDumpTheSameText(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let one = try await h.openStore("one.sqlite")
+            let two = try await h.openStore("two.sqlite")
 
-        try await feed(one)
-        try await feed(two)
+            try await feed(one)
+            try await feed(two)
 
-        let dumpOne = try await one.dump()
-        let dumpTwo = try await two.dump()
-        XCTAssertEqual(dumpOne, dumpTwo)
-        XCTAssertEqual(dumpOne.split(separator: "\n").count, 1 + 1 + 2 + 1 + 2, dumpOne)
+            let dumpOne = try await one.dump()
+            let dumpTwo = try await two.dump()
+            #expect(dumpOne == dumpTwo)
+            let expectedLines = 1 + 1 + 2 + 1 + 2
+            #expect(dumpOne.split(separator: "\n").count == expectedLines, "\(dumpOne)")
+        }
     }
 
-    func testDumpListsEachTableByPrimaryKeyOneEscapedLinePerRow() async throws {
-        let store = try await openStore()
-        try await feed(store)
+    @Test(arguments: StoreBackend.allCases)
+    func testDumpListsEachTableByPrimaryKeyOneEscapedLinePerRow(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            try await feed(store)
 
-        let lines = try await store.dump().split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            let lines = try await store.dump().split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
 
-        let t0 = SQLiteValues.millis(Fixture.t0), t1 = SQLiteValues.millis(Fixture.at(1))
-        let app = "6f9619ff-8b86-d011-b42d-00c04fc964ff"
-        let hook = "url=\"https://example.test/hook\" headers=\"{\\\"x-extra\\\":\\\"1\\\"}\""
-        XCTAssertEqual(lines, [
-            "apps app_id=\"\(app)\" org_id=\"00000000-0000-0000-0000-0000000000aa\" name=\"Shop\" callback_url=\"https://example.test/cb\" callback_headers=\"{\\\"x-a\\\":\\\"1\\\",\\\"x-b\\\":\\\"2\\\"}\" webhook_retries=2 created_at=\(t0)",
-            "api_tokens token_id=\"00000000-0000-0000-0000-000000000001\" app_id=\"\(app)\" token_hash=\"abc123\" revoked=0 created_at=\(t0)",
-            "devices app_id=\"\(app)\" device_token=\"t-1\" user_id=\"alice\" platform=\"ios\" version=1 updated_at=\(t1)",
-            "devices app_id=\"\(app)\" device_token=\"t-3\" user_id=\"bob\" platform=\"android\" version=2 updated_at=\(t1)",
-            "registration_status request_id=\"00000000-0000-0000-0000-0000000000f1\" app_id=\"\(app)\" status=\"Failed\" failure_reason=\"DuplicateExists\" decided_at=\(SQLiteValues.millis(Fixture.at(2)))",
-            "outbox id=\"job-a\" kind=\"registration-status\" app_id=\"\(app)\" \(hook) body=\"{\\\"Status\\\":\\\"Success\\\"}\" max_attempts=3",
-            "outbox id=\"job-b\" kind=\"registration-status\" app_id=\"\(app)\" \(hook) body=\"{\\\"Status\\\":\\\"Failed\\\"}\" max_attempts=3",
-            "",
-        ])
+            let t0 = SQLiteValues.millis(Fixture.t0), t1 = SQLiteValues.millis(Fixture.at(1))
+            let app = "6f9619ff-8b86-d011-b42d-00c04fc964ff"
+            let hook = "url=\"https://example.test/hook\" headers=\"{\\\"x-extra\\\":\\\"1\\\"}\""
+            #expect(lines == [
+                "apps app_id=\"\(app)\" org_id=\"00000000-0000-0000-0000-0000000000aa\" name=\"Shop\" callback_url=\"https://example.test/cb\" callback_headers=\"{\\\"x-a\\\":\\\"1\\\",\\\"x-b\\\":\\\"2\\\"}\" webhook_retries=2 created_at=\(t0)",
+                "api_tokens token_id=\"00000000-0000-0000-0000-000000000001\" app_id=\"\(app)\" token_hash=\"abc123\" revoked=0 created_at=\(t0)",
+                "devices app_id=\"\(app)\" device_token=\"t-1\" user_id=\"alice\" platform=\"ios\" version=1 updated_at=\(t1)",
+                "devices app_id=\"\(app)\" device_token=\"t-3\" user_id=\"bob\" platform=\"android\" version=2 updated_at=\(t1)",
+                "registration_status request_id=\"00000000-0000-0000-0000-0000000000f1\" app_id=\"\(app)\" status=\"Failed\" failure_reason=\"DuplicateExists\" decided_at=\(SQLiteValues.millis(Fixture.at(2)))",
+                "outbox id=\"job-a\" kind=\"registration-status\" app_id=\"\(app)\" \(hook) body=\"{\\\"Status\\\":\\\"Success\\\"}\" max_attempts=3",
+                "outbox id=\"job-b\" kind=\"registration-status\" app_id=\"\(app)\" \(hook) body=\"{\\\"Status\\\":\\\"Failed\\\"}\" max_attempts=3",
+                "",
+            ])
+        }
     }
 
-    func testDumpEscapesLineBreaksSoEveryRowStaysOneLine() async throws {
-        let store = try await openStore()
-        try await store.commit(mutations: [.upsertApp(Fixture.app(name: "two\nlines\tand \"quotes\" \\"))], offsets: [])
+    @Test(arguments: StoreBackend.allCases)
+    func testDumpEscapesLineBreaksSoEveryRowStaysOneLine(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            try await store.commit(mutations: [.upsertApp(Fixture.app(name: "two\nlines\tand \"quotes\" \\"))], offsets: [])
 
-        let dump = try await store.dump()
+            let dump = try await store.dump()
 
-        XCTAssertEqual(dump.split(separator: "\n").count, 1)
-        XCTAssertTrue(dump.contains(#"name="two\nlines\tand \"quotes\" \\""#), dump)
+            #expect(dump.split(separator: "\n").count == 1)
+            #expect(dump.contains(#"name="two\nlines\tand \"quotes\" \\""#), "\(dump)")
+        }
     }
 
-    func testDumpLeavesOutDeliveryProgressAndOffsets() async throws {
-        let delivered = try await openStore("delivered.sqlite")
-        let untouched = try await openStore("untouched.sqlite")
-        try await feed(delivered)
-        try await feed(untouched)
+    @Test(arguments: StoreBackend.allCases)
+    func testDumpLeavesOutDeliveryProgressAndOffsets(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let delivered = try await h.openStore("delivered.sqlite")
+            let untouched = try await h.openStore("untouched.sqlite")
+            try await feed(delivered)
+            try await feed(untouched)
 
-        _ = try await delivered.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30))
-        try await delivered.recordOutboxAttempt(jobId: "job-a", result: OutboxAttemptResult(
-            at: Fixture.at(1), httpStatus: 200, error: nil, next: .delivered))
-        try await delivered.commit(mutations: [], offsets: [OffsetUpdate(partition: Fixture.partition(0), expected: 2, next: 99)])
+            _ = try await delivered.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30))
+            try await delivered.recordOutboxAttempt(jobId: "job-a", result: OutboxAttemptResult(
+                at: Fixture.at(1), httpStatus: 200, error: nil, next: .delivered))
+            try await delivered.commit(mutations: [], offsets: [OffsetUpdate(partition: Fixture.partition(0), expected: 2, next: 99)])
 
-        let deliveredDump = try await delivered.dump()
-        let untouchedDump = try await untouched.dump()
-        XCTAssertEqual(deliveredDump, untouchedDump)
-        let deliveredJob = try await delivered.outboxJob("job-a")
-        XCTAssertEqual(deliveredJob?.state, .delivered, "the stores do differ in delivery progress")
+            let deliveredDump = try await delivered.dump()
+            let untouchedDump = try await untouched.dump()
+            #expect(deliveredDump == untouchedDump)
+            let deliveredJob = try await delivered.outboxJob("job-a")
+            #expect(deliveredJob?.state == .delivered, "the stores do differ in delivery progress")
+        }
     }
 
-    func testNonUTF8BodiesAreDumpedAsHex() async throws {
-        let store = try await openStore()
-        var job = Fixture.job("binary")
-        job.body = Data([0xff, 0x00, 0x41])
-        try await store.commit(mutations: [.enqueueOutbox(job)], offsets: [])
+    @Test(arguments: StoreBackend.allCases)
+    func testNonUTF8BodiesAreDumpedAsHex(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            var job = Fixture.job("binary")
+            job.body = Data([0xff, 0x00, 0x41])
+            try await store.commit(mutations: [.enqueueOutbox(job)], offsets: [])
 
-        let dump = try await store.dump()
+            let dump = try await store.dump()
 
-        XCTAssertTrue(dump.contains(" body=0xff0041 "), dump)
+            #expect(dump.contains(" body=0xff0041 "), "\(dump)")
+        }
     }
 
     // MARK: - Managed notifications
@@ -133,45 +149,51 @@ class DumpTests: StoreTestCase {
         ]
     }
 
-    func testDumpListsPendingNotificationsAcksAndDeliveriesByPrimaryKey() async throws {
-        let store = try await openStore()
-        try await store.commit(mutations: managedMutations(), offsets: [])
+    @Test(arguments: StoreBackend.allCases)
+    func testDumpListsPendingNotificationsAcksAndDeliveriesByPrimaryKey(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            try await store.commit(mutations: managedMutations(), offsets: [])
 
-        let lines = try await store.dump().split(separator: "\n").map(String.init)
+            let lines = try await store.dump().split(separator: "\n").map(String.init)
 
-        let (a, b) = ("00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b")
-        let d = "00000000-0000-0000-0000-0000000000d1"
-        let t3 = SQLiteValues.millis(Fixture.at(3)), t4 = SQLiteValues.millis(Fixture.at(4)), t5 = SQLiteValues.millis(Fixture.at(5))
-        XCTAssertEqual(lines, [
-            "pending_notifications app_id=\"\(a)\" device_token=\"t1\" notification_id=\"n1\" delivery_id=\"\(d)\" sent_at=\(t3) text=\"one\" business_id=null",
-            "pending_notifications app_id=\"\(a)\" device_token=\"t1\" notification_id=\"n2\" delivery_id=\"\(d)\" sent_at=\(t5) text=\"line\\nbreak\" business_id=\"b-2\"",
-            "pending_notifications app_id=\"\(a)\" device_token=\"t2\" notification_id=\"n1\" delivery_id=\"\(d)\" sent_at=\(t3) text=\"two\" business_id=null",
-            "pending_notifications app_id=\"\(b)\" device_token=\"t1\" notification_id=\"n1\" delivery_id=\"\(d)\" sent_at=\(t3) text=\"other\" business_id=null",
-            "acks app_id=\"\(a)\" device_token=\"t1\" notification_id=\"n0\" business_id=null acked_at=\(t4)",
-            "acks app_id=\"\(a)\" device_token=\"t3\" notification_id=\"n1\" business_id=\"b-1\" acked_at=\(t4)",
-            "deliveries app_id=\"\(a)\" delivery_id=\"\(d)\" kind=\"ticket\" managed=1 tracking=0 sent=3 created_at=\(t3)",
-            "deliveries app_id=\"\(b)\" delivery_id=\"\(d)\" kind=\"im\" managed=0 tracking=1 sent=1 created_at=\(t3)",
-        ])
+            let (a, b) = ("00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b")
+            let d = "00000000-0000-0000-0000-0000000000d1"
+            let t3 = SQLiteValues.millis(Fixture.at(3)), t4 = SQLiteValues.millis(Fixture.at(4)), t5 = SQLiteValues.millis(Fixture.at(5))
+            #expect(lines == [
+                "pending_notifications app_id=\"\(a)\" device_token=\"t1\" notification_id=\"n1\" delivery_id=\"\(d)\" sent_at=\(t3) text=\"one\" business_id=null",
+                "pending_notifications app_id=\"\(a)\" device_token=\"t1\" notification_id=\"n2\" delivery_id=\"\(d)\" sent_at=\(t5) text=\"line\\nbreak\" business_id=\"b-2\"",
+                "pending_notifications app_id=\"\(a)\" device_token=\"t2\" notification_id=\"n1\" delivery_id=\"\(d)\" sent_at=\(t3) text=\"two\" business_id=null",
+                "pending_notifications app_id=\"\(b)\" device_token=\"t1\" notification_id=\"n1\" delivery_id=\"\(d)\" sent_at=\(t3) text=\"other\" business_id=null",
+                "acks app_id=\"\(a)\" device_token=\"t1\" notification_id=\"n0\" business_id=null acked_at=\(t4)",
+                "acks app_id=\"\(a)\" device_token=\"t3\" notification_id=\"n1\" business_id=\"b-1\" acked_at=\(t4)",
+                "deliveries app_id=\"\(a)\" delivery_id=\"\(d)\" kind=\"ticket\" managed=1 tracking=0 sent=3 created_at=\(t3)",
+                "deliveries app_id=\"\(b)\" delivery_id=\"\(d)\" kind=\"im\" managed=0 tracking=1 sent=1 created_at=\(t3)",
+            ])
+        }
     }
 
-    func testTheSameManagedStateWrittenInAnotherOrderDumpsTheSameText() async throws {
-        let forward = try await openStore("forward.sqlite")
-        let backward = try await openStore("backward.sqlite")
-        let mutations = managedMutations()
-        let app = UUID(uuidString: "00000000-0000-0000-0000-00000000000A")!
-        let transient = Fixture.pending(app: app, token: "t9", nid: "n9")
+    @Test(arguments: StoreBackend.allCases)
+    func testTheSameManagedStateWrittenInAnotherOrderDumpsTheSameText(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let forward = try await h.openStore("forward.sqlite")
+            let backward = try await h.openStore("backward.sqlite")
+            let mutations = managedMutations()
+            let app = UUID(uuidString: "00000000-0000-0000-0000-00000000000A")!
+            let transient = Fixture.pending(app: app, token: "t9", nid: "n9")
 
-        try await forward.commit(mutations: mutations, offsets: [])
-        // Reversed, over several commits, with a pending row that comes and goes again.
-        for mutation in mutations.reversed() {
-            try await backward.commit(mutations: [mutation], offsets: [])
+            try await forward.commit(mutations: mutations, offsets: [])
+            // Reversed, over several commits, with a pending row that comes and goes again.
+            for mutation in mutations.reversed() {
+                try await backward.commit(mutations: [mutation], offsets: [])
+            }
+            try await backward.commit(mutations: [.putPending(transient)], offsets: [])
+            try await backward.commit(mutations: [.deletePending(transient.key)], offsets: [])
+
+            let forwardDump = try await forward.dump()
+            let backwardDump = try await backward.dump()
+            #expect(forwardDump == backwardDump)
+            #expect(forwardDump.split(separator: "\n").count == 8, "\(forwardDump)")
         }
-        try await backward.commit(mutations: [.putPending(transient)], offsets: [])
-        try await backward.commit(mutations: [.deletePending(transient.key)], offsets: [])
-
-        let forwardDump = try await forward.dump()
-        let backwardDump = try await backward.dump()
-        XCTAssertEqual(forwardDump, backwardDump)
-        XCTAssertEqual(forwardDump.split(separator: "\n").count, 8, forwardDump)
     }
 }

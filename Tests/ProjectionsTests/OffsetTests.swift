@@ -1,119 +1,137 @@
 import Contracts
 import Foundation
 @testable import Projections
-import XCTest
+import Testing
 
-class OffsetTests: StoreTestCase {
+@Suite(.serialized) struct OffsetTests {
     private let registration = "pushline.commands.registration"
     private let admin = "pushline.commands.admin"
 
-    func testFirstCommitOfAPartitionStoresItsOffsetAndLaterCommitsMoveIt() async throws {
-        let store = try await openStore()
-        let p0 = Fixture.partition(0)
+    @Test(arguments: StoreBackend.allCases)
+    func testFirstCommitOfAPartitionStoresItsOffsetAndLaterCommitsMoveIt(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let p0 = Fixture.partition(0)
 
-        try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: p0, expected: nil, next: 10)])
-        try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: p0, expected: 10, next: 25)])
+            try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: p0, expected: nil, next: 10)])
+            try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: p0, expected: 10, next: 25)])
 
-        let offsets = try await store.offsets(topics: [registration])
-        XCTAssertEqual(offsets, [p0: 25])
-    }
-
-    func testExpectingNoOffsetWhereOneIsStoredConflicts() async throws {
-        let store = try await openStore()
-        let p0 = Fixture.partition(0)
-        try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: p0, expected: nil, next: 10)])
-
-        await assertThrows(.offsetConflict([p0])) {
-            try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: p0, expected: nil, next: 11)])
+            let offsets = try await store.offsets(topics: [registration])
+            #expect(offsets == [p0: 25])
         }
-        let offsets = try await store.offsets(topics: [registration])
-        XCTAssertEqual(offsets, [p0: 10])
     }
 
-    func testExpectingAnOffsetWhereNoneIsStoredConflicts() async throws {
-        let store = try await openStore()
-        let p3 = Fixture.partition(3)
+    @Test(arguments: StoreBackend.allCases)
+    func testExpectingNoOffsetWhereOneIsStoredConflicts(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let p0 = Fixture.partition(0)
+            try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: p0, expected: nil, next: 10)])
 
-        await assertThrows(.offsetConflict([p3])) {
-            try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: p3, expected: 5, next: 9)])
+            await h.assertThrows(.offsetConflict([p0])) {
+                try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: p0, expected: nil, next: 11)])
+            }
+            let offsets = try await store.offsets(topics: [registration])
+            #expect(offsets == [p0: 10])
         }
-        let offsets = try await store.offsets(topics: [registration])
-        XCTAssertEqual(offsets, [:])
     }
 
-    func testAnOffsetConflictWritesNothingAndNamesOnlyTheMismatchedPartitions() async throws {
-        let store = try await openStore()
-        let (p0, p1, p2) = (Fixture.partition(0), Fixture.partition(1), Fixture.partition(2))
-        try await store.commit(mutations: [], offsets: [
-            OffsetUpdate(partition: p0, expected: nil, next: 100),
-            OffsetUpdate(partition: p1, expected: nil, next: 200),
-        ])
-        let app = Fixture.app()
-        let device = Fixture.device(app: app.appId, token: "t", user: "u")
+    @Test(arguments: StoreBackend.allCases)
+    func testExpectingAnOffsetWhereNoneIsStoredConflicts(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let p3 = Fixture.partition(3)
 
-        await assertThrows(.offsetConflict([p1, p2])) {
-            try await store.commit(mutations: [.upsertApp(app), .upsertDevice(device), .enqueueOutbox(Fixture.job("job-1"))], offsets: [
-                OffsetUpdate(partition: p0, expected: 100, next: 150),
-                OffsetUpdate(partition: p1, expected: 199, next: 250),
-                OffsetUpdate(partition: p2, expected: 1, next: 2),
+            await h.assertThrows(.offsetConflict([p3])) {
+                try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: p3, expected: 5, next: 9)])
+            }
+            let offsets = try await store.offsets(topics: [registration])
+            #expect(offsets == [:])
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func testAnOffsetConflictWritesNothingAndNamesOnlyTheMismatchedPartitions(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let (p0, p1, p2) = (Fixture.partition(0), Fixture.partition(1), Fixture.partition(2))
+            try await store.commit(mutations: [], offsets: [
+                OffsetUpdate(partition: p0, expected: nil, next: 100),
+                OffsetUpdate(partition: p1, expected: nil, next: 200),
             ])
+            let app = Fixture.app()
+            let device = Fixture.device(app: app.appId, token: "t", user: "u")
+
+            await h.assertThrows(.offsetConflict([p1, p2])) {
+                try await store.commit(mutations: [.upsertApp(app), .upsertDevice(device), .enqueueOutbox(Fixture.job("job-1"))], offsets: [
+                    OffsetUpdate(partition: p0, expected: 100, next: 150),
+                    OffsetUpdate(partition: p1, expected: 199, next: 250),
+                    OffsetUpdate(partition: p2, expected: 1, next: 2),
+                ])
+            }
+
+            let offsets = try await store.offsets(topics: [registration])
+            let storedApp = try await store.app(app.appId)
+            let storedDevice = try await store.device(device.key)
+            let job = try await store.outboxJob("job-1")
+            #expect(offsets == [p0: 100, p1: 200])
+            #expect(storedApp == nil)
+            #expect(storedDevice == nil)
+            #expect(job == nil)
         }
-
-        let offsets = try await store.offsets(topics: [registration])
-        let storedApp = try await store.app(app.appId)
-        let storedDevice = try await store.device(device.key)
-        let job = try await store.outboxJob("job-1")
-        XCTAssertEqual(offsets, [p0: 100, p1: 200])
-        XCTAssertNil(storedApp)
-        XCTAssertNil(storedDevice)
-        XCTAssertNil(job)
     }
 
-    func testOffsetsAreReturnedOnlyForTheAskedTopics() async throws {
-        let store = try await openStore()
-        let reg = Fixture.partition(0, topic: registration)
-        let adm = Fixture.partition(0, topic: admin)
-        let other = Fixture.partition(0, topic: "pushline.commands.tracking")
-        try await store.commit(mutations: [], offsets: [
-            OffsetUpdate(partition: reg, expected: nil, next: 1),
-            OffsetUpdate(partition: adm, expected: nil, next: 2),
-            OffsetUpdate(partition: other, expected: nil, next: 3),
-        ])
+    @Test(arguments: StoreBackend.allCases)
+    func testOffsetsAreReturnedOnlyForTheAskedTopics(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let reg = Fixture.partition(0, topic: registration)
+            let adm = Fixture.partition(0, topic: admin)
+            let other = Fixture.partition(0, topic: "pushline.commands.tracking")
+            try await store.commit(mutations: [], offsets: [
+                OffsetUpdate(partition: reg, expected: nil, next: 1),
+                OffsetUpdate(partition: adm, expected: nil, next: 2),
+                OffsetUpdate(partition: other, expected: nil, next: 3),
+            ])
 
-        let offsets = try await store.offsets(topics: [registration, admin])
-        let none = try await store.offsets(topics: [])
-        XCTAssertEqual(offsets, [reg: 1, adm: 2])
-        XCTAssertEqual(none, [:])
+            let offsets = try await store.offsets(topics: [registration, admin])
+            let none = try await store.offsets(topics: [])
+            #expect(offsets == [reg: 1, adm: 2])
+            #expect(none == [:])
+        }
     }
-    func testOfTwoStoresOnOneFileOnlyOneMovesAPartitionFromTheSameOffset() async throws {
-        let stores = [try await openStore(), try await openStore()]
-        let p0 = Fixture.partition(0)
-        let app = UUID()
+    @Test(arguments: StoreBackend.allCases)
+    func testOfTwoStoresOnOneFileOnlyOneMovesAPartitionFromTheSameOffset(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let stores = [try await h.openStore(), try await h.openStore()]
+            let p0 = Fixture.partition(0)
+            let app = UUID()
 
-        for round in 0..<20 {
-            let expected: Int64? = round == 0 ? nil : Int64(round)
-            let outcomes = await withTaskGroup(of: Bool.self) { group in
-                for (index, store) in stores.enumerated() {
-                    let device = Fixture.device(app: app, token: "round-\(round)-store-\(index)", user: "u")
-                    group.addTask {
-                        do {
-                            try await store.commit(mutations: [.upsertDevice(device)],
-                                                   offsets: [OffsetUpdate(partition: p0, expected: expected, next: Int64(round + 1))])
-                            return true
-                        } catch {
-                            XCTAssertEqual(error as? ProjectionStoreError, .offsetConflict([p0]))
-                            return false
+            for round in 0..<20 {
+                let expected: Int64? = round == 0 ? nil : Int64(round)
+                let outcomes = await withTaskGroup(of: Bool.self) { group in
+                    for (index, store) in stores.enumerated() {
+                        let device = Fixture.device(app: app, token: "round-\(round)-store-\(index)", user: "u")
+                        group.addTask {
+                            do {
+                                try await store.commit(mutations: [.upsertDevice(device)],
+                                                       offsets: [OffsetUpdate(partition: p0, expected: expected, next: Int64(round + 1))])
+                                return true
+                            } catch {
+                                #expect((error as? ProjectionStoreError) == .offsetConflict([p0]))
+                                return false
+                            }
                         }
                     }
+                    return await group.reduce(into: [Bool]()) { $0.append($1) }
                 }
-                return await group.reduce(into: [Bool]()) { $0.append($1) }
+                #expect(outcomes.filter { $0 }.count == 1, "round \(round)")
             }
-            XCTAssertEqual(outcomes.filter { $0 }.count, 1, "round \(round)")
-        }
 
-        let devices = try await stores[0].devices(app: app, user: "u")
-        let offsets = try await stores[1].offsets(topics: [registration])
-        XCTAssertEqual(devices.count, 20, "one device per round, from the commit that won")
-        XCTAssertEqual(offsets, [p0: 20])
+            let devices = try await stores[0].devices(app: app, user: "u")
+            let offsets = try await stores[1].offsets(topics: [registration])
+            #expect(devices.count == 20, "one device per round, from the commit that won")
+            #expect(offsets == [p0: 20])
+        }
     }
 }

@@ -1,310 +1,358 @@
 import Contracts
 import Foundation
 @testable import Projections
-import XCTest
+import Testing
 
-class OutboxTests: StoreTestCase {
-    func testEnqueueKeepsTheFirstJobWhenItsIdComesAgain() async throws {
-        let store = try await openStore()
-        let first = Fixture.job("job-1", app: UUID(), body: "first")
-        try await store.commit(mutations: [.enqueueOutbox(first)], offsets: [])
-        _ = try await store.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30))
-        try await store.recordOutboxAttempt(jobId: "job-1", result: OutboxAttemptResult(
-            at: Fixture.at(1), httpStatus: 500, error: "HTTP 500", next: .retry(at: Fixture.at(10))))
+@Suite(.serialized) struct OutboxTests {
+    @Test(arguments: StoreBackend.allCases)
+    func testEnqueueKeepsTheFirstJobWhenItsIdComesAgain(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let first = Fixture.job("job-1", app: UUID(), body: "first")
+            try await store.commit(mutations: [.enqueueOutbox(first)], offsets: [])
+            _ = try await store.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30))
+            try await store.recordOutboxAttempt(jobId: "job-1", result: OutboxAttemptResult(
+                at: Fixture.at(1), httpStatus: 500, error: "HTTP 500", next: .retry(at: Fixture.at(10))))
 
-        // A replayed command enqueues the same id again, with whatever it computes this time.
-        try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1", body: "second", maxAttempts: 9))], offsets: [])
+            // A replayed command enqueues the same id again, with whatever it computes this time.
+            try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1", body: "second", maxAttempts: 9))], offsets: [])
 
-        let stored = try await store.outboxJob("job-1")
-        XCTAssertEqual(stored?.body, Data("first".utf8))
-        XCTAssertEqual(stored?.appId, first.appId)
-        XCTAssertEqual(stored?.maxAttempts, 3)
-        XCTAssertEqual(stored?.attempts, 1)
-        XCTAssertEqual(stored?.nextAttemptAt, Fixture.at(10))
-    }
-
-    func testOnlyTheLeaseHolderRecordsItsAttempt() async throws {
-        let store = try await openStore()
-        try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1"))], offsets: [])
-        _ = try await store.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30))
-        // The lease ran out; another dispatcher took the job.
-        let again = try await store.claimOutboxJobs(now: Fixture.at(31), limit: 10, leaseUntil: Fixture.at(61))
-        XCTAssertEqual(again.map(\.id), ["job-1"])
-        let result = OutboxAttemptResult(at: Fixture.at(40), httpStatus: 200, error: nil, next: .delivered)
-
-        let late = try await store.recordOutboxAttempt(jobId: "job-1", lease: Fixture.at(30), result: result)
-        XCTAssertFalse(late)
-        let untouched = try await store.outboxJob("job-1")
-        XCTAssertEqual(untouched?.attempts, 0)
-        XCTAssertEqual(untouched?.state, .pending)
-
-        let holder = try await store.recordOutboxAttempt(jobId: "job-1", lease: Fixture.at(61), result: result)
-        XCTAssertTrue(holder)
-        let recorded = try await store.outboxJob("job-1")
-        XCTAssertEqual(recorded?.attempts, 1)
-        XCTAssertEqual(recorded?.state, .delivered)
-    }
-
-    func testClaimsSkipExcludedAppsAndAReleasedJobIsClaimableAgain() async throws {
-        let store = try await openStore()
-        let busy = UUID(), other = UUID()
-        try await store.commit(mutations: [.enqueueOutbox(Fixture.job("busy-1", app: busy)), .enqueueOutbox(Fixture.job("other-1", app: other)),
-                                           .enqueueOutbox(Fixture.job("none-1"))], offsets: [])
-        let claimed = try await store.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30), excludingApps: [busy])
-        XCTAssertEqual(Set(claimed.map(\.id)), ["other-1", "none-1"])
-
-        try await store.releaseOutboxLease(jobId: "other-1", lease: Fixture.at(29))
-        let stillLeased = try await store.claimOutboxJobs(now: Fixture.at(1), limit: 10, leaseUntil: Fixture.at(31), excludingApps: [busy])
-        XCTAssertEqual(stillLeased.map(\.id), [], "a release with another lease changes nothing")
-        try await store.releaseOutboxLease(jobId: "other-1", lease: Fixture.at(30))
-        let released = try await store.claimOutboxJobs(now: Fixture.at(2), limit: 10, leaseUntil: Fixture.at(32))
-        XCTAssertEqual(Set(released.map(\.id)), ["other-1", "busy-1"])
-    }
-
-    func testEnqueuedJobReadsBackAsWritten() async throws {
-        let store = try await openStore()
-        let job = Fixture.job("job-1", app: UUID())
-
-        try await store.commit(mutations: [.enqueueOutbox(job)], offsets: [])
-
-        let stored = try await store.outboxJob("job-1")
-        XCTAssertEqual(stored, job)
-    }
-
-    func testAClaimedJobIsNotClaimedAgainUntilItsLeaseExpires() async throws {
-        let store = try await openStore()
-        try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1"))], offsets: [])
-
-        let first = try await store.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30))
-        let duringLease = try await store.claimOutboxJobs(now: Fixture.at(29), limit: 10, leaseUntil: Fixture.at(59))
-        let atLeaseEnd = try await store.claimOutboxJobs(now: Fixture.at(30), limit: 10, leaseUntil: Fixture.at(60))
-        let afterLease = try await store.claimOutboxJobs(now: Fixture.at(31), limit: 10, leaseUntil: Fixture.at(61))
-
-        XCTAssertEqual(first.map(\.id), ["job-1"])
-        XCTAssertEqual(duringLease, [])
-        XCTAssertEqual(atLeaseEnd, [])
-        XCTAssertEqual(afterLease.map(\.id), ["job-1"])
-    }
-
-    func testClaimTakesOnlyDueJobsOldestFirstUpToTheLimit() async throws {
-        let store = try await openStore()
-        try await store.commit(mutations: [
-            .enqueueOutbox(Fixture.job("c", due: 3)),
-            .enqueueOutbox(Fixture.job("a", due: 1)),
-            .enqueueOutbox(Fixture.job("later", due: 100)),
-            .enqueueOutbox(Fixture.job("b", due: 2)),
-        ], offsets: [])
-
-        let firstTwo = try await store.claimOutboxJobs(now: Fixture.at(50), limit: 2, leaseUntil: Fixture.at(80))
-        let rest = try await store.claimOutboxJobs(now: Fixture.at(50), limit: 10, leaseUntil: Fixture.at(80))
-        let none = try await store.claimOutboxJobs(now: Fixture.at(50), limit: 0, leaseUntil: Fixture.at(80))
-
-        XCTAssertEqual(firstTwo.map(\.id), ["a", "b"])
-        XCTAssertEqual(rest.map(\.id), ["c"])
-        XCTAssertEqual(none, [])
-    }
-
-    func testAFailedAttemptWithRetriesLeftSchedulesTheNextOneAndReleasesTheLease() async throws {
-        let store = try await openStore()
-        try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1", maxAttempts: 3))], offsets: [])
-        _ = try await store.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30))
-
-        try await store.recordOutboxAttempt(jobId: "job-1", result: OutboxAttemptResult(
-            at: Fixture.at(1), httpStatus: 503, error: "HTTP 503", next: .retry(at: Fixture.at(5))))
-
-        let job = try await store.outboxJob("job-1")
-        XCTAssertEqual(job?.attempts, 1)
-        XCTAssertEqual(job?.state, .pending)
-        XCTAssertEqual(job?.nextAttemptAt, Fixture.at(5))
-        XCTAssertEqual(job?.lastStatus, 503)
-        XCTAssertEqual(job?.lastError, "HTTP 503")
-        let nextDue = try await store.nextOutboxDue()
-        XCTAssertEqual(nextDue, Fixture.at(5))
-        let beforeRetry = try await store.claimOutboxJobs(now: Fixture.at(4), limit: 10, leaseUntil: Fixture.at(34))
-        XCTAssertEqual(beforeRetry, [], "not due yet")
-        // At the retry time the job is claimable although the first lease (until 30) has not run out.
-        let atRetry = try await store.claimOutboxJobs(now: Fixture.at(5), limit: 10, leaseUntil: Fixture.at(35))
-        XCTAssertEqual(atRetry.map(\.id), ["job-1"])
-        XCTAssertEqual(atRetry.first?.attempts, 1)
-    }
-
-    func testADeliveredJobIsNeverClaimedAgain() async throws {
-        let store = try await openStore()
-        try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1"))], offsets: [])
-        _ = try await store.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30))
-
-        try await store.recordOutboxAttempt(jobId: "job-1", result: OutboxAttemptResult(
-            at: Fixture.at(1), httpStatus: 200, error: nil, next: .delivered))
-
-        let later = try await store.claimOutboxJobs(now: Fixture.at(1000), limit: 10, leaseUntil: Fixture.at(1030))
-        let job = try await store.outboxJob("job-1")
-        let nextDue = try await store.nextOutboxDue()
-        XCTAssertEqual(later, [])
-        XCTAssertEqual(job?.state, .delivered)
-        XCTAssertEqual(job?.attempts, 1)
-        XCTAssertEqual(job?.lastStatus, 200)
-        XCTAssertNil(job?.lastError)
-        XCTAssertNil(nextDue)
-    }
-
-    func testEveryAttemptIsRecordedUntilTheJobFails() async throws {
-        let store = try await openStore()
-        try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1", maxAttempts: 2))], offsets: [])
-
-        try await store.recordOutboxAttempt(jobId: "job-1", result: OutboxAttemptResult(
-            at: Fixture.at(1), httpStatus: nil, error: "connection refused", next: .retry(at: Fixture.at(2))))
-        try await store.recordOutboxAttempt(jobId: "job-1", result: OutboxAttemptResult(
-            at: Fixture.at(3), httpStatus: 500, error: "HTTP 500", next: .failed))
-
-        let job = try await store.outboxJob("job-1")
-        XCTAssertEqual(job?.state, .failed)
-        XCTAssertEqual(job?.attempts, 2)
-        let claimed = try await store.claimOutboxJobs(now: Fixture.at(1000), limit: 10, leaseUntil: Fixture.at(1030))
-        XCTAssertEqual(claimed, [])
-        let attempts = try await strings("""
-            SELECT job_id || '#' || attempt || ' ' || at || ' ' || coalesce(CAST(http_status AS TEXT), '-') || ' ' || error || ' ' || outcome
-            FROM outbox_attempts ORDER BY job_id, attempt
-            """)
-        let at1 = SQLiteValues.millis(Fixture.at(1)), at3 = SQLiteValues.millis(Fixture.at(3))
-        XCTAssertEqual(attempts, [
-            "job-1#1 \(at1) - connection refused retrying",
-            "job-1#2 \(at3) 500 HTTP 500 failed",
-        ])
-    }
-
-    func testRecordingAnAttemptOfAnUnknownJobFails() async throws {
-        let store = try await openStore()
-
-        await assertThrows(.database("no outbox job with id 'missing'")) {
-            try await store.recordOutboxAttempt(jobId: "missing", result: OutboxAttemptResult(
-                at: Fixture.at(1), httpStatus: 200, error: nil, next: .delivered))
+            let stored = try await store.outboxJob("job-1")
+            #expect(stored?.body == Data("first".utf8))
+            #expect(stored?.appId == first.appId)
+            #expect(stored?.maxAttempts == 3)
+            #expect(stored?.attempts == 1)
+            #expect(stored?.nextAttemptAt == Fixture.at(10))
         }
     }
 
-    func testNextOutboxDueIsTheEarliestPendingJob() async throws {
-        let store = try await openStore()
-        try await store.commit(mutations: [
-            .enqueueOutbox(Fixture.job("delivered", due: 1)),
-            .enqueueOutbox(Fixture.job("pending-late", due: 9)),
-            .enqueueOutbox(Fixture.job("pending-early", due: 4)),
-        ], offsets: [])
-        try await store.recordOutboxAttempt(jobId: "delivered", result: OutboxAttemptResult(
-            at: Fixture.at(2), httpStatus: 204, error: nil, next: .delivered))
+    @Test(arguments: StoreBackend.allCases)
+    func testOnlyTheLeaseHolderRecordsItsAttempt(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1"))], offsets: [])
+            _ = try await store.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30))
+            // The lease ran out; another dispatcher took the job.
+            let again = try await store.claimOutboxJobs(now: Fixture.at(31), limit: 10, leaseUntil: Fixture.at(61))
+            #expect(again.map(\.id) == ["job-1"])
+            let result = OutboxAttemptResult(at: Fixture.at(40), httpStatus: 200, error: nil, next: .delivered)
 
-        let due = try await store.nextOutboxDue()
+            let late = try await store.recordOutboxAttempt(jobId: "job-1", lease: Fixture.at(30), result: result)
+            #expect(!late)
+            let untouched = try await store.outboxJob("job-1")
+            #expect(untouched?.attempts == 0)
+            #expect(untouched?.state == .pending)
 
-        XCTAssertEqual(due, Fixture.at(4))
+            let holder = try await store.recordOutboxAttempt(jobId: "job-1", lease: Fixture.at(61), result: result)
+            #expect(holder)
+            let recorded = try await store.outboxJob("job-1")
+            #expect(recorded?.attempts == 1)
+            #expect(recorded?.state == .delivered)
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func testClaimsSkipExcludedAppsAndAReleasedJobIsClaimableAgain(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let busy = UUID(), other = UUID()
+            try await store.commit(mutations: [.enqueueOutbox(Fixture.job("busy-1", app: busy)), .enqueueOutbox(Fixture.job("other-1", app: other)),
+                                               .enqueueOutbox(Fixture.job("none-1"))], offsets: [])
+            let claimed = try await store.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30), excludingApps: [busy])
+            #expect(Set(claimed.map(\.id)) == ["other-1", "none-1"])
+
+            try await store.releaseOutboxLease(jobId: "other-1", lease: Fixture.at(29))
+            let stillLeased = try await store.claimOutboxJobs(now: Fixture.at(1), limit: 10, leaseUntil: Fixture.at(31), excludingApps: [busy])
+            #expect(stillLeased.map(\.id) == [], "a release with another lease changes nothing")
+            try await store.releaseOutboxLease(jobId: "other-1", lease: Fixture.at(30))
+            let released = try await store.claimOutboxJobs(now: Fixture.at(2), limit: 10, leaseUntil: Fixture.at(32))
+            #expect(Set(released.map(\.id)) == ["other-1", "busy-1"])
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func testEnqueuedJobReadsBackAsWritten(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let job = Fixture.job("job-1", app: UUID())
+
+            try await store.commit(mutations: [.enqueueOutbox(job)], offsets: [])
+
+            let stored = try await store.outboxJob("job-1")
+            #expect(stored == job)
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func testAClaimedJobIsNotClaimedAgainUntilItsLeaseExpires(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1"))], offsets: [])
+
+            let first = try await store.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30))
+            let duringLease = try await store.claimOutboxJobs(now: Fixture.at(29), limit: 10, leaseUntil: Fixture.at(59))
+            let atLeaseEnd = try await store.claimOutboxJobs(now: Fixture.at(30), limit: 10, leaseUntil: Fixture.at(60))
+            let afterLease = try await store.claimOutboxJobs(now: Fixture.at(31), limit: 10, leaseUntil: Fixture.at(61))
+
+            #expect(first.map(\.id) == ["job-1"])
+            #expect(duringLease == [])
+            #expect(atLeaseEnd == [])
+            #expect(afterLease.map(\.id) == ["job-1"])
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func testClaimTakesOnlyDueJobsOldestFirstUpToTheLimit(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            try await store.commit(mutations: [
+                .enqueueOutbox(Fixture.job("c", due: 3)),
+                .enqueueOutbox(Fixture.job("a", due: 1)),
+                .enqueueOutbox(Fixture.job("later", due: 100)),
+                .enqueueOutbox(Fixture.job("b", due: 2)),
+            ], offsets: [])
+
+            let firstTwo = try await store.claimOutboxJobs(now: Fixture.at(50), limit: 2, leaseUntil: Fixture.at(80))
+            let rest = try await store.claimOutboxJobs(now: Fixture.at(50), limit: 10, leaseUntil: Fixture.at(80))
+            let none = try await store.claimOutboxJobs(now: Fixture.at(50), limit: 0, leaseUntil: Fixture.at(80))
+
+            #expect(firstTwo.map(\.id) == ["a", "b"])
+            #expect(rest.map(\.id) == ["c"])
+            #expect(none == [])
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func testAFailedAttemptWithRetriesLeftSchedulesTheNextOneAndReleasesTheLease(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1", maxAttempts: 3))], offsets: [])
+            _ = try await store.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30))
+
+            try await store.recordOutboxAttempt(jobId: "job-1", result: OutboxAttemptResult(
+                at: Fixture.at(1), httpStatus: 503, error: "HTTP 503", next: .retry(at: Fixture.at(5))))
+
+            let job = try await store.outboxJob("job-1")
+            #expect(job?.attempts == 1)
+            #expect(job?.state == .pending)
+            #expect(job?.nextAttemptAt == Fixture.at(5))
+            #expect(job?.lastStatus == 503)
+            #expect(job?.lastError == "HTTP 503")
+            let nextDue = try await store.nextOutboxDue()
+            #expect(nextDue == Fixture.at(5))
+            let beforeRetry = try await store.claimOutboxJobs(now: Fixture.at(4), limit: 10, leaseUntil: Fixture.at(34))
+            #expect(beforeRetry == [], "not due yet")
+            // At the retry time the job is claimable although the first lease (until 30) has not run out.
+            let atRetry = try await store.claimOutboxJobs(now: Fixture.at(5), limit: 10, leaseUntil: Fixture.at(35))
+            #expect(atRetry.map(\.id) == ["job-1"])
+            #expect(atRetry.first?.attempts == 1)
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func testADeliveredJobIsNeverClaimedAgain(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1"))], offsets: [])
+            _ = try await store.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30))
+
+            try await store.recordOutboxAttempt(jobId: "job-1", result: OutboxAttemptResult(
+                at: Fixture.at(1), httpStatus: 200, error: nil, next: .delivered))
+
+            let later = try await store.claimOutboxJobs(now: Fixture.at(1000), limit: 10, leaseUntil: Fixture.at(1030))
+            let job = try await store.outboxJob("job-1")
+            let nextDue = try await store.nextOutboxDue()
+            #expect(later == [])
+            #expect(job?.state == .delivered)
+            #expect(job?.attempts == 1)
+            #expect(job?.lastStatus == 200)
+            #expect(job?.lastError == nil)
+            #expect(nextDue == nil)
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func testEveryAttemptIsRecordedUntilTheJobFails(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1", maxAttempts: 2))], offsets: [])
+
+            try await store.recordOutboxAttempt(jobId: "job-1", result: OutboxAttemptResult(
+                at: Fixture.at(1), httpStatus: nil, error: "connection refused", next: .retry(at: Fixture.at(2))))
+            try await store.recordOutboxAttempt(jobId: "job-1", result: OutboxAttemptResult(
+                at: Fixture.at(3), httpStatus: 500, error: "HTTP 500", next: .failed))
+
+            let job = try await store.outboxJob("job-1")
+            #expect(job?.state == .failed)
+            #expect(job?.attempts == 2)
+            let claimed = try await store.claimOutboxJobs(now: Fixture.at(1000), limit: 10, leaseUntil: Fixture.at(1030))
+            #expect(claimed == [])
+            let attempts = try await h.strings("""
+                SELECT job_id || '#' || attempt || ' ' || at || ' ' || coalesce(CAST(http_status AS TEXT), '-') || ' ' || error || ' ' || outcome
+                FROM outbox_attempts ORDER BY job_id, attempt
+                """)
+            let at1 = SQLiteValues.millis(Fixture.at(1)), at3 = SQLiteValues.millis(Fixture.at(3))
+            #expect(attempts == [
+                "job-1#1 \(at1) - connection refused retrying",
+                "job-1#2 \(at3) 500 HTTP 500 failed",
+            ])
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func testRecordingAnAttemptOfAnUnknownJobFails(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+
+            await h.assertThrows(.database("no outbox job with id 'missing'")) {
+                try await store.recordOutboxAttempt(jobId: "missing", result: OutboxAttemptResult(
+                    at: Fixture.at(1), httpStatus: 200, error: nil, next: .delivered))
+            }
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func testNextOutboxDueIsTheEarliestPendingJob(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            try await store.commit(mutations: [
+                .enqueueOutbox(Fixture.job("delivered", due: 1)),
+                .enqueueOutbox(Fixture.job("pending-late", due: 9)),
+                .enqueueOutbox(Fixture.job("pending-early", due: 4)),
+            ], offsets: [])
+            try await store.recordOutboxAttempt(jobId: "delivered", result: OutboxAttemptResult(
+                at: Fixture.at(2), httpStatus: 204, error: nil, next: .delivered))
+
+            let due = try await store.nextOutboxDue()
+
+            #expect(due == Fixture.at(4))
+        }
     }
 
     // MARK: - Replayed jobs, restoring, paging
 
-    func testAReplayedJobIsNeverClaimedNorDue() async throws {
-        let store = try await openStore()
-        var replayed = Fixture.job("replayed", due: 1)
-        replayed.state = .replayed
-        try await store.commit(mutations: [.enqueueOutbox(replayed), .enqueueOutbox(Fixture.job("pending", due: 5))], offsets: [])
+    @Test(arguments: StoreBackend.allCases)
+    func testAReplayedJobIsNeverClaimedNorDue(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            var replayed = Fixture.job("replayed", due: 1)
+            replayed.state = .replayed
+            try await store.commit(mutations: [.enqueueOutbox(replayed), .enqueueOutbox(Fixture.job("pending", due: 5))], offsets: [])
 
-        let due = try await store.nextOutboxDue()
-        let claimed = try await store.claimOutboxJobs(now: Fixture.at(1000), limit: 10, leaseUntil: Fixture.at(1030))
-        let stored = try await store.outboxJob("replayed")
+            let due = try await store.nextOutboxDue()
+            let claimed = try await store.claimOutboxJobs(now: Fixture.at(1000), limit: 10, leaseUntil: Fixture.at(1030))
+            let stored = try await store.outboxJob("replayed")
 
-        XCTAssertEqual(due, Fixture.at(5))
-        XCTAssertEqual(claimed.map(\.id), ["pending"])
-        XCTAssertEqual(stored, replayed)
+            #expect(due == Fixture.at(5))
+            #expect(claimed.map(\.id) == ["pending"])
+            #expect(stored == replayed)
+        }
     }
 
-    func testRestoreOverwritesEveryColumnOfAnExistingJobAndInsertsAMissingOne() async throws {
-        let store = try await openStore()
-        var replayed = Fixture.job("job-1", app: UUID(), body: "replayed", maxAttempts: 3, due: 1)
-        replayed.state = .replayed
-        try await store.commit(mutations: [.enqueueOutbox(replayed)], offsets: [])
-        // The original store's progress: delivered after two attempts, other columns changed too.
-        let progress = OutboxJob(id: "job-1", kind: "callback", appId: nil, url: "https://example.test/other",
-                                 headers: ["x-b": "2"], body: Data([0xff, 0x01]), maxAttempts: 4, attempts: 2,
-                                 nextAttemptAt: Fixture.at(20), state: .delivered, lastStatus: 204, lastError: "earlier failure",
-                                 createdAt: Fixture.at(2))
-        var missing = Fixture.job("job-2", due: 3)
-        missing.attempts = 1
-        missing.lastStatus = 500
-        missing.lastError = "HTTP 500"
-        missing.nextAttemptAt = Fixture.at(40)
+    @Test(arguments: StoreBackend.allCases)
+    func testRestoreOverwritesEveryColumnOfAnExistingJobAndInsertsAMissingOne(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            var replayed = Fixture.job("job-1", app: UUID(), body: "replayed", maxAttempts: 3, due: 1)
+            replayed.state = .replayed
+            try await store.commit(mutations: [.enqueueOutbox(replayed)], offsets: [])
+            // The original store's progress: delivered after two attempts, other columns changed too.
+            let progress = OutboxJob(id: "job-1", kind: "callback", appId: nil, url: "https://example.test/other",
+                                     headers: ["x-b": "2"], body: Data([0xff, 0x01]), maxAttempts: 4, attempts: 2,
+                                     nextAttemptAt: Fixture.at(20), state: .delivered, lastStatus: 204, lastError: "earlier failure",
+                                     createdAt: Fixture.at(2))
+            var missing = Fixture.job("job-2", due: 3)
+            missing.attempts = 1
+            missing.lastStatus = 500
+            missing.lastError = "HTTP 500"
+            missing.nextAttemptAt = Fixture.at(40)
 
-        try await store.commit(mutations: [.restoreOutbox(progress), .restoreOutbox(missing)], offsets: [])
+            try await store.commit(mutations: [.restoreOutbox(progress), .restoreOutbox(missing)], offsets: [])
 
-        let first = try await store.outboxJob("job-1")
-        let second = try await store.outboxJob("job-2")
-        XCTAssertEqual(first, progress)
-        XCTAssertEqual(second, missing)
-        let claimed = try await store.claimOutboxJobs(now: Fixture.at(40), limit: 10, leaseUntil: Fixture.at(70))
-        XCTAssertEqual(claimed, [missing], "the delivered job is done; the restored pending one is due again")
+            let first = try await store.outboxJob("job-1")
+            let second = try await store.outboxJob("job-2")
+            #expect(first == progress)
+            #expect(second == missing)
+            let claimed = try await store.claimOutboxJobs(now: Fixture.at(40), limit: 10, leaseUntil: Fixture.at(70))
+            #expect(claimed == [missing], "the delivered job is done; the restored pending one is due again")
+        }
     }
 
-    func testRestoreReleasesTheLeaseAndDropsAttemptHistoryAboveTheRestoredCount() async throws {
-        let store = try await openStore()
-        try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1", maxAttempts: 5))], offsets: [])
-        for n in 1...3 {
+    @Test(arguments: StoreBackend.allCases)
+    func testRestoreReleasesTheLeaseAndDropsAttemptHistoryAboveTheRestoredCount(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            try await store.commit(mutations: [.enqueueOutbox(Fixture.job("job-1", maxAttempts: 5))], offsets: [])
+            for n in 1...3 {
+                try await store.recordOutboxAttempt(jobId: "job-1", result: OutboxAttemptResult(
+                    at: Fixture.at(Double(n)), httpStatus: 500, error: "HTTP 500", next: .retry(at: Fixture.at(10))))
+            }
+            _ = try await store.claimOutboxJobs(now: Fixture.at(10), limit: 10, leaseUntil: Fixture.at(100))
+            var restored = Fixture.job("job-1", maxAttempts: 5, due: 10)
+            restored.attempts = 1
+
+            try await store.commit(mutations: [.restoreOutbox(restored)], offsets: [])
+
+            let reclaimed = try await store.claimOutboxJobs(now: Fixture.at(11), limit: 10, leaseUntil: Fixture.at(100))
+            #expect(reclaimed.map(\.id) == ["job-1"], "the lease taken before the restore is gone")
             try await store.recordOutboxAttempt(jobId: "job-1", result: OutboxAttemptResult(
-                at: Fixture.at(Double(n)), httpStatus: 500, error: "HTTP 500", next: .retry(at: Fixture.at(10))))
+                at: Fixture.at(12), httpStatus: 200, error: nil, next: .delivered))
+            let attempts = try await h.strings("SELECT CAST(attempt AS TEXT) || ' ' || outcome FROM outbox_attempts ORDER BY attempt")
+            #expect(attempts == ["1 retrying", "2 delivered"])
+            let job = try await store.outboxJob("job-1")
+            #expect(job?.attempts == 2)
+            #expect(job?.state == .delivered)
         }
-        _ = try await store.claimOutboxJobs(now: Fixture.at(10), limit: 10, leaseUntil: Fixture.at(100))
-        var restored = Fixture.job("job-1", maxAttempts: 5, due: 10)
-        restored.attempts = 1
-
-        try await store.commit(mutations: [.restoreOutbox(restored)], offsets: [])
-
-        let reclaimed = try await store.claimOutboxJobs(now: Fixture.at(11), limit: 10, leaseUntil: Fixture.at(100))
-        XCTAssertEqual(reclaimed.map(\.id), ["job-1"], "the lease taken before the restore is gone")
-        try await store.recordOutboxAttempt(jobId: "job-1", result: OutboxAttemptResult(
-            at: Fixture.at(12), httpStatus: 200, error: nil, next: .delivered))
-        let attempts = try await strings("SELECT CAST(attempt AS TEXT) || ' ' || outcome FROM outbox_attempts ORDER BY attempt")
-        XCTAssertEqual(attempts, ["1 retrying", "2 delivered"])
-        let job = try await store.outboxJob("job-1")
-        XCTAssertEqual(job?.attempts, 2)
-        XCTAssertEqual(job?.state, .delivered)
     }
 
-    func testRestoreAndEnqueueOfOneIdInOneCommitEndAsInOrder() async throws {
-        let store = try await openStore()
-        var restoredFirst = Fixture.job("restored-first", body: "restored")
-        restoredFirst.attempts = 2
-        var restoredLast = Fixture.job("restored-last", body: "restored last")
-        restoredLast.state = .failed
+    @Test(arguments: StoreBackend.allCases)
+    func testRestoreAndEnqueueOfOneIdInOneCommitEndAsInOrder(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            var restoredFirst = Fixture.job("restored-first", body: "restored")
+            restoredFirst.attempts = 2
+            var restoredLast = Fixture.job("restored-last", body: "restored last")
+            restoredLast.state = .failed
 
-        try await store.commit(mutations: [
-            // An enqueue after a restore finds the row; a restore after an enqueue overwrites it.
-            .restoreOutbox(restoredFirst), .enqueueOutbox(Fixture.job("restored-first", body: "enqueued")),
-            .enqueueOutbox(Fixture.job("restored-last", body: "enqueued")), .restoreOutbox(Fixture.job("restored-last")),
-            .restoreOutbox(restoredLast),
-        ], offsets: [])
+            try await store.commit(mutations: [
+                // An enqueue after a restore finds the row; a restore after an enqueue overwrites it.
+                .restoreOutbox(restoredFirst), .enqueueOutbox(Fixture.job("restored-first", body: "enqueued")),
+                .enqueueOutbox(Fixture.job("restored-last", body: "enqueued")), .restoreOutbox(Fixture.job("restored-last")),
+                .restoreOutbox(restoredLast),
+            ], offsets: [])
 
-        let first = try await store.outboxJob("restored-first")
-        let last = try await store.outboxJob("restored-last")
-        XCTAssertEqual(first, restoredFirst)
-        XCTAssertEqual(last, restoredLast)
+            let first = try await store.outboxJob("restored-first")
+            let last = try await store.outboxJob("restored-last")
+            #expect(first == restoredFirst)
+            #expect(last == restoredLast)
+        }
     }
 
-    func testOutboxJobsPageThroughEveryJobInByteOrderOfTheirIds() async throws {
-        let store = try await openStore()
-        // Byte order: upper case before lower case, multi-byte UTF-8 after ASCII.
-        let ids = ["b", "B", "a-2", "é", "a-10", "Z", "a"]
-        var delivered = Fixture.job("a")
-        delivered.state = .delivered
-        try await store.commit(mutations: ids.filter { $0 != "a" }.map { .enqueueOutbox(Fixture.job($0)) } + [.enqueueOutbox(delivered)],
-                               offsets: [])
+    @Test(arguments: StoreBackend.allCases)
+    func testOutboxJobsPageThroughEveryJobInByteOrderOfTheirIds(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            // Byte order: upper case before lower case, multi-byte UTF-8 after ASCII.
+            let ids = ["b", "B", "a-2", "é", "a-10", "Z", "a"]
+            var delivered = Fixture.job("a")
+            delivered.state = .delivered
+            try await store.commit(mutations: ids.filter { $0 != "a" }.map { .enqueueOutbox(Fixture.job($0)) } + [.enqueueOutbox(delivered)],
+                                   offsets: [])
 
-        var pages: [[String]] = []
-        var after: String?
-        while true {
-            let page = try await store.outboxJobs(after: after, limit: 3)
-            guard !page.isEmpty else { break }
-            pages.append(page.map(\.id))
-            after = page.last?.id
+            var pages: [[String]] = []
+            var after: String?
+            while true {
+                let page = try await store.outboxJobs(after: after, limit: 3)
+                guard !page.isEmpty else { break }
+                pages.append(page.map(\.id))
+                after = page.last?.id
+            }
+            let none = try await store.outboxJobs(after: nil, limit: 0)
+
+            #expect(pages == [["B", "Z", "a"], ["a-10", "a-2", "b"], ["é"]])
+            #expect(none == [])
+            let all = try await store.outboxJobs(after: nil, limit: 100)
+            #expect((all.first { $0.id == "a" }) == delivered)
         }
-        let none = try await store.outboxJobs(after: nil, limit: 0)
-
-        XCTAssertEqual(pages, [["B", "Z", "a"], ["a-10", "a-2", "b"], ["é"]])
-        XCTAssertEqual(none, [])
-        let all = try await store.outboxJobs(after: nil, limit: 100)
-        XCTAssertEqual(all.first { $0.id == "a" }, delivered)
     }
 }

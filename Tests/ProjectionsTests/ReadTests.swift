@@ -1,143 +1,167 @@
 import Contracts
 import Foundation
 @testable import Projections
-import XCTest
+import Testing
 
-class ReadTests: StoreTestCase {
-    func testRegistrationStatusesNeverReturnAnotherAppsRows() async throws {
-        let store = try await openStore()
-        let mine = UUID()
-        let theirs = UUID()
-        let myStatus = Fixture.status(app: mine, status: .Success)
-        let theirStatus = Fixture.status(app: theirs, status: .Failed, reason: .DuplicateExists)
-        try await store.commit(mutations: [.putRegistrationStatus(myStatus), .putRegistrationStatus(theirStatus)], offsets: [])
+@Suite(.serialized) struct ReadTests {
+    @Test(arguments: StoreBackend.allCases)
+    func testRegistrationStatusesNeverReturnAnotherAppsRows(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let mine = UUID()
+            let theirs = UUID()
+            let myStatus = Fixture.status(app: mine, status: .Success)
+            let theirStatus = Fixture.status(app: theirs, status: .Failed, reason: .DuplicateExists)
+            try await store.commit(mutations: [.putRegistrationStatus(myStatus), .putRegistrationStatus(theirStatus)], offsets: [])
 
-        let statuses = try await store.registrationStatuses(app: mine, requestIds: [myStatus.requestId, theirStatus.requestId])
-        let theirsSeen = try await store.registrationStatuses(app: theirs, requestIds: [theirStatus.requestId])
+            let statuses = try await store.registrationStatuses(app: mine, requestIds: [myStatus.requestId, theirStatus.requestId])
+            let theirsSeen = try await store.registrationStatuses(app: theirs, requestIds: [theirStatus.requestId])
 
-        XCTAssertEqual(statuses, [myStatus.requestId: myStatus])
-        XCTAssertEqual(theirsSeen, [theirStatus.requestId: theirStatus])
+            #expect(statuses == [myStatus.requestId: myStatus])
+            #expect(theirsSeen == [theirStatus.requestId: theirStatus])
+        }
     }
 
-    func testRegistrationStatusesLeaveOutUnknownIdsAndTolerateRepeats() async throws {
-        let store = try await openStore()
-        let app = UUID()
-        let stored = (0..<70).map { _ in Fixture.status(app: app) }
-        try await store.commit(mutations: stored.map(Mutation.putRegistrationStatus), offsets: [])
-        let unknown = UUID()
+    @Test(arguments: StoreBackend.allCases)
+    func testRegistrationStatusesLeaveOutUnknownIdsAndTolerateRepeats(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let app = UUID()
+            let stored = (0..<70).map { _ in Fixture.status(app: app) }
+            try await store.commit(mutations: stored.map(Mutation.putRegistrationStatus), offsets: [])
+            let unknown = UUID()
 
-        let statuses = try await store.registrationStatuses(app: app, requestIds: [unknown] + stored.map(\.requestId) + [stored[0].requestId])
+            let statuses = try await store.registrationStatuses(app: app, requestIds: [unknown] + stored.map(\.requestId) + [stored[0].requestId])
 
-        XCTAssertEqual(statuses.count, 70)
-        XCTAssertNil(statuses[unknown])
-        XCTAssertEqual(statuses[stored[69].requestId], stored[69])
+            #expect(statuses.count == 70)
+            #expect(statuses[unknown] == nil)
+            #expect(statuses[stored[69].requestId] == stored[69])
+        }
     }
 
-    func testAppsArePagedInIdOrder() async throws {
-        let store = try await openStore()
-        let apps = (0..<5).map { _ in Fixture.app() }
-        try await store.commit(mutations: apps.map(Mutation.upsertApp), offsets: [])
-        let ids = apps.map(\.appId).sorted { $0.lowercasedString < $1.lowercasedString }
+    @Test(arguments: StoreBackend.allCases)
+    func testAppsArePagedInIdOrder(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let apps = (0..<5).map { _ in Fixture.app() }
+            try await store.commit(mutations: apps.map(Mutation.upsertApp), offsets: [])
+            let ids = apps.map(\.appId).sorted { $0.lowercasedString < $1.lowercasedString }
 
-        let first = try await store.apps(after: nil, limit: 2)
-        let rest = try await store.apps(after: ids[1], limit: 10)
-        let none = try await store.apps(after: ids[4], limit: 10)
+            let first = try await store.apps(after: nil, limit: 2)
+            let rest = try await store.apps(after: ids[1], limit: 10)
+            let none = try await store.apps(after: ids[4], limit: 10)
 
-        XCTAssertEqual(first.map(\.appId), Array(ids[0...1]))
-        XCTAssertEqual(rest.map(\.appId), Array(ids[2...4]))
-        XCTAssertEqual(rest.first, apps.first { $0.appId == ids[2] })
-        XCTAssertEqual(none, [])
+            #expect(first.map(\.appId) == Array(ids[0...1]))
+            #expect(rest.map(\.appId) == Array(ids[2...4]))
+            #expect(rest.first == (apps.first { $0.appId == ids[2] }))
+            #expect(none == [])
+        }
     }
 
-    func testReadsOfMissingRowsAnswerNothing() async throws {
-        let store = try await openStore()
+    @Test(arguments: StoreBackend.allCases)
+    func testReadsOfMissingRowsAnswerNothing(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
 
-        let app = try await store.app(UUID())
-        let tokens = try await store.apiTokens(app: UUID())
-        let device = try await store.device(DeviceKey(appId: UUID(), deviceToken: "none"))
-        let devices = try await store.devices(app: UUID(), user: "none")
-        let statuses = try await store.registrationStatuses(app: UUID(), requestIds: [])
-        let job = try await store.outboxJob("none")
-        let due = try await store.nextOutboxDue()
-        let token = try await store.apiToken(hash: "none")
-        let pending = try await store.pendingNotifications(DeviceKey(appId: UUID(), deviceToken: "none"))
-        let delivery = try await store.deliveryStats(app: UUID(), deliveryId: UUID())
+            let app = try await store.app(UUID())
+            let tokens = try await store.apiTokens(app: UUID())
+            let device = try await store.device(DeviceKey(appId: UUID(), deviceToken: "none"))
+            let devices = try await store.devices(app: UUID(), user: "none")
+            let statuses = try await store.registrationStatuses(app: UUID(), requestIds: [])
+            let job = try await store.outboxJob("none")
+            let due = try await store.nextOutboxDue()
+            let token = try await store.apiToken(hash: "none")
+            let pending = try await store.pendingNotifications(DeviceKey(appId: UUID(), deviceToken: "none"))
+            let delivery = try await store.deliveryStats(app: UUID(), deliveryId: UUID())
 
-        XCTAssertNil(app)
-        XCTAssertEqual(tokens, [])
-        XCTAssertNil(device)
-        XCTAssertEqual(devices, [])
-        XCTAssertEqual(statuses, [:])
-        XCTAssertNil(job)
-        XCTAssertNil(due)
-        XCTAssertNil(token)
-        XCTAssertEqual(pending, [])
-        XCTAssertNil(delivery)
+            #expect(app == nil)
+            #expect(tokens == [])
+            #expect(device == nil)
+            #expect(devices == [])
+            #expect(statuses == [:])
+            #expect(job == nil)
+            #expect(due == nil)
+            #expect(token == nil)
+            #expect(pending == [])
+            #expect(delivery == nil)
+        }
     }
 
-    func testDevicesOfAUserAreListedByToken() async throws {
-        let store = try await openStore()
-        let app = UUID()
-        let devices = ["c", "a", "b"].map { Fixture.device(app: app, token: $0, user: "u") }
-        try await store.commit(mutations: devices.map(Mutation.upsertDevice), offsets: [])
+    @Test(arguments: StoreBackend.allCases)
+    func testDevicesOfAUserAreListedByToken(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let app = UUID()
+            let devices = ["c", "a", "b"].map { Fixture.device(app: app, token: $0, user: "u") }
+            try await store.commit(mutations: devices.map(Mutation.upsertDevice), offsets: [])
 
-        let listed = try await store.devices(app: app, user: "u")
+            let listed = try await store.devices(app: app, user: "u")
 
-        XCTAssertEqual(listed.map(\.deviceToken), ["a", "b", "c"])
+            #expect(listed.map(\.deviceToken) == ["a", "b", "c"])
+        }
     }
 
-    func testApiTokenIsFoundByHashInWhicheverAppRevokedToo() async throws {
-        let store = try await openStore()
-        let active = Fixture.token(app: UUID())
-        let revoked = Fixture.token(app: UUID(), revoked: true)
-        let sameApp = Fixture.token(app: active.appId, at: 1)
-        try await store.commit(mutations: [active, revoked, sameApp].map(Mutation.upsertApiToken), offsets: [])
+    @Test(arguments: StoreBackend.allCases)
+    func testApiTokenIsFoundByHashInWhicheverAppRevokedToo(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let active = Fixture.token(app: UUID())
+            let revoked = Fixture.token(app: UUID(), revoked: true)
+            let sameApp = Fixture.token(app: active.appId, at: 1)
+            try await store.commit(mutations: [active, revoked, sameApp].map(Mutation.upsertApiToken), offsets: [])
 
-        let foundActive = try await store.apiToken(hash: active.tokenHash)
-        let foundRevoked = try await store.apiToken(hash: revoked.tokenHash)
-        let foundSameApp = try await store.apiToken(hash: sameApp.tokenHash)
-        let unknown = try await store.apiToken(hash: ApiTokens.hash(ApiTokens.generate()))
+            let foundActive = try await store.apiToken(hash: active.tokenHash)
+            let foundRevoked = try await store.apiToken(hash: revoked.tokenHash)
+            let foundSameApp = try await store.apiToken(hash: sameApp.tokenHash)
+            let unknown = try await store.apiToken(hash: ApiTokens.hash(ApiTokens.generate()))
 
-        XCTAssertEqual(foundActive, active)
-        XCTAssertEqual(foundRevoked, revoked)
-        XCTAssertEqual(foundSameApp, sameApp)
-        XCTAssertNil(unknown)
+            #expect(foundActive == active)
+            #expect(foundRevoked == revoked)
+            #expect(foundSameApp == sameApp)
+            #expect(unknown == nil)
+        }
     }
 
-    func testPendingNotificationsAreListedOldestFirstThenByNotificationId() async throws {
-        let store = try await openStore()
-        let app = UUID()
-        let device = DeviceKey(appId: app, deviceToken: "t1")
-        let rows = [
-            Fixture.pending(app: app, token: "t1", nid: "b", sent: 5),
-            Fixture.pending(app: app, token: "t1", nid: "z", sent: 1),
-            Fixture.pending(app: app, token: "t1", nid: "a", sent: 5),
-            Fixture.pending(app: app, token: "t1", nid: "m", sent: 3, business: "b-1"),
-        ]
-        try await store.commit(mutations: (rows + [
-            Fixture.pending(app: app, token: "t2", nid: "c", sent: 0),
-            Fixture.pending(app: UUID(), token: "t1", nid: "d", sent: 0),
-        ]).map(Mutation.putPending), offsets: [])
+    @Test(arguments: StoreBackend.allCases)
+    func testPendingNotificationsAreListedOldestFirstThenByNotificationId(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let app = UUID()
+            let device = DeviceKey(appId: app, deviceToken: "t1")
+            let rows = [
+                Fixture.pending(app: app, token: "t1", nid: "b", sent: 5),
+                Fixture.pending(app: app, token: "t1", nid: "z", sent: 1),
+                Fixture.pending(app: app, token: "t1", nid: "a", sent: 5),
+                Fixture.pending(app: app, token: "t1", nid: "m", sent: 3, business: "b-1"),
+            ]
+            try await store.commit(mutations: (rows + [
+                Fixture.pending(app: app, token: "t2", nid: "c", sent: 0),
+                Fixture.pending(app: UUID(), token: "t1", nid: "d", sent: 0),
+            ]).map(Mutation.putPending), offsets: [])
 
-        let listed = try await store.pendingNotifications(device)
+            let listed = try await store.pendingNotifications(device)
 
-        XCTAssertEqual(listed.map(\.notificationId), ["z", "m", "a", "b"])
-        XCTAssertEqual(listed[1], rows[3])
+            #expect(listed.map(\.notificationId) == ["z", "m", "a", "b"])
+            #expect(listed[1] == rows[3])
+        }
     }
 
-    func testADeliveryIsOnlyFoundInItsOwnApp() async throws {
-        let store = try await openStore()
-        let mine = Fixture.delivery(app: UUID(), kind: .alert, managed: true, tracking: true, sent: 7)
-        let theirsSameId = Fixture.delivery(app: UUID(), id: mine.deliveryId, kind: .im, managed: false, sent: 1)
-        let theirsOnly = Fixture.delivery(app: theirsSameId.appId)
-        try await store.commit(mutations: [mine, theirsSameId, theirsOnly].map(Mutation.putDelivery), offsets: [])
+    @Test(arguments: StoreBackend.allCases)
+    func testADeliveryIsOnlyFoundInItsOwnApp(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let mine = Fixture.delivery(app: UUID(), kind: .alert, managed: true, tracking: true, sent: 7)
+            let theirsSameId = Fixture.delivery(app: UUID(), id: mine.deliveryId, kind: .im, managed: false, sent: 1)
+            let theirsOnly = Fixture.delivery(app: theirsSameId.appId)
+            try await store.commit(mutations: [mine, theirsSameId, theirsOnly].map(Mutation.putDelivery), offsets: [])
 
-        let found = try await store.deliveryStats(app: mine.appId, deliveryId: mine.deliveryId)?.delivery
-        let theirs = try await store.deliveryStats(app: theirsSameId.appId, deliveryId: mine.deliveryId)?.delivery
-        let notMine = try await store.deliveryStats(app: mine.appId, deliveryId: theirsOnly.deliveryId)
+            let found = try await store.deliveryStats(app: mine.appId, deliveryId: mine.deliveryId)?.delivery
+            let theirs = try await store.deliveryStats(app: theirsSameId.appId, deliveryId: mine.deliveryId)?.delivery
+            let notMine = try await store.deliveryStats(app: mine.appId, deliveryId: theirsOnly.deliveryId)
 
-        XCTAssertEqual(found, mine)
-        XCTAssertEqual(theirs, theirsSameId)
-        XCTAssertNil(notMine)
+            #expect(found == mine)
+            #expect(theirs == theirsSameId)
+            #expect(notMine == nil)
+        }
     }
 }

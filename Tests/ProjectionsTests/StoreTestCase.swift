@@ -4,42 +4,55 @@ import GRDB
 import Logging
 @testable import Projections
 import TestSupport
+import Testing
 import XCTest
 
-/// The store a suite runs against.
-enum StoreBackend: Sendable {
+/// The store a test runs against. The store suites are Swift Testing tests parameterised over
+/// every case (`@Test(arguments: StoreBackend.allCases)`), so each runs once per backend.
+enum StoreBackend: String, Sendable, CaseIterable, CustomTestStringConvertible {
     case sqlite, postgres
+
+    var testDescription: String { rawValue }
 }
 
-/// Runs a store suite against real stores: by default SQLite files in a temporary directory,
-/// removed afterwards; in a subclass whose `backend` is `.postgres`, databases of their own on
-/// the test process's PostgreSQL server (`PostgresServer.shared()`), dropped afterwards. So every
-/// suite written against `openStore()` runs once per backend.
-class StoreTestCase: XCTestCase {
-    class var backend: StoreBackend { .sqlite }
+/// Runs `body` with the stores of one test on `backend`, and removes them afterwards, also when
+/// `body` throws.
+func withStoreHarness(_ backend: StoreBackend, _ body: (StoreHarness) async throws -> Void) async throws {
+    let harness = try StoreHarness(backend)
+    do {
+        try await body(harness)
+    } catch {
+        try? await harness.remove()
+        throw error
+    }
+    try await harness.remove()
+}
 
-    var backend: StoreBackend { type(of: self).backend }
-
-    private(set) var directory: URL!
+/// The stores of one test: SQLite files in a temporary directory of its own, or PostgreSQL
+/// databases of its own on the test process's server (`PostgresServer.shared()`), created on
+/// first use; `remove()` deletes both.
+final class StoreHarness {
+    let backend: StoreBackend
+    let directory: URL
     /// The PostgreSQL database of each store name this test opened.
     private var databases: [String: String] = [:]
 
-    override func setUpWithError() throws {
+    init(_ backend: StoreBackend) throws {
+        self.backend = backend
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("pushline-projections-\(UUID().uuidString.lowercased())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     }
 
-    override func tearDown() async throws {
+    func remove() async throws {
         if !databases.isEmpty {
             let server = try await PostgresServer.shared()
             for database in databases.values {
                 try await server.dropDatabase(database)
             }
+            databases = [:]
         }
-        if let directory {
-            try FileManager.default.removeItem(at: directory)
-        }
+        try FileManager.default.removeItem(at: directory)
     }
 
     func path(_ name: String = "store.sqlite") -> String {
@@ -52,7 +65,7 @@ class StoreTestCase: XCTestCase {
         return logger
     }()
 
-    /// A store of this suite's backend named `name`: the same name opens the same store again
+    /// A store of this test's backend named `name`: the same name opens the same store again
     /// (its file, or its database).
     func openStore(_ name: String = "store.sqlite") async throws -> any ProjectionStore {
         switch backend {
@@ -106,17 +119,55 @@ class StoreTestCase: XCTestCase {
         }
     }
 
-    /// Asserts that `body` throws exactly `expected`.
-    func assertThrows(_ expected: ProjectionStoreError, file: StaticString = #filePath, line: UInt = #line,
+    /// Records an issue unless `body` throws exactly `expected`.
+    func assertThrows(_ expected: ProjectionStoreError, sourceLocation: SourceLocation = #_sourceLocation,
                       _ body: () async throws -> Void) async {
         do {
             try await body()
-            XCTFail("expected \(expected), nothing was thrown", file: file, line: line)
+            Issue.record("expected \(expected), nothing was thrown", sourceLocation: sourceLocation)
         } catch let error as ProjectionStoreError {
-            XCTAssertEqual(error, expected, file: file, line: line)
+            #expect(error == expected, sourceLocation: sourceLocation)
         } catch {
-            XCTFail("expected \(expected), got \(error)", file: file, line: line)
+            Issue.record("expected \(expected), got \(error)", sourceLocation: sourceLocation)
         }
+    }
+}
+
+/// The same stores for the XCTest suites of one backend (`SchemaTests`, `PostgresStoreTests`):
+/// a `StoreHarness` per test, removed afterwards.
+class StoreTestCase: XCTestCase {
+    class var backend: StoreBackend { .sqlite }
+
+    var backend: StoreBackend { type(of: self).backend }
+
+    private(set) var harness: StoreHarness!
+
+    override func setUpWithError() throws {
+        harness = try StoreHarness(backend)
+    }
+
+    override func tearDown() async throws {
+        try await harness?.remove()
+    }
+
+    static var logger: Logger { StoreHarness.logger }
+
+    var directory: URL { harness.directory }
+
+    func path(_ name: String = "store.sqlite") -> String { harness.path(name) }
+
+    func openStore(_ name: String = "store.sqlite") async throws -> any ProjectionStore { try await harness.openStore(name) }
+
+    func openSQLiteStore(_ name: String = "store.sqlite") throws -> SQLiteProjectionStore { try harness.openSQLiteStore(name) }
+
+    func storeURL(_ name: String = "store.sqlite") async throws -> String { try await harness.storeURL(name) }
+
+    func strings(_ sql: String, store name: String = "store.sqlite") async throws -> [String?] {
+        try await harness.strings(sql, store: name)
+    }
+
+    func execute(_ sql: String, store name: String = "store.sqlite") async throws {
+        try await harness.execute(sql, store: name)
     }
 }
 
