@@ -1,5 +1,6 @@
 import Logging
 import PostgresNIO
+import Synchronization
 
 /// The store's own few connections to the server.
 ///
@@ -56,23 +57,35 @@ actor PostgresConnectionPool {
 
     /// Connects, giving up after `connectTimeout` (PostgresNIO's own timeout covers the TCP
     /// connect, not a server that accepts and then never answers the startup).
+    ///
+    /// The attempt is not a child task: PostgresNIO's connect does not always end when
+    /// cancelled (seen against a server restarting under load), and a task group would wait
+    /// for it, so a timed-out caller would hang with it. A connection that arrives after the
+    /// timeout is closed.
     private func connect(id: Int) async throws -> PostgresConnection {
         let (configuration, logger) = (configuration, logger)
-        return try await withThrowingTaskGroup(of: PostgresConnection?.self) { group in
-            group.addTask { try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger) }
-            group.addTask {
+        let decision = FirstOutcome()
+        return try await withCheckedThrowingContinuation { continuation in
+            let timer = Task {
                 try await Task.sleep(for: Self.connectTimeout)
-                return nil
+                guard decision.claim() else { return }
+                let target = "\(configuration.host ?? "?"):\(configuration.port ?? 0)"
+                continuation.resume(throwing: ProjectionStoreError.unavailable("connecting to \(target) timed out"))
             }
-            defer { group.cancelAll() }
-            while let result = try await group.next() {
-                if let connection = result { return connection }
-                group.cancelAll()
-                // The connect may still have finished meanwhile: close what it made.
-                while let late = try? await group.next() { if let late { Self.close(late) } }
-                throw ProjectionStoreError.unavailable("connecting to \(configuration.host ?? "?"):\(configuration.port ?? 0) timed out")
+            Task {
+                let outcome: Result<PostgresConnection, any Error>
+                do {
+                    outcome = .success(try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger))
+                } catch {
+                    outcome = .failure(error)
+                }
+                timer.cancel()
+                if decision.claim() {
+                    continuation.resume(with: outcome)
+                } else if case .success(let late) = outcome {
+                    Self.close(late)
+                }
             }
-            throw CancellationError()
         }
     }
 
@@ -105,5 +118,14 @@ actor PostgresConnectionPool {
 
     private func resumeOneWaiter() {
         if !waiters.isEmpty { waiters.removeFirst().resume() }
+    }
+}
+
+/// Decides which of two racing outcomes is the one: only the first `claim()` returns true.
+private final class FirstOutcome: Sendable {
+    private let claimed = Atomic<Bool>(false)
+
+    func claim() -> Bool {
+        claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
     }
 }

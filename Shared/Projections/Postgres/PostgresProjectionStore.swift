@@ -225,7 +225,8 @@ public final class PostgresProjectionStore: ProjectionStore {
 
     /// Runs `work`; if it outlives `sessionTimeout` (a server or network that stopped
     /// answering), closes `connection`, which fails whatever waits on it. The watchdog is a child
-    /// task, ended with `work`.
+    /// task, ended with `work`; it starts the close without waiting for it, so that a close that
+    /// does not finish cannot hold the session.
     private func closingIfHung<T: Sendable>(_ connection: PostgresConnection,
                                             _ work: () async throws -> T) async throws -> T {
         let logger = self.logger
@@ -234,7 +235,7 @@ public final class PostgresProjectionStore: ProjectionStore {
                 try await Task.sleep(for: Self.sessionTimeout)
                 logger.warning("closing a projection store connection that stopped answering",
                                metadata: ["seconds": "\(Self.sessionTimeout.components.seconds)"])
-                try await connection.close()
+                let _: EventLoopFuture<Void> = connection.close()
             }
             defer { group.cancelAll() }
             return try await work()
@@ -281,7 +282,11 @@ public final class PostgresProjectionStore: ProjectionStore {
                 var reusable = !lost
                 if begin != nil && !lost {
                     // Ends the transaction whatever state it is in (after a failed COMMIT there is none).
-                    do { try await connection.run("ROLLBACK", logger: logger) } catch { reusable = false }
+                    do {
+                        try await closingIfHung(connection) { try await connection.run("ROLLBACK", logger: self.logger) }
+                    } catch {
+                        reusable = false
+                    }
                 }
                 await pool.release(connection, reusable: reusable)
                 // Nothing was committed: the server ends a transaction whose connection is gone.
