@@ -56,6 +56,10 @@ public enum ProcessRunner {
         let mode = O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC)
         posix_spawn_file_actions_addopen(&actions, 1, standardOutput, mode, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, standardError, mode, 0o644)
+        // Nothing else of this process reaches the child: without this, a server started by a
+        // script (PostgreSQL, the broker) kept copies of the test process's client sockets,
+        // seen holding a connection to a server it had just replaced.
+        _ = spawnFileActionsAddCloseFrom(&actions, 3)
 
         // The calling thread is a pool thread whose signal mask blocks most signals; a
         // child inherits that mask, and a broker that cannot receive SIGTERM only dies
@@ -100,3 +104,8 @@ public enum ProcessRunner {
         }
     }
 }
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which its Swift module
+/// does not export: a spawned child closes every descriptor from `from` on.
+@_silgen_name("posix_spawn_file_actions_addclosefrom_np")
+private func spawnFileActionsAddCloseFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: Int32) -> Int32
