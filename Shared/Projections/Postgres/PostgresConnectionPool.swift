@@ -112,7 +112,7 @@ actor PostgresConnectionPool {
     }
 
     /// Closes without waiting; the connection is kept until it is closed (PostgresNIO insists).
-    private static func close(_ connection: PostgresConnection) {
+    static func close(_ connection: PostgresConnection) {
         connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
@@ -122,7 +122,7 @@ actor PostgresConnectionPool {
 }
 
 /// Decides which of two racing outcomes is the one: only the first `claim()` returns true.
-private final class FirstOutcome: Sendable {
+final class FirstOutcome: Sendable {
     private let claimed = Atomic<Bool>(false)
 
     func claim() -> Bool {

@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Logging
 import PostgresNIO
+import Synchronization
 
 /// The projection store in PostgreSQL (`postgres://…`): the store of a deployment with several
 /// processor and ingest processes, on several machines.
@@ -224,22 +225,37 @@ public final class PostgresProjectionStore: ProjectionStore {
     private static let snapshot: PostgresQuery = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 
     /// Runs `work`; if it outlives `sessionTimeout` (a server or network that stopped
-    /// answering), closes `connection`, which fails whatever waits on it. The watchdog is a child
-    /// task, ended with `work`; it starts the close without waiting for it, so that a close that
-    /// does not finish cannot hold the session.
+    /// answering), closes `connection` and throws `.unavailable` at once.
+    ///
+    /// `work` runs as a task of its own, which the caller stops waiting for when the time is
+    /// up: closing the connection does not always end it. A connection kept idle in the pool
+    /// while the server restarted, and leased before PostgresNIO had noticed, was seen to leave
+    /// its next statement waiting forever, even after the connection was closed.
     private func closingIfHung<T: Sendable>(_ connection: PostgresConnection,
-                                            _ work: () async throws -> T) async throws -> T {
+                                            _ work: @escaping @Sendable () async throws -> T) async throws -> T {
         let logger = self.logger
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
+        let decision = FirstOutcome()
+        return try await withCheckedThrowingContinuation { continuation in
+            let watchdog = Task {
                 try await Task.sleep(for: Self.sessionTimeout)
+                guard decision.claim() else { return }
                 logger.warning("closing a projection store connection that stopped answering",
                                metadata: ["seconds": "\(Self.sessionTimeout.components.seconds)"])
-                let _: EventLoopFuture<Void> = connection.close()
+                PostgresConnectionPool.close(connection)
+                continuation.resume(throwing: SessionTimedOut())
             }
-            defer { group.cancelAll() }
-            return try await work()
+            Task {
+                let outcome: Result<T, any Error>
+                do { outcome = .success(try await work()) } catch { outcome = .failure(error) }
+                watchdog.cancel()
+                if decision.claim() { continuation.resume(with: outcome) }
+            }
         }
+    }
+
+    /// A session outlived `sessionTimeout`; its connection is closed.
+    private struct SessionTimedOut: Error, CustomStringConvertible {
+        var description: String { "no answer within \(PostgresProjectionStore.sessionTimeout.components.seconds) s" }
     }
 
     /// Far above any batch's work (a 100,000-device load takes seconds), so that it only ends
@@ -254,7 +270,8 @@ public final class PostgresProjectionStore: ProjectionStore {
     /// Runs `body` on a leased connection, inside a transaction opened by `begin` (and then
     /// committed) unless it is nil. Any failure is rolled back and mapped to a
     /// `ProjectionStoreError`; a connection that might be left in a bad state is closed.
-    private func session<T: Sendable>(_ begin: PostgresQuery?, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+    private func session<T: Sendable>(_ begin: PostgresQuery?,
+                                      _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         var replacedStaleConnection = false
         while true {
             let lease: (connection: PostgresConnection, reused: Bool)
@@ -264,13 +281,13 @@ public final class PostgresProjectionStore: ProjectionStore {
                 throw PostgresErrors.storeError(error)
             }
             let connection = lease.connection
-            var committing = false
+            let committing = CommitSent()
             do {
                 let value = try await closingIfHung(connection) {
                     if let begin { try await connection.run(begin, logger: self.logger) }
                     let value = try await body(connection)
                     if begin != nil {
-                        committing = true
+                        committing.mark()
                         try await connection.run("COMMIT", logger: self.logger)
                     }
                     return value
@@ -278,7 +295,7 @@ public final class PostgresProjectionStore: ProjectionStore {
                 await pool.release(connection, reusable: true)
                 return value
             } catch {
-                let lost = PostgresErrors.isConnectionLost(error) || connection.isClosed
+                let lost = error is SessionTimedOut || PostgresErrors.isConnectionLost(error) || connection.isClosed
                 var reusable = !lost
                 if begin != nil && !lost {
                     // Ends the transaction whatever state it is in (after a failed COMMIT there is none).
@@ -290,13 +307,27 @@ public final class PostgresProjectionStore: ProjectionStore {
                 }
                 await pool.release(connection, reusable: reusable)
                 // Nothing was committed: the server ends a transaction whose connection is gone.
-                if lost && lease.reused && !committing && !replacedStaleConnection {
+                // Not after a timeout: two minutes without an answer is an outage the caller must see.
+                if lost && lease.reused && !committing.isMarked && !replacedStaleConnection && !(error is SessionTimedOut) {
                     logger.debug("replacing a lost projection store connection", metadata: ["error": "\(error)"])
                     replacedStaleConnection = true
                     continue
+                }
+                if error is SessionTimedOut {
+                    // Whether a COMMIT sent before the time was up landed is unknown, as after any lost connection.
+                    throw ProjectionStoreError.unavailable("projection store session: \(error)")
                 }
                 throw PostgresErrors.storeError(error)
             }
         }
     }
+}
+
+/// Whether a session sent its COMMIT: set by the session's work, read by the session.
+private final class CommitSent: Sendable {
+    private let sent = Atomic<Bool>(false)
+
+    func mark() { sent.store(true, ordering: .releasing) }
+
+    var isMarked: Bool { sent.load(ordering: .acquiring) }
 }
