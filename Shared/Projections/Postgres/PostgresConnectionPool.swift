@@ -1,6 +1,5 @@
 import Logging
 import PostgresNIO
-import Synchronization
 
 /// The store's own few connections to the server.
 ///
@@ -58,34 +57,16 @@ actor PostgresConnectionPool {
     /// Connects, giving up after `connectTimeout` (PostgresNIO's own timeout covers the TCP
     /// connect, not a server that accepts and then never answers the startup).
     ///
-    /// The attempt is not a child task: PostgresNIO's connect does not always end when
-    /// cancelled (seen against a server restarting under load), and a task group would wait
-    /// for it, so a timed-out caller would hang with it. A connection that arrives after the
-    /// timeout is closed.
+    /// The attempt is raced, not awaited past the timeout (`awaitingAtMost`): PostgresNIO's
+    /// connect was seen not to end when cancelled, against a server restarting under load. A
+    /// connection that arrives after the timeout is closed.
     private func connect(id: Int) async throws -> PostgresConnection {
         let (configuration, logger) = (configuration, logger)
-        let decision = FirstOutcome()
-        return try await withCheckedThrowingContinuation { continuation in
-            let timer = Task {
-                try await Task.sleep(for: Self.connectTimeout)
-                guard decision.claim() else { return }
-                let target = "\(configuration.host ?? "?"):\(configuration.port ?? 0)"
-                continuation.resume(throwing: ProjectionStoreError.unavailable("connecting to \(target) timed out"))
-            }
-            Task {
-                let outcome: Result<PostgresConnection, any Error>
-                do {
-                    outcome = .success(try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger))
-                } catch {
-                    outcome = .failure(error)
-                }
-                timer.cancel()
-                if decision.claim() {
-                    continuation.resume(with: outcome)
-                } else if case .success(let late) = outcome {
-                    Self.close(late)
-                }
-            }
+        let target = "\(configuration.host ?? "?"):\(configuration.port ?? 0)"
+        return try await awaitingAtMost(Self.connectTimeout,
+                                        expired: { ProjectionStoreError.unavailable("connecting to \(target) timed out") },
+                                        late: Self.close) {
+            try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
         }
     }
 
@@ -118,14 +99,5 @@ actor PostgresConnectionPool {
 
     private func resumeOneWaiter() {
         if !waiters.isEmpty { waiters.removeFirst().resume() }
-    }
-}
-
-/// Decides which of two racing outcomes is the one: only the first `claim()` returns true.
-final class FirstOutcome: Sendable {
-    private let claimed = Atomic<Bool>(false)
-
-    func claim() -> Bool {
-        claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
     }
 }

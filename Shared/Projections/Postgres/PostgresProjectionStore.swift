@@ -225,32 +225,21 @@ public final class PostgresProjectionStore: ProjectionStore {
     private static let snapshot: PostgresQuery = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 
     /// Runs `work`; if it outlives `sessionTimeout` (a server or network that stopped
-    /// answering), closes `connection` and throws `.unavailable` at once.
+    /// answering), closes `connection` and throws `SessionTimedOut` at once.
     ///
-    /// `work` runs as a task of its own, which the caller stops waiting for when the time is
-    /// up: closing the connection does not always end it. A connection kept idle in the pool
-    /// while the server restarted, and leased before PostgresNIO had noticed, was seen to leave
-    /// its next statement waiting forever, even after the connection was closed.
+    /// The caller stops waiting for `work` when the time is up (`awaitingAtMost`): closing the
+    /// connection does not always end it. A connection kept idle in the pool while the server
+    /// restarted, and leased before PostgresNIO had noticed, was seen to leave its next
+    /// statement waiting forever, even after the connection was closed.
     private func closingIfHung<T: Sendable>(_ connection: PostgresConnection,
                                             _ work: @escaping @Sendable () async throws -> T) async throws -> T {
         let logger = self.logger
-        let decision = FirstOutcome()
-        return try await withCheckedThrowingContinuation { continuation in
-            let watchdog = Task {
-                try await Task.sleep(for: Self.sessionTimeout)
-                guard decision.claim() else { return }
-                logger.warning("closing a projection store connection that stopped answering",
-                               metadata: ["seconds": "\(Self.sessionTimeout.components.seconds)"])
-                PostgresConnectionPool.close(connection)
-                continuation.resume(throwing: SessionTimedOut())
-            }
-            Task {
-                let outcome: Result<T, any Error>
-                do { outcome = .success(try await work()) } catch { outcome = .failure(error) }
-                watchdog.cancel()
-                if decision.claim() { continuation.resume(with: outcome) }
-            }
-        }
+        return try await awaitingAtMost(Self.sessionTimeout, expired: {
+            logger.warning("closing a projection store connection that stopped answering",
+                           metadata: ["seconds": "\(Self.sessionTimeout.components.seconds)"])
+            PostgresConnectionPool.close(connection)
+            return SessionTimedOut()
+        }, work)
     }
 
     /// A session outlived `sessionTimeout`; its connection is closed.
