@@ -272,9 +272,7 @@ final class MessageBatchReader {
             } else {
                 let partition = message.pointee.rkt == nil
                     ? nil : TopicPartition(topic: topicName(message.pointee.rkt), partition: message.pointee.partition)
-                let error = code == RD_KAFKA_RESP_ERR__FATAL
-                    ? KafkaError.fatal(of: client.handle) ?? KafkaError(code)
-                    : KafkaError(code, message: String(cString: rd_kafka_message_errstr(message)))
+                let error = KafkaError.reported(code, on: client.handle, message: String(cString: rd_kafka_message_errstr(message)))
                 errors.append(ConsumeError(error: error, partition: partition, offset: message.pointee.offset))
             }
             rd_kafka_message_destroy(message)

@@ -74,10 +74,7 @@ extension RDKafkaClient {
     }
 
     private static func refusal(_ code: rd_kafka_resp_err_t, topic: String, rk: OpaquePointer) -> KafkaError {
-        if code == RD_KAFKA_RESP_ERR__FATAL, let fatal = KafkaError.fatal(of: rk) {
-            return fatal
-        }
-        return KafkaError(code, message: "record for \(topic) not enqueued: \(String(cString: rd_kafka_err2str(code)))")
+        KafkaError.reported(code, on: rk, message: "record for \(topic) not enqueued: \(String(cString: rd_kafka_err2str(code)))")
     }
 
     private static func makeHeaders(_ headers: [KafkaHeader]) -> OpaquePointer {
@@ -99,12 +96,10 @@ extension RDKafkaClient {
         let code = message.pointee.err
         if code == RD_KAFKA_RESP_ERR_NO_ERROR {
             DeliveryBatch.complete(opaque, .success((message.pointee.partition, message.pointee.offset)))
-        } else if code == RD_KAFKA_RESP_ERR__FATAL, let rk, let fatal = KafkaError.fatal(of: rk) {
-            DeliveryBatch.complete(opaque, .failure(fatal))
         } else {
             // Not rd_kafka_message_errstr: for a delivery report it returns the record's
             // payload (not NUL-terminated) as the "error string".
-            DeliveryBatch.complete(opaque, .failure(KafkaError(code)))
+            DeliveryBatch.complete(opaque, .failure(KafkaError.reported(code, on: rk)))
         }
     }
 }

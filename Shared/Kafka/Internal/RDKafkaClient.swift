@@ -51,7 +51,6 @@ final class RDKafkaClient: Sendable {
         ("enable.metrics.push", "false"),
     ]
 
-    let kind: Kind
     let callbacks: Callbacks
     var logger: Logger { callbacks.logger }
     private let handleGuard = HandleGuard()
@@ -65,7 +64,6 @@ final class RDKafkaClient: Sendable {
     /// A client of `kind` configured with `optionalDefaults`, then `properties` in order.
     /// Throws the `KafkaError` carrying librdkafka's own explanation of a refused property.
     init(_ kind: Kind, properties: [(String, String)], callbacks: Callbacks) throws(KafkaError) {
-        self.kind = kind
         self.callbacks = callbacks
         let conf = rd_kafka_conf_new()!
         var errstr = [CChar](repeating: 0, count: 512)
@@ -180,13 +178,12 @@ final class RDKafkaClient: Sendable {
         }
         rd_kafka_conf_set_error_cb(conf) { rk, code, reason, _ in
             guard let rk, let callbacks = Callbacks.of(rk) else { return }
-            let error = KafkaError(rd_kafka_resp_err_t(code), message: reason.map { String(cString: $0) })
+            let error = KafkaError.reported(rd_kafka_resp_err_t(code), on: rk, message: reason.map { String(cString: $0) })
             // Most are transient (a broker went away) and librdkafka recovers by itself. A failed
             // connection is already reported by librdkafka's own log line (facility FAIL).
-            if error.code == .fatal {
-                let fatal = KafkaError.fatal(of: rk) ?? error
-                callbacks.logger.error("librdkafka fatal error", metadata: ["error": "\(fatal)"])
-                callbacks.onFatalError?(fatal)
+            if code == RD_KAFKA_RESP_ERR__FATAL.rawValue {
+                callbacks.logger.error("librdkafka fatal error", metadata: ["error": "\(error)"])
+                callbacks.onFatalError?(error)
             } else if error.code == .transport {
                 callbacks.logger.debug("librdkafka error", metadata: ["error": "\(error)"])
             } else {
@@ -217,6 +214,16 @@ extension KafkaError {
         var error = KafkaError(code, message: "fatal: \(RDKafkaClient.string(buffer))")
         error.isRetriable = false
         return error
+    }
+
+    /// A code as librdkafka reported it on `rk`: behind `_FATAL`, the handle's underlying fatal
+    /// error; any other code described by `message` (librdkafka's own text if nil).
+    static func reported(_ code: rd_kafka_resp_err_t, on rk: OpaquePointer?,
+                         message: @autoclosure () -> String? = nil) -> KafkaError {
+        if code == RD_KAFKA_RESP_ERR__FATAL, let rk, let fatal = fatal(of: rk) {
+            return fatal
+        }
+        return KafkaError(code, message: message())
     }
 
     /// An error owned by an `rd_kafka_error_t`, which this call destroys.
