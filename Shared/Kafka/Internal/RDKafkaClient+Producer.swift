@@ -56,13 +56,14 @@ extension RDKafkaClient {
     private static func enqueue(_ record: KafkaProducerRecord, on rk: OpaquePointer, opaque: UnsafeMutableRawPointer) -> rd_kafka_resp_err_t {
         let headers = record.headers.isEmpty ? nil : makeHeaders(record.headers)
         var key = record.key
+        let partition = record.partition ?? RD_KAFKA_PARTITION_UA
         let code = record.topic.withCString { topic in
             record.value.withUnsafeBytes { value in
                 if key == nil {
-                    return pushline_produce(rk, topic, nil, 0, value.baseAddress, value.count, headers, opaque)
+                    return pushline_produce(rk, topic, partition, nil, 0, value.baseAddress, value.count, headers, opaque)
                 }
                 return key!.withUTF8 { keyBytes in
-                    pushline_produce(rk, topic, keyBytes.baseAddress, keyBytes.count, value.baseAddress, value.count, headers, opaque)
+                    pushline_produce(rk, topic, partition, keyBytes.baseAddress, keyBytes.count, value.baseAddress, value.count, headers, opaque)
                 }
             }
         }
