@@ -57,10 +57,14 @@ public struct OffsetUpdate: Sendable, Equatable {
     public var partition: PartitionKey
     public var expected: Int64?
     public var next: Int64
+    /// The event time, in milliseconds since 1970, of the partition's applied records up to
+    /// `next` (docs/ARCHITECTURE.md#state-is-a-function-of-the-log); nil keeps the stored one.
+    public var eventTime: Int64?
 
-    public init(partition: PartitionKey, expected: Int64?, next: Int64) {
+    public init(partition: PartitionKey, expected: Int64?, next: Int64, eventTime: Int64? = nil) {
         self.partition = partition
         self.expected = expected
         self.next = next
+        self.eventTime = eventTime
     }
 }

@@ -19,6 +19,8 @@ public protocol BatchStore: Sendable {
     func commit(mutations: [Mutation], offsets: [OffsetUpdate]) async throws
     /// The stored next-offset of every partition of these topics.
     func offsets(topics: [String]) async throws -> [PartitionKey: Int64]
+    /// The stored event time (milliseconds since 1970) of every stored partition of these topics.
+    func eventTimes(topics: [String]) async throws -> [PartitionKey: Int64]
     /// When the store was created; `Date(timeIntervalSince1970: 0)` for a store created before
     /// this was recorded. A live processor uses it to tell a log it has never consumed from
     /// records that arrived after the store existed.

@@ -16,7 +16,11 @@ enum PostgresOffsets {
         guard !updates.isEmpty else { return }
         // The last update of a partition says where it ends; each is compared with the stored offset.
         var next: [PartitionKey: Int64] = [:]
-        for update in updates { next[update.partition] = update.next }
+        var times: [PartitionKey: Int64] = [:]
+        for update in updates {
+            next[update.partition] = update.next
+            if let time = update.eventTime { times[update.partition] = time }
+        }
         let keys = next.keys.sorted { a, b in
             a.topic.utf8.elementsEqual(b.topic.utf8) ? a.partition < b.partition : KeyOrder.less(a.topic, b.topic)
         }
@@ -39,9 +43,9 @@ enum PostgresOffsets {
         let new = keys.filter { stored[$0] == nil }
         if !new.isEmpty {
             let inserted = try await connection.rows("""
-                INSERT INTO partition_offsets (topic, "partition", next_offset)
+                INSERT INTO partition_offsets (topic, "partition", next_offset, event_time)
                 SELECT * FROM unnest(\(new.map(\.topic))::text[], \(new.map(\.partition))::integer[],
-                    \(new.map { next[$0]! })::bigint[])
+                    \(new.map { next[$0]! })::bigint[], \(new.map { times[$0] ?? 0 })::bigint[])
                 ON CONFLICT (topic, "partition") DO NOTHING
                 RETURNING topic, "partition"
                 """, logger: logger)
@@ -57,18 +61,25 @@ enum PostgresOffsets {
         let moved = keys.filter { stored[$0] != nil }
         guard !moved.isEmpty else { return }
         try await connection.run("""
-            UPDATE partition_offsets o SET next_offset = k.next_offset
-            FROM unnest(\(moved.map(\.topic))::text[], \(moved.map(\.partition))::integer[], \(moved.map { next[$0]! })::bigint[])
-                AS k(topic, "partition", next_offset)
+            UPDATE partition_offsets o SET next_offset = k.next_offset,
+                event_time = coalesce(nullif(k.event_time, \(Int64.min)), o.event_time)
+            FROM unnest(\(moved.map(\.topic))::text[], \(moved.map(\.partition))::integer[], \(moved.map { next[$0]! })::bigint[],
+                        \(moved.map { times[$0] ?? Int64.min })::bigint[])
+                AS k(topic, "partition", next_offset, event_time)
             WHERE o.topic = k.topic AND o."partition" = k."partition"
             """, logger: logger)
     }
 
-    static func read(topics: [String], on connection: PostgresConnection, logger: Logger) async throws -> [PartitionKey: Int64] {
+    /// `eventTimes`: the event times instead of the next offsets.
+    static func read(topics: [String], eventTimes: Bool = false, on connection: PostgresConnection,
+                     logger: Logger) async throws -> [PartitionKey: Int64] {
         guard !topics.isEmpty else { return [:] }
         var offsets: [PartitionKey: Int64] = [:]
-        let rows = try await connection.rows("""
-            SELECT topic, "partition", next_offset FROM partition_offsets WHERE topic = ANY(\(Array(Set(topics)))::text[])
+        let topics = Array(Set(topics))
+        let rows = try await connection.rows(eventTimes ? """
+            SELECT topic, "partition", event_time FROM partition_offsets WHERE topic = ANY(\(topics)::text[])
+            """ : """
+            SELECT topic, "partition", next_offset FROM partition_offsets WHERE topic = ANY(\(topics)::text[])
             """, logger: logger)
         for row in rows {
             let (topic, partition, offset) = try row.decode((String, Int32, Int64).self)

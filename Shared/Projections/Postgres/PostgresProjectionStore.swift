@@ -77,6 +77,12 @@ public final class PostgresProjectionStore: ProjectionStore {
         try await session(nil) { connection in try await PostgresOffsets.read(topics: topics, on: connection, logger: self.logger) }
     }
 
+    public func eventTimes(topics: [String]) async throws -> [PartitionKey: Int64] {
+        try await session(nil) { connection in
+            try await PostgresOffsets.read(topics: topics, eventTimes: true, on: connection, logger: self.logger)
+        }
+    }
+
     public func app(_ appId: UUID) async throws -> AppRow? {
         try await rows("SELECT \(unescaped: PostgresRows.appColumns) FROM apps WHERE app_id = \(appId)").first.map(PostgresRows.app)
     }

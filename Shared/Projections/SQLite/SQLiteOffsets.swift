@@ -24,19 +24,22 @@ enum SQLiteOffsets {
     static func store(_ updates: [OffsetUpdate], in db: Database) throws {
         guard !updates.isEmpty else { return }
         let upsert = try db.cachedStatement(sql: """
-            INSERT INTO partition_offsets (topic, "partition", next_offset) VALUES (?, ?, ?)
-            ON CONFLICT (topic, "partition") DO UPDATE SET next_offset = excluded.next_offset
+            INSERT INTO partition_offsets (topic, "partition", next_offset, event_time) VALUES (?, ?, ?, coalesce(?, 0))
+            ON CONFLICT (topic, "partition") DO UPDATE SET next_offset = excluded.next_offset,
+                event_time = coalesce(?, partition_offsets.event_time)
             """)
         for update in updates {
-            try upsert.execute(arguments: [update.partition.topic, update.partition.partition, update.next])
+            try upsert.execute(arguments: [update.partition.topic, update.partition.partition, update.next, update.eventTime,
+                                           update.eventTime])
         }
     }
 
-    static func read(topics: [String], in db: Database) throws -> [PartitionKey: Int64] {
+    /// `column`: `next_offset`, or `event_time`.
+    static func read(_ column: String = "next_offset", topics: [String], in db: Database) throws -> [PartitionKey: Int64] {
         var offsets: [PartitionKey: Int64] = [:]
         for list in SQLiteInList.split(Array(Set(topics))) {
             let statement = try db.cachedStatement(sql: """
-                SELECT topic, "partition", next_offset FROM partition_offsets WHERE topic IN \(list.placeholders)
+                SELECT topic, "partition", \(column) FROM partition_offsets WHERE topic IN \(list.placeholders)
                 """)
             let rows = try Row.fetchCursor(statement, arguments: StatementArguments(list.values))
             while let row = try rows.next() {

@@ -76,6 +76,10 @@ public final class SQLiteProjectionStore: ProjectionStore {
         try await reading { db in try SQLiteOffsets.read(topics: topics, in: db) }
     }
 
+    public func eventTimes(topics: [String]) async throws -> [PartitionKey: Int64] {
+        try await reading { db in try SQLiteOffsets.read("event_time", topics: topics, in: db) }
+    }
+
     public func app(_ appId: UUID) async throws -> AppRow? {
         try await reading { db in
             let select = try db.cachedStatement(sql: "SELECT \(SQLiteRows.appColumns) FROM apps WHERE app_id = ?")

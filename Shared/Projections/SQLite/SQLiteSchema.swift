@@ -9,7 +9,7 @@ import Logging
 /// could otherwise misread or damage tables it does not know.
 enum SQLiteSchema {
     /// The newest schema version this code creates and understands.
-    static let version = 6
+    static let version = 7
 
     static func prepare(_ pool: DatabasePool, logger: Logger) throws {
         let found = try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
@@ -34,7 +34,7 @@ enum SQLiteSchema {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         // Each migration sets `user_version` to its number; no version 4 was ever released.
-        for (number, sql) in [(1, v1), (2, v2), (3, v3), (5, v5), (6, v6)] {
+        for (number, sql) in [(1, v1), (2, v2), (3, v3), (5, v5), (6, v6), (7, v7)] {
             migrator.registerMigration("v\(number)") { db in
                 try db.execute(sql: sql)
                 try db.execute(sql: "PRAGMA user_version = \(number)")
@@ -206,6 +206,9 @@ enum SQLiteSchema {
 
     /// Tracking reports parked before their delivery's send: when each (delivery, app) was first
     /// parked, so that reports whose send never comes expire (`.expireParkedTracking`).
+    /// Each partition's event time beside its next offset (docs/ARCHITECTURE.md#state-is-a-function-of-the-log).
+    private static let v7 = "ALTER TABLE partition_offsets ADD COLUMN event_time INTEGER NOT NULL DEFAULT 0"
+
     private static let v6 = """
         CREATE TABLE parked_tracking (
             delivery_id TEXT NOT NULL,

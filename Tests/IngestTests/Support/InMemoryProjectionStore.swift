@@ -60,6 +60,7 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
     }
 
     func offsets(topics: [String]) -> [PartitionKey: Int64] { [:] }
+    func eventTimes(topics: [String]) -> [PartitionKey: Int64] { [:] }
 
     func app(_ appId: UUID) throws -> AppRow? {
         try check()
