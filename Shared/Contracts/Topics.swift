@@ -22,11 +22,15 @@ public struct Topics: Sendable, Hashable {
     /// One record per webhook or callback attempt, for audit.
     public var webhooks: String { prefix + "webhooks" }
 
+    /// One partition, never written: the processor group member that owns it is the active
+    /// processor (docs/ARCHITECTURE.md#scale-out).
+    public var processorLease: String { prefix + "processor-lease" }
+
     /// The command topics the processor consumes.
     public var commandTopics: [String] { [admin, registration, notification, tracking] }
 
     /// Every topic with the partition count it is created with when missing.
     public func all(commandPartitions: Int = 12, outputPartitions: Int = 12) -> [(name: String, partitions: Int)] {
-        commandTopics.map { ($0, commandPartitions) } + [(outbound, outputPartitions), (webhooks, outputPartitions)]
+        commandTopics.map { ($0, commandPartitions) } + [(outbound, outputPartitions), (webhooks, outputPartitions), (processorLease, 1)]
     }
 }

@@ -115,7 +115,7 @@ final class PipelineHealthTests: XCTestCase {
         let status = try await refusing.stop()
         XCTAssertNotEqual(status, 0)
         let log = refusing.tail(lines: 200)
-        XCTAssertTrue(log.contains("refusing to apply pushline.commands.admin"), log)
+        XCTAssertTrue(log.contains("refusing to apply pushline.commands."), log)
         XCTAssertTrue(log.contains("pushline-processor rebuild"), log)
         let store = try await ProjectionStoreFactory.open(fresh, logger: .init(label: "test"))
         let nothing = try await store.app(app.mobileAppId)

@@ -219,10 +219,11 @@ final class PushlineStack: @unchecked Sendable {
         return out.standardOutput.split(separator: "\n").map(String.init)
     }
 
-    /// Counts the records of a topic with kcat (a real Kafka client beside ours).
+    /// Counts the records of a topic with kcat (a real Kafka client beside ours), leaving out the
+    /// processor's progress marks: they share the command topics but are no commands.
     func countRecords(topic: String) async throws -> Int {
-        try await broker.kcat(["-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%o\\n"])
-            .split(separator: "\n").count
+        try await broker.kcat(["-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%s\\n"])
+            .split(separator: "\n").filter { ProgressMark.at(in: Data($0.utf8)) == nil }.count
     }
 }
 

@@ -3,32 +3,42 @@ import Foundation
 @testable import Processor
 import XCTest
 
-/// `HandlerRegistry`: one handler per command type, each in its batch phase.
+/// `HandlerRegistry`: one handler per command type; the decoder reads every type and progress marks.
 final class HandlerRegistryTests: XCTestCase {
     func testEveryCommandTypeHasAHandler() {
         XCTAssertEqual(HandlerRegistry.standard().types, Set(CommandType.allCases))
     }
 
-    func testEachCommandTypeRunsInItsPhase() throws {
+    func testEachCommandTypeDecodesWithItsTime() throws {
         let app = UUID(), at = Date(timeIntervalSince1970: 1_700_000_000)
-        let commands: [(any Command, BatchPhase)] = [
-            (AppCreated(orgId: UUID(), mobileAppId: app, name: "n", tokenId: UUID(), tokenHash: "h"), .admin),
-            (ApiTokenIssued(mobileAppId: app, tokenId: UUID(), tokenHash: "h"), .admin),
-            (ApiTokenRevoked(mobileAppId: app, tokenId: UUID()), .admin),
-            (AppSettingsChanged(mobileAppId: app, name: "m"), .admin),
-            (DeviceCleanupRequested(orgId: UUID(), mobileAppId: app, userId: "u", deviceToken: nil, apiTokenHash: "h"), .main),
-            (NotificationAcknowledged(mobileAppId: app, notificationId: "n", deviceToken: "t"), .main),
-            (TrackingReported(mobileAppId: app, deliveryId: UUID(), events: []), .tracking),
+        let commands: [any Command] = [
+            AppCreated(orgId: UUID(), mobileAppId: app, name: "n", tokenId: UUID(), tokenHash: "h"),
+            ApiTokenIssued(mobileAppId: app, tokenId: UUID(), tokenHash: "h"),
+            ApiTokenRevoked(mobileAppId: app, tokenId: UUID()),
+            AppSettingsChanged(mobileAppId: app, name: "m"),
+            DeviceCleanupRequested(orgId: UUID(), mobileAppId: app, userId: "u", deviceToken: nil, apiTokenHash: "h"),
+            NotificationAcknowledged(mobileAppId: app, notificationId: "n", deviceToken: "t"),
+            TrackingReported(mobileAppId: app, deliveryId: UUID(), events: []),
         ]
         let decoder = CommandDecoder()
-        for (command, phase) in commands {
+        for command in commands {
             let encoded = try EncodedCommand(command, topics: Topics(), at: at, encoder: WireJSON.encoder())
             guard case .command(let decoded) = decoder.decode(type: encoded.type, version: encoded.version, value: encoded.value) else {
                 XCTFail("\(encoded.type) not decoded"); continue
             }
             XCTAssertEqual(decoded.type.rawValue, encoded.type)
-            XCTAssertEqual(decoded.phase, phase, encoded.type)
             XCTAssertEqual(decoded.at, at, encoded.type)
+        }
+    }
+
+    func testAProgressMarkDecodesToItsTimeAndNoCommand() {
+        let at = Date(timeIntervalSince1970: 1_700_000_000.123)
+        let outcome = CommandDecoder().decode(type: ProgressMark.type, version: 1, value: ProgressMark.value(at: at))
+        guard case .progressMark(let read) = outcome else { return XCTFail("\(outcome.summary)") }
+        XCTAssertEqual(read, at)
+        XCTAssertEqual(outcome.at, at)
+        guard case .malformed = CommandDecoder().decode(type: ProgressMark.type, version: 1, value: Data("{}".utf8)) else {
+            return XCTFail("a mark without a time must be skipped as malformed")
         }
     }
 

@@ -135,7 +135,7 @@ final class HandlerTests: XCTestCase {
         let encoded = try EncodedCommand(AppCreated(orgId: org, mobileAppId: appId, name: "n", tokenId: UUID(), tokenHash: "h"),
                                          topics: Topics(), encoder: WireJSON.encoder())
         guard case .command(let c) = decoder.decode(type: encoded.type, version: encoded.version, value: encoded.value) else { return XCTFail() }
-        XCTAssertEqual(c.phase, .admin, "admin commands go first in their batch")
+        XCTAssertEqual(c.type, .appCreated)
     }
 
     /// Records written around ingest may hold `\u0000`, which PostgreSQL cannot store: every

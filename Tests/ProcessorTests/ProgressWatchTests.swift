@@ -52,8 +52,9 @@ final class ProgressWatchTests: XCTestCase {
 
     func testExistingLogRefusalChecksOnlyPartitionsWithoutAStoredOffset() throws {
         let created = Date(timeIntervalSince1970: 1_800_000_000)
-        func record(_ p: PartitionKey, _ offset: Int64, at seconds: TimeInterval) -> ConsumedRecord {
-            ConsumedRecord(partition: p, offset: offset, type: nil, version: nil, value: Data(), timestamp: created.addingTimeInterval(seconds))
+        func record(_ p: PartitionKey, _ offset: Int64, at seconds: TimeInterval) -> DecodedRecord {
+            DecodedRecord(partition: p, offset: offset, requestId: nil, outcome: .unknownType("-"), type: nil, value: Data(),
+                          timestamp: created.addingTimeInterval(seconds))
         }
         // Older than the store, but the partition has a stored offset: already consumed by this store.
         XCTAssertNoThrow(try ExistingLogRefused.check([record(p0, 4, at: -3600)], expected: [p0: 4], storeCreatedAt: created))

@@ -106,15 +106,6 @@ final class TrackingHandlerTests: XCTestCase {
         XCTAssertEqual(off.trackingOutcomes, [.rejected(.trackingOff): 1 + 5 + 2, .rejected(.unknownDelivery): 1])
         XCTAssertEqual(off.mutations, [.discardTracking(deliveryId: deliveryId, appId: appId, validBelow: 0)])
     }
-
-    func testTrackingCommandsGoLastInTheirBatch() throws {
-        let decoder = CommandDecoder()
-        let encoded = try EncodedCommand(report([(id(0), .open)]), topics: Topics(), encoder: WireJSON.encoder())
-        guard case .command(let c) = decoder.decode(type: encoded.type, version: encoded.version, value: encoded.value) else {
-            return XCTFail("not decoded")
-        }
-        XCTAssertEqual(c.phase, .tracking, "after the sends of the same batch, so that they are known")
-    }
 }
 
 /// Tracking and the send it reports on travel on different topics, so either may be applied

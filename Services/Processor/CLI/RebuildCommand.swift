@@ -30,7 +30,7 @@ public struct RebuildCommand: AsyncParsableCommand {
     @Option(help: "The store the stack serves from now; its offsets are the targets.") public var previous: String?
     @Flag(name: .customLong("switch"), help: "Step 2: the processors on --previous are stopped; finish and carry its outbox over.")
     public var switchOver = false
-    @Flag(help: "Share the work with other rebuilds into the same store, all started with --join (one consumer group per topic).")
+    @Flag(help: "Take turns with other rebuilds into the same store, all started with --join: one applies, the others stand by.")
     public var join = false
     @Flag(help: "Write no progress lines.") public var quiet = false
     @Option(help: "Records applied in one store transaction at most (1...100000).") public var batch = Rebuild.Options.defaultBatchSize

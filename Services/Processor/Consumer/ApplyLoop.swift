@@ -4,11 +4,13 @@ import Kafka
 import Logging
 import Metrics
 import Projections
+import Synchronization
 
 /// The part of consuming that the live processor (`CommandConsumer`) and a rebuild
-/// (`ReplayConsumer`) share: each assigned partition is claimed at the offset stored in the
-/// projection store, each batch is admitted through the `OffsetBook` and applied in one store
-/// transaction with its offsets, and on an offset conflict the store is believed.
+/// (`ReplayConsumer`) share: each assigned partition is claimed at the offset (and event time)
+/// stored in the projection store, consumed records are put in event order (`EventOrder`),
+/// released batches are admitted through the `OffsetBook` and applied in one store transaction
+/// with their offsets, and on an offset conflict the store is believed.
 final class ApplyLoop: Sendable {
     let store: any BatchStore
     let topics: [String]
@@ -19,54 +21,53 @@ final class ApplyLoop: Sendable {
     /// reset (the log's beginning); a rebuild says 0, so that a log that lost its first records
     /// (retention) fails the rebuild instead of building a store that lacks them.
     private let unseenStart: Int64?
+    let order: Mutex<EventOrder>
+    /// Records applied in one transaction at most.
+    private let maxBatch: Int
+    /// Appends the progress marks that free records waiting on partitions with nothing new;
+    /// nil for a rebuild, which writes nothing to the log.
+    private let marks: ProgressMarks?
+    /// When each partition last delivered a record: a partition that did lately is about to
+    /// deliver more and is waited for rather than marked.
+    private let lastArrival = Mutex<[PartitionKey: ContinuousClock.Instant]>([:])
 
-    init(store: any BatchStore, topics: [String], applier: BatchApplier, unseenStart: Int64?, logger: Logger) {
+    init(store: any BatchStore, topics: [String], applier: BatchApplier, unseenStart: Int64?, maxBatch: Int,
+         marks: ProgressMarks?, logger: Logger) {
         self.store = store
         self.topics = topics
         self.applier = applier
         self.unseenStart = unseenStart
+        self.maxBatch = max(1, maxBatch)
+        self.marks = marks
+        self.order = Mutex(EventOrder(topics: topics))
         self.logger = logger
     }
 
-    /// A consumer of `partitions` read without a group, or, when nil, a member of the
-    /// configuration's group on `topics`; either way each partition starts where the store says.
-    func makeConsumer(_ configuration: KafkaConsumerConfiguration, partitions: [PartitionKey]?) async throws -> KafkaConsumer {
-        if let partitions {
-            return try KafkaConsumer(configuration: configuration, partitions: partitions.map(\.topicPartition),
-                                     startingAt: try await claim(partitions), logger: logger)
-        }
-        return try KafkaConsumer(configuration: configuration, topics: topics, rebalance: rebalance(), logger: logger)
+    /// A consumer of `partitions`, read without a group, each from where the store says.
+    func makeConsumer(_ configuration: KafkaConsumerConfiguration, partitions: [PartitionKey]) async throws -> KafkaConsumer {
+        try KafkaConsumer(configuration: configuration, partitions: partitions.map(\.topicPartition),
+                          startingAt: try await claim(partitions), logger: logger)
     }
 
     /// Takes `keys` into the book and returns where each starts: at its stored offset.
     private func claim(_ keys: [PartitionKey]) async throws -> [TopicPartition: Int64] {
         let stored = try await store.offsets(topics: topics)
+        let times = try await store.eventTimes(topics: topics)
         book.assign(keys, stored: stored)
+        order.withLock { order in
+            for k in keys { order.claim(k, next: stored[k] ?? unseenStart ?? 0, time: times[k] ?? 0) }
+        }
         logger.info("partitions assigned", metadata: ["partitions": "\(keys.map(\.description))"])
         var start: [TopicPartition: Int64] = [:]
         for k in keys { if let o = stored[k] ?? unseenStart { start[k.topicPartition] = o } }
         return start
     }
 
-    /// The group's hooks: assigned partitions are claimed, revoked ones are let go once the batch
-    /// in flight is done with them.
-    private func rebalance() -> KafkaRebalanceHandler {
-        KafkaRebalanceHandler(
-            onAssign: { partitions in try await self.claim(partitions.map(PartitionKey.init)) },
-            onRevoke: { partitions in
-                // Nothing admitted from now on holds these partitions; the batch in flight, if
-                // any, is finished before they go, so their next owner starts from its commit.
-                self.book.revoke(partitions.map(PartitionKey.init))
-                if !(await self.book.waitUntilSettled(limit: .seconds(30))) {
-                    // Its commit, should it come, is refused or refuses the next owner's: the
-                    // stored offsets decide (offsetConflict), never both.
-                    self.logger.warning("in-flight batch still running at revocation; its offsets decide", metadata: [
-                        "partitions": "\(partitions.map(\.description))",
-                    ])
-                }
-                self.logger.info("partitions revoked", metadata: ["partitions": "\(partitions.map(\.description))"])
-            }
-        )
+    /// Lets `partitions` go (the lease is gone): nothing of them is admitted or ordered any more,
+    /// and the next claim starts afresh from the store.
+    func release(_ partitions: [PartitionKey]) {
+        book.revoke(partitions)
+        order.withLock { order in for p in partitions { order.drop(p) } }
     }
 
     /// The records of a consumed batch, with what their headers say.
@@ -79,16 +80,72 @@ final class ApplyLoop: Sendable {
         }
     }
 
-    /// Applies the records the book admits, in one store transaction, and commits their offsets
-    /// to the group. `check` sees each admitted batch with the offsets it is expected to move
+    /// Decodes a consumed batch into the event order, applies whatever that releases, in
+    /// transactions of at most `maxBatch` records, and asks for the progress marks that free what
+    /// still waits. `check` sees each admitted batch with the offsets it is expected to move
     /// from, and may refuse it by throwing. Returns whether anything was applied.
-    func apply(_ records: [ConsumedRecord], consumer: KafkaConsumer,
-               check: ([ConsumedRecord], [PartitionKey: Int64]) throws -> Void = { _, _ in }) async throws -> Bool {
+    func apply(_ batch: [KafkaConsumerMessage], consumer: KafkaConsumer, limits: [PartitionKey: Int64]? = nil,
+               check: ([DecodedRecord], [PartitionKey: Int64]) throws -> Void = { _, _ in }) async throws -> Bool {
+        var records = Self.records(batch)
+        if let limits { records.removeAll { $0.offset >= limits[$0.partition] ?? 0 } }
+        let decoded = await applier.decode(records)
+        order.withLock { $0.add(decoded) }
+        if marks != nil {
+            let now = ContinuousClock.now
+            lastArrival.withLock { last in for record in records { last[record.partition] = now } }
+        }
+        var applied = false
+        while true {
+            let released = order.withLock { $0.release(limit: maxBatch) }
+            if !released.isEmpty, try await apply(released, consumer: consumer, check: check) { applied = true }
+            if released.count == maxBatch { continue }
+            guard try await appendMarks(consumer: consumer) else { return applied }
+        }
+    }
+
+    /// Appends the progress marks the order asks for, on partitions read to their end that
+    /// delivered nothing for the marks' lead (a live processor only); true when one freed its
+    /// lane at once (nothing lay between the lane's last record and the mark), so that more can
+    /// be released. Also called every second, so that records waiting on a partition that
+    /// went quiet just after its last record are freed too.
+    @discardableResult
+    func appendMarks(consumer: KafkaConsumer) async throws -> Bool {
+        guard let marks else { return false }
+        let now = EventTime.milliseconds(Date().addingTimeInterval(marks.lead.inSeconds))
+        let quietSince = ContinuousClock.now - marks.lead
+        let arrivals = lastArrival.withLock { $0 }
+        let wanted = order.withLock { order in
+            order.marksNeeded(now: now) { partition, next in
+                guard let end = consumer.highWatermark(partition.topicPartition), next >= end else { return false }
+                return arrivals[partition].map { $0 <= quietSince } ?? true
+            }
+        }
+        guard !wanted.isEmpty else { return false }
+        let appended: [(partition: PartitionKey, offset: Int64)]
+        do {
+            appended = try await marks.append(wanted)
+        } catch {
+            order.withLock { order in for mark in wanted { order.markFailed(mark.partition) } }
+            logger.warning("progress marks not appended; asking again with the next records", metadata: ["error": "\(error)"])
+            return false
+        }
+        return order.withLock { order in
+            var freed = false
+            for (mark, at) in zip(wanted, appended) where order.markAppended(mark.partition, offset: at.offset, time: mark.time) {
+                freed = true
+            }
+            return freed
+        }
+    }
+
+    /// Applies released records the book admits, in one store transaction, and commits their
+    /// offsets to the group.
+    private func apply(_ records: [DecodedRecord], consumer: KafkaConsumer,
+                       check: ([DecodedRecord], [PartitionKey: Int64]) throws -> Void) async throws -> Bool {
         var records = records
         while true {
             let (admitted, expected) = book.admit(records)
             guard !admitted.isEmpty else { return false }
-            defer { book.settle() }
             try check(admitted, expected)
             do {
                 // A batch once started is finished even when shutdown cancels the loop: its outbound
@@ -105,12 +162,40 @@ final class ApplyLoop: Sendable {
                 // from where it says, and apply the rest of the batch.
                 logger.warning("offset conflict; re-reading stored offsets", metadata: ["partitions": "\(partitions.map(\.description))"])
                 let stored = try await store.offsets(topics: topics)
+                let times = try await store.eventTimes(topics: topics)
                 var moved: [PartitionKey: Int64] = [:]
                 for p in partitions { moved[p] = stored[p] ?? 0 }
                 book.update(moved)
+                order.withLock { order in
+                    for (p, o) in moved where order.claimed.contains(p) { order.claim(p, next: o, time: times[p] ?? 0) }
+                }
                 for (p, o) in moved where book.owned.contains(p) { try? consumer.seek(p.topicPartition, to: o) }
                 records.removeAll { partitions.contains($0.partition) }
             }
         }
+    }
+}
+
+/// Appends progress marks with the live processor's producer.
+struct ProgressMarks: Sendable {
+    let producer: KafkaProducer
+    /// How far past the clock a mark states its partition's time (`PUSHLINE_PROGRESS_MARK_LEAD_MS`).
+    let lead: Duration
+    private let counter = Counter(label: "pushline_processor_progress_marks_total")
+
+    init(producer: KafkaProducer, lead: Duration) {
+        self.producer = producer
+        self.lead = lead
+    }
+
+    /// Appends one mark per partition and returns where each landed, in order.
+    func append(_ marks: [(partition: PartitionKey, time: Int64)]) async throws -> [(partition: PartitionKey, offset: Int64)] {
+        let records = marks.map {
+            KafkaProducerRecord(topic: $0.partition.topic, key: nil, value: ProgressMark.value(at: EventTime.date($0.time)),
+                                headers: ProgressMark.headers.fields, partition: $0.partition.partition)
+        }
+        let reports = try await producer.send(records)
+        counter.increment(by: marks.count)
+        return zip(marks, reports).map { ($0.partition, $1.offset) }
     }
 }

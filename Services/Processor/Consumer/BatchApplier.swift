@@ -19,6 +19,28 @@ struct ConsumedRecord: Sendable {
     var timestamp: Date? = nil
 }
 
+/// A consumed record, decoded, with its place in the event order.
+struct DecodedRecord: Sendable {
+    var partition: PartitionKey
+    var offset: Int64
+    var requestId: String?
+    var outcome: CommandDecoder.Outcome
+    /// The record as consumed, for a dead letter.
+    var type: String?
+    var value: Data
+    /// The record's Kafka timestamp (its producer's create time).
+    var timestamp: Date?
+    /// The envelope's `at` in milliseconds since 1970; nil when the record did not decode.
+    var at: Int64?
+    /// The partition's event time at this record (`EventOrder`), set when it is ordered.
+    var eventTime: Int64 = 0
+
+    var isProgressMark: Bool {
+        if case .progressMark = outcome { return true }
+        return false
+    }
+}
+
 /// Applies a batch of consumed records to the projection store in ONE transaction together
 /// with the partitions' next offsets (effectively-once: state and position move together).
 ///
@@ -64,15 +86,14 @@ final class BatchApplier: Sendable {
         self.retryDelays = retryDelays
     }
 
-    /// Applies `records` (ordered as consumed) and returns the new next-offset of every partition
-    /// they came from. `expected` holds the stored next-offsets the caller believes in (absent:
-    /// nothing stored). Throws `ProjectionStoreError.offsetConflict` when another processor
-    /// moved a partition meanwhile; nothing is written then.
-    func apply(_ records: [ConsumedRecord], expected: [PartitionKey: Int64]) async throws -> [PartitionKey: Int64] {
-        guard !records.isEmpty else { return [:] }
+    /// Applies `records` (decoded, in event order) and returns the new next-offset of every
+    /// partition they came from. `expected` holds the stored next-offsets the caller believes in
+    /// (absent: nothing stored). Throws `ProjectionStoreError.offsetConflict` when another
+    /// processor moved a partition meanwhile; nothing is written then.
+    func apply(_ decoded: [DecodedRecord], expected: [PartitionKey: Int64]) async throws -> [PartitionKey: Int64] {
+        guard !decoded.isEmpty else { return [:] }
+        let records = decoded
         let clock = ContinuousClock()
-        let decodeStart = clock.now
-        let decoded = await decode(records)
         var published = false
         do {
             let start = clock.now
@@ -84,7 +105,7 @@ final class BatchApplier: Sendable {
             try await withRetries { try await self.commit(batch, expected: expected) }
             logger.debug("batch applied", metadata: [
                 "records": "\(records.count)", "mutations": "\(batch.mutations.count)", "outbound": "\(batch.outbound.count)",
-                "decode_ms": "\((start - decodeStart).inMilliseconds)", "load_ms": "\(batch.loadTime.inMilliseconds)", "decide_ms": "\((decided - start).inMilliseconds)",
+                "load_ms": "\(batch.loadTime.inMilliseconds)", "decide_ms": "\((decided - start).inMilliseconds)",
                 "publish_ms": "\((publishedAt - decided).inMilliseconds)", "commit_ms": "\((clock.now - publishedAt).inMilliseconds)",
             ])
             return batch.next
@@ -120,21 +141,13 @@ final class BatchApplier: Sendable {
 
     // MARK: - Deciding and committing
 
-    private struct Decoded: Sendable {
-        var partition: PartitionKey
-        var offset: Int64
-        var requestId: String?
-        var outcome: CommandDecoder.Outcome
-        /// The record as consumed, for a dead letter.
-        var type: String?
-        var value: Data
-    }
-
     /// What a batch decided: its mutations, outbound records, next offsets and counts.
     private struct Decided: Sendable {
         var mutations: [Mutation]
         var outbound: [OutboundMessage]
         var next: [PartitionKey: Int64]
+        /// The event time of each partition after the batch.
+        var times: [PartitionKey: Int64]
         var tally: Tally
         /// How long loading the rows took (part of deciding), for the debug log.
         var loadTime: Duration
@@ -143,40 +156,44 @@ final class BatchApplier: Sendable {
     /// Decodes the records, a large batch in a few parts at once: decoding JSON is the one
     /// step of a batch that needs no shared state, and tracking batches spend a third of their
     /// time on it.
-    private func decode(_ records: [ConsumedRecord]) async -> [Decoded] {
+    func decode(_ records: [ConsumedRecord]) async -> [DecodedRecord] {
         let parts = records.count >= 64 ? min(4, ProcessInfo.processInfo.activeProcessorCount) : 1
         let handlers = self.handlers
         guard parts > 1 else { return Self.decode(records[...], handlers: handlers) }
         let size = (records.count + parts - 1) / parts
-        return await withTaskGroup(of: (Int, [Decoded]).self) { group in
+        return await withTaskGroup(of: (Int, [DecodedRecord]).self) { group in
             for part in 0..<parts {
                 let slice = records[(part * size)..<min(records.count, (part + 1) * size)]
                 group.addTask { (part, Self.decode(slice, handlers: handlers)) }
             }
-            var decoded = [[Decoded]](repeating: [], count: parts)
+            var decoded = [[DecodedRecord]](repeating: [], count: parts)
             for await (part, list) in group { decoded[part] = list }
             return decoded.flatMap { $0 }
         }
     }
 
-    private static func decode(_ records: ArraySlice<ConsumedRecord>, handlers: HandlerRegistry) -> [Decoded] {
+    private static func decode(_ records: ArraySlice<ConsumedRecord>, handlers: HandlerRegistry) -> [DecodedRecord] {
         let decoder = CommandDecoder(registry: handlers)
         return records.map {
-            Decoded(partition: $0.partition, offset: $0.offset, requestId: $0.requestId,
-                    outcome: decoder.decode(type: $0.type, version: $0.version, value: $0.value), type: $0.type, value: $0.value)
+            let outcome = decoder.decode(type: $0.type, version: $0.version, value: $0.value)
+            return DecodedRecord(partition: $0.partition, offset: $0.offset, requestId: $0.requestId, outcome: outcome,
+                                 type: $0.type, value: $0.value, timestamp: $0.timestamp, at: outcome.at.map(EventTime.milliseconds))
         }
     }
 
     /// Loads the rows the records need and runs their handlers in memory.
-    private func decide(_ records: [Decoded], storeFailed: Bool = false) async throws -> Decided {
+    private func decide(_ records: [DecodedRecord], storeFailed: Bool = false) async throws -> Decided {
         var commands: [(command: ProcessorCommand, requestId: String?)] = []
         commands.reserveCapacity(records.count)
         var tally = Tally()
         var next: [PartitionKey: Int64] = [:]
+        var times: [PartitionKey: Int64] = [:]
         for record in records {
             next[record.partition] = max(next[record.partition] ?? 0, record.offset + 1)
+            times[record.partition] = max(times[record.partition] ?? .min, record.eventTime)
             switch record.outcome {
             case .command(let c): commands.append((c, record.requestId))
+            case .progressMark: break
             case .unknownType(let t): tally.skipped["unknown-type:\(t)", default: 0] += 1
             case .unsupportedVersion(let t, let v): tally.skipped["unsupported-version:\(t):v\(v)", default: 0] += 1
             case .malformed(let t, let e):
@@ -187,7 +204,8 @@ final class BatchApplier: Sendable {
                 tally.skipped["malformed:\(t)", default: 0] += 1
             }
         }
-        let ordered = BatchPhase.allCases.flatMap { phase in commands.filter { $0.command.phase == phase } }
+        // In event order (`EventOrder`): every command sees exactly the commands before it.
+        let ordered = commands
         var query = StateQuery()
         for (c, _) in ordered { c.addNeeds(to: &query) }
         let loadStart = ContinuousClock.now
@@ -211,11 +229,13 @@ final class BatchApplier: Sendable {
             state.expireParkedTracking(before: newest.addingTimeInterval(-trackingParkTime.inSeconds))
         }
         tally.tracking = state.trackingOutcomes
-        return Decided(mutations: state.mutations, outbound: state.outbound, next: next, tally: tally, loadTime: loadTime)
+        return Decided(mutations: state.mutations, outbound: state.outbound, next: next, times: times, tally: tally, loadTime: loadTime)
     }
 
     private func commit(_ batch: Decided, expected: [PartitionKey: Int64]) async throws {
-        let offsets = batch.next.map { OffsetUpdate(partition: $0.key, expected: expected[$0.key], next: $0.value) }
+        let offsets = batch.next.map {
+            OffsetUpdate(partition: $0.key, expected: expected[$0.key], next: $0.value, eventTime: batch.times[$0.key])
+        }
         let start = ContinuousClock.now
         try await store.commit(mutations: replaying ? batch.mutations.map(Self.replayed) : batch.mutations, offsets: offsets)
         unavailableSince.withLock { $0 = nil }
@@ -270,7 +290,7 @@ final class BatchApplier: Sendable {
     /// the store takes it (a registration becomes `FailedToStoreDevice`); if the store refuses
     /// that too, the record goes to the dead letters with its partition's next offset, and the
     /// partition moves on. Only an unavailable store (or broker) is waited for.
-    private func settleRefused(_ record: Decoded, expected: [PartitionKey: Int64]) async throws {
+    private func settleRefused(_ record: DecodedRecord, expected: [PartitionKey: Int64]) async throws {
         let reason: any Error
         do {
             let batch = try await withRetries { try await self.decide([record], storeFailed: true) }
@@ -285,7 +305,8 @@ final class BatchApplier: Sendable {
             partition: record.partition, offset: record.offset, type: record.type.map { Self.storable($0, limit: 200) },
             reason: Self.storable(String(describing: reason), limit: DeadLetterRow.maxReasonLength),
             requestId: record.requestId.map { Self.storable($0, limit: 200) }, value: record.value, recordedAt: Date())
-        let offset = OffsetUpdate(partition: record.partition, expected: expected[record.partition], next: record.offset + 1)
+        let offset = OffsetUpdate(partition: record.partition, expected: expected[record.partition], next: record.offset + 1,
+                                  eventTime: record.eventTime)
         try await retryForever {
             try await self.store.commit(mutations: [.putDeadLetter(letter)], offsets: [offset])
             self.unavailableSince.withLock { $0 = nil }
@@ -305,7 +326,7 @@ final class BatchApplier: Sendable {
 
     /// The command type as a metric label: only the types the processor knows, so a forged
     /// header cannot grow the label set.
-    private static func metricType(_ record: Decoded) -> String {
+    private static func metricType(_ record: DecodedRecord) -> String {
         if case .command(let c) = record.outcome { return c.type.rawValue }
         return "unknown"
     }

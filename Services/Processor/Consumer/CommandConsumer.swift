@@ -7,13 +7,14 @@ import Projections
 import ServiceLifecycle
 import Synchronization
 
-/// The live processor's consumer: a member of the consumer group on the command topics, applying
-/// every batch through the `ApplyLoop`, reporting its lag, and telling `/health` whether it makes
-/// progress. Webhook sending is left to the outbox dispatcher, so slow receivers never slow
-/// consumption.
+/// The live processor's consumer: a member of the processor group that, while it holds the
+/// group's lease (`ProcessorLease`), reads every command partition and applies the log in event
+/// order through the `ApplyLoop`, reports its lag, and tells `/health` whether it makes progress.
+/// Webhook sending is left to the outbox dispatcher, so slow receivers never slow consumption.
 public final class CommandConsumer: Service, Sendable {
     private let configuration: KafkaConsumerConfiguration
     private let loop: ApplyLoop
+    private let lease: ProcessorLease
     private let lag = ConsumerLagGauges()
     private let onApplied: @Sendable () -> Void
     private let logger: Logger
@@ -23,20 +24,23 @@ public final class CommandConsumer: Service, Sendable {
     private let watch: Mutex<ProgressWatch>
     private let stalled = Mutex<[PartitionKey]>([])
 
-    init(configuration: KafkaConsumerConfiguration, topics: [String], store: any BatchStore, outbound: any OutboundPublisher,
+    init(configuration: KafkaConsumerConfiguration, topics: [String], leaseTopic: String, store: any BatchStore,
+         outbound: any OutboundPublisher,
          verifier: any DeviceTokenVerifier, logger: Logger,
          outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages),
          maxDevicesPerUser: Int = ProcessorConfiguration().maxDevicesPerUser,
          trackingParkTime: Duration = .milliseconds(ProcessorConfiguration().trackingParkTtlMs),
-         stallAfter: Duration = .seconds(60), acceptExistingLog: Bool = false,
+         stallAfter: Duration = .seconds(60), acceptExistingLog: Bool = false, marks: ProgressMarks?,
          onApplied: @escaping @Sendable () -> Void) {
         self.configuration = configuration
+        self.lease = ProcessorLease(configuration: configuration, topic: leaseTopic, logger: logger)
         self.watch = Mutex(ProgressWatch(stallAfter: stallAfter))
         self.acceptExistingLog = acceptExistingLog
         let applier = BatchApplier(store: store, outbound: outbound, verifier: verifier, logger: logger,
                                    outboundWindow: outboundWindow, maxDevicesPerUser: maxDevicesPerUser,
                                    trackingParkTime: trackingParkTime)
-        self.loop = ApplyLoop(store: store, topics: topics, applier: applier, unseenStart: nil, logger: logger)
+        self.loop = ApplyLoop(store: store, topics: topics, applier: applier, unseenStart: nil,
+                              maxBatch: configuration.maxBatchSize, marks: marks, logger: logger)
         self.onApplied = onApplied
         self.logger = logger
     }
@@ -48,14 +52,17 @@ public final class CommandConsumer: Service, Sendable {
                             verifier: any DeviceTokenVerifier, logger: Logger,
                             onApplied: @escaping @Sendable () -> Void) -> CommandConsumer {
         CommandConsumer(configuration: configuration.consumerConfiguration(groupId: configuration.groupId),
-                        topics: configuration.shared.topics.commandTopics, store: store,
+                        topics: configuration.shared.topics.commandTopics, leaseTopic: configuration.shared.topics.processorLease,
+                        store: store,
                         outbound: KafkaOutboundPublisher(producer: producer, topic: configuration.shared.topics.outbound),
                         verifier: verifier, logger: logger,
                         outboundWindow: BatchApplier.outboundWindow(forQueue: configuration.producerQueueMessages),
                         maxDevicesPerUser: configuration.maxDevicesPerUser,
                         trackingParkTime: .milliseconds(configuration.trackingParkTtlMs),
                         stallAfter: .milliseconds(configuration.stallTimeoutMs),
-                        acceptExistingLog: configuration.acceptExistingLog, onApplied: onApplied)
+                        acceptExistingLog: configuration.acceptExistingLog,
+                        marks: ProgressMarks(producer: producer, lead: .milliseconds(configuration.progressMarkLeadMs)),
+                        onApplied: onApplied)
     }
 
     /// Whether this processor is doing its work: its loop runs, its store answers, and no
@@ -69,29 +76,48 @@ public final class CommandConsumer: Service, Sendable {
 
     public func run() async throws {
         let storeCreatedAt = acceptExistingLog ? nil : try await loop.store.createdAt()
-        let consumer = try await loop.makeConsumer(configuration, partitions: nil)
         state.set(true)
         defer { state.set(false) }
-        defer { lag.removeAll() }
         do {
             try await cancelWhenGracefulShutdown {
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask { try await self.reportLag(of: consumer) }
-                    for try await batch in consumer.batches() {
-                        let applied = try await self.loop.apply(ApplyLoop.records(batch), consumer: consumer) { admitted, expected in
-                            if let storeCreatedAt {
-                                try ExistingLogRefused.check(admitted, expected: expected, storeCreatedAt: storeCreatedAt)
-                            }
-                        }
-                        if applied { self.onApplied() }
-                    }
-                    group.cancelAll()
-                }
+                try await self.lease.run { try await self.applyLog(storeCreatedAt: storeCreatedAt) }
             }
         } catch is CancellationError {
             // graceful shutdown
         } catch {
             logger.critical("consumer loop stopped", metadata: ["error": "\(error)"])
+            throw error
+        }
+    }
+
+    /// Applies every command partition until cancelled (the lease is gone, or the processor stops),
+    /// finishing the batch in flight first.
+    private func applyLog(storeCreatedAt: Date?) async throws {
+        let partitions = try await KafkaAdmin.endOffsets(topics: loop.topics, bootstrapServers: configuration.bootstrapServers,
+                                                         properties: configuration.properties).keys.map(PartitionKey.init)
+        // The applied offsets are the store's; those committed to Kafka are for tools only, under
+        // a group of their own (the processor group's members hold the lease, not the partitions).
+        var readerConfiguration = configuration
+        readerConfiguration.groupId = configuration.groupId + ".applied"
+        let consumer = try await loop.makeConsumer(readerConfiguration, partitions: partitions)
+        defer {
+            lag.removeAll()
+            loop.release(partitions)
+        }
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await self.reportLag(of: consumer) }
+                for try await batch in consumer.batches() {
+                    let applied = try await self.loop.apply(batch, consumer: consumer) { admitted, expected in
+                        if let storeCreatedAt {
+                            try ExistingLogRefused.check(admitted, expected: expected, storeCreatedAt: storeCreatedAt)
+                        }
+                    }
+                    if applied { self.onApplied() }
+                }
+                group.cancelAll()
+            }
+        } catch {
             await consumer.close()
             throw error
         }
@@ -110,6 +136,7 @@ public final class CommandConsumer: Service, Sendable {
                 defer { stalled = stuck }
                 return stalled
             }
+            try await loop.appendMarks(consumer: consumer)
             if !stuck.isEmpty, stuck != before {
                 logger.error("partitions stalled: records are waiting and none was applied for the stall time", metadata: [
                     "partitions": "\(stuck.map(\.description))", "stall_after": "\(watch.withLock { $0.stallAfter })",
@@ -160,7 +187,7 @@ struct ExistingLogRefused: Error, CustomStringConvertible {
     var writtenAt: Date
     var storeCreatedAt: Date
 
-    static func check(_ records: [ConsumedRecord], expected: [PartitionKey: Int64], storeCreatedAt: Date) throws {
+    static func check(_ records: [DecodedRecord], expected: [PartitionKey: Int64], storeCreatedAt: Date) throws {
         var checked: Set<PartitionKey> = []
         for record in records where expected[record.partition] == nil && checked.insert(record.partition).inserted {
             guard let at = record.timestamp, at.timeIntervalSince(storeCreatedAt) < -clockSkew else { continue }

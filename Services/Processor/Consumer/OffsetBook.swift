@@ -11,13 +11,9 @@ final class OffsetBook: Sendable {
     private struct State {
         var owned: Set<PartitionKey> = []
         var next: [PartitionKey: Int64] = [:]
-        /// Admitted batches not settled yet (0 or 1: the consumer applies one at a time).
-        var inFlight = 0
     }
 
     private let state = Mutex(State())
-    /// Signalled when the batch in flight settles.
-    private let settled = WakeSignal()
 
     func assign(_ partitions: [PartitionKey], stored: [PartitionKey: Int64]) {
         state.withLock {
@@ -52,36 +48,16 @@ final class OffsetBook: Sendable {
     }
 
     /// Keeps the records this processor owns and has not applied yet, and returns them with
-    /// the stored offsets their commit must expect. A non-empty admission is in flight until
-    /// `settle()`.
-    func admit(_ records: [ConsumedRecord]) -> (records: [ConsumedRecord], expected: [PartitionKey: Int64]) {
+    /// the stored offsets their commit must expect.
+    func admit(_ records: [DecodedRecord]) -> (records: [DecodedRecord], expected: [PartitionKey: Int64]) {
         state.withLock { s in
             let kept = records.filter { r in
                 s.owned.contains(r.partition) && r.offset >= (s.next[r.partition] ?? Int64.min)
             }
             var expected: [PartitionKey: Int64] = [:]
             for r in kept { expected[r.partition] = s.next[r.partition] }
-            if !kept.isEmpty { s.inFlight += 1 }
             return (kept, expected)
         }
-    }
-
-    /// The admitted batch is committed or abandoned.
-    func settle() {
-        state.withLock { $0.inFlight -= 1 }
-        settled.signal()
-    }
-
-    /// Waits until no admitted batch is in flight, at most `limit`; false if it still is.
-    /// Revocation calls this after `revoke`: the batch admitted before it is finished while the
-    /// partitions are still ours, and nothing admitted after it holds them.
-    func waitUntilSettled(limit: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + limit
-        while state.withLock({ $0.inFlight > 0 }) {
-            let left = deadline - ContinuousClock.now
-            guard left > .zero, await settled.wait(timeout: left) else { return state.withLock { $0.inFlight == 0 } }
-        }
-        return true
     }
 }
 

@@ -3,15 +3,13 @@ import Foundation
 import Projections
 
 /// The handler of an admin command: the app table is a projection of the admin topic like any
-/// other. Admin commands run first in their batch and need only their app's row.
+/// other. Admin commands need only their app's row.
 protocol AdminCommandHandler: CommandHandler {
     /// The app the command is about.
     func app(of command: Handled) -> UUID
 }
 
 extension AdminCommandHandler {
-    var phase: BatchPhase { .admin }
-
     func addNeeds(of command: Handled, to query: inout StateQuery) { query.appIds.insert(app(of: command)) }
 }
 

@@ -2,8 +2,7 @@ import Contracts
 import Foundation
 import Projections
 
-/// How the processor applies one command type: what it needs loaded, where it runs in its batch,
-/// and what it changes. A handler decides in memory, from `BatchState` and the command alone —
+/// How the processor applies one command type: what it needs loaded and what it changes. A handler decides in memory, from `BatchState` and the command alone —
 /// never the clock — so that a replay of the same log decides the same
 /// (docs/ARCHITECTURE.md#state-is-a-function-of-the-log).
 ///
@@ -11,26 +10,10 @@ import Projections
 /// `HandlerRegistry.standard`.
 protocol CommandHandler: Sendable {
     associatedtype Handled: Command
-    /// Where commands of this type run in their batch; `.main` unless said otherwise.
-    var phase: BatchPhase { get }
     /// Adds the rows `command` needs to decide its outcome to the batch's one read.
     func addNeeds(of command: Handled, to query: inout StateQuery)
     /// Decides the outcome of `command` and records its effects in `state`.
     func apply(_ command: Handled, _ context: CommandContext, to state: inout BatchState) -> HandlerResult
-}
-
-extension CommandHandler {
-    var phase: BatchPhase { .main }
-}
-
-/// Where a command runs in its batch. Admin commands go first, so that an app created a moment
-/// before its first registration is known to it when both share a batch; tracking goes last, so
-/// that it sees the deliveries sent in the same batch. Within a phase, commands keep their
-/// consumed order (a partition keeps per-key order).
-enum BatchPhase: Int, Comparable, CaseIterable, Sendable {
-    case admin, main, tracking
-
-    static func < (a: BatchPhase, b: BatchPhase) -> Bool { a.rawValue < b.rawValue }
 }
 
 /// The envelope facts a handler may use besides the payload.

@@ -12,8 +12,6 @@ struct ProcessorCommand: Sendable {
     fileprivate let handler: any RegisteredHandler
 
     var type: CommandType { Swift.type(of: payload).type }
-    /// Where the command runs in its batch (its handler's phase).
-    var phase: BatchPhase { handler.phase }
 
     /// Adds the rows this command needs to decide its outcome.
     func addNeeds(to query: inout StateQuery) {
@@ -66,6 +64,17 @@ struct CommandDecoder {
         case unknownType(String)
         case unsupportedVersion(type: String, version: Int)
         case malformed(type: String, error: String)
+        /// A `ProgressMark`: no command, only its partition's event time.
+        case progressMark(at: Date)
+
+        /// The envelope's time, when the record decoded.
+        var at: Date? {
+            switch self {
+            case .command(let c): c.at
+            case .progressMark(let at): at
+            case .unknownType, .unsupportedVersion, .malformed: nil
+            }
+        }
 
         /// One line for an operator: the command's type and id, or why it could not be read.
         var summary: String {
@@ -74,6 +83,7 @@ struct CommandDecoder {
             case .unknownType(let t): "unknown type \(t)"
             case .unsupportedVersion(let t, let v): "\(t) of unsupported version \(v)"
             case .malformed(let t, let e): "malformed \(t): \(e)"
+            case .progressMark: "progress mark"
             }
         }
     }
@@ -86,6 +96,10 @@ struct CommandDecoder {
     }
 
     func decode(type typeName: String?, version: Int?, value: Data) -> Outcome {
+        if typeName == ProgressMark.type {
+            guard let at = ProgressMark.at(in: value) else { return .malformed(type: ProgressMark.type, error: "not a progress mark") }
+            return .progressMark(at: at)
+        }
         guard let typeName, let type = CommandType(rawValue: typeName), let handler = registry[type] else {
             return .unknownType(typeName ?? "<none>")
         }
@@ -99,7 +113,6 @@ struct CommandDecoder {
 
 /// A handler with its command type erased, so that one table holds them all.
 private protocol RegisteredHandler: Sendable {
-    var phase: BatchPhase { get }
     func decode(version: Int, value: Data, decoder: JSONDecoder) throws -> CommandDecoder.Outcome
     func addNeeds(of command: any Command, to query: inout StateQuery)
     func apply(_ command: any Command, _ context: CommandContext, to state: inout BatchState) -> HandlerResult
@@ -107,8 +120,6 @@ private protocol RegisteredHandler: Sendable {
 
 private struct Registered<H: CommandHandler>: RegisteredHandler {
     let handler: H
-
-    var phase: BatchPhase { handler.phase }
 
     func addNeeds(of command: any Command, to query: inout StateQuery) {
         handler.addNeeds(of: command as! H.Handled, to: &query)

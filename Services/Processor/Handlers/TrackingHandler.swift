@@ -42,8 +42,6 @@ enum TrackingOutcome: Hashable, Sendable {
 /// foreign id is refused even before its delivery is known; only "past the sent count" needs
 /// the delivery row.
 struct TrackingHandler: CommandHandler {
-    var phase: BatchPhase { .tracking }
-
     func addNeeds(of c: TrackingReported, to query: inout StateQuery) { query.deliveryIds.insert(c.deliveryId) }
 
     func apply(_ c: TrackingReported, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {

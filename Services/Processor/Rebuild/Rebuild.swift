@@ -9,12 +9,10 @@ import Synchronization
 /// 0, into a new store (docs/ARCHITECTURE.md#replay-and-rebuild), and switches over to it without
 /// sending anything twice.
 ///
-/// The topics are replayed one after the other — admin, registration, notification, tracking —
-/// each up to its target offsets, through the same applier the processor uses. Running them in
-/// that order gives every command the state its own run found as long as the commands it
-/// depends on were applied first then too: a send finds its devices, a report its send. (A
-/// single processor reading all topics at once from offset 0 could apply a send before the
-/// registrations it targets.)
+/// Every command topic is replayed up to its target offsets, in the event order the live
+/// processors apply (`EventOrder`), through the same applier: each command is decided against
+/// exactly the commands before it in that order, as it was live, so the new store is the live
+/// one (docs/ARCHITECTURE.md#state-is-a-function-of-the-log).
 ///
 /// Nothing leaves a rebuild: outbound records are not published again (the devices got them
 /// the first time), and outbox jobs are written as `replayed`, which no dispatcher sends.
@@ -33,10 +31,10 @@ public enum Rebuild {
         public var previous: String?
         /// Step 2: the processors on `previous` are stopped; finish and carry its outbox over.
         public var switchOver = false
-        /// Several rebuilds into the same store run together, every one with `join`: they share
-        /// the work through consumer groups (one per topic), and a store that holds offsets
-        /// already is joined rather than refused. Without it, the rebuild reads every
-        /// partition itself and joins no group.
+        /// Several rebuilds into the same store run together, every one with `join`: they take
+        /// turns through one consumer group (the one holding its lease applies, the others stand
+        /// by and carry on if it stops), and a store that holds offsets already is joined rather
+        /// than refused. Without it, the rebuild joins no group.
         public var join = false
         /// How often progress is written to standard error; nil writes none.
         public var progressInterval: Duration? = .seconds(1)
@@ -64,6 +62,9 @@ public enum Rebuild {
         public var outboundNotRepublished = 0
         /// Outbox jobs copied from the previous store (switch-over only).
         public var outboxCarried = 0
+        /// Records read but not applied: without a previous store, the last records of the log
+        /// may still wait for progress marks, which only live processors write; they apply them.
+        public var waiting = 0
     }
 
     public enum Failure: Error, CustomStringConvertible {
@@ -128,39 +129,24 @@ public enum Rebuild {
         let progress = RebuildProgress(start: start, target: target)
         let outbound = DiscardedOutbound()
         var summary = Summary()
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        for (key, limit) in target where limit > start[key] ?? 0 {
+            summary.records[key.topic, default: 0] += Int(limit - (start[key] ?? 0))
+        }
+        summary.waiting = try await withThrowingTaskGroup(of: Int.self) { group in
             if let interval = options.progressInterval {
-                group.addTask { try await progress.report(every: interval) }
-            }
-            // Alone, the rebuild starts every topic's consumer at once, so that a topic is fetched
-            // while the ones before it are applied; each applies its first record only once
-            // those are done (its turn). Members of groups (`join`) start each topic in its turn:
-            // a member that fetched without polling would overrun max.poll.interval.ms.
-            var turn = Turn.open
-            var replays = 0
-            for topic in topics {
-                let limits = target.filter { $0.key.topic == topic }
-                let remaining = limits.filter { $0.value > start[$0.key] ?? 0 }
-                summary.records[topic] = Int(remaining.reduce(0) { $0 + $1.value - (start[$1.key] ?? 0) })
-                guard !remaining.isEmpty else { continue }
-                let (mine, next) = (turn, Turn())
-                turn = next
-                replays += 1
-                let work: @Sendable () async throws -> Void = {
-                    try await replay(topic: topic, limits: limits, remaining: Array(remaining.keys), after: options.join ? nil : mine,
-                                     options: options, store: store, outbound: outbound, progress: progress,
-                                     configuration: configuration, verifier: verifier, logger: logger)
-                    next.open()
-                }
-                if options.join {
-                    try await work()
-                } else {
-                    group.addTask(operation: work)
+                group.addTask {
+                    try await progress.report(every: interval)
+                    return 0
                 }
             }
-            // Every replay's end, or the first failure; then the progress reporter is stopped.
-            if !options.join { for _ in 0..<replays { try await group.next() } }
+            group.addTask {
+                try await replay(target: target, start: start, closesAtLimits: previous != nil, options: options, store: store,
+                                 outbound: outbound, progress: progress, configuration: configuration, verifier: verifier,
+                                 logger: logger)
+            }
+            let waiting = try await group.next() ?? 0
             group.cancelAll()
+            return waiting
         }
         if options.progressInterval != nil { progress.printLine(final: true) }
         summary.outboundNotRepublished = outbound.count
@@ -174,46 +160,54 @@ public enum Rebuild {
         return summary
     }
 
-    /// Applies `topic` from the new store's offsets up to `limits`, until the store holds them.
-    /// Alone, the rebuild reads the `remaining` partitions itself; with `join`, rebuilds into the
-    /// same store share the work, one consumer group per store and topic.
-    private static func replay(topic: String, limits: [PartitionKey: Int64], remaining: [PartitionKey], after turn: Turn?, options: Options,
+    /// Applies every command topic, in event order, from the new store's offsets up to `target`,
+    /// and stops when nothing more can be applied; with `join`, rebuilds into the same store take
+    /// turns through one consumer group per store (the one holding its lease applies), until the
+    /// store holds the targets. Returns the records left
+    /// waiting for progress marks (see `ReplayConsumer`).
+    private static func replay(target: [PartitionKey: Int64], start: [PartitionKey: Int64], closesAtLimits: Bool, options: Options,
                                store: any BatchStore, outbound: DiscardedOutbound, progress: RebuildProgress,
-                               configuration: ProcessorConfiguration, verifier: any DeviceTokenVerifier, logger: Logger) async throws {
-        // A group per store and topic: nothing is shared with live processors, and rebuilds
-        // into the same store (`join`) split the partitions between them. (A lone rebuild joins
-        // no group, and so skips the wait for one to form: seconds per topic against Tansu.)
-        let group = "\(configuration.groupId).rebuild.\(storeTag(configuration.shared.store)).\(topic)"
+                               configuration: ProcessorConfiguration, verifier: any DeviceTokenVerifier, logger: Logger) async throws -> Int {
+        // A group per store: nothing is shared with live processors, and rebuilds into the same
+        // store (`join`) take turns. (A lone rebuild joins no group, and so skips the wait for one
+        // to form: seconds against Tansu.)
+        let group = "\(configuration.groupId).rebuild.\(storeTag(configuration.shared.store))"
         var consumerConfiguration = configuration.consumerConfiguration(groupId: group)
         consumerConfiguration.maxBatchSize = options.batchSize
-        let consumer = ReplayConsumer(configuration: consumerConfiguration, topics: [topic],
+        let topics = configuration.shared.topics.commandTopics
+        let consumer = ReplayConsumer(configuration: consumerConfiguration, topics: topics,
                                       store: store, outbound: outbound, verifier: verifier, logger: logger,
-                                      limits: limits, partitions: options.join ? nil : remaining,
-                                      startAfter: turn?.wait, maxDevicesPerUser: configuration.maxDevicesPerUser,
+                                      limits: target, partitions: Array(target.keys),
+                                      leaseTopic: options.join ? configuration.shared.topics.processorLease : nil, closesAtLimits: closesAtLimits, maxDevicesPerUser: configuration.maxDevicesPerUser,
                                       trackingParkTime: .milliseconds(configuration.trackingParkTtlMs))
         let clock = ContinuousClock()
         let began = clock.now
-        logger.info("replaying topic", metadata: ["topic": "\(topic)"])
-        try await withThrowingTaskGroup(of: Bool.self) { tasks in
+        logger.info("replaying the command topics", metadata: ["topics": "\(topics)"])
+        let waiting = try await withThrowingTaskGroup(of: Int?.self) { tasks in
             tasks.addTask {
-                try await consumer.run()
-                return false
+                let waiting = try await consumer.run()
+                return options.join ? nil : waiting
             }
             tasks.addTask {
-                while true {
-                    let stored = try await store.offsets(topics: [topic])
+                // Stopped by cancellation once a lone rebuild's consumer is done.
+                while !Task.isCancelled {
+                    let stored = try await store.offsets(topics: topics)
                     progress.record(stored)
-                    if remaining.allSatisfy({ (stored[$0] ?? 0) >= limits[$0]! }) { return true }
-                    try await Task.sleep(for: .milliseconds(100))
+                    if options.join && target.allSatisfy({ (stored[$0.key] ?? 0) >= $0.value }) { return 0 }
+                    try? await Task.sleep(for: .milliseconds(100))
                 }
+                return nil
             }
-            let reached = try await tasks.next() ?? false
+            let ended = try await tasks.next() ?? nil
             tasks.cancelAll()
             while try await tasks.next() != nil {}
-            guard reached else { throw Failure.consumerStopped(topic) }
+            guard let ended else { throw Failure.consumerStopped(topics.joined(separator: ", ")) }
+            progress.record(try await store.offsets(topics: topics))
+            return ended
         }
-        logger.info("topic replayed", metadata: ["topic": "\(topic)",
-                                                 "seconds": "\(Double((clock.now - began).inMilliseconds) / 1000)"])
+        logger.info("command topics replayed", metadata: ["seconds": "\(Double((clock.now - began).inMilliseconds) / 1000)",
+                                                        "records_waiting": "\(waiting)"])
+        return waiting
     }
 
     /// A short stable name for a store location (its password stays out of group names).
@@ -234,28 +228,6 @@ public enum Rebuild {
             carried += jobs.count
             after = last.id
         }
-    }
-}
-
-/// A topic's turn to be applied: opened once, when the topics before it are done.
-final class Turn: Sendable {
-    private let opened: AsyncStream<Void>
-    private let opener: AsyncStream<Void>.Continuation
-
-    init() { (opened, opener) = AsyncStream<Void>.makeStream() }
-
-    static var open: Turn {
-        let turn = Turn()
-        turn.open()
-        return turn
-    }
-
-    func open() { opener.finish() }
-
-    /// Returns once the turn is open; throws `CancellationError` if cancelled before.
-    func wait() async throws {
-        for await _ in opened {}
-        try Task.checkCancellation()
     }
 }
 

@@ -3,45 +3,67 @@ import Kafka
 import Logging
 import Projections
 
-/// A rebuild's consumer: applies a topic's partitions from the new store's offsets up to the
-/// log ends the rebuild started with (`limits`), through the same `ApplyLoop` as a live processor
-/// but with a replaying applier — outbox jobs are written as `replayed`, outbound records
-/// discarded — so a rebuild sends nothing.
+/// A rebuild's consumer: applies the command topics' partitions, in event order, from the new
+/// store's offsets up to the log ends the rebuild started with (`limits`), through the same
+/// `ApplyLoop` as a live processor but with a replaying applier — outbox jobs are written as
+/// `replayed`, outbound records discarded — so a rebuild sends nothing.
 final class ReplayConsumer: Sendable {
     private let configuration: KafkaConsumerConfiguration
     private let loop: ApplyLoop
     private let limits: [PartitionKey: Int64]
-    private let partitions: [PartitionKey]?
-    private let startAfter: (@Sendable () async throws -> Void)?
+    private let partitions: [PartitionKey]
+    private let lease: ProcessorLease?
+    private let closesAtLimits: Bool
 
     /// - Parameters:
     ///   - limits: Records at or past a partition's limit are not applied (none of a partition
     ///     without one).
-    ///   - partitions: The partitions to read without a consumer group (a lone rebuild); nil
-    ///     joins the configuration's group (rebuilds sharing the work).
-    ///   - startAfter: Awaited before the first batch is applied (fetching has begun by then).
+    ///   - partitions: Every command partition.
+    ///   - leaseTopic: With one, rebuilds into the same store (`--join`) take turns: the one that
+    ///     holds the lease of the configuration's group applies, the others stand by; nil: a lone
+    ///     rebuild.
+    ///   - closesAtLimits: The limits are where a serving store stands, so a partition at its
+    ///     limit holds nothing back: every record the serving store applied is applied. Without
+    ///     it (the limits are the log's ends), records that the live processors could not decide
+    ///     yet either — they wait for progress marks — are left for them.
     init(configuration: KafkaConsumerConfiguration, topics: [String], store: any BatchStore, outbound: any OutboundPublisher,
-         verifier: any DeviceTokenVerifier, logger: Logger, limits: [PartitionKey: Int64], partitions: [PartitionKey]?,
-         startAfter: (@Sendable () async throws -> Void)?, maxDevicesPerUser: Int, trackingParkTime: Duration) {
+         verifier: any DeviceTokenVerifier, logger: Logger, limits: [PartitionKey: Int64], partitions: [PartitionKey],
+         leaseTopic: String?, closesAtLimits: Bool, maxDevicesPerUser: Int, trackingParkTime: Duration) {
         self.configuration = configuration
         self.limits = limits
         self.partitions = partitions
-        self.startAfter = startAfter
+        self.lease = leaseTopic.map { ProcessorLease(configuration: configuration, topic: $0, logger: logger) }
+        self.closesAtLimits = closesAtLimits
         let applier = BatchApplier(store: store, outbound: outbound, verifier: verifier, logger: logger, replaying: true,
                                    maxDevicesPerUser: maxDevicesPerUser, trackingParkTime: trackingParkTime)
-        loop = ApplyLoop(store: store, topics: topics, applier: applier, unseenStart: 0, logger: logger)
+        loop = ApplyLoop(store: store, topics: topics, applier: applier, unseenStart: 0, maxBatch: configuration.maxBatchSize,
+                         marks: nil, logger: logger)
     }
 
-    /// Applies batches until cancelled; the rebuild watches the store to know when the limits are
-    /// reached (other rebuilds may apply some of the partitions).
-    func run() async throws {
+    /// Applies batches until every partition reached its limit and nothing more can be applied,
+    /// and returns the records left waiting. With a lease, runs until cancelled (the rebuild
+    /// watches the store, which another member may be the one to fill).
+    @discardableResult
+    func run() async throws -> Int {
+        guard let lease else { return try await replay() }
+        try await lease.run { _ = try await self.replay() }
+        return 0
+    }
+
+    private func replay() async throws -> Int {
         let consumer = try await loop.makeConsumer(configuration, partitions: partitions)
+        defer { loop.release(partitions) }
         do {
-            try await startAfter?()
-            for try await batch in consumer.batches() {
-                let records = ApplyLoop.records(batch).filter { $0.offset < limits[$0.partition] ?? 0 }
-                _ = try await loop.apply(records, consumer: consumer)
+            var waiting = 0
+            if try await !settle(consumer) {
+                for try await batch in consumer.batches() {
+                    _ = try await loop.apply(batch, consumer: consumer, limits: limits)
+                    if try await settle(consumer) { break }
+                }
             }
+            waiting = loop.order.withLock { $0.buffered }
+            await consumer.close()
+            return waiting
         } catch is CancellationError {
             // The rebuild saw its limits reached and stopped it.
         } catch {
@@ -49,5 +71,21 @@ final class ReplayConsumer: Sendable {
             throw error
         }
         await consumer.close()
+        return 0
+    }
+
+    /// Closes the partitions that reached their limits (when the limits are a serving store's) and
+    /// applies what that frees; true when a lone rebuild has nothing more to read.
+    private func settle(_ consumer: KafkaConsumer) async throws -> Bool {
+        let reached = loop.order.withLock { order in
+            order.claimed.filter { (order.next($0) ?? 0) >= limits[$0] ?? 0 }
+        }
+        if closesAtLimits {
+            let closing = loop.order.withLock { order in
+                reached.filter { order.close($0) }
+            }
+            if !closing.isEmpty { _ = try await loop.apply([], consumer: consumer, limits: limits) }
+        }
+        return reached.count == partitions.count
     }
 }

@@ -1,0 +1,234 @@
+import Foundation
+import Contracts
+import Projections
+
+/// Puts the records of the command partitions a processor reads into one order that depends on
+/// the log alone, never on when each partition happened to be fetched
+/// (docs/ARCHITECTURE.md#state-is-a-function-of-the-log).
+///
+/// Each record has an *event time*: the largest `at` of its partition up to and including it
+/// (a record whose `at` is earlier than one before it counts as that later time). Event times
+/// never decrease along a partition, and the order is by event time, then topic (in the order
+/// the topics were given: admin, registration, notification, tracking), partition and offset.
+///
+/// A record is released only when no record of any lane can come before it: every lane either
+/// holds a later record already, or has shown — by a record or a `ProgressMark` — an event time
+/// that puts everything it may still receive after it. A lane with nothing new holds the others
+/// back; `marksNeeded` names the lanes a progress mark would free.
+struct EventOrder {
+    /// A record's place in the order.
+    struct Key: Comparable, Sendable, CustomStringConvertible {
+        var time: Int64
+        var rank: Int
+        var partition: Int32
+        var offset: Int64
+
+        static func < (a: Key, b: Key) -> Bool {
+            (a.time, a.rank, a.partition, a.offset) < (b.time, b.rank, b.partition, b.offset)
+        }
+
+        static let last = Key(time: .max, rank: .max, partition: .max, offset: .max)
+
+        var description: String { "\(time)/\(rank)/\(partition)/\(offset)" }
+    }
+
+    private struct Lane {
+        var rank: Int
+        /// The next offset expected from the consumer.
+        var next: Int64
+        /// The event time of the last record received (released or not).
+        var time: Int64
+        /// Received, not yet released, in offset order from `head`.
+        var buffer: [DecodedRecord] = []
+        var head = 0
+        /// Nothing more comes that is not already applied elsewhere (a rebuild at its target).
+        var closed = false
+        /// The time of a progress mark asked for and not yet seen in the lane.
+        var markedAt: Int64?
+
+        var isEmpty: Bool { head == buffer.count }
+
+        /// No record the lane may still receive comes before this key.
+        func bound(_ partition: PartitionKey) -> Key {
+            closed ? .last : Key(time: time, rank: rank, partition: partition.partition, offset: next)
+        }
+    }
+
+    private var lanes: [PartitionKey: Lane] = [:]
+    private let ranks: [String: Int]
+
+    /// `topics` in the order that breaks ties between equal event times.
+    init(topics: [String]) {
+        ranks = Dictionary(uniqueKeysWithValues: topics.enumerated().map { ($1, $0) })
+    }
+
+    /// Starts (or restarts, after an offset conflict) `partition` at its stored next offset and
+    /// the event time stored with it; whatever was received for it before is dropped.
+    mutating func claim(_ partition: PartitionKey, next: Int64, time: Int64) {
+        lanes[partition] = Lane(rank: ranks[partition.topic] ?? ranks.count, next: next, time: time)
+    }
+
+    /// Forgets `partition` (revoked): its records are no longer released.
+    mutating func drop(_ partition: PartitionKey) {
+        lanes[partition] = nil
+    }
+
+    /// `partition` receives nothing more (a rebuild reached the offset the serving store stands at):
+    /// it no longer holds the other lanes back.
+    /// Returns whether it was open.
+    mutating func close(_ partition: PartitionKey) -> Bool {
+        guard let lane = lanes[partition], !lane.closed else { return false }
+        lanes[partition]!.closed = true
+        return true
+    }
+
+    var claimed: Set<PartitionKey> { Set(lanes.keys) }
+
+    /// Records received and not released yet.
+    var buffered: Int { lanes.values.reduce(0) { $0 + $1.buffer.count - $1.head } }
+
+    /// The next offset expected for `partition`, nil when it is not claimed.
+    func next(_ partition: PartitionKey) -> Int64? { lanes[partition]?.next }
+
+    /// Takes consumed records (in offset order within each partition) and gives each its event
+    /// time. Records of partitions not claimed, and records before a lane's next offset (already
+    /// applied, or fetched again after a seek), are dropped.
+    mutating func add(_ records: [DecodedRecord]) {
+        for var record in records {
+            guard var lane = lanes[record.partition], record.offset >= lane.next else { continue }
+            lanes[record.partition] = nil  // keeps the buffer uniquely referenced while it grows
+            if let at = record.at { lane.time = max(lane.time, at) }
+            record.eventTime = lane.time
+            lane.next = record.offset + 1
+            if let marked = lane.markedAt, lane.time >= marked { lane.markedAt = nil }
+            if lane.head > 0 && lane.head == lane.buffer.count {
+                lane.buffer.removeAll(keepingCapacity: true)
+                lane.head = 0
+            }
+            lane.buffer.append(record)
+            lanes[record.partition] = lane
+        }
+    }
+
+    /// Releases up to `limit` records, in order, as far as no lane can still receive an earlier
+    /// one.
+    mutating func release(limit: Int) -> [DecodedRecord] {
+        var bound = Key.last
+        var heads = Heap<Key, PartitionKey>()
+        for (partition, lane) in lanes {
+            if lane.isEmpty {
+                bound = min(bound, lane.bound(partition))
+            } else {
+                heads.push(key(of: lane.buffer[lane.head], rank: lane.rank), partition)
+            }
+        }
+        var out: [DecodedRecord] = []
+        while out.count < limit, let (key, partition) = heads.top, key < bound {
+            heads.pop()
+            var lane = lanes.removeValue(forKey: partition)!
+            out.append(lane.buffer[lane.head])
+            lane.head += 1
+            if lane.isEmpty {
+                bound = min(bound, lane.bound(partition))
+            } else {
+                heads.push(self.key(of: lane.buffer[lane.head], rank: lane.rank), partition)
+            }
+            lanes[partition] = lane
+        }
+        for (partition, lane) in lanes where lane.head > 4_096 && lane.head * 2 > lane.buffer.count {
+            lanes[partition]!.buffer.removeFirst(lane.head)
+            lanes[partition]!.head = 0
+        }
+        return out
+    }
+
+    /// The lanes that hold released-able records back while they have nothing new: each with
+    /// the time a progress mark there must state to free every record waiting now (at least
+    /// `now`, in milliseconds since 1970). `atEnd` says whether the consumer has read a lane to
+    /// its partition's end; lanes with records still to fetch are waited for, not marked, and a
+    /// lane is not marked again while its last mark is still on the way.
+    mutating func marksNeeded(now: Int64, atEnd: (PartitionKey, Int64) -> Bool) -> [(partition: PartitionKey, time: Int64)] {
+        var latest = Int64.min
+        for lane in lanes.values {
+            for record in lane.buffer[lane.head...].reversed() where !record.isProgressMark {
+                latest = max(latest, record.eventTime)
+                break
+            }
+        }
+        guard latest > .min else { return [] }
+        let time = max(now, latest + 1)
+        var marks: [(partition: PartitionKey, time: Int64)] = []
+        // Every lane whose time does not pass the latest waiting record holds one of them back.
+        for (partition, lane) in lanes where lane.isEmpty && !lane.closed && lane.markedAt == nil
+            && lane.time <= latest && atEnd(partition, lane.next) {
+            lanes[partition]!.markedAt = time
+            marks.append((partition, time))
+        }
+        return marks
+    }
+
+    /// A progress mark asked for by `marksNeeded` was appended at `offset`: when nothing lies
+    /// between the lane's last record and it, the lane's time is the mark's at once, without
+    /// waiting to read it back (it will arrive with that same event time).
+    /// Returns whether that freed the lane.
+    mutating func markAppended(_ partition: PartitionKey, offset: Int64, time: Int64) -> Bool {
+        guard var lane = lanes[partition], offset == lane.next, lane.isEmpty, lane.time < time else { return false }
+        lane.time = time
+        lanes[partition] = lane
+        return true
+    }
+
+    /// A mark that could not be appended may be asked for again.
+    mutating func markFailed(_ partition: PartitionKey) {
+        lanes[partition]?.markedAt = nil
+    }
+
+    /// A progress mark changes no state, so it need not wait for anything: at the head of its
+    /// lane it goes first (its lane's time, which is what the mark is for, is already counted).
+    /// Otherwise marks would wait for marks elsewhere, which would ask for marks in turn.
+    private func key(of record: DecodedRecord, rank: Int) -> Key {
+        Key(time: record.isProgressMark ? .min : record.eventTime, rank: rank, partition: record.partition.partition,
+            offset: record.offset)
+    }
+}
+
+/// A binary min-heap of keys with a value each.
+struct Heap<Key: Comparable, Value> {
+    private var items: [(key: Key, value: Value)] = []
+
+    var top: (Key, Value)? { items.first.map { ($0.key, $0.value) } }
+    var isEmpty: Bool { items.isEmpty }
+
+    mutating func push(_ key: Key, _ value: Value) {
+        items.append((key, value))
+        var i = items.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard items[i].key < items[parent].key else { break }
+            items.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    mutating func pop() {
+        guard !items.isEmpty else { return }
+        items.swapAt(0, items.count - 1)
+        items.removeLast()
+        var i = 0
+        while true {
+            let l = 2 * i + 1, r = l + 1
+            var smallest = i
+            if l < items.count && items[l].key < items[smallest].key { smallest = l }
+            if r < items.count && items[r].key < items[smallest].key { smallest = r }
+            guard smallest != i else { return }
+            items.swapAt(i, smallest)
+            i = smallest
+        }
+    }
+}
+
+/// Event times are counted in milliseconds since 1970, the precision of an envelope's `at`.
+enum EventTime {
+    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+    static func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
+}
