@@ -135,10 +135,14 @@ final class ProcessorFleet: @unchecked Sendable {
     let ports: [Int]
     let directory: URL
     let topics = Topics(prefix: "pushline.")
+    /// Whether `stop()` stops the broker too (it was started for this fleet).
+    private let ownsBroker: Bool
 
+    /// `broker`: a broker other fleets share (not stopped with this fleet); nil starts one.
     static func start(processors count: Int, store location: String, environment: [String: String] = [:],
-                      partitions: Int = 12) async throws -> ProcessorFleet {
-        let broker = try await TestBroker.start()
+                      partitions: Int = 12, broker shared: TestBroker? = nil) async throws -> ProcessorFleet {
+        let broker: TestBroker
+        if let shared { broker = shared } else { broker = try await TestBroker.start() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-fleet-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let group = "pushline-fleet-" + UUID().uuidString
@@ -159,7 +163,7 @@ final class ProcessorFleet: @unchecked Sendable {
         }
         let store = try await ProjectionStoreFactory.open(location, logger: Logger(label: "fleet"))
         let fleet = ProcessorFleet(broker: broker, store: store, storeLocation: location, processors: processors, ports: ports,
-                                   directory: directory)
+                                   directory: directory, ownsBroker: shared == nil)
         do {
             for (processor, port) in zip(processors, ports) {
                 try FileManager.default.createDirectory(at: processor.logURL.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -174,7 +178,8 @@ final class ProcessorFleet: @unchecked Sendable {
     }
 
     private init(broker: TestBroker, store: any ProjectionStore, storeLocation: String, processors: [ServiceProcess], ports: [Int],
-                 directory: URL) {
+                 directory: URL, ownsBroker: Bool) {
+        self.ownsBroker = ownsBroker
         self.broker = broker
         self.store = store
         self.storeLocation = storeLocation
@@ -224,7 +229,7 @@ final class ProcessorFleet: @unchecked Sendable {
 
     func stop() async {
         for processor in processors { _ = try? await processor.stop() }
-        try? await broker.stop()
+        if ownsBroker { try? await broker.stop() }
         try? FileManager.default.removeItem(at: directory)
     }
 }

@@ -1,0 +1,104 @@
+import Contracts
+import Foundation
+import Kafka
+import Logging
+import Projections
+import TestSupport
+import XCTest
+
+/// The differential test of "the store is a function of the log": a random history of every
+/// kind of command (`RandomHistory`), produced in bursts into one broker while three deployments
+/// apply it live — one processor on SQLite, three on PostgreSQL of which the active one is
+/// killed mid-stream, and (once it is all written) one started late on a fresh store over the
+/// whole backlog — then a rebuild. Every store must hold the same rows.
+///
+/// The deployments share one log on purpose: the progress marks any of them appends are part of
+/// the log the others read, as they would be in production. The seed is random and printed;
+/// `PUSHLINE_TEST_SEED=<seed>` runs one history again.
+final class RandomHistoryTests: XCTestCase {
+    private var fleets: [ProcessorFleet] = []
+    private var broker: TestBroker?
+
+    override func tearDown() async throws {
+        for fleet in fleets { await fleet.stop() }
+        try? await broker?.stop()
+    }
+
+    func testEveryDeploymentAndARebuildOfARandomHistoryHoldTheSameRows() async throws {
+        let seed = ProcessInfo.processInfo.environment["PUSHLINE_TEST_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
+        print("RandomHistoryTests seed: \(seed) (PUSHLINE_TEST_SEED=\(seed) repeats this history)")
+        let history = try RandomHistory(seed: seed)
+        let broker = try await TestBroker.start()
+        self.broker = broker
+        let postgres = try await PostgresServer.shared()
+
+        let one = try await ProcessorFleet.start(processors: 1, store: "sqlite:\(ScaleOutTests.temporaryPath("history-one"))",
+                                                 environment: ["PUSHLINE_MAX_BATCH": "50"], broker: broker)
+        fleets.append(one)
+        let three = try await ProcessorFleet.start(processors: 3, store: try await postgres.createDatabase("h_\(UInt32.random(in: 0...UInt32.max))"),
+                                                   environment: ["PUSHLINE_MAX_BATCH": "20"], broker: broker)
+        fleets.append(three)
+
+        // In bursts, so that the live deployments apply while it is written; the active processor
+        // of the three is killed halfway.
+        let bursts = stride(from: 0, to: history.commands.count, by: 40).map { Array(history.commands[$0..<min($0 + 40, history.commands.count)]) }
+        for (index, burst) in bursts.enumerated() {
+            try await MixedStream.produce(burst, brokers: broker.bootstrapServers)
+            if index == bursts.count / 2 {
+                try await eventually("one of the three holds the lease") { (try? three.active()) != nil }
+                try await three.processors[try three.active()].stop(signal: SIGKILL)
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let late = try await ProcessorFleet.start(processors: 1, store: "sqlite:\(ScaleOutTests.temporaryPath("history-late"))",
+                                                  environment: ["PUSHLINE_ACCEPT_EXISTING_LOG": "true"], broker: broker)
+        fleets.append(late)
+        try await waitUntilEveryStoreHoldsTheWholeLog(of: broker, fleets: [one, three, late], seed: seed)
+
+        let rebuiltPath = ScaleOutTests.temporaryPath("history-rebuilt")
+        try await rebuild(into: "sqlite:\(rebuiltPath)", broker: broker)
+        let rebuilt = try SQLiteProjectionStore(path: rebuiltPath, logger: Logger(label: "test"))
+        let reference = try await one.store.dump()
+        for table in ["apps", "api_tokens", "devices", "registration_status", "deliveries"] {
+            XCTAssertTrue(reference.hasPrefix("\(table) ") || reference.contains("\n\(table) "), "seed \(seed): the dump has \(table) rows")
+        }
+        ScaleOutTests.assertSameDump(try await three.store.dump(), reference, "seed \(seed): 3 processors on PostgreSQL, the active one killed, vs 1 on SQLite")
+        ScaleOutTests.assertSameDump(try await late.store.dump(), reference, "seed \(seed): a processor started late over the backlog vs live")
+        ScaleOutTests.assertSameDump(try await rebuilt.dump(), reference, "seed \(seed): rebuilt vs live")
+        await rebuilt.close()
+    }
+
+    /// Waits until every fleet's store stands at the end of every command partition, twice a
+    /// second apart with no new record (progress marks are written while anything waits).
+    private func waitUntilEveryStoreHoldsTheWholeLog(of broker: TestBroker, fleets: [ProcessorFleet], seed: UInt64) async throws {
+        let topics = Topics(prefix: "pushline.").commandTopics
+        var settled: [TopicPartition: Int64] = [:]
+        do {
+            try await eventually("every deployment applied the whole log (seed \(seed))", timeout: .seconds(300)) {
+                let ends = try await KafkaAdmin.endOffsets(topics: topics, bootstrapServers: broker.bootstrapServers)
+                for fleet in fleets {
+                    let stored = try await fleet.store.offsets(topics: topics)
+                    guard ends.allSatisfy({ tp, end in end == 0 || stored[PartitionKey(topic: tp.topic, partition: tp.partition)] == end }) else {
+                        return false
+                    }
+                }
+                defer { settled = ends }
+                return ends == settled
+            }
+        } catch {
+            throw TestFailure("\(error)\n" + fleets.map { $0.logs() }.joined(separator: "\n"))
+        }
+    }
+
+    private func rebuild(into store: String, broker: TestBroker) async throws {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("history-rebuild-\(UUID().uuidString).log").path
+        let executable = ServiceProcess.binDirectory.appendingPathComponent("pushline-processor").path
+        let pid = try ProcessRunner.spawn(executable, ["rebuild", "--quiet"], environment: [
+            "PUSHLINE_KAFKA_BROKERS": broker.bootstrapServers, "PUSHLINE_STORE": store, "PUSHLINE_LOG_LEVEL": "info",
+        ], standardOutput: log, standardError: log, append: true)
+        let status = await ProcessRunner.waitForExit(pid)
+        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        try? FileManager.default.removeItem(atPath: log)
+        guard status == 0 else { throw TestFailure("rebuild exited with \(status):\n\(output)") }
+    }
+}

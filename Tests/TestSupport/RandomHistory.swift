@@ -1,0 +1,95 @@
+import Contracts
+import Foundation
+
+/// A seeded random history of commands of every kind, written to race: tokens issued and
+/// revoked, app settings changed, registrations and cleanups around sends, tokens moving between
+/// users, acknowledgements and engagement reports both before and after the sends they name, and
+/// `at`s that are not in production order (a record may be older than one produced before it).
+/// The same seed gives the same commands, in the same production order, byte for byte.
+public struct RandomHistory: Sendable {
+    public let seed: UInt64
+    public let commands: [EncodedCommand]
+
+    public init(seed: UInt64, count: Int = 600, topics: Topics = Topics(prefix: "pushline.")) throws {
+        self.seed = seed
+        var random = SplitMix64(seed: seed)
+        let encoder = WireJSON.encoder()
+        let base = Date(timeIntervalSince1970: 1_790_000_000)
+
+        struct App {
+            var org: UUID
+            var id: UUID
+            var tokens: [(id: UUID, hash: String)]
+            var sends: [(delivery: UUID, nid: String, managed: Bool)]
+        }
+        var apps: [App] = []
+        var out: [EncodedCommand] = []
+        var step = 0
+        func pick(_ n: Int) -> Int { Int(random.next() % UInt64(max(1, n))) }
+        func add<C: Command>(_ command: C) throws {
+            step += 1
+            // Mostly in order, some up to 60 ms older than records produced before them.
+            let at = base.addingTimeInterval(Double(step * 20 - pick(4) * 20) / 1000)
+            out.append(try EncodedCommand(command, topics: topics, id: random.uuid(), at: at, encoder: encoder))
+        }
+        func device(_ app: Int, _ n: Int) -> String {
+            String(format: "%016llx", seed) + String(format: "%032x", app) + String(format: "%016x", n)
+        }
+
+        for a in 0..<2 {
+            let token = (id: random.uuid(), hash: ApiTokens.hash("history-\(seed)-\(a)-0"))
+            let app = App(org: random.uuid(), id: random.uuid(), tokens: [token], sends: [])
+            try add(AppCreated(orgId: app.org, mobileAppId: app.id, name: "history \(a)", tokenId: token.id, tokenHash: token.hash))
+            apps.append(app)
+        }
+        // Sends are announced before they happen, so that acks and reports may come first.
+        for a in apps.indices {
+            for _ in 0..<12 { apps[a].sends.append((random.uuid(), "n-\(random.next() % 1_000_000)", random.next() % 2 == 0)) }
+        }
+        var sent = [Int](repeating: 0, count: apps.count)
+
+        while out.count < count {
+            let a = pick(apps.count)
+            let app = apps[a]
+            let user = "u\(pick(6))"
+            switch pick(100) {
+            case 0..<30:
+                // Mostly a current token, sometimes a revoked or unknown one.
+                let hash = pick(10) == 0 ? ApiTokens.hash("forged-\(random.next())") : app.tokens[pick(app.tokens.count)].hash
+                try add(DeviceRegistrationRequested(
+                    registrationRequestId: random.uuid(), orgId: app.org, mobileAppId: app.id, userId: user, platform: .ios,
+                    deviceToken: device(a, pick(10)), apiTokenHash: hash, trackStatus: true, callback: nil))
+            case 30..<38:
+                try add(DeviceCleanupRequested(orgId: app.org, mobileAppId: app.id, userId: user,
+                                               deviceToken: pick(3) == 0 ? nil : device(a, pick(10)), apiTokenHash: app.tokens[0].hash))
+            case 38..<55:
+                guard sent[a] < app.sends.count else { continue }
+                let send = app.sends[sent[a]]
+                sent[a] += 1
+                let users = (0..<(1 + pick(3))).map { _ in "u\(pick(6))" }
+                try add(NotificationRequested(deliveryId: send.delivery, mobileAppId: app.id, target: NotificationTarget(userIds: users),
+                                              content: NotificationContent(title: "t \(send.nid)", body: "b"), managed: send.managed,
+                                              businessId: send.managed ? "bid" : nil, tracking: pick(5) != 0))
+            case 55..<67:
+                let send = app.sends[pick(app.sends.count)]
+                try add(NotificationAcknowledged(mobileAppId: app.id, notificationId: send.nid, deviceToken: device(a, pick(10))))
+            case 67..<82:
+                let send = app.sends[pick(app.sends.count)]
+                let series = MessageId.Series(deliveryId: send.delivery)
+                let events = (0..<(1 + pick(3))).map { _ in
+                    TrackingEvent(broadlogId: series.make(index: pick(4)), action: TrackingAction.allCases[pick(3)])
+                }
+                try add(TrackingReported(mobileAppId: app.id, deliveryId: send.delivery, events: events))
+            case 82..<88:
+                let token = (id: random.uuid(), hash: ApiTokens.hash("history-\(seed)-\(a)-\(app.tokens.count)"))
+                apps[a].tokens.append(token)
+                try add(ApiTokenIssued(mobileAppId: app.id, tokenId: token.id, tokenHash: token.hash))
+            case 88..<94:
+                try add(ApiTokenRevoked(mobileAppId: app.id, tokenId: app.tokens[pick(app.tokens.count)].id))
+            default:
+                try add(AppSettingsChanged(mobileAppId: app.id, name: "renamed \(pick(1_000))", webhookRetries: pick(4)))
+            }
+        }
+        commands = out
+    }
+}
