@@ -5,7 +5,8 @@ import TestSupport
 
 /// `pushline-loadgen`: writes `MixedStream`'s deterministic mixed command stream (admin,
 /// registration, notification, tracking) straight to the command topics, creating them when
-/// missing — the input of `scripts/bench-processor`.
+/// missing, then a progress mark on every partition past the stream's end — the input of
+/// `scripts/bench-processor`.
 ///
 ///   pushline-loadgen --brokers 127.0.0.1:9092 --commands 1000000 [--seed 1] [--prefix pushline.] [--partitions 12]
 @main
@@ -37,6 +38,11 @@ struct LoadGen {
             total += encoded.count
             print("\(phase.rawValue) \(encoded.count)")
         }
+        // As a live processor would have: the log's end is past every command.
+        let marks = try await MixedStream.produceProgressMarks(at: stream.end, topics: topics.commandTopics, partitions: partitions,
+                                                               brokers: brokers)
+        total += marks
+        print("progress-marks \(marks)")
         print("total \(total)")
     }
 }

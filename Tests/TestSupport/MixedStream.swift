@@ -58,6 +58,12 @@ public struct MixedStream: Sendable {
         case admin, registration, notification, tracking
     }
 
+    private static let phaseSpan = 100_000_000
+
+    /// Later than every command's `at`: where progress marks put the partitions once the whole
+    /// stream is written (`produceProgressMarks`).
+    public var end: Date { base.addingTimeInterval(Double(Phase.allCases.count * Self.phaseSpan) / 1000) }
+
     public let sizes: Sizes
     public let topics: Topics
     public let seed: UInt64
@@ -82,7 +88,8 @@ public struct MixedStream: Sendable {
         let encoder = WireJSON.encoder()
         var random = SplitMix64(seed: seed ^ UInt64(Phase.allCases.firstIndex(of: phase)! + 1) &* 0x9E37_79B9)
         var out: [EncodedCommand] = []
-        var clock = 0
+        // Each phase's commands come after the previous phase's (a phase spans at most 10^8 ms).
+        var clock = Phase.allCases.firstIndex(of: phase)! * Self.phaseSpan
         func add<C: Command>(_ command: C) throws {
             clock += 1
             out.append(try EncodedCommand(command, topics: topics, id: random.uuid(), at: base.addingTimeInterval(Double(clock) / 1000),
@@ -162,6 +169,30 @@ public struct MixedStream: Sendable {
     func sendUsers(_ n: Int) -> [Int] {
         let start = (n &* 7919) % max(1, sizes.users)
         return (0..<min(sizes.usersPerSend, sizes.users)).map { (start + $0) % sizes.users }
+    }
+
+    /// Appends a progress mark at `at` to every partition of `topics`, as a live processor does
+    /// once nothing more arrives, so that a rebuild of a log written by this tool alone applies
+    /// it to its end. Returns how many it appended.
+    @discardableResult
+    public static func produceProgressMarks(at: Date, topics: [String], partitions: Int, brokers: String) async throws -> Int {
+        var config = KafkaProducerConfiguration()
+        config.bootstrapServers = brokers
+        let producer = try KafkaProducer(configuration: config, logger: Logger(label: "mixed-stream"))
+        let records = topics.flatMap { topic in
+            (0..<Int32(partitions)).map { partition in
+                KafkaProducerRecord(topic: topic, key: nil, value: ProgressMark.value(at: at), headers: ProgressMark.headers.fields,
+                                    partition: partition)
+            }
+        }
+        do {
+            _ = try await producer.send(records)
+        } catch {
+            await producer.shutdown()
+            throw error
+        }
+        await producer.shutdown()
+        return records.count
     }
 
     /// Produces encoded commands (this stream's or any other) in batches of 5,000, each batch

@@ -88,8 +88,12 @@ final class ApplyLoop: Sendable {
                check: ([DecodedRecord], [PartitionKey: Int64]) throws -> Void = { _, _ in }) async throws -> Bool {
         var records = Self.records(batch)
         if let limits { records.removeAll { $0.offset >= limits[$0.partition] ?? 0 } }
+        let decodeStart = ContinuousClock.now
         let decoded = await applier.decode(records)
         order.withLock { $0.add(decoded) }
+        logger.debug("records decoded", metadata: [
+            "records": "\(records.count)", "decode_ms": "\((ContinuousClock.now - decodeStart).inMilliseconds)",
+        ])
         if marks != nil {
             let now = ContinuousClock.now
             lastArrival.withLock { last in for record in records { last[record.partition] = now } }
