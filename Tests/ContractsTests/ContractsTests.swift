@@ -73,7 +73,8 @@ final class ContractsTests: XCTestCase {
         let topics = Topics()
         XCTAssertEqual(topics.commandTopics, ["pushline.commands.admin", "pushline.commands.registration",
                                               "pushline.commands.notification", "pushline.commands.tracking"])
-        XCTAssertEqual(topics.all().map(\.name).count, 6)
+        XCTAssertEqual(topics.all().map(\.name).count, 7)
+        XCTAssertEqual(topics.all().first { $0.name == "pushline.processor-lease" }?.partitions, 1, "one lease: one partition")
     }
 }
 

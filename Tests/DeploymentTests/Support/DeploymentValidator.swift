@@ -67,8 +67,8 @@ enum DeploymentValidator {
     static let sharedSettings = ["PUSHLINE_KAFKA_BROKERS", "PUSHLINE_TOPIC_PREFIX", "PUSHLINE_PARTITIONS",
                                  "PUSHLINE_STORE", "PUSHLINE_KAFKA_PROPERTIES"]
 
-    /// The code's default for PUSHLINE_PARTITIONS (README configuration table).
-    static let defaultPartitions = 12
+    /// The most processors a deployment runs: one active, the others standing by (docs/ARCHITECTURE.md#scale-out).
+    static let mostProcessors = 5
 
     static func problems(in files: DeploymentFiles, code: CodeFacts) -> [DeploymentProblem] {
         let check = Checker(code: code, dockerfile: DockerfileModel(text: files.dockerfile))
@@ -194,9 +194,9 @@ private final class Checker {
         }
         if let processor = compose.services["processor"] {
             let replicas = processor.replicas ?? 1
-            let partitions = processor.environment["PUSHLINE_PARTITIONS"].flatMap { Int($0) } ?? DeploymentValidator.defaultPartitions
-            expect(replicas >= 2, .replicas, "processor runs \(replicas) replica(s); the deployment shows scale-out with at least 2")
-            expect(replicas <= partitions, .replicas, "processor runs \(replicas) replicas but topics have \(partitions) partitions: the extra ones would sit idle")
+            expect(replicas >= 2, .replicas, "processor runs \(replicas) replica(s); the deployment needs one standing by to take over")
+            expect(replicas <= DeploymentValidator.mostProcessors, .replicas,
+                   "processor runs \(replicas) replicas: one applies, the others stand by, and more than \(DeploymentValidator.mostProcessors) only slow the group's rebalances")
         }
     }
 
