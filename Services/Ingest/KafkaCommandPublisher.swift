@@ -8,6 +8,8 @@ import Synchronization
 public final class KafkaCommandPublisher: CommandPublisher {
     private let producer: KafkaProducer
     private let readiness = Mutex<Readiness>(Readiness())
+    /// Told where every command went, to mark the partitions left behind.
+    private let marker: ProgressMarker?
 
     /// The last broker check, and the one running now that every caller waits for.
     private struct Readiness {
@@ -19,13 +21,15 @@ public final class KafkaCommandPublisher: CommandPublisher {
     /// How the broker is checked: the producer's own check unless a test counts them.
     private let reachability: @Sendable () async -> Bool
 
-    public init(producer: KafkaProducer) {
+    public init(producer: KafkaProducer, marker: ProgressMarker? = nil) {
         self.producer = producer
+        self.marker = marker
         self.reachability = { await producer.isBrokerReachable(timeout: .seconds(1)) }
     }
 
     init(producer: KafkaProducer, reachability: @escaping @Sendable () async -> Bool) {
         self.producer = producer
+        self.marker = nil
         self.reachability = reachability
     }
 
@@ -35,7 +39,8 @@ public final class KafkaCommandPublisher: CommandPublisher {
                                 headers: RecordHeaders(type: c.type, version: c.version, requestId: requestId).fields)
         }
         do {
-            _ = try await producer.send(records)
+            let reports = try await producer.send(records)
+            marker?.published(commands, reports)
             readiness.withLock { $0.ok = true; $0.checked = ContinuousClock.now }
         } catch let error as KafkaError where error.isRecordTooLarge {
             throw RecordTooLarge(reason: error.description)

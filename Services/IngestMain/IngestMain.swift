@@ -42,12 +42,16 @@ struct PushlineIngest: AsyncParsableCommand {
         let store = try await ProjectionStoreFactory.open(shared.store, logger: logger)
         logger.info("starting", metadata: ["brokers": "\(shared.brokers)", "store": "\(shared.storeForLogs)",
                                            "port": "\(configuration.port)"])
-        let app = buildApplication(configuration: configuration, publisher: KafkaCommandPublisher(producer: producer),
+        let marker = ProgressMarker(producer: producer, lead: .milliseconds(shared.progressMarkLeadMs), logger: logger) {
+            try await KafkaAdmin.endOffsets(topics: shared.topics.commandTopics, bootstrapServers: shared.brokers,
+                                            properties: shared.kafkaProperties).keys.sorted { ($0.topic, $0.partition) < ($1.topic, $1.partition) }
+        }
+        let app = buildApplication(configuration: configuration, publisher: KafkaCommandPublisher(producer: producer, marker: marker),
                                    store: store, metrics: registry, logger: logger)
-        // Shut down in reverse order: the HTTP server finishes its requests, then the producer
-        // flushes, then the store closes.
+        // Shut down in reverse order: the HTTP server finishes its requests, the marker stops,
+        // then the producer flushes, then the store closes.
         try await ServiceGroup(configuration: .init(
-            services: [ProjectionStoreService(store), producer, app],
+            services: [ProjectionStoreService(store), producer, marker, app],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         )).run()

@@ -37,11 +37,6 @@ public struct ProcessorConfiguration: Sendable {
     /// How long an owned partition may have records waiting without progress before `/health`
     /// answers 503 (`PUSHLINE_STALL_TIMEOUT_MS`).
     public var stallTimeoutMs = 60_000
-    /// How far past the clock a progress mark states its partition's time
-    /// (`PUSHLINE_PROGRESS_MARK_LEAD_MS`): a partition that stays idle is marked at most about once
-    /// per lead while records flow elsewhere, and a record arriving in it meanwhile waits at most
-    /// about that long (docs/ARCHITECTURE.md#state-is-a-function-of-the-log).
-    public var progressMarkLeadMs = 200
     /// Whether a live processor applies records written before its store was created
     /// (`PUSHLINE_ACCEPT_EXISTING_LOG`); off: it refuses them and names the rebuild instead.
     public var acceptExistingLog = false
@@ -76,7 +71,6 @@ public struct ProcessorConfiguration: Sendable {
         c.webhookAppConcurrency = try reader.int("PUSHLINE_WEBHOOK_APP_CONCURRENCY", default: c.webhookAppConcurrency, range: 1...10_000)
         c.webhookAllowPrivateTargets = try reader.bool("PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS", default: c.webhookAllowPrivateTargets)
         c.stallTimeoutMs = try reader.int("PUSHLINE_STALL_TIMEOUT_MS", default: c.stallTimeoutMs, range: 1_000...86_400_000)
-        c.progressMarkLeadMs = try reader.int("PUSHLINE_PROGRESS_MARK_LEAD_MS", default: c.progressMarkLeadMs, range: 0...60_000)
         c.acceptExistingLog = try reader.bool("PUSHLINE_ACCEPT_EXISTING_LOG", default: c.acceptExistingLog)
         return c
     }

@@ -60,9 +60,12 @@ public struct EncodedCommand: Sendable {
     public var type: String
     public var version: Int
     public var value: Data
+    /// The envelope's `at`.
+    public var at: Date
 
     /// Wraps `command` in an envelope and encodes it.
     public init<C: Command>(_ command: C, topics: Topics, id: UUID = .random(), at: Date = Date(), encoder: JSONEncoder) throws {
+        self.at = at
         self.topic = C.topic.name(in: topics)
         self.key = command.recordKey
         self.type = C.type.rawValue

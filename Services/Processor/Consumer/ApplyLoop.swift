@@ -108,15 +108,20 @@ final class ApplyLoop: Sendable {
     }
 
     /// Appends the progress marks the order asks for, on partitions read to their end that
-    /// delivered nothing for the marks' lead (a live processor only); true when one freed its
-    /// lane at once (nothing lay between the lane's last record and the mark), so that more can
-    /// be released. Also called every second, so that records waiting on a partition that
+    /// delivered nothing for `ProgressMarks.quiet` (a live processor only); true when one freed
+    /// its lane at once (nothing lay between the lane's last record and the mark), so that more
+    /// can be released. Also called every second, so that records waiting on a partition that
     /// went quiet just after its last record are freed too.
+    ///
+    /// Ingest marks every partition it leaves behind (`ProgressMarker`), so this is the fallback
+    /// for logs written by other producers, or an ingest that stopped: a partition that receives
+    /// records or marks is never marked here, so that two producers rarely write one partition
+    /// at once (the durable local broker mishandles that, see docs/ARCHITECTURE.md#known-limits).
     @discardableResult
     func appendMarks(consumer: KafkaConsumer) async throws -> Bool {
         guard let marks else { return false }
         let now = EventTime.milliseconds(Date().addingTimeInterval(marks.lead.inSeconds))
-        let quietSince = ContinuousClock.now - marks.lead
+        let quietSince = ContinuousClock.now - ProgressMarks.quiet
         let arrivals = lastArrival.withLock { $0 }
         let wanted = order.withLock { order in
             order.marksNeeded(now: now) { partition, next in
@@ -185,6 +190,8 @@ struct ProgressMarks: Sendable {
     let producer: KafkaProducer
     /// How far past the clock a mark states its partition's time (`PUSHLINE_PROGRESS_MARK_LEAD_MS`).
     let lead: Duration
+    /// How long a partition must have delivered nothing before the processor marks it itself.
+    static let quiet = Duration.seconds(2)
     private let counter = Counter(label: "pushline_processor_progress_marks_total")
 
     init(producer: KafkaProducer, lead: Duration) {
