@@ -22,6 +22,28 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func testEachPartitionKeepsTheEventTimeOfItsLastCommitThatCarriesOne(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let p0 = Fixture.partition(0), p1 = Fixture.partition(1)
+            try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: p0, expected: nil, next: 10, eventTime: 1_790_000_000_123),
+                                                            OffsetUpdate(partition: p1, expected: nil, next: 3)])
+            #expect(try await store.eventTimes(topics: [registration]) == [p0: 1_790_000_000_123, p1: 0])
+
+            // Nil keeps the stored time; a refused commit writes none.
+            try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: p0, expected: 10, next: 12)])
+            await h.assertThrows(.offsetConflict([p1])) {
+                try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: p0, expected: 12, next: 13, eventTime: 9),
+                                                                OffsetUpdate(partition: p1, expected: 2, next: 4, eventTime: 9)])
+            }
+            try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: p1, expected: 3, next: 4, eventTime: 1_790_000_000_500)])
+            #expect(try await store.eventTimes(topics: [registration]) == [p0: 1_790_000_000_123, p1: 1_790_000_000_500])
+            #expect(try await store.eventTimes(topics: [admin]).isEmpty)
+            #expect(try await store.offsets(topics: [registration]) == [p0: 12, p1: 4])
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func testExpectingNoOffsetWhereOneIsStoredConflicts(_ backend: StoreBackend) async throws {
         try await withStoreHarness(backend) { h in
             let store = try await h.openStore()

@@ -360,6 +360,7 @@ final class PostgresStoreTests: StoreTestCase {
             try await execute("ALTER TABLE \(table) DROP COLUMN token_key")  // and with it the primary key
             try await execute("ALTER TABLE \(table) ADD PRIMARY KEY (\(key))")
         }
+        try await execute("ALTER TABLE partition_offsets DROP COLUMN event_time")  // added by version 8
         try await execute("UPDATE schema_version SET version = 6")
 
         let migrated = try await openStore()

@@ -32,7 +32,9 @@ final class SchemaTests: StoreTestCase {
                 for mutation in [Mutation.upsertApp(app), .upsertApiToken(token), .upsertDevice(device)] {
                     try writer.apply(mutation)
                 }
-                try SQLiteOffsets.store([OffsetUpdate(partition: Fixture.partition(0), expected: nil, next: 7)], in: db)
+                let p0 = Fixture.partition(0)
+                try db.execute(sql: "INSERT INTO partition_offsets (topic, \"partition\", next_offset) VALUES (?, ?, 7)",
+                               arguments: [p0.topic, p0.partition])
             }
             let version = try await pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
             XCTAssertEqual(version, 1)
@@ -47,6 +49,8 @@ final class SchemaTests: StoreTestCase {
         let storedDevice = try await store.device(device.key)
         let byHash = try await store.apiToken(hash: token.tokenHash)
         let offsets = try await store.offsets(topics: [Fixture.partition(0).topic])
+        let eventTimes = try await store.eventTimes(topics: [Fixture.partition(0).topic])
+        XCTAssertEqual(eventTimes, [Fixture.partition(0): 0], "an offset stored before event times reads as time 0")
         XCTAssertEqual(storedApp, app)
         XCTAssertEqual(storedDevice, device)
         XCTAssertEqual(byHash, token)
