@@ -53,7 +53,7 @@ public struct RebuildCommand: AsyncParsableCommand {
         let summary = try await Rebuild.run(configuration: configuration, options: options, logger: logger)
         logger.info("rebuild finished", metadata: [
             "records": "\(summary.records.values.reduce(0, +))", "outbound_not_republished": "\(summary.outboundNotRepublished)",
-            "outbox_carried": "\(summary.outboxCarried)",
+            "outbox_carried": "\(summary.outboxCarried)", "records_left_for_the_processors": "\(summary.waiting)",
         ])
         if switchOver {
             print("switched: start the processors and ingest with PUSHLINE_STORE=\(configuration.shared.storeForLogs)")

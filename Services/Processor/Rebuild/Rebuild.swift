@@ -163,8 +163,8 @@ public enum Rebuild {
     /// Applies every command topic, in event order, from the new store's offsets up to `target`,
     /// and stops when nothing more can be applied; with `join`, rebuilds into the same store take
     /// turns through one consumer group per store (the one holding its lease applies), until the
-    /// store holds the targets. Returns the records left
-    /// waiting for progress marks (see `ReplayConsumer`).
+    /// store holds the targets. Returns the records left waiting for progress marks
+    /// (see `ReplayConsumer`).
     private static func replay(target: [PartitionKey: Int64], start: [PartitionKey: Int64], closesAtLimits: Bool, options: Options,
                                store: any BatchStore, outbound: DiscardedOutbound, progress: RebuildProgress,
                                configuration: ProcessorConfiguration, verifier: any DeviceTokenVerifier, logger: Logger) async throws -> Int {
@@ -178,7 +178,8 @@ public enum Rebuild {
         let consumer = ReplayConsumer(configuration: consumerConfiguration, topics: topics,
                                       store: store, outbound: outbound, verifier: verifier, logger: logger,
                                       limits: target, partitions: Array(target.keys),
-                                      leaseTopic: options.join ? configuration.shared.topics.processorLease : nil, closesAtLimits: closesAtLimits, maxDevicesPerUser: configuration.maxDevicesPerUser,
+                                      leaseTopic: options.join ? configuration.shared.topics.processorLease : nil,
+                                      closesAtLimits: closesAtLimits, maxDevicesPerUser: configuration.maxDevicesPerUser,
                                       trackingParkTime: .milliseconds(configuration.trackingParkTtlMs))
         let clock = ContinuousClock()
         let began = clock.now
