@@ -43,8 +43,8 @@ struct PushlineIngest: AsyncParsableCommand {
         logger.info("starting", metadata: ["brokers": "\(shared.brokers)", "store": "\(shared.storeForLogs)",
                                            "port": "\(configuration.port)"])
         let marker = ProgressMarker(producer: producer, lead: .milliseconds(shared.progressMarkLeadMs), logger: logger) {
-            try await KafkaAdmin.endOffsets(topics: shared.topics.commandTopics, bootstrapServers: shared.brokers,
-                                            properties: shared.kafkaProperties).keys.sorted { ($0.topic, $0.partition) < ($1.topic, $1.partition) }
+            try await KafkaAdmin.partitions(of: shared.topics.commandTopics, bootstrapServers: shared.brokers,
+                                            properties: shared.kafkaProperties)
         }
         let app = buildApplication(configuration: configuration, publisher: KafkaCommandPublisher(producer: producer, marker: marker),
                                    store: store, metrics: registry, logger: logger)

@@ -26,6 +26,20 @@ public enum KafkaAdmin {
 }
 
 extension KafkaAdmin {
+    /// Every partition of `topics` the broker's metadata lists (one metadata request on a
+    /// temporary client, which joins no group and fetches nothing). A topic the broker does not
+    /// know is left out.
+    public static func partitions(
+        of topics: [String],
+        bootstrapServers: String,
+        properties: [String: String] = [:],
+        timeout: Duration = .seconds(30)
+    ) async throws -> [TopicPartition] {
+        let query = PartitionQuery(topics: topics, properties: [("bootstrap.servers", bootstrapServers)]
+                                       + properties.sorted { $0.key < $1.key }, timeout: timeout)
+        return try await BlockingPool.run { Result { try query.run() } }.get()
+    }
+
     /// The end offset (high watermark: the offset the next record will get) of every partition
     /// of `topics`. A topic the broker does not know is left out.
     ///
@@ -88,6 +102,23 @@ private struct EndOffsetQuery: Sendable {
             }
         }
         return ends
+    }
+}
+
+/// One metadata request on a temporary producer client.
+private struct PartitionQuery: Sendable {
+    var topics: [String]
+    var properties: [(String, String)]
+    var timeout: Duration
+
+    func run() throws(KafkaError) -> [TopicPartition] {
+        let wanted = Set(topics)
+        return try RDKafkaClient.withTemporary(.producer, properties: properties) { client throws(KafkaError) in
+            try client.topicMetadata(timeout: timeout)
+                .filter { wanted.contains($0.name) }
+                .flatMap { topic in topic.partitions.map { TopicPartition(topic: topic.name, partition: $0) } }
+                .sorted { ($0.topic, $0.partition) < ($1.topic, $1.partition) }
+        }
     }
 }
 

@@ -33,6 +33,12 @@ final class AdminTests: XCTestCase {
         XCTAssertEqual(outbox, 3)
     }
 
+    func testPartitionsListsEveryPartitionOfTheAskedTopicsOnly() async throws {
+        try await KafkaAdmin.createTopics([("commands", 3), ("events", 2)], bootstrapServers: broker.bootstrapServers)
+        let partitions = try await KafkaAdmin.partitions(of: ["commands", "missing"], bootstrapServers: broker.bootstrapServers)
+        XCTAssertEqual(partitions, (0..<3).map { TopicPartition(topic: "commands", partition: $0) })
+    }
+
     func testCreateTopicsWithAnInvalidPartitionCountThrowsKafkaError() async throws {
         do {
             try await KafkaAdmin.createTopics([("broken", 0)], bootstrapServers: broker.bootstrapServers)

@@ -103,23 +103,25 @@ final class ApplyLoop: Sendable {
             let released = order.withLock { $0.release(limit: maxBatch) }
             if !released.isEmpty, try await apply(released, consumer: consumer, check: check) { applied = true }
             if released.count == maxBatch { continue }
-            guard try await appendMarks(consumer: consumer) else { return applied }
+            appendMarks(consumer: consumer)
+            return applied
         }
     }
 
-    /// Appends the progress marks the order asks for, on partitions read to their end that
-    /// delivered nothing for `ProgressMarks.quiet` (a live processor only); true when one freed
-    /// its lane at once (nothing lay between the lane's last record and the mark), so that more
-    /// can be released. Also called every second, so that records waiting on a partition that
-    /// went quiet just after its last record are freed too.
+    /// Asks for the progress marks the order wants, on partitions read to their end that
+    /// delivered nothing for `ProgressMarks.quiet` (a live processor only). They are appended in
+    /// the background, so that a producer that cannot deliver (a broker restarting) never holds
+    /// the loop; a mark that lands right after its lane's last record frees the lane at once,
+    /// and the mark itself, when it is read, releases what waited. Called after every batch and
+    /// every second, so that records waiting on a partition that went quiet just after its last
+    /// record are freed too.
     ///
     /// Ingest marks every partition it leaves behind (`ProgressMarker`), so this is the fallback
     /// for logs written by other producers, or an ingest that stopped: a partition that receives
     /// records or marks is never marked here, so that two producers rarely write one partition
     /// at once (the durable local broker mishandles that, see docs/ARCHITECTURE.md#known-limits).
-    @discardableResult
-    func appendMarks(consumer: KafkaConsumer) async throws -> Bool {
-        guard let marks else { return false }
+    func appendMarks(consumer: KafkaConsumer) {
+        guard let marks else { return }
         let now = EventTime.milliseconds(Date().addingTimeInterval(marks.lead.inSeconds))
         let quietSince = ContinuousClock.now - ProgressMarks.quiet
         let arrivals = lastArrival.withLock { $0 }
@@ -129,21 +131,17 @@ final class ApplyLoop: Sendable {
                 return arrivals[partition].map { $0 <= quietSince } ?? true
             }
         }
-        guard !wanted.isEmpty else { return false }
-        let appended: [(partition: PartitionKey, offset: Int64)]
-        do {
-            appended = try await marks.append(wanted)
-        } catch {
-            order.withLock { order in for mark in wanted { order.markFailed(mark.partition) } }
-            logger.warning("progress marks not appended; asking again with the next records", metadata: ["error": "\(error)"])
-            return false
-        }
-        return order.withLock { order in
-            var freed = false
-            for (mark, at) in zip(wanted, appended) where order.markAppended(mark.partition, offset: at.offset, time: mark.time) {
-                freed = true
+        guard !wanted.isEmpty else { return }
+        Task {
+            do {
+                let appended = try await marks.append(wanted)
+                self.order.withLock { order in
+                    for (mark, at) in zip(wanted, appended) { _ = order.markAppended(mark.partition, offset: at.offset, time: mark.time) }
+                }
+            } catch {
+                self.order.withLock { order in for mark in wanted { order.markFailed(mark.partition) } }
+                self.logger.warning("progress marks not appended; asking again", metadata: ["error": "\(error)"])
             }
-            return freed
         }
     }
 

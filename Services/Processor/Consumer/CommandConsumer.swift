@@ -93,8 +93,8 @@ public final class CommandConsumer: Service, Sendable {
     /// Applies every command partition until cancelled (the lease is gone, or the processor stops),
     /// finishing the batch in flight first.
     private func applyLog(storeCreatedAt: Date?) async throws {
-        let partitions = try await KafkaAdmin.endOffsets(topics: loop.topics, bootstrapServers: configuration.bootstrapServers,
-                                                         properties: configuration.properties).keys.map(PartitionKey.init)
+        let partitions = try await KafkaAdmin.partitions(of: loop.topics, bootstrapServers: configuration.bootstrapServers,
+                                                         properties: configuration.properties).map(PartitionKey.init)
         // The applied offsets are the store's; those committed to Kafka are for tools only, under
         // a group of their own (the processor group's members hold the lease, not the partitions).
         var readerConfiguration = configuration
@@ -136,7 +136,7 @@ public final class CommandConsumer: Service, Sendable {
                 defer { stalled = stuck }
                 return stalled
             }
-            try await loop.appendMarks(consumer: consumer)
+            loop.appendMarks(consumer: consumer)
             if !stuck.isEmpty, stuck != before {
                 logger.error("partitions stalled: records are waiting and none was applied for the stall time", metadata: [
                     "partitions": "\(stuck.map(\.description))", "stall_after": "\(watch.withLock { $0.stallAfter })",
