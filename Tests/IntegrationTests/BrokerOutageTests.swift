@@ -91,7 +91,10 @@ final class BrokerOutageTests: XCTestCase {
             let topic = try await registrationsInTopic(stack, app: app.mobileAppId)
             var stored: [Int: Int64] = [:]
             do {
-                try await eventually("the processor applied the registration topic up to its end", timeout: .seconds(60)) {
+                // A bound so that the test ends, not a timing claim. The processor applies in one order
+                // over every partition, and after the restart this durable broker answers fetches
+                // of a few partitions at a time, so the catch-up takes longer than the outage.
+                try await eventually("the processor applied the registration topic up to its end", timeout: .seconds(240)) {
                     guard stack.processor.isRunning else { throw TestFailure("the processor exited:\n\(stack.logs())") }
                     stored = try await self.storedOffsets(stack)
                     return topic.ends.allSatisfy { partition, end in (stored[partition] ?? 0) >= end }
