@@ -6,8 +6,9 @@ import Foundation
 ///
 /// One line per row, tables in a fixed order, rows by primary key in byte order,
 /// `column=value` pairs with strings quoted and escaped so that no value can break a line.
-/// Outbox jobs appear without their delivery progress, and offsets not at all: both
-/// legitimately differ between runs that built the same state.
+/// Outbox jobs appear without their delivery progress, and offsets and their event times not at
+/// all: they legitimately differ between runs that built the same state (a processor's own
+/// progress marks take their event time from its clock).
 enum ProjectionDump {
     /// A column value as the dump shows it. Booleans are integers (0, 1), UUIDs and dates are
     /// what the stores keep (lower-case text, integer milliseconds).

@@ -196,9 +196,6 @@ enum PostgresSchema {
 
     /// Tracking reports parked before their delivery's send: when each (delivery, app) was first
     /// parked, so that reports whose send never comes expire (`.expireParkedTracking`).
-    /// Each partition's event time beside its next offset (docs/ARCHITECTURE.md#state-is-a-function-of-the-log).
-    private static let v8 = "ALTER TABLE partition_offsets ADD COLUMN event_time bigint NOT NULL DEFAULT 0"
-
     private static let v6 = """
         CREATE TABLE parked_tracking (
             delivery_id uuid NOT NULL,
@@ -222,4 +219,7 @@ enum PostgresSchema {
             ALTER TABLE \(table) ADD PRIMARY KEY (\(key))
             """
     }.joined(separator: ";\n")
+
+    /// Each partition's event time beside its next offset (docs/ARCHITECTURE.md#state-is-a-function-of-the-log).
+    private static let v8 = "ALTER TABLE partition_offsets ADD COLUMN event_time bigint NOT NULL DEFAULT 0"
 }

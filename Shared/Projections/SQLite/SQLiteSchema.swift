@@ -206,9 +206,6 @@ enum SQLiteSchema {
 
     /// Tracking reports parked before their delivery's send: when each (delivery, app) was first
     /// parked, so that reports whose send never comes expire (`.expireParkedTracking`).
-    /// Each partition's event time beside its next offset (docs/ARCHITECTURE.md#state-is-a-function-of-the-log).
-    private static let v7 = "ALTER TABLE partition_offsets ADD COLUMN event_time INTEGER NOT NULL DEFAULT 0"
-
     private static let v6 = """
         CREATE TABLE parked_tracking (
             delivery_id TEXT NOT NULL,
@@ -218,4 +215,7 @@ enum SQLiteSchema {
         ) STRICT, WITHOUT ROWID;
         CREATE INDEX parked_tracking_by_time ON parked_tracking (parked_at);
         """
+
+    /// Each partition's event time beside its next offset (docs/ARCHITECTURE.md#state-is-a-function-of-the-log).
+    private static let v7 = "ALTER TABLE partition_offsets ADD COLUMN event_time INTEGER NOT NULL DEFAULT 0"
 }
