@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import GRDB
 @testable import Projections
 import Testing
 
@@ -40,6 +41,58 @@ import Testing
             #expect(try await store.eventTimes(topics: [registration]) == [p0: 1_790_000_000_123, p1: 1_790_000_000_500])
             #expect(try await store.eventTimes(topics: [admin]).isEmpty)
             #expect(try await store.offsets(topics: [registration]) == [p0: 12, p1: 4])
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func testAnEventTimeIsStoredAsGivenWhateverItsValue(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let (p0, p1, p2) = (Fixture.partition(0), Fixture.partition(1), Fixture.partition(2))
+            try await store.commit(mutations: [], offsets: [p0, p1, p2].map { OffsetUpdate(partition: $0, expected: nil, next: 1, eventTime: 5) })
+
+            try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: p0, expected: 1, next: 2, eventTime: .min),
+                                                            OffsetUpdate(partition: p1, expected: 1, next: 2, eventTime: .max),
+                                                            OffsetUpdate(partition: p2, expected: 1, next: 2, eventTime: -1)])
+            #expect(try await store.eventTimes(topics: [registration]) == [p0: .min, p1: .max, p2: -1])
+        }
+    }
+
+    /// A store written before event times were kept (SQLite schema 6, PostgreSQL 7: no
+    /// `event_time` column) keeps its offsets, and each reads back with event time 0 until a
+    /// commit states one.
+    @Test(arguments: StoreBackend.allCases)
+    func testOffsetsStoredBeforeEventTimesReadBackWithEventTimeZero(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let (p0, p1) = (Fixture.partition(0), Fixture.partition(1))
+            let offsets: [PartitionKey: Int64] = [p0: 7, p1: 9]
+            switch backend {
+            case .sqlite:
+                let pool = try DatabasePool(path: h.path())
+                try SQLiteSchema.migrator.migrate(pool, upTo: "v6")
+                try await pool.write { db in
+                    for (key, next) in offsets {
+                        try db.execute(sql: "INSERT INTO partition_offsets (topic, \"partition\", next_offset) VALUES (?, ?, ?)",
+                                       arguments: [key.topic, key.partition, next])
+                    }
+                }
+                try pool.close()
+            case .postgres:
+                let store = try await h.openStore()
+                try await store.commit(mutations: [], offsets: offsets.map { OffsetUpdate(partition: $0.key, expected: nil, next: $0.value) })
+                await store.close()
+                try await h.execute("ALTER TABLE partition_offsets DROP COLUMN event_time")
+                try await h.execute("UPDATE schema_version SET version = 7")
+            }
+            let version = backend == .sqlite ? "PRAGMA user_version" : "SELECT version::text FROM schema_version"
+            #expect(try await h.strings(version) == [backend == .sqlite ? "6" : "7"])
+
+            let store = try await h.openStore()
+            #expect(try await h.strings(version) == [backend == .sqlite ? "\(SQLiteSchema.version)" : "\(PostgresSchema.version)"])
+            #expect(try await store.offsets(topics: [registration]) == offsets)
+            #expect(try await store.eventTimes(topics: [registration]) == [p0: 0, p1: 0])
+            try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: p0, expected: 7, next: 8, eventTime: 1_790_000_000_000)])
+            #expect(try await store.eventTimes(topics: [registration]) == [p0: 1_790_000_000_000, p1: 0])
         }
     }
 

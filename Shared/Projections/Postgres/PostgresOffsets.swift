@@ -60,11 +60,11 @@ enum PostgresOffsets {
 
         let moved = keys.filter { stored[$0] != nil }
         guard !moved.isEmpty else { return }
+        // A NULL event time keeps the stored one.
         try await connection.run("""
-            UPDATE partition_offsets o SET next_offset = k.next_offset,
-                event_time = coalesce(nullif(k.event_time, \(Int64.min)), o.event_time)
+            UPDATE partition_offsets o SET next_offset = k.next_offset, event_time = coalesce(k.event_time, o.event_time)
             FROM unnest(\(moved.map(\.topic))::text[], \(moved.map(\.partition))::integer[], \(moved.map { next[$0]! })::bigint[],
-                        \(moved.map { times[$0] ?? Int64.min })::bigint[])
+                        \(PostgresArray(moved.map { times[$0] }))::bigint[])
                 AS k(topic, "partition", next_offset, event_time)
             WHERE o.topic = k.topic AND o."partition" = k."partition"
             """, logger: logger)
