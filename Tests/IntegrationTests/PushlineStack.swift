@@ -37,8 +37,10 @@ final class PushlineStack: @unchecked Sendable {
     static func start(processorEnvironment: [String: String] = [:], ingestEnvironment: [String: String] = [:],
                       store: String? = nil, durableBroker: Bool = false) async throws -> PushlineStack {
         let broker = try await TestBroker.start(durable: durableBroker)
-        let stack = PushlineStack(broker: broker, processorEnvironment: processorEnvironment, ingestEnvironment: ingestEnvironment,
-                                  store: store)
+        // As `make run` sets it for this broker: fewer progress marks, fewer stored objects.
+        let marks = durableBroker ? ["PUSHLINE_PROGRESS_MARK_LEAD_MS": "1000"] : [:]
+        let stack = PushlineStack(broker: broker, processorEnvironment: marks.merging(processorEnvironment) { $1 },
+                                  ingestEnvironment: marks.merging(ingestEnvironment) { $1 }, store: store)
         do {
             try stack.processor.start()
             try await stack.processor.waitHealthy("\(stack.processorURL)/health")
