@@ -32,3 +32,10 @@ public enum ProgressMark {
         return envelope.at
     }
 }
+
+/// Event times are counted in milliseconds since 1970, the precision of an envelope's `at`
+/// (docs/ARCHITECTURE.md#state-is-a-function-of-the-log).
+public enum EventTime {
+    public static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+    public static func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
+}

@@ -48,7 +48,7 @@ public final class ProgressMarker: Service, Sendable {
         let now = ContinuousClock.now
         state.withLock { state in
             for (command, report) in zip(commands, reports) {
-                let at = Self.milliseconds(command.at)
+                let at = EventTime.milliseconds(command.at)
                 let partition = TopicPartition(topic: report.topic, partition: report.partition)
                 state.newest = max(state.newest, at)
                 state.known[partition] = max(state.known[partition] ?? .min, at)
@@ -89,7 +89,7 @@ public final class ProgressMarker: Service, Sendable {
             all.filter { (state.known[$0] ?? .min) < newest && (state.written[$0].map { $0 <= quietSince } ?? true) }
         }
         guard !behind.isEmpty else { return }
-        let value = ProgressMark.value(at: Date(timeIntervalSince1970: Double(time) / 1000))
+        let value = ProgressMark.value(at: EventTime.date(time))
         let records = behind.map {
             KafkaProducerRecord(topic: $0.topic, key: nil, value: value, headers: ProgressMark.headers.fields, partition: $0.partition)
         }
@@ -101,6 +101,4 @@ public final class ProgressMarker: Service, Sendable {
             logger.warning("progress marks not appended; trying again", metadata: ["error": "\(error)", "partitions": "\(behind.count)"])
         }
     }
-
-    private static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
 }

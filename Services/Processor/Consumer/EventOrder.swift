@@ -226,9 +226,3 @@ struct Heap<Key: Comparable, Value> {
         }
     }
 }
-
-/// Event times are counted in milliseconds since 1970, the precision of an envelope's `at`.
-enum EventTime {
-    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
-    static func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
-}
