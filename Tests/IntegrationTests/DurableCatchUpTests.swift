@@ -30,7 +30,7 @@ final class DurableCatchUpTests: XCTestCase {
                                                                ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(n))
                         }
                         let answer = try await HTTPClientHelpers.post(url, json: batch)
-                        guard answer.status == 202 else { throw TestFailure("batch answered \(answer.status): \(answer.text)") }
+                        guard answer.status == 202 else { throw TestFailure("batch answered \(answer.status): \(answer.text)\n\(stack.logs())") }
                     }
                 }
             }

@@ -118,8 +118,7 @@ final class ApplyLoop: Sendable {
     ///
     /// Ingest marks every partition it leaves behind (`ProgressMarker`), so this is the fallback
     /// for logs written by other producers, or an ingest that stopped: a partition that receives
-    /// records or marks is never marked here, so that two producers rarely write one partition
-    /// at once (the durable local broker mishandles that, see docs/ARCHITECTURE.md#known-limits).
+    /// records or marks is never marked here, so that processor marks stay rare.
     func appendMarks(consumer: KafkaConsumer) {
         guard let marks else { return }
         let now = EventTime.milliseconds(Date().addingTimeInterval(marks.lead.inSeconds))
