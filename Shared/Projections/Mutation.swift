@@ -1,6 +1,10 @@
 import Foundation
 
-/// One change to the projections, decided by a command handler.
+/// One change to the projections, decided by a command handler. The stores write what it says
+/// and decide nothing (docs/ARCHITECTURE.md#handlers-decide-stores-write): a pending row is put
+/// whether or not an ack exists, an ack deletes nothing. Tracking is still the exception:
+/// `.countTracking` settles against stored deliveries and `.discardTracking` and
+/// `.expireParkedTracking` delete by a rule.
 public enum Mutation: Sendable, Equatable {
     case upsertApp(AppRow)
     case upsertApiToken(ApiTokenRow)

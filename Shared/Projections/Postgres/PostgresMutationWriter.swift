@@ -19,8 +19,7 @@ struct PostgresMutationWriter {
     let logger: Logger
 
     func write(_ plan: PostgresWritePlan) async throws {
-        try await lock(deliveries: plan.trackingLockedDeliveries,
-                       notifications: Set(plan.pendingPuts.keys.map(\.notificationId.value)).union(plan.acks.keys.map(\.notificationId.value)))
+        try await lock(deliveries: plan.trackingLockedDeliveries)
         try await writeApps(plan.apps.values.sorted { KeyOrder.less($0.appId, $1.appId) })
         try await writeTokens(plan.tokens.values.sorted { KeyOrder.less($0.tokenId, $1.tokenId) })
         try await writeDevices(plan.devices.values.sorted { KeyOrder.less(($0.key.appId, $0.key.deviceToken),
@@ -55,22 +54,16 @@ struct PostgresMutationWriter {
         }
     }
 
-    /// Folds a notification id (FNV-1a) into the same key space.
-    static func lockKey(notification id: String) -> Int64 {
-        Int64(bitPattern: FNV1a.hash(id))
-    }
-
     /// Locks are taken in buckets: a transaction holds at most `lockBuckets` of them, whatever
     /// its size, so that large batches of several processors stay within the server's lock
     /// table (max_locks_per_transaction × connections).
     static let lockBuckets: Int64 = 1024
 
-    /// Orders the commits that touch the same deliveries (sends and reports) or the same
-    /// notifications (pending rows and acks): whichever commits second runs its statements
-    /// after the first committed, and sees its rows.
-    private func lock(deliveries: Set<UUID>, notifications: Set<String>) async throws {
-        guard !deliveries.isEmpty || !notifications.isEmpty else { return }
-        let raw = deliveries.map(Self.lockKey) + notifications.map { Self.lockKey(notification: $0) }
+    /// Orders the commits that touch the same deliveries (sends and reports): whichever commits
+    /// second runs its statements after the first committed, and sees its rows.
+    private func lock(deliveries: Set<UUID>) async throws {
+        guard !deliveries.isEmpty else { return }
+        let raw = deliveries.map(Self.lockKey)
         let keys = Set(raw.map { (($0 % Self.lockBuckets) + Self.lockBuckets) % Self.lockBuckets }).sorted()
         // unnest yields the keys in array order, so the locks are taken in ascending order.
         try await run("SELECT pg_advisory_xact_lock(\(Self.lockClass), k::int) FROM unnest(\(keys)::bigint[]) AS k")
@@ -225,9 +218,6 @@ struct PostgresMutationWriter {
                 \(rows.map { ProjectionValues.millis($0.sentAt) })::bigint[], \(rows.map(\.text))::text[],
                 \(PostgresArray(rows.map(\.businessId)))::text[])
                 AS k(app_id, device_token, notification_id, delivery_id, sent_at, text, business_id)
-            -- No pending row for an acknowledged (device, notification), whichever was committed first.
-            WHERE NOT EXISTS (SELECT 1 FROM acks a WHERE a.app_id = k.app_id AND a.token_key = \(unescaped: PostgresRows.unnestedTokenKey)
-                AND a.notification_id = k.notification_id)
             ON CONFLICT (app_id, token_key, notification_id) DO NOTHING
             """)
     }
@@ -243,13 +233,6 @@ struct PostgresMutationWriter {
                 \(acks.map { ProjectionValues.millis($0.ackedAt) })::bigint[])
                 AS k(app_id, device_token, notification_id, business_id, acked_at)
             ON CONFLICT (app_id, token_key, notification_id) DO NOTHING
-            """)
-        // The pending rows go with their acks even when the batch did not load them: another
-        // processor may have committed them after this batch was decided.
-        try await run("""
-            DELETE FROM pending_notifications p USING unnest(\(acks.map(\.appId))::uuid[], \(acks.map(\.deviceToken))::text[],
-                \(acks.map(\.notificationId))::text[]) AS k(app_id, device_token, notification_id)
-            WHERE p.app_id = k.app_id AND p.token_key = \(unescaped: PostgresRows.unnestedTokenKey) AND p.notification_id = k.notification_id
             """)
     }
 

@@ -87,11 +87,6 @@ struct SQLiteMutationWriter {
                 SQLiteValues.text(ack.appId), ack.deviceToken, ack.notificationId, ack.businessId,
                 SQLiteValues.millis(ack.ackedAt),
             ])
-            // The pending row goes with its ack even when the batch did not load it: another
-            // processor may have committed it after this batch was decided.
-            try statement(\.deletePending, Self.deletePendingSQL).execute(arguments: [
-                SQLiteValues.text(ack.appId), ack.deviceToken, ack.notificationId,
-            ])
         case .putDelivery(let delivery):
             try statement(\.putDelivery, Self.putDeliverySQL).execute(arguments: [
                 SQLiteValues.text(delivery.appId), SQLiteValues.text(delivery.deliveryId), delivery.kind.rawValue,
@@ -200,12 +195,9 @@ struct SQLiteMutationWriter {
     private static let restoreAttemptsSQL = "DELETE FROM outbox_attempts WHERE job_id = ? AND attempt > ?"
 
     /// The first row of a (device, notification) stays: a replayed send leaves it as it was.
-    /// No pending row for an acknowledged (device, notification), whichever was committed first.
     private static let putPendingSQL = """
         INSERT OR IGNORE INTO pending_notifications (app_id, device_token, notification_id, delivery_id, sent_at, text,
-            business_id)
-        SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
-        WHERE NOT EXISTS (SELECT 1 FROM acks WHERE app_id = ?1 AND device_token = ?2 AND notification_id = ?3)
+            business_id) VALUES (?, ?, ?, ?, ?, ?, ?)
         """
 
     private static let deletePendingSQL = """
