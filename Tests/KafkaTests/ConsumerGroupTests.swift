@@ -102,4 +102,36 @@ final class ConsumerGroupTests: XCTestCase {
         try await iterateB.value
         await producer.shutdown()
     }
+
+    /// A member that stops after its first batch closes while the records it fetched ahead
+    /// still wait in its queue. Closing serves them (and drops them) with the group's last
+    /// callbacks; serving them as callbacks only once aborted the process inside librdkafka.
+    /// Each next member resumes exactly where the previous one's store stopped.
+    func testClosingWithFetchedRecordsStillQueuedLeavesTheGroupAndTheNextMemberResumes() async throws {
+        try await KafkaAdmin.createTopics([("shared", 1)], bootstrapServers: broker.bootstrapServers)
+        let producer = try KafkaProducer.make(broker)
+        let padding = String(repeating: "p", count: 400)
+        _ = try await producer.send(KafkaTestSupport.records(topic: "shared", count: 20_000, prefix: padding))
+        await producer.shutdown()
+        let partition = TopicPartition(topic: "shared", partition: 0)
+        let store = Store()
+        var firstOffsets: [Int64] = []
+        for round in 0..<4 {
+            let name = "m\(round)"
+            let member = try member(name, store: store, group: "stop-early")
+            for try await batch in member.batches() {
+                firstOffsets.append(batch[0].offset)
+                store.record(batch, by: name)
+                break
+            }
+            await member.close()
+            XCTAssertEqual(store.revoked[name], [partition], "closing ran the revocation hook")
+            XCTAssertEqual(member.assignment, [])
+        }
+        let read = store.seen.values.reduce(into: Set<String>()) { $0.formUnion($1) }
+        let next = store.startOffsets([partition])[partition] ?? 0
+        XCTAssertEqual(firstOffsets.first, 0)
+        XCTAssertEqual(read, Set((0..<next).map { "0/\($0)" }), "each member resumed where the last one stopped: \(firstOffsets)")
+        XCTAssertEqual(firstOffsets.count, 4)
+    }
 }

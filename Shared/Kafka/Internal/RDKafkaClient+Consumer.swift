@@ -76,7 +76,7 @@ extension RDKafkaClient {
     /// Leaves the group within `limit` (the revocation callback runs here), bars every later
     /// call and destroys the handle. *Owner* (the poller thread).
     ///
-    /// `rd_kafka_consumer_close` is served from a queue of its own until librdkafka reports it
+    /// `rd_kafka_consumer_close_queue` is served from a queue of its own until librdkafka reports it
     /// done, or the limit passes and the handle is destroyed anyway (the group then expires the
     /// member after its session timeout). An unbounded close was seen, once, to spin for minutes
     /// against Tansu.
@@ -99,7 +99,11 @@ extension RDKafkaClient {
                 logger.error("Kafka consumer close did not finish in time; destroying the handle", metadata: ["limit": "\(limit)"])
                 return
             }
-            _ = rd_kafka_queue_poll_callback(closeQueue, 100)
+            // Closing forwards the consumer queue here, records fetched ahead included. Served
+            // as a consumer's queue, callbacks (revocation, errors) run and records come back to
+            // be dropped, as in librdkafka's blocking close; `rd_kafka_queue_poll_callback`
+            // cannot take a record back and aborts the process.
+            if let message = rd_kafka_consume_queue(closeQueue, 100) { rd_kafka_message_destroy(message) }
         }
     }
 
