@@ -2,9 +2,9 @@ import Foundation
 
 /// One change to the projections, decided by a command handler. The stores write what it says
 /// and decide nothing (docs/ARCHITECTURE.md#handlers-decide-stores-write): a pending row is put
-/// whether or not an ack exists, an ack deletes nothing. Tracking is still the exception:
-/// `.countTracking` settles against stored deliveries and `.discardTracking` and
-/// `.expireParkedTracking` delete by a rule.
+/// whether or not an ack exists, an ack deletes nothing, a tracking count settles nothing, a
+/// put replaces what its key held. Outbox enqueues and dead letters are the exceptions: their
+/// rows also change outside the log (deliveries of jobs, re-applies), so an existing one stays.
 public enum Mutation: Sendable, Equatable {
     case upsertApp(AppRow)
     case upsertApiToken(ApiTokenRow)
@@ -20,34 +20,26 @@ public enum Mutation: Sendable, Equatable {
     /// Recorded attempts numbered above the restored `attempts` are dropped, so that the next
     /// attempt's number is free.
     case restoreOutbox(OutboxJob)
-    /// Inserts the pending row; an existing one is left as it is.
+    /// Writes the pending row (inserts it, or replaces the row of its key).
     case putPending(PendingNotificationRow)
     case deletePending(PendingKey)
     /// Removes every pending notification of the device (it was deleted or changed hands).
     case clearPending(DeviceKey)
-    /// Inserts the ack; an existing one is left as it is.
+    /// Writes the ack (inserts it, or replaces the row of its key).
     case putAck(AckRow)
-    /// Inserts the delivery; an existing one is left as it is.
+    /// Writes the delivery (inserts it, or replaces the row of its key).
     case putDelivery(DeliveryRow)
     /// Counts reports: a new (device, action) is stored with `reports - 1` repeats, a known one
     /// gets `reports` more. Needs no loaded row, so it cannot count on a stale read.
-    ///
-    /// Then, in the same transaction, settles against the delivery rows stored at that point:
-    /// when a delivery row with this delivery id exists, this (delivery, app)'s rows that it
-    /// cannot own are deleted, by the rule of `.discardTracking` (another app's delivery, tracking
-    /// off, or `messageIndex` ≥ sent). Without a delivery row the rows stay (parked). So a report
-    /// batch that loaded "no delivery yet" while another processor committed the send cannot
-    /// leave rows behind that the send's own discard did not see.
     case countTracking(TrackingCounts)
-    /// Deletes the delivery's tracking rows that it cannot own: those of any other app and
-    /// those at or past `validBelow` (the delivery's sent count; 0 when tracking was off).
-    case discardTracking(deliveryId: UUID, appId: UUID, validBelow: Int)
-    /// Marks reports of a (delivery, app) stored before their delivery's send as parked since
-    /// `at` (the first report's command time); an existing mark is left as it is.
-    case parkTracking(deliveryId: UUID, appId: UUID, at: Date)
-    /// Deletes the tracking rows of (delivery, app) pairs parked before `before` whose delivery
-    /// still has no row (the send never came), and the marks older than `before`.
-    case expireParkedTracking(before: Date)
+    /// Deletes these rows of the pair (reports its delivery cannot own).
+    case deleteTracking(TrackingPair, [TrackingRowKey])
+    /// Marks the pair's reports as parked since `at`: stored before their delivery's send.
+    case parkTracking(TrackingPair, at: Date)
+    /// Removes the pair's park mark: its send was applied and its rows are its delivery's.
+    case unparkTracking(TrackingPair)
+    /// Deletes every row of the pair and its park mark (expired, or refused whole by its send).
+    case dropTracking(TrackingPair)
     /// Sets a record aside that the store refused for good; an existing row is left as it is.
     case putDeadLetter(DeadLetterRow)
     /// Removes a dead letter (it was applied again).

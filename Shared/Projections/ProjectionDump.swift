@@ -33,6 +33,7 @@ enum ProjectionDump {
         ("acks", "app_id, device_token, notification_id, business_id, acked_at", "app_id, device_token, notification_id"),
         ("deliveries", "app_id, delivery_id, kind, managed, tracking, sent, created_at", "app_id, delivery_id"),
         ("tracking_events", "delivery_id, app_id, action, message_index, repeats", "delivery_id, app_id, action, message_index"),
+        ("parked_tracking", "delivery_id, app_id, parked_at", "delivery_id, app_id"),
         ("outbox", "id, kind, app_id, url, headers, body, max_attempts", "id"),
     ]
 

@@ -10,6 +10,8 @@ public struct StateQuery: Sendable, Equatable {
     public var pendingKeys: Set<PendingKey> = []
     /// Every ack of each of these notifications is loaded.
     public var ackedNotifications: Set<NotificationKey> = []
+    /// The acks of these (device, notification) keys are loaded, where they exist.
+    public var ackKeys: Set<PendingKey> = []
     /// The pending counts (badges) of the loaded devices among these, and of the loaded devices
     /// of these users, are loaded. Counting costs a lookup per device, so a send that does not
     /// need badges (an unmanaged one) does not ask.
@@ -19,20 +21,28 @@ public struct StateQuery: Sendable, Equatable {
     public var deliveryIds: Set<UUID> = []
     /// The tracking rows already stored for these deliveries (reported before their send).
     public var trackedDeliveries: Set<UUID> = []
+    /// The park marks of every pair of these deliveries.
+    public var parkedDeliveries: Set<UUID> = []
+    /// Every park mark older than this (the pairs whose reports may expire in the batch).
+    public var parkedBefore: Date?
 
     public init(appIds: Set<UUID> = [], deviceKeys: Set<DeviceKey> = [], userKeys: Set<UserKey> = [],
-                pendingKeys: Set<PendingKey> = [], ackedNotifications: Set<NotificationKey> = [],
+                pendingKeys: Set<PendingKey> = [], ackedNotifications: Set<NotificationKey> = [], ackKeys: Set<PendingKey> = [],
                 pendingCountDevices: Set<DeviceKey> = [], pendingCountUsers: Set<UserKey> = [],
-                deliveryIds: Set<UUID> = [], trackedDeliveries: Set<UUID> = []) {
+                deliveryIds: Set<UUID> = [], trackedDeliveries: Set<UUID> = [], parkedDeliveries: Set<UUID> = [],
+                parkedBefore: Date? = nil) {
         self.appIds = appIds
         self.deviceKeys = deviceKeys
         self.userKeys = userKeys
         self.pendingKeys = pendingKeys
         self.ackedNotifications = ackedNotifications
+        self.ackKeys = ackKeys
         self.pendingCountDevices = pendingCountDevices
         self.pendingCountUsers = pendingCountUsers
         self.deliveryIds = deliveryIds
         self.trackedDeliveries = trackedDeliveries
+        self.parkedDeliveries = parkedDeliveries
+        self.parkedBefore = parkedBefore
     }
 }
 
@@ -48,16 +58,20 @@ public struct StateSnapshot: Sendable, Equatable {
     public var pendingCounts: [DeviceKey: Int] = [:]
     /// The requested pending rows that exist.
     public var pending: [PendingKey: PendingNotificationRow] = [:]
-    /// The acks of the requested notifications, as (app, device, nid) keys.
+    /// The acks of the requested notifications and keys, as (app, device, nid) keys.
     public var acks: Set<PendingKey> = []
     /// The requested deliveries that exist, by delivery id.
     public var deliveries: [UUID: DeliveryRow] = [:]
     /// The stored tracking rows of the requested `trackedDeliveries` that have any.
     public var trackedEvents: [UUID: [TrackedEvent]] = [:]
+    /// The requested park marks (`parkedDeliveries`, `parkedBefore`) that exist: when each pair
+    /// was parked.
+    public var parkedTracking: [TrackingPair: Date] = [:]
 
     public init(apps: [UUID: AppRow] = [:], tokens: [UUID: [ApiTokenRow]] = [:], devices: [DeviceKey: DeviceRow] = [:],
                 pendingCounts: [DeviceKey: Int] = [:], pending: [PendingKey: PendingNotificationRow] = [:], acks: Set<PendingKey> = [],
-                deliveries: [UUID: DeliveryRow] = [:], trackedEvents: [UUID: [TrackedEvent]] = [:]) {
+                deliveries: [UUID: DeliveryRow] = [:], trackedEvents: [UUID: [TrackedEvent]] = [:],
+                parkedTracking: [TrackingPair: Date] = [:]) {
         self.apps = apps
         self.tokens = tokens
         self.devices = devices
@@ -66,5 +80,6 @@ public struct StateSnapshot: Sendable, Equatable {
         self.acks = acks
         self.deliveries = deliveries
         self.trackedEvents = trackedEvents
+        self.parkedTracking = parkedTracking
     }
 }

@@ -30,9 +30,10 @@ class ApplierTestCase: XCTestCase {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    /// The command as the consumer would hand it over from `partition` at `offset`.
-    func record<C: Command>(_ command: C, partition: Int32, offset: Int64) throws -> ConsumedRecord {
-        let encoded = try EncodedCommand(command, topics: topics, id: UUID(), at: at, encoder: WireJSON.encoder())
+    /// The command as the consumer would hand it over from `partition` at `offset`, written at
+    /// `time` (default `at`).
+    func record<C: Command>(_ command: C, partition: Int32, offset: Int64, at time: Date? = nil) throws -> ConsumedRecord {
+        let encoded = try EncodedCommand(command, topics: topics, id: UUID(), at: time ?? at, encoder: WireJSON.encoder())
         return ConsumedRecord(partition: PartitionKey(topic: encoded.topic, partition: partition), offset: offset,
                               type: encoded.type, version: encoded.version, value: encoded.value)
     }

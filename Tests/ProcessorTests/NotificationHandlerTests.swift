@@ -96,6 +96,20 @@ final class NotificationHandlerTests: XCTestCase {
         XCTAssertEqual(delivery.sent, 0)
     }
 
+    /// Ingest gives every send a new delivery id: a second command with a known one is a copied
+    /// record, refused whole (whichever app it names), so the store never has to choose a row.
+    func testASendWhoseDeliveryIdIsKnownIsRefusedAndWritesNothing() {
+        let c = send(managed: true)
+        for owner in [appId, UUID()] {
+            var s = state(devices: [device(iosA)])
+            s.record(DeliveryRow(appId: owner, deliveryId: c.deliveryId, kind: .alert, managed: false, tracking: true, sent: 1, createdAt: at))
+            let before = s.mutations
+            XCTAssertEqual(NotificationHandler().apply(c, CommandContext(at: at), to: &s), .rejected("duplicate-delivery"))
+            XCTAssertEqual(s.mutations, before)
+            XCTAssertTrue(s.outbound.isEmpty)
+        }
+    }
+
     func testManagedNotificationIsPendingAndBadgeCountsPending() throws {
         let earlier = PendingNotificationRow(appId: appId, deviceToken: iosA, notificationId: UUID().uuidString.lowercased(),
                                              deliveryId: UUID(), sentAt: at, text: "old", businessId: nil)
@@ -152,6 +166,20 @@ final class NotificationHandlerTests: XCTestCase {
         XCTAssertEqual(pendingRows(s).map(\.deviceToken), [iosB], "the acknowledged device is not made pending")
         XCTAssertEqual(s.pendingCount(key.device), 0)
         XCTAssertEqual(try records(s).count, 2, "the send still reaches every device")
+    }
+
+    /// The first ack of a (device, notification) is kept: a repeated ack (the SDK retries) finds
+    /// it loaded and writes no second one, but still sends the current badge.
+    func testARepeatedAckKeepsTheFirstAndStillSendsTheBadge() throws {
+        let key = PendingKey(appId: appId, deviceToken: iosA, notificationId: "n")
+        var query = StateQuery()
+        AckHandler().addNeeds(of: NotificationAcknowledged(mobileAppId: appId, notificationId: "n", deviceToken: iosA), to: &query)
+        XCTAssertEqual(query.ackKeys, [key], "the handler asks for the ack of its own key")
+        var s = state(devices: [device(iosA)], acks: [key])
+        XCTAssertEqual(AckHandler().apply(NotificationAcknowledged(mobileAppId: appId, notificationId: "n", deviceToken: iosA),
+                                          CommandContext(id: UUID(), at: at), to: &s), .applied)
+        XCTAssertFalse(s.mutations.contains { if case .putAck = $0 { true } else { false } })
+        XCTAssertEqual(try records(s).count, 1)
     }
 
     func testAnAckOfAnUnknownDeviceLeavesNothingBehind() {

@@ -8,18 +8,30 @@ import XCTest
 /// The tracking rules (docs/API.md#engagement-tracking), decided in memory: what is counted, parked
 /// or rejected.
 final class TrackingHandlerTests: XCTestCase {
-    let appId = UUID(), otherApp = UUID(), deliveryId = UUID()
+    // Fixed ids: a send settles its pairs in app id order.
+    let appId = UUID(uuidString: "00000000-0000-0000-0000-00000000000a")!, otherApp = UUID(uuidString: "00000000-0000-0000-0000-00000000000b")!
+    let deliveryId = UUID()
     let at = Date(timeIntervalSince1970: 1_800_000_000)
+    var mine: TrackingPair { TrackingPair(deliveryId: deliveryId, appId: appId) }
+    var theirs: TrackingPair { TrackingPair(deliveryId: deliveryId, appId: otherApp) }
 
     private func delivery(app: UUID? = nil, tracking: Bool = true, sent: Int = 3) -> DeliveryRow {
         DeliveryRow(appId: app ?? appId, deliveryId: deliveryId, kind: .alert, managed: false, tracking: tracking, sent: sent, createdAt: at)
     }
 
-    private func state(_ delivery: DeliveryRow? = nil, tracked: [TrackedEvent] = []) -> BatchState {
+    /// A batch over these loaded rows, its clock at `at`; `parkedAt` marks every pair of
+    /// `tracked` parked then.
+    private func state(_ delivery: DeliveryRow? = nil, tracked: [TrackedEvent] = [], parkedAt: Date? = nil,
+                       parkTime: Duration = .seconds(3600)) -> BatchState {
         var snapshot = StateSnapshot()
         if let delivery { snapshot.deliveries[delivery.deliveryId] = delivery }
         if !tracked.isEmpty { snapshot.trackedEvents[deliveryId] = tracked }
-        return BatchState(snapshot)
+        for event in tracked {
+            snapshot.parkedTracking[TrackingPair(deliveryId: deliveryId, appId: event.appId)] = parkedAt ?? at
+        }
+        var state = BatchState(snapshot, trackingParkTime: parkTime)
+        state.advance(to: at)
+        return state
     }
 
     private func id(_ index: Int, of delivery: UUID? = nil) -> String { MessageId.make(deliveryId: delivery ?? deliveryId, index: index) }
@@ -87,6 +99,7 @@ final class TrackingHandlerTests: XCTestCase {
         XCTAssertEqual(result, .applied)
         XCTAssertEqual(counted(s), [key(5000, .open)], "the sent count is not known yet: the send settles it")
         XCTAssertEqual(s.trackingOutcomes, [.parked: 1, .rejected(.foreignBroadlog): 1])
+        XCTAssertEqual(s.mutations, [.parkTracking(mine, at: at)], "parked since the first report, once")
     }
 
     func testASendSettlesWhatWasParkedBeforeIt() {
@@ -99,12 +112,60 @@ final class TrackingHandlerTests: XCTestCase {
         var s = state(tracked: tracked)
         TrackingHandler.settle(delivery(sent: 3), state: &s)
         XCTAssertEqual(s.trackingOutcomes, [.rejected(.foreignBroadlog): 2, .rejected(.unknownDelivery): 1])
-        XCTAssertEqual(s.mutations, [.discardTracking(deliveryId: deliveryId, appId: appId, validBelow: 3)])
+        XCTAssertEqual(s.mutations, [.deleteTracking(mine, [TrackingRowKey(action: .click, messageIndex: 3)]), .unparkTracking(mine),
+                                     .dropTracking(theirs)],
+                       "the rows it cannot own go by their keys, another app's pair whole; its own pair is its delivery's now")
 
         var off = state(tracked: tracked)
         TrackingHandler.settle(delivery(tracking: false), state: &off)
         XCTAssertEqual(off.trackingOutcomes, [.rejected(.trackingOff): 1 + 5 + 2, .rejected(.unknownDelivery): 1])
-        XCTAssertEqual(off.mutations, [.discardTracking(deliveryId: deliveryId, appId: appId, validBelow: 0)])
+        XCTAssertEqual(off.mutations, [.dropTracking(mine), .dropTracking(theirs)])
+    }
+
+    /// The reports a batch gathered before its send are written after it (`finishTracking`):
+    /// the send settles them in memory, and the store is only told the outcome.
+    func testASendSettlesTheReportsGatheredBeforeItInTheSameBatch() {
+        var s = state()
+        _ = TrackingHandler().apply(report([(id(0), .open), (id(5), .open), (id(0), .open)]), CommandContext(at: at), to: &s)
+        _ = TrackingHandler().apply(report([(id(1), .click)], app: otherApp), CommandContext(at: at), to: &s)
+        TrackingHandler.settle(delivery(sent: 3), state: &s)
+        s.finishTracking()
+        XCTAssertEqual(s.mutations, [
+            .parkTracking(mine, at: at), .parkTracking(theirs, at: at), .unparkTracking(mine), .dropTracking(theirs),
+            .countTracking(TrackingCounts(appId: appId, deliveryId: deliveryId, counts: [key(0, .open, reports: 2)])),
+        ])
+        XCTAssertEqual(s.trackingOutcomes, [.parked: 4, .rejected(.foreignBroadlog): 1, .rejected(.unknownDelivery): 1])
+    }
+
+    /// Parked reports expire by the batch's clock (command times): at the first command more
+    /// than the park time after the pair was parked, whatever the batch boundaries.
+    func testParkedReportsExpireAtTheFirstCommandPastTheirParkTime() {
+        let tracked = [TrackedEvent(appId: appId, action: .open, messageIndex: 0, repeats: 0)]
+        let later = at.addingTimeInterval(3601)
+
+        var send = state(tracked: tracked, parkedAt: at)
+        send.advance(to: at.addingTimeInterval(3600))
+        TrackingHandler.settle(delivery(sent: 3), state: &send)
+        XCTAssertEqual(send.mutations, [.unparkTracking(mine)], "within the park time: the send takes them")
+
+        var late = state(tracked: tracked, parkedAt: at)
+        late.advance(to: later)
+        TrackingHandler.settle(delivery(sent: 3), state: &late)
+        XCTAssertEqual(late.mutations, [.dropTracking(mine)], "past it: gone before the send")
+
+        var again = state(tracked: tracked, parkedAt: at)
+        again.advance(to: later)
+        _ = TrackingHandler().apply(report([(id(1), .click)]), CommandContext(at: later), to: &again)
+        again.finishTracking()
+        XCTAssertEqual(again.mutations, [
+            .dropTracking(mine), .parkTracking(mine, at: later),
+            .countTracking(TrackingCounts(appId: appId, deliveryId: deliveryId, counts: [key(1, .click)])),
+        ], "a report past the park time parks anew, without the expired ones")
+
+        var idle = state(tracked: tracked, parkedAt: at)
+        idle.advance(to: later)
+        idle.finishTracking()
+        XCTAssertEqual(idle.mutations, [.dropTracking(mine)], "the batch's last command expires what no command touched")
     }
 }
 

@@ -165,7 +165,7 @@ import Testing
     // MARK: - Managed notifications
 
     @Test(arguments: StoreBackend.allCases)
-    func testPutPendingInsertsAndLeavesAnExistingRowAsItIs(_ backend: StoreBackend) async throws {
+    func testPutPendingInsertsOrReplacesTheRowOfItsKey(_ backend: StoreBackend) async throws {
         try await withStoreHarness(backend) { h in
             let store = try await h.openStore()
             let appId = UUID()
@@ -173,11 +173,13 @@ import Testing
             let sameKeyInCommit = Fixture.pending(app: appId, token: "t1", nid: "n1", sent: 4, text: "same commit")
             try await store.commit(mutations: [.putPending(first), .putPending(sameKeyInCommit)], offsets: [])
 
-            let replayed = Fixture.pending(app: appId, token: "t1", nid: "n1", sent: 9, text: "replayed", business: nil)
-            try await store.commit(mutations: [.putPending(replayed)], offsets: [])
+            let inCommit = try await store.pendingNotifications(DeviceKey(appId: appId, deviceToken: "t1"))
+            let replaced = Fixture.pending(app: appId, token: "t1", nid: "n1", sent: 9, text: "replaced", business: nil)
+            try await store.commit(mutations: [.putPending(replaced)], offsets: [])
 
             let stored = try await store.pendingNotifications(DeviceKey(appId: appId, deviceToken: "t1"))
-            #expect(stored == [first])
+            #expect(inCommit == [sameKeyInCommit], "the last put of a commit")
+            #expect(stored == [replaced], "the store writes what it is told: the handler puts a key once")
         }
     }
 
@@ -252,7 +254,7 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.allCases)
-    func testPutAckInsertsAndLeavesAnExistingAckAsItIs(_ backend: StoreBackend) async throws {
+    func testPutAckInsertsOrReplacesTheAckOfItsKey(_ backend: StoreBackend) async throws {
         try await withStoreHarness(backend) { h in
             let store = try await h.openStore()
             let appId = UUID()
@@ -267,9 +269,13 @@ import Testing
                 FROM acks ORDER BY device_token, notification_id
                 """)
             #expect(acks == [
-                "t1 n1 b-1 \(SQLiteValues.millis(Fixture.at(4)))",
+                "t1 n1 - \(SQLiteValues.millis(Fixture.at(9)))",
                 "t1 n2 - \(SQLiteValues.millis(Fixture.at(5)))",
             ])
+            // What `AckHandler` loads to keep the first ack: exactly the keys asked for that exist.
+            let asked = [first.key, PendingKey(appId: appId, deviceToken: "t2", notificationId: "n1"),
+                         PendingKey(appId: appId, deviceToken: "t1", notificationId: "n3")]
+            #expect(try await store.load(StateQuery(ackKeys: Set(asked))).acks == [first.key])
         }
     }
 
@@ -302,18 +308,18 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.allCases)
-    func testPutDeliveryInsertsAndLeavesAnExistingDeliveryAsItIs(_ backend: StoreBackend) async throws {
+    func testPutDeliveryInsertsOrReplacesTheDeliveryOfItsKey(_ backend: StoreBackend) async throws {
         try await withStoreHarness(backend) { h in
             let store = try await h.openStore()
             let appId = UUID()
             let first = Fixture.delivery(app: appId, kind: .ticket, managed: true, tracking: false, sent: 3)
             try await store.commit(mutations: [.putDelivery(first)], offsets: [])
 
-            let replayed = Fixture.delivery(app: appId, id: first.deliveryId, kind: .im, managed: false, tracking: true, sent: 0)
-            try await store.commit(mutations: [.putDelivery(replayed)], offsets: [])
+            let replaced = Fixture.delivery(app: appId, id: first.deliveryId, kind: .im, managed: false, tracking: true, sent: 0)
+            try await store.commit(mutations: [.putDelivery(replaced)], offsets: [])
 
             let stored = try await store.deliveryStats(app: appId, deliveryId: first.deliveryId)?.delivery
-            #expect(stored == first)
+            #expect(stored == replaced, "the handler refuses a known delivery id; the store only writes")
         }
     }
 
@@ -331,16 +337,16 @@ import Testing
 
             let renewed = Fixture.pending(app: app, token: "t1", nid: "n1", sent: 5, text: "new")
             let afterClear = Fixture.pending(app: app, token: "t2", nid: "n3", text: "after clear")
-            let kept = Fixture.pending(app: app, token: "t4", nid: "n1", text: "first")
+            let kept = Fixture.pending(app: app, token: "t4", nid: "n1", text: "last")
             try await store.commit(mutations: [
-                .putPending(Fixture.pending(app: app, token: "t1", nid: "n1", text: "yields to the stored row")),
-                .deletePending(old1.key), .putPending(renewed),
-                .putPending(Fixture.pending(app: app, token: "t1", nid: "n1", text: "yields to the renewed row")),
+                .putPending(Fixture.pending(app: app, token: "t1", nid: "n1", text: "deleted after")),
+                .deletePending(old1.key),
+                .putPending(Fixture.pending(app: app, token: "t1", nid: "n1", text: "replaced by the renewed row")), .putPending(renewed),
                 .putPending(Fixture.pending(app: app, token: "t2", nid: "n2", text: "cleared")),
                 .clearPending(device("t2")), .putPending(afterClear),
                 .putPending(Fixture.pending(app: app, token: "t3", nid: "n1", text: "deleted")),
                 .deletePending(PendingKey(appId: app, deviceToken: "t3", notificationId: "n1")),
-                .putPending(kept), .putPending(Fixture.pending(app: app, token: "t4", nid: "n1", text: "second")),
+                .putPending(Fixture.pending(app: app, token: "t4", nid: "n1", text: "first")), .putPending(kept),
             ], offsets: [])
 
             let t1 = try await store.pendingNotifications(device("t1"))
@@ -413,7 +419,7 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.allCases)
-    func testTheFirstAckAndDeliveryOfAKeyInOneCommitStayAndTheLastUpsertWins(_ backend: StoreBackend) async throws {
+    func testTheLastPutOrUpsertOfAKeyInOneCommitWins(_ backend: StoreBackend) async throws {
         try await withStoreHarness(backend) { h in
             let store = try await h.openStore()
             let app = Fixture.app(name: "first")
@@ -422,13 +428,13 @@ import Testing
             let token = Fixture.token(app: app.appId)
             var revoked = token
             revoked.revoked = true
-            let delivery = Fixture.delivery(app: app.appId, kind: .ticket, sent: 3)
+            let first = Fixture.delivery(app: app.appId, kind: .ticket, sent: 3)
+            let delivery = Fixture.delivery(app: app.appId, id: first.deliveryId, kind: .im, sent: 9)
             let ack = Fixture.ack(app: app.appId, token: "t1", nid: "n1", business: "first")
 
             try await store.commit(mutations: [
-                .upsertApp(app), .upsertApiToken(token), .putDelivery(delivery), .putAck(ack),
-                .upsertApp(renamed), .upsertApiToken(revoked),
-                .putDelivery(Fixture.delivery(app: app.appId, id: delivery.deliveryId, kind: .im, sent: 9)),
+                .upsertApp(app), .upsertApiToken(token), .putDelivery(first), .putAck(ack),
+                .upsertApp(renamed), .upsertApiToken(revoked), .putDelivery(delivery),
                 .putAck(Fixture.ack(app: app.appId, token: "t1", nid: "n1", business: "second")),
             ], offsets: [])
 
@@ -439,7 +445,7 @@ import Testing
             #expect(storedApp == renamed)
             #expect(tokens == [revoked])
             #expect(storedDelivery == delivery)
-            #expect(acks == ["first"])
+            #expect(acks == ["second"])
         }
     }
 }

@@ -544,8 +544,17 @@ enum MixedMutations {
                                                           tracking: Int.random(in: 0..<4, using: &random) > 0,
                                                           sent: Int.random(in: 0..<6, using: &random), createdAt: Fixture.at(seconds()))))
             case 76..<80:
-                mutations.append(.discardTracking(deliveryId: deliveries.randomElement(using: &random)!, appId: app(),
-                                                  validBelow: Int.random(in: 0..<6, using: &random)))
+                let pair = TrackingPair(deliveryId: deliveries.randomElement(using: &random)!, appId: app())
+                switch Int.random(in: 0..<4, using: &random) {
+                case 0:
+                    mutations.append(.deleteTracking(pair, (0..<Int.random(in: 1...3, using: &random)).map { _ in
+                        TrackingRowKey(action: TrackingAction.allCases.randomElement(using: &random)!,
+                                       messageIndex: Int.random(in: 0..<8, using: &random))
+                    }))
+                case 1: mutations.append(.dropTracking(pair))
+                case 2: mutations.append(.parkTracking(pair, at: Fixture.at(seconds())))
+                default: mutations.append(.unparkTracking(pair))
+                }
             default:
                 let counts = (0..<Int.random(in: 1...4, using: &random)).map { _ in
                     TrackingCount(action: TrackingAction.allCases.randomElement(using: &random)!,

@@ -3,9 +3,9 @@ import Foundation
 @testable import Projections
 import Testing
 
-/// The tracking rows (docs/API.md#delivery-statistics) in a real store: counting, repeats,
-/// discarding what a delivery cannot own, settling a count against a stored delivery, statistics,
-/// loading, dumping.
+/// The tracking rows (docs/API.md#delivery-statistics) and park marks in a real store: counting,
+/// repeats, the deletes, drops and marks a handler decides (the store decides nothing),
+/// statistics, loading, dumping.
 @Suite(.serialized) struct TrackingStoreTests {
     /// One report of (action, device) as a mutation of its own.
     private func key(_ app: UUID, _ delivery: UUID, _ action: TrackingAction, _ index: Int) -> TrackingCounts {
@@ -68,16 +68,15 @@ import Testing
             let app = UUID(), other = UUID()
             let tracked = Fixture.delivery(app: app, tracking: true, sent: 2)
             let quiet = Fixture.delivery(app: app, tracking: false, sent: 2)
+            try await store.commit(mutations: [.putDelivery(tracked), .putDelivery(quiet)], offsets: [])
             try await store.commit(mutations: [
-                // Rows a send would discard, parked before their deliveries and left in place (no
-                // discard follows), as if a report raced its send.
+                // Rows a send would have refused, written anyway: the store keeps what it is told.
                 .countTracking(key(app, tracked.deliveryId, .open, 1)), .countTracking(key(app, tracked.deliveryId, .open, 2)),
                 .countTracking(key(other, tracked.deliveryId, .open, 0)),
                 .countTracking(key(app, quiet.deliveryId, .open, 0)),
-                .putDelivery(tracked), .putDelivery(quiet),
             ], offsets: [])
-            let parked = try await store.load(StateQuery(trackedDeliveries: [tracked.deliveryId, quiet.deliveryId]))
-            #expect(parked.trackedEvents.values.map(\.count).reduce(0, +) == 4, "a count settles against the deliveries before it only")
+            let stored = try await store.load(StateQuery(trackedDeliveries: [tracked.deliveryId, quiet.deliveryId]))
+            #expect(stored.trackedEvents.values.map(\.count).reduce(0, +) == 4, "a count settles nothing against its delivery")
 
             let trackedStats = try await store.deliveryStats(app: app, deliveryId: tracked.deliveryId)
             let quietStats = try await store.deliveryStats(app: app, deliveryId: quiet.deliveryId)
@@ -91,27 +90,60 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.allCases)
-    func testDiscardDeletesOtherAppsRowsAndRowsPastTheBoundOfThatDeliveryOnly(_ backend: StoreBackend) async throws {
+    func testDeletesRemoveTheNamedRowsAndADropRemovesItsPairWholeWithItsMark(_ backend: StoreBackend) async throws {
         try await withStoreHarness(backend) { h in
             let store = try await h.openStore()
             let app = UUID(), other = UUID(), d = UUID(), neighbour = UUID()
+            let mine = TrackingPair(deliveryId: d, appId: app), theirs = TrackingPair(deliveryId: d, appId: other)
             try await store.commit(mutations: [
                 .countTracking(key(app, d, .impression, 0)), .countTracking(key(app, d, .impression, 3)),
                 .countTracking(key(app, d, .click, 2)), .countTracking(key(other, d, .click, 0)),
                 .countTracking(key(app, neighbour, .click, 9)),
+                .parkTracking(mine, at: Fixture.at(1)), .parkTracking(theirs, at: Fixture.at(2)),
             ], offsets: [])
-            try await store.commit(mutations: [.discardTracking(deliveryId: d, appId: app, validBelow: 3)], offsets: [])
+            try await store.commit(mutations: [
+                .deleteTracking(mine, [TrackingRowKey(action: .impression, messageIndex: 3), TrackingRowKey(action: .open, messageIndex: 2)]),
+                .dropTracking(theirs),
+            ], offsets: [])
 
-            let kept = try await store.load(StateQuery(trackedDeliveries: [d, neighbour]))
+            let kept = try await store.load(StateQuery(trackedDeliveries: [d, neighbour], parkedDeliveries: [d]))
             #expect(kept.trackedEvents[d]?.sorted { $0.messageIndex < $1.messageIndex } == [
                 TrackedEvent(appId: app, action: .impression, messageIndex: 0, repeats: 0),
                 TrackedEvent(appId: app, action: .click, messageIndex: 2, repeats: 0),
-            ])
+            ], "only (impression, 3) of the pair went; (open, 2) was never stored")
             #expect(kept.trackedEvents[neighbour] == [TrackedEvent(appId: app, action: .click, messageIndex: 9, repeats: 0)])
+            #expect(kept.parkedTracking == [mine: Fixture.at(1)], "the dropped pair's mark went with its rows")
 
-            try await store.commit(mutations: [.discardTracking(deliveryId: d, appId: app, validBelow: 0)], offsets: [])
-            let none = try await store.load(StateQuery(trackedDeliveries: [d]))
-            #expect(none.trackedEvents[d] == nil, "tracking off: nothing of the delivery stays")
+            try await store.commit(mutations: [.unparkTracking(mine)], offsets: [])
+            let unparked = try await store.load(StateQuery(trackedDeliveries: [d], parkedDeliveries: [d]))
+            #expect(unparked.parkedTracking.isEmpty)
+            #expect(unparked.trackedEvents[d]?.count == 2, "unparking keeps the rows: they are the delivery's")
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func testParkMarksAreWrittenAsToldAndLoadedByDeliveryAndByAge(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let app = UUID(), other = UUID(), old = UUID(), recent = UUID()
+            try await store.commit(mutations: [
+                .parkTracking(TrackingPair(deliveryId: old, appId: app), at: Fixture.at(10)),
+                .parkTracking(TrackingPair(deliveryId: old, appId: other), at: Fixture.at(60)),
+                .parkTracking(TrackingPair(deliveryId: recent, appId: app), at: Fixture.at(100)),
+                // The last mark of a pair is the one kept: the handler decides when a pair parks anew.
+                .parkTracking(TrackingPair(deliveryId: recent, appId: app), at: Fixture.at(200)),
+            ], offsets: [])
+
+            let byDelivery = try await store.load(StateQuery(parkedDeliveries: [old]))
+            #expect(byDelivery.parkedTracking == [TrackingPair(deliveryId: old, appId: app): Fixture.at(10),
+                                                  TrackingPair(deliveryId: old, appId: other): Fixture.at(60)])
+            let byAge = try await store.load(StateQuery(parkedBefore: Fixture.at(150)))
+            #expect(byAge.parkedTracking == [TrackingPair(deliveryId: old, appId: app): Fixture.at(10),
+                                             TrackingPair(deliveryId: old, appId: other): Fixture.at(60)])
+            let both = try await store.load(StateQuery(parkedDeliveries: [recent], parkedBefore: Fixture.at(50)))
+            #expect(both.parkedTracking == [TrackingPair(deliveryId: old, appId: app): Fixture.at(10),
+                                            TrackingPair(deliveryId: recent, appId: app): Fixture.at(200)])
+            #expect(try await store.load(StateQuery()).parkedTracking.isEmpty, "marks are loaded only when asked for")
         }
     }
 
@@ -144,131 +176,29 @@ import Testing
         }
     }
 
-    // MARK: - Settling a count against its stored delivery
+    // MARK: - Order within one commit
 
     @Test(arguments: StoreBackend.allCases)
-    func testACountAfterItsDeliveryDeletesTheRowsTheDeliveryCannotOwn(_ backend: StoreBackend) async throws {
+    func testDeletesAndDropsAfterCountsInOneCommitDeleteWhatTheCountsWrote(_ backend: StoreBackend) async throws {
         try await withStoreHarness(backend) { h in
             let store = try await h.openStore()
-            let app = UUID(), other = UUID()
-            let tracked = Fixture.delivery(app: app, tracking: true, sent: 3)
-            let quiet = Fixture.delivery(app: app, tracking: false, sent: 3)
-            try await store.commit(mutations: [.putDelivery(tracked), .putDelivery(quiet)], offsets: [])
-
-            // As a batch that loaded "no delivery yet" would write them, after another processor
-            // committed the sends: past the sent count, another app's, tracking off.
+            let app = UUID(), other = UUID(), d = UUID()
+            let mine = TrackingPair(deliveryId: d, appId: app), theirs = TrackingPair(deliveryId: d, appId: other)
             try await store.commit(mutations: [
-                .countTracking(TrackingCounts(appId: app, deliveryId: tracked.deliveryId, counts: [
-                    TrackingCount(action: .open, messageIndex: 2), TrackingCount(action: .open, messageIndex: 3),
-                    TrackingCount(action: .click, messageIndex: 7, reports: 2),
-                ])),
-                .countTracking(key(other, tracked.deliveryId, .open, 0)),
-                .countTracking(key(app, quiet.deliveryId, .impression, 0)),
+                .countTracking(key(app, d, .open, 4)), .countTracking(key(app, d, .open, 1)), .countTracking(key(other, d, .open, 0)),
+                .parkTracking(theirs, at: Fixture.at(1)),
+                .deleteTracking(mine, [TrackingRowKey(action: .open, messageIndex: 4)]), .dropTracking(theirs),
+                .countTracking(key(app, d, .open, 1)), .countTracking(key(app, d, .open, 4)), .countTracking(key(other, d, .click, 3)),
+                .parkTracking(theirs, at: Fixture.at(2)),
             ], offsets: [])
 
-            let rows = try await store.load(StateQuery(trackedDeliveries: [tracked.deliveryId, quiet.deliveryId]))
-            #expect(rows.trackedEvents[tracked.deliveryId] == [TrackedEvent(appId: app, action: .open, messageIndex: 2, repeats: 0)])
-            #expect(rows.trackedEvents[quiet.deliveryId] == nil, "tracking off: no row of the delivery stays")
-            let stats = try await store.deliveryStats(app: app, deliveryId: tracked.deliveryId)
-            #expect(stats == DeliveryStatsRow(delivery: tracked, opens: 1))
-        }
-    }
-
-    @Test(arguments: StoreBackend.allCases)
-    func testACountWithoutItsDeliveryStaysParkedUntilTheSend(_ backend: StoreBackend) async throws {
-        try await withStoreHarness(backend) { h in
-            let store = try await h.openStore()
-            let app = UUID(), other = UUID(), d = UUID(), unrelated = UUID()
-            try await store.commit(mutations: [.putDelivery(Fixture.delivery(app: app, id: unrelated, tracking: false))], offsets: [])
-
-            try await store.commit(mutations: [
-                .countTracking(key(app, d, .open, 0)), .countTracking(key(app, d, .open, 9)), .countTracking(key(other, d, .click, 1)),
-            ], offsets: [])
-
-            let parked = try await store.load(StateQuery(trackedDeliveries: [d]))
-            #expect(parked.trackedEvents[d]?.count == 3, "no delivery row: every row stays")
-            // The send arrives: its discard settles them.
-            let delivery = Fixture.delivery(app: app, id: d, tracking: true, sent: 5)
-            try await store.commit(mutations: [.putDelivery(delivery), .discardTracking(deliveryId: d, appId: app, validBelow: 5)],
-                                   offsets: [])
-            let settled = try await store.load(StateQuery(trackedDeliveries: [d]))
-            #expect(settled.trackedEvents[d] == [TrackedEvent(appId: app, action: .open, messageIndex: 0, repeats: 0)])
-        }
-    }
-
-    @Test(arguments: StoreBackend.allCases)
-    func testParkedReportsWhoseSendNeverCameExpireAndOthersStay(_ backend: StoreBackend) async throws {
-        try await withStoreHarness(backend) { h in
-            let store = try await h.openStore()
-            let app = UUID(), lost = UUID(), late = UUID(), recent = UUID()
-            try await store.commit(mutations: [
-                .countTracking(key(app, lost, .open, 0)), .parkTracking(deliveryId: lost, appId: app, at: Fixture.at(10)),
-                .countTracking(key(app, late, .open, 0)), .parkTracking(deliveryId: late, appId: app, at: Fixture.at(10)),
-                .countTracking(key(app, recent, .open, 0)), .parkTracking(deliveryId: recent, appId: app, at: Fixture.at(100)),
-                // A second mark keeps the first time.
-                .parkTracking(deliveryId: recent, appId: app, at: Fixture.at(200)),
-            ], offsets: [])
-            // The send of `late` came before the expiry: its reports are its own now.
-            try await store.commit(mutations: [.putDelivery(Fixture.delivery(app: app, id: late, tracking: true, sent: 5))], offsets: [])
-
-            try await store.commit(mutations: [.expireParkedTracking(before: Fixture.at(50))], offsets: [])
-
-            let rows = try await store.load(StateQuery(trackedDeliveries: [lost, late, recent]))
-            #expect(rows.trackedEvents[lost] == nil, "parked past the time and no send: gone")
-            #expect(rows.trackedEvents[late]?.count == 1, "its send came: kept")
-            #expect(rows.trackedEvents[recent]?.count == 1, "parked recently: kept")
-            try await store.commit(mutations: [.expireParkedTracking(before: Fixture.at(150))], offsets: [])
-            let later = try await store.load(StateQuery(trackedDeliveries: [recent]))
-            #expect(later.trackedEvents[recent] == nil, "parked at its first report, not its last mark")
-        }
-    }
-
-    @Test(arguments: StoreBackend.allCases)
-    func testADiscardAfterACountInOneCommitDeletesWhatTheCountWrote(_ backend: StoreBackend) async throws {
-        try await withStoreHarness(backend) { h in
-            let store = try await h.openStore()
-            let app = UUID(), d = UUID()
-            try await store.commit(mutations: [
-                .countTracking(key(app, d, .open, 4)), .countTracking(key(app, d, .open, 1)),
-                .discardTracking(deliveryId: d, appId: app, validBelow: 2),
-                .countTracking(key(app, d, .open, 1)), .countTracking(key(app, d, .open, 6)),
-            ], offsets: [])
-
-            let rows = try await store.load(StateQuery(trackedDeliveries: [d]))
-            #expect(rows.trackedEvents[d]?.sorted { $0.messageIndex < $1.messageIndex } == [
+            let rows = try await store.load(StateQuery(trackedDeliveries: [d], parkedDeliveries: [d]))
+            #expect(rows.trackedEvents[d]?.sorted { ($0.appId == app ? 0 : 1, $0.messageIndex) < ($1.appId == app ? 0 : 1, $1.messageIndex) } == [
                 TrackedEvent(appId: app, action: .open, messageIndex: 1, repeats: 1),
-                TrackedEvent(appId: app, action: .open, messageIndex: 6, repeats: 0),
-            ], "index 4 went with the discard; 6 came after it, with no delivery to settle against")
-        }
-    }
-
-    /// Two processes: one applies a send (its delivery and discard), the other a report batch
-    /// that loaded no delivery (so parks its rows), committed at once. Whichever commits second
-    /// must see the other's writes: no row the delivery cannot own survives.
-    @Test(arguments: StoreBackend.allCases)
-    func testASendAndAReportCommittedAtOnceByTwoStoresLeaveNoRowTheDeliveryCannotOwn(_ backend: StoreBackend) async throws {
-        try await withStoreHarness(backend) { h in
-            let sends = try await h.openStore(), reports = try await h.openStore()
-            let app = UUID()
-            var deliveryIds: [UUID] = []
-            for _ in 0..<25 {
-                let delivery = Fixture.delivery(app: app, tracking: true, sent: 2)
-                deliveryIds.append(delivery.deliveryId)
-                let send: [Mutation] = [.putDelivery(delivery), .discardTracking(deliveryId: delivery.deliveryId, appId: app, validBelow: 2)]
-                let report: [Mutation] = [
-                    .countTracking(TrackingCounts(appId: app, deliveryId: delivery.deliveryId, counts: [
-                        TrackingCount(action: .open, messageIndex: 1), TrackingCount(action: .open, messageIndex: 5),
-                    ])),
-                    .countTracking(key(UUID(), delivery.deliveryId, .click, 0)),
-                ]
-                async let sent: Void = sends.commit(mutations: send, offsets: [])
-                async let reported: Void = reports.commit(mutations: report, offsets: [])
-                _ = try await (sent, reported)
-            }
-            let rows = try await sends.load(StateQuery(trackedDeliveries: Set(deliveryIds)))
-            for id in deliveryIds {
-                #expect(rows.trackedEvents[id] == [TrackedEvent(appId: app, action: .open, messageIndex: 1, repeats: 0)])
-            }
+                TrackedEvent(appId: app, action: .open, messageIndex: 4, repeats: 0),
+                TrackedEvent(appId: other, action: .click, messageIndex: 3, repeats: 0),
+            ], "each delete and drop took what the counts before it wrote, none of what came after")
+            #expect(rows.parkedTracking == [theirs: Fixture.at(2)], "the pair parked anew after its drop")
         }
     }
 }

@@ -207,11 +207,19 @@ final class BatchApplier: Sendable {
         // In event order (`EventOrder`): every command sees exactly the commands before it.
         let ordered = commands
         var query = StateQuery()
-        for (c, _) in ordered { c.addNeeds(to: &query) }
+        var newest = Date.distantPast
+        for (c, _) in ordered {
+            c.addNeeds(to: &query)
+            newest = max(newest, c.at)
+        }
+        // Parked tracking that may expire in this batch: marks older than the park time before
+        // its newest command (`TrackingHandler`).
+        if !ordered.isEmpty { query.parkedBefore = newest.addingTimeInterval(-trackingParkTime.inSeconds) }
         let loadStart = ContinuousClock.now
-        var state = BatchState(try await store.load(query))
+        var state = BatchState(try await store.load(query), trackingParkTime: trackingParkTime)
         let loadTime = ContinuousClock.now - loadStart
         for (c, requestId) in ordered {
+            state.advance(to: c.at)
             let result = c.apply(to: &state, storeFailed: storeFailed)
             tally.count(c.type, result)
             if case .rejected(let reason) = result {
@@ -223,11 +231,6 @@ final class BatchApplier: Sendable {
             }
         }
         state.finishTracking()
-        // Reports whose send never came are kept for the park time only, counted from command
-        // times (the newest report of the batch), never from the clock, so a replay decides alike.
-        if let newest = ordered.lazy.filter({ $0.command.type == .trackingReported }).map(\.command.at).max() {
-            state.expireParkedTracking(before: newest.addingTimeInterval(-trackingParkTime.inSeconds))
-        }
         tally.tracking = state.trackingOutcomes
         return Decided(mutations: state.mutations, outbound: state.outbound, next: next, times: times, tally: tally, loadTime: loadTime)
     }

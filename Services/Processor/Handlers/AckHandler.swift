@@ -5,13 +5,15 @@ import Projections
 /// Applies a device's acknowledgement (docs/API.md#managed-notifications-and-acknowledgements):
 /// the notification is no longer pending on it, and the device is sent its new badge. The ack is
 /// kept, so that a notification applied after it (they may travel on different partitions) is
-/// not made pending.
+/// not made pending. The first ack of a (device, notification) is the one kept.
 struct AckHandler: CommandHandler {
     func addNeeds(of c: NotificationAcknowledged, to query: inout StateQuery) {
         query.appIds.insert(c.mobileAppId)
         query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken))
         query.pendingCountDevices.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken))
-        query.pendingKeys.insert(PendingKey(appId: c.mobileAppId, deviceToken: c.deviceToken, notificationId: c.notificationId))
+        let key = PendingKey(appId: c.mobileAppId, deviceToken: c.deviceToken, notificationId: c.notificationId)
+        query.pendingKeys.insert(key)
+        query.ackKeys.insert(key)
     }
 
     func apply(_ c: NotificationAcknowledged, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {

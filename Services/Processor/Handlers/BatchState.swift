@@ -19,17 +19,24 @@ struct BatchState {
     private var deliveries: [UUID: DeliveryRow]
     /// Tracking rows stored before their delivery's send, for the sends of this batch.
     private var tracked: [UUID: [TrackedEvent]]
+    /// Park marks by delivery, then app: those loaded (of the batch's deliveries, and every one
+    /// old enough to expire in it) and those the batch set.
+    private var parks: [UUID: [UUID: Date]] = [:]
+    /// How long parked reports wait for their send, in event time.
+    private let trackingParkTime: TimeInterval
+    /// The newest command time applied so far: the batch's clock (`advance(to:)`).
+    private(set) var eventTime = Date.distantPast
     /// Tracking events by outcome, for the batch's metrics.
     private(set) var trackingOutcomes: [TrackingOutcome: Int] = [:]
-    /// The (delivery, app) pairs this batch parked reports of.
-    private var parkedTargets: Set<TrackingTarget> = []
-    /// Reports gathered for `finishTracking`: per delivery, the number of each (action, device).
-    private var trackingReports: [TrackingTarget: [TrackingReport: Int]] = [:]
-    private var trackingTargets: [TrackingTarget] = []
+    /// Reports gathered for `finishTracking`: per delivery, then app, the number of each
+    /// (action, device); `trackingOrder` is the order pairs were first reported on.
+    private var trackingReports: [UUID: [UUID: [TrackingRowKey: Int]]] = [:]
+    private var trackingOrder: [TrackingPair] = []
     private(set) var mutations: [Mutation] = []
     private(set) var outbound: [OutboundMessage] = []
 
-    init(_ snapshot: StateSnapshot) {
+    init(_ snapshot: StateSnapshot, trackingParkTime: Duration = .milliseconds(ProcessorConfiguration().trackingParkTtlMs)) {
+        self.trackingParkTime = trackingParkTime.inSeconds
         apps = snapshot.apps
         tokens = snapshot.tokens
         devices = snapshot.devices
@@ -38,6 +45,7 @@ struct BatchState {
         acks = snapshot.acks
         deliveries = snapshot.deliveries
         tracked = snapshot.trackedEvents
+        for (pair, at) in snapshot.parkedTracking { parks[pair.deliveryId, default: [:]][pair.appId] = at }
         for device in snapshot.devices.values {
             tokensByUser[UserKey(appId: device.appId, userId: device.userId), default: []].append(device.deviceToken)
         }
@@ -133,14 +141,15 @@ struct BatchState {
         mutations.append(.clearPending(device))
     }
 
+    /// Stores the ack unless one of its key is known (loaded or recorded): the first one stays.
     mutating func recordAck(_ ack: AckRow) {
         guard acks.insert(ack.key).inserted else { return }
         mutations.append(.putAck(ack))
     }
 
-    /// Stores the delivery; the first row of a delivery id stays.
+    /// Stores the delivery of a send (the handler refuses a known delivery id).
     mutating func record(_ delivery: DeliveryRow) {
-        if deliveries[delivery.deliveryId] == nil { deliveries[delivery.deliveryId] = delivery }
+        deliveries[delivery.deliveryId] = delivery
         mutations.append(.putDelivery(delivery))
     }
 
@@ -148,47 +157,107 @@ struct BatchState {
 
     // MARK: - Tracking
 
-    /// The tracking rows stored before the delivery's send (loaded for this batch's sends).
-    func trackedBeforeSend(_ deliveryId: UUID) -> [TrackedEvent] { tracked[deliveryId] ?? [] }
+    /// Moves the batch's clock to a command's time (it never goes back). *Before* each command.
+    mutating func advance(to at: Date) {
+        if at > eventTime { eventTime = at }
+    }
 
-    /// Counts a report; reports are gathered per delivery and written by `finishTracking`.
-    mutating func countTracking(app appId: UUID, delivery deliveryId: UUID, action: TrackingAction, messageIndex: Int,
-                                outcome: TrackingOutcome, at: Date) {
-        let target = TrackingTarget(appId: appId, deliveryId: deliveryId)
-        if trackingReports[target] == nil { trackingTargets.append(target) }
-        if outcome == .parked, parkedTargets.insert(target).inserted {
-            mutations.append(.parkTracking(deliveryId: deliveryId, appId: appId, at: at))
+    /// The pairs of a delivery that have reports stored or gathered before its send, or a park
+    /// mark, in app id order.
+    func trackingPairs(of deliveryId: UUID) -> [TrackingPair] {
+        var apps = Set<UUID>()
+        if let parked = parks[deliveryId] { apps.formUnion(parked.keys) }
+        for event in tracked[deliveryId] ?? [] { apps.insert(event.appId) }
+        if let gathered = trackingReports[deliveryId] { apps.formUnion(gathered.keys) }
+        return apps.sorted { $0.uuidString < $1.uuidString }.map { TrackingPair(deliveryId: deliveryId, appId: $0) }
+    }
+
+    /// The pair's reports so far, stored and gathered: the number of each (action, device).
+    func trackingReports(of pair: TrackingPair) -> [TrackingRowKey: Int] {
+        var reports = trackingReports[pair.deliveryId]?[pair.appId] ?? [:]
+        for event in tracked[pair.deliveryId] ?? [] where event.appId == pair.appId {
+            reports[event.key, default: 0] += 1 + event.repeats
         }
-        trackingReports[target, default: [:]][TrackingReport(action: action, messageIndex: messageIndex), default: 0] += 1
+        return reports
+    }
+
+    /// Counts a report; reports are gathered per pair and written by `finishTracking`. A report
+    /// parked before its delivery's send marks its pair parked since the report's time.
+    mutating func countTracking(_ pair: TrackingPair, _ key: TrackingRowKey, outcome: TrackingOutcome, at: Date) {
+        if outcome == .parked, parks[pair.deliveryId]?[pair.appId] == nil {
+            parks[pair.deliveryId, default: [:]][pair.appId] = at
+            mutations.append(.parkTracking(pair, at: at))
+        }
+        if trackingReports[pair.deliveryId]?[pair.appId] == nil { trackingOrder.append(pair) }
+        trackingReports[pair.deliveryId, default: [:]][pair.appId, default: [:]][key, default: 0] += 1
         trackingOutcomes[outcome, default: 0] += 1
     }
 
-    /// Writes the batch's gathered reports: one mutation per delivery (in the order the batch
-    /// first reported on them), its counts by action and device. A batch that repeats a report
-    /// writes it once, with its number of reports.
-    mutating func finishTracking() {
-        for target in trackingTargets {
-            let counts = (trackingReports[target] ?? [:]).map { key, reports in
-                TrackingCount(action: key.action, messageIndex: key.messageIndex, reports: reports)
-            }.sorted { ($0.action, $0.messageIndex) < ($1.action, $1.messageIndex) }
-            mutations.append(.countTracking(TrackingCounts(appId: target.appId, deliveryId: target.deliveryId, counts: counts)))
-        }
-        trackingTargets = []
-        trackingReports = [:]
+    /// Drops the pair when its park time has passed by the batch's clock; true if it did.
+    @discardableResult
+    mutating func expireIfDue(_ pair: TrackingPair) -> Bool {
+        guard let parkedAt = parks[pair.deliveryId]?[pair.appId], hasExpired(parkedAt) else { return false }
+        dropTracking(pair)
+        return true
     }
 
-    mutating func expireParkedTracking(before cutoff: Date) {
-        mutations.append(.expireParkedTracking(before: cutoff))
+    private func hasExpired(_ parkedAt: Date) -> Bool {
+        parkedAt < eventTime.addingTimeInterval(-trackingParkTime)
+    }
+
+    /// Deletes these rows of the pair, stored or gathered.
+    mutating func deleteTracking(_ pair: TrackingPair, _ keys: Set<TrackingRowKey>) {
+        var stored: [TrackingRowKey] = []
+        tracked[pair.deliveryId]?.removeAll { event in
+            guard event.appId == pair.appId, keys.contains(event.key) else { return false }
+            stored.append(event.key)
+            return true
+        }
+        if !stored.isEmpty { mutations.append(.deleteTracking(pair, stored)) }
+        for key in keys { trackingReports[pair.deliveryId]?[pair.appId]?[key] = nil }
+    }
+
+    /// Deletes every report of the pair, stored or gathered, and its park mark.
+    mutating func dropTracking(_ pair: TrackingPair) {
+        tracked[pair.deliveryId]?.removeAll { $0.appId == pair.appId }
+        trackingReports[pair.deliveryId]?[pair.appId] = nil
+        parks[pair.deliveryId]?[pair.appId] = nil
+        mutations.append(.dropTracking(pair))
+    }
+
+    /// The pair's reports are its delivery's now: its park mark goes.
+    mutating func unparkTracking(_ pair: TrackingPair) {
+        tracked[pair.deliveryId]?.removeAll { $0.appId == pair.appId }
+        guard parks[pair.deliveryId]?.removeValue(forKey: pair.appId) != nil else { return }
+        mutations.append(.unparkTracking(pair))
+    }
+
+    /// Ends the batch's tracking: drops the pairs whose park time has passed by the batch's
+    /// clock (as the next command would), then writes the gathered reports, one mutation per
+    /// pair in the order the batch first reported on them. A batch that repeats a report
+    /// writes it once, with its number of reports.
+    mutating func finishTracking() {
+        var expired: [TrackingPair] = []
+        for (deliveryId, apps) in parks {
+            for (appId, parkedAt) in apps where hasExpired(parkedAt) { expired.append(TrackingPair(deliveryId: deliveryId, appId: appId)) }
+        }
+        for pair in expired.sorted(by: { ($0.deliveryId.uuidString, $0.appId.uuidString) < ($1.deliveryId.uuidString, $1.appId.uuidString) }) {
+            dropTracking(pair)
+        }
+        for pair in trackingOrder {
+            // A pair dropped and reported on again is listed twice: written once.
+            guard let reports = trackingReports[pair.deliveryId]?.removeValue(forKey: pair.appId), !reports.isEmpty else { continue }
+            let counts = reports.map { key, reports in
+                TrackingCount(action: key.action, messageIndex: key.messageIndex, reports: reports)
+            }.sorted { ($0.action, $0.messageIndex) < ($1.action, $1.messageIndex) }
+            mutations.append(.countTracking(TrackingCounts(appId: pair.appId, deliveryId: pair.deliveryId, counts: counts)))
+        }
+        trackingOrder = []
+        trackingReports = [:]
     }
 
     mutating func rejectTracking(_ reason: TrackingOutcome.Reason, events: Int = 1) {
         trackingOutcomes[.rejected(reason), default: 0] += events
-    }
-
-    mutating func discardTracking(of delivery: DeliveryRow) {
-        tracked[delivery.deliveryId] = nil
-        mutations.append(.discardTracking(deliveryId: delivery.deliveryId, appId: delivery.appId,
-                                          validBelow: delivery.tracking ? delivery.sent : 0))
     }
 
     mutating func emit(_ message: OutboundMessage) {
@@ -239,16 +308,4 @@ struct OutboundMessage: Sendable, Equatable {
     static func == (a: OutboundMessage, b: OutboundMessage) -> Bool {
         a.kind == b.kind && a.deviceToken == b.deviceToken && a.value == b.value
     }
-}
-
-/// The app and delivery a tracking report names.
-struct TrackingTarget: Hashable {
-    var appId: UUID
-    var deliveryId: UUID
-}
-
-/// What a tracking report says about its delivery: this device did this.
-struct TrackingReport: Hashable {
-    var action: TrackingAction
-    var messageIndex: Int
 }

@@ -13,9 +13,11 @@ import Projections
 struct NotificationHandler: CommandHandler {
     func addNeeds(of c: NotificationRequested, to query: inout StateQuery) {
         query.appIds.insert(c.mobileAppId)
+        query.deliveryIds.insert(c.deliveryId)
         for user in c.target.userIds { query.userKeys.insert(UserKey(appId: c.mobileAppId, userId: user)) }
         for token in c.target.deviceTokens { query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: token)) }
         query.trackedDeliveries.insert(c.deliveryId)
+        query.parkedDeliveries.insert(c.deliveryId)
         if c.managed {
             // Badges: a managed send stamps each device's pending count.
             query.ackedNotifications.insert(NotificationKey(appId: c.mobileAppId, notificationId: c.notificationId))
@@ -27,6 +29,9 @@ struct NotificationHandler: CommandHandler {
     func apply(_ c: NotificationRequested, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         let at = context.at
         guard let app = state.apps[c.mobileAppId] else { return .rejected("unknown-app") }
+        // Ingest gives every send a new delivery id; a second command with a known one (a copied
+        // record) would send again and could not be told apart in statistics.
+        guard state.delivery(c.deliveryId) == nil else { return .rejected("duplicate-delivery") }
         let devices = Self.resolve(c.target, app: c.mobileAppId, in: state)
         state.reserveOutbound(devices.count)
         // One template per platform (and per badge, for a managed send): each device's record is

@@ -35,17 +35,23 @@ enum TrackingOutcome: Hashable, Sendable {
 /// its send. Hence the rule: a report is only ever *stored* as a (delivery, app, action,
 /// device) row, with a repeat count, and statistics are read from those rows bounded by the
 /// delivery row. A report whose delivery is known is checked at once; one whose delivery is
-/// not known yet is stored (parked), and the send, when applied, discards whatever it cannot
-/// own. Both orders therefore end in the same rows.
+/// not known yet is stored and its (delivery, app) pair marked parked, and the send, when
+/// applied, deletes what it cannot own and takes the rest. Reports whose send does not come
+/// within the park time, counted in command times, are dropped. Every one of these decisions
+/// is made here, over the rows the batch loaded; the stores only write them.
 ///
 /// A broadlogId is checked against the delivery id alone (`MessageId`'s check digits), so a
 /// foreign id is refused even before its delivery is known; only "past the sent count" needs
 /// the delivery row.
 struct TrackingHandler: CommandHandler {
-    func addNeeds(of c: TrackingReported, to query: inout StateQuery) { query.deliveryIds.insert(c.deliveryId) }
+    func addNeeds(of c: TrackingReported, to query: inout StateQuery) {
+        query.deliveryIds.insert(c.deliveryId)
+        query.parkedDeliveries.insert(c.deliveryId)
+    }
 
     func apply(_ c: TrackingReported, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         let at = context.at
+        let pair = TrackingPair(deliveryId: c.deliveryId, appId: c.mobileAppId)
         let delivery = state.delivery(c.deliveryId)
         if let delivery {
             guard delivery.appId == c.mobileAppId else {
@@ -56,6 +62,9 @@ struct TrackingHandler: CommandHandler {
                 state.rejectTracking(.trackingOff, events: c.events.count)
                 return .rejected(TrackingOutcome.Reason.trackingOff.rawValue)
             }
+        } else {
+            // Reports parked longer than the park time are gone before this one parks anew.
+            state.expireIfDue(pair)
         }
         let series = MessageId.Series(deliveryId: c.deliveryId)
         var stored = 0
@@ -64,28 +73,31 @@ struct TrackingHandler: CommandHandler {
                 state.rejectTracking(.foreignBroadlog)
                 continue
             }
-            state.countTracking(app: c.mobileAppId, delivery: c.deliveryId, action: event.action, messageIndex: index,
+            state.countTracking(pair, TrackingRowKey(action: event.action, messageIndex: index),
                                 outcome: delivery == nil ? .parked : .counted, at: at)
             stored += 1
         }
         return stored > 0 ? .applied : .rejected(TrackingOutcome.Reason.foreignBroadlog.rawValue)
     }
 
-    /// Called when a send is applied: the reports stored before it that it cannot own (another
-    /// app's, past its sent count, or any when tracking was off) are rejected now and deleted.
+    /// Called when a send is applied, before its delivery is recorded: each pair reported on
+    /// before it is dropped if its park time passed, refused whole if it is another app's or
+    /// the send has tracking off, and otherwise taken, less the reports past the sent count.
     static func settle(_ delivery: DeliveryRow, state: inout BatchState) {
-        for event in state.trackedBeforeSend(delivery.deliveryId) {
-            let reports = 1 + event.repeats
-            if event.appId != delivery.appId {
-                state.rejectTracking(.unknownDelivery, events: reports)
-            } else if !delivery.tracking {
-                state.rejectTracking(.trackingOff, events: reports)
-            } else if event.messageIndex >= delivery.sent {
-                state.rejectTracking(.foreignBroadlog, events: reports)
+        for pair in state.trackingPairs(of: delivery.deliveryId) {
+            if state.expireIfDue(pair) { continue }
+            let reports = state.trackingReports(of: pair)
+            if pair.appId != delivery.appId || !delivery.tracking {
+                state.rejectTracking(pair.appId != delivery.appId ? .unknownDelivery : .trackingOff, events: reports.values.reduce(0, +))
+                state.dropTracking(pair)
+                continue
             }
+            let beyond = reports.filter { $0.key.messageIndex >= delivery.sent }
+            if !beyond.isEmpty {
+                state.rejectTracking(.foreignBroadlog, events: beyond.values.reduce(0, +))
+                state.deleteTracking(pair, Set(beyond.keys))
+            }
+            state.unparkTracking(pair)
         }
-        // Always written, not only when the loaded rows show something to discard: a report
-        // applied by another processor after this batch's load is then still caught.
-        state.discardTracking(of: delivery)
     }
 }

@@ -6,19 +6,12 @@ import PostgresNIO
 /// one multi-row statement over `unnest`ed array parameters, its rows in primary key order.
 ///
 /// A commit of 20,000 mutations thus costs about a dozen round trips instead of 20,000, and
-/// two processors writing overlapping keys lock them in the same order.
-///
-/// Reports and sends of one delivery are ordered by a transaction-level advisory lock per
-/// delivery id, taken (in id order) before anything is written. Without it, a report batch
-/// that settles before a concurrent send commits, and the send's discard, which cannot see
-/// the batch's uncommitted rows, would both miss rows the delivery cannot own. With it, whichever
-/// commits second runs its statements after the first committed, and sees its rows.
+/// two transactions writing overlapping keys lock them in the same order.
 struct PostgresMutationWriter {
     let connection: PostgresConnection
     let logger: Logger
 
     func write(_ plan: PostgresWritePlan) async throws {
-        try await lock(deliveries: plan.trackingLockedDeliveries)
         try await writeApps(plan.apps.values.sorted { KeyOrder.less($0.appId, $1.appId) })
         try await writeTokens(plan.tokens.values.sorted { KeyOrder.less($0.tokenId, $1.tokenId) })
         try await writeDevices(plan.devices.values.sorted { KeyOrder.less(($0.key.appId, $0.key.deviceToken),
@@ -27,11 +20,13 @@ struct PostgresMutationWriter {
         try await writeOutbox(plan.outbox.values.sorted { KeyOrder.less($0.job.id, $1.job.id) })
         try await writePending(plan)
         try await writeAcks(plan.acks.values.sorted { KeyOrder.less(Self.key($0.key), Self.key($1.key)) })
+        try await writeDeliveries(plan.deliveries.values.sorted {
+            $0.appId != $1.appId ? KeyOrder.less($0.appId, $1.appId) : KeyOrder.less($0.deliveryId, $1.deliveryId)
+        })
         for phase in plan.phases {
             try await writeTracking(phase)
         }
-        // Expiry last, after the commit's deliveries: a send written here saves its reports.
-        try await PostgresParkedTracking.write(parks: plan.parkedTracking, expireBefore: plan.expireParkedBefore, on: connection, logger: logger)
+        try await PostgresParkedTracking.write(plan.parks, on: connection, logger: logger)
         try await PostgresDeadLetters.write(plan.deadLetters, on: connection, logger: logger)
     }
 
@@ -42,34 +37,6 @@ struct PostgresMutationWriter {
     private func run(_ query: PostgresQuery) async throws {
         try await connection.run(query, logger: logger)
     }
-
-    // MARK: - Locks
-
-    /// Folds a delivery id into the advisory lock key space; a collision only makes two
-    /// deliveries wait for each other.
-    static func lockKey(_ id: UUID) -> Int64 {
-        withUnsafeBytes(of: id.uuid) { bytes in
-            bytes.loadUnaligned(fromByteOffset: 0, as: Int64.self) ^ bytes.loadUnaligned(fromByteOffset: 8, as: Int64.self)
-        }
-    }
-
-    /// Locks are taken in buckets: a transaction holds at most `lockBuckets` of them, whatever
-    /// its size, so that large batches of several processors stay within the server's lock
-    /// table (max_locks_per_transaction × connections).
-    static let lockBuckets: Int64 = 1024
-
-    /// Orders the commits that touch the same deliveries (sends and reports): whichever commits
-    /// second runs its statements after the first committed, and sees its rows.
-    private func lock(deliveries: Set<UUID>) async throws {
-        guard !deliveries.isEmpty else { return }
-        let raw = deliveries.map(Self.lockKey)
-        let keys = Set(raw.map { (($0 % Self.lockBuckets) + Self.lockBuckets) % Self.lockBuckets }).sorted()
-        // unnest yields the keys in array order, so the locks are taken in ascending order.
-        try await run("SELECT pg_advisory_xact_lock(\(Self.lockClass), k::int) FROM unnest(\(keys)::bigint[]) AS k")
-    }
-
-    /// The first half of Pushline's two-part advisory lock keys.
-    static let lockClass: Int32 = 0x5055
 
     // MARK: - Apps, tokens, devices, statuses
 
@@ -208,7 +175,6 @@ struct PostgresMutationWriter {
         }
         let rows = plan.pendingPuts.values.sorted { KeyOrder.less(Self.key($0.key), Self.key($1.key)) }
         guard !rows.isEmpty else { return }
-        // The first row of a (device, notification) stays: a replayed send leaves it as it was.
         try await run("""
             INSERT INTO pending_notifications (app_id, token_key, device_token, notification_id, delivery_id, sent_at, text, business_id)
             SELECT k.app_id, \(unescaped: PostgresRows.unnestedTokenKey), k.device_token, k.notification_id, k.delivery_id, k.sent_at, k.text, k.business_id
@@ -217,11 +183,11 @@ struct PostgresMutationWriter {
                 \(rows.map { ProjectionValues.millis($0.sentAt) })::bigint[], \(rows.map(\.text))::text[],
                 \(PostgresArray(rows.map(\.businessId)))::text[])
                 AS k(app_id, device_token, notification_id, delivery_id, sent_at, text, business_id)
-            ON CONFLICT (app_id, token_key, notification_id) DO NOTHING
+            ON CONFLICT (app_id, token_key, notification_id) DO UPDATE SET device_token = excluded.device_token,
+                delivery_id = excluded.delivery_id, sent_at = excluded.sent_at, text = excluded.text, business_id = excluded.business_id
             """)
     }
 
-    /// The first ack of a (device, notification) stays.
     private func writeAcks(_ acks: [AckRow]) async throws {
         guard !acks.isEmpty else { return }
         try await run("""
@@ -231,59 +197,56 @@ struct PostgresMutationWriter {
                 \(acks.map(\.notificationId))::text[], \(PostgresArray(acks.map(\.businessId)))::text[],
                 \(acks.map { ProjectionValues.millis($0.ackedAt) })::bigint[])
                 AS k(app_id, device_token, notification_id, business_id, acked_at)
-            ON CONFLICT (app_id, token_key, notification_id) DO NOTHING
+            ON CONFLICT (app_id, token_key, notification_id) DO UPDATE SET device_token = excluded.device_token,
+                business_id = excluded.business_id, acked_at = excluded.acked_at
             """)
     }
 
     // MARK: - Deliveries and tracking
 
-    private func writeTracking(_ phase: PostgresWritePlan.TrackingPhase) async throws {
-        let deliveries = phase.deliveries.values.sorted {
-            $0.appId != $1.appId ? KeyOrder.less($0.appId, $1.appId) : KeyOrder.less($0.deliveryId, $1.deliveryId)
-        }
-        if !deliveries.isEmpty {
-            // The first row of a delivery id stays.
-            try await run("""
-                INSERT INTO deliveries (app_id, delivery_id, kind, managed, tracking, sent, created_at)
-                SELECT * FROM unnest(\(deliveries.map(\.appId))::uuid[], \(deliveries.map(\.deliveryId))::uuid[],
-                    \(deliveries.map(\.kind.rawValue))::text[], \(deliveries.map(\.managed))::boolean[],
-                    \(deliveries.map(\.tracking))::boolean[], \(deliveries.map { Int64($0.sent) })::bigint[],
-                    \(deliveries.map { ProjectionValues.millis($0.createdAt) })::bigint[])
-                ON CONFLICT (app_id, delivery_id) DO NOTHING
-                """)
-        }
-        if !phase.discards.isEmpty {
-            // Discards only delete, so one statement deletes what all of them would.
-            let discards = phase.discards
-            try await run("""
-                DELETE FROM tracking_events t USING unnest(\(discards.map(\.deliveryId))::uuid[], \(discards.map(\.appId))::uuid[],
-                    \(discards.map(\.validBelow))::bigint[]) AS k(delivery_id, app_id, valid_below)
-                WHERE t.delivery_id = k.delivery_id AND (t.app_id <> k.app_id OR t.message_index >= k.valid_below)
-                """)
-        }
-        guard !phase.settled.isEmpty else { return }
-        let counts = phase.reports.sorted { $0.key < $1.key }
-        if !counts.isEmpty {
-            // A first report stores the row; every later one of the same (device, action) is a
-            // repeat. `excluded.repeats` is the phase's reports minus one.
-            try await run("""
-                INSERT INTO tracking_events (delivery_id, app_id, action, message_index, repeats)
-                SELECT * FROM unnest(\(counts.map(\.key.deliveryId))::uuid[], \(counts.map(\.key.appId))::uuid[],
-                    \(counts.map(\.key.action))::integer[], \(counts.map(\.key.messageIndex))::bigint[],
-                    \(counts.map { $0.value - 1 })::bigint[])
-                ON CONFLICT (delivery_id, app_id, action, message_index)
-                DO UPDATE SET repeats = tracking_events.repeats + excluded.repeats + 1
-                """)
-        }
-        // `.discardTracking`'s rule for each counted (delivery, app), against every delivery row
-        // of that id stored now; none stored: the rows stay, parked until the send.
-        let pairs = phase.settled
+    private func writeDeliveries(_ deliveries: [DeliveryRow]) async throws {
+        guard !deliveries.isEmpty else { return }
         try await run("""
-            DELETE FROM tracking_events t USING unnest(\(pairs.map(\.deliveryId))::uuid[], \(pairs.map(\.appId))::uuid[])
-                AS p(delivery_id, app_id)
-            WHERE t.delivery_id = p.delivery_id AND t.app_id = p.app_id AND EXISTS (
-                SELECT 1 FROM deliveries d WHERE d.delivery_id = p.delivery_id
-                AND (d.app_id <> p.app_id OR NOT d.tracking OR t.message_index >= d.sent))
+            INSERT INTO deliveries (app_id, delivery_id, kind, managed, tracking, sent, created_at)
+            SELECT * FROM unnest(\(deliveries.map(\.appId))::uuid[], \(deliveries.map(\.deliveryId))::uuid[],
+                \(deliveries.map(\.kind.rawValue))::text[], \(deliveries.map(\.managed))::boolean[],
+                \(deliveries.map(\.tracking))::boolean[], \(deliveries.map { Int64($0.sent) })::bigint[],
+                \(deliveries.map { ProjectionValues.millis($0.createdAt) })::bigint[])
+            ON CONFLICT (app_id, delivery_id) DO UPDATE SET kind = excluded.kind, managed = excluded.managed,
+                tracking = excluded.tracking, sent = excluded.sent, created_at = excluded.created_at
+            """)
+    }
+
+    private func writeTracking(_ phase: PostgresWritePlan.TrackingPhase) async throws {
+        if !phase.drops.isEmpty {
+            let drops = phase.drops.sorted { $0.deliveryId != $1.deliveryId ? KeyOrder.less($0.deliveryId, $1.deliveryId) : KeyOrder.less($0.appId, $1.appId) }
+            try await run("""
+                DELETE FROM tracking_events t USING unnest(\(drops.map(\.deliveryId))::uuid[], \(drops.map(\.appId))::uuid[])
+                    AS k(delivery_id, app_id)
+                WHERE t.delivery_id = k.delivery_id AND t.app_id = k.app_id
+                """)
+        }
+        if !phase.deletes.isEmpty {
+            let deletes = phase.deletes.sorted()
+            try await run("""
+                DELETE FROM tracking_events t USING unnest(\(deletes.map(\.deliveryId))::uuid[], \(deletes.map(\.appId))::uuid[],
+                    \(deletes.map(\.action))::integer[], \(deletes.map(\.messageIndex))::bigint[])
+                    AS k(delivery_id, app_id, action, message_index)
+                WHERE t.delivery_id = k.delivery_id AND t.app_id = k.app_id AND t.action = k.action
+                    AND t.message_index = k.message_index
+                """)
+        }
+        let counts = phase.reports.sorted { $0.key < $1.key }
+        guard !counts.isEmpty else { return }
+        // A first report stores the row; every later one of the same (device, action) is a
+        // repeat. `excluded.repeats` is the phase's reports minus one.
+        try await run("""
+            INSERT INTO tracking_events (delivery_id, app_id, action, message_index, repeats)
+            SELECT * FROM unnest(\(counts.map(\.key.deliveryId))::uuid[], \(counts.map(\.key.appId))::uuid[],
+                \(counts.map(\.key.action))::integer[], \(counts.map(\.key.messageIndex))::bigint[],
+                \(counts.map { $0.value - 1 })::bigint[])
+            ON CONFLICT (delivery_id, app_id, action, message_index)
+            DO UPDATE SET repeats = tracking_events.repeats + excluded.repeats + 1
             """)
     }
 }

@@ -2,27 +2,29 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// Marks of tracking reports parked before their delivery's send, and their expiry (schema
-/// version 6), in the PostgreSQL store.
+/// The park marks of tracking reports stored before their delivery's send (schema version 6),
+/// in the PostgreSQL store: each pair's last mark, or none.
 enum PostgresParkedTracking {
-    static func write(parks: [(deliveryId: UUID, appId: UUID, at: Date)], expireBefore: Date?, on connection: PostgresConnection,
-                      logger: Logger) async throws {
-        if !parks.isEmpty {
-            let sorted = parks.sorted { $0.deliveryId != $1.deliveryId ? KeyOrder.less($0.deliveryId, $1.deliveryId) : KeyOrder.less($0.appId, $1.appId) }
+    static func write(_ parks: [TrackingPair: Date?], on connection: PostgresConnection, logger: Logger) async throws {
+        guard !parks.isEmpty else { return }
+        let sorted = parks.sorted { a, b in
+            a.key.deliveryId != b.key.deliveryId ? KeyOrder.less(a.key.deliveryId, b.key.deliveryId) : KeyOrder.less(a.key.appId, b.key.appId)
+        }
+        let removed = sorted.filter { $0.value == nil }.map(\.key)
+        if !removed.isEmpty {
             try await connection.run("""
-                INSERT INTO parked_tracking (delivery_id, app_id, parked_at)
-                SELECT * FROM unnest(\(sorted.map(\.deliveryId))::uuid[], \(sorted.map(\.appId))::uuid[],
-                    \(sorted.map { ProjectionValues.millis($0.at) })::bigint[])
-                ON CONFLICT (delivery_id, app_id) DO NOTHING
+                DELETE FROM parked_tracking p USING unnest(\(removed.map(\.deliveryId))::uuid[], \(removed.map(\.appId))::uuid[])
+                    AS k(delivery_id, app_id)
+                WHERE p.delivery_id = k.delivery_id AND p.app_id = k.app_id
                 """, logger: logger)
         }
-        guard let expireBefore else { return }
-        let millis = ProjectionValues.millis(expireBefore)
+        let marks = sorted.compactMap { entry in entry.value.map { (pair: entry.key, at: $0) } }
+        guard !marks.isEmpty else { return }
         try await connection.run("""
-            DELETE FROM tracking_events t USING parked_tracking p
-            WHERE p.delivery_id = t.delivery_id AND p.app_id = t.app_id AND p.parked_at < \(millis)
-            AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.delivery_id = t.delivery_id)
+            INSERT INTO parked_tracking (delivery_id, app_id, parked_at)
+            SELECT * FROM unnest(\(marks.map(\.pair.deliveryId))::uuid[], \(marks.map(\.pair.appId))::uuid[],
+                \(marks.map { ProjectionValues.millis($0.at) })::bigint[])
+            ON CONFLICT (delivery_id, app_id) DO UPDATE SET parked_at = excluded.parked_at
             """, logger: logger)
-        try await connection.run("DELETE FROM parked_tracking WHERE parked_at < \(millis)", logger: logger)
     }
 }

@@ -15,10 +15,10 @@ enum PostgresSchema {
     /// The newest schema version this code creates and understands. It counts as the SQLite
     /// schema does: version 3 is the same tables (apps and devices, managed notifications,
     /// tracking); PostgreSQL stores start there.
-    static let version = 8
+    static let version = 9
 
     /// Versions above the stored one are applied in order.
-    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5), (6, v6), (7, v7), (8, v8)]
+    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9)]
 
     /// Any fixed number: the lock only serialises openers of one database.
     private static let openLock: Int64 = 0x5075_7368_6c69_6e65  // "Pushline"
@@ -194,8 +194,8 @@ enum PostgresSchema {
         )
         """
 
-    /// Tracking reports parked before their delivery's send: when each (delivery, app) was first
-    /// parked, so that reports whose send never comes expire (`.expireParkedTracking`).
+    /// Tracking reports parked before their delivery's send: when each (delivery, app) was
+    /// parked, so that reports whose send never comes expire (`TrackingHandler`).
     private static let v6 = """
         CREATE TABLE parked_tracking (
             delivery_id uuid NOT NULL,
@@ -222,4 +222,10 @@ enum PostgresSchema {
 
     /// Each partition's event time beside its next offset (docs/ARCHITECTURE.md#state-is-a-function-of-the-log).
     private static let v8 = "ALTER TABLE partition_offsets ADD COLUMN event_time bigint NOT NULL DEFAULT 0"
+
+    /// A park mark stays only while its delivery has no row: the send that settles a pair now
+    /// removes its mark, and an older store kept marks of settled pairs until they expired.
+    private static let v9 = """
+        DELETE FROM parked_tracking p WHERE EXISTS (SELECT 1 FROM deliveries d WHERE d.delivery_id = p.delivery_id)
+        """
 }

@@ -16,8 +16,10 @@ struct PostgresStateLoader {
         try await loadPendingCounts(query, into: &snapshot)
         try await loadPending(query.pendingKeys, into: &snapshot)
         try await loadAcks(query.ackedNotifications, into: &snapshot)
+        try await loadAckKeys(query.ackKeys, into: &snapshot)
         try await loadDeliveries(query.deliveryIds, into: &snapshot)
         try await loadTracked(query.trackedDeliveries, into: &snapshot)
+        try await loadParked(query, into: &snapshot)
         return snapshot
     }
 
@@ -107,6 +109,20 @@ struct PostgresStateLoader {
         }
     }
 
+    private func loadAckKeys(_ keys: Set<PendingKey>, into snapshot: inout StateSnapshot) async throws {
+        guard !keys.isEmpty else { return }
+        let keys = Array(keys)
+        for row in try await rows("""
+            SELECT a.app_id, a.device_token, a.notification_id FROM acks a
+            WHERE (a.app_id, a.token_key, a.notification_id) IN (SELECT k.app_id, \(unescaped: PostgresRows.unnestedTokenKey), k.notification_id
+                FROM unnest(\(keys.map(\.appId))::uuid[], \(keys.map(\.deviceToken))::text[], \(keys.map(\.notificationId))::text[])
+                AS k(app_id, device_token, notification_id))
+            """) {
+            let (appId, token, nid) = try row.decode((UUID, String, String).self)
+            snapshot.acks.insert(PendingKey(appId: appId, deviceToken: token, notificationId: nid))
+        }
+    }
+
     private func loadDeliveries(_ ids: Set<UUID>, into snapshot: inout StateSnapshot) async throws {
         guard !ids.isEmpty else { return }
         for row in try await rows("""
@@ -126,6 +142,20 @@ struct PostgresStateLoader {
             """) {
             let (deliveryId, event) = try PostgresRows.tracked(row)
             snapshot.trackedEvents[deliveryId, default: []].append(event)
+        }
+    }
+
+    /// The marks of the requested deliveries' pairs, and those older than `parkedBefore` (an
+    /// index range: usually none).
+    private func loadParked(_ query: StateQuery, into snapshot: inout StateSnapshot) async throws {
+        guard !query.parkedDeliveries.isEmpty || query.parkedBefore != nil else { return }
+        let before = query.parkedBefore.map(ProjectionValues.millis) ?? Int64.min
+        for row in try await rows("""
+            SELECT delivery_id, app_id, parked_at FROM parked_tracking
+            WHERE delivery_id = ANY(\(Array(query.parkedDeliveries))::uuid[]) OR parked_at < \(before)
+            """) {
+            let (deliveryId, appId, millis) = try row.decode((UUID, UUID, Int64).self)
+            snapshot.parkedTracking[TrackingPair(deliveryId: deliveryId, appId: appId)] = ProjectionValues.date(millis: millis)
         }
     }
 }

@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 
 /// The mutations of one commit, grouped by kind so that each group is written by one
@@ -7,24 +8,29 @@ import Foundation
 /// final state of a key follows from a few facts about its mutations:
 /// - upserts of apps, tokens and statuses: the last one of a key;
 /// - devices: the last mutation of a key (an upsert's row, or none after a delete);
-/// - "first one stays" inserts (acks, deliveries): the first one of a key;
+/// - puts of acks and deliveries: the last one of a key;
 /// - outbox jobs: the last restore of an id if any (an enqueue after it finds the row), else
 ///   the first enqueue; attempt history goes above the smallest restored attempt count;
 /// - pending rows: any delete or clear covering a key removes the stored row; what remains is
-///   the first put after the last covering delete (after none: the first put, which yields to
-///   a stored row).
-/// Tracking is the exception: a count settles against the delivery rows of its delivery id
-/// stored at that point, and a discard deletes what earlier counts of its delivery id wrote.
-/// So tracking mutations and deliveries go in phases, a new phase starting where a delivery or
-/// discard follows a count of the same delivery id; within a phase, deliveries are written
-/// first, then discards, then the summed counts, then the settle. A processor's batch writes
-/// its counts last, so it is one phase.
+///   the last put after the last covering delete, if any.
+/// - tracking rows: a count adds to what the deletes before it left, so tracking goes in phases,
+///   a new phase starting where a delete or drop follows a count of the same pair; within a
+///   phase the drops and deletes go first, then the summed counts. A processor's batch writes
+///   its counts last, so it is one phase;
+/// - park marks: the last mutation of a pair (a park's time, or none after an unpark or drop).
 struct PostgresWritePlan {
     struct TrackingKey: Hashable, Comparable {
         var deliveryId: UUID
         var appId: UUID
         var action: Int32
         var messageIndex: Int64
+
+        init(_ pair: TrackingPair, _ action: TrackingAction, _ messageIndex: Int) {
+            deliveryId = pair.deliveryId
+            appId = pair.appId
+            self.action = Int32(action.rawValue)
+            self.messageIndex = Int64(messageIndex)
+        }
 
         /// Primary key order.
         static func < (a: Self, b: Self) -> Bool {
@@ -34,32 +40,15 @@ struct PostgresWritePlan {
         }
     }
 
-    struct Pair: Hashable {
-        var deliveryId: UUID
-        var appId: UUID
-    }
-
-    struct Discard: Hashable {
-        var deliveryId: UUID
-        var appId: UUID
-        var validBelow: Int64
-    }
-
     struct TrackingPhase {
-        /// First row of each (app, delivery).
-        var deliveries: [Pair: DeliveryRow] = [:]
-        var discards: [Discard] = []
+        /// Pairs whose rows and mark go, in order of their first drop.
+        var drops: [TrackingPair] = []
+        var deletes: [TrackingKey] = []
         /// Reports per (delivery, app, action, device), summed over the phase.
         var reports: [TrackingKey: Int64] = [:]
-        var settled: [Pair] = []
-        var settledSet: Set<Pair> = []
-        var countedDeliveries: Set<UUID> = []
+        var counted: Set<TrackingPair> = []
 
-        /// Whether writing a delivery or discard of this id within the phase (before its counts)
-        /// would change what the counts of the phase write: only if they counted that delivery.
-        func countedBefore(_ deliveryId: UUID) -> Bool { countedDeliveries.contains(deliveryId) }
-
-        var isEmpty: Bool { deliveries.isEmpty && discards.isEmpty && settled.isEmpty }
+        var isEmpty: Bool { drops.isEmpty && deletes.isEmpty && reports.isEmpty }
     }
 
     enum OutboxWrite {
@@ -100,11 +89,11 @@ struct PostgresWritePlan {
     var pendingCleared: [DeviceID: DeviceKey] = [:]
     /// Rows to insert once the deletes ran.
     var pendingPuts: [PendingID: PendingNotificationRow] = [:]
+    /// Last row of each (app, delivery).
+    var deliveries: [TrackingPair: DeliveryRow] = [:]
     var phases: [TrackingPhase] = []
-    /// Tracking parked by this commit: the first mark of each (delivery, app).
-    var parkedTracking: [(deliveryId: UUID, appId: UUID, at: Date)] = []
-    /// The latest expiry of parked tracking asked for (one is the same as several: the latest cutoff covers the others).
-    var expireParkedBefore: Date?
+    /// Each pair's last park mark; nil: removed.
+    var parks: [TrackingPair: Date?] = [:]
     /// Dead letters put (a row) or deleted (nil), in order.
     var deadLetters: [(key: DeadLetterKey, row: DeadLetterRow?)] = []
 
@@ -135,31 +124,25 @@ struct PostgresWritePlan {
             case .clearPending(let device):
                 pendingCleared[DeviceID(device)] = device
                 lastPendingClear[DeviceID(device)] = index
-            case .putAck(let ack):
-                if acks[PendingID(ack.key)] == nil { acks[PendingID(ack.key)] = ack }
-            case .putDelivery(let delivery):
-                if phase.countedBefore(delivery.deliveryId) { phases.append(phase); phase = TrackingPhase() }
-                let pair = Pair(deliveryId: delivery.deliveryId, appId: delivery.appId)
-                if phase.deliveries[pair] == nil { phase.deliveries[pair] = delivery }
-            case .discardTracking(let deliveryId, let appId, let validBelow):
-                if phase.countedBefore(deliveryId) { phases.append(phase); phase = TrackingPhase() }
-                phase.discards.append(Discard(deliveryId: deliveryId, appId: appId, validBelow: Int64(validBelow)))
-            case .parkTracking(let deliveryId, let appId, let at):
-                if !parkedTracking.contains(where: { $0.deliveryId == deliveryId && $0.appId == appId }) {
-                    parkedTracking.append((deliveryId, appId, at))
+            case .putAck(let ack): acks[PendingID(ack.key)] = ack
+            case .putDelivery(let delivery): deliveries[TrackingPair(deliveryId: delivery.deliveryId, appId: delivery.appId)] = delivery
+            case .countTracking(let batch):
+                let pair = TrackingPair(deliveryId: batch.deliveryId, appId: batch.appId)
+                phase.counted.insert(pair)
+                for count in batch.counts {
+                    phase.reports[TrackingKey(pair, count.action, count.messageIndex), default: 0] += Int64(count.reports)
                 }
-            case .expireParkedTracking(let before): expireParkedBefore = max(expireParkedBefore ?? before, before)
+            case .deleteTracking(let pair, let keys):
+                if phase.counted.contains(pair) { phases.append(phase); phase = TrackingPhase() }
+                phase.deletes += keys.map { TrackingKey(pair, $0.action, $0.messageIndex) }
+            case .dropTracking(let pair):
+                if phase.counted.contains(pair) { phases.append(phase); phase = TrackingPhase() }
+                phase.drops.append(pair)
+                parks[pair] = .some(nil)
+            case .parkTracking(let pair, let at): parks[pair] = at
+            case .unparkTracking(let pair): parks[pair] = .some(nil)
             case .putDeadLetter(let row): deadLetters.append((row.key, row))
             case .deleteDeadLetter(let key): deadLetters.append((key, nil))
-            case .countTracking(let batch):
-                let pair = Pair(deliveryId: batch.deliveryId, appId: batch.appId)
-                if phase.settledSet.insert(pair).inserted { phase.settled.append(pair) }
-                phase.countedDeliveries.insert(batch.deliveryId)
-                for count in batch.counts {
-                    let key = TrackingKey(deliveryId: batch.deliveryId, appId: batch.appId, action: Int32(count.action.rawValue),
-                                          messageIndex: Int64(count.messageIndex))
-                    phase.reports[key, default: 0] += Int64(count.reports)
-                }
             }
         }
         if !phase.isEmpty { phases.append(phase) }
@@ -167,23 +150,12 @@ struct PostgresWritePlan {
         for (index, row) in pendingPutsInOrder {
             let id = PendingID(row.key)
             let deletedAt = max(lastPendingDelete[id] ?? -1, lastPendingClear[id.device] ?? -1)
-            // Only puts after the last covering delete survive it; of those, the first one.
-            guard index > deletedAt, pendingPuts[id] == nil else { continue }
+            // Only puts after the last covering delete survive it; of those, the last one.
+            guard index > deletedAt else { continue }
             pendingPuts[id] = row
         }
     }
 
-    /// Delivery ids whose tracking rows this commit writes or whose deliveries it stores: their
-    /// locks order concurrent sends and reports of one delivery (see `PostgresMutationWriter`).
-    var trackingLockedDeliveries: Set<UUID> {
-        var ids: Set<UUID> = []
-        for phase in phases {
-            for pair in phase.deliveries.keys { ids.insert(pair.deliveryId) }
-            for discard in phase.discards { ids.insert(discard.deliveryId) }
-            for pair in phase.settled { ids.insert(pair.deliveryId) }
-        }
-        return ids
-    }
 }
 
 /// A text key that equals another only byte for byte, as PostgreSQL compares `COLLATE "C"` text.

@@ -31,6 +31,29 @@ public struct TrackingCounts: Sendable, Equatable, Codable {
     }
 }
 
+/// The delivery and app a tracking report names: the reports of one pair are parked, settled
+/// and expired together.
+public struct TrackingPair: Hashable, Sendable {
+    public var deliveryId: UUID
+    public var appId: UUID
+
+    public init(deliveryId: UUID, appId: UUID) {
+        self.deliveryId = deliveryId
+        self.appId = appId
+    }
+}
+
+/// A tracking row's key within its pair: this device did this.
+public struct TrackingRowKey: Hashable, Sendable {
+    public var action: TrackingAction
+    public var messageIndex: Int
+
+    public init(action: TrackingAction, messageIndex: Int) {
+        self.action = action
+        self.messageIndex = messageIndex
+    }
+}
+
 /// A stored tracking row, as a send finds the rows reported before it was applied.
 public struct TrackedEvent: Sendable, Equatable, Codable {
     public var appId: UUID
@@ -45,6 +68,8 @@ public struct TrackedEvent: Sendable, Equatable, Codable {
         self.messageIndex = messageIndex
         self.repeats = repeats
     }
+
+    public var key: TrackingRowKey { TrackingRowKey(action: action, messageIndex: messageIndex) }
 }
 
 /// A delivery with its engagement counts (docs/API.md#delivery-statistics): each count is the

@@ -22,8 +22,6 @@ struct SQLiteMutationWriter {
     private var putDelivery: Statement?
     private var countTracking: Statement?
     private var countTrackingMany: Statement?
-    private var discardTracking: Statement?
-    private var settleTracking: Statement?
 
     init(db: Database) {
         self.db = db
@@ -121,15 +119,14 @@ struct SQLiteMutationWriter {
                 one.setUncheckedArguments([delivery, app, count.action.rawValue, count.messageIndex, count.reports - 1])
                 try one.execute()
             }
-            try statement(\.settleTracking, Self.settleTrackingSQL).execute(arguments: [delivery, app])
-        case .discardTracking(let deliveryId, let appId, let validBelow):
-            try statement(\.discardTracking, Self.discardTrackingSQL).execute(arguments: [
-                SQLiteValues.text(deliveryId), SQLiteValues.text(appId), validBelow,
-            ])
-        case .parkTracking(let deliveryId, let appId, let at):
-            try SQLiteParkedTracking.park(deliveryId: deliveryId, appId: appId, at: at, in: db)
-        case .expireParkedTracking(let before):
-            try SQLiteParkedTracking.expire(before: before, in: db)
+        case .deleteTracking(let pair, let keys):
+            try SQLiteParkedTracking.delete(keys, of: pair, in: db)
+        case .parkTracking(let pair, let at):
+            try SQLiteParkedTracking.park(pair, at: at, in: db)
+        case .unparkTracking(let pair):
+            try SQLiteParkedTracking.unpark(pair, in: db)
+        case .dropTracking(let pair):
+            try SQLiteParkedTracking.drop(pair, in: db)
         case .putDeadLetter(let row):
             try SQLiteDeadLetters.put(row, in: db)
         case .deleteDeadLetter(let key):
@@ -194,9 +191,9 @@ struct SQLiteMutationWriter {
 
     private static let restoreAttemptsSQL = "DELETE FROM outbox_attempts WHERE job_id = ? AND attempt > ?"
 
-    /// The first row of a (device, notification) stays: a replayed send leaves it as it was.
+    /// Written as decided (`BatchState.addPending` puts a key once).
     private static let putPendingSQL = """
-        INSERT OR IGNORE INTO pending_notifications (app_id, device_token, notification_id, delivery_id, sent_at, text,
+        INSERT OR REPLACE INTO pending_notifications (app_id, device_token, notification_id, delivery_id, sent_at, text,
             business_id) VALUES (?, ?, ?, ?, ?, ?, ?)
         """
 
@@ -206,9 +203,9 @@ struct SQLiteMutationWriter {
 
     private static let clearPendingSQL = "DELETE FROM pending_notifications WHERE app_id = ? AND device_token = ?"
 
-    /// The first ack of a (device, notification) stays.
+    /// Written as decided (`AckHandler` loads the key's ack and writes the first one only).
     private static let putAckSQL = """
-        INSERT OR IGNORE INTO acks (app_id, device_token, notification_id, business_id, acked_at) VALUES (?, ?, ?, ?, ?)
+        INSERT OR REPLACE INTO acks (app_id, device_token, notification_id, business_id, acked_at) VALUES (?, ?, ?, ?, ?)
         """
 
     /// A first report stores the row; every later one of the same (device, action) is a repeat.
@@ -227,21 +224,9 @@ struct SQLiteMutationWriter {
         ON CONFLICT (delivery_id, app_id, action, message_index) DO UPDATE SET repeats = repeats + excluded.repeats + 1
         """
 
-    private static let discardTrackingSQL = """
-        DELETE FROM tracking_events WHERE delivery_id = ?1 AND (app_id <> ?2 OR message_index >= ?3)
-        """
-
-    /// `.discardTracking`'s rule, for one (delivery, app), against every delivery row of that id
-    /// stored now; none stored: nothing is deleted.
-    private static let settleTrackingSQL = """
-        DELETE FROM tracking_events WHERE delivery_id = ?1 AND app_id = ?2 AND EXISTS (
-            SELECT 1 FROM deliveries d WHERE d.delivery_id = ?1
-            AND (d.app_id <> ?2 OR d.tracking = 0 OR tracking_events.message_index >= d.sent))
-        """
-
-    /// The first row of a delivery id stays.
+    /// Written as decided (`NotificationHandler` refuses a send whose delivery id is known).
     private static let putDeliverySQL = """
-        INSERT OR IGNORE INTO deliveries (app_id, delivery_id, kind, managed, tracking, sent, created_at)
+        INSERT OR REPLACE INTO deliveries (app_id, delivery_id, kind, managed, tracking, sent, created_at)
         VALUES (?, ?, ?, ?, ?, ?, ?)
         """
 }

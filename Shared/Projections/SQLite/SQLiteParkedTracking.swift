@@ -1,25 +1,36 @@
 import Foundation
 import GRDB
 
-/// Marks of tracking reports parked before their delivery's send, and their expiry (schema
-/// version 6), in the SQLite store.
+/// Tracking reports stored before their delivery's send (schema version 6): the pairs' park
+/// marks, and the deletes their send or their expiry decides, in the SQLite store. Rare
+/// statements: a send settles parked reports only when the tracking topic ran ahead.
 enum SQLiteParkedTracking {
-    static func park(deliveryId: UUID, appId: UUID, at: Date, in db: Database) throws {
+    static func park(_ pair: TrackingPair, at: Date, in db: Database) throws {
         try db.cachedStatement(sql: """
             INSERT INTO parked_tracking (delivery_id, app_id, parked_at) VALUES (?, ?, ?)
-            ON CONFLICT (delivery_id, app_id) DO NOTHING
-            """).execute(arguments: [SQLiteValues.text(deliveryId), SQLiteValues.text(appId), SQLiteValues.millis(at)])
+            ON CONFLICT (delivery_id, app_id) DO UPDATE SET parked_at = excluded.parked_at
+            """).execute(arguments: [SQLiteValues.text(pair.deliveryId), SQLiteValues.text(pair.appId), SQLiteValues.millis(at)])
     }
 
-    static func expire(before cutoff: Date, in db: Database) throws {
-        let millis = SQLiteValues.millis(cutoff)
-        // Driven by the expired marks (an index range of parked_tracking), each a range of the
-        // tracking key: no scan of tracking_events, which may hold millions of rows.
-        try db.cachedStatement(sql: """
-            DELETE FROM tracking_events WHERE (delivery_id, app_id) IN (
-                SELECT p.delivery_id, p.app_id FROM parked_tracking p
-                WHERE p.parked_at < ? AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.delivery_id = p.delivery_id))
-            """).execute(arguments: [millis])
-        try db.cachedStatement(sql: "DELETE FROM parked_tracking WHERE parked_at < ?").execute(arguments: [millis])
+    static func unpark(_ pair: TrackingPair, in db: Database) throws {
+        try db.cachedStatement(sql: "DELETE FROM parked_tracking WHERE delivery_id = ? AND app_id = ?")
+            .execute(arguments: [SQLiteValues.text(pair.deliveryId), SQLiteValues.text(pair.appId)])
+    }
+
+    static func delete(_ keys: [TrackingRowKey], of pair: TrackingPair, in db: Database) throws {
+        let statement = try db.cachedStatement(sql: """
+            DELETE FROM tracking_events WHERE delivery_id = ? AND app_id = ? AND action = ? AND message_index = ?
+            """)
+        let delivery = SQLiteValues.text(pair.deliveryId), app = SQLiteValues.text(pair.appId)
+        for key in keys {
+            try statement.execute(arguments: [delivery, app, key.action.rawValue, key.messageIndex])
+        }
+    }
+
+    /// One range of the tracking key, then the mark.
+    static func drop(_ pair: TrackingPair, in db: Database) throws {
+        let arguments: StatementArguments = [SQLiteValues.text(pair.deliveryId), SQLiteValues.text(pair.appId)]
+        try db.cachedStatement(sql: "DELETE FROM tracking_events WHERE delivery_id = ? AND app_id = ?").execute(arguments: arguments)
+        try unpark(pair, in: db)
     }
 }

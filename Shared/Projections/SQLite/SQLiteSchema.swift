@@ -9,7 +9,7 @@ import Logging
 /// could otherwise misread or damage tables it does not know.
 enum SQLiteSchema {
     /// The newest schema version this code creates and understands.
-    static let version = 7
+    static let version = 8
 
     static func prepare(_ pool: DatabasePool, logger: Logger) throws {
         let found = try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
@@ -34,7 +34,7 @@ enum SQLiteSchema {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         // Each migration sets `user_version` to its number; no version 4 was ever released.
-        for (number, sql) in [(1, v1), (2, v2), (3, v3), (5, v5), (6, v6), (7, v7)] {
+        for (number, sql) in [(1, v1), (2, v2), (3, v3), (5, v5), (6, v6), (7, v7), (8, v8)] {
             migrator.registerMigration("v\(number)") { db in
                 try db.execute(sql: sql)
                 try db.execute(sql: "PRAGMA user_version = \(number)")
@@ -204,8 +204,8 @@ enum SQLiteSchema {
         ) STRICT;
         """
 
-    /// Tracking reports parked before their delivery's send: when each (delivery, app) was first
-    /// parked, so that reports whose send never comes expire (`.expireParkedTracking`).
+    /// Tracking reports parked before their delivery's send: when each (delivery, app) was
+    /// parked, so that reports whose send never comes expire (`TrackingHandler`).
     private static let v6 = """
         CREATE TABLE parked_tracking (
             delivery_id TEXT NOT NULL,
@@ -218,4 +218,10 @@ enum SQLiteSchema {
 
     /// Each partition's event time beside its next offset (docs/ARCHITECTURE.md#state-is-a-function-of-the-log).
     private static let v7 = "ALTER TABLE partition_offsets ADD COLUMN event_time INTEGER NOT NULL DEFAULT 0"
+
+    /// A park mark stays only while its delivery has no row: the send that settles a pair now
+    /// removes its mark, and an older store kept marks of settled pairs until they expired.
+    private static let v8 = """
+        DELETE FROM parked_tracking WHERE EXISTS (SELECT 1 FROM deliveries d WHERE d.delivery_id = parked_tracking.delivery_id)
+        """
 }

@@ -16,8 +16,10 @@ struct SQLiteStateLoader {
         try loadPendingCounts(query, into: &snapshot)
         try loadPending(query.pendingKeys, into: &snapshot)
         try loadAcks(query.ackedNotifications, into: &snapshot)
+        try loadAckKeys(query.ackKeys, into: &snapshot)
         try loadDeliveries(query.deliveryIds, into: &snapshot)
         try loadTracked(query.trackedDeliveries, into: &snapshot)
+        try loadParked(query, into: &snapshot)
         return snapshot
     }
 
@@ -43,6 +45,24 @@ struct SQLiteStateLoader {
                 let deliveryId = try SQLiteValues.uuid(row.decode(atIndex: 0), column: "tracking_events.delivery_id")
                 snapshot.trackedEvents[deliveryId, default: []].append(try SQLiteRows.tracked(row, from: 1))
             }
+        }
+    }
+
+    /// The marks of the requested deliveries' pairs, and those older than `parkedBefore` (an
+    /// index range: usually none).
+    private func loadParked(_ query: StateQuery, into snapshot: inout StateSnapshot) throws {
+        let add = { (row: Row, snapshot: inout StateSnapshot) throws in
+            let pair = TrackingPair(deliveryId: try SQLiteValues.uuid(row.decode(atIndex: 0), column: "parked_tracking.delivery_id"),
+                                    appId: try SQLiteValues.uuid(row.decode(atIndex: 1), column: "parked_tracking.app_id"))
+            snapshot.parkedTracking[pair] = SQLiteValues.date(millis: try row.decode(atIndex: 2))
+        }
+        for list in SQLiteInList.split(query.parkedDeliveries.map(SQLiteValues.text)) {
+            let sql = "SELECT delivery_id, app_id, parked_at FROM parked_tracking WHERE delivery_id IN \(list.placeholders)"
+            try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { try add($0, &snapshot) }
+        }
+        if let before = query.parkedBefore {
+            let sql = "SELECT delivery_id, app_id, parked_at FROM parked_tracking WHERE parked_at < ?"
+            try forEachRow(sql: sql, arguments: [SQLiteValues.millis(before)]) { try add($0, &snapshot) }
         }
     }
 
@@ -131,19 +151,9 @@ struct SQLiteStateLoader {
     /// Keys are grouped by notification: a managed send asks for one notification on many
     /// devices, which then share IN lists; acks ask for a few keys only.
     private func loadPending(_ keys: Set<PendingKey>, into snapshot: inout StateSnapshot) throws {
-        let byNotification = Dictionary(grouping: keys) { NotificationKey(appId: $0.appId, notificationId: $0.notificationId) }
-        for (notification, keys) in byNotification {
-            let fixed = [SQLiteValues.text(notification.appId), notification.notificationId]
-            for list in SQLiteInList.split(keys.map(\.deviceToken)) {
-                let sql = """
-                    SELECT \(SQLiteRows.pendingColumns) FROM pending_notifications
-                    WHERE app_id = ? AND notification_id = ? AND device_token IN \(list.placeholders)
-                    """
-                try forEachRow(sql: sql, arguments: StatementArguments(fixed + list.values)) { row in
-                    let pending = try SQLiteRows.pending(row)
-                    snapshot.pending[pending.key] = pending
-                }
-            }
+        try forEachRow(of: keys, select: "SELECT \(SQLiteRows.pendingColumns) FROM pending_notifications") { _, row in
+            let pending = try SQLiteRows.pending(row)
+            snapshot.pending[pending.key] = pending
         }
     }
 
@@ -159,6 +169,26 @@ struct SQLiteStateLoader {
                     try snapshot.acks.insert(PendingKey(appId: appId, deviceToken: row.decode(atIndex: 0),
                                                         notificationId: row.decode(atIndex: 1)))
                 }
+            }
+        }
+    }
+
+    private func loadAckKeys(_ keys: Set<PendingKey>, into snapshot: inout StateSnapshot) throws {
+        try forEachRow(of: keys, select: "SELECT device_token FROM acks") { notification, row in
+            try snapshot.acks.insert(PendingKey(appId: notification.appId, deviceToken: row.decode(atIndex: 0),
+                                                notificationId: notification.notificationId))
+        }
+    }
+
+    /// Runs `select` (a table keyed by app, notification and device token) for `keys`, grouped
+    /// by notification so that the tokens of one notification share IN lists.
+    private func forEachRow(of keys: Set<PendingKey>, select: String, _ body: (NotificationKey, Row) throws -> Void) throws {
+        let byNotification = Dictionary(grouping: keys) { NotificationKey(appId: $0.appId, notificationId: $0.notificationId) }
+        for (notification, keys) in byNotification {
+            let fixed = [SQLiteValues.text(notification.appId), notification.notificationId]
+            for list in SQLiteInList.split(keys.map(\.deviceToken)) {
+                let sql = "\(select) WHERE app_id = ? AND notification_id = ? AND device_token IN \(list.placeholders)"
+                try forEachRow(sql: sql, arguments: StatementArguments(fixed + list.values)) { try body(notification, $0) }
             }
         }
     }
