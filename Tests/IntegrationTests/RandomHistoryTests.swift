@@ -25,10 +25,21 @@ final class RandomHistoryTests: XCTestCase {
     }
 
     func testEveryDeploymentAndARebuildOfARandomHistoryHoldTheSameRows() async throws {
+        try await runHistory(durable: false)
+    }
+
+    /// The same on the durable broker `make run` starts, whose fetches return few partitions at a
+    /// time and whose produce requests are slower: the partitions' records arrive in another
+    /// rhythm, the state must not change.
+    func testTheSameOnTheDurableBroker() async throws {
+        try await runHistory(durable: true)
+    }
+
+    private func runHistory(durable: Bool) async throws {
         let seed = ProcessInfo.processInfo.environment["PUSHLINE_TEST_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
-        print("RandomHistoryTests seed: \(seed) (PUSHLINE_TEST_SEED=\(seed) repeats this history)")
+        print("RandomHistoryTests seed: \(seed) (PUSHLINE_TEST_SEED=\(seed) repeats this history)\(durable ? " on the durable broker" : "")")
         let history = try RandomHistory(seed: seed)
-        let broker = try await TestBroker.start()
+        let broker = try await TestBroker.start(durable: durable)
         self.broker = broker
         let postgres = try await PostgresServer.shared()
 
