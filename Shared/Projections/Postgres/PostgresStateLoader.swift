@@ -150,9 +150,10 @@ struct PostgresStateLoader {
     private func loadParked(_ query: StateQuery, into snapshot: inout StateSnapshot) async throws {
         guard !query.parkedDeliveries.isEmpty || query.parkedBefore != nil else { return }
         let before = query.parkedBefore.map(ProjectionValues.millis) ?? Int64.min
+        // Two branches, so that each reads its own index (the key, the time).
         for row in try await rows("""
-            SELECT delivery_id, app_id, parked_at FROM parked_tracking
-            WHERE delivery_id = ANY(\(Array(query.parkedDeliveries))::uuid[]) OR parked_at < \(before)
+            SELECT delivery_id, app_id, parked_at FROM parked_tracking WHERE delivery_id = ANY(\(Array(query.parkedDeliveries))::uuid[])
+            UNION SELECT delivery_id, app_id, parked_at FROM parked_tracking WHERE parked_at < \(before)
             """) {
             let (deliveryId, appId, millis) = try row.decode((UUID, UUID, Int64).self)
             snapshot.parkedTracking[TrackingPair(deliveryId: deliveryId, appId: appId)] = ProjectionValues.date(millis: millis)

@@ -12,7 +12,7 @@ import Foundation
 /// - outbox jobs: the last restore of an id if any (an enqueue after it finds the row), else
 ///   the first enqueue; attempt history goes above the smallest restored attempt count;
 /// - pending rows: any delete or clear covering a key removes the stored row; what remains is
-///   the last put after the last covering delete, if any.
+///   the last put after the last covering delete, if any;
 /// - tracking rows: a count adds to what the deletes before it left, so tracking goes in phases,
 ///   a new phase starting where a delete or drop follows a count of the same pair; within a
 ///   phase the drops and deletes go first, then the summed counts. A processor's batch writes
@@ -41,7 +41,7 @@ struct PostgresWritePlan {
     }
 
     struct TrackingPhase {
-        /// Pairs whose rows and mark go, in order of their first drop.
+        /// Pairs whose rows and mark go.
         var drops: [TrackingPair] = []
         var deletes: [TrackingKey] = []
         /// Reports per (delivery, app, action, device), summed over the phase.
