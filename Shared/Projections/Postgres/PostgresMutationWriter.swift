@@ -219,7 +219,7 @@ struct PostgresMutationWriter {
 
     private func writeTracking(_ phase: PostgresWritePlan.TrackingPhase) async throws {
         if !phase.drops.isEmpty {
-            let drops = phase.drops.sorted { $0.deliveryId != $1.deliveryId ? KeyOrder.less($0.deliveryId, $1.deliveryId) : KeyOrder.less($0.appId, $1.appId) }
+            let drops = phase.drops.sorted(by: KeyOrder.less)
             try await run("""
                 DELETE FROM tracking_events t USING unnest(\(drops.map(\.deliveryId))::uuid[], \(drops.map(\.appId))::uuid[])
                     AS k(delivery_id, app_id)

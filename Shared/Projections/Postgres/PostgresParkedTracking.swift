@@ -7,9 +7,7 @@ import PostgresNIO
 enum PostgresParkedTracking {
     static func write(_ parks: [TrackingPair: Date?], on connection: PostgresConnection, logger: Logger) async throws {
         guard !parks.isEmpty else { return }
-        let sorted = parks.sorted { a, b in
-            a.key.deliveryId != b.key.deliveryId ? KeyOrder.less(a.key.deliveryId, b.key.deliveryId) : KeyOrder.less(a.key.appId, b.key.appId)
-        }
+        let sorted = parks.sorted { KeyOrder.less($0.key, $1.key) }
         let removed = sorted.filter { $0.value == nil }.map(\.key)
         if !removed.isEmpty {
             try await connection.run("""

@@ -34,9 +34,8 @@ struct PostgresWritePlan {
 
         /// Primary key order.
         static func < (a: Self, b: Self) -> Bool {
-            if a.deliveryId != b.deliveryId { return KeyOrder.less(a.deliveryId, b.deliveryId) }
-            if a.appId != b.appId { return KeyOrder.less(a.appId, b.appId) }
-            return (a.action, a.messageIndex) < (b.action, b.messageIndex)
+            let (pa, pb) = (TrackingPair(deliveryId: a.deliveryId, appId: a.appId), TrackingPair(deliveryId: b.deliveryId, appId: b.appId))
+            return pa != pb ? KeyOrder.less(pa, pb) : (a.action, a.messageIndex) < (b.action, b.messageIndex)
         }
     }
 
@@ -197,6 +196,11 @@ enum KeyOrder {
 
     static func less(_ a: String, _ b: String) -> Bool {
         a.utf8.lexicographicallyPrecedes(b.utf8)
+    }
+
+    /// (delivery, app) keys of tracking rows and park marks.
+    static func less(_ a: TrackingPair, _ b: TrackingPair) -> Bool {
+        a.deliveryId != b.deliveryId ? less(a.deliveryId, b.deliveryId) : less(a.appId, b.appId)
     }
 
     /// (UUID, text) keys, e.g. devices by (app, token).
