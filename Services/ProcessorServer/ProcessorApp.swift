@@ -37,8 +37,12 @@ public enum ProcessorApp {
         dispatcherConfig.targetPolicy = WebhookTargetPolicy(allowPrivateTargets: configuration.webhookAllowPrivateTargets)
         let dispatcher = WebhookDispatcher(configuration: dispatcherConfig, store: store, http: http, producer: producer, logger: logger)
 
+        let changelog = ChangelogPublisher(store: store, producer: producer, topic: configuration.shared.topics.changelog, logger: logger)
         let consumer = CommandConsumer.live(configuration: configuration, store: store, producer: producer, verifier: verifier,
-                                            logger: logger, onApplied: { dispatcher.wake() })
+                                            logger: logger, onApplied: {
+                                                dispatcher.wake()
+                                                changelog.wake()
+                                            })
 
         let router = Router()
         // Readiness: 503 while the consumer is not running, its store is unavailable, or an owned
@@ -52,11 +56,13 @@ public enum ProcessorApp {
 
         let group = ServiceGroup(configuration: .init(
             // Shut down in reverse order: the HTTP server, the dispatcher and the consumer finish
-            // first, then the clients they used — webhook HTTP, producer, store — are closed.
+            // first, then the changelog publisher publishes what the last batches committed, then
+            // the clients they used — webhook HTTP, producer, store — are closed.
             services: [
                 .init(service: ProjectionStoreService(store)),
                 .init(service: producer),
                 .init(service: HTTPClientService(client: http)),
+                .init(service: changelog),
                 .init(service: consumer, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
                 .init(service: dispatcher),
                 .init(service: app),

@@ -26,11 +26,16 @@ public struct Topics: Sendable, Hashable {
     /// processor (docs/ARCHITECTURE.md#scale-out).
     public var processorLease: String { prefix + "processor-lease" }
 
+    /// The changelog of the projection stores: every commit's mutations and offsets, for restoring
+    /// a store without deciding anything again (docs/ARCHITECTURE.md#changelog-and-restore). One
+    /// partition, keyed by the store's lineage.
+    public var changelog: String { prefix + "changelog" }
+
     /// The command topics the processor consumes.
     public var commandTopics: [String] { [admin, registration, notification, tracking] }
 
     /// Every topic with the partition count it is created with when missing.
     public func all(commandPartitions: Int = 12, outputPartitions: Int = 12) -> [(name: String, partitions: Int)] {
-        commandTopics.map { ($0, commandPartitions) } + [(outbound, outputPartitions), (webhooks, outputPartitions), (processorLease, 1)]
+        commandTopics.map { ($0, commandPartitions) } + [(outbound, outputPartitions), (webhooks, outputPartitions), (processorLease, 1), (changelog, 1)]
     }
 }

@@ -104,7 +104,7 @@ public protocol StoreInspection: Sendable {
 /// Implementations: `SQLiteProjectionStore` (one file, one machine) and `PostgresProjectionStore`
 /// (shared by several processes and machines); both behave the same for every method and
 /// mutation, and dump the same text.
-public protocol ProjectionStore: BatchStore, ProjectionReader, OutboxStore, DeadLetterStore, StoreInspection {
+public protocol ProjectionStore: BatchStore, ProjectionReader, OutboxStore, DeadLetterStore, StoreInspection, ChangelogStore {
     /// Closes the store's connections or file; calls made afterwards fail. Idempotent.
     func close() async
 }

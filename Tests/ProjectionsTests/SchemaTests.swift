@@ -15,7 +15,7 @@ final class SchemaTests: StoreTestCase {
         let tables = try await store.pool.read { db in
             try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'grdb%' ORDER BY name")
         }
-        XCTAssertEqual(tables, ["acks", "api_tokens", "apps", "dead_letters", "deliveries", "devices", "outbox", "outbox_attempts",
+        XCTAssertEqual(tables, ["acks", "api_tokens", "apps", "changelog_outbox", "changelog_state", "dead_letters", "deliveries", "devices", "outbox", "outbox_attempts",
                                 "parked_tracking", "partition_offsets", "pending_notifications", "registration_status", "store_info", "tracking_events"])
     }
 
@@ -141,5 +141,32 @@ final class SchemaTests: StoreTestCase {
         XCTAssertEqual(created, Date(timeIntervalSince1970: 0))
         let fresh = try await openStore("fresh.sqlite").createdAt()
         XCTAssertGreaterThan(fresh, Date(timeIntervalSince1970: 1_700_000_000))
+    }
+
+    /// A store that consumed records before changelogs existed keeps none: its history is not in
+    /// the changelog, so no restore could rebuild it from there. One that consumed nothing starts
+    /// a lineage when migrated.
+    func testAStoreWithStateFromBeforeChangelogsKeepsNone() async throws {
+        for (name, consumed) in [("old.sqlite", true), ("empty.sqlite", false)] {
+            let pool = try DatabasePool(path: path(name))
+            try SQLiteSchema.migrator.migrate(pool, upTo: "v8")
+            if consumed {
+                try await pool.write { db in
+                    try db.execute(sql: "INSERT INTO partition_offsets (topic, \"partition\", next_offset) VALUES ('t', 0, 5)")
+                }
+            }
+            try pool.close()
+        }
+        let old = try openSQLiteStore("old.sqlite")
+        let oldPosition = try await old.changelogPosition()
+        XCTAssertNil(oldPosition)
+        try await old.commit(mutations: [.upsertApp(Fixture.app())], offsets: [])
+        let unpublished = try await old.unpublishedChangelog(after: 0, limit: 10)
+        XCTAssertEqual(unpublished, [], "commits of a store without a changelog leave no entries")
+
+        let empty = try openSQLiteStore("empty.sqlite")
+        try await empty.commit(mutations: [.upsertApp(Fixture.app())], offsets: [])
+        let position = try await empty.changelogPosition()
+        XCTAssertEqual(position?.seq, 1)
     }
 }

@@ -7,11 +7,14 @@ import Projections
 public struct RebuildCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "rebuild",
-        abstract: "Build the projections anew from offset 0 of the command topics into a new store, then switch over to it.",
+        abstract: "Build the projections anew into a new store, from the changelog or the command topics, then switch over to it.",
         discussion: """
-            Topics are replayed in order (admin, registration, notification, tracking) through the \
-            processor's own applier; a progress line (records done/total, rate, ETA) goes to standard \
-            error. Outbound records and webhooks are not sent again: replayed outbox jobs are stored as \
+            By default the store is restored from the changelog topic: every commit the live \
+            processors made, written again as it is, without deciding anything again. With \
+            --from commands the command topics are replayed instead, in the processors' event order, \
+            through the processor's own applier (for a store from before changelogs, or after a change \
+            of the handlers). A progress line (done/total, rate, ETA) goes to standard error. Outbound \
+            records and webhooks are not sent again: restored and replayed outbox jobs are stored as \
             `replayed`. (`pushline rebuild` and `pushline-processor rebuild` are the same command.)
 
             Switching a running stack over (the old store keeps serving reads meanwhile):
@@ -27,6 +30,8 @@ public struct RebuildCommand: AsyncParsableCommand {
     )
 
     @OptionGroup public var common: ProcessorOptions
+    @Option(help: "Where the state comes from: changelog (restore every commit as it was) or commands (decide the command topics again).")
+    public var from: Rebuild.Source = .changelog
     @Option(help: "The store the stack serves from now; its offsets are the targets.") public var previous: String?
     @Flag(name: .customLong("switch"), help: "Step 2: the processors on --previous are stopped; finish and carry its outbox over.")
     public var switchOver = false
@@ -48,15 +53,26 @@ public struct RebuildCommand: AsyncParsableCommand {
         let (configuration, logger) = try common.bootstrap()
         logger.info("rebuilding", metadata: ["brokers": "\(configuration.shared.brokers)", "store": "\(configuration.shared.storeForLogs)",
                                              "previous": "\(previous.map(ProjectionStoreFactory.redacted) ?? "-")", "switch": "\(switchOver)"])
-        let options = Rebuild.Options(previous: previous, switchOver: switchOver, join: join, progressInterval: quiet ? nil : .seconds(1),
+        let options = Rebuild.Options(source: from, previous: previous, switchOver: switchOver, join: join, progressInterval: quiet ? nil : .seconds(1),
                                       batchSize: batch)
         let summary = try await Rebuild.run(configuration: configuration, options: options, logger: logger)
-        logger.info("rebuild finished", metadata: [
-            "records": "\(summary.records.values.reduce(0, +))", "outbound_not_republished": "\(summary.outboundNotRepublished)",
-            "outbox_carried": "\(summary.outboxCarried)", "records_left_for_the_processors": "\(summary.waiting)",
-        ])
+        switch from {
+        case .changelog:
+            logger.info("rebuild finished", metadata: [
+                "source": "changelog", "entries": "\(summary.changelogEntries)",
+                "position": "\(summary.changelogPosition?.description ?? "-")", "outbox_carried": "\(summary.outboxCarried)",
+            ])
+        case .commands:
+            logger.info("rebuild finished", metadata: [
+                "source": "commands", "records": "\(summary.records.values.reduce(0, +))",
+                "outbound_not_republished": "\(summary.outboundNotRepublished)", "outbox_carried": "\(summary.outboxCarried)",
+                "records_left_for_the_processors": "\(summary.waiting)",
+            ])
+        }
         if switchOver {
             print("switched: start the processors and ingest with PUSHLINE_STORE=\(configuration.shared.storeForLogs)")
         }
     }
 }
+
+extension Rebuild.Source: ExpressibleByArgument {}

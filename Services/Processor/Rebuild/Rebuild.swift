@@ -26,7 +26,19 @@ import Synchronization
 /// previous store (it is lost), the targets are the topics' end offsets and the new store must
 /// be empty.
 public enum Rebuild {
+    /// What a rebuild reads.
+    public enum Source: String, Sendable, CaseIterable {
+        /// The changelog topic: every commit's mutations, written again as they are
+        /// (`ChangelogRestore`). Fast, and exactly what the live processors decided.
+        case changelog
+        /// The command topics, decided again by the handlers: for a store that keeps no
+        /// changelog, or to apply changed handlers to the whole log.
+        case commands
+    }
+
     public struct Options: Sendable {
+        /// Where the state comes from.
+        public var source: Source
         /// The store the stack serves from now (PUSHLINE_STORE syntax), if there is one.
         public var previous: String?
         /// Step 2: the processors on `previous` are stopped; finish and carry its outbox over.
@@ -45,8 +57,9 @@ public enum Rebuild {
 
         public static let defaultBatchSize = 20_000
 
-        public init(previous: String? = nil, switchOver: Bool = false, join: Bool = false, progressInterval: Duration? = .seconds(1),
-                    batchSize: Int = defaultBatchSize) {
+        public init(source: Source = .commands, previous: String? = nil, switchOver: Bool = false, join: Bool = false,
+                    progressInterval: Duration? = .seconds(1), batchSize: Int = defaultBatchSize) {
+            self.source = source
             self.previous = previous
             self.switchOver = switchOver
             self.join = join
@@ -65,6 +78,9 @@ public enum Rebuild {
         /// Records read but not applied: without a previous store, the last records of the log
         /// may still wait for progress marks, which only live processors write; they apply them.
         public var waiting = 0
+        /// From the changelog: the entries written and where the new store's changelog stands.
+        public var changelogEntries = 0
+        public var changelogPosition: ChangelogPosition?
     }
 
     public enum Failure: Error, CustomStringConvertible {
@@ -73,6 +89,7 @@ public enum Rebuild {
         case aheadOfPrevious([PartitionKey])
         case switchNeedsPrevious
         case previousMoved([PartitionKey])
+        case joinNeedsCommands
 
         public var description: String {
             switch self {
@@ -82,6 +99,7 @@ public enum Rebuild {
             case .aheadOfPrevious(let partitions):
                 "the new store is ahead of the previous one on \(partitions.map(\.description).joined(separator: ", ")); it was not built from this previous store"
             case .switchNeedsPrevious: "--switch needs the serving store (--previous) to carry its outbox over"
+            case .joinNeedsCommands: "--join takes turns replaying the command topics: use it with --from commands"
             case .previousMoved(let partitions):
                 "the previous store moved on \(partitions.map(\.description).joined(separator: ", ")) during the switch: stop every processor that uses it, then run the switch again"
             }
@@ -91,16 +109,29 @@ public enum Rebuild {
     public static func run(configuration: ProcessorConfiguration, options: Options = Options(),
                            verifier: any DeviceTokenVerifier = TokenFormatVerifier(), logger: Logger) async throws -> Summary {
         if options.switchOver && options.previous == nil { throw Failure.switchNeedsPrevious }
+        if options.join && options.source != .commands { throw Failure.joinNeedsCommands }
+        // A topic nobody wrote yet is created (empty), as `serve` does, rather than waited for.
+        try await configuration.shared.createMissingTopics()
         let store = try await ProjectionStoreFactory.open(configuration.shared.store, logger: logger)
         var previous: (any ProjectionStore)?
-        if let location = options.previous { previous = try await ProjectionStoreFactory.open(location, logger: logger) }
+        var producer: KafkaProducer?
         do {
-            let summary = try await rebuild(into: store, previous: previous, configuration: configuration, options: options,
-                                            verifier: verifier, logger: logger)
+            if let location = options.previous { previous = try await ProjectionStoreFactory.open(location, logger: logger) }
+            // The new store's own commits (every replayed batch, the carried outbox) go to the changelog too.
+            let made = try KafkaProducer(configuration: configuration.shared.producerConfiguration(clientId: "pushline-rebuild"),
+                                         logger: logger)
+            producer = made
+            let changelog = ChangelogPublisher(store: store, producer: made, topic: configuration.shared.topics.changelog, logger: logger)
+            let summary = try await changelog.publishing { [previous] in
+                try await rebuild(into: store, previous: previous, configuration: configuration, options: options,
+                                  verifier: verifier, logger: logger)
+            }
+            await producer?.shutdown()
             await store.close()
             await previous?.close()
             return summary
         } catch {
+            await producer?.shutdown()
             await store.close()
             await previous?.close()
             throw error
@@ -110,8 +141,19 @@ public enum Rebuild {
     private static func rebuild(into store: any ProjectionStore, previous: (any ProjectionStore)?, configuration: ProcessorConfiguration,
                                 options: Options, verifier: any DeviceTokenVerifier, logger: Logger) async throws -> Summary {
         let topics = configuration.shared.topics.commandTopics
-        // A topic nobody wrote yet is created (empty), as `serve` does, rather than waited for.
-        try await configuration.shared.createMissingTopics()
+        if options.source == .changelog {
+            let target = try await previous?.offsets(topics: topics)
+            let restored = try await ChangelogRestore.run(into: store, previous: previous, configuration: configuration,
+                                                          storeName: configuration.shared.storeForLogs,
+                                                          progressInterval: options.progressInterval, logger: logger)
+            var summary = Summary()
+            summary.changelogEntries = restored.entries
+            summary.changelogPosition = restored.position
+            if options.switchOver, let previous, let target {
+                try await switchOver(from: previous, to: store, target: target, topics: topics, summary: &summary)
+            }
+            return summary
+        }
 
         let start = try await store.offsets(topics: topics)
         let target: [PartitionKey: Int64]
@@ -152,12 +194,18 @@ public enum Rebuild {
         summary.outboundNotRepublished = outbound.count
 
         if options.switchOver, let previous {
-            summary.outboxCarried = try await carryOutbox(from: previous, to: store)
-            let now = try await previous.offsets(topics: topics)
-            let moved = now.filter { target[$0.key] != $0.value }.map(\.key)
-            guard moved.isEmpty else { throw Failure.previousMoved(moved.sorted { $0.description < $1.description }) }
+            try await switchOver(from: previous, to: store, target: target, topics: topics, summary: &summary)
         }
         return summary
+    }
+
+    /// Carries the previous store's outbox over, then checks that the previous store stood still.
+    private static func switchOver(from previous: any ProjectionStore, to store: any BatchStore, target: [PartitionKey: Int64],
+                                   topics: [String], summary: inout Summary) async throws {
+        summary.outboxCarried = try await carryOutbox(from: previous, to: store)
+        let now = try await previous.offsets(topics: topics)
+        let moved = now.filter { target[$0.key] != $0.value }.map(\.key)
+        guard moved.isEmpty else { throw Failure.previousMoved(moved.sorted { $0.description < $1.description }) }
     }
 
     /// Applies every command topic, in event order, from the new store's offsets up to `target`,
@@ -242,8 +290,12 @@ final class RebuildProgress: Sendable {
     private let stored = Mutex<[PartitionKey: Int64]>([:])
     private let overwrite = isatty(FileHandle.standardError.fileDescriptor) == 1
 
-    init(start: [PartitionKey: Int64], target: [PartitionKey: Int64]) {
+    /// What is counted, for the progress line.
+    private let unit: String
+
+    init(start: [PartitionKey: Int64], target: [PartitionKey: Int64], unit: String = "records") {
         self.start = start
+        self.unit = unit
         self.total = target.reduce(0) { $0 + max(0, $1.value - (start[$1.key] ?? 0)) }
     }
 
@@ -265,9 +317,9 @@ final class RebuildProgress: Sendable {
         let done = self.done
         let seconds = max(0.001, Double((ContinuousClock.now - began).inMilliseconds) / 1000)
         let rate = Double(done) / seconds
-        var line = "rebuild: \(Self.grouped(done))/\(Self.grouped(total)) records"
+        var line = "rebuild: \(Self.grouped(done))/\(Self.grouped(total)) \(unit)"
         if total > 0 { line += String(format: " (%.1f%%)", Double(done) * 100 / Double(total)) }
-        line += ", \(Self.grouped(Int64(rate))) records/s"
+        line += ", \(Self.grouped(Int64(rate))) \(unit)/s"
         if final {
             line += String(format: ", done in %.1fs", seconds)
         } else if rate > 0 {

@@ -24,6 +24,10 @@ public final class PostgresProjectionStore: ProjectionStore {
     public let location: PostgresLocation
     private let pool: PostgresConnectionPool
     private let logger: Logger
+    /// Whether commits write their changelog entry (`PostgresChangelog`), read once when opened.
+    private let keepsChangelog = Mutex(false)
+    /// The definitions of the indexes a restore dropped (`beginRestore`), to build them again.
+    private let droppedIndexes = Mutex<[String]>([])
 
     /// Connects, then creates or migrates the schema. Throws `unsupportedSchemaVersion` for a
     /// store written by newer code, `.unavailable` when the server cannot be reached.
@@ -39,9 +43,11 @@ public final class PostgresProjectionStore: ProjectionStore {
             configuration.options.additionalStartupParameters.append(("search_path", "\"\(schema)\""))
         }
         pool = PostgresConnectionPool(configuration: configuration, size: location.poolSize, logger: logger)
-        try await session("BEGIN") { connection in
+        let keeps = try await session("BEGIN") { connection in
             try await PostgresSchema.prepare(connection, schema: location.schema, logger: logger)
+            return try await PostgresChangelog.position(on: connection, logger: logger) != nil
         }
+        keepsChangelog.withLock { $0 = keeps }
         logger.debug("projection store opened", metadata: [
             "host": "\(location.host):\(location.port)", "database": "\(location.database)", "schema": "\(location.schema ?? "-")",
         ])
@@ -67,9 +73,57 @@ public final class PostgresProjectionStore: ProjectionStore {
 
     public func commit(mutations: [Mutation], offsets: [OffsetUpdate]) async throws {
         let plan = PostgresWritePlan(mutations)
+        let entry = keepsChangelog.withLock { $0 } ? ChangelogEntry(mutations: mutations, offsets: offsets).encoded() : nil
         try await session("BEGIN") { connection in
             try await PostgresOffsets.move(offsets, on: connection, logger: self.logger)
             try await PostgresMutationWriter(connection: connection, logger: self.logger).write(plan)
+            if let entry { try await PostgresChangelog.append(entry, on: connection, logger: self.logger) }
+        }
+    }
+
+    // MARK: - Changelog
+
+    public func changelogPosition() async throws -> ChangelogPosition? {
+        try await session(nil) { connection in try await PostgresChangelog.position(on: connection, logger: self.logger) }
+    }
+
+    public func unpublishedChangelog(after seq: Int64, limit: Int) async throws -> [ChangelogOutboxRow] {
+        try await session(nil) { connection in
+            try await PostgresChangelog.unpublished(after: seq, limit: limit, on: connection, logger: self.logger)
+        }
+    }
+
+    public func changelogPublished(through seq: Int64) async throws {
+        try await session(nil) { connection in try await PostgresChangelog.published(through: seq, on: connection, logger: self.logger) }
+    }
+
+    public func beginRestore() async throws {
+        let indexes = try await session("BEGIN") { connection in
+            try await PostgresChangelog.dropIndexes(on: connection, logger: self.logger)
+        }
+        droppedIndexes.withLock { $0 += indexes }
+    }
+
+    public func restore(_ entries: [ChangelogEntry], offsets: [OffsetUpdate], lineage: String, through seq: Int64) async throws {
+        let plans = entries.map { PostgresWritePlan($0.mutations) }
+        try await session("BEGIN") { connection in
+            // Durability is the restore's to give at its end: a restore that stops is run again.
+            try await connection.run("SET LOCAL synchronous_commit = off", logger: self.logger)
+            try await PostgresOffsets.move(offsets, on: connection, logger: self.logger)
+            let writer = PostgresMutationWriter(connection: connection, logger: self.logger)
+            for plan in plans { try await writer.write(plan) }
+            try await PostgresChangelog.setPosition(ChangelogPosition(lineage: lineage, seq: seq), on: connection, logger: self.logger)
+        }
+    }
+
+    public func finishRestore() async throws {
+        let indexes = droppedIndexes.withLock { dropped in
+            defer { dropped = [] }
+            return dropped
+        }
+        try await session("BEGIN") { connection in
+            for sql in indexes { try await connection.run(PostgresQuery(unsafeSQL: sql), logger: self.logger) }
+            try await connection.run("ANALYZE", logger: self.logger)
         }
     }
 

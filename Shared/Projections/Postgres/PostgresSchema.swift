@@ -15,10 +15,10 @@ enum PostgresSchema {
     /// The newest schema version this code creates and understands. It counts as the SQLite
     /// schema does: version 3 is the same tables (apps and devices, managed notifications,
     /// tracking); PostgreSQL stores start there.
-    static let version = 9
+    static let version = 10
 
     /// Versions above the stored one are applied in order.
-    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9)]
+    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10)]
 
     /// Any fixed number: the lock only serialises openers of one database.
     private static let openLock: Int64 = 0x5075_7368_6c69_6e65  // "Pushline"
@@ -227,5 +227,23 @@ enum PostgresSchema {
     /// removes its mark, and an older store kept marks of settled pairs until they expired.
     private static let v9 = """
         DELETE FROM parked_tracking p WHERE EXISTS (SELECT 1 FROM deliveries d WHERE d.delivery_id = p.delivery_id)
+        """
+
+    /// The changelog (docs/ARCHITECTURE.md#changelog-and-restore): the store's lineage and the
+    /// number of its last commit, and the committed entries not yet published. A store that
+    /// has consumed nothing yet starts a lineage; one that holds state from before keeps no
+    /// changelog, since its history before this version is not in it.
+    private static let v10 = """
+        CREATE TABLE changelog_state (
+            singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+            lineage text COLLATE "C" NOT NULL,
+            seq bigint NOT NULL
+        );
+        INSERT INTO changelog_state (singleton, lineage, seq)
+            SELECT true, md5(random()::text || clock_timestamp()::text), 0 WHERE NOT EXISTS (SELECT 1 FROM partition_offsets);
+        CREATE TABLE changelog_outbox (
+            seq bigint NOT NULL PRIMARY KEY,
+            payload bytea NOT NULL
+        )
         """
 }

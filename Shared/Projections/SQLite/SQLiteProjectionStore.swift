@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import GRDB
 import Logging
+import Synchronization
 
 /// The projection store in one SQLite file: the single-machine default (`sqlite:./var/…`).
 ///
@@ -14,6 +15,10 @@ public final class SQLiteProjectionStore: ProjectionStore {
     /// Internal so that tests can inspect tables that have no reading API (attempt history).
     let pool: DatabasePool
     private let logger: Logger
+    /// Whether commits write their changelog entry (`SQLiteChangelog`), read once when opened.
+    private let keepsChangelog: Bool
+    /// The statements of the indexes a restore dropped (`beginRestore`), to build them again.
+    private let droppedIndexes = Mutex<[String]>([])
 
     /// Opens (creating it and its parent directories when missing) the store at `path`, and
     /// migrates its schema. Throws `unsupportedSchemaVersion` for a store written by newer code.
@@ -42,6 +47,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
             }
             pool = try DatabasePool(path: path, configuration: configuration)
             try SQLiteSchema.prepare(pool, logger: logger)
+            keepsChangelog = try pool.read { db in try SQLiteChangelog.position(in: db) } != nil
         } catch {
             throw Self.storeError(error)
         }
@@ -61,6 +67,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
     }
 
     public func commit(mutations: [Mutation], offsets: [OffsetUpdate]) async throws {
+        let entry = keepsChangelog ? ChangelogEntry(mutations: mutations, offsets: offsets).encoded() : nil
         try await writing { db in
             let conflicts = try SQLiteOffsets.conflicts(offsets, in: db)
             guard conflicts.isEmpty else { throw ProjectionStoreError.offsetConflict(conflicts) }
@@ -69,6 +76,62 @@ public final class SQLiteProjectionStore: ProjectionStore {
                 try writer.apply(mutation)
             }
             try SQLiteOffsets.store(offsets, in: db)
+            if let entry { try SQLiteChangelog.append(entry, in: db) }
+        }
+    }
+
+    // MARK: - Changelog
+
+    public func changelogPosition() async throws -> ChangelogPosition? {
+        try await reading { db in try SQLiteChangelog.position(in: db) }
+    }
+
+    public func unpublishedChangelog(after seq: Int64, limit: Int) async throws -> [ChangelogOutboxRow] {
+        try await reading { db in try SQLiteChangelog.unpublished(after: seq, limit: limit, in: db) }
+    }
+
+    public func changelogPublished(through seq: Int64) async throws {
+        try await writing { db in try SQLiteChangelog.published(through: seq, in: db) }
+    }
+
+    public func beginRestore() async throws {
+        let indexes = try await writing { db in
+            let names = SecondaryIndexes.names
+            let found = try Row.fetchAll(db, sql: """
+                SELECT name, sql FROM sqlite_master WHERE type = 'index' AND name IN (\(names.map { _ in "?" }.joined(separator: ", ")))
+                """, arguments: StatementArguments(names)).map { (name: $0[0] as String, sql: $0[1] as String) }
+            for index in found { try db.execute(sql: "DROP INDEX \(index.name)") }
+            return found.map(\.sql)
+        }
+        droppedIndexes.withLock { $0 += indexes }
+        // Nothing is durable before `finishRestore`: a restore that stops is run again from the start.
+        try await pool.barrierWriteWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = OFF") }
+    }
+
+    public func restore(_ entries: [ChangelogEntry], offsets: [OffsetUpdate], lineage: String, through seq: Int64) async throws {
+        try await writing { db in
+            let conflicts = try SQLiteOffsets.conflicts(offsets, in: db)
+            guard conflicts.isEmpty else { throw ProjectionStoreError.offsetConflict(conflicts) }
+            var writer = SQLiteMutationWriter(db: db)
+            for entry in entries {
+                for mutation in entry.mutations { try writer.apply(mutation) }
+            }
+            try SQLiteOffsets.store(offsets, in: db)
+            try SQLiteChangelog.setPosition(ChangelogPosition(lineage: lineage, seq: seq), in: db)
+        }
+    }
+
+    public func finishRestore() async throws {
+        let indexes = droppedIndexes.withLock { dropped in
+            defer { dropped = [] }
+            return dropped
+        }
+        try await writing { db in
+            for sql in indexes { try db.execute(sql: sql) }
+        }
+        try await pool.barrierWriteWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            try db.checkpoint(.truncate)
         }
     }
 

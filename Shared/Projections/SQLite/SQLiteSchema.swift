@@ -9,7 +9,7 @@ import Logging
 /// could otherwise misread or damage tables it does not know.
 enum SQLiteSchema {
     /// The newest schema version this code creates and understands.
-    static let version = 8
+    static let version = 9
 
     static func prepare(_ pool: DatabasePool, logger: Logger) throws {
         let found = try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
@@ -34,7 +34,7 @@ enum SQLiteSchema {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         // Each migration sets `user_version` to its number; no version 4 was ever released.
-        for (number, sql) in [(1, v1), (2, v2), (3, v3), (5, v5), (6, v6), (7, v7), (8, v8)] {
+        for (number, sql) in [(1, v1), (2, v2), (3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9)] {
             migrator.registerMigration("v\(number)") { db in
                 try db.execute(sql: sql)
                 try db.execute(sql: "PRAGMA user_version = \(number)")
@@ -223,5 +223,24 @@ enum SQLiteSchema {
     /// removes its mark, and an older store kept marks of settled pairs until they expired.
     private static let v8 = """
         DELETE FROM parked_tracking WHERE EXISTS (SELECT 1 FROM deliveries d WHERE d.delivery_id = parked_tracking.delivery_id)
+        """
+
+    /// The changelog (docs/ARCHITECTURE.md#changelog-and-restore): the store's lineage and the
+    /// number of its last commit, and the committed entries not yet published. A store that
+    /// has consumed nothing yet starts a lineage; one that holds state from before keeps no
+    /// changelog, since its history before this version is not in it.
+    private static let v9 = """
+        CREATE TABLE changelog_state (
+            singleton INTEGER NOT NULL PRIMARY KEY CHECK (singleton = 1),
+            lineage TEXT NOT NULL,
+            seq INTEGER NOT NULL
+        ) STRICT;
+        INSERT INTO changelog_state (singleton, lineage, seq)
+            SELECT 1, lower(hex(randomblob(16))), 0 WHERE NOT EXISTS (SELECT 1 FROM partition_offsets);
+
+        CREATE TABLE changelog_outbox (
+            seq INTEGER NOT NULL PRIMARY KEY,
+            payload BLOB NOT NULL
+        ) STRICT;
         """
 }

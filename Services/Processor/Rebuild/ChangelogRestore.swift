@@ -1,0 +1,270 @@
+import Foundation
+import Kafka
+import Logging
+import Projections
+
+/// The rebuild's default source: restores a store from the changelog topic
+/// (docs/ARCHITECTURE.md#changelog-and-restore), writing the entries that another store of the
+/// same lineage committed, in number order, without reading a row or deciding anything again.
+///
+/// The lineage is the previous store's when there is one (the restore then goes exactly as far
+/// as that store: the entries still in its outbox are read from it), else that of the newest
+/// record in the topic, restored to the topic's end. An entry seen twice is skipped; a missing
+/// number, or an entry whose offsets do not continue the ones before it, stops the restore.
+/// Entries are written in large transactions; an empty store is loaded without its secondary
+/// indexes (built once at the end) and without waiting for durability before the end.
+enum ChangelogRestore {
+    enum Failure: Error, CustomStringConvertible {
+        case noChangelog(String)
+        case emptyChangelog(String)
+        case otherLineage(store: String, found: String, wanted: String)
+        case gap(expected: Int64, found: Int64)
+        case brokenChain(seq: Int64, partition: PartitionKey, stored: Int64?, expected: Int64?)
+        case incomplete(reached: Int64, target: Int64)
+        case undecodable(seq: Int64, String)
+
+        var description: String {
+            switch self {
+            case .noChangelog(let store):
+                "the store \(store) keeps no changelog (it holds state from before changelogs); rebuild with --from commands"
+            case .emptyChangelog(let topic):
+                "the changelog topic \(topic) holds no entries; rebuild with --from commands"
+            case .otherLineage(let store, let found, let wanted):
+                "the store \(store) already holds consumed offsets of lineage \(found), not \(wanted); restore into a new, empty store (PUSHLINE_STORE)"
+            case .gap(let expected, let found):
+                "the changelog skips from entry \(expected - 1) to \(found): it is incomplete; rebuild with --from commands"
+            case .brokenChain(let seq, let partition, let stored, let expected):
+                "changelog entry \(seq) moves \(partition) from \(expected.map(String.init) ?? "nothing"), but the entries before it left it at \(stored.map(String.init) ?? "nothing"): two stores published this lineage; rebuild with --from commands"
+            case .incomplete(let reached, let target):
+                "the changelog ends at entry \(reached), but the previous store is at \(target); let its processors publish, then run again"
+            case .undecodable(let seq, let error): "changelog entry \(seq) cannot be read: \(error)"
+            }
+        }
+    }
+
+    struct Outcome {
+        var position: ChangelogPosition
+        /// Entries this run wrote.
+        var entries = 0
+        /// Records of the changelog topic read.
+        var records = 0
+    }
+
+    /// Restores into `store`; `previous` (optional) names the lineage and the target.
+    static func run(into store: any ProjectionStore, previous: (any ProjectionStore)?, configuration: ProcessorConfiguration,
+                    storeName: String, progressInterval: Duration?, logger: Logger) async throws -> Outcome {
+        let topic = configuration.shared.topics.changelog
+        let partition = TopicPartition(topic: topic, partition: 0)
+        let ends = try await KafkaAdmin.endOffsets(topics: [topic], bootstrapServers: configuration.shared.brokers,
+                                                   properties: configuration.shared.kafkaProperties)
+        let end = ends[partition] ?? 0
+
+        let lineage: String
+        var target: Int64?
+        if let previous {
+            guard let position = try await previous.changelogPosition() else { throw Failure.noChangelog("--previous") }
+            lineage = position.lineage
+            target = position.seq
+        } else {
+            guard end > 0, let newest = try await newestLineage(partition, end: end, configuration: configuration, logger: logger) else {
+                throw Failure.emptyChangelog(topic)
+            }
+            lineage = newest
+        }
+
+        let topics = configuration.shared.topics.commandTopics
+        var offsets = try await store.offsets(topics: topics)
+        let own = try await store.changelogPosition()
+        let fresh = offsets.isEmpty && (own?.seq ?? 0) == 0
+        var applied: Int64 = 0
+        if !fresh {
+            guard let own, own.lineage == lineage else {
+                throw Failure.otherLineage(store: storeName, found: own?.lineage ?? "none", wanted: lineage)
+            }
+            applied = own.seq
+        }
+        var outcome = Outcome(position: ChangelogPosition(lineage: lineage, seq: applied))
+        if let target, applied >= target { return outcome }
+
+        let changelogPartition = PartitionKey(topic: topic, partition: 0)
+        let shown = RebuildProgress(start: [:], target: [changelogPartition: end], unit: "changelog records")
+        let reporter = progressInterval.map { interval in Task { try await shown.report(every: interval) } }
+        defer { reporter?.cancel() }
+        var writer = RestoreWriter(store: store, lineage: lineage, offsets: offsets, applied: applied)
+        if fresh { try await store.beginRestore() }
+        logger.info("restoring from the changelog", metadata: [
+            "topic": "\(topic)", "lineage": "\(lineage)", "from_entry": "\(applied + 1)",
+            "to_entry": "\(target.map(String.init) ?? "the end")", "records": "\(end)",
+        ])
+
+        if end > 0 {
+            var consumerConfiguration = configuration.consumerConfiguration(groupId: "\(configuration.groupId).restore")
+            consumerConfiguration.maxBatchSize = 10_000
+            let consumer = try KafkaConsumer(configuration: consumerConfiguration, partitions: [partition],
+                                             startingAt: [partition: 0], logger: logger)
+            do {
+                var assembling: (seq: Int64, parts: [ArraySlice<UInt8>])?
+                reading: for try await batch in consumer.batches() {
+                    for message in batch {
+                        guard message.offset < end else { break reading }
+                        outcome.records += 1
+                        if message.key == lineage, let record = ChangelogRecord(value: message.value) {
+                            if let (seq, payload) = try assemble(record, applied: writer.applied, into: &assembling) {
+                                guard seq <= target ?? .max else { break reading }
+                                let entry: ChangelogEntry
+                                do {
+                                    entry = try ChangelogEntry(decoding: payload)
+                                } catch {
+                                    throw Failure.undecodable(seq: seq, "\(error)")
+                                }
+                                try await writer.add(entry, seq: seq)
+                            }
+                        }
+                        shown.record([changelogPartition: message.offset + 1])
+                        if message.offset + 1 >= end || (target.map { writer.applied >= $0 } ?? false) { break reading }
+                    }
+                }
+                await consumer.close()
+            } catch {
+                await consumer.close()
+                throw error
+            }
+        }
+        // The previous store's entries not published yet, read from its outbox.
+        if let previous, let target {
+            while writer.applied < target {
+                let rows = try await previous.unpublishedChangelog(after: writer.applied, limit: 64)
+                guard let first = rows.first else { break }
+                guard first.seq == writer.applied + 1 else { throw Failure.gap(expected: writer.applied + 1, found: first.seq) }
+                for row in rows where row.seq <= target {
+                    let entry: ChangelogEntry
+                    do {
+                        entry = try ChangelogEntry(decoding: row.payload)
+                    } catch {
+                        throw Failure.undecodable(seq: row.seq, "\(error)")
+                    }
+                    try await writer.add(entry, seq: row.seq)
+                }
+            }
+        }
+        try await writer.flush()
+        if fresh { try await store.finishRestore() }
+        reporter?.cancel()
+        if progressInterval != nil { shown.printLine(final: true) }
+        if let target, writer.applied < target { throw Failure.incomplete(reached: writer.applied, target: target) }
+        outcome.entries = writer.written
+        outcome.position = ChangelogPosition(lineage: lineage, seq: writer.applied)
+        offsets = try await store.offsets(topics: topics)
+        logger.info("changelog restored", metadata: [
+            "position": "\(outcome.position)", "entries": "\(outcome.entries)", "partitions": "\(offsets.count)",
+        ])
+        return outcome
+    }
+
+    /// Adds a record to the entry being assembled; returns the entry's number and bytes once its
+    /// last part is in. Records of entries already applied, and parts that are not the next one
+    /// (a second copy of an entry, published again after a crash), are skipped.
+    static func assemble(_ record: ChangelogRecord, applied: Int64,
+                         into assembling: inout (seq: Int64, parts: [ArraySlice<UInt8>])?) throws -> (Int64, [UInt8])? {
+        guard record.seq > applied else { return nil }
+        guard record.seq == applied + 1 else { throw Failure.gap(expected: applied + 1, found: record.seq) }
+        if assembling?.seq != record.seq { assembling = (record.seq, []) }
+        guard record.part == assembling!.parts.count else {
+            // A repeat starting over: its part 0 begins the entry anew only if nothing was collected.
+            return nil
+        }
+        assembling!.parts.append(record.bytes)
+        guard assembling!.parts.count == record.parts else { return nil }
+        let payload = Array(assembling!.parts.joined())
+        assembling = nil
+        return (record.seq, payload)
+    }
+
+    /// The key of the topic's newest record: the lineage of the store that published last.
+    private static func newestLineage(_ partition: TopicPartition, end: Int64, configuration: ProcessorConfiguration,
+                                      logger: Logger) async throws -> String? {
+        let consumer = try KafkaConsumer(configuration: configuration.consumerConfiguration(groupId: "\(configuration.groupId).restore"),
+                                         partitions: [partition], startingAt: [partition: end - 1], logger: logger)
+        do {
+            var key: String?
+            for try await batch in consumer.batches() {
+                guard let message = batch.first(where: { $0.offset == end - 1 }) else { continue }
+                key = message.key
+                break
+            }
+            await consumer.close()
+            return key
+        } catch {
+            await consumer.close()
+            throw error
+        }
+    }
+}
+
+/// Writes restored entries in transactions of about `mutationsPerTransaction` mutations,
+/// checking that each entry's offsets continue where the entries before it left them.
+private struct RestoreWriter {
+    let store: any ProjectionStore
+    let lineage: String
+    /// The offsets the entries written so far (and the store before them) leave.
+    private var offsets: [PartitionKey: Int64]
+    /// Offsets as stored before the pending entries, and the pending entries' last offsets.
+    private var storedOffsets: [PartitionKey: Int64]
+    private var eventTimes: [PartitionKey: Int64] = [:]
+    private var moved: Set<PartitionKey> = []
+    private var pending: [ChangelogEntry] = []
+    private var pendingMutations = 0
+    private(set) var applied: Int64
+    private(set) var written = 0
+    static let mutationsPerTransaction = 50_000
+
+    init(store: any ProjectionStore, lineage: String, offsets: [PartitionKey: Int64], applied: Int64) {
+        self.store = store
+        self.lineage = lineage
+        self.offsets = offsets
+        self.storedOffsets = offsets
+        self.applied = applied
+    }
+
+    mutating func add(_ entry: ChangelogEntry, seq: Int64) async throws {
+        for update in entry.offsets {
+            guard offsets[update.partition] == update.expected else {
+                throw ChangelogRestore.Failure.brokenChain(seq: seq, partition: update.partition, stored: offsets[update.partition],
+                                                           expected: update.expected)
+            }
+            offsets[update.partition] = update.next
+            if let time = update.eventTime { eventTimes[update.partition] = time }
+            moved.insert(update.partition)
+        }
+        // Nothing a restore writes is sent: the jobs were the previous store's to send.
+        pending.append(ChangelogEntry(mutations: entry.mutations.map(Self.replayed), offsets: []))
+        pendingMutations += entry.mutations.count + 1
+        applied = seq
+        written += 1
+        if pendingMutations >= Self.mutationsPerTransaction { try await flush() }
+    }
+
+    mutating func flush() async throws {
+        guard !pending.isEmpty else { return }
+        let updates = moved.map { OffsetUpdate(partition: $0, expected: storedOffsets[$0], next: offsets[$0]!, eventTime: eventTimes[$0]) }
+        try await store.restore(pending, offsets: updates, lineage: lineage, through: applied)
+        storedOffsets = offsets
+        eventTimes = [:]
+        moved = []
+        pending = []
+        pendingMutations = 0
+    }
+
+    private static func replayed(_ mutation: Mutation) -> Mutation {
+        switch mutation {
+        case .enqueueOutbox(var job):
+            job.state = .replayed
+            return .enqueueOutbox(job)
+        case .restoreOutbox(var job):
+            job.state = .replayed
+            return .restoreOutbox(job)
+        default:
+            return mutation
+        }
+    }
+}

@@ -1,0 +1,428 @@
+import Contracts
+import Foundation
+
+/// One commit of a store, as its changelog keeps it: the mutations the handlers decided and the
+/// partitions' offsets, in the order the commit wrote them (docs/ARCHITECTURE.md#changelog-and-restore).
+/// A store that starts empty and writes the entries of a changelog one after the other, in
+/// sequence order, holds what the store that committed them held.
+public struct ChangelogEntry: Sendable, Equatable {
+    public var mutations: [Mutation]
+    public var offsets: [OffsetUpdate]
+
+    public init(mutations: [Mutation], offsets: [OffsetUpdate]) {
+        self.mutations = mutations
+        self.offsets = offsets
+    }
+}
+
+/// The entry's bytes: a format byte, then the offsets and the mutations, each mutation a tag
+/// byte and its fields. Integers are variable-length (zig-zag for signed ones), strings and
+/// bytes are a length and their bytes, UUIDs their 16 bytes, dates the bit pattern of their
+/// `timeIntervalSince1970` (so a date comes back as exactly the value the store rounded),
+/// enumerations their raw value. Compact and cheap both ways: every commit is encoded once,
+/// and a restore decodes the whole log.
+extension ChangelogEntry {
+    static let format: UInt8 = 1
+
+    public func encoded() -> [UInt8] {
+        var w = ChangelogWriter()
+        w.bytes.reserveCapacity(64 + mutations.count * 96)
+        w.byte(Self.format)
+        w.uint(UInt64(offsets.count))
+        for o in offsets {
+            w.string(o.partition.topic)
+            w.int(Int64(o.partition.partition))
+            w.optional(o.expected) { $0.int($1) }
+            w.int(o.next)
+            w.optional(o.eventTime) { $0.int($1) }
+        }
+        w.uint(UInt64(mutations.count))
+        for m in mutations { w.mutation(m) }
+        return w.bytes
+    }
+
+    public init(decoding bytes: some Collection<UInt8>) throws {
+        var r = ChangelogReader(Array(bytes))
+        guard try r.byte() == Self.format else { throw ChangelogFormatError("unknown changelog entry format") }
+        let offsetCount = try r.count()
+        var offsets: [OffsetUpdate] = []
+        offsets.reserveCapacity(offsetCount)
+        for _ in 0..<offsetCount {
+            let topic = try r.string()
+            let partition = try r.int32()
+            let expected = try r.optional { try $0.int() }
+            let next = try r.int()
+            let eventTime = try r.optional { try $0.int() }
+            offsets.append(OffsetUpdate(partition: PartitionKey(topic: topic, partition: partition), expected: expected, next: next,
+                                        eventTime: eventTime))
+        }
+        let mutationCount = try r.count()
+        var mutations: [Mutation] = []
+        mutations.reserveCapacity(mutationCount)
+        for _ in 0..<mutationCount { mutations.append(try r.mutation()) }
+        guard r.atEnd else { throw ChangelogFormatError("bytes after the last mutation") }
+        self.init(mutations: mutations, offsets: offsets)
+    }
+}
+
+public struct ChangelogFormatError: Error, Equatable, CustomStringConvertible {
+    public var description: String
+
+    init(_ description: String) {
+        self.description = "changelog entry: " + description
+    }
+}
+
+/// Tags of the mutation cases: never renumbered, only added to.
+private enum Tag: UInt8 {
+    case upsertApp = 1, upsertApiToken, upsertDevice, deleteDevice, putRegistrationStatus, enqueueOutbox, restoreOutbox
+    case putPending, deletePending, clearPending, putAck, putDelivery, countTracking, deleteTracking, parkTracking
+    case unparkTracking, dropTracking, putDeadLetter, deleteDeadLetter
+}
+
+struct ChangelogWriter {
+    var bytes: [UInt8] = []
+
+    mutating func byte(_ b: UInt8) { bytes.append(b) }
+
+    mutating func uint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    mutating func int(_ value: Int64) { uint(UInt64(bitPattern: (value << 1) ^ (value >> 63))) }
+    mutating func int(_ value: Int) { int(Int64(value)) }
+    mutating func bool(_ value: Bool) { bytes.append(value ? 1 : 0) }
+
+    mutating func string(_ value: String) {
+        var s = value
+        s.withUTF8 { utf8 in
+            uint(UInt64(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    mutating func data(_ value: Data) {
+        uint(UInt64(value.count))
+        bytes.append(contentsOf: value)
+    }
+
+    mutating func uuid(_ value: UUID) {
+        withUnsafeBytes(of: value.uuid) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func date(_ value: Date) {
+        let bits = value.timeIntervalSince1970.bitPattern
+        withUnsafeBytes(of: bits.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func optional<T>(_ value: T?, _ write: (inout ChangelogWriter, T) -> Void) {
+        guard let value else { return byte(0) }
+        byte(1)
+        write(&self, value)
+    }
+
+    mutating func headers(_ headers: [String: String]) {
+        uint(UInt64(headers.count))
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
+            string(name)
+            string(value)
+        }
+    }
+
+    mutating func pair(_ pair: TrackingPair) {
+        uuid(pair.deliveryId)
+        uuid(pair.appId)
+    }
+
+    mutating func job(_ job: OutboxJob) {
+        string(job.id)
+        string(job.kind)
+        optional(job.appId) { $0.uuid($1) }
+        string(job.url)
+        headers(job.headers)
+        data(job.body)
+        int(job.maxAttempts)
+        int(job.attempts)
+        date(job.nextAttemptAt)
+        string(job.state.rawValue)
+        optional(job.lastStatus) { $0.int($1) }
+        optional(job.lastError) { $0.string($1) }
+        date(job.createdAt)
+    }
+
+    mutating func partition(_ key: PartitionKey) {
+        string(key.topic)
+        int(Int64(key.partition))
+    }
+
+    mutating func mutation(_ mutation: Mutation) {
+        switch mutation {
+        case .upsertApp(let a):
+            byte(Tag.upsertApp.rawValue)
+            uuid(a.appId); uuid(a.orgId); string(a.name); optional(a.callbackUrl) { $0.string($1) }
+            headers(a.callbackHeaders); int(a.webhookRetries); date(a.createdAt)
+        case .upsertApiToken(let t):
+            byte(Tag.upsertApiToken.rawValue)
+            uuid(t.tokenId); uuid(t.appId); string(t.tokenHash); bool(t.revoked); date(t.createdAt)
+        case .upsertDevice(let d):
+            byte(Tag.upsertDevice.rawValue)
+            uuid(d.appId); string(d.deviceToken); string(d.userId); string(d.platform.rawValue); int(d.version); date(d.updatedAt)
+        case .deleteDevice(let k):
+            byte(Tag.deleteDevice.rawValue)
+            uuid(k.appId); string(k.deviceToken)
+        case .putRegistrationStatus(let s):
+            byte(Tag.putRegistrationStatus.rawValue)
+            uuid(s.requestId); uuid(s.appId); string(s.status.rawValue); optional(s.failureReason) { $0.string($1.rawValue) }
+            date(s.decidedAt)
+        case .enqueueOutbox(let j):
+            byte(Tag.enqueueOutbox.rawValue)
+            job(j)
+        case .restoreOutbox(let j):
+            byte(Tag.restoreOutbox.rawValue)
+            job(j)
+        case .putPending(let p):
+            byte(Tag.putPending.rawValue)
+            uuid(p.appId); string(p.deviceToken); string(p.notificationId); uuid(p.deliveryId); date(p.sentAt); string(p.text)
+            optional(p.businessId) { $0.string($1) }
+        case .deletePending(let k):
+            byte(Tag.deletePending.rawValue)
+            uuid(k.appId); string(k.deviceToken); string(k.notificationId)
+        case .clearPending(let k):
+            byte(Tag.clearPending.rawValue)
+            uuid(k.appId); string(k.deviceToken)
+        case .putAck(let a):
+            byte(Tag.putAck.rawValue)
+            uuid(a.appId); string(a.deviceToken); string(a.notificationId); optional(a.businessId) { $0.string($1) }; date(a.ackedAt)
+        case .putDelivery(let d):
+            byte(Tag.putDelivery.rawValue)
+            uuid(d.appId); uuid(d.deliveryId); string(d.kind.rawValue); bool(d.managed); bool(d.tracking); int(d.sent); date(d.createdAt)
+        case .countTracking(let c):
+            byte(Tag.countTracking.rawValue)
+            uuid(c.appId); uuid(c.deliveryId); uint(UInt64(c.counts.count))
+            for count in c.counts {
+                int(count.action.rawValue); int(count.messageIndex); int(count.reports)
+            }
+        case .deleteTracking(let p, let keys):
+            byte(Tag.deleteTracking.rawValue)
+            pair(p); uint(UInt64(keys.count))
+            for key in keys {
+                int(key.action.rawValue); int(key.messageIndex)
+            }
+        case .parkTracking(let p, let at):
+            byte(Tag.parkTracking.rawValue)
+            pair(p); date(at)
+        case .unparkTracking(let p):
+            byte(Tag.unparkTracking.rawValue)
+            pair(p)
+        case .dropTracking(let p):
+            byte(Tag.dropTracking.rawValue)
+            pair(p)
+        case .putDeadLetter(let l):
+            byte(Tag.putDeadLetter.rawValue)
+            partition(l.partition); int(l.offset); optional(l.type) { $0.string($1) }; string(l.reason)
+            optional(l.requestId) { $0.string($1) }; data(l.value); date(l.recordedAt)
+        case .deleteDeadLetter(let k):
+            byte(Tag.deleteDeadLetter.rawValue)
+            partition(k.partition); int(k.offset)
+        }
+    }
+}
+
+struct ChangelogReader {
+    private let bytes: [UInt8]
+    private var index = 0
+
+    init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    var atEnd: Bool { index == bytes.count }
+
+    mutating func byte() throws -> UInt8 {
+        guard index < bytes.count else { throw ChangelogFormatError("truncated") }
+        defer { index += 1 }
+        return bytes[index]
+    }
+
+    mutating func uint() throws -> UInt64 {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let b = try byte()
+            guard shift < 64 else { throw ChangelogFormatError("integer too long") }
+            value |= UInt64(b & 0x7f) << shift
+            if b < 0x80 { return value }
+            shift += 7
+        }
+    }
+
+    mutating func int() throws -> Int64 {
+        let u = try uint()
+        return Int64(bitPattern: (u >> 1) ^ (0 &- (u & 1)))
+    }
+
+    mutating func int32() throws -> Int32 {
+        guard let v = Int32(exactly: try int()) else { throw ChangelogFormatError("integer out of range") }
+        return v
+    }
+
+    mutating func intValue() throws -> Int {
+        guard let v = Int(exactly: try int()) else { throw ChangelogFormatError("integer out of range") }
+        return v
+    }
+
+    /// A count of items that follow, each at least one byte long.
+    mutating func count() throws -> Int {
+        let n = try uint()
+        guard n <= UInt64(bytes.count - index) else { throw ChangelogFormatError("count past the end") }
+        return Int(n)
+    }
+
+    mutating func bool() throws -> Bool {
+        switch try byte() {
+        case 0: false
+        case 1: true
+        default: throw ChangelogFormatError("bad boolean")
+        }
+    }
+
+    private mutating func slice(_ n: Int) throws -> ArraySlice<UInt8> {
+        guard n <= bytes.count - index else { throw ChangelogFormatError("truncated") }
+        defer { index += n }
+        return bytes[index..<index + n]
+    }
+
+    mutating func string() throws -> String {
+        let n = try count()
+        let s = try slice(n)
+        guard let text = String(validating: s, as: UTF8.self) else { throw ChangelogFormatError("string is not UTF-8") }
+        return text
+    }
+
+    mutating func data() throws -> Data { Data(try slice(try count())) }
+
+    mutating func uuid() throws -> UUID {
+        let s = try slice(16)
+        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &raw) { $0.copyBytes(from: s) }
+        return UUID(uuid: raw)
+    }
+
+    mutating func date() throws -> Date {
+        let s = try slice(8)
+        var bits: UInt64 = 0
+        for (i, b) in s.enumerated() { bits |= UInt64(b) << (8 * UInt64(i)) }
+        return Date(timeIntervalSince1970: Double(bitPattern: bits))
+    }
+
+    mutating func optional<T>(_ read: (inout ChangelogReader) throws -> T) throws -> T? {
+        try bool() ? try read(&self) : nil
+    }
+
+    mutating func raw<T: RawRepresentable>(_: T.Type) throws -> T where T.RawValue == String {
+        let text = try string()
+        guard let value = T(rawValue: text) else { throw ChangelogFormatError("unknown value \(text) of \(T.self)") }
+        return value
+    }
+
+    mutating func action() throws -> TrackingAction {
+        guard let action = TrackingAction(rawValue: try intValue()) else { throw ChangelogFormatError("unknown tracking action") }
+        return action
+    }
+
+    mutating func headers() throws -> [String: String] {
+        let n = try count()
+        var headers: [String: String] = [:]
+        for _ in 0..<n { headers[try string()] = try string() }
+        return headers
+    }
+
+    mutating func pair() throws -> TrackingPair {
+        TrackingPair(deliveryId: try uuid(), appId: try uuid())
+    }
+
+    mutating func job() throws -> OutboxJob {
+        OutboxJob(id: try string(), kind: try string(), appId: try optional { try $0.uuid() }, url: try string(), headers: try headers(),
+                  body: try data(), maxAttempts: try intValue(), attempts: try intValue(), nextAttemptAt: try date(),
+                  state: try raw(OutboxState.self), lastStatus: try optional { try $0.intValue() },
+                  lastError: try optional { try $0.string() }, createdAt: try date())
+    }
+
+    mutating func partition() throws -> PartitionKey {
+        PartitionKey(topic: try string(), partition: try int32())
+    }
+
+    mutating func mutation() throws -> Mutation {
+        let tagByte = try byte()
+        guard let tag = Tag(rawValue: tagByte) else { throw ChangelogFormatError("unknown mutation tag \(tagByte)") }
+        switch tag {
+        case .upsertApp:
+            return .upsertApp(AppRow(appId: try uuid(), orgId: try uuid(), name: try string(), callbackUrl: try optional { try $0.string() },
+                                     callbackHeaders: try headers(), webhookRetries: try intValue(), createdAt: try date()))
+        case .upsertApiToken:
+            return .upsertApiToken(ApiTokenRow(tokenId: try uuid(), appId: try uuid(), tokenHash: try string(), revoked: try bool(),
+                                               createdAt: try date()))
+        case .upsertDevice:
+            return .upsertDevice(DeviceRow(appId: try uuid(), deviceToken: try string(), userId: try string(),
+                                           platform: try raw(Platform.self), version: try int(), updatedAt: try date()))
+        case .deleteDevice:
+            return .deleteDevice(DeviceKey(appId: try uuid(), deviceToken: try string()))
+        case .putRegistrationStatus:
+            return .putRegistrationStatus(RegistrationStatusRow(
+                requestId: try uuid(), appId: try uuid(), status: try raw(DeviceRegistrationAPI.Status.self),
+                failureReason: try optional { try $0.raw(DeviceRegistrationAPI.FailureReason.self) }, decidedAt: try date()))
+        case .enqueueOutbox:
+            return .enqueueOutbox(try job())
+        case .restoreOutbox:
+            return .restoreOutbox(try job())
+        case .putPending:
+            return .putPending(PendingNotificationRow(appId: try uuid(), deviceToken: try string(), notificationId: try string(),
+                                                      deliveryId: try uuid(), sentAt: try date(), text: try string(),
+                                                      businessId: try optional { try $0.string() }))
+        case .deletePending:
+            return .deletePending(PendingKey(appId: try uuid(), deviceToken: try string(), notificationId: try string()))
+        case .clearPending:
+            return .clearPending(DeviceKey(appId: try uuid(), deviceToken: try string()))
+        case .putAck:
+            return .putAck(AckRow(appId: try uuid(), deviceToken: try string(), notificationId: try string(),
+                                  businessId: try optional { try $0.string() }, ackedAt: try date()))
+        case .putDelivery:
+            return .putDelivery(DeliveryRow(appId: try uuid(), deliveryId: try uuid(), kind: try raw(NotificationKind.self),
+                                            managed: try bool(), tracking: try bool(), sent: try intValue(), createdAt: try date()))
+        case .countTracking:
+            let appId = try uuid()
+            let deliveryId = try uuid()
+            let n = try count()
+            var counts: [TrackingCount] = []
+            counts.reserveCapacity(n)
+            for _ in 0..<n {
+                counts.append(TrackingCount(action: try action(), messageIndex: try intValue(), reports: try intValue()))
+            }
+            return .countTracking(TrackingCounts(appId: appId, deliveryId: deliveryId, counts: counts))
+        case .deleteTracking:
+            let p = try pair()
+            let n = try count()
+            var keys: [TrackingRowKey] = []
+            keys.reserveCapacity(n)
+            for _ in 0..<n { keys.append(TrackingRowKey(action: try action(), messageIndex: try intValue())) }
+            return .deleteTracking(p, keys)
+        case .parkTracking:
+            return .parkTracking(try pair(), at: try date())
+        case .unparkTracking:
+            return .unparkTracking(try pair())
+        case .dropTracking:
+            return .dropTracking(try pair())
+        case .putDeadLetter:
+            return .putDeadLetter(DeadLetterRow(partition: try partition(), offset: try int(), type: try optional { try $0.string() },
+                                                reason: try string(), requestId: try optional { try $0.string() }, value: try data(),
+                                                recordedAt: try date()))
+        case .deleteDeadLetter:
+            return .deleteDeadLetter(DeadLetterKey(partition: try partition(), offset: try int()))
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+
+/// Where a store's changelog stands: the lineage its entries are published under and the
+/// sequence number of its last commit (docs/ARCHITECTURE.md#changelog-and-restore).
+public struct ChangelogPosition: Sendable, Equatable, CustomStringConvertible {
+    /// Names one history of commits: a store created empty starts a lineage, and a store
+    /// restored from a lineage continues it.
+    public var lineage: String
+    /// The sequence number of the last commit; the first commit of a lineage is 1.
+    public var seq: Int64
+
+    public init(lineage: String, seq: Int64) {
+        self.lineage = lineage
+        self.seq = seq
+    }
+
+    public var description: String { "\(lineage)@\(seq)" }
+}
+
+/// A committed entry waiting in the store for the changelog topic.
+public struct ChangelogOutboxRow: Sendable, Equatable {
+    public var seq: Int64
+    public var payload: [UInt8]
+
+    public init(seq: Int64, payload: [UInt8]) {
+        self.seq = seq
+        self.payload = payload
+    }
+}
+
+/// A store's changelog: every commit writes its entry (`ChangelogEntry`), numbered, into the
+/// store's changelog outbox in the same transaction; the processor publishes the outbox to the
+/// changelog topic and then lets the store drop what was published. A restore writes a
+/// lineage's entries into an empty store.
+public protocol ChangelogStore: Sendable {
+    /// nil: the store keeps no changelog (it held state before changelogs existed).
+    func changelogPosition() async throws -> ChangelogPosition?
+    /// The outbox's entries numbered above `seq`, oldest first, at most `limit`.
+    func unpublishedChangelog(after seq: Int64, limit: Int) async throws -> [ChangelogOutboxRow]
+    /// The entries up to `seq` are in the changelog topic: the outbox drops them.
+    func changelogPublished(through seq: Int64) async throws
+    /// Restore: prepares an empty store for a bulk load (secondary indexes go until
+    /// `finishRestore`, durability waits for the end).
+    func beginRestore() async throws
+    /// Restore: writes the mutations of entries that another store of `lineage` committed, one
+    /// entry after the other, moves the offsets as `offsets` says (the entries' offsets taken
+    /// together: checked against the stored ones as a commit's are) and the position to
+    /// `lineage@seq`, `seq` being the last entry's number. Nothing goes to this store's outbox:
+    /// the entries are published already.
+    func restore(_ entries: [ChangelogEntry], offsets: [OffsetUpdate], lineage: String, through seq: Int64) async throws
+    /// Restore: rebuilds what `beginRestore` set aside.
+    func finishRestore() async throws
+}
+
+/// The secondary indexes of both stores (the same names in each), which a restore drops and
+/// builds again at its end: building an index once over the loaded rows costs far less than
+/// keeping it up to date row by row.
+enum SecondaryIndexes {
+    static let names = [
+        "api_tokens_by_app", "api_tokens_by_hash", "devices_by_user", "acks_by_notification", "deliveries_by_id",
+        "parked_tracking_by_time", "outbox_due",
+    ]
+}

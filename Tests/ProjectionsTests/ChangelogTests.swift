@@ -1,0 +1,160 @@
+import Contracts
+import Foundation
+@testable import Projections
+import Testing
+
+/// The changelog on the store side: the entry format, the outbox every commit writes to, and a
+/// restore of the entries into an empty store.
+@Suite(.serialized) struct ChangelogTests {
+    // MARK: - The entry format
+
+    @Test func testEveryKindOfMutationComesBackAsItWasEncoded() throws {
+        var random = SeededRandom(seed: 11)
+        var mutations = MixedMutations.make(count: 3_000, keys: 50, using: &random)
+        let letter = DeadLetterRow(partition: Fixture.partition(3), offset: 1 << 40, type: "weird \u{1F600} type", reason: "",
+                                   requestId: nil, value: Data([0, 0xff, 0x7f]), recordedAt: Date(timeIntervalSince1970: 1_763_800_000.123_456))
+        mutations += [
+            .putDeadLetter(letter), .deleteDeadLetter(letter.key),
+            .upsertDevice(DeviceRow(appId: UUID(), deviceToken: String(repeating: "f", count: 4_096), userId: "",
+                                    platform: .android, version: .min, updatedAt: Date(timeIntervalSince1970: -1.5))),
+            .putPending(PendingNotificationRow(appId: UUID(), deviceToken: "t", notificationId: "é\"\n", deliveryId: UUID(),
+                                               sentAt: .distantFuture, text: String(repeating: "😀", count: 1_000), businessId: "")),
+        ]
+        let offsets = [
+            OffsetUpdate(partition: Fixture.partition(0), expected: nil, next: 0, eventTime: nil),
+            OffsetUpdate(partition: Fixture.partition(7, topic: "x"), expected: .max - 1, next: .max, eventTime: -5),
+        ]
+        let entry = ChangelogEntry(mutations: mutations, offsets: offsets)
+        let decoded = try ChangelogEntry(decoding: entry.encoded())
+        #expect(decoded == entry)
+        #expect(try ChangelogEntry(decoding: ChangelogEntry(mutations: [], offsets: []).encoded()) == ChangelogEntry(mutations: [], offsets: []))
+    }
+
+    @Test func testATruncatedOrAlteredEntryIsRefusedRatherThanMisread() throws {
+        var random = SeededRandom(seed: 12)
+        let entry = ChangelogEntry(mutations: MixedMutations.make(count: 40, keys: 5, using: &random),
+                                   offsets: [OffsetUpdate(partition: Fixture.partition(1), expected: 3, next: 9, eventTime: 1)])
+        let bytes = entry.encoded()
+        for length in 0..<bytes.count {
+            #expect(throws: ChangelogFormatError.self, "a prefix of \(length) bytes") { try ChangelogEntry(decoding: bytes.prefix(length)) }
+        }
+        #expect(throws: ChangelogFormatError.self, "a byte too many") { try ChangelogEntry(decoding: bytes + [0]) }
+        var otherFormat = bytes
+        otherFormat[0] = 99
+        #expect(throws: ChangelogFormatError.self, "an unknown format") { try ChangelogEntry(decoding: otherFormat) }
+        let unknownTag: [UInt8] = [ChangelogEntry.format, 0, 1, 200]
+        #expect(throws: ChangelogFormatError.self, "an unknown mutation") { try ChangelogEntry(decoding: unknownTag) }
+    }
+
+    @Test func testALargeEntryIsSplitIntoRecordsThatReassembleInOrder() throws {
+        let payload = (0..<(ChangelogRecord.partBytes * 2 + 17)).map { UInt8(truncatingIfNeeded: $0 * 31) }
+        let records = ChangelogRecord.split(seq: 42, payload: payload)
+        #expect(records.map(\.part) == [0, 1, 2])
+        #expect(records.allSatisfy { $0.parts == 3 && $0.seq == 42 && $0.value.count <= ChangelogRecord.partBytes + 16 })
+        let read = try records.map { try #require(ChangelogRecord(value: $0.value)) }
+        #expect(read == records)
+        #expect(Array(read.map(\.bytes).joined()) == payload)
+        #expect(ChangelogRecord(value: Data([1, 2, 3])) == nil, "too short")
+        #expect(ChangelogRecord(value: ChangelogRecord(seq: 1, part: 2, parts: 2, bytes: []).value) == nil, "a part past the last")
+        #expect(ChangelogRecord.split(seq: 1, payload: []).count == 1, "an empty entry is one record")
+    }
+
+    // MARK: - The outbox
+
+    @Test(arguments: StoreBackend.allCases)
+    func testEveryCommitLeavesItsNumberedEntryUntilItIsPublished(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let start = try #require(try await store.changelogPosition(), "a new store starts a lineage")
+            #expect(start.seq == 0)
+            #expect(start.lineage.count == 32)
+            let app = Fixture.app(name: "a")
+            let commits: [ChangelogEntry] = [
+                ChangelogEntry(mutations: [.upsertApp(app)], offsets: [OffsetUpdate(partition: Fixture.partition(0), expected: nil, next: 1)]),
+                ChangelogEntry(mutations: [.upsertDevice(Fixture.device(app: app.appId, token: "t", user: "u"))],
+                               offsets: [OffsetUpdate(partition: Fixture.partition(0), expected: 1, next: 2, eventTime: 9)]),
+                ChangelogEntry(mutations: [.enqueueOutbox(Fixture.job("j"))], offsets: []),
+            ]
+            for commit in commits { try await store.commit(mutations: commit.mutations, offsets: commit.offsets) }
+            // A refused commit leaves no entry and takes no number.
+            await h.assertThrows(.offsetConflict([Fixture.partition(0)])) {
+                try await store.commit(mutations: [.upsertApp(Fixture.app())],
+                                       offsets: [OffsetUpdate(partition: Fixture.partition(0), expected: 7, next: 8)])
+            }
+
+            let position = try await store.changelogPosition()
+            #expect(position == ChangelogPosition(lineage: start.lineage, seq: 3))
+            let rows = try await store.unpublishedChangelog(after: 0, limit: 10)
+            #expect(rows.map(\.seq) == [1, 2, 3])
+            #expect(try rows.map { try ChangelogEntry(decoding: $0.payload) } == commits)
+            #expect(try await store.unpublishedChangelog(after: 1, limit: 1).map(\.seq) == [2])
+
+            try await store.changelogPublished(through: 2)
+            #expect(try await store.unpublishedChangelog(after: 0, limit: 10).map(\.seq) == [3])
+            try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: Fixture.partition(0), expected: 2, next: 3)])
+            #expect(try await store.unpublishedChangelog(after: 0, limit: 10).map(\.seq) == [3, 4], "numbers go on after a publish")
+        }
+    }
+
+    // MARK: - Restore
+
+    /// Random commits over few keys (so that commits overwrite, delete and count the same rows)
+    /// restored into an empty store, in transactions of several entries, give the same dump,
+    /// offsets and position; the secondary indexes are back afterwards.
+    @Test(arguments: StoreBackend.allCases)
+    func testRestoringTheEntriesOfAStoreGivesTheSameStore(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            var random = SeededRandom(seed: 13)
+            let live = try await h.openStore("live.sqlite")
+            var next: Int64?
+            for _ in 0..<80 {
+                let mutations = MixedMutations.make(count: Int.random(in: 0...60, using: &random), keys: 8, using: &random)
+                let partition = Fixture.partition(Int32.random(in: 0..<2, using: &random))
+                let stored = try await live.offsets(topics: [partition.topic])[partition]
+                next = (stored ?? 0) + Int64.random(in: 1...5, using: &random)
+                try await live.commit(mutations: mutations, offsets: [OffsetUpdate(partition: partition, expected: stored, next: next!,
+                                                                                   eventTime: Int64.random(in: 0...9, using: &random))])
+            }
+            let position = try #require(try await live.changelogPosition())
+            let entries = try await live.unpublishedChangelog(after: 0, limit: 1_000).map { try ChangelogEntry(decoding: $0.payload) }
+            #expect(entries.count == 80)
+
+            let restored = try await h.openStore("restored.sqlite")
+            try await restored.beginRestore()
+            var offsets: [PartitionKey: Int64] = [:]
+            var times: [PartitionKey: Int64] = [:]
+            var seq: Int64 = 0
+            for chunk in stride(from: 0, to: entries.count, by: 7).map({ Array(entries[$0..<min($0 + 7, entries.count)]) }) {
+                let before = offsets
+                for update in chunk.flatMap(\.offsets) {
+                    offsets[update.partition] = update.next
+                    times[update.partition] = update.eventTime
+                }
+                seq += Int64(chunk.count)
+                let updates = offsets.keys.map { OffsetUpdate(partition: $0, expected: before[$0], next: offsets[$0]!, eventTime: times[$0]) }
+                try await restored.restore(chunk, offsets: updates, lineage: position.lineage, through: seq)
+            }
+            try await restored.finishRestore()
+
+            #expect(try await restored.dump() == live.dump())
+            #expect(try await restored.changelogPosition() == position)
+            let topics = [Fixture.partition(0).topic]
+            #expect(try await restored.offsets(topics: topics) == live.offsets(topics: topics))
+            #expect(try await restored.eventTimes(topics: topics) == live.eventTimes(topics: topics))
+            #expect(try await restored.unpublishedChangelog(after: 0, limit: 10).isEmpty, "restored entries are not published again")
+            let indexes = try await h.strings(backend == .sqlite
+                ? "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+                : "SELECT indexname::text FROM pg_indexes WHERE schemaname = 'public' AND indexname NOT LIKE '%_pkey' ORDER BY indexname",
+                store: "restored.sqlite")
+            #expect(indexes.compactMap { $0 } == SecondaryIndexes.names.sorted())
+
+            // A restore whose offsets do not continue the stored ones is refused whole.
+            await h.assertThrows(.offsetConflict([Fixture.partition(0)])) {
+                try await restored.restore([ChangelogEntry(mutations: [.upsertApp(Fixture.app())], offsets: [])],
+                                           offsets: [OffsetUpdate(partition: Fixture.partition(0), expected: nil, next: 1)],
+                                           lineage: position.lineage, through: seq + 1)
+            }
+            #expect(try await restored.changelogPosition() == position)
+        }
+    }
+}
