@@ -270,16 +270,23 @@ final class AdminCLITests: XCTestCase {
         let records = report.partitions.compactMap(\.endOffset).reduce(0, +)
         XCTAssertGreaterThanOrEqual(records, 52, "the app, 50 registrations, the settings change")
 
+        try await stack.waitUntilTheChangelogIsPublished()
         let path = stack.directory.appendingPathComponent("rebuilt.sqlite").path
         let out = try await pushline(["rebuild", "--store", "sqlite:\(path)"])
         XCTAssertEqual(out.status, 0, out.standardError)
-        XCTAssertTrue(out.standardError.contains("rebuild: ") && out.standardError.contains("done in"), "progress: \(out.standardError)")
-        XCTAssertTrue(out.standardError.contains("\(records)/\(records) records"), "every record replayed: \(out.standardError)")
+        XCTAssertTrue(out.standardError.contains("rebuild: ") && out.standardError.contains("changelog records")
+                      && out.standardError.contains("done in"), "progress: \(out.standardError)")
+        let replayedPath = stack.directory.appendingPathComponent("replayed.sqlite").path
+        let replay = try await pushline(["rebuild", "--from", "commands", "--store", "sqlite:\(replayedPath)"])
+        XCTAssertEqual(replay.status, 0, replay.standardError)
+        XCTAssertTrue(replay.standardError.contains("\(records)/\(records) records"), "every record replayed: \(replay.standardError)")
 
         let live = try await stack.openStore().dump()
         let rebuilt = try await SQLiteProjectionStore(path: path, logger: Logger(label: "test")).dump()
+        let replayed = try await SQLiteProjectionStore(path: replayedPath, logger: Logger(label: "test")).dump()
         XCTAssertTrue(live.contains("u-49"), "sanity: the dump holds the devices")
-        ScaleOutTests.assertSameDump(rebuilt, live, "rebuilt by `pushline rebuild` vs live store")
+        ScaleOutTests.assertSameDump(rebuilt, live, "restored by `pushline rebuild` vs live store")
+        ScaleOutTests.assertSameDump(replayed, live, "replayed by `pushline rebuild --from commands` vs live store")
 
         let again = try await pushline(["rebuild", "--store", "sqlite:\(path)"])
         XCTAssertEqual(again.status, 1)

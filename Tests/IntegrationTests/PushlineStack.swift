@@ -126,6 +126,7 @@ final class PushlineStack: @unchecked Sendable {
     /// Runs `pushline-processor rebuild <arguments>` into `store` and waits for it to exit;
     /// returns what it wrote (logs, progress lines), throws if it failed.
     func rebuild(store: String, arguments: [String], timeout: Duration = .seconds(300)) async throws -> String {
+        if !arguments.contains("--previous") { try await waitUntilTheChangelogIsPublished() }
         let log = directory.appendingPathComponent("rebuild-\(UUID().uuidString).log").path
         let executable = ServiceProcess.binDirectory.appendingPathComponent("pushline-processor").path
         let pid = try ProcessRunner.spawn(executable, ["rebuild"] + arguments, environment: [
@@ -146,6 +147,16 @@ final class PushlineStack: @unchecked Sendable {
         let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         guard status == 0 else { throw TestFailure("rebuild exited with \(status):\n\(output)") }
         return output
+    }
+
+    /// Waits until the processor published every changelog entry its store committed (it
+    /// publishes beside its apply loop): a restore without a previous store reads the topic only.
+    func waitUntilTheChangelogIsPublished() async throws {
+        let store = try await openStore()
+        try await eventually("every changelog entry published") {
+            try await store.unpublishedChangelog(after: 0, limit: 1).isEmpty
+        }
+        await store.close()
     }
 
     /// Stops everything it started and removes its directory (logs reach failure messages

@@ -10,7 +10,8 @@ import XCTest
 /// kind of command (`RandomHistory`), produced in bursts into one broker while three deployments
 /// apply it live — one processor on SQLite, three on PostgreSQL of which the active one is
 /// killed mid-stream, and (once it is all written) one started late on a fresh store over the
-/// whole backlog — then a rebuild. Every store must hold the same rows.
+/// whole backlog — then rebuilds: from the command topics, and restores from the changelog of
+/// each deployment. Every store must hold the same rows.
 ///
 /// The deployments share one log on purpose: the progress marks any of them appends are part of
 /// the log the others read, as they would be in production. The seed is random and printed;
@@ -66,17 +67,30 @@ final class RandomHistoryTests: XCTestCase {
         fleets.append(late)
         try await waitUntilEveryStoreHoldsTheWholeLog(of: broker, fleets: [one, three, late], seed: seed)
 
-        let rebuiltPath = ScaleOutTests.temporaryPath("history-rebuilt")
-        try await rebuild(into: "sqlite:\(rebuiltPath)", broker: broker)
-        let rebuilt = try SQLiteProjectionStore(path: rebuiltPath, logger: Logger(label: "test"))
         let reference = try await one.store.dump()
         for table in ["apps", "api_tokens", "devices", "registration_status", "deliveries"] {
             XCTAssertTrue(reference.hasPrefix("\(table) ") || reference.contains("\n\(table) "), "seed \(seed): the dump has \(table) rows")
         }
         ScaleOutTests.assertSameDump(try await three.store.dump(), reference, "seed \(seed): 3 processors on PostgreSQL, the active one killed, vs 1 on SQLite")
         ScaleOutTests.assertSameDump(try await late.store.dump(), reference, "seed \(seed): a processor started late over the backlog vs live")
-        ScaleOutTests.assertSameDump(try await rebuilt.dump(), reference, "seed \(seed): rebuilt vs live")
-        await rebuilt.close()
+
+        // Rebuilt by deciding the command topics again, and restored from the changelog: each
+        // deployment's own lineage (its last entries perhaps still in its outbox), and the
+        // lineage that published last.
+        let rebuilds: [(what: String, arguments: [String])] = [
+            ("replayed from the commands", ["--from", "commands"]),
+            ("restored from the changelog of the one on SQLite", ["--previous", one.storeLocation]),
+            ("restored from the changelog of the three on PostgreSQL, one killed", ["--previous", three.storeLocation]),
+            ("restored from the changelog of the late one", ["--previous", late.storeLocation]),
+            ("restored from the changelog's newest lineage", []),
+        ]
+        for (index, rebuild) in rebuilds.enumerated() {
+            let rebuiltPath = ScaleOutTests.temporaryPath("history-rebuilt-\(index)")
+            try await self.rebuild(into: "sqlite:\(rebuiltPath)", arguments: rebuild.arguments, broker: broker)
+            let rebuilt = try SQLiteProjectionStore(path: rebuiltPath, logger: Logger(label: "test"))
+            ScaleOutTests.assertSameDump(try await rebuilt.dump(), reference, "seed \(seed): \(rebuild.what) vs live")
+            await rebuilt.close()
+        }
     }
 
     /// Waits until every fleet's store stands at the end of every command partition, twice a
@@ -101,10 +115,10 @@ final class RandomHistoryTests: XCTestCase {
         }
     }
 
-    private func rebuild(into store: String, broker: TestBroker) async throws {
+    private func rebuild(into store: String, arguments: [String], broker: TestBroker) async throws {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("history-rebuild-\(UUID().uuidString).log").path
         let executable = ServiceProcess.binDirectory.appendingPathComponent("pushline-processor").path
-        let pid = try ProcessRunner.spawn(executable, ["rebuild", "--quiet"], environment: [
+        let pid = try ProcessRunner.spawn(executable, ["rebuild", "--quiet"] + arguments, environment: [
             "PUSHLINE_KAFKA_BROKERS": broker.bootstrapServers, "PUSHLINE_STORE": store, "PUSHLINE_LOG_LEVEL": "info",
         ], standardOutput: log, standardError: log, append: true)
         let status = await ProcessRunner.waitForExit(pid)

@@ -225,7 +225,7 @@ final class TrackingCrashTests: XCTestCase {
                            "delivery \(d)")
         }
 
-        // Rebuild from offset 0: the same tables, row for row, and no outbound record sent again.
+        // Restored from the changelog: the same tables, row for row, and no outbound record sent again.
         let outboundBefore = try await stack.countRecords(topic: stack.topics.outbound)
         let rebuiltPath = stack.directory.appendingPathComponent("rebuilt.sqlite").path
         try await stack.rebuild(into: rebuiltPath)
@@ -240,8 +240,8 @@ final class TrackingCrashTests: XCTestCase {
         let joinedPath = stack.directory.appendingPathComponent("joined.sqlite").path
         _ = try SQLiteProjectionStore(path: joinedPath, logger: Logger(label: "test"))
         let stack: PushlineStack = self.stack
-        async let first = stack.rebuild(store: "sqlite:\(joinedPath)", arguments: ["--join", "--batch", "300"])
-        async let second = stack.rebuild(store: "sqlite:\(joinedPath)", arguments: ["--join", "--batch", "300"])
+        async let first = stack.rebuild(store: "sqlite:\(joinedPath)", arguments: ["--from", "commands", "--join", "--batch", "300"])
+        async let second = stack.rebuild(store: "sqlite:\(joinedPath)", arguments: ["--from", "commands", "--join", "--batch", "300"])
         let logs = try await [first, second]
         let joined = try await SQLiteProjectionStore(path: joinedPath, logger: Logger(label: "test")).dump()
         XCTAssertTrue(joined == original, "the store rebuilt by two processes differs from the original")

@@ -78,6 +78,8 @@ enum ChangelogRestore {
         let fresh = offsets.isEmpty && (own?.seq ?? 0) == 0
         var applied: Int64 = 0
         if !fresh {
+            // Only a restore that follows a serving store resumes; without one, the new store must be empty.
+            guard previous != nil else { throw Rebuild.Failure.storeNotEmpty(storeName) }
             guard let own, own.lineage == lineage else {
                 throw Failure.otherLineage(store: storeName, found: own?.lineage ?? "none", wanted: lineage)
             }
