@@ -99,6 +99,8 @@ enum ChangelogRestore {
             "to_entry": "\(target.map(String.init) ?? "the end")", "records": "\(end)",
         ])
 
+        let began = ContinuousClock.now
+        var decodeTime = Duration.zero
         if end > 0 {
             var consumerConfiguration = configuration.consumerConfiguration(groupId: "\(configuration.groupId).restore")
             consumerConfiguration.maxBatchSize = 10_000
@@ -113,12 +115,14 @@ enum ChangelogRestore {
                         if message.key == lineage, let record = ChangelogRecord(value: message.value) {
                             if let (seq, payload) = try assemble(record, applied: writer.applied, into: &assembling) {
                                 guard seq <= target ?? .max else { break reading }
+                                let decodeStart = ContinuousClock.now
                                 let entry: ChangelogEntry
                                 do {
                                     entry = try ChangelogEntry(decoding: payload)
                                 } catch {
                                     throw Failure.undecodable(seq: seq, "\(error)")
                                 }
+                                decodeTime += ContinuousClock.now - decodeStart
                                 try await writer.add(entry, seq: seq)
                             }
                         }
@@ -150,15 +154,18 @@ enum ChangelogRestore {
             }
         }
         try await writer.flush()
-        if fresh { try await store.finishRestore() }
+        if fresh { try await writer.finish() }
         reporter?.cancel()
         if progressInterval != nil { shown.printLine(final: true) }
         if let target, writer.applied < target { throw Failure.incomplete(reached: writer.applied, target: target) }
         outcome.entries = writer.written
         outcome.position = ChangelogPosition(lineage: lineage, seq: writer.applied)
         offsets = try await store.offsets(topics: topics)
+        // Where the time went, for `scripts/bench-processor`.
         logger.info("changelog restored", metadata: [
             "position": "\(outcome.position)", "entries": "\(outcome.entries)", "partitions": "\(offsets.count)",
+            "total_ms": "\((ContinuousClock.now - began).inMilliseconds)", "decode_ms": "\(decodeTime.inMilliseconds)",
+            "write_ms": "\(writer.writeTime.inMilliseconds)", "mutations": "\(writer.mutations)",
         ])
         return outcome
     }
@@ -218,6 +225,10 @@ private struct RestoreWriter {
     private var pendingMutations = 0
     private(set) var applied: Int64
     private(set) var written = 0
+    /// Mutations written, and the time spent in the store's restore transactions (indexes
+    /// built at the end included).
+    private(set) var mutations = 0
+    private(set) var writeTime = Duration.zero
     static let mutationsPerTransaction = 50_000
 
     init(store: any ProjectionStore, lineage: String, offsets: [PartitionKey: Int64], applied: Int64) {
@@ -241,6 +252,7 @@ private struct RestoreWriter {
         // Nothing a restore writes is sent: the jobs were the previous store's to send.
         pending.append(ChangelogEntry(mutations: entry.mutations.map(Self.replayed), offsets: []))
         pendingMutations += entry.mutations.count + 1
+        mutations += entry.mutations.count
         applied = seq
         written += 1
         if pendingMutations >= Self.mutationsPerTransaction { try await flush() }
@@ -249,12 +261,21 @@ private struct RestoreWriter {
     mutating func flush() async throws {
         guard !pending.isEmpty else { return }
         let updates = moved.map { OffsetUpdate(partition: $0, expected: storedOffsets[$0], next: offsets[$0]!, eventTime: eventTimes[$0]) }
+        let start = ContinuousClock.now
         try await store.restore(pending, offsets: updates, lineage: lineage, through: applied)
+        writeTime += ContinuousClock.now - start
         storedOffsets = offsets
         eventTimes = [:]
         moved = []
         pending = []
         pendingMutations = 0
+    }
+
+    /// Builds the indexes `beginRestore` set aside.
+    mutating func finish() async throws {
+        let start = ContinuousClock.now
+        try await store.finishRestore()
+        writeTime += ContinuousClock.now - start
     }
 
     private static func replayed(_ mutation: Mutation) -> Mutation {
