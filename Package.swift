@@ -72,6 +72,7 @@ let package = Package(
             dependencies: [
                 "Contracts", "Settings",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 postgresNIO,
                 logging,
                 serviceLifecycle,

@@ -193,11 +193,28 @@ public struct JSONWriter: Sendable {
 
 /// Hex formatting (lower case) and parsing of UUIDs without Foundation's intermediate strings
 /// (and, for parsing, its `sscanf`).
-enum UUIDHex {
+public enum UUIDHex {
     /// The lower-case hex digit of a nibble.
     @inline(__always)
-    static func digit(_ nibble: UInt8) -> UInt8 {
+    public static func digit(_ nibble: UInt8) -> UInt8 {
         nibble < 10 ? 0x30 &+ nibble : 0x57 &+ nibble
+    }
+
+    /// Writes the 36 bytes of `uuid.uuidString.lowercased()` to `out` (at least 36 bytes long).
+    @inline(__always)
+    public static func write(_ uuid: UUID, to out: UnsafeMutableBufferPointer<UInt8>) {
+        withUnsafeBytes(of: uuid.uuid) { raw in
+            var at = 0
+            for i in 0..<16 {
+                if i == 4 || i == 6 || i == 8 || i == 10 {
+                    out[at] = 0x2d
+                    at += 1
+                }
+                out[at] = digit(raw[i] >> 4)
+                out[at + 1] = digit(raw[i] & 0x0f)
+                at += 2
+            }
+        }
     }
 
     /// Appends the 36 bytes of `uuid.uuidString.lowercased()`.

@@ -40,20 +40,20 @@ struct SQLiteMutationWriter {
                 SQLiteValues.millis(token.createdAt),
             ])
         case .upsertDevice(let device):
-            try statement(\.upsertDevice, Self.upsertDeviceSQL).execute(arguments: [
-                SQLiteValues.text(device.appId), device.deviceToken, device.userId, device.platform.rawValue,
-                device.version, SQLiteValues.millis(device.updatedAt),
-            ])
+            let s = try raw(\.upsertDevice, Self.upsertDeviceSQL)
+            s.bind(1, device.appId); s.bind(2, device.deviceToken); s.bind(3, device.userId); s.bind(4, device.platform.rawValue)
+            s.bind(5, device.version); s.bind(6, device.updatedAt)
+            try s.run(in: db)
         case .deleteDevice(let key):
             // The device row only: its pending rows go with an explicit `.clearPending`.
-            try statement(\.deleteDevice, Self.deleteDeviceSQL).execute(arguments: [
-                SQLiteValues.text(key.appId), key.deviceToken,
-            ])
+            let s = try raw(\.deleteDevice, Self.deleteDeviceSQL)
+            s.bind(1, key.appId); s.bind(2, key.deviceToken)
+            try s.run(in: db)
         case .putRegistrationStatus(let status):
-            try statement(\.putStatus, Self.putStatusSQL).execute(arguments: [
-                SQLiteValues.text(status.requestId), SQLiteValues.text(status.appId), status.status.rawValue,
-                status.failureReason?.rawValue, SQLiteValues.millis(status.decidedAt),
-            ])
+            let s = try raw(\.putStatus, Self.putStatusSQL)
+            s.bind(1, status.requestId); s.bind(2, status.appId); s.bind(3, status.status.rawValue)
+            s.bind(4, status.failureReason?.rawValue); s.bind(5, status.decidedAt)
+            try s.run(in: db)
         case .enqueueOutbox(let job):
             try statement(\.enqueue, Self.enqueueSQL).execute(arguments: [
                 job.id, job.kind, job.appId.map(SQLiteValues.text), job.url, try SQLiteValues.headersJSON(job.headers),
@@ -68,56 +68,50 @@ struct SQLiteMutationWriter {
             ])
             try statement(\.restoreAttempts, Self.restoreAttemptsSQL).execute(arguments: [job.id, job.attempts])
         case .putPending(let pending):
-            try statement(\.putPending, Self.putPendingSQL).execute(arguments: [
-                SQLiteValues.text(pending.appId), pending.deviceToken, pending.notificationId,
-                SQLiteValues.text(pending.deliveryId), SQLiteValues.millis(pending.sentAt), pending.text, pending.businessId,
-            ])
+            let s = try raw(\.putPending, Self.putPendingSQL)
+            s.bind(1, pending.appId); s.bind(2, pending.deviceToken); s.bind(3, pending.notificationId)
+            s.bind(4, pending.deliveryId); s.bind(5, pending.sentAt); s.bind(6, pending.text); s.bind(7, pending.businessId)
+            try s.run(in: db)
         case .deletePending(let key):
-            try statement(\.deletePending, Self.deletePendingSQL).execute(arguments: [
-                SQLiteValues.text(key.appId), key.deviceToken, key.notificationId,
-            ])
+            let s = try raw(\.deletePending, Self.deletePendingSQL)
+            s.bind(1, key.appId); s.bind(2, key.deviceToken); s.bind(3, key.notificationId)
+            try s.run(in: db)
         case .clearPending(let key):
-            try statement(\.clearPending, Self.clearPendingSQL).execute(arguments: [
-                SQLiteValues.text(key.appId), key.deviceToken,
-            ])
+            let s = try raw(\.clearPending, Self.clearPendingSQL)
+            s.bind(1, key.appId); s.bind(2, key.deviceToken)
+            try s.run(in: db)
         case .putAck(let ack):
-            try statement(\.putAck, Self.putAckSQL).execute(arguments: [
-                SQLiteValues.text(ack.appId), ack.deviceToken, ack.notificationId, ack.businessId,
-                SQLiteValues.millis(ack.ackedAt),
-            ])
+            let s = try raw(\.putAck, Self.putAckSQL)
+            s.bind(1, ack.appId); s.bind(2, ack.deviceToken); s.bind(3, ack.notificationId); s.bind(4, ack.businessId)
+            s.bind(5, ack.ackedAt)
+            try s.run(in: db)
         case .putDelivery(let delivery):
-            try statement(\.putDelivery, Self.putDeliverySQL).execute(arguments: [
-                SQLiteValues.text(delivery.appId), SQLiteValues.text(delivery.deliveryId), delivery.kind.rawValue,
-                delivery.managed, delivery.tracking, delivery.sent, SQLiteValues.millis(delivery.createdAt),
-            ])
+            let s = try raw(\.putDelivery, Self.putDeliverySQL)
+            s.bind(1, delivery.appId); s.bind(2, delivery.deliveryId); s.bind(3, delivery.kind.rawValue); s.bind(4, delivery.managed)
+            s.bind(5, delivery.tracking); s.bind(6, delivery.sent); s.bind(7, delivery.createdAt)
+            try s.run(in: db)
         case .countTracking(let batch):
             // Rows go in statements of `trackingRowsPerStatement`, the ids bound once per statement
             // (?1, ?2); the remainder one by one.
-            let delivery = SQLiteValues.text(batch.deliveryId), app = SQLiteValues.text(batch.appId)
             let counts = batch.counts
             var start = 0
             if counts.count >= Self.trackingRowsPerStatement {
-                let many = try statement(\.countTrackingMany, Self.countTrackingManySQL)
-                var values: [(any DatabaseValueConvertible)?] = []
-                values.reserveCapacity(2 + 3 * Self.trackingRowsPerStatement)
+                let many = try raw(\.countTrackingMany, Self.countTrackingManySQL)
                 while counts.count - start >= Self.trackingRowsPerStatement {
-                    values.removeAll(keepingCapacity: true)
-                    values.append(delivery)
-                    values.append(app)
-                    for count in counts[start..<(start + Self.trackingRowsPerStatement)] {
-                        values.append(count.action.rawValue)
-                        values.append(count.messageIndex)
-                        values.append(count.reports - 1)
+                    many.bind(1, batch.deliveryId); many.bind(2, batch.appId)
+                    for (i, count) in counts[start..<(start + Self.trackingRowsPerStatement)].enumerated() {
+                        let at = Int32(3 + 3 * i)
+                        many.bind(at, count.action.rawValue); many.bind(at + 1, count.messageIndex); many.bind(at + 2, count.reports - 1)
                     }
-                    many.setUncheckedArguments(StatementArguments(values))
-                    try many.execute()
+                    try many.run(in: db)
                     start += Self.trackingRowsPerStatement
                 }
             }
-            let one = try statement(\.countTracking, Self.countTrackingSQL)
+            let one = try raw(\.countTracking, Self.countTrackingSQL)
             for count in counts[start...] {
-                one.setUncheckedArguments([delivery, app, count.action.rawValue, count.messageIndex, count.reports - 1])
-                try one.execute()
+                one.bind(1, batch.deliveryId); one.bind(2, batch.appId); one.bind(3, count.action.rawValue); one.bind(4, count.messageIndex)
+                one.bind(5, count.reports - 1)
+                try one.run(in: db)
             }
         case .deleteTracking(let pair, let keys):
             try SQLiteParkedTracking.delete(keys, of: pair, in: db)
@@ -132,6 +126,11 @@ struct SQLiteMutationWriter {
         case .deleteDeadLetter(let key):
             try SQLiteDeadLetters.delete(key, in: db)
         }
+    }
+
+    /// The statement of `slot`, to be run through the C API (`SQLiteRawStatement`).
+    private mutating func raw(_ slot: WritableKeyPath<Self, Statement?>, _ sql: String) throws -> SQLiteRawStatement {
+        SQLiteRawStatement(try statement(slot, sql))
     }
 
     private mutating func statement(_ slot: WritableKeyPath<Self, Statement?>, _ sql: String) throws -> Statement {

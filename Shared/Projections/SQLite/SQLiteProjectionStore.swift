@@ -130,8 +130,8 @@ public final class SQLiteProjectionStore: ProjectionStore {
             for sql in indexes { try db.execute(sql: sql) }
         }
         try await pool.barrierWriteWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
             try db.checkpoint(.truncate)
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
     }
 
