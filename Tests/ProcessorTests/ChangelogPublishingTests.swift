@@ -24,14 +24,7 @@ final class ChangelogPublishingTests: XCTestCase {
     }
 
     func testEntriesPublishedTwiceAndSplitAreRestoredOnceIntoTheSameStore() async throws {
-        let broker = try await TestBroker.start()
-        do {
-            try await run(broker)
-            try await broker.stop()
-        } catch {
-            try? await broker.stop()
-            throw error
-        }
+        try await TestBroker.with { try await run($0) }
     }
 
     private func run(_ broker: TestBroker) async throws {

@@ -13,14 +13,7 @@ import XCTest
 /// fan-out was sent again, forever).
 final class OutboundWindowTests: ApplierTestCase {
     func testAFanOutLargerThanTheProducerQueueCompletesWithEveryRecordOnce() async throws {
-        let broker = try await TestBroker.start()
-        do {
-            try await run(broker)
-            try await broker.stop()
-        } catch {
-            try? await broker.stop()
-            throw error
-        }
+        try await TestBroker.with { try await run($0) }
     }
 
     private func run(_ broker: TestBroker) async throws {

@@ -78,6 +78,19 @@ public final class TestBroker: Sendable {
     /// Stops the broker's processes (by their recorded PIDs) and keeps the state directory,
     /// so that `startAgain()` brings back the same log. Durable brokers only: a memory broker
     /// would come back empty.
+    /// Runs `body` with a broker of its own, stopped afterwards, also when `body` throws.
+    public static func with<T>(durable: Bool = false, _ body: (TestBroker) async throws -> T) async throws -> T {
+        let broker = try await start(durable: durable)
+        do {
+            let value = try await body(broker)
+            try await broker.stop()
+            return value
+        } catch {
+            try? await broker.stop()
+            throw error
+        }
+    }
+
     public func stopKeepingLog() async throws {
         precondition(durable, "only a durable broker keeps its log across a restart")
         let output = try await Self.script(["stop", "--state-dir", stateDirectory.path])

@@ -185,7 +185,9 @@ enum ChangelogRestore {
         }
         assembling!.parts.append(record.bytes)
         guard assembling!.parts.count == record.parts else { return nil }
-        let payload = Array(assembling!.parts.joined())
+        var payload: [UInt8] = []
+        payload.reserveCapacity(assembling!.parts.reduce(0) { $0 + $1.count })
+        for part in assembling!.parts { payload.append(contentsOf: part) }
         assembling = nil
         return (record.seq, payload)
     }

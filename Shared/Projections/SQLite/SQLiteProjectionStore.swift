@@ -15,6 +15,8 @@ public final class SQLiteProjectionStore: ProjectionStore {
     /// Internal so that tests can inspect tables that have no reading API (attempt history).
     let pool: DatabasePool
     private let logger: Logger
+    /// How much of the file each connection reads through a memory map.
+    private static let mapBytes = 1 << 30
     /// Whether commits write their changelog entry (`SQLiteChangelog`), read once when opened.
     private let keepsChangelog: Bool
     /// The statements of the indexes a restore dropped (`beginRestore`), to build them again.
@@ -34,7 +36,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
             configuration.prepareDatabase { db in
                 // Every connection reads the file through a memory map (up to 1 GiB) instead of a
                 // read system call per page: a batch's load can touch 100,000 device rows.
-                try db.execute(sql: "PRAGMA mmap_size = 1073741824")
+                try db.execute(sql: "PRAGMA mmap_size = \(Self.mapBytes)")
                 guard !db.configuration.readonly else { return }
                 // The writer gets a larger page cache (64 MiB) and checkpoints the WAL every
                 // ~32 MiB instead of every 4 MiB: a batch commit dirties pages all over the
@@ -105,7 +107,9 @@ public final class SQLiteProjectionStore: ProjectionStore {
         }
         droppedIndexes.withLock { $0 += indexes }
         // Nothing is durable before `finishRestore`: a restore that stops is run again from the start.
-        try await pool.barrierWriteWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = OFF") }
+        // Pages are read into the page cache, not through the memory map: a map of the growing
+        // file would make the restore's resident memory grow with the log.
+        try await pool.barrierWriteWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = OFF; PRAGMA mmap_size = 0") }
     }
 
     public func restore(_ entries: [ChangelogEntry], offsets: [OffsetUpdate], lineage: String, through seq: Int64) async throws {
@@ -131,7 +135,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
         }
         try await pool.barrierWriteWithoutTransaction { db in
             try db.checkpoint(.truncate)
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            try db.execute(sql: "PRAGMA synchronous = NORMAL; PRAGMA mmap_size = \(Self.mapBytes)")
         }
     }
 
