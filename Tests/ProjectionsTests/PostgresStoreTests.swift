@@ -310,7 +310,7 @@ final class PostgresStoreTests: StoreTestCase {
             """)
         let version = try await strings("SELECT version::text FROM schema_version")
         XCTAssertEqual(tables, ["acks", "api_tokens", "apps", "changelog_outbox", "changelog_state", "dead_letters", "deliveries", "devices", "outbox", "outbox_attempts",
-                                "parked_tracking", "partition_offsets", "pending_notifications", "registration_status", "schema_version",
+                                "parked_tracking", "partition_offsets", "pending_notifications", "registration_status", "restore_indexes", "schema_version",
                                 "store_info", "tracking_events"])
         XCTAssertEqual(version, ["\(PostgresSchema.version)"])
     }
@@ -363,6 +363,7 @@ final class PostgresStoreTests: StoreTestCase {
         try await execute("ALTER TABLE partition_offsets DROP COLUMN event_time")  // added by version 8
         try await execute("DROP TABLE changelog_state")  // added by version 10
         try await execute("DROP TABLE changelog_outbox")
+        try await execute("DROP TABLE restore_indexes")
         try await execute("UPDATE schema_version SET version = 6")
 
         let migrated = try await openStore()

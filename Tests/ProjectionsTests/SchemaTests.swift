@@ -16,7 +16,7 @@ final class SchemaTests: StoreTestCase {
             try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'grdb%' ORDER BY name")
         }
         XCTAssertEqual(tables, ["acks", "api_tokens", "apps", "changelog_outbox", "changelog_state", "dead_letters", "deliveries", "devices", "outbox", "outbox_attempts",
-                                "parked_tracking", "partition_offsets", "pending_notifications", "registration_status", "store_info", "tracking_events"])
+                                "parked_tracking", "partition_offsets", "pending_notifications", "registration_status", "restore_indexes", "store_info", "tracking_events"])
     }
 
     func testAVersionOneStoreIsMigratedToTheCurrentVersionKeepingItsRows() async throws {

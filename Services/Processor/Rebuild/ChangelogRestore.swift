@@ -154,7 +154,8 @@ enum ChangelogRestore {
             }
         }
         try await writer.flush()
-        if fresh { try await writer.finish() }
+        // Also when resuming: a restore that stopped left its indexes set aside in the store.
+        try await writer.finish()
         reporter?.cancel()
         if progressInterval != nil { shown.printLine(final: true) }
         if let target, writer.applied < target { throw Failure.incomplete(reached: writer.applied, target: target) }

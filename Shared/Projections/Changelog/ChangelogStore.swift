@@ -39,8 +39,8 @@ public protocol ChangelogStore: Sendable {
     func unpublishedChangelog(after seq: Int64, limit: Int) async throws -> [ChangelogOutboxRow]
     /// The entries up to `seq` are in the changelog topic: the outbox drops them.
     func changelogPublished(through seq: Int64) async throws
-    /// Restore: prepares an empty store for a bulk load (secondary indexes go until
-    /// `finishRestore`, durability waits for the end).
+    /// Restore: prepares an empty store for a bulk load (secondary indexes are set aside, their
+    /// definitions kept in the store, until `finishRestore`; durability waits for the end).
     func beginRestore() async throws
     /// Restore: writes the mutations of entries that another store of `lineage` committed, one
     /// entry after the other, moves the offsets as `offsets` says (the entries' offsets taken
@@ -48,7 +48,8 @@ public protocol ChangelogStore: Sendable {
     /// `lineage@seq`, `seq` being the last entry's number. Nothing goes to this store's outbox:
     /// the entries are published already.
     func restore(_ entries: [ChangelogEntry], offsets: [OffsetUpdate], lineage: String, through seq: Int64) async throws
-    /// Restore: rebuilds what `beginRestore` set aside.
+    /// Restore: builds the indexes `beginRestore` set aside, in this run or in one that stopped
+    /// (nothing when none are), and makes the store durable again.
     func finishRestore() async throws
 }
 

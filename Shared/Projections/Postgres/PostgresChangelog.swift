@@ -39,15 +39,26 @@ enum PostgresChangelog {
             """, logger: logger)
     }
 
-    /// The definitions of the secondary indexes a restore drops (the same as SQLite's), then drops them.
-    static func dropIndexes(on connection: PostgresConnection, logger: Logger) async throws -> [String] {
-        let names = SecondaryIndexes.names
+    /// Keeps the definitions of the secondary indexes (the same as SQLite's) and drops them.
+    static func setIndexesAside(on connection: PostgresConnection, logger: Logger) async throws {
         let found = try await connection.rows("""
-            SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ANY(\(names)::text[])
+            SELECT indexname::text, indexdef FROM pg_indexes
+            WHERE schemaname = current_schema() AND indexname = ANY(\(SecondaryIndexes.names)::text[])
             """, logger: logger).map { try $0.decode((String, String).self) }
-        for (name, _) in found {
+        for (name, definition) in found {
+            try await connection.run("""
+                INSERT INTO restore_indexes (name, definition) VALUES (\(name), \(definition))
+                ON CONFLICT (name) DO UPDATE SET definition = excluded.definition
+                """, logger: logger)
             try await connection.run(PostgresQuery(unsafeSQL: "DROP INDEX \"\(name)\""), logger: logger)
         }
-        return found.map(\.1)
+    }
+
+    /// Builds the indexes `setIndexesAside` kept, and forgets them.
+    static func buildIndexesSetAside(on connection: PostgresConnection, logger: Logger) async throws {
+        let definitions = try await connection.rows("SELECT definition FROM restore_indexes ORDER BY name", logger: logger)
+            .map { try $0.decode(String.self) }
+        for definition in definitions { try await connection.run(PostgresQuery(unsafeSQL: definition), logger: logger) }
+        try await connection.run("DELETE FROM restore_indexes", logger: logger)
     }
 }

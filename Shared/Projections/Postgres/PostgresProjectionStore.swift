@@ -26,8 +26,6 @@ public final class PostgresProjectionStore: ProjectionStore {
     private let logger: Logger
     /// Whether commits write their changelog entry (`PostgresChangelog`), read once when opened.
     private let keepsChangelog = Mutex(false)
-    /// The definitions of the indexes a restore dropped (`beginRestore`), to build them again.
-    private let droppedIndexes = Mutex<[String]>([])
 
     /// Connects, then creates or migrates the schema. Throws `unsupportedSchemaVersion` for a
     /// store written by newer code, `.unavailable` when the server cannot be reached.
@@ -98,10 +96,9 @@ public final class PostgresProjectionStore: ProjectionStore {
     }
 
     public func beginRestore() async throws {
-        let indexes = try await session("BEGIN") { connection in
-            try await PostgresChangelog.dropIndexes(on: connection, logger: self.logger)
+        try await session("BEGIN") { connection in
+            try await PostgresChangelog.setIndexesAside(on: connection, logger: self.logger)
         }
-        droppedIndexes.withLock { $0 += indexes }
     }
 
     public func restore(_ entries: [ChangelogEntry], offsets: [OffsetUpdate], lineage: String, through seq: Int64) async throws {
@@ -117,14 +114,10 @@ public final class PostgresProjectionStore: ProjectionStore {
     }
 
     public func finishRestore() async throws {
-        let indexes = droppedIndexes.withLock { dropped in
-            defer { dropped = [] }
-            return dropped
-        }
         try await session("BEGIN") { connection in
-            for sql in indexes { try await connection.run(PostgresQuery(unsafeSQL: sql), logger: self.logger) }
-            try await connection.run("ANALYZE", logger: self.logger)
+            try await PostgresChangelog.buildIndexesSetAside(on: connection, logger: self.logger)
         }
+        try await session(nil) { connection in try await connection.run("ANALYZE", logger: self.logger) }
     }
 
     public func offsets(topics: [String]) async throws -> [PartitionKey: Int64] {

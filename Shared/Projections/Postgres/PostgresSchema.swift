@@ -230,7 +230,9 @@ enum PostgresSchema {
         """
 
     /// The changelog (docs/ARCHITECTURE.md#changelog-and-restore): the store's lineage and the
-    /// number of its last commit, and the committed entries not yet published. A store that
+    /// number of its last commit, the committed entries not yet published, and the indexes a
+    /// restore set aside until its end (kept, so a restore that stopped builds them when it is
+    /// run again). A store that
     /// has consumed nothing yet starts a lineage; one that holds state from before keeps no
     /// changelog, since its history before this version is not in it.
     private static let v10 = """
@@ -244,6 +246,10 @@ enum PostgresSchema {
         CREATE TABLE changelog_outbox (
             seq bigint NOT NULL PRIMARY KEY,
             payload bytea NOT NULL
+        );
+        CREATE TABLE restore_indexes (
+            name text COLLATE "C" NOT NULL PRIMARY KEY,
+            definition text COLLATE "C" NOT NULL
         )
         """
 }

@@ -19,8 +19,6 @@ public final class SQLiteProjectionStore: ProjectionStore {
     private static let mapBytes = 1 << 30
     /// Whether commits write their changelog entry (`SQLiteChangelog`), read once when opened.
     private let keepsChangelog: Bool
-    /// The statements of the indexes a restore dropped (`beginRestore`), to build them again.
-    private let droppedIndexes = Mutex<[String]>([])
 
     /// Opens (creating it and its parent directories when missing) the store at `path`, and
     /// migrates its schema. Throws `unsupportedSchemaVersion` for a store written by newer code.
@@ -97,15 +95,16 @@ public final class SQLiteProjectionStore: ProjectionStore {
     }
 
     public func beginRestore() async throws {
-        let indexes = try await writing { db in
+        try await writing { db in
             let names = SecondaryIndexes.names
             let found = try Row.fetchAll(db, sql: """
                 SELECT name, sql FROM sqlite_master WHERE type = 'index' AND name IN (\(names.map { _ in "?" }.joined(separator: ", ")))
                 """, arguments: StatementArguments(names)).map { (name: $0[0] as String, sql: $0[1] as String) }
-            for index in found { try db.execute(sql: "DROP INDEX \(index.name)") }
-            return found.map(\.sql)
+            for index in found {
+                try db.execute(sql: "INSERT OR REPLACE INTO restore_indexes (name, definition) VALUES (?, ?)", arguments: [index.name, index.sql])
+                try db.execute(sql: "DROP INDEX \(index.name)")
+            }
         }
-        droppedIndexes.withLock { $0 += indexes }
         // Nothing is durable before `finishRestore`: a restore that stops is run again from the start.
         // Pages are read into the page cache, not through the memory map: a map of the growing
         // file would make the restore's resident memory grow with the log.
@@ -126,12 +125,11 @@ public final class SQLiteProjectionStore: ProjectionStore {
     }
 
     public func finishRestore() async throws {
-        let indexes = droppedIndexes.withLock { dropped in
-            defer { dropped = [] }
-            return dropped
-        }
         try await writing { db in
-            for sql in indexes { try db.execute(sql: sql) }
+            for definition in try String.fetchAll(db, sql: "SELECT definition FROM restore_indexes ORDER BY name") {
+                try db.execute(sql: definition)
+            }
+            try db.execute(sql: "DELETE FROM restore_indexes")
         }
         try await pool.barrierWriteWithoutTransaction { db in
             try db.checkpoint(.truncate)

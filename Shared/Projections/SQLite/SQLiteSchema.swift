@@ -226,7 +226,9 @@ enum SQLiteSchema {
         """
 
     /// The changelog (docs/ARCHITECTURE.md#changelog-and-restore): the store's lineage and the
-    /// number of its last commit, and the committed entries not yet published. A store that
+    /// number of its last commit, the committed entries not yet published, and the indexes a
+    /// restore set aside until its end (kept, so a restore that stopped builds them when it is
+    /// run again). A store that
     /// has consumed nothing yet starts a lineage; one that holds state from before keeps no
     /// changelog, since its history before this version is not in it.
     private static let v9 = """
@@ -241,6 +243,11 @@ enum SQLiteSchema {
         CREATE TABLE changelog_outbox (
             seq INTEGER NOT NULL PRIMARY KEY,
             payload BLOB NOT NULL
+        ) STRICT;
+
+        CREATE TABLE restore_indexes (
+            name TEXT NOT NULL PRIMARY KEY,
+            definition TEXT NOT NULL
         ) STRICT;
         """
 }
