@@ -37,7 +37,12 @@ public enum ProcessorApp {
         dispatcherConfig.targetPolicy = WebhookTargetPolicy(allowPrivateTargets: configuration.webhookAllowPrivateTargets)
         let dispatcher = WebhookDispatcher(configuration: dispatcherConfig, store: store, http: http, producer: producer, logger: logger)
 
-        let changelog = ChangelogPublisher(store: store, producer: producer, topic: configuration.shared.topics.changelog, logger: logger)
+        // The changelog has a producer of its own: its entries (up to 512 KiB a record) never
+        // queue ahead of the outbound records and webhook audit records on one connection.
+        let changelogProducer = try KafkaProducer(
+            configuration: configuration.shared.producerConfiguration(clientId: "pushline-processor-changelog"), logger: logger)
+        let changelog = ChangelogPublisher(store: store, producer: changelogProducer, topic: configuration.shared.topics.changelog,
+                                           logger: logger)
         let consumer = CommandConsumer.live(configuration: configuration, store: store, producer: producer, verifier: verifier,
                                             logger: logger, onApplied: {
                                                 dispatcher.wake()
@@ -61,6 +66,7 @@ public enum ProcessorApp {
             services: [
                 .init(service: ProjectionStoreService(store)),
                 .init(service: producer),
+                .init(service: changelogProducer),
                 .init(service: HTTPClientService(client: http)),
                 .init(service: changelog),
                 .init(service: consumer, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),

@@ -86,7 +86,8 @@ enum ChangelogRestore {
             applied = own.seq
         }
         var outcome = Outcome(position: ChangelogPosition(lineage: lineage, seq: applied))
-        if let target, applied >= target { return outcome }
+        // A store already at the target reads nothing, but still gets indexes a stopped run set aside.
+        let reached = target.map { applied >= $0 } ?? false
 
         let changelogPartition = PartitionKey(topic: topic, partition: 0)
         let shown = RebuildProgress(start: [:], target: [changelogPartition: end], unit: "changelog records")
@@ -101,7 +102,7 @@ enum ChangelogRestore {
 
         let began = ContinuousClock.now
         var decodeTime = Duration.zero
-        if end > 0 {
+        if end > 0 && !reached {
             var consumerConfiguration = configuration.consumerConfiguration(groupId: "\(configuration.groupId).restore")
             consumerConfiguration.maxBatchSize = 10_000
             let consumer = try KafkaConsumer(configuration: consumerConfiguration, partitions: [partition],
