@@ -73,8 +73,9 @@ final class ContractsTests: XCTestCase {
         let topics = Topics()
         XCTAssertEqual(topics.commandTopics, ["pushline.commands.admin", "pushline.commands.registration",
                                               "pushline.commands.notification", "pushline.commands.tracking"])
-        XCTAssertEqual(topics.all().map(\.name).count, 7)
+        XCTAssertEqual(topics.all().map(\.name).count, 8)
         XCTAssertEqual(topics.all().first { $0.name == "pushline.processor-lease" }?.partitions, 1, "one lease: one partition")
+        XCTAssertEqual(topics.all().first { $0.name == "pushline.changelog" }?.partitions, 1, "one changelog partition: entries in order")
     }
 }
 

@@ -82,6 +82,9 @@ import Testing
                 try await store.commit(mutations: [], offsets: offsets.map { OffsetUpdate(partition: $0.key, expected: nil, next: $0.value) })
                 await store.close()
                 try await h.execute("ALTER TABLE partition_offsets DROP COLUMN event_time")
+                for table in ["changelog_state", "changelog_outbox", "restore_indexes"] {  // added by version 10
+                    try await h.execute("DROP TABLE \(table)")
+                }
                 try await h.execute("UPDATE schema_version SET version = 7")
             }
             let version = backend == .sqlite ? "PRAGMA user_version" : "SELECT version::text FROM schema_version"
