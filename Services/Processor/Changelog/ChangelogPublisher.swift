@@ -49,18 +49,7 @@ public final class ChangelogPublisher: Service, Sendable {
     /// Publishes until graceful shutdown, then publishes what is left once more.
     public func run() async throws {
         await withGracefulShutdownHandler {
-            var delay = Duration.milliseconds(100)
-            while !Task.isCancelled, !stopping.withLock({ $0 }) {
-                do {
-                    try await publishPending()
-                    delay = .milliseconds(100)
-                    _ = await woken.wait(timeout: Self.idlePoll)
-                } catch {
-                    logger.warning("changelog entries not published yet; retrying", metadata: ["error": "\(error)", "delay": "\(delay)"])
-                    try? await Task.sleep(for: delay)
-                    delay = min(delay * 2, .seconds(5))
-                }
-            }
+            await publishUntilStopped()
         } onGracefulShutdown: {
             self.stopping.withLock { $0 = true }
             self.woken.signal()
@@ -76,16 +65,7 @@ public final class ChangelogPublisher: Service, Sendable {
     /// Runs `body` while publishing whenever woken and at least every `idlePoll`, then publishes
     /// what is left (for a rebuild, which runs no service group).
     public func publishing<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
-        let loop = Task {
-            while !Task.isCancelled {
-                do {
-                    try await publishPending()
-                } catch {
-                    logger.warning("changelog entries not published yet; retrying", metadata: ["error": "\(error)"])
-                }
-                _ = await woken.wait(timeout: Self.idlePoll)
-            }
-        }
+        let loop = Task { await publishUntilStopped() }
         let value: T
         do {
             value = try await body()
@@ -98,6 +78,23 @@ public final class ChangelogPublisher: Service, Sendable {
         await loop.value
         try await publishPending()
         return value
+    }
+
+    /// Publishes whenever woken and at least every `idlePoll`, backing off after a failure, until
+    /// the task is cancelled or the service stops.
+    private func publishUntilStopped() async {
+        var delay = Duration.milliseconds(100)
+        while !Task.isCancelled, !stopping.withLock({ $0 }) {
+            do {
+                try await publishPending()
+                delay = .milliseconds(100)
+                _ = await woken.wait(timeout: Self.idlePoll)
+            } catch {
+                logger.warning("changelog entries not published yet; retrying", metadata: ["error": "\(error)", "delay": "\(delay)"])
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
     }
 
     /// Publishes every entry in the outbox, in number order, and returns how many.

@@ -46,8 +46,6 @@ enum ChangelogRestore {
         var position: ChangelogPosition
         /// Entries this run wrote.
         var entries = 0
-        /// Records of the changelog topic read.
-        var records = 0
     }
 
     /// Restores into `store`; `previous` (optional) names the lineage and the target.
@@ -73,7 +71,7 @@ enum ChangelogRestore {
         }
 
         let topics = configuration.shared.topics.commandTopics
-        var offsets = try await store.offsets(topics: topics)
+        let offsets = try await store.offsets(topics: topics)
         let own = try await store.changelogPosition()
         let fresh = offsets.isEmpty && (own?.seq ?? 0) == 0
         var applied: Int64 = 0
@@ -112,7 +110,6 @@ enum ChangelogRestore {
                 reading: for try await batch in consumer.batches() {
                     for message in batch {
                         guard message.offset < end else { break reading }
-                        outcome.records += 1
                         if message.key == lineage, let record = ChangelogRecord(value: message.value) {
                             if let (seq, payload) = try assemble(record, applied: writer.applied, into: &assembling) {
                                 guard seq <= target ?? .max else { break reading }
@@ -162,10 +159,9 @@ enum ChangelogRestore {
         if let target, writer.applied < target { throw Failure.incomplete(reached: writer.applied, target: target) }
         outcome.entries = writer.written
         outcome.position = ChangelogPosition(lineage: lineage, seq: writer.applied)
-        offsets = try await store.offsets(topics: topics)
         // Where the time went, for `scripts/bench-processor`.
         logger.info("changelog restored", metadata: [
-            "position": "\(outcome.position)", "entries": "\(outcome.entries)", "partitions": "\(offsets.count)",
+            "position": "\(outcome.position)", "entries": "\(outcome.entries)",
             "total_ms": "\((ContinuousClock.now - began).inMilliseconds)", "decode_ms": "\(decodeTime.inMilliseconds)",
             "write_ms": "\(writer.writeTime.inMilliseconds)", "finish_ms": "\(writer.finishTime.inMilliseconds)",
             "mutations": "\(writer.mutations)",

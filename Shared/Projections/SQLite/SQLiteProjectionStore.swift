@@ -96,10 +96,11 @@ public final class SQLiteProjectionStore: ProjectionStore {
 
     public func beginRestore() async throws {
         try await writing { db in
-            let names = SecondaryIndexes.names
-            let found = try Row.fetchAll(db, sql: """
-                SELECT name, sql FROM sqlite_master WHERE type = 'index' AND name IN (\(names.map { _ in "?" }.joined(separator: ", ")))
-                """, arguments: StatementArguments(names)).map { (name: $0[0] as String, sql: $0[1] as String) }
+            var found: [(name: String, sql: String)] = []
+            for list in SQLiteInList.split(SecondaryIndexes.names) {
+                found += try Row.fetchAll(db, sql: "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND name IN \(list.placeholders)",
+                                          arguments: StatementArguments(list.values)).map { ($0[0], $0[1]) }
+            }
             for index in found {
                 try db.execute(sql: "INSERT OR REPLACE INTO restore_indexes (name, definition) VALUES (?, ?)", arguments: [index.name, index.sql])
                 try db.execute(sql: "DROP INDEX \(index.name)")
