@@ -64,3 +64,20 @@ public struct OffsetUpdate: Sendable, Equatable {
         self.eventTime = eventTime
     }
 }
+
+extension Mutation {
+    /// The mutation as a rebuild writes it: outbox jobs in the `replayed` state, which no
+    /// dispatcher sends (they were the previous store's to send); anything else as it is.
+    public var replayed: Mutation {
+        switch self {
+        case .enqueueOutbox(var job):
+            job.state = .replayed
+            return .enqueueOutbox(job)
+        case .restoreOutbox(var job):
+            job.state = .replayed
+            return .restoreOutbox(job)
+        default:
+            return self
+        }
+    }
+}

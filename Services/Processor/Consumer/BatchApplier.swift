@@ -240,16 +240,10 @@ final class BatchApplier: Sendable {
             OffsetUpdate(partition: $0.key, expected: expected[$0.key], next: $0.value, eventTime: batch.times[$0.key])
         }
         let start = ContinuousClock.now
-        try await store.commit(mutations: replaying ? batch.mutations.map(Self.replayed) : batch.mutations, offsets: offsets)
+        try await store.commit(mutations: replaying ? batch.mutations.map(\.replayed) : batch.mutations, offsets: offsets)
         unavailableSince.withLock { $0 = nil }
         commitTimer.recordNanoseconds((ContinuousClock.now - start).inNanoseconds)
         batch.tally.report()
-    }
-
-    private static func replayed(_ mutation: Mutation) -> Mutation {
-        guard case .enqueueOutbox(var job) = mutation else { return mutation }
-        job.state = .replayed
-        return .enqueueOutbox(job)
     }
 
     /// The outbound window for a producer whose local queue holds `queue` records: half of it,

@@ -253,7 +253,7 @@ private struct RestoreWriter {
             moved.insert(update.partition)
         }
         // Nothing a restore writes is sent: the jobs were the previous store's to send.
-        pending.append(ChangelogEntry(mutations: entry.mutations.map(Self.replayed), offsets: []))
+        pending.append(ChangelogEntry(mutations: entry.mutations.map(\.replayed), offsets: []))
         pendingMutations += entry.mutations.count + 1
         mutations += entry.mutations.count
         applied = seq
@@ -280,18 +280,5 @@ private struct RestoreWriter {
         try await store.finishRestore()
         finishTime = ContinuousClock.now - start
         writeTime += finishTime
-    }
-
-    private static func replayed(_ mutation: Mutation) -> Mutation {
-        switch mutation {
-        case .enqueueOutbox(var job):
-            job.state = .replayed
-            return .enqueueOutbox(job)
-        case .restoreOutbox(var job):
-            job.state = .replayed
-            return .restoreOutbox(job)
-        default:
-            return mutation
-        }
     }
 }
