@@ -11,8 +11,9 @@ import Projections
 /// as that store: the entries still in its outbox are read from it), else that of the newest
 /// record in the topic, restored to the topic's end. An entry seen twice is skipped; a missing
 /// number, or an entry whose offsets do not continue the ones before it, stops the restore.
-/// Entries are written in large transactions; an empty store is loaded without its secondary
-/// indexes (built once at the end) and without waiting for durability before the end.
+/// Entries are written in large transactions; an empty store is loaded in the order of its rows
+/// (`ChangelogSorter`), without its secondary indexes (built once at the end) and without waiting
+/// for durability before the end.
 enum ChangelogRestore {
     enum Failure: Error, CustomStringConvertible {
         case noChangelog(String)
@@ -91,7 +92,9 @@ enum ChangelogRestore {
         let shown = RebuildProgress(start: [:], target: [changelogPartition: end], unit: "changelog records")
         let reporter = progressInterval.map { interval in Task { try await shown.report(every: interval) } }
         defer { reporter?.cancel() }
-        var writer = RestoreWriter(store: store, lineage: lineage, offsets: offsets, applied: applied)
+        // Into an empty store, the mutations are written in the order of their rows, all at the end.
+        var writer = RestoreWriter(store: store, lineage: lineage, offsets: offsets, applied: applied,
+                                   sorter: fresh ? ChangelogSorter() : nil)
         if fresh { try await store.beginRestore() }
         logger.info("restoring from the changelog", metadata: [
             "topic": "\(topic)", "lineage": "\(lineage)", "from_entry": "\(applied + 1)",
@@ -212,7 +215,10 @@ enum ChangelogRestore {
 }
 
 /// Writes restored entries in transactions of about `mutationsPerTransaction` mutations,
-/// checking that each entry's offsets continue where the entries before it left them.
+/// checking that each entry's offsets continue where the entries before it left them. With a
+/// sorter (an empty store), every mutation is written at the end in the order of its rows, and
+/// the offsets and position only with the last transaction: a load that stops leaves a store
+/// without them, which the next run empties and loads again.
 private struct RestoreWriter {
     let store: any ProjectionStore
     let lineage: String
@@ -234,12 +240,15 @@ private struct RestoreWriter {
     private(set) var finishTime = Duration.zero
     static let mutationsPerTransaction = 50_000
 
-    init(store: any ProjectionStore, lineage: String, offsets: [PartitionKey: Int64], applied: Int64) {
+    let sorter: ChangelogSorter?
+
+    init(store: any ProjectionStore, lineage: String, offsets: [PartitionKey: Int64], applied: Int64, sorter: ChangelogSorter?) {
         self.store = store
         self.lineage = lineage
         self.offsets = offsets
         self.storedOffsets = offsets
         self.applied = applied
+        self.sorter = sorter
     }
 
     mutating func add(_ entry: ChangelogEntry, seq: Int64) async throws {
@@ -252,17 +261,43 @@ private struct RestoreWriter {
             if let time = update.eventTime { eventTimes[update.partition] = time }
             moved.insert(update.partition)
         }
-        // Nothing a restore writes is sent: the jobs were the previous store's to send.
-        pending.append(ChangelogEntry(mutations: entry.mutations.map(\.replayed), offsets: []))
-        pendingMutations += entry.mutations.count + 1
         mutations += entry.mutations.count
         applied = seq
         written += 1
+        // Nothing a restore writes is sent: the jobs were the previous store's to send.
+        if let sorter {
+            for mutation in entry.mutations { try sorter.add(mutation.replayed) }
+            return
+        }
+        pending.append(ChangelogEntry(mutations: entry.mutations.map(\.replayed), offsets: []))
+        pendingMutations += entry.mutations.count + 1
         if pendingMutations >= Self.mutationsPerTransaction { try await flush() }
     }
 
+    /// Writes what is pending; with a sorter, everything, the offsets last.
     mutating func flush() async throws {
-        guard !pending.isEmpty else { return }
+        if let sorter {
+            guard sorter.count > 0 || !moved.isEmpty else { return }
+            let start = ContinuousClock.now
+            let (store, lineage) = (self.store, self.lineage)
+            // The next chunk is read and decoded while the store writes the one before it.
+            var writing: Task<Void, any Error>?
+            do {
+                try await sorter.drain(chunk: Self.mutationsPerTransaction) { chunk in
+                    try await writing?.value
+                    writing = Task {
+                        try await store.restore([ChangelogEntry(mutations: chunk, offsets: [])], offsets: [], lineage: lineage, through: 0)
+                    }
+                }
+                try await writing?.value
+            } catch {
+                _ = try? await writing?.value
+                throw error
+            }
+            writeTime += ContinuousClock.now - start
+        } else {
+            guard !pending.isEmpty else { return }
+        }
         let updates = moved.map { OffsetUpdate(partition: $0, expected: storedOffsets[$0], next: offsets[$0]!, eventTime: eventTimes[$0]) }
         let start = ContinuousClock.now
         try await store.restore(pending, offsets: updates, lineage: lineage, through: applied)

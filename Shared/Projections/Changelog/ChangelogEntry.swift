@@ -237,8 +237,13 @@ struct ChangelogReader {
     private let bytes: [UInt8]
     private var index = 0
 
-    init(_ bytes: [UInt8]) {
+    /// Bytes this process encoded from valid strings (a restore's run files) are not validated again.
+    private let trusted: Bool
+
+    init(_ bytes: [UInt8], at index: Int = 0, trusted: Bool = false) {
         self.bytes = bytes
+        self.index = index
+        self.trusted = trusted
     }
 
     var atEnd: Bool { index == bytes.count }
@@ -300,6 +305,7 @@ struct ChangelogReader {
     mutating func string() throws -> String {
         let n = try count()
         let s = try slice(n)
+        if trusted { return String(decoding: s, as: UTF8.self) }
         guard let text = String(validating: s, as: UTF8.self) else { throw ChangelogFormatError("string is not UTF-8") }
         return text
     }

@@ -39,8 +39,9 @@ public protocol ChangelogStore: Sendable {
     func unpublishedChangelog(after seq: Int64, limit: Int) async throws -> [ChangelogOutboxRow]
     /// The entries up to `seq` are in the changelog topic: the outbox drops them.
     func changelogPublished(through seq: Int64) async throws
-    /// Restore: prepares an empty store for a bulk load (secondary indexes are set aside, their
-    /// definitions kept in the store, until `finishRestore`; durability waits for the end).
+    /// Restore: prepares a store without offsets for a bulk load: empties its tables (a load
+    /// that stopped may have left rows), sets its secondary indexes aside (their definitions
+    /// kept in the store) until `finishRestore`; durability waits for the end.
     func beginRestore() async throws
     /// Restore: writes the mutations of entries that another store of `lineage` committed, one
     /// entry after the other, moves the offsets as `offsets` says (the entries' offsets taken
@@ -61,4 +62,10 @@ enum SecondaryIndexes {
         "api_tokens_by_app", "api_tokens_by_hash", "devices_by_user", "acks_by_notification", "deliveries_by_id",
         "parked_tracking_by_time", "outbox_due",
     ]
+}
+
+/// The tables a restore writes, which `beginRestore` empties: an empty store's restore writes
+/// its offsets last, so one that stopped left rows in a store that still looks empty.
+enum RestoredTables {
+    static let names = ProjectionDump.tables.map(\.table) + ["outbox_attempts", "dead_letters"]
 }

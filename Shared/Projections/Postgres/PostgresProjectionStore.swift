@@ -98,6 +98,7 @@ public final class PostgresProjectionStore: ProjectionStore {
     public func beginRestore() async throws {
         try await session("BEGIN") { connection in
             try await PostgresChangelog.setIndexesAside(on: connection, logger: self.logger)
+            try await connection.run(PostgresQuery(unsafeSQL: "TRUNCATE \(RestoredTables.names.joined(separator: ", "))"), logger: self.logger)
         }
     }
 

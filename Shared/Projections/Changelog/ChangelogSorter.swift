@@ -1,0 +1,283 @@
+import Foundation
+
+/// Puts the mutations of a restore into an empty store in the order of the rows they touch
+/// (docs/ARCHITECTURE.md#changelog-and-restore): B-trees filled in key order append to their
+/// last page, where filled in log order every write seeks a random page.
+///
+/// Reordering is exact because the stores decide nothing: mutations of different rows commute,
+/// and every mutation gets a *group* key — its table and the part of the row key that every
+/// mutation able to touch the same row shares (a device's pending rows are one group, since a
+/// clear removes them all; a tracking pair's rows and mark are one). Mutations of one group keep
+/// their log order. Two groups that happen to share a key only keep more of the log order.
+///
+/// Memory is bounded: mutations are kept encoded (the changelog's own format) up to
+/// `memoryLimit` bytes, then sorted and written to a run file in `directory`; the runs are
+/// merged at the end. The files go when the sorter does.
+public final class ChangelogSorter {
+    private let memoryLimit: Int
+    private let directory: URL
+    /// Records `[key length: 4][key][mutation length: 4][mutation]`, and where each starts with
+    /// its key's first 8 bytes (most comparisons end there).
+    private var writer = ChangelogWriter()
+    private var starts: [(prefix: UInt64, start: Int)] = []
+    private var runs: [URL] = []
+    private var createdDirectory = false
+    public private(set) var count = 0
+    /// Run files written so far.
+    var runFiles: Int { runs.count }
+
+    public init(memoryLimit: Int = 128 << 20, directory: URL = FileManager.default.temporaryDirectory) {
+        self.memoryLimit = memoryLimit
+        self.directory = directory.appendingPathComponent("pushline-restore-\(UUID().uuidString.lowercased())")
+    }
+
+    deinit {
+        if createdDirectory { try? FileManager.default.removeItem(at: directory) }
+    }
+
+    public func add(_ mutation: Mutation) throws {
+        let start = writer.bytes.count
+        writer.fixed32(0)
+        let keyStart = writer.bytes.count
+        writer.groupKey(of: mutation)
+        writer.patch32(at: keyStart - 4, writer.bytes.count - keyStart)
+        var prefix: UInt64 = 0
+        for i in 0..<8 { prefix = prefix << 8 | UInt64(keyStart + i < writer.bytes.count ? writer.bytes[keyStart + i] : 0) }
+        starts.append((prefix, start))
+        writer.fixed32(0)
+        let mutationStart = writer.bytes.count
+        writer.mutation(mutation)
+        writer.patch32(at: mutationStart - 4, writer.bytes.count - mutationStart)
+        count += 1
+        if writer.bytes.count >= memoryLimit { try spill() }
+    }
+
+    /// Every mutation added, in group order, in arrays of at most `chunk`; then the sorter is empty.
+    public func drain(chunk: Int, _ body: ([Mutation]) async throws -> Void) async throws {
+        var out: [Mutation] = []
+        out.reserveCapacity(chunk)
+        if runs.isEmpty {
+            sortInMemory()
+            let bytes = writer.bytes
+            for (_, start) in starts {
+                let key = Self.fixed32(bytes, at: start)
+                var reader = ChangelogReader(bytes, at: start + 8 + key, trusted: true)
+                out.append(try reader.mutation())
+                if out.count == chunk {
+                    try await body(out)
+                    out.removeAll(keepingCapacity: true)
+                }
+            }
+        } else {
+            if !starts.isEmpty { try spill() }
+            // The merge needs only the runs' read buffers.
+            writer.bytes = []
+            starts = []
+            var readers = try runs.map { try RunReader(url: $0) }
+            // A binary heap of run indexes, least key (then earliest run) first.
+            var heap = readers.indices.filter { readers[$0].hasRecord }
+            func less(_ a: Int, _ b: Int) -> Bool {
+                let order = readers[a].compareKey(with: readers[b])
+                return order != 0 ? order < 0 : a < b
+            }
+            func siftDown(_ from: Int) {
+                var i = from
+                while true {
+                    let l = 2 * i + 1, r = l + 1
+                    var m = i
+                    if l < heap.count && less(heap[l], heap[m]) { m = l }
+                    if r < heap.count && less(heap[r], heap[m]) { m = r }
+                    if m == i { return }
+                    heap.swapAt(i, m)
+                    i = m
+                }
+            }
+            for i in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(i) }
+            while let run = heap.first {
+                out.append(try readers[run].mutation())
+                if try readers[run].advance() {
+                    siftDown(0)
+                } else {
+                    heap.swapAt(0, heap.count - 1)
+                    heap.removeLast()
+                    siftDown(0)
+                }
+                if out.count == chunk {
+                    try await body(out)
+                    out.removeAll(keepingCapacity: true)
+                }
+            }
+        }
+        if !out.isEmpty { try await body(out) }
+        writer.bytes = []
+        starts = []
+        for run in runs { try? FileManager.default.removeItem(at: run) }
+        runs = []
+        count = 0
+    }
+
+    /// Sorts the records in memory by key; equal keys keep the order they were added in.
+    private func sortInMemory() {
+        writer.bytes.withUnsafeBufferPointer { bytes in
+            starts.sort { a, b in
+                if a.prefix != b.prefix { return a.prefix < b.prefix }
+                let order = Self.compareKeys(bytes, a.start, bytes, b.start)
+                return order != 0 ? order < 0 : a.start < b.start
+            }
+        }
+    }
+
+    private func spill() throws {
+        sortInMemory()
+        if !createdDirectory {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            createdDirectory = true
+        }
+        let url = directory.appendingPathComponent("run-\(runs.count)")
+        guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
+            throw ChangelogFormatError("cannot create the restore's run file \(url.path)")
+        }
+        let file = try FileHandle(forWritingTo: url)
+        defer { try? file.close() }
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(1 << 20)
+        let bytes = writer.bytes
+        for (_, start) in starts {
+            let end = start + 8 + Self.fixed32(bytes, at: start) + Self.fixed32(bytes, at: start + 4 + Self.fixed32(bytes, at: start))
+            buffer.append(contentsOf: bytes[start..<end])
+            if buffer.count >= 1 << 20 {
+                try file.write(contentsOf: buffer)
+                buffer.removeAll(keepingCapacity: true)
+            }
+        }
+        try file.write(contentsOf: buffer)
+        runs.append(url)
+        writer.bytes.removeAll(keepingCapacity: true)
+        starts.removeAll(keepingCapacity: true)
+    }
+
+    static func fixed32(_ bytes: some RandomAccessCollection<UInt8>, at index: Int) -> Int {
+        let i = bytes.index(bytes.startIndex, offsetBy: index)
+        return Int(bytes[i]) | Int(bytes[bytes.index(i, offsetBy: 1)]) << 8 | Int(bytes[bytes.index(i, offsetBy: 2)]) << 16
+            | Int(bytes[bytes.index(i, offsetBy: 3)]) << 24
+    }
+
+    /// Compares the keys of the records at `a` and `b`: bytewise, a prefix first.
+    static func compareKeys(_ x: UnsafeBufferPointer<UInt8>, _ a: Int, _ y: UnsafeBufferPointer<UInt8>, _ b: Int) -> Int {
+        let la = fixed32(x, at: a), lb = fixed32(y, at: b)
+        let order = memcmp(x.baseAddress! + a + 4, y.baseAddress! + b + 4, min(la, lb))
+        return order != 0 ? Int(order) : la - lb
+    }
+
+    /// One run file, read a megabyte at a time; `position` is the current record's start.
+    private struct RunReader {
+        let file: FileHandle
+        var buffer: [UInt8] = []
+        var position = 0
+        var hasRecord = false
+
+        init(url: URL) throws {
+            file = try FileHandle(forReadingFrom: url)
+            hasRecord = try advanceTo(0)
+        }
+
+        /// Makes the record at `position + skip` whole in the buffer; false at the end of the file.
+        private mutating func advanceTo(_ skip: Int) throws -> Bool {
+            position += skip
+            while true {
+                let available = buffer.count - position
+                if available >= 8 {
+                    let key = ChangelogSorter.fixed32(buffer, at: position)
+                    if available >= 8 + key, available >= 8 + key + ChangelogSorter.fixed32(buffer, at: position + 4 + key) { return true }
+                }
+                buffer.removeFirst(position)
+                position = 0
+                guard let more = try file.read(upToCount: 1 << 20), !more.isEmpty else {
+                    guard buffer.isEmpty else { throw ChangelogFormatError("a restore run file ends inside a record") }
+                    try file.close()
+                    return false
+                }
+                buffer.append(contentsOf: more)
+            }
+        }
+
+        var recordLength: Int {
+            let key = ChangelogSorter.fixed32(buffer, at: position)
+            return 8 + key + ChangelogSorter.fixed32(buffer, at: position + 4 + key)
+        }
+
+        mutating func advance() throws -> Bool {
+            hasRecord = try advanceTo(recordLength)
+            return hasRecord
+        }
+
+        func mutation() throws -> Mutation {
+            var reader = ChangelogReader(buffer, at: position + 8 + ChangelogSorter.fixed32(buffer, at: position), trusted: true)
+            return try reader.mutation()
+        }
+
+        func compareKey(with other: RunReader) -> Int {
+            buffer.withUnsafeBufferPointer { x in
+                other.buffer.withUnsafeBufferPointer { y in ChangelogSorter.compareKeys(x, position, y, other.position) }
+            }
+        }
+    }
+}
+
+extension ChangelogWriter {
+    mutating func fixed32(_ value: Int) {
+        withUnsafeBytes(of: UInt32(value).littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func patch32(at index: Int, _ value: Int) {
+        withUnsafeBytes(of: UInt32(value).littleEndian) { raw in
+            for i in 0..<4 { bytes[index + i] = raw[i] }
+        }
+    }
+
+    /// A text key part: its bytes and a 0 (so that a shorter text sorts first, as in the tables).
+    mutating func keyText(_ value: String) {
+        var s = value
+        s.withUTF8 { bytes.append(contentsOf: $0) }
+        bytes.append(0)
+    }
+
+    /// The mutation's table and the part of the row key that every mutation able to touch the
+    /// same row shares, in the table's primary key order (a UUID's bytes order as its text).
+    mutating func groupKey(of mutation: Mutation) {
+        switch mutation {
+        case .upsertApp(let a):
+            byte(1); uuid(a.appId)
+        case .upsertApiToken(let t):
+            byte(2); uuid(t.tokenId)
+        case .upsertDevice(let d):
+            byte(3); uuid(d.appId); keyText(d.deviceToken)
+        case .deleteDevice(let k):
+            byte(3); uuid(k.appId); keyText(k.deviceToken)
+        case .putRegistrationStatus(let s):
+            byte(4); uuid(s.requestId)
+        case .enqueueOutbox(let j), .restoreOutbox(let j):
+            byte(5); keyText(j.id)
+        // A device's pending rows are one group: a clear removes them all.
+        case .putPending(let p):
+            byte(6); uuid(p.appId); keyText(p.deviceToken)
+        case .deletePending(let k):
+            byte(6); uuid(k.appId); keyText(k.deviceToken)
+        case .clearPending(let k):
+            byte(6); uuid(k.appId); keyText(k.deviceToken)
+        case .putAck(let a):
+            byte(7); uuid(a.appId); keyText(a.deviceToken); keyText(a.notificationId)
+        case .putDelivery(let d):
+            byte(8); uuid(d.appId); uuid(d.deliveryId)
+        // A tracking pair's rows and park mark are one group: a drop removes them all.
+        case .countTracking(let c):
+            byte(9); uuid(c.deliveryId); uuid(c.appId)
+        case .deleteTracking(let p, _), .parkTracking(let p, _), .unparkTracking(let p), .dropTracking(let p):
+            byte(9); uuid(p.deliveryId); uuid(p.appId)
+        case .putDeadLetter(let l):
+            byte(10); partition(l.partition); int(l.offset)
+        case .deleteDeadLetter(let k):
+            byte(10); partition(k.partition); int(k.offset)
+        }
+    }
+}
