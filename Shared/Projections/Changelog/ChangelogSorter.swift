@@ -26,7 +26,7 @@ public final class ChangelogSorter {
     /// Run files written so far.
     var runFiles: Int { runs.count }
 
-    public init(memoryLimit: Int = 128 << 20, directory: URL = FileManager.default.temporaryDirectory) {
+    public init(memoryLimit: Int = 64 << 20, directory: URL = FileManager.default.temporaryDirectory) {
         self.memoryLimit = memoryLimit
         self.directory = directory.appendingPathComponent("pushline-restore-\(UUID().uuidString.lowercased())")
     }
@@ -36,6 +36,8 @@ public final class ChangelogSorter {
     }
 
     public func add(_ mutation: Mutation) throws {
+        // Allocated once: growing by doubling would copy it and leave more of it resident.
+        if writer.bytes.capacity == 0 { writer.bytes.reserveCapacity(memoryLimit + (1 << 20)) }
         let start = writer.bytes.count
         writer.fixed32(0)
         let keyStart = writer.bytes.count
