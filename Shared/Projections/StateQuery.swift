@@ -46,6 +46,13 @@ public struct StateQuery: Sendable, Equatable {
     }
 }
 
+extension StateQuery {
+    /// Whether the query asks for the device's pending count (badge).
+    public func countsPending(of device: DeviceRow) -> Bool {
+        pendingCountDevices.contains(device.key) || pendingCountUsers.contains(UserKey(appId: device.appId, userId: device.userId))
+    }
+}
+
 /// The answer to a `StateQuery`.
 public struct StateSnapshot: Sendable, Equatable {
     public var apps: [UUID: AppRow] = [:]
@@ -81,5 +88,12 @@ public struct StateSnapshot: Sendable, Equatable {
         self.deliveries = deliveries
         self.trackedEvents = trackedEvents
         self.parkedTracking = parkedTracking
+    }
+
+    /// Adds device rows read into an array: the dictionary grows once, where growing it row by
+    /// row would rehash them all several times over (a send to many users reads 100,000 rows).
+    public mutating func add(devices rows: some Collection<DeviceRow>) {
+        devices.reserveCapacity(devices.count + rows.count)
+        for device in rows { devices[device.key] = device }
     }
 }

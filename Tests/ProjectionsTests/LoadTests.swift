@@ -207,4 +207,50 @@ import Testing
             #expect(Set(snapshot.pending.keys) == Set(expectedCounts.keys.map { PendingKey(appId: app, deviceToken: $0.deviceToken, notificationId: "n0") }))
         }
     }
+
+    /// From `SQLiteProjectionStore.concurrentUsers` users on, the SQLite store reads the users in
+    /// two halves beside the rest of the query: the snapshot must be the one a single read gives,
+    /// counts included for devices asked by key, by user, or both, in either half.
+    @Test(arguments: StoreBackend.allCases)
+    func testALoadOfManyUsersGivesEveryDeviceAndCountAsked(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let apps = [UUID(), UUID()]
+            var mutations: [Mutation] = []
+            var devices: [DeviceRow] = []
+            var pendingCounts: [DeviceKey: Int] = [:]
+            for n in 0..<3_000 {
+                // Users of 0 to 3 devices; user n of one app is not user n of the other.
+                let app = apps[n % 2]
+                let device = Fixture.device(app: app, token: String(format: "%064x", n), user: "user-\(n % 1_300)")
+                guard n % 7 != 0 else { continue }
+                devices.append(device)
+                mutations.append(.upsertDevice(device))
+                for p in 0..<(n % 4) {
+                    mutations.append(.putPending(Fixture.pending(app: app, token: device.deviceToken, nid: "n\(p)")))
+                }
+                if n % 4 > 0 { pendingCounts[device.key] = n % 4 }
+            }
+            try await store.commit(mutations: mutations, offsets: [])
+            let users = Set((0..<1_100).map { UserKey(appId: apps[$0 % 3 == 0 ? 1 : 0], userId: "user-\($0)") })
+                .union([UserKey(appId: apps[0], userId: "nobody")])
+            let keys = Set(devices.filter { Int($0.deviceToken, radix: 16)! % 5 == 0 }.map(\.key))
+            let countedUsers = Set(users.filter { Int($0.userId.dropFirst(5)).map { $0 % 2 == 0 } ?? true })
+            let countedKeys = Set(keys.filter { Int($0.deviceToken, radix: 16)! % 3 == 0 })
+            #expect(users.count >= SQLiteProjectionStore.concurrentUsers)
+
+            let snapshot = try await store.load(StateQuery(appIds: Set(apps), deviceKeys: keys, userKeys: users,
+                                                           pendingCountDevices: countedKeys, pendingCountUsers: countedUsers))
+
+            let loaded = devices.filter { keys.contains($0.key) || users.contains(UserKey(appId: $0.appId, userId: $0.userId)) }
+            let counted = loaded.filter {
+                countedKeys.contains($0.key) || countedUsers.contains(UserKey(appId: $0.appId, userId: $0.userId))
+            }
+            #expect(snapshot.devices.count == loaded.count)
+            #expect(loaded.allSatisfy { snapshot.devices[$0.key] == $0 })
+            let countedSet = Set(counted.map(\.key))
+            #expect(snapshot.pendingCounts == pendingCounts.filter { countedSet.contains($0.key) })
+            #expect(counted.count > 500 && loaded.count > counted.count, "the query asks for counts of some loaded devices only")
+        }
+    }
 }

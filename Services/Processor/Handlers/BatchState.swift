@@ -10,8 +10,9 @@ struct BatchState {
     private(set) var apps: [UUID: AppRow]
     private(set) var tokens: [UUID: [ApiTokenRow]]
     private(set) var devices: [DeviceKey: DeviceRow]
-    /// Device tokens of each user among `devices`, so that resolving a user costs its devices only.
-    private var tokensByUser: [UserKey: [String]] = [:]
+    /// The rows of `devices` by user, so that resolving a user costs its devices only and no
+    /// lookup per device.
+    private var devicesByUser: [UserKey: [DeviceRow]] = [:]
     private var pendingCounts: [DeviceKey: Int]
     private var pending: [PendingKey: PendingNotificationRow]
     private var acks: Set<PendingKey>
@@ -47,7 +48,7 @@ struct BatchState {
         tracked = snapshot.trackedEvents
         for (pair, at) in snapshot.parkedTracking { parks[pair.deliveryId, default: [:]][pair.appId] = at }
         for device in snapshot.devices.values {
-            tokensByUser[UserKey(appId: device.appId, userId: device.userId), default: []].append(device.deviceToken)
+            devicesByUser[UserKey(appId: device.appId, userId: device.userId), default: []].append(device)
         }
     }
 
@@ -60,8 +61,7 @@ struct BatchState {
 
     /// The user's devices, ordered by token (a stable order: message ids follow it).
     func devices(of user: UserKey) -> [DeviceRow] {
-        guard let tokens = tokensByUser[user] else { return [] }
-        return tokens.sorted().compactMap { devices[DeviceKey(appId: user.appId, deviceToken: $0)] }
+        (devicesByUser[user] ?? []).sorted { $0.deviceToken < $1.deviceToken }
     }
 
     mutating func upsert(_ app: AppRow) {
@@ -86,8 +86,11 @@ struct BatchState {
             clearPending(device.key)
         }
         devices[device.key] = device
+        let user = UserKey(appId: device.appId, userId: device.userId)
         if previous?.userId != device.userId {
-            tokensByUser[UserKey(appId: device.appId, userId: device.userId), default: []].append(device.deviceToken)
+            devicesByUser[user, default: []].append(device)
+        } else if let index = devicesByUser[user]?.firstIndex(where: { $0.deviceToken == device.deviceToken }) {
+            devicesByUser[user]![index] = device
         }
         mutations.append(.upsertDevice(device))
     }
@@ -101,7 +104,7 @@ struct BatchState {
     }
 
     private mutating func unindex(_ device: DeviceRow) {
-        tokensByUser[UserKey(appId: device.appId, userId: device.userId)]?.removeAll { $0 == device.deviceToken }
+        devicesByUser[UserKey(appId: device.appId, userId: device.userId)]?.removeAll { $0.deviceToken == device.deviceToken }
     }
 
     mutating func record(_ status: RegistrationStatusRow) {

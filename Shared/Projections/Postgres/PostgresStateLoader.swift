@@ -57,19 +57,14 @@ struct PostgresStateLoader {
             SELECT \(unescaped: PostgresRows.deviceColumns) FROM devices d
             WHERE (d.app_id, d.user_id) IN (SELECT * FROM unnest(\(users.map(\.appId))::uuid[], \(users.map(\.userId))::text[]))
             """)
-        // The rows first, then the dictionary grown once: a send to many users loads 100,000 rows.
-        let devices = try found.map(PostgresRows.device)
-        snapshot.devices.reserveCapacity(snapshot.devices.count + devices.count)
-        for device in devices { snapshot.devices[device.key] = device }
+        snapshot.add(devices: try found.map(PostgresRows.device))
     }
 
     /// Counts the pending rows of every loaded device the query asks counts for, in one grouped
     /// statement.
     private func loadPendingCounts(_ query: StateQuery, into snapshot: inout StateSnapshot) async throws {
         guard !query.pendingCountDevices.isEmpty || !query.pendingCountUsers.isEmpty else { return }
-        let counted = snapshot.devices.values.filter {
-            query.pendingCountDevices.contains($0.key) || query.pendingCountUsers.contains(UserKey(appId: $0.appId, userId: $0.userId))
-        }.map(\.key)
+        let counted = snapshot.devices.values.filter { query.countsPending(of: $0) }.map(\.key)
         guard !counted.isEmpty else { return }
         for row in try await rows("""
             SELECT k.app_id, k.device_token, count(*) FROM pending_notifications p

@@ -63,8 +63,29 @@ public final class SQLiteProjectionStore: ProjectionStore {
     }
 
     public func load(_ query: StateQuery) async throws -> StateSnapshot {
-        try await reading { db in try SQLiteStateLoader(db: db).load(query) }
+        guard query.userKeys.count >= Self.concurrentUsers else {
+            return try await reading { db in try SQLiteStateLoader(db: db).load(query) }
+        }
+        // A send to many users reads all their devices (100,000 rows for 1,000 users of 100):
+        // the users are read in two halves on connections of their own, beside the rest of the
+        // query. The reads see the same rows: only the active processor writes devices and
+        // pending rows, and it commits after its load; two briefly active ones are settled by the
+        // offsets' compare-and-set, as with one read (docs/ARCHITECTURE.md#scale-out).
+        let rest = { var rest = query; rest.userKeys = []; return rest }()
+        let users = Array(query.userKeys)
+        let middle = users.count / 2
+        let halves = [Set(users[..<middle]), Set(users[middle...])]
+        async let first = reading { db in try SQLiteStateLoader(db: db).users(halves[0], countingFor: query) }
+        async let second = reading { db in try SQLiteStateLoader(db: db).users(halves[1], countingFor: query) }
+        var snapshot = try await reading { db in try SQLiteStateLoader(db: db).load(rest) }
+        let parts = try await [first, second]
+        snapshot.add(devices: parts[0].devices + parts[1].devices)
+        for part in parts { snapshot.pendingCounts.merge(part.pendingCounts) { current, _ in current } }
+        return snapshot
     }
+
+    /// From this many users on, a load reads them on two more connections (`load`).
+    static let concurrentUsers = 512
 
     public func commit(mutations: [Mutation], offsets: [OffsetUpdate]) async throws {
         let entry = keepsChangelog ? ChangelogEntry(mutations: mutations, offsets: offsets).encoded() : nil

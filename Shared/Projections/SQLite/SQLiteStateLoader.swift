@@ -102,6 +102,18 @@ struct SQLiteStateLoader {
     }
 
     private func loadUsers(_ keys: Set<UserKey>, into snapshot: inout StateSnapshot) throws {
+        snapshot.add(devices: try deviceRows(of: keys))
+    }
+
+    /// Every device of these users, and the pending counts `query` asks for among them: a part
+    /// of a load that `SQLiteProjectionStore.load` reads on a connection of its own.
+    func users(_ keys: Set<UserKey>, countingFor query: StateQuery) throws -> (devices: [DeviceRow], pendingCounts: [DeviceKey: Int]) {
+        let rows = try deviceRows(of: keys)
+        return (rows, try pendingCounts(of: rows.lazy.filter { query.countsPending(of: $0) }.map(\.key)))
+    }
+
+    private func deviceRows(of keys: Set<UserKey>) throws -> [DeviceRow] {
+        var rows: [DeviceRow] = []
         for (appId, keys) in Dictionary(grouping: keys, by: \.appId) {
             let app = SQLiteValues.text(appId)
             for list in SQLiteInList.split(keys.map(\.userId)) {
@@ -109,19 +121,18 @@ struct SQLiteStateLoader {
                     SELECT \(SQLiteRows.deviceColumns) FROM devices
                     WHERE app_id = ? AND user_id IN \(list.placeholders)
                     """
-                try collectDevices(sql: sql, arguments: StatementArguments([app] + list.values), appId: appId, into: &snapshot)
+                try forEachRow(sql: sql, arguments: StatementArguments([app] + list.values)) { row in
+                    rows.append(try SQLiteRows.device(row, appId: appId))
+                }
             }
         }
+        return rows
     }
 
-    /// Reads device rows into an array first, then grows the dictionary once: a send to many
-    /// users loads 100,000 rows, and growing the dictionary row by row rehashes them all
-    /// several times over.
     private func collectDevices(sql: String, arguments: StatementArguments, appId: UUID, into snapshot: inout StateSnapshot) throws {
         var rows: [DeviceRow] = []
         try forEachRow(sql: sql, arguments: arguments) { row in rows.append(try SQLiteRows.device(row, appId: appId)) }
-        snapshot.devices.reserveCapacity(snapshot.devices.count + rows.count)
-        for device in rows { snapshot.devices[device.key] = device }
+        snapshot.add(devices: rows)
     }
 
     /// Counts the pending rows of every loaded device, however it was asked for: a few
@@ -129,10 +140,12 @@ struct SQLiteStateLoader {
     /// so that a snapshot of 100,000 devices costs some 200 statements, not 100,000.
     private func loadPendingCounts(_ query: StateQuery, into snapshot: inout StateSnapshot) throws {
         guard !query.pendingCountDevices.isEmpty || !query.pendingCountUsers.isEmpty else { return }
-        let counted = snapshot.devices.values.lazy.filter {
-            query.pendingCountDevices.contains($0.key) || query.pendingCountUsers.contains(UserKey(appId: $0.appId, userId: $0.userId))
-        }.map(\.key)
-        for (appId, keys) in Dictionary(grouping: counted, by: \.appId) {
+        snapshot.pendingCounts = try pendingCounts(of: snapshot.devices.values.lazy.filter { query.countsPending(of: $0) }.map(\.key))
+    }
+
+    private func pendingCounts(of devices: some Sequence<DeviceKey>) throws -> [DeviceKey: Int] {
+        var counts: [DeviceKey: Int] = [:]
+        for (appId, keys) in Dictionary(grouping: devices, by: \.appId) {
             let app = SQLiteValues.text(appId)
             for list in SQLiteInList.split(keys.map(\.deviceToken)) {
                 let sql = """
@@ -141,11 +154,11 @@ struct SQLiteStateLoader {
                     GROUP BY device_token
                     """
                 try forEachRow(sql: sql, arguments: StatementArguments([app] + list.values)) { row in
-                    let key = try DeviceKey(appId: appId, deviceToken: row.decode(atIndex: 0))
-                    snapshot.pendingCounts[key] = try row.decode(atIndex: 1)
+                    counts[try DeviceKey(appId: appId, deviceToken: row.decode(atIndex: 0))] = try row.decode(atIndex: 1)
                 }
             }
         }
+        return counts
     }
 
     /// Keys are grouped by notification: a managed send asks for one notification on many
