@@ -75,7 +75,10 @@ public final class ChangelogSorter {
             // The merge needs only the runs' read buffers.
             writer.bytes = []
             starts = []
-            var readers = try runs.map { try RunReader(url: $0) }
+            // The runs' read buffers share `mergeBufferBytes`, so that the merge's memory does not
+            // grow with the number of runs (with the log).
+            let readSize = max(Self.minimumReadSize, Self.mergeBufferBytes / runs.count)
+            var readers = try runs.map { try RunReader(url: $0, readSize: readSize) }
             // A binary heap of run indexes, least key (then earliest run) first.
             var heap = readers.indices.filter { readers[$0].hasRecord }
             func less(_ a: Int, _ b: Int) -> Bool {
@@ -117,6 +120,11 @@ public final class ChangelogSorter {
         runs = []
         count = 0
     }
+
+    /// What the merge reads its runs into, together (each run's part is read once more while the
+    /// last record read is kept: up to twice this in all).
+    static let mergeBufferBytes = 16 << 20
+    static let minimumReadSize = 64 << 10
 
     /// Sorts the records in memory by key; equal keys keep the order they were added in.
     private func sortInMemory() {
@@ -171,15 +179,17 @@ public final class ChangelogSorter {
         return order != 0 ? Int(order) : la - lb
     }
 
-    /// One run file, read a megabyte at a time; `position` is the current record's start.
+    /// One run file, read `readSize` bytes at a time; `position` is the current record's start.
     private struct RunReader {
         let file: FileHandle
+        let readSize: Int
         var buffer: [UInt8] = []
         var position = 0
         var hasRecord = false
 
-        init(url: URL) throws {
+        init(url: URL, readSize: Int) throws {
             file = try FileHandle(forReadingFrom: url)
+            self.readSize = readSize
             hasRecord = try advanceTo(0)
         }
 
@@ -194,7 +204,7 @@ public final class ChangelogSorter {
                 }
                 buffer.removeFirst(position)
                 position = 0
-                guard let more = try file.read(upToCount: 1 << 20), !more.isEmpty else {
+                guard let more = try file.read(upToCount: readSize), !more.isEmpty else {
                     guard buffer.isEmpty else { throw ChangelogFormatError("a restore run file ends inside a record") }
                     try file.close()
                     return false

@@ -17,6 +17,8 @@ public final class SQLiteProjectionStore: ProjectionStore {
     private let logger: Logger
     /// How much of the file each connection reads through a memory map.
     private static let mapBytes = 1 << 30
+    /// The writer's page cache, and its size while a restore builds the indexes it set aside.
+    private static let writerCacheKiB = 65_536, indexBuildCacheKiB = 16_384
     /// Whether commits write their changelog entry (`SQLiteChangelog`), read once when opened.
     private let keepsChangelog: Bool
 
@@ -41,7 +43,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
                 // indexes, and rarer, larger checkpoints write each such page fewer times.
                 try db.execute(sql: """
                     PRAGMA synchronous = NORMAL;
-                    PRAGMA cache_size = -65536;
+                    PRAGMA cache_size = -\(Self.writerCacheKiB);
                     PRAGMA wal_autocheckpoint = 8000;
                     """)
             }
@@ -149,10 +151,15 @@ public final class SQLiteProjectionStore: ProjectionStore {
 
     public func finishRestore() async throws {
         try await writing { db in
+            // SQLite sorts an index's entries in memory up to the page cache's size: 16 MiB here
+            // (then it merges runs from temporary files), so that the restore's last step does
+            // not take more memory the larger the restored tables are.
+            try db.execute(sql: "PRAGMA cache_size = -\(Self.indexBuildCacheKiB)")
             for definition in try String.fetchAll(db, sql: "SELECT definition FROM restore_indexes ORDER BY name") {
                 try db.execute(sql: definition)
             }
             try db.execute(sql: "DELETE FROM restore_indexes")
+            try db.execute(sql: "PRAGMA cache_size = -\(Self.writerCacheKiB)")
         }
         try await pool.barrierWriteWithoutTransaction { db in
             try db.checkpoint(.truncate)
