@@ -90,9 +90,12 @@ final class ApplyLoop: Sendable {
         if let limits { records.removeAll { $0.offset >= limits[$0.partition] ?? 0 } }
         let decodeStart = ContinuousClock.now
         let decoded = await applier.decode(records)
-        order.withLock { $0.add(decoded) }
+        let waiting = order.withLock { order in
+            order.add(decoded)
+            return order.buffered
+        }
         logger.debug("records decoded", metadata: [
-            "records": "\(records.count)", "decode_ms": "\((ContinuousClock.now - decodeStart).inMilliseconds)",
+            "records": "\(records.count)", "decode_ms": "\((ContinuousClock.now - decodeStart).inMilliseconds)", "waiting": "\(waiting)",
         ])
         if marks != nil {
             let now = ContinuousClock.now
