@@ -61,6 +61,9 @@ final class ProcessorLease: Sendable {
         } catch {
             await stop()
             await membership.close()
+            // Cancelled by the caller: the end this waits for, whichever child noticed it first
+            // (the wait throws CancellationError; the batches just end).
+            if error is CancellationError, Task.isCancelled { return }
             throw error
         }
         await stop()
