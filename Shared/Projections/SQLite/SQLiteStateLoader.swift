@@ -96,7 +96,7 @@ struct SQLiteStateLoader {
                     SELECT \(SQLiteRows.deviceColumns) FROM devices
                     WHERE app_id = ? AND device_token IN \(list.placeholders)
                     """
-                try collectDevices(sql: sql, arguments: StatementArguments([app] + list.values), appId: appId, into: &snapshot)
+                snapshot.add(devices: try deviceRows(sql: sql, arguments: StatementArguments([app] + list.values), appId: appId))
             }
         }
     }
@@ -121,18 +121,16 @@ struct SQLiteStateLoader {
                     SELECT \(SQLiteRows.deviceColumns) FROM devices
                     WHERE app_id = ? AND user_id IN \(list.placeholders)
                     """
-                try forEachRow(sql: sql, arguments: StatementArguments([app] + list.values)) { row in
-                    rows.append(try SQLiteRows.device(row, appId: appId))
-                }
+                rows += try deviceRows(sql: sql, arguments: StatementArguments([app] + list.values), appId: appId)
             }
         }
         return rows
     }
 
-    private func collectDevices(sql: String, arguments: StatementArguments, appId: UUID, into snapshot: inout StateSnapshot) throws {
+    private func deviceRows(sql: String, arguments: StatementArguments, appId: UUID) throws -> [DeviceRow] {
         var rows: [DeviceRow] = []
         try forEachRow(sql: sql, arguments: arguments) { row in rows.append(try SQLiteRows.device(row, appId: appId)) }
-        snapshot.add(devices: rows)
+        return rows
     }
 
     /// Counts the pending rows of every loaded device, however it was asked for: a few
