@@ -154,5 +154,6 @@ private struct DropFails: ChangelogStore {
     func changelogPublished(through seq: Int64) async throws { throw Crash() }
     func beginRestore() async throws {}
     func restore(_ entries: [ChangelogEntry], offsets: [OffsetUpdate], lineage: String, through seq: Int64) async throws {}
+    func restore(rows: RestoredRows) async throws {}
     func finishRestore() async throws {}
 }

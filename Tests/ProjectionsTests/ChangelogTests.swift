@@ -162,8 +162,9 @@ import Testing
     }
 
     /// A restore into an empty store writes the mutations in the order of their rows
-    /// (`ChangelogSorter`), in memory and through run files: the same store as the one that
-    /// committed them, also over rows a load that stopped left behind.
+    /// (`ChangelogSorter`), in memory and through run files, whole groups as their final rows
+    /// (`RestoredRows`, plain inserts) and the chunks that cut a large group as mutations: the
+    /// same store as the one that committed them, also over rows a load that stopped left behind.
     @Test(arguments: StoreBackend.allCases)
     func testMutationsWrittenInTheOrderOfTheirRowsGiveTheSameStore(_ backend: StoreBackend) async throws {
         try await withStoreHarness(backend) { h in
@@ -177,7 +178,9 @@ import Testing
                                                                                    expected: commit == 0 ? nil : Int64(commit), next: Int64(commit + 1))])
             }
             let position = try #require(try await live.changelogPosition())
-            for (name, limit) in [("memory.sqlite", 1 << 20), ("runs.sqlite", 2_048)] {
+            // Chunks of 25 hold whole groups (6 keys of each kind: no group has 100 mutations);
+            // chunks of 3 cut the larger groups.
+            for (name, limit, chunk) in [("memory.sqlite", 1 << 20, 25), ("runs.sqlite", 2_048, 25), ("cut.sqlite", 2_048, 3)] {
                 let store = try await h.openStore(name)
                 // What a load that stopped leaves: rows, but no offsets.
                 try await store.restore([ChangelogEntry(mutations: Array(all.prefix(40)), offsets: [])], offsets: [],
@@ -186,13 +189,23 @@ import Testing
                 let sorter = ChangelogSorter(memoryLimit: limit)
                 for mutation in all { try sorter.add(mutation) }
                 #expect(sorter.count == all.count)
-                let chunks = Counter()
-                try await sorter.drain(chunk: 25) { chunk in
-                    await chunks.increment()
-                    try await store.restore([ChangelogEntry(mutations: chunk, offsets: [])], offsets: [], lineage: position.lineage, through: 0)
+                let (whole, cut) = (Counter(), Counter())
+                try await sorter.drain(chunk: chunk) { chunk in
+                    if chunk.wholeGroups {
+                        await whole.increment()
+                        // Folded group by group, and all at once: the same rows.
+                        let rows = RestoredRows(chunk)
+                        #expect(rows.mutations == RestoredRows(chunk.mutations).mutations)
+                        try await store.restore(rows: rows)
+                    } else {
+                        await cut.increment()
+                        try await store.restore([ChangelogEntry(mutations: chunk.mutations, offsets: [])], offsets: [],
+                                                lineage: position.lineage, through: 0)
+                    }
                 }
                 #expect(sorter.count == 0 && sorter.runFiles == 0, "drained and its files removed")
-                #expect(await chunks.value == (all.count + 24) / 25)
+                #expect(await whole.value > 0)
+                #expect((await cut.value > 0) == (chunk == 3), "\(name): only small chunks cut groups")
                 try await store.restore([], offsets: [OffsetUpdate(partition: Fixture.partition(0), expected: nil, next: 60)],
                                         lineage: position.lineage, through: position.seq)
                 try await store.finishRestore()
@@ -209,8 +222,9 @@ import Testing
         let sorter = ChangelogSorter(memoryLimit: 4_096)
         for mutation in mutations { try sorter.add(mutation) }
         #expect(sorter.runFiles > 2)
-        var out: [Mutation] = []
-        try await sorter.drain(chunk: 64) { out += $0 }
+        var chunks: [SortedChunk] = []
+        try await sorter.drain(chunk: 4) { chunks.append($0) }
+        let out = chunks.flatMap(\.mutations)
         #expect(out.count == mutations.count)
         // Each group's mutations in log order; groups in key order.
         func key(_ m: Mutation) -> [UInt8] {
@@ -222,6 +236,26 @@ import Testing
         #expect(zip(keys, keys.dropFirst()).allSatisfy { !$1.lexicographicallyPrecedes($0) })
         for group in Set(keys) {
             #expect(out.filter { key($0) == group } == mutations.filter { key($0) == group })
+        }
+        // Chunks end where a group does, unless a group holds more than 4 × 4 mutations: then
+        // the chunks holding parts of it are cut where they fill, and say so.
+        var groupSizes: [[UInt8]: Int] = [:]
+        for k in keys { groupSizes[k, default: 0] += 1 }
+        #expect(groupSizes.values.contains { $0 > 16 } && groupSizes.values.contains { $0 < 4 }, "the stream has both kinds of group")
+        var split: Set<[UInt8]> = []
+        for (chunk, next) in zip(chunks, chunks.dropFirst()) where key(chunk.mutations.last!) == key(next.mutations.first!) {
+            split.insert(key(next.mutations.first!))
+        }
+        // A group starts at most 3 mutations into a chunk (a chunk of 4 ends at the next group).
+        #expect(split.isSuperset(of: groupSizes.filter { $0.value > 16 }.keys))
+        #expect(split.allSatisfy { groupSizes[$0]! > 16 - 3 })
+        for chunk in chunks {
+            #expect(chunk.groups.flatMap { $0 } == chunk.mutations)
+            #expect(chunk.groups.allSatisfy { Set($0.map(key)).count == 1 }, "a group's mutations share its key")
+            #expect(zip(chunk.groups, chunk.groups.dropFirst()).allSatisfy { key($0.last!) != key($1.first!) }, "groups are whole in a chunk")
+            #expect(chunk.mutations.count >= 4 || chunk.mutations.last == out.last)
+            let cutsAGroup = chunk.mutations.contains { split.contains(key($0)) }
+            #expect(chunk.wholeGroups == !cutsAGroup)
         }
     }
 }

@@ -284,9 +284,16 @@ private struct RestoreWriter {
             var writing: Task<Void, any Error>?
             do {
                 try await sorter.drain(chunk: Self.mutationsPerTransaction) { chunk in
+                    // Whole groups go in as their final rows, with plain inserts.
+                    let rows = chunk.wholeGroups ? RestoredRows(chunk) : nil
                     try await writing?.value
                     writing = Task {
-                        try await store.restore([ChangelogEntry(mutations: chunk, offsets: [])], offsets: [], lineage: lineage, through: 0)
+                        if let rows {
+                            try await store.restore(rows: rows)
+                        } else {
+                            try await store.restore([ChangelogEntry(mutations: chunk.mutations, offsets: [])], offsets: [],
+                                                    lineage: lineage, through: 0)
+                        }
                     }
                 }
                 try await writing?.value

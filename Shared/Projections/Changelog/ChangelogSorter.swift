@@ -54,21 +54,23 @@ public final class ChangelogSorter {
         if writer.bytes.count >= memoryLimit { try spill() }
     }
 
-    /// Every mutation added, in group order, in arrays of at most `chunk`; then the sorter is empty.
-    public func drain(chunk: Int, _ body: ([Mutation]) async throws -> Void) async throws {
-        var out: [Mutation] = []
-        out.reserveCapacity(chunk)
+    /// Every mutation added, in group order, in chunks of about `chunk` mutations; then the
+    /// sorter is empty. A chunk ends where a group does (`wholeGroups`: it holds every mutation
+    /// of each group in it), unless one group fills `maxChunkFactor × chunk`: then the chunks
+    /// that hold parts of it are cut where they fill, and are not `wholeGroups`.
+    public func drain(chunk: Int, _ body: (SortedChunk) async throws -> Void) async throws {
+        var cutter = ChunkCutter(size: chunk)
         if runs.isEmpty {
             sortInMemory()
             let bytes = writer.bytes
+            var previous = -1
             for (_, start) in starts {
+                let newGroup = previous < 0 || bytes.withUnsafeBufferPointer { Self.compareKeys($0, previous, $0, start) != 0 }
+                if let whole = cutter.cut(before: newGroup) { try await body(cutter.take(wholeGroups: whole)) }
                 let key = Self.fixed32(bytes, at: start)
                 var reader = ChangelogReader(bytes, at: start + 8 + key, trusted: true)
-                out.append(try reader.mutation())
-                if out.count == chunk {
-                    try await body(out)
-                    out.removeAll(keepingCapacity: true)
-                }
+                cutter.append(try reader.mutation(), newGroup: newGroup)
+                previous = start
             }
         } else {
             if !starts.isEmpty { try spill() }
@@ -98,8 +100,17 @@ public final class ChangelogSorter {
                 }
             }
             for i in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(i) }
+            // The group key of the last mutation taken (none yet: nil).
+            var lastKey: [UInt8]?
             while let run = heap.first {
-                out.append(try readers[run].mutation())
+                let newGroup = lastKey.map { !readers[run].hasKey($0) } ?? true
+                if newGroup {
+                    lastKey = lastKey ?? []
+                    lastKey!.removeAll(keepingCapacity: true)
+                    lastKey!.append(contentsOf: readers[run].key)
+                }
+                if let whole = cutter.cut(before: newGroup) { try await body(cutter.take(wholeGroups: whole)) }
+                cutter.append(try readers[run].mutation(), newGroup: newGroup)
                 if try readers[run].advance() {
                     siftDown(0)
                 } else {
@@ -107,18 +118,57 @@ public final class ChangelogSorter {
                     heap.removeLast()
                     siftDown(0)
                 }
-                if out.count == chunk {
-                    try await body(out)
-                    out.removeAll(keepingCapacity: true)
-                }
             }
         }
-        if !out.isEmpty { try await body(out) }
+        if !cutter.out.isEmpty { try await body(cutter.take(wholeGroups: cutter.startsGroup)) }
         writer.bytes = []
         starts = []
         for run in runs { try? FileManager.default.removeItem(at: run) }
         runs = []
         count = 0
+    }
+
+    /// How many times `chunk` one group may fill before its mutations are cut into several chunks.
+    static let maxChunkFactor = 4
+
+    /// Where `drain` cuts its chunks.
+    private struct ChunkCutter {
+        let size: Int
+        var out: [Mutation] = []
+        var groupStarts: [Int] = []
+        /// Whether the chunk being collected began with a group's first mutation.
+        var startsGroup = true
+
+        init(size: Int) {
+            self.size = size
+            out.reserveCapacity(size)
+        }
+
+        /// Before the next mutation: nil to add it to this chunk, or whether the chunk, cut here,
+        /// holds whole groups.
+        mutating func cut(before newGroup: Bool) -> Bool? {
+            guard out.count >= size else { return nil }
+            if newGroup {
+                defer { startsGroup = true }
+                return startsGroup
+            }
+            guard out.count >= size * ChangelogSorter.maxChunkFactor else { return nil }
+            startsGroup = false
+            return false
+        }
+
+        mutating func append(_ mutation: Mutation, newGroup: Bool) {
+            if newGroup || out.isEmpty { groupStarts.append(out.count) }
+            out.append(mutation)
+        }
+
+        mutating func take(wholeGroups: Bool) -> SortedChunk {
+            defer {
+                out.removeAll(keepingCapacity: true)
+                groupStarts.removeAll(keepingCapacity: true)
+            }
+            return SortedChunk(mutations: out, groupStarts: groupStarts, wholeGroups: wholeGroups)
+        }
     }
 
     /// What the merge reads its runs into, together (each run's part is read once more while the
@@ -228,11 +278,36 @@ public final class ChangelogSorter {
             return try reader.mutation()
         }
 
+        /// The current record's group key.
+        var key: ArraySlice<UInt8> {
+            buffer[(position + 4)..<(position + 4 + ChangelogSorter.fixed32(buffer, at: position))]
+        }
+
+        func hasKey(_ key: [UInt8]) -> Bool {
+            let length = ChangelogSorter.fixed32(buffer, at: position)
+            guard length == key.count else { return false }
+            return buffer.withUnsafeBufferPointer { x in key.withUnsafeBufferPointer { y in memcmp(x.baseAddress! + position + 4, y.baseAddress!, length) == 0 } }
+        }
+
         func compareKey(with other: RunReader) -> Int {
             buffer.withUnsafeBufferPointer { x in
                 other.buffer.withUnsafeBufferPointer { y in ChangelogSorter.compareKeys(x, position, y, other.position) }
             }
         }
+    }
+}
+
+/// A part of a sorter's mutations, in group order (`ChangelogSorter.drain`).
+public struct SortedChunk: Sendable {
+    public var mutations: [Mutation]
+    /// Where each group begins in `mutations` (the first one, where a chunk begins inside a group).
+    public var groupStarts: [Int]
+    /// Whether the chunk holds every mutation of each group in it.
+    public var wholeGroups: Bool
+
+    /// The mutations of each group, in order.
+    public var groups: [ArraySlice<Mutation>] {
+        zip(groupStarts, groupStarts.dropFirst() + [mutations.count]).map { mutations[$0..<$1] }
     }
 }
 

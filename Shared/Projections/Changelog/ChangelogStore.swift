@@ -49,6 +49,9 @@ public protocol ChangelogStore: Sendable {
     /// `lineage@seq`, `seq` being the last entry's number. Nothing goes to this store's outbox:
     /// the entries are published already.
     func restore(_ entries: [ChangelogEntry], offsets: [OffsetUpdate], lineage: String, through seq: Int64) async throws
+    /// Restore: writes final rows into the empty tables `beginRestore` prepared, as plain
+    /// inserts; none of the rows' keys may be stored yet. Offsets and position are `restore`'s.
+    func restore(rows: RestoredRows) async throws
     /// Restore: builds the indexes `beginRestore` set aside, in this run or in one that stopped
     /// (nothing when none are), and makes the store durable again.
     func finishRestore() async throws

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// Writes one commit's mutations inside its transaction: a `PostgresWritePlan`, each group as
+/// Writes one commit's mutations inside its transaction: a `WritePlan`, each group as
 /// one multi-row statement over `unnest`ed array parameters, its rows in primary key order.
 ///
 /// A commit of 20,000 mutations thus costs about a dozen round trips instead of 20,000, and
@@ -11,7 +11,7 @@ struct PostgresMutationWriter {
     let connection: PostgresConnection
     let logger: Logger
 
-    func write(_ plan: PostgresWritePlan) async throws {
+    func write(_ plan: WritePlan) async throws {
         try await writeApps(plan.apps.values.sorted { KeyOrder.less($0.appId, $1.appId) })
         try await writeTokens(plan.tokens.values.sorted { KeyOrder.less($0.tokenId, $1.tokenId) })
         try await writeDevices(plan.devices.values.sorted { KeyOrder.less(($0.key.appId, $0.key.deviceToken),
@@ -103,7 +103,7 @@ struct PostgresMutationWriter {
 
     // MARK: - Outbox
 
-    private func writeOutbox(_ writes: [PostgresWritePlan.OutboxWrite]) async throws {
+    private func writeOutbox(_ writes: [WritePlan.OutboxWrite]) async throws {
         var enqueued: [OutboxJob] = [], restored: [OutboxJob] = [], lowestAttempts: [Int64] = []
         for write in writes {
             switch write {
@@ -155,7 +155,7 @@ struct PostgresMutationWriter {
 
     // MARK: - Managed notifications
 
-    private func writePending(_ plan: PostgresWritePlan) async throws {
+    private func writePending(_ plan: WritePlan) async throws {
         let cleared = plan.pendingCleared.values.sorted { KeyOrder.less(($0.appId, $0.deviceToken), ($1.appId, $1.deviceToken)) }
         if !cleared.isEmpty {
             try await run("""
@@ -217,7 +217,7 @@ struct PostgresMutationWriter {
             """)
     }
 
-    private func writeTracking(_ phase: PostgresWritePlan.TrackingPhase) async throws {
+    private func writeTracking(_ phase: WritePlan.TrackingPhase) async throws {
         if !phase.drops.isEmpty {
             let drops = phase.drops.sorted(by: KeyOrder.less)
             try await run("""
@@ -251,7 +251,7 @@ struct PostgresMutationWriter {
     }
 }
 
-extension PostgresWritePlan.OutboxWrite {
+extension WritePlan.OutboxWrite {
     var job: OutboxJob {
         switch self {
         case .enqueue(let job), .restore(let job, _): job

@@ -10,7 +10,7 @@ import Synchronization
 /// It behaves as `SQLiteProjectionStore` does for every method and mutation, and its dump is
 /// the same text for the same content. A commit is one READ COMMITTED transaction: the
 /// partitions' offset rows are locked and compared first (`PostgresOffsets`), then the
-/// mutations are written grouped into multi-row statements (`PostgresWritePlan`,
+/// mutations are written grouped into multi-row statements (`WritePlan`,
 /// `PostgresMutationWriter`). Multi-statement reads (`load`, `dump`) run in one REPEATABLE READ
 /// transaction each, so they see one snapshot.
 ///
@@ -70,7 +70,7 @@ public final class PostgresProjectionStore: ProjectionStore {
     }
 
     public func commit(mutations: [Mutation], offsets: [OffsetUpdate]) async throws {
-        let plan = PostgresWritePlan(mutations)
+        let plan = WritePlan(mutations)
         let entry = keepsChangelog.withLock { $0 } ? ChangelogEntry(mutations: mutations, offsets: offsets).encoded() : nil
         try await session("BEGIN") { connection in
             try await PostgresOffsets.move(offsets, on: connection, logger: self.logger)
@@ -103,7 +103,7 @@ public final class PostgresProjectionStore: ProjectionStore {
     }
 
     public func restore(_ entries: [ChangelogEntry], offsets: [OffsetUpdate], lineage: String, through seq: Int64) async throws {
-        let plans = entries.map { PostgresWritePlan($0.mutations) }
+        let plans = entries.map { WritePlan($0.mutations) }
         try await session("BEGIN") { connection in
             // Durability is the restore's to give at its end: a restore that stops is run again.
             try await connection.run("SET LOCAL synchronous_commit = off", logger: self.logger)
@@ -111,6 +111,14 @@ public final class PostgresProjectionStore: ProjectionStore {
             let writer = PostgresMutationWriter(connection: connection, logger: self.logger)
             for plan in plans { try await writer.write(plan) }
             try await PostgresChangelog.setPosition(ChangelogPosition(lineage: lineage, seq: seq), on: connection, logger: self.logger)
+        }
+    }
+
+    public func restore(rows: RestoredRows) async throws {
+        let plan = WritePlan(rows.mutations)
+        try await session("BEGIN") { connection in
+            try await connection.run("SET LOCAL synchronous_commit = off", logger: self.logger)
+            try await PostgresMutationWriter(connection: connection, logger: self.logger).write(plan)
         }
     }
 

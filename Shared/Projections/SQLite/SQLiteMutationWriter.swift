@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 /// Applies the mutations of one commit, in order, inside the commit's write transaction.
@@ -41,8 +42,7 @@ struct SQLiteMutationWriter {
             ])
         case .upsertDevice(let device):
             let s = try raw(\.upsertDevice, Self.upsertDeviceSQL)
-            s.bind(1, device.appId); s.bind(2, device.deviceToken); s.bind(3, device.userId); s.bind(4, device.platform.rawValue)
-            s.bind(5, device.version); s.bind(6, device.updatedAt)
+            s.bind(device, from: 1)
             try s.run(in: db)
         case .deleteDevice(let key):
             // The device row only: its pending rows go with an explicit `.clearPending`.
@@ -51,8 +51,7 @@ struct SQLiteMutationWriter {
             try s.run(in: db)
         case .putRegistrationStatus(let status):
             let s = try raw(\.putStatus, Self.putStatusSQL)
-            s.bind(1, status.requestId); s.bind(2, status.appId); s.bind(3, status.status.rawValue)
-            s.bind(4, status.failureReason?.rawValue); s.bind(5, status.decidedAt)
+            s.bind(status, from: 1)
             try s.run(in: db)
         case .enqueueOutbox(let job):
             try statement(\.enqueue, Self.enqueueSQL).execute(arguments: [
@@ -69,8 +68,7 @@ struct SQLiteMutationWriter {
             try statement(\.restoreAttempts, Self.restoreAttemptsSQL).execute(arguments: [job.id, job.attempts])
         case .putPending(let pending):
             let s = try raw(\.putPending, Self.putPendingSQL)
-            s.bind(1, pending.appId); s.bind(2, pending.deviceToken); s.bind(3, pending.notificationId)
-            s.bind(4, pending.deliveryId); s.bind(5, pending.sentAt); s.bind(6, pending.text); s.bind(7, pending.businessId)
+            s.bind(pending, from: 1)
             try s.run(in: db)
         case .deletePending(let key):
             let s = try raw(\.deletePending, Self.deletePendingSQL)
@@ -82,13 +80,11 @@ struct SQLiteMutationWriter {
             try s.run(in: db)
         case .putAck(let ack):
             let s = try raw(\.putAck, Self.putAckSQL)
-            s.bind(1, ack.appId); s.bind(2, ack.deviceToken); s.bind(3, ack.notificationId); s.bind(4, ack.businessId)
-            s.bind(5, ack.ackedAt)
+            s.bind(ack, from: 1)
             try s.run(in: db)
         case .putDelivery(let delivery):
             let s = try raw(\.putDelivery, Self.putDeliverySQL)
-            s.bind(1, delivery.appId); s.bind(2, delivery.deliveryId); s.bind(3, delivery.kind.rawValue); s.bind(4, delivery.managed)
-            s.bind(5, delivery.tracking); s.bind(6, delivery.sent); s.bind(7, delivery.createdAt)
+            s.bind(delivery, from: 1)
             try s.run(in: db)
         case .countTracking(let batch):
             // Rows go in statements of `trackingRowsPerStatement`, the ids bound once per statement
@@ -155,7 +151,7 @@ struct SQLiteMutationWriter {
         """
 
     private static let upsertDeviceSQL = """
-        INSERT INTO devices (app_id, device_token, user_id, platform, version, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+        INSERT INTO devices (\(SQLiteRows.deviceColumns)) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT (app_id, device_token) DO UPDATE SET user_id = excluded.user_id, platform = excluded.platform,
             version = excluded.version, updated_at = excluded.updated_at
         """
@@ -163,7 +159,7 @@ struct SQLiteMutationWriter {
     private static let deleteDeviceSQL = "DELETE FROM devices WHERE app_id = ? AND device_token = ?"
 
     private static let putStatusSQL = """
-        INSERT INTO registration_status (request_id, app_id, status, failure_reason, decided_at) VALUES (?, ?, ?, ?, ?)
+        INSERT INTO registration_status (\(SQLiteRows.statusColumns)) VALUES (?, ?, ?, ?, ?)
         ON CONFLICT (request_id) DO UPDATE SET app_id = excluded.app_id, status = excluded.status,
             failure_reason = excluded.failure_reason, decided_at = excluded.decided_at
         """
@@ -192,8 +188,7 @@ struct SQLiteMutationWriter {
 
     /// Written as decided (`BatchState.addPending` puts a key once).
     private static let putPendingSQL = """
-        INSERT OR REPLACE INTO pending_notifications (app_id, device_token, notification_id, delivery_id, sent_at, text,
-            business_id) VALUES (?, ?, ?, ?, ?, ?, ?)
+        INSERT OR REPLACE INTO pending_notifications (\(SQLiteRows.pendingColumns)) VALUES (?, ?, ?, ?, ?, ?, ?)
         """
 
     private static let deletePendingSQL = """
@@ -204,7 +199,7 @@ struct SQLiteMutationWriter {
 
     /// Written as decided (`AckHandler` loads the key's ack and writes the first one only).
     private static let putAckSQL = """
-        INSERT OR REPLACE INTO acks (app_id, device_token, notification_id, business_id, acked_at) VALUES (?, ?, ?, ?, ?)
+        INSERT OR REPLACE INTO acks (\(SQLiteRows.ackColumns)) VALUES (?, ?, ?, ?, ?)
         """
 
     /// A first report stores the row; every later one of the same (device, action) is a repeat.
@@ -225,7 +220,36 @@ struct SQLiteMutationWriter {
 
     /// Written as decided (`NotificationHandler` refuses a send whose delivery id is known).
     private static let putDeliverySQL = """
-        INSERT OR REPLACE INTO deliveries (app_id, delivery_id, kind, managed, tracking, sent, created_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?)
+        INSERT OR REPLACE INTO deliveries (\(SQLiteRows.deliveryColumns)) VALUES (?, ?, ?, ?, ?, ?, ?)
         """
+}
+
+/// Rows bound from parameter `start` on, in the order of the column lists of `SQLiteRows`.
+extension SQLiteRawStatement {
+    func bind(_ device: DeviceRow, from start: Int32) {
+        bind(start, device.appId); bind(start + 1, device.deviceToken); bind(start + 2, device.userId)
+        bind(start + 3, device.platform.rawValue); bind(start + 4, device.version); bind(start + 5, device.updatedAt)
+    }
+
+    func bind(_ status: RegistrationStatusRow, from start: Int32) {
+        bind(start, status.requestId); bind(start + 1, status.appId); bind(start + 2, status.status.rawValue)
+        bind(start + 3, status.failureReason?.rawValue); bind(start + 4, status.decidedAt)
+    }
+
+    func bind(_ pending: PendingNotificationRow, from start: Int32) {
+        bind(start, pending.appId); bind(start + 1, pending.deviceToken); bind(start + 2, pending.notificationId)
+        bind(start + 3, pending.deliveryId); bind(start + 4, pending.sentAt); bind(start + 5, pending.text)
+        bind(start + 6, pending.businessId)
+    }
+
+    func bind(_ ack: AckRow, from start: Int32) {
+        bind(start, ack.appId); bind(start + 1, ack.deviceToken); bind(start + 2, ack.notificationId); bind(start + 3, ack.businessId)
+        bind(start + 4, ack.ackedAt)
+    }
+
+    func bind(_ delivery: DeliveryRow, from start: Int32) {
+        bind(start, delivery.appId); bind(start + 1, delivery.deliveryId); bind(start + 2, delivery.kind.rawValue)
+        bind(start + 3, delivery.managed); bind(start + 4, delivery.tracking); bind(start + 5, delivery.sent)
+        bind(start + 6, delivery.createdAt)
+    }
 }

@@ -149,6 +149,10 @@ public final class SQLiteProjectionStore: ProjectionStore {
         }
     }
 
+    public func restore(rows: RestoredRows) async throws {
+        try await writing { db in try SQLiteRestoreLoader(db: db).load(rows) }
+    }
+
     public func finishRestore() async throws {
         try await writing { db in
             // SQLite sorts an index's entries in memory up to the page cache's size: 16 MiB here

@@ -18,7 +18,7 @@ import Foundation
 ///   phase the drops and deletes go first, then the summed counts. A processor's batch writes
 ///   its counts last, so it is one phase;
 /// - park marks: the last mutation of a pair (a park's time, or none after an unpark or drop).
-struct PostgresWritePlan {
+struct WritePlan {
     struct TrackingKey: Hashable, Comparable {
         var deliveryId: UUID
         var appId: UUID
@@ -166,7 +166,7 @@ struct ExactText: Hashable {
     }
 
     static func == (a: Self, b: Self) -> Bool {
-        a.value.utf8.elementsEqual(b.value.utf8)
+        KeyOrder.compare(a.value, b.value) == 0
     }
 
     func hash(into hasher: inout Hasher) {
@@ -195,7 +195,20 @@ enum KeyOrder {
     }
 
     static func less(_ a: String, _ b: String) -> Bool {
-        a.utf8.lexicographicallyPrecedes(b.utf8)
+        compare(a, b) < 0
+    }
+
+    /// Compares the UTF-8 bytes (`memcmp`, a shorter prefix first): the generic comparison of
+    /// two `UTF8View`s goes byte by byte, and was most of a restore's sorting.
+    static func compare(_ a: String, _ b: String) -> Int {
+        var (a, b) = (a, b)
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                let common = min(x.count, y.count)
+                let order = common == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, common)
+                return order != 0 ? Int(order) : x.count - y.count
+            }
+        }
     }
 
     /// (delivery, app) keys of tracking rows and park marks.
@@ -211,6 +224,7 @@ enum KeyOrder {
     /// (UUID, text, text) keys, e.g. pending rows by (app, token, notification).
     static func less(_ a: (UUID, String, String), _ b: (UUID, String, String)) -> Bool {
         if a.0 != b.0 { return less(a.0, b.0) }
-        return a.1.utf8.elementsEqual(b.1.utf8) ? less(a.2, b.2) : less(a.1, b.1)
+        let order = compare(a.1, b.1)
+        return order == 0 ? less(a.2, b.2) : order < 0
     }
 }
