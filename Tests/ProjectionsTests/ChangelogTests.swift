@@ -187,7 +187,7 @@ import Testing
                                         lineage: position.lineage, through: 0)
                 try await store.beginRestore()
                 let sorter = ChangelogSorter(memoryLimit: limit)
-                for mutation in all { try sorter.add(mutation) }
+                for mutation in all { try await sorter.add(mutation) }
                 #expect(sorter.count == all.count)
                 let (whole, cut) = (Counter(), Counter())
                 try await sorter.drain(chunk: chunk) { chunk in
@@ -220,7 +220,7 @@ import Testing
         var random = SeededRandom(seed: 19)
         let mutations = MixedMutations.make(count: 500, keys: 5, using: &random)
         let sorter = ChangelogSorter(memoryLimit: 4_096)
-        for mutation in mutations { try sorter.add(mutation) }
+        for mutation in mutations { try await sorter.add(mutation) }
         #expect(sorter.runFiles > 2)
         var chunks: [SortedChunk] = []
         try await sorter.drain(chunk: 4) { chunks.append($0) }

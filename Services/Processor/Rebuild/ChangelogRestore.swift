@@ -108,31 +108,48 @@ enum ChangelogRestore {
             consumerConfiguration.maxBatchSize = 10_000
             let consumer = try KafkaConsumer(configuration: consumerConfiguration, partitions: [partition],
                                              startingAt: [partition: 0], logger: logger)
+            // An entry is decoded while the one before it goes to the writer (and its sorter).
+            var decoding: (seq: Int64, task: Task<(ChangelogEntry, Duration), any Error>)?
+            func addDecoded() async throws {
+                guard let (seq, task) = decoding else { return }
+                decoding = nil
+                let (entry, took): (ChangelogEntry, Duration)
+                do {
+                    (entry, took) = try await task.value
+                } catch {
+                    throw Failure.undecodable(seq: seq, "\(error)")
+                }
+                decodeTime += took
+                try await writer.add(entry, seq: seq)
+            }
             do {
                 var assembling: (seq: Int64, parts: [ArraySlice<UInt8>])?
+                // The last entry assembled: the writer's lags behind it by the one being decoded.
+                var assembled = writer.applied
                 reading: for try await batch in consumer.batches() {
                     for message in batch {
                         guard message.offset < end else { break reading }
                         if message.key == lineage, let record = ChangelogRecord(value: message.value) {
-                            if let (seq, payload) = try assemble(record, applied: writer.applied, into: &assembling) {
+                            if let (seq, payload) = try assemble(record, applied: assembled, into: &assembling) {
                                 guard seq <= target ?? .max else { break reading }
-                                let decodeStart = ContinuousClock.now
-                                let entry: ChangelogEntry
-                                do {
-                                    entry = try ChangelogEntry(decoding: payload)
-                                } catch {
-                                    throw Failure.undecodable(seq: seq, "\(error)")
+                                assembled = seq
+                                let task = Task {
+                                    let start = ContinuousClock.now
+                                    let entry = try ChangelogEntry(decoding: payload)
+                                    return (entry, ContinuousClock.now - start)
                                 }
-                                decodeTime += ContinuousClock.now - decodeStart
-                                try await writer.add(entry, seq: seq)
+                                try await addDecoded()
+                                decoding = (seq, task)
                             }
                         }
                         shown.record([changelogPartition: message.offset + 1])
-                        if message.offset + 1 >= end || (target.map { writer.applied >= $0 } ?? false) { break reading }
+                        if message.offset + 1 >= end || (target.map { assembled >= $0 } ?? false) { break reading }
                     }
                 }
+                try await addDecoded()
                 await consumer.close()
             } catch {
+                decoding?.task.cancel()
                 await consumer.close()
                 throw error
             }
@@ -266,7 +283,7 @@ private struct RestoreWriter {
         written += 1
         // Nothing a restore writes is sent: the jobs were the previous store's to send.
         if let sorter {
-            for mutation in entry.mutations { try sorter.add(mutation.replayed) }
+            for mutation in entry.mutations { try await sorter.add(mutation.replayed) }
             return
         }
         pending.append(ChangelogEntry(mutations: entry.mutations.map(\.replayed), offsets: []))

@@ -10,16 +10,22 @@ import Foundation
 /// clear removes them all; a tracking pair's rows and mark are one). Mutations of one group keep
 /// their log order. Two groups that happen to share a key only keep more of the log order.
 ///
-/// Memory is bounded: mutations are kept encoded (the changelog's own format) up to
-/// `memoryLimit` bytes, then sorted and written to a run file in `directory`; the runs are
-/// merged at the end. The files go when the sorter does.
+/// Memory is bounded: mutations are kept encoded (the changelog's own format) in a buffer of
+/// half `memoryLimit`; a full buffer is sorted and written to a run file in `directory` in the
+/// background while the other half fills. The runs are merged at the end. The files go when
+/// the sorter does.
 public final class ChangelogSorter {
-    private let memoryLimit: Int
+    /// One buffer's records and where each starts with its key's first 8 bytes (most
+    /// comparisons end there).
+    private typealias Starts = [(prefix: UInt64, start: Int)]
+
+    private let bufferBytes: Int
     private let directory: URL
-    /// Records `[key length: 4][key][mutation length: 4][mutation]`, and where each starts with
-    /// its key's first 8 bytes (most comparisons end there).
+    /// Records `[key length: 4][key][mutation length: 4][mutation]`.
     private var writer = ChangelogWriter()
-    private var starts: [(prefix: UInt64, start: Int)] = []
+    private var starts: Starts = []
+    /// The run being sorted and written; it gives its buffers back, emptied.
+    private var spilling: Task<([UInt8], Starts), any Error>?
     private var runs: [URL] = []
     private var createdDirectory = false
     public private(set) var count = 0
@@ -27,17 +33,18 @@ public final class ChangelogSorter {
     var runFiles: Int { runs.count }
 
     public init(memoryLimit: Int = 64 << 20, directory: URL = FileManager.default.temporaryDirectory) {
-        self.memoryLimit = memoryLimit
+        bufferBytes = memoryLimit / 2
         self.directory = directory.appendingPathComponent("pushline-restore-\(UUID().uuidString.lowercased())")
     }
 
     deinit {
+        spilling?.cancel()
         if createdDirectory { try? FileManager.default.removeItem(at: directory) }
     }
 
-    public func add(_ mutation: Mutation) throws {
+    public func add(_ mutation: Mutation) async throws {
         // Allocated once: growing by doubling would copy it and leave more of it resident.
-        if writer.bytes.capacity == 0 { writer.bytes.reserveCapacity(memoryLimit + (1 << 20)) }
+        if writer.bytes.capacity == 0 { writer.bytes.reserveCapacity(bufferBytes + (1 << 20)) }
         let start = writer.bytes.count
         writer.fixed32(0)
         let keyStart = writer.bytes.count
@@ -51,7 +58,7 @@ public final class ChangelogSorter {
         writer.mutation(mutation)
         writer.patch32(at: mutationStart - 4, writer.bytes.count - mutationStart)
         count += 1
-        if writer.bytes.count >= memoryLimit { try spill() }
+        if writer.bytes.count >= bufferBytes { try await spill() }
     }
 
     /// Every mutation added, in group order, in chunks of about `chunk` mutations; then the
@@ -61,7 +68,7 @@ public final class ChangelogSorter {
     public func drain(chunk: Int, _ body: (SortedChunk) async throws -> Void) async throws {
         var cutter = ChunkCutter(size: chunk)
         if runs.isEmpty {
-            sortInMemory()
+            Self.sort(&starts, of: writer.bytes)
             let bytes = writer.bytes
             var previous = -1
             for (_, start) in starts {
@@ -73,7 +80,9 @@ public final class ChangelogSorter {
                 previous = start
             }
         } else {
-            if !starts.isEmpty { try spill() }
+            if !starts.isEmpty { try await spill() }
+            _ = try await spilling?.value
+            spilling = nil
             // The merge needs only the runs' read buffers.
             writer.bytes = []
             starts = []
@@ -176,24 +185,38 @@ public final class ChangelogSorter {
     static let mergeBufferBytes = 16 << 20
     static let minimumReadSize = 64 << 10
 
-    /// Sorts the records in memory by key; equal keys keep the order they were added in.
-    private func sortInMemory() {
-        writer.bytes.withUnsafeBufferPointer { bytes in
+    /// Sorts the records of `bytes` by key; equal keys keep the order they were added in.
+    private static func sort(_ starts: inout Starts, of bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { bytes in
             starts.sort { a, b in
                 if a.prefix != b.prefix { return a.prefix < b.prefix }
-                let order = Self.compareKeys(bytes, a.start, bytes, b.start)
+                let order = compareKeys(bytes, a.start, bytes, b.start)
                 return order != 0 ? order < 0 : a.start < b.start
             }
         }
     }
 
-    private func spill() throws {
-        sortInMemory()
+    /// Hands the buffer to a task that sorts it and writes it to the next run file, and goes on
+    /// with the buffer the run before gave back (one run at a time).
+    private func spill() async throws {
+        var (spare, spareStarts): ([UInt8], Starts) = ([], [])
+        if let spilling { (spare, spareStarts) = try await spilling.value }
         if !createdDirectory {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             createdDirectory = true
         }
         let url = directory.appendingPathComponent("run-\(runs.count)")
+        runs.append(url)
+        let bytes = writer.bytes
+        let records = starts
+        writer.bytes = spare
+        starts = spareStarts
+        spilling = Task.detached { [bytes, records, url] in try ChangelogSorter.writeRun(bytes, records, to: url) }
+    }
+
+    private static func writeRun(_ bytes: [UInt8], _ starts: Starts, to url: URL) throws -> ([UInt8], Starts) {
+        var (bytes, starts) = (bytes, starts)
+        sort(&starts, of: bytes)
         guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
             throw ChangelogFormatError("cannot create the restore's run file \(url.path)")
         }
@@ -201,9 +224,8 @@ public final class ChangelogSorter {
         defer { try? file.close() }
         var buffer: [UInt8] = []
         buffer.reserveCapacity(1 << 20)
-        let bytes = writer.bytes
         for (_, start) in starts {
-            let end = start + 8 + Self.fixed32(bytes, at: start) + Self.fixed32(bytes, at: start + 4 + Self.fixed32(bytes, at: start))
+            let end = start + 8 + fixed32(bytes, at: start) + fixed32(bytes, at: start + 4 + fixed32(bytes, at: start))
             buffer.append(contentsOf: bytes[start..<end])
             if buffer.count >= 1 << 20 {
                 try file.write(contentsOf: buffer)
@@ -211,9 +233,9 @@ public final class ChangelogSorter {
             }
         }
         try file.write(contentsOf: buffer)
-        runs.append(url)
-        writer.bytes.removeAll(keepingCapacity: true)
+        bytes.removeAll(keepingCapacity: true)
         starts.removeAll(keepingCapacity: true)
+        return (bytes, starts)
     }
 
     static func fixed32(_ bytes: some RandomAccessCollection<UInt8>, at index: Int) -> Int {
