@@ -105,6 +105,28 @@ final class ChangelogPublishingTests: XCTestCase {
         } catch let failure as Rebuild.Failure {
             XCTAssertTrue("\(failure)".contains("already holds consumed offsets"), "\(failure)")
         }
+
+        // An entry that cannot be decoded (the next number, garbage after the format byte) stops
+        // a restore into an empty store with its number, and leaves that store without offsets.
+        let lineage = try XCTUnwrap(position?.lineage)
+        let garbage = [UInt8(1)] + [UInt8](repeating: 0xFF, count: 64)
+        _ = try await producer.send(ChangelogRecord.split(seq: 6, payload: garbage).map {
+            KafkaProducerRecord(topic: topic, key: lineage, value: $0.value, partition: 0)
+        })
+        let brokenPath = directory.appendingPathComponent("broken.sqlite").path
+        configuration.shared.store = "sqlite:" + brokenPath
+        do {
+            _ = try await Rebuild.run(configuration: configuration, options: Rebuild.Options(source: .changelog, progressInterval: nil),
+                                      logger: logger)
+            XCTFail("an undecodable entry must stop the restore")
+        } catch {
+            XCTAssertTrue("\(error)".contains("changelog entry 6 cannot be read"), "\(error)")
+        }
+        let broken = try await ProjectionStoreFactory.open("sqlite:" + brokenPath, logger: logger)
+        let brokenOffsets = try await broken.offsets(topics: [partition.topic])
+        XCTAssertEqual(brokenOffsets, [:], "a load that stopped leaves no offsets")
+        await broken.close()
+
         await restored.close()
         await live.close()
         await producer.shutdown()
