@@ -114,13 +114,27 @@ public final class PostgresProjectionStore: ProjectionStore {
         }
     }
 
+    /// `COPY` on `restoreSessions` connections at once, each a transaction writing its part of
+    /// every table (`PostgresRestoreLoader`). A part that fails fails the restore, which is run
+    /// again from the start (`beginRestore` empties what the other parts wrote).
     public func restore(rows: RestoredRows) async throws {
-        let plan = WritePlan(rows.mutations)
-        try await session("BEGIN") { connection in
-            try await connection.run("SET LOCAL synchronous_commit = off", logger: self.logger)
-            try await PostgresMutationWriter(connection: connection, logger: self.logger).write(plan)
+        let parts = min(Self.restoreSessions, location.poolSize)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for part in 0..<parts {
+                group.addTask {
+                    try await self.session("BEGIN") { connection in
+                        try await connection.run("SET LOCAL synchronous_commit = off", logger: self.logger)
+                        try await PostgresRestoreLoader(connection: connection, logger: self.logger).load(rows, part: part, of: parts)
+                    }
+                }
+            }
+            try await group.waitForAll()
         }
     }
+
+    /// Two: the server parses and inserts a connection's rows on one core; the machines this
+    /// was measured on had two (docs/BENCHMARKS.md).
+    static let restoreSessions = 2
 
     public func finishRestore() async throws {
         try await session("BEGIN") { connection in
