@@ -209,6 +209,9 @@ import Testing
                 try await store.restore([], offsets: [OffsetUpdate(partition: Fixture.partition(0), expected: nil, next: 60)],
                                         lineage: position.lineage, through: position.seq)
                 try await store.finishRestore()
+                if backend == .postgres {
+                    #expect(try await h.strings(Self.primaryKeys, store: name) == PostgresChangelog.restoredKeys.keys.sorted(), "\(name)")
+                }
                 #expect(try await store.dump() == live.dump(), "\(name)")
                 #expect(try await store.changelogPosition() == position)
             }
@@ -276,9 +279,16 @@ import Testing
         try await withStoreHarness(backend) { h in
             let committed = try await h.openStore("committed.sqlite")
             try await committed.commit(mutations: mutations, offsets: [])
+            // A load that stops, and is run again from the start by another process.
+            let stopped = try await h.openStore("restored.sqlite")
+            try await stopped.beginRestore()
+            try await stopped.restore(rows: rows)
             let restored = try await h.openStore("restored.sqlite")
             try await restored.beginRestore()
             try await restored.restore(rows: rows)
+            if backend == .postgres {
+                #expect(try await h.strings(Self.primaryKeys, store: "restored.sqlite") == [], "set aside during the load")
+            }
             try await restored.finishRestore()
 
             let dump = try await restored.dump()
@@ -303,9 +313,17 @@ import Testing
                     WHERE token_key = \(PostgresRows.tokenKey("device_token"))
                     """, store: "restored.sqlite")
                 #expect(keyed == ["\(3 * texts.count)"])
+                #expect(try await h.strings(Self.primaryKeys, store: "restored.sqlite") == PostgresChangelog.restoredKeys.keys.sorted())
+                #expect(try await h.strings("SELECT name FROM restore_indexes", store: "restored.sqlite") == [])
             }
         }
     }
+
+    /// The primary keys of the tables a PostgreSQL restore copies into, by name.
+    static let primaryKeys = """
+        SELECT conname::text FROM pg_constraint WHERE contype = 'p' AND conname = ANY('{\(PostgresChangelog.restoredKeys.keys.joined(separator: ","))}')
+        ORDER BY conname
+        """
 
     /// Spilling: a small memory limit writes sorted runs to files, merged at the end.
     @Test func testTheSorterSpillsToRunFilesAndMergesThemInOrder() async throws {
