@@ -91,8 +91,9 @@ enum PostgresChangelog {
 
     static func finishSteps(on connection: PostgresConnection, logger: Logger) async throws -> [FinishStep] {
         let tables = try await connection.rows("""
-            SELECT relname::text FROM pg_class WHERE relnamespace = current_schema()::regnamespace AND relkind = 'r'
-            ORDER BY pg_relation_size(oid) DESC, relname
+            SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = current_schema() AND c.relkind = 'r'
+            ORDER BY pg_relation_size(c.oid) DESC, c.relname
             """, logger: logger).map { try $0.decode(String.self) }
         return try await indexesSetAside(on: connection, logger: logger).map { .build(name: $0.name, definition: $0.definition) }
             + tables.map { .analyze(table: $0) }
