@@ -141,8 +141,9 @@ public final class PostgresProjectionStore: ProjectionStore {
         }
     }
 
-    /// Two: the server parses and inserts a connection's rows on one core; the machines this
-    /// was measured on had two (docs/BENCHMARKS.md).
+    /// Two: the server parses and inserts each connection's rows on one core, and the machines
+    /// this was measured on have two (docs/ARCHITECTURE.md#changelog-and-restore); a third gained
+    /// nothing there.
     static let restoreSessions = 2
 
     /// The indexes and keys set aside are built, and then every table analyzed, on
