@@ -71,6 +71,8 @@ let package = Package(
             name: "Projections",
             dependencies: [
                 "Contracts", "Settings",
+                // A restore computes the SHA-256 keys of device tokens itself (PostgresCopyText).
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 postgresNIO,

@@ -209,11 +209,121 @@ import Testing
                 try await store.restore([], offsets: [OffsetUpdate(partition: Fixture.partition(0), expected: nil, next: 60)],
                                         lineage: position.lineage, through: position.seq)
                 try await store.finishRestore()
+                if backend == .postgres {
+                    #expect(try await h.strings(Self.primaryKeys, store: name) == PostgresChangelog.restoredKeys.keys.sorted(), "\(name)")
+                }
                 #expect(try await store.dump() == live.dump(), "\(name)")
                 #expect(try await store.changelogPosition() == position)
             }
         }
     }
+
+    /// Final rows loaded by `restore(rows:)` (in PostgreSQL with `COPY`'s text format) are the
+    /// rows a commit of the same mutations stores, whatever their values hold: the format's own
+    /// bytes (tab, newline, carriage return, backslash, a literal `\N` or `\.`), quotes,
+    /// combining marks, right-to-left text, 4-byte UTF-8, a value longer than one message to the
+    /// server, NULL optionals, extreme integers and dates. Rows are found again by their device
+    /// token, which the store looks up by the key it computes of it.
+    @Test(arguments: StoreBackend.allCases)
+    func testHostileValuesLoadedAsFinalRowsAreStoredAsACommitStoresThem(_ backend: StoreBackend) async throws {
+        let texts = [
+            "tab\there", "line\nfeed", "carriage\rreturn", "\r\n", "\t\n\r\\N\\", "back\\slash", "\\", "\\\\", "\\N", "\\.",
+            "\\x00ff", "ends with \\", "\"double\" 'single' `back`", "", " ", "e\u{301}\u{302}\u{20DD}",
+            "\u{202E}override\u{202C} עברית العربية", "😀👩‍👩‍👧‍👦🏳️‍🌈", "𝄞𐍈\u{10FFFF}\u{E000}", "\u{1}\u{1F}\u{7F}\u{85}\u{2028}", "\u{FEFF}bom",
+            String(repeating: "long\t\\", count: 20_000),
+        ]
+        // One value larger than a `COPY` message (1 MiB), in 4-byte characters.
+        let huge = String(repeating: "😀", count: 300_000)
+        let dates = [Date(timeIntervalSince1970: 0), .distantPast, .distantFuture, Date(timeIntervalSince1970: -62_135_596_800),
+                     Date(timeIntervalSince1970: 253_402_300_799.999), Date(timeIntervalSince1970: 1.0005),
+                     Date(timeIntervalSince1970: -0.0015), Fixture.t0]
+        let integers: [Int64] = [.min, .max, 0, -1, 1, Int64(Int32.max) + 1]
+        let app = UUID(uuidString: "ffffffff-ffff-ffff-ffff-ffffffffffff")!
+        func pick<T>(_ values: [T], _ n: Int) -> T { values[n % values.count] }
+
+        var mutations: [Mutation] = []
+        for (n, text) in texts.enumerated() {
+            let date = pick(dates, n), other = pick(texts, n + 7), appId = n % 2 == 0 ? app : UUID()
+            let token = "\(text)#\(n)"
+            mutations += [
+                .upsertApp(AppRow(appId: UUID(), orgId: UUID(), name: text, callbackUrl: n % 3 == 0 ? nil : other,
+                                  callbackHeaders: [text: other], webhookRetries: Int(pick(integers, n)), createdAt: date)),
+                .upsertApiToken(ApiTokenRow(tokenId: UUID(), appId: appId, tokenHash: text, revoked: n % 2 == 0, createdAt: date)),
+                .upsertDevice(DeviceRow(appId: appId, deviceToken: token, userId: other, platform: n % 2 == 0 ? .ios : .android,
+                                        version: pick(integers, n), updatedAt: date)),
+                .putRegistrationStatus(RegistrationStatusRow(requestId: UUID(), appId: appId, status: n % 2 == 0 ? .Failed : .Success,
+                                                             failureReason: n % 3 == 0 ? nil : .DeviceTokenTooLong, decidedAt: date)),
+                .enqueueOutbox(OutboxJob(id: text + "\(n)", kind: other, appId: n % 2 == 0 ? nil : appId, url: text, headers: [other: text],
+                                         body: Data(text.utf8) + [0, 0xff, 0x5c, 0x09], maxAttempts: Int(pick(integers, n)),
+                                         nextAttemptAt: date, state: .replayed, lastError: n % 2 == 0 ? nil : text, createdAt: date)),
+                .putPending(PendingNotificationRow(appId: appId, deviceToken: token, notificationId: other, deliveryId: UUID(), sentAt: date,
+                                                   text: n == 3 ? huge : text, businessId: n % 3 == 0 ? nil : other)),
+                .putAck(AckRow(appId: appId, deviceToken: token, notificationId: text, businessId: n % 3 == 1 ? nil : other, ackedAt: date)),
+                .putDelivery(DeliveryRow(appId: appId, deliveryId: UUID(), kind: pick(NotificationKind.allCases, n), managed: n % 2 == 0,
+                                         tracking: n % 3 == 0, sent: Int(pick(integers, n + 1)), createdAt: date)),
+                .countTracking(TrackingCounts(appId: appId, deliveryId: UUID(), counts: [
+                    TrackingCount(action: pick(TrackingAction.allCases, n), messageIndex: Int(pick(integers, n)), reports: 1),
+                    TrackingCount(action: pick(TrackingAction.allCases, n + 1), messageIndex: n, reports: n % 2 == 0 ? .max : 2),
+                ])),
+                .parkTracking(TrackingPair(deliveryId: UUID(), appId: appId), at: date),
+                .putDeadLetter(DeadLetterRow(partition: Fixture.partition(Int32(n), topic: text), offset: pick(integers, n),
+                                             type: n % 2 == 0 ? nil : other, reason: text, requestId: n % 3 == 0 ? nil : other,
+                                             value: Data(other.utf8) + [0, 0x0a, 0x5c], recordedAt: date)),
+            ]
+        }
+        let rows = RestoredRows(mutations)
+        #expect([rows.apps.count, rows.tokens.count, rows.devices.count, rows.statuses.count, rows.outbox.count, rows.pending.count,
+                 rows.acks.count, rows.deliveries.count, rows.parks.count, rows.deadLetters.count].allSatisfy { $0 == texts.count })
+        #expect(rows.tracking.count == 2 * texts.count)
+
+        try await withStoreHarness(backend) { h in
+            let committed = try await h.openStore("committed.sqlite")
+            try await committed.commit(mutations: mutations, offsets: [])
+            // A load that stops, and is run again from the start by another process.
+            let stopped = try await h.openStore("restored.sqlite")
+            try await stopped.beginRestore()
+            try await stopped.restore(rows: rows)
+            let restored = try await h.openStore("restored.sqlite")
+            try await restored.beginRestore()
+            try await restored.restore(rows: rows)
+            if backend == .postgres {
+                #expect(try await h.strings(Self.primaryKeys, store: "restored.sqlite") == [], "set aside during the load")
+            }
+            try await restored.finishRestore()
+
+            let dump = try await restored.dump()
+            #expect(dump == (try await committed.dump()))
+            #expect(dump.contains(huge))
+            #expect(try await restored.outboxJobs(after: nil, limit: 100) == committed.outboxJobs(after: nil, limit: 100))
+            #expect(try await restored.deadLetters(after: nil, limit: 100) == committed.deadLetters(after: nil, limit: 100))
+            for device in rows.devices {
+                // Compared with what the commit stored: dates come back in whole milliseconds.
+                let found = try await restored.device(device.key)
+                #expect(found?.deviceToken == device.deviceToken, "found by its token")
+                #expect(try await found == committed.device(device.key))
+                let pending = try await restored.pendingNotifications(device.key)
+                #expect(pending.count == 1)
+                #expect(try await pending == committed.pendingNotifications(device.key))
+            }
+            if backend == .postgres {
+                // Every key is the one the store's SQL computes of the token.
+                let keyed = try await h.strings("""
+                    SELECT count(*)::text FROM (SELECT token_key, device_token FROM devices UNION ALL
+                        SELECT token_key, device_token FROM pending_notifications UNION ALL SELECT token_key, device_token FROM acks) t
+                    WHERE token_key = \(PostgresRows.tokenKey("device_token"))
+                    """, store: "restored.sqlite")
+                #expect(keyed == ["\(3 * texts.count)"])
+                #expect(try await h.strings(Self.primaryKeys, store: "restored.sqlite") == PostgresChangelog.restoredKeys.keys.sorted())
+                #expect(try await h.strings("SELECT name FROM restore_indexes", store: "restored.sqlite") == [])
+            }
+        }
+    }
+
+    /// The primary keys of the tables a PostgreSQL restore copies into, by name.
+    static let primaryKeys = """
+        SELECT conname::text FROM pg_constraint WHERE contype = 'p' AND conname = ANY('{\(PostgresChangelog.restoredKeys.keys.joined(separator: ","))}')
+        ORDER BY conname
+        """
 
     /// Spilling: a small memory limit writes sorted runs to files, merged at the end.
     @Test func testTheSorterSpillsToRunFilesAndMergesThemInOrder() async throws {

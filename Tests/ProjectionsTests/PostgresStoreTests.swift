@@ -404,6 +404,36 @@ final class PostgresStoreTests: StoreTestCase {
         XCTAssertEqual(schemas, ["Tenant_Two", "tenant_one"])
     }
 
+    /// A restore into a store in a schema of its own (a name that needs quoting) sets its keys and
+    /// indexes aside there, copies its rows there, and builds them there again.
+    func testARestoreIntoASchemaLoadsAndBuildsItsKeysThere() async throws {
+        let url = try await storeURL()
+        let committed = try await ProjectionStoreFactory.open(url + "?schema=Committed", logger: Self.logger)
+        let restored = try await ProjectionStoreFactory.open(url + "?schema=Restored_Here", logger: Self.logger)
+        var random = SeededRandom(seed: 23)
+        let mutations = MixedMutations.make(count: 400, keys: 40, using: &random)
+        try await committed.commit(mutations: mutations, offsets: [])
+        try await restored.beginRestore()
+        let keys = """
+            SELECT conname::text FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace
+            WHERE n.nspname = 'Restored_Here' AND c.contype = 'p' AND c.conname = ANY('{\(PostgresChangelog.restoredKeys.keys.joined(separator: ","))}')
+            ORDER BY 1
+            """
+        let setAside = try await strings(keys)
+        try await restored.restore(rows: RestoredRows(mutations))
+        try await restored.finishRestore()
+
+        let (restoredDump, committedDump) = (try await restored.dump(), try await committed.dump())
+        let builtKeys = try await strings(keys)
+        let indexes = try await strings("""
+            SELECT indexname::text FROM pg_indexes WHERE schemaname = 'Restored_Here' AND indexname NOT LIKE '%_pkey' ORDER BY 1
+            """)
+        XCTAssertEqual(restoredDump, committedDump)
+        XCTAssertEqual(setAside, [])
+        XCTAssertEqual(builtKeys, PostgresChangelog.restoredKeys.keys.sorted())
+        XCTAssertEqual(indexes, SecondaryIndexes.names.sorted())
+    }
+
     // MARK: - Locations
 
     func testTheFactoryOpensPostgreSQLURLsAndSQLitePaths() async throws {

@@ -104,9 +104,18 @@ public final class PostgresProjectionStore: ProjectionStore {
 
     public func restore(_ entries: [ChangelogEntry], offsets: [OffsetUpdate], lineage: String, through seq: Int64) async throws {
         let plans = entries.map { WritePlan($0.mutations) }
+        let writes = entries.contains { !$0.mutations.isEmpty }
         try await session("BEGIN") { connection in
             // Durability is the restore's to give at its end: a restore that stops is run again.
             try await connection.run("SET LOCAL synchronous_commit = off", logger: self.logger)
+            if writes {
+                // Upserts need the primary keys that a restore into an empty store set aside:
+                // mutations come here only for a group too large for a chunk of final rows.
+                for index in try await PostgresChangelog.indexesSetAside(on: connection, logger: self.logger)
+                where PostgresChangelog.restoredKeys[index.name] != nil {
+                    try await PostgresChangelog.build(index, on: connection, logger: self.logger)
+                }
+            }
             try await PostgresOffsets.move(offsets, on: connection, logger: self.logger)
             let writer = PostgresMutationWriter(connection: connection, logger: self.logger)
             for plan in plans { try await writer.write(plan) }
@@ -114,19 +123,54 @@ public final class PostgresProjectionStore: ProjectionStore {
         }
     }
 
+    /// `COPY` on `restoreSessions` connections at once, each a transaction writing its part of
+    /// every table (`PostgresRestoreLoader`). A part that fails fails the restore, which is run
+    /// again from the start (`beginRestore` empties what the other parts wrote).
     public func restore(rows: RestoredRows) async throws {
-        let plan = WritePlan(rows.mutations)
-        try await session("BEGIN") { connection in
-            try await connection.run("SET LOCAL synchronous_commit = off", logger: self.logger)
-            try await PostgresMutationWriter(connection: connection, logger: self.logger).write(plan)
+        let parts = min(Self.restoreSessions, location.poolSize)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for part in 0..<parts {
+                group.addTask {
+                    try await self.session("BEGIN") { connection in
+                        try await connection.run("SET LOCAL synchronous_commit = off", logger: self.logger)
+                        try await PostgresRestoreLoader(connection: connection, logger: self.logger).load(rows, part: part, of: parts)
+                    }
+                }
+            }
+            try await group.waitForAll()
         }
     }
 
+    /// Two: the server parses and inserts each connection's rows on one core, and the machines
+    /// this was measured on have two (docs/ARCHITECTURE.md#changelog-and-restore); a third gained
+    /// nothing there.
+    static let restoreSessions = 2
+
+    /// The indexes and keys set aside are built, and then every table analyzed, on
+    /// `restoreSessions` connections at once, each taking the next step from one list when it
+    /// is done with one (a connection done with the builds analyzes while the other still builds).
     public func finishRestore() async throws {
-        try await session("BEGIN") { connection in
-            try await PostgresChangelog.buildIndexesSetAside(on: connection, logger: self.logger)
+        let steps = try await session(nil) { connection in
+            try await PostgresChangelog.finishSteps(on: connection, logger: self.logger)
         }
-        try await session(nil) { connection in try await connection.run("ANALYZE", logger: self.logger) }
+        try await sideBySide(steps) { step, connection in try await step.run(on: connection, logger: self.logger) }
+    }
+
+    /// Runs `work` for each item, in a transaction of its own, on up to `restoreSessions`
+    /// connections at once, each taking the next item when it is done with one.
+    private func sideBySide<Item: Sendable>(_ items: [Item],
+                                            _ work: @escaping @Sendable (Item, PostgresConnection) async throws -> Void) async throws {
+        let next = SharedQueue(items)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<min(Self.restoreSessions, location.poolSize, items.count) {
+                group.addTask {
+                    while let item = next.pop() {
+                        try await self.session("BEGIN") { connection in try await work(item, connection) }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
     }
 
     public func offsets(topics: [String]) async throws -> [PartitionKey: Int64] {
@@ -372,6 +416,15 @@ public final class PostgresProjectionStore: ProjectionStore {
             }
         }
     }
+}
+
+/// Items that several tasks take one at a time, in order.
+private final class SharedQueue<Item: Sendable>: Sendable {
+    private let items: Mutex<ArraySlice<Item>>
+
+    init(_ items: [Item]) { self.items = Mutex(items[...]) }
+
+    func pop() -> Item? { items.withLock { $0.popFirst() } }
 }
 
 /// Whether a session sent its COMMIT: set by the session's work, read by the session.

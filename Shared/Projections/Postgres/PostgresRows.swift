@@ -63,6 +63,9 @@ enum PostgresRows {
                                       sentAt: ProjectionValues.date(millis: sent), text: text, businessId: business)
     }
 
+    /// Acks are read by key only (`PostgresStateLoader`); a restore writes them whole.
+    static let ackColumns = "app_id, device_token, notification_id, business_id, acked_at"
+
     static let deliveryColumns = "app_id, delivery_id, kind, managed, tracking, sent, created_at"
 
     static func delivery(_ row: PostgresRow) throws -> DeliveryRow {
