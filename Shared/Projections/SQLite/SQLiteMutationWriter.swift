@@ -205,7 +205,7 @@ struct SQLiteMutationWriter {
     /// A first report stores the row; every later one of the same (device, action) is a repeat.
     /// `excluded.repeats` is the batch's reports minus one.
     private static let countTrackingSQL = """
-        INSERT INTO tracking_events (delivery_id, app_id, action, message_index, repeats) VALUES (?, ?, ?, ?, ?)
+        INSERT INTO tracking_events (delivery_id, \(SQLiteRows.trackedColumns)) VALUES (?, ?, ?, ?, ?)
         ON CONFLICT (delivery_id, app_id, action, message_index) DO UPDATE SET repeats = repeats + excluded.repeats + 1
         """
 
@@ -213,7 +213,7 @@ struct SQLiteMutationWriter {
     static let trackingRowsPerStatement = 64
 
     private static let countTrackingManySQL = """
-        INSERT INTO tracking_events (delivery_id, app_id, action, message_index, repeats) VALUES
+        INSERT INTO tracking_events (delivery_id, \(SQLiteRows.trackedColumns)) VALUES
         \((0..<trackingRowsPerStatement).map { "(?1, ?2, ?\(3 + 3 * $0), ?\(4 + 3 * $0), ?\(5 + 3 * $0))" }.joined(separator: ", "))
         ON CONFLICT (delivery_id, app_id, action, message_index) DO UPDATE SET repeats = repeats + excluded.repeats + 1
         """
