@@ -68,6 +68,22 @@ public final class KafkaProducer: Sendable {
         }
     }
 
+    /// Sends `count` records of `topic`, each written by `write(index, &buffer)` into one reused
+    /// buffer that librdkafka copies before the next is written: for large fan-outs, which then
+    /// need neither a record value nor a delivery report per record in memory. Returns when every
+    /// record is acknowledged; throws the first failure after all reports are in (a refused
+    /// record counts as failed at once, the others are still sent).
+    public func send(count: Int, topic: String, _ write: (Int, inout KafkaRecordBuffer) -> Void) async throws {
+        guard count > 0 else { return }
+        let instance = current
+        do {
+            try await instance.send(count: count, topic: topic, write: write)
+        } catch let error as KafkaError {
+            replaceIfFenced(instance, after: error)
+            throw error
+        }
+    }
+
     /// A metadata request with this timeout, run off Swift's cooperative thread pool.
     public func isBrokerReachable(timeout: Duration) async -> Bool {
         await current.isBrokerReachable(timeout: timeout)

@@ -25,3 +25,19 @@ public struct KafkaProducerRecord: Sendable {
                   partition: partition)
     }
 }
+
+/// One record of `KafkaProducer.send(count:topic:_:)`, written in place: the value is emptied
+/// (its storage kept) before each record, the key and headers stay as the last record left them.
+/// The partitioner chooses the partition by key.
+public struct KafkaRecordBuffer {
+    public var key: String?
+    public var value: [UInt8]
+    public var headers: [KafkaHeader]
+
+    init() {
+        key = nil
+        value = []
+        value.reserveCapacity(1024)
+        headers = []
+    }
+}

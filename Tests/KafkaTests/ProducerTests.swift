@@ -1,5 +1,6 @@
 import Foundation
 import Kafka
+import Logging
 import TestSupport
 import XCTest
 
@@ -53,6 +54,53 @@ final class ProducerTests: XCTestCase {
         XCTAssertEqual(lines[0], "0|key-0|value-0|index=0")
         XCTAssertEqual(lines[499], "499|key-499|value-499|index=499")
         XCTAssertEqual(lines[502], "502|more-key-2|more-value-2|index=2")
+    }
+
+    /// Records written in place into the one reused buffer read back as written: each its own
+    /// key, headers and value (a short value after a long one keeps nothing of it).
+    func testRecordsWrittenInPlaceReadBackAsWritten() async throws {
+        try await KafkaAdmin.createTopics([("in-place", 1)], bootstrapServers: broker.bootstrapServers)
+        let producer = try KafkaProducer.make(broker)
+        let values = (0..<300).map { n in n % 2 == 0 ? String(repeating: "v", count: 2_000) + "-\(n)" : "short-\(n)" }
+
+        try await producer.send(count: values.count, topic: "in-place") { index, record in
+            record.key = index % 3 == 0 ? nil : "key-\(index)"
+            record.headers = index % 2 == 0 ? [KafkaHeader(name: "type", value: "long")] : []
+            record.value.append(contentsOf: values[index].utf8)
+        }
+        await producer.shutdown()
+
+        let lines = try await broker.kcat(["-C", "-t", "in-place", "-e", "-q", "-f", "%k|%h|%s\n"])
+            .split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines, values.indices.map { index in
+            "\(index % 3 == 0 ? "" : "key-\(index)")|\(index % 2 == 0 ? "type=long" : "")|\(values[index])"
+        })
+    }
+
+    /// Records librdkafka refuses (its local queue is full) fail the send once the others are
+    /// delivered; after a shutdown every record is refused.
+    func testAnInPlaceSendFailsWhenRecordsAreRefusedAndAfterShutdown() async throws {
+        try await KafkaAdmin.createTopics([("refused", 1)], bootstrapServers: broker.bootstrapServers)
+        var configuration = KafkaProducerConfiguration()
+        configuration.bootstrapServers = broker.bootstrapServers
+        configuration.properties = ["queue.buffering.max.messages": "10"]
+        let producer = try KafkaProducer(configuration: configuration, logger: Logger(label: "test"))
+        do {
+            try await producer.send(count: 50, topic: "refused") { index, record in record.value.append(UInt8(index)) }
+            XCTFail("a send past the local queue must throw")
+        } catch let error as KafkaError {
+            XCTAssertEqual(error.name, "_QUEUE_FULL")
+        }
+        let delivered = try await broker.kcat(["-C", "-t", "refused", "-e", "-q", "-f", "%o\n"]).split(separator: "\n")
+        XCTAssertEqual(delivered.count, 10, "the records that fitted the queue are delivered")
+
+        await producer.shutdown()
+        do {
+            try await producer.send(count: 3, topic: "refused") { _, record in record.value.append(1) }
+            XCTFail("send after shutdown must throw")
+        } catch let error as KafkaError {
+            XCTAssertEqual(error.name, "_DESTROY")
+        }
     }
 
     func testBrokerIsReachableWhileItRunsAndSendAfterShutdownFails() async throws {

@@ -246,38 +246,54 @@ final class BatchApplier: Sendable {
         batch.tally.report()
     }
 
-    /// The outbound window for a producer whose local queue holds `queue` records: half of it,
-    /// at most 50,000, so that a window always fits the queue beside what else is queued.
+    /// The outbound window for a producer whose local queue holds `queue` records: a quarter of
+    /// it, at most 50,000, so that the two windows in flight always fit the queue beside what
+    /// else is queued.
     static func outboundWindow(forQueue queue: Int) -> Int {
-        max(1, min(50_000, queue / 2))
+        max(1, min(50_000, queue / 4))
     }
 
     /// Publishes outbound records until the broker takes them, in windows of `outboundWindow`
-    /// records, one window after the other: a fan-out larger than the producer's queue is
-    /// published in parts that each fit. A window not acknowledged in full is sent again after a
-    /// back-off (the same message ids; the windows before it are not), so a record may appear
-    /// twice, never zero times, and a failure repeats one window, not the whole fan-out.
+    /// records, two at a time: a fan-out larger than the producer's queue is published in parts
+    /// that fit it together, and the next window is enqueued while the one before it is still
+    /// being acknowledged. A window not acknowledged in full is sent again after a back-off
+    /// (the same message ids; the other windows are not), so a record may appear twice, never
+    /// zero times, and a failure repeats one window, not the whole fan-out.
     private func publish(_ messages: [OutboundMessage]) async throws {
-        var start = messages.startIndex
-        while start < messages.endIndex {
-            let end = min(start + outboundWindow, messages.endIndex)
-            let window = start == messages.startIndex && end == messages.endIndex ? messages : Array(messages[start..<end])
-            var delay = Duration.milliseconds(100)
-            while true {
-                do {
-                    try await outbound.publish(window)
-                    outboundCounter.increment(by: window.count)
-                    break
-                } catch {
-                    try Task.checkCancellation()
-                    logger.error("outbound records not acknowledged; retrying their window", metadata: [
-                        "records": "\(window.count)", "of": "\(messages.count)", "error": "\(error)", "delay": "\(delay)",
-                    ])
-                    try await Task.sleep(for: delay)
-                    delay = min(delay * 2, .seconds(5))
+        guard messages.count > outboundWindow else {
+            try await publishWindow(messages, of: messages.count)
+            return
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var inFlight = 0
+            for start in stride(from: messages.startIndex, to: messages.endIndex, by: outboundWindow) {
+                if inFlight == 2 {
+                    try await group.next()
+                    inFlight -= 1
                 }
+                let window = Array(messages[start..<min(start + outboundWindow, messages.endIndex)])
+                group.addTask { try await self.publishWindow(window, of: messages.count) }
+                inFlight += 1
             }
-            start += window.count
+            try await group.waitForAll()
+        }
+    }
+
+    private func publishWindow(_ window: [OutboundMessage], of total: Int) async throws {
+        var delay = Duration.milliseconds(100)
+        while true {
+            do {
+                try await outbound.publish(window)
+                outboundCounter.increment(by: window.count)
+                return
+            } catch {
+                try Task.checkCancellation()
+                logger.error("outbound records not acknowledged; retrying their window", metadata: [
+                    "records": "\(window.count)", "of": "\(total)", "error": "\(error)", "delay": "\(delay)",
+                ])
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            }
         }
     }
 

@@ -308,6 +308,14 @@ struct OutboundMessage: Sendable, Equatable {
         }
     }
 
+    /// Appends the record value to `bytes`.
+    func writeValue(appendingTo bytes: inout [UInt8]) {
+        switch body {
+        case .rendered(let data): bytes.append(contentsOf: data)
+        case .template(let template, let index): template.render(deviceToken: deviceToken, index: index, appendingTo: &bytes)
+        }
+    }
+
     static func == (a: OutboundMessage, b: OutboundMessage) -> Bool {
         a.kind == b.kind && a.deviceToken == b.deviceToken && a.value == b.value
     }

@@ -23,22 +23,34 @@ struct KafkaOutboundPublisher: OutboundPublisher {
 
     func publish(_ messages: [OutboundMessage]) async throws {
         guard messages.count >= parallelThreshold, parallelism > 1 else {
-            _ = try await producer.send(records(messages[...]))
+            try await send(messages[...])
             return
         }
         let size = (messages.count + parallelism - 1) / parallelism
         try await withThrowingTaskGroup(of: Void.self) { group in
             for start in stride(from: messages.startIndex, to: messages.endIndex, by: size) {
                 let part = messages[start..<min(start + size, messages.endIndex)]
-                group.addTask { _ = try await producer.send(records(part)) }
+                group.addTask { try await send(part) }
             }
             try await group.waitForAll()
         }
     }
 
-    private func records(_ messages: ArraySlice<OutboundMessage>) -> [KafkaProducerRecord] {
-        messages.map { m in
-            KafkaProducerRecord(topic: topic, key: m.deviceToken, value: m.value, headers: RecordHeaders(type: m.kind.rawValue).fields)
+    /// Each record rendered into the producer's reused buffer as librdkafka takes it: no value
+    /// or delivery report per record is kept.
+    private func send(_ messages: ArraySlice<OutboundMessage>) async throws {
+        let base = messages.startIndex
+        try await producer.send(count: messages.count, topic: topic) { index, record in
+            let message = messages[base + index]
+            record.key = message.deviceToken
+            record.headers = message.kind == .push ? Self.pushHeaders : Self.badgeUpdateHeaders
+            message.writeValue(appendingTo: &record.value)
         }
+    }
+
+    private static let pushHeaders = headers(.push), badgeUpdateHeaders = headers(.badgeUpdate)
+
+    private static func headers(_ kind: OutboundMessage.Kind) -> [KafkaHeader] {
+        RecordHeaders(type: kind.rawValue).fields.map { KafkaHeader(name: $0.name, value: $0.value) }
     }
 }

@@ -16,6 +16,13 @@ public struct JSONWriter: Sendable {
         bytes.reserveCapacity(capacity)
     }
 
+    /// A writer that appends to `storage`, taking it over (`storage` is left empty): hand the
+    /// bytes back with `storage = writer.bytes` once written.
+    public init(appendingTo storage: inout [UInt8]) {
+        bytes = []
+        swap(&bytes, &storage)
+    }
+
     /// Empties the buffer but keeps its storage, to render the next record without allocating.
     public mutating func reset() {
         bytes.removeAll(keepingCapacity: true)

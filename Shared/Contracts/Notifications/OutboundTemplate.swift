@@ -40,6 +40,13 @@ public struct OutboundTemplate: Sendable {
         return writer.data
     }
 
+    /// Appends the record of the device at `index` of the delivery to `bytes`.
+    public func render(deviceToken: String, index: Int, appendingTo bytes: inout [UInt8]) {
+        var writer = JSONWriter(appendingTo: &bytes)
+        render(deviceToken: deviceToken, index: index, into: &writer)
+        bytes = writer.bytes
+    }
+
     /// Writes the record of the device at `index` of the delivery into `w`.
     public func render(deviceToken: String, index: Int, into w: inout JSONWriter) {
         for part in parts {

@@ -27,11 +27,23 @@ final class ProducerInstance: Sendable {
     /// first failure (in record order) after all are in.
     func send(_ records: [KafkaProducerRecord]) async throws -> [KafkaDeliveryReport] {
         try await withUnsafeThrowingContinuation { continuation in
-            let batch = DeliveryBatch.start(records: records, continuation: continuation)
+            let batch = DeliveryBatch(records: records, continuation: continuation)
             client.produce(records, opaque: batch.opaque(for:)) { index, error in
                 batch.complete(index, .failure(error))
             }
             batch.enqueueFinished()
+        }
+    }
+
+    /// Every record written by `write` acknowledged, or the first failure once all are in.
+    func send(count: Int, topic: String, write: (Int, inout KafkaRecordBuffer) -> Void) async throws {
+        try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+            let waiter = DeliveryCount(records: count, continuation: continuation)
+            var buffer = KafkaRecordBuffer()
+            client.produce(count: count, topic: topic, buffer: &buffer, opaque: waiter.opaque, write: write) { error in
+                waiter.failed(error)
+            }
+            waiter.enqueueFinished()
         }
     }
 

@@ -1,4 +1,5 @@
 import CRdKafka
+import Foundation
 
 extension RDKafkaClient {
     /// Hands `records` to librdkafka without waiting (key, value and headers are copied, so
@@ -22,6 +23,31 @@ extension RDKafkaClient {
         if enqueued == nil {
             for index in records.indices {
                 refused(index, KafkaError(.destroyed, message: "record for \(records[index].topic) not sent: the producer is shut down"))
+            }
+        }
+    }
+
+    /// Hands `count` records of `topic` to librdkafka without waiting, each written by `write`
+    /// into `buffer` (librdkafka copies it before the next is written), all with the same
+    /// `opaque`. A record librdkafka refuses is passed to `refused` and gets no report. *Any thread.*
+    func produce(
+        count: Int, topic: String, buffer: inout KafkaRecordBuffer, opaque: UnsafeMutableRawPointer,
+        write: (Int, inout KafkaRecordBuffer) -> Void, refused: (KafkaError) -> Void
+    ) {
+        let enqueued: Void? = withHandle { rk in
+            topic.utf8CString.withUnsafeBufferPointer { topicName in
+                for index in 0..<count {
+                    buffer.value.removeAll(keepingCapacity: true)
+                    write(index, &buffer)
+                    let code = Self.enqueue(topic: topicName.baseAddress!, partition: RD_KAFKA_PARTITION_UA, key: &buffer.key,
+                                            value: buffer.value, headers: buffer.headers, on: rk, opaque: opaque)
+                    if code != RD_KAFKA_RESP_ERR_NO_ERROR { refused(Self.refusal(code, topic: topic, rk: rk)) }
+                }
+            }
+        }
+        if enqueued == nil {
+            for _ in 0..<count {
+                refused(KafkaError(.destroyed, message: "record for \(topic) not sent: the producer is shut down"))
             }
         }
     }
@@ -54,17 +80,24 @@ extension RDKafkaClient {
     }
 
     private static func enqueue(_ record: KafkaProducerRecord, on rk: OpaquePointer, opaque: UnsafeMutableRawPointer) -> rd_kafka_resp_err_t {
-        let headers = record.headers.isEmpty ? nil : makeHeaders(record.headers)
         var key = record.key
-        let partition = record.partition ?? RD_KAFKA_PARTITION_UA
-        let code = record.topic.withCString { topic in
-            record.value.withUnsafeBytes { value in
-                if key == nil {
-                    return pushline_produce(rk, topic, partition, nil, 0, value.baseAddress, value.count, headers, opaque)
-                }
-                return key!.withUTF8 { keyBytes in
-                    pushline_produce(rk, topic, partition, keyBytes.baseAddress, keyBytes.count, value.baseAddress, value.count, headers, opaque)
-                }
+        return record.topic.withCString { topic in
+            enqueue(topic: topic, partition: record.partition ?? RD_KAFKA_PARTITION_UA, key: &key, value: record.value,
+                    headers: record.headers, on: rk, opaque: opaque)
+        }
+    }
+
+    private static func enqueue(
+        topic: UnsafePointer<CChar>, partition: Int32, key: inout String?, value: some ContiguousBytes, headers: [KafkaHeader],
+        on rk: OpaquePointer, opaque: UnsafeMutableRawPointer
+    ) -> rd_kafka_resp_err_t {
+        let headers = headers.isEmpty ? nil : makeHeaders(headers)
+        let code = value.withUnsafeBytes { value in
+            if key == nil {
+                return pushline_produce(rk, topic, partition, nil, 0, value.baseAddress, value.count, headers, opaque)
+            }
+            return key!.withUTF8 { keyBytes in
+                pushline_produce(rk, topic, partition, keyBytes.baseAddress, keyBytes.count, value.baseAddress, value.count, headers, opaque)
             }
         }
         if code != RD_KAFKA_RESP_ERR_NO_ERROR, let headers {
@@ -96,11 +129,11 @@ extension RDKafkaClient {
         guard let message, let opaque = message.pointee._private else { return }
         let code = message.pointee.err
         if code == RD_KAFKA_RESP_ERR_NO_ERROR {
-            DeliveryBatch.complete(opaque, .success((message.pointee.partition, message.pointee.offset)))
+            DeliveryWaiter.complete(opaque, .success((message.pointee.partition, message.pointee.offset)))
         } else {
             // Not rd_kafka_message_errstr: for a delivery report it returns the record's
             // payload (not NUL-terminated) as the "error string".
-            DeliveryBatch.complete(opaque, .failure(KafkaError.reported(code, on: rk)))
+            DeliveryWaiter.complete(opaque, .failure(KafkaError.reported(code, on: rk)))
         }
     }
 }
