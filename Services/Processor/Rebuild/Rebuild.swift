@@ -112,7 +112,8 @@ public enum Rebuild {
         if options.join && options.source != .commands { throw Failure.joinNeedsCommands }
         // A topic nobody wrote yet is created (empty), as `serve` does, rather than waited for.
         try await configuration.shared.createMissingTopics()
-        let store = try await ProjectionStoreFactory.open(configuration.shared.store, logger: logger)
+        // The rebuild's own target: a restore into it that stopped is started over.
+        let store = try await ProjectionStoreFactory.open(configuration.shared.store, logger: logger, discardingUnfinishedRestore: true)
         var previous: (any ProjectionStore)?
         var producer: KafkaProducer?
         do {
