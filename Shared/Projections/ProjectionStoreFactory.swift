@@ -8,10 +8,7 @@ import Settings
 public enum ProjectionStoreFactory {
     /// Throws `invalidConfiguration` for a location it cannot understand, and whatever opening
     /// the store throws (`.unavailable` for an unreachable PostgreSQL server).
-    /// `discardingUnfinishedRestore`: a SQLite store whose restore stopped before it finished is
-    /// deleted and opened empty instead of refused (`SQLiteProjectionStore.init`); for the
-    /// rebuild's own target only.
-    public static func open(_ location: String, logger: Logger, discardingUnfinishedRestore: Bool = false) async throws -> any ProjectionStore {
+    public static func open(_ location: String, logger: Logger) async throws -> any ProjectionStore {
         if location.hasPrefix("postgres://") || location.hasPrefix("postgresql://") {
             return try await PostgresProjectionStore(location: PostgresLocation(url: location), logger: logger)
         }
@@ -22,7 +19,7 @@ public enum ProjectionStoreFactory {
         guard let path = sqlitePath(location), !path.isEmpty else {
             throw ProjectionStoreError.invalidConfiguration("empty SQLite path in '\(location)'")
         }
-        return try SQLiteProjectionStore(path: path, logger: logger, discardingUnfinishedRestore: discardingUnfinishedRestore)
+        return try SQLiteProjectionStore(path: path, logger: logger)
     }
 
     /// The file of a SQLite location (`sqlite:<path>` or a bare path); nil for a PostgreSQL one.

@@ -1,6 +1,5 @@
 import Contracts
 import Foundation
-import GRDB
 @testable import Projections
 import Testing
 
@@ -122,14 +121,8 @@ import Testing
             #expect(entries.count == 80)
 
             // The indexes are set aside by one process and built by another (a restore run again
-            // after it stopped): their definitions are in the store. (A SQLite restore keeps its
-            // WAL for that: a reader of the file is open; without one, a restore that stops is
-            // written again from the start, `SQLiteRestoreTests`.)
-            let first = try await h.openStore("restored.sqlite")
-            let reader = backend == .sqlite ? try DatabaseQueue(path: h.path("restored.sqlite")) : nil
-            if let reader { _ = try await reader.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") } }
-            try await first.beginRestore()
-            await first.close()
+            // after it stopped): their definitions are in the store.
+            try await h.openStore("restored.sqlite").beginRestore()
             let restored = try await h.openStore("restored.sqlite")
             var offsets: [PartitionKey: Int64] = [:]
             var times: [PartitionKey: Int64] = [:]
@@ -290,8 +283,7 @@ import Testing
             let stopped = try await h.openStore("restored.sqlite")
             try await stopped.beginRestore()
             try await stopped.restore(rows: rows)
-            await stopped.close()
-            let restored = try await h.openStore("restored.sqlite", discardingUnfinishedRestore: true)
+            let restored = try await h.openStore("restored.sqlite")
             try await restored.beginRestore()
             try await restored.restore(rows: rows)
             if backend == .postgres {

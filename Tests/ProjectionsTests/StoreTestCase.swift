@@ -67,10 +67,9 @@ final class StoreHarness {
 
     /// A store of this test's backend named `name`: the same name opens the same store again
     /// (its file, or its database).
-    /// `discardingUnfinishedRestore`: as the rebuild opens its target (SQLite only).
-    func openStore(_ name: String = "store.sqlite", discardingUnfinishedRestore: Bool = false) async throws -> any ProjectionStore {
+    func openStore(_ name: String = "store.sqlite") async throws -> any ProjectionStore {
         switch backend {
-        case .sqlite: try SQLiteProjectionStore(path: path(name), logger: Self.logger, discardingUnfinishedRestore: discardingUnfinishedRestore)
+        case .sqlite: try openSQLiteStore(name)
         case .postgres: try await PostgresProjectionStore(location: PostgresLocation(url: storeURL(name)), logger: Self.logger)
         }
     }

@@ -112,8 +112,7 @@ public enum Rebuild {
         if options.join && options.source != .commands { throw Failure.joinNeedsCommands }
         // A topic nobody wrote yet is created (empty), as `serve` does, rather than waited for.
         try await configuration.shared.createMissingTopics()
-        // The rebuild's own target: a restore into it that stopped is started over.
-        let store = try await ProjectionStoreFactory.open(configuration.shared.store, logger: logger, discardingUnfinishedRestore: true)
+        let store = try await ProjectionStoreFactory.open(configuration.shared.store, logger: logger)
         var previous: (any ProjectionStore)?
         var producer: KafkaProducer?
         do {

@@ -19,45 +19,20 @@ public final class SQLiteProjectionStore: ProjectionStore {
     private static let mapBytes = 1 << 30
     /// The writer's page cache, and its size while a restore builds the indexes it set aside.
     private static let writerCacheKiB = 65_536, indexBuildCacheKiB = 16_384
-    /// How long a connection waits for another one's lock.
-    private static let busyTimeoutSeconds = 10
     /// Whether commits write their changelog entry (`SQLiteChangelog`), read once when opened.
     private let keepsChangelog: Bool
-    private let path: String
-    /// Set while a restore writes this store without a journal (`beginRestore`).
-    private let restoreMarker = Mutex<SQLiteRestoreMarker?>(nil)
 
     /// Opens (creating it and its parent directories when missing) the store at `path`, and
     /// migrates its schema. Throws `unsupportedSchemaVersion` for a store written by newer code.
-    ///
-    /// A store that a restore was writing without a journal when it stopped cannot be used
-    /// (`SQLiteRestoreMarker`): opening it throws, unless `discardingUnfinishedRestore` (the
-    /// rebuild's own target), which deletes it and opens an empty store in its place. A store
-    /// another process is restoring into cannot be opened at all.
-    public init(path: String, logger: Logger, discardingUnfinishedRestore: Bool = false) throws {
+    public init(path: String, logger: Logger) throws {
         self.logger = logger
-        self.path = path
-        switch SQLiteRestoreMarker.state(for: path) {
-        case .absent: break
-        case .held: throw ProjectionStoreError.database("\(path) is being restored by another process")
-        case .left:
-            guard discardingUnfinishedRestore else {
-                throw ProjectionStoreError.database("""
-                    \(path) holds a restore that stopped before it finished (it was written without a journal and may be \
-                    incomplete): run the rebuild into it again, which starts over, or delete it
-                    """)
-            }
-            logger.warning("deleting a store whose restore stopped before it finished; restoring it from the start",
-                           metadata: ["path": "\(path)"])
-            try SQLiteRestoreMarker.discard(path)
-        }
         do {
             let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             var configuration = Configuration()
             configuration.label = "pushline.projections"
             // Several processes (processor, ingest, tests) share the file; wait for each other's writes.
-            configuration.busyMode = .timeout(TimeInterval(Self.busyTimeoutSeconds))
+            configuration.busyMode = .timeout(10)
             configuration.prepareDatabase { db in
                 // Every connection reads the file through a memory map (up to 1 GiB) instead of a
                 // read system call per page: a batch's load can touch 100,000 device rows.
@@ -82,9 +57,6 @@ public final class SQLiteProjectionStore: ProjectionStore {
     }
 
     public func close() async {
-        // A restore still writing without a journal stops here: its marker stays (the store must
-        // be written again), its lock goes.
-        restoreMarker.withLock { $0 = nil }
         do {
             try pool.close()
         } catch {
@@ -162,30 +134,6 @@ public final class SQLiteProjectionStore: ProjectionStore {
         // Pages are read into the page cache, not through the memory map: a map of the growing
         // file would make the restore's resident memory grow with the log.
         try await pool.barrierWriteWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = OFF; PRAGMA mmap_size = 0") }
-        try await writeWithoutJournal()
-    }
-
-    /// Switches the empty store out of WAL mode for the restore: each page is then written once,
-    /// into the file, instead of into the WAL and again by each checkpoint (the restore's writer
-    /// spends about a fifth of its time on the WAL). Needs the only connection to the file: the
-    /// pool's idle readers are closed first; if another one is open (another process reading the
-    /// store), the restore keeps the WAL. The marker goes first, so that a restore that stops
-    /// from here on is known to have left a file that must be written again.
-    private func writeWithoutJournal() async throws {
-        let marker = try SQLiteRestoreMarker(for: path)
-        pool.releaseMemory()
-        let mode = try await pool.barrierWriteWithoutTransaction { db -> String? in
-            // Asked at once: another connection does not go away by waiting for it.
-            try db.execute(sql: "PRAGMA busy_timeout = 0")
-            defer { try? db.execute(sql: "PRAGMA busy_timeout = \(Self.busyTimeoutSeconds * 1_000)") }
-            return try? String.fetchOne(db, sql: "PRAGMA journal_mode = OFF")
-        }
-        guard mode == "off" else {
-            try marker.remove()
-            logger.info("the restore keeps the WAL: another connection has the store open", metadata: ["path": "\(path)"])
-            return
-        }
-        restoreMarker.withLock { $0 = marker }
     }
 
     public func restore(_ entries: [ChangelogEntry], offsets: [OffsetUpdate], lineage: String, through seq: Int64) async throws {
@@ -217,26 +165,10 @@ public final class SQLiteProjectionStore: ProjectionStore {
             try db.execute(sql: "DELETE FROM restore_indexes")
             try db.execute(sql: "PRAGMA cache_size = -\(Self.writerCacheKiB)")
         }
-        let marker = restoreMarker.withLock { $0 }
         try await pool.barrierWriteWithoutTransaction { db in
-            if marker != nil {
-                let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
-                guard mode == "wal" else { throw ProjectionStoreError.database("\(self.path): the WAL could not be turned back on after the restore (\(mode ?? "-"))") }
-            }
             try db.checkpoint(.truncate)
             try db.execute(sql: "PRAGMA synchronous = NORMAL; PRAGMA mmap_size = \(Self.mapBytes)")
         }
-        guard let marker else { return }
-        // What was written without a journal is on disk before the marker goes.
-        do {
-            let file = try FileHandle(forUpdating: URL(fileURLWithPath: path))
-            defer { try? file.close() }
-            try file.synchronize()
-        } catch {
-            throw ProjectionStoreError.database("\(path): the restored store could not be synced: \(error)")
-        }
-        try marker.remove()
-        restoreMarker.withLock { $0 = nil }
     }
 
     public func offsets(topics: [String]) async throws -> [PartitionKey: Int64] {
