@@ -55,6 +55,33 @@ struct SQLiteRawStatement {
         _ = sqlite3_bind_null(handle, index)
     }
 
+    /// Runs a query: `row` is called for each row the statement yields, then the statement is
+    /// reset and its values cleared for the next run.
+    func forEachRow(in db: Database, _ row: () throws -> Void) throws {
+        defer {
+            sqlite3_reset(handle)
+            sqlite3_clear_bindings(handle)
+        }
+        while true {
+            let code = sqlite3_step(handle)
+            if code == SQLITE_DONE { return }
+            guard code == SQLITE_ROW else {
+                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: statement.sql)
+            }
+            try row()
+        }
+    }
+
+    /// Column `index` of the current row as text (a NULL reads as empty).
+    func text(_ index: Int32) -> String {
+        guard let bytes = sqlite3_column_text(handle, index) else { return "" }
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, index))), as: UTF8.self)
+    }
+
+    func int64(_ index: Int32) -> Int64 {
+        sqlite3_column_int64(handle, index)
+    }
+
     /// Runs the statement once, then resets it and clears its values for the next run.
     func run(in db: Database) throws {
         let code = sqlite3_step(handle)
