@@ -4,9 +4,9 @@ import GRDB
 import GRDBSQLite
 
 /// A prepared statement run through SQLite's C API: values bound one by one from the caller's
-/// own bytes, then stepped and reset. The writer's hot mutations go through it: binding an
+/// own bytes, then stepped and reset. The writer's hot mutations go through it (binding an
 /// argument array costs an allocation and a boxed value per column, which was about a fifth of
-/// a commit's time (docs/BENCHMARKS.md).
+/// a commit's time), and so does the read of a send's devices (docs/BENCHMARKS.md).
 struct SQLiteRawStatement {
     private let statement: Statement
     private let handle: OpaquePointer
