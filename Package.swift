@@ -125,17 +125,18 @@ let package = Package(
         ),
         .executableTarget(
             name: "IngestMain",
-            dependencies: ["Ingest", "Settings", serviceLifecycle, argumentParser],
+            // Every module it imports, named: the build recompiles it when one of them changes.
+            dependencies: ["Ingest", "Kafka", "Projections", "Settings", logging, metrics, prometheus, serviceLifecycle, argumentParser],
             path: "Services/IngestMain"
         ),
         .executableTarget(
             name: "ProcessorMain",
-            dependencies: ["Processor", "ProcessorServer", argumentParser],
+            dependencies: ["Processor", "ProcessorServer", logging, metrics, prometheus, argumentParser],
             path: "Services/ProcessorMain"
         ),
         .executableTarget(
             name: "PushlineCLI",
-            dependencies: ["Processor", "Contracts", "Settings",
+            dependencies: ["Processor", "Contracts", "Projections", "Settings",
                            argumentParser,
                            asyncHTTPClient],
             path: "Services/PushlineCLI"
