@@ -8,4 +8,9 @@ public struct KafkaHeader: Sendable, Equatable {
         self.name = name
         self.value = value
     }
+
+    /// Headers given as name/value pairs, in order.
+    public static func list(_ pairs: [(name: String, value: String)]) -> [KafkaHeader] {
+        pairs.map { KafkaHeader(name: $0.name, value: $0.value) }
+    }
 }

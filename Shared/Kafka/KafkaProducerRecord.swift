@@ -21,7 +21,7 @@ public struct KafkaProducerRecord: Sendable {
 
     /// A record whose headers are given as name/value pairs, in order.
     public init(topic: String, key: String?, value: Data, headers: [(name: String, value: String)], partition: Int32? = nil) {
-        self.init(topic: topic, key: key, value: value, headers: headers.map { KafkaHeader(name: $0.name, value: $0.value) },
+        self.init(topic: topic, key: key, value: value, headers: KafkaHeader.list(headers),
                   partition: partition)
     }
 }

@@ -48,9 +48,6 @@ struct KafkaOutboundPublisher: OutboundPublisher {
         }
     }
 
-    private static let pushHeaders = headers(.push), badgeUpdateHeaders = headers(.badgeUpdate)
-
-    private static func headers(_ kind: OutboundMessage.Kind) -> [KafkaHeader] {
-        RecordHeaders(type: kind.rawValue).fields.map { KafkaHeader(name: $0.name, value: $0.value) }
-    }
+    private static let pushHeaders = KafkaHeader.list(RecordHeaders(type: OutboundMessage.Kind.push.rawValue).fields)
+    private static let badgeUpdateHeaders = KafkaHeader.list(RecordHeaders(type: OutboundMessage.Kind.badgeUpdate.rawValue).fields)
 }

@@ -22,7 +22,7 @@ extension RDKafkaClient {
         }
         if enqueued == nil {
             for index in records.indices {
-                refused(index, KafkaError(.destroyed, message: "record for \(records[index].topic) not sent: the producer is shut down"))
+                refused(index, Self.shutDown(records[index].topic))
             }
         }
     }
@@ -47,7 +47,7 @@ extension RDKafkaClient {
         }
         if enqueued == nil {
             for _ in 0..<count {
-                refused(KafkaError(.destroyed, message: "record for \(topic) not sent: the producer is shut down"))
+                refused(Self.shutDown(topic))
             }
         }
     }
@@ -105,6 +105,10 @@ extension RDKafkaClient {
             rd_kafka_headers_destroy(headers)
         }
         return code
+    }
+
+    private static func shutDown(_ topic: String) -> KafkaError {
+        KafkaError(.destroyed, message: "record for \(topic) not sent: the producer is shut down")
     }
 
     private static func refusal(_ code: rd_kafka_resp_err_t, topic: String, rk: OpaquePointer) -> KafkaError {

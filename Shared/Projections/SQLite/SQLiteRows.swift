@@ -34,16 +34,27 @@ enum SQLiteRows {
 
     static let deviceColumns = "app_id, device_token, user_id, platform, version, updated_at"
 
-    /// `appId`: the app the query selected on, when there is one, which spares parsing the
-    /// column's UUID text on every row of a large fan-out.
-    static func device(_ row: Row, appId: UUID? = nil) throws -> DeviceRow {
+    static func device(_ row: Row) throws -> DeviceRow {
         try DeviceRow(
-            appId: appId ?? SQLiteValues.uuid(row.decode(atIndex: 0), column: "devices.app_id"),
+            appId: SQLiteValues.uuid(row.decode(atIndex: 0), column: "devices.app_id"),
             deviceToken: row.decode(atIndex: 1),
             userId: row.decode(atIndex: 2),
             platform: SQLiteValues.decode(Platform.self, row.decode(atIndex: 3), column: "devices.platform"),
             version: row.decode(atIndex: 4),
             updatedAt: SQLiteValues.date(millis: row.decode(atIndex: 5)))
+    }
+
+    /// The current row of a statement selecting `deviceColumns`, read through SQLite's C API
+    /// (the loads of many devices: a send to many users reads 100,000). `appId`: the app the
+    /// query selected on, which spares parsing the column's UUID text on every row.
+    static func device(_ statement: SQLiteRawStatement, appId: UUID) throws -> DeviceRow {
+        try DeviceRow(
+            appId: appId,
+            deviceToken: statement.text(1),
+            userId: statement.text(2),
+            platform: SQLiteValues.decode(Platform.self, statement.text(3), column: "devices.platform"),
+            version: statement.int64(4),
+            updatedAt: SQLiteValues.date(millis: statement.int64(5)))
     }
 
     static let statusColumns = "request_id, app_id, status, failure_reason, decided_at"

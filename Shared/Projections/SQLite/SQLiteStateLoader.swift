@@ -1,4 +1,3 @@
-import Contracts
 import Foundation
 import GRDB
 
@@ -91,14 +90,7 @@ struct SQLiteStateLoader {
 
     private func loadDevices(_ keys: Set<DeviceKey>, into snapshot: inout StateSnapshot) throws {
         for (appId, keys) in Dictionary(grouping: keys, by: \.appId) {
-            let app = SQLiteValues.text(appId)
-            for list in SQLiteInList.split(keys.map(\.deviceToken)) {
-                let sql = """
-                    SELECT \(SQLiteRows.deviceColumns) FROM devices
-                    WHERE app_id = ? AND device_token IN \(list.placeholders)
-                    """
-                snapshot.add(devices: try deviceRows(sql: sql, arguments: StatementArguments([app] + list.values), appId: appId))
-            }
+            snapshot.add(devices: try deviceRows(appId: appId, where: "device_token", in: keys.map(\.deviceToken)))
         }
     }
 
@@ -113,35 +105,28 @@ struct SQLiteStateLoader {
         return (rows, try pendingCounts(of: rows.lazy.filter { query.countsPending(of: $0) }.map(\.key)))
     }
 
-    /// The devices of many users (a send's): read through SQLite's C API, each row straight into
-    /// a `DeviceRow`, at about half the processor time of reading them through GRDB's `Row`
-    /// (100,000 rows of a fan-out, docs/BENCHMARKS.md).
     private func deviceRows(of keys: Set<UserKey>) throws -> [DeviceRow] {
         var rows: [DeviceRow] = []
-        rows.reserveCapacity(keys.count * 4)
         for (appId, keys) in Dictionary(grouping: keys, by: \.appId) {
-            for list in SQLiteInList.split(keys.map(\.userId)) {
-                let statement = SQLiteRawStatement(try db.cachedStatement(sql: """
-                    SELECT device_token, user_id, platform, version, updated_at FROM devices
-                    WHERE app_id = ? AND user_id IN \(list.placeholders)
-                    """))
-                statement.bind(1, appId)
-                for (index, userId) in list.values.enumerated() { statement.bind(Int32(index + 2), userId) }
-                try statement.forEachRow(in: db) {
-                    let platform = statement.text(2)
-                    rows.append(DeviceRow(
-                        appId: appId, deviceToken: statement.text(0), userId: statement.text(1),
-                        platform: try SQLiteValues.decode(Platform.self, platform, column: "devices.platform"),
-                        version: statement.int64(3), updatedAt: SQLiteValues.date(millis: statement.int64(4))))
-                }
-            }
+            rows.append(contentsOf: try deviceRows(appId: appId, where: "user_id", in: keys.map(\.userId)))
         }
         return rows
     }
 
-    private func deviceRows(sql: String, arguments: StatementArguments, appId: UUID) throws -> [DeviceRow] {
+    /// The app's devices whose `column` is one of `values`: read through SQLite's C API, each row
+    /// straight into a `DeviceRow`, at about half the processor time of reading them through
+    /// GRDB's `Row` (100,000 rows of a fan-out, docs/BENCHMARKS.md).
+    private func deviceRows(appId: UUID, where column: String, in values: [String]) throws -> [DeviceRow] {
         var rows: [DeviceRow] = []
-        try forEachRow(sql: sql, arguments: arguments) { row in rows.append(try SQLiteRows.device(row, appId: appId)) }
+        for list in SQLiteInList.split(values) {
+            let statement = SQLiteRawStatement(try db.cachedStatement(sql: """
+                SELECT \(SQLiteRows.deviceColumns) FROM devices
+                WHERE app_id = ? AND \(column) IN \(list.placeholders)
+                """))
+            statement.bind(1, appId)
+            for (index, value) in list.values.enumerated() { statement.bind(Int32(index + 2), value) }
+            try statement.forEachRow(in: db) { rows.append(try SQLiteRows.device(statement, appId: appId)) }
+        }
         return rows
     }
 
