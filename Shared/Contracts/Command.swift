@@ -70,6 +70,38 @@ public struct EncodedCommand: Sendable {
         self.key = command.recordKey
         self.type = C.type.rawValue
         self.version = C.version
-        self.value = try encoder.encode(Envelope(v: C.version, type: C.type.rawValue, id: id, at: at, payload: command))
+        if let command = command as? any HandWrittenCommand {
+            self.value = Self.envelope(command, type: C.type.rawValue, version: C.version, id: id, at: at)
+        } else {
+            self.value = try encoder.encode(Envelope(v: C.version, type: C.type.rawValue, id: id, at: at, payload: command))
+        }
     }
+
+    /// The envelope `WireJSON.encoder()` writes, by hand: `{"at":…,"id":…,"payload":…,"type":…,"v":…}`.
+    private static func envelope(_ command: any HandWrittenCommand, type: String, version: Int, id: UUID, at: Date) -> Data {
+        var writer = JSONWriter(capacity: 512)
+        writer.beginObject()
+        writer.key("at")
+        writer.date(at)
+        writer.key("id")
+        writer.uuid(id)
+        writer.key("payload")
+        command.writePayload(to: &writer)
+        writer.key("type")
+        writer.string(type)
+        writer.key("v")
+        writer.int(version)
+        writer.endObject()
+        return writer.data
+    }
+}
+
+/// A command whose payload ingest writes with `JSONWriter` instead of `JSONEncoder`: the commands
+/// of the high-volume routes, where the encoder's reflection was a third of ingest's CPU
+/// (docs/BENCHMARKS.md, "Ingest"). The bytes are the ones `WireJSON.encoder()` writes — keys in
+/// sorted order, nil fields left out — so readers cannot tell the two apart (`ContractsTests`
+/// compares them).
+public protocol HandWrittenCommand: Command {
+    /// Writes the payload object.
+    func writePayload(to writer: inout JSONWriter)
 }

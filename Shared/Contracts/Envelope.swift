@@ -55,23 +55,31 @@ public enum RFC3339 {
     /// Rounds to the nearest millisecond, so that writing a date read from a string gives that
     /// string back (the nearest double to `.308` may lie just below it).
     public static func string(from date: Date) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(24)
+        append(date, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the 24 bytes of `string(from: date)`.
+    public static func append(_ date: Date, to out: inout [UInt8]) {
         let ms = Int64((date.timeIntervalSince1970 * 1000).rounded())
         var days = ms / 86_400_000
         var msOfDay = ms % 86_400_000
         if msOfDay < 0 { msOfDay += 86_400_000; days -= 1 }
         let (year, month, day) = civil(fromDays: days)
-        var out = [UInt8](repeating: 0, count: 24)
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: 24))
         func put(_ value: Int64, _ at: Int, _ width: Int) {
             var v = value
-            for i in stride(from: at + width - 1, through: at, by: -1) {
+            for i in stride(from: start + at + width - 1, through: start + at, by: -1) {
                 out[i] = UInt8(truncatingIfNeeded: 0x30 + v % 10)
                 v /= 10
             }
         }
-        put(year, 0, 4); out[4] = 0x2d; put(month, 5, 2); out[7] = 0x2d; put(day, 8, 2); out[10] = 0x54
-        put(msOfDay / 3_600_000, 11, 2); out[13] = 0x3a; put(msOfDay / 60_000 % 60, 14, 2); out[16] = 0x3a
-        put(msOfDay / 1000 % 60, 17, 2); out[19] = 0x2e; put(msOfDay % 1000, 20, 3); out[23] = 0x5a
-        return String(decoding: out, as: UTF8.self)
+        put(year, 0, 4); out[start + 4] = 0x2d; put(month, 5, 2); out[start + 7] = 0x2d; put(day, 8, 2); out[start + 10] = 0x54
+        put(msOfDay / 3_600_000, 11, 2); out[start + 13] = 0x3a; put(msOfDay / 60_000 % 60, 14, 2); out[start + 16] = 0x3a
+        put(msOfDay / 1000 % 60, 17, 2); out[start + 19] = 0x2e; put(msOfDay % 1000, 20, 3); out[start + 23] = 0x5a
     }
 
     /// Reads `YYYY-MM-DDTHH:MM:SS[.fff…]Z` fast; any other RFC 3339 form (offsets) through Foundation.

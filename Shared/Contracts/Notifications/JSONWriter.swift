@@ -93,6 +93,25 @@ public struct JSONWriter: Sendable {
         needsComma = true
     }
 
+    /// A date as the RFC 3339 string `WireJSON` writes (`RFC3339.string(from:)`).
+    public mutating func date(_ value: Date) {
+        separate()
+        bytes.append(0x22)
+        RFC3339.append(value, to: &bytes)
+        bytes.append(0x22)
+        needsComma = true
+    }
+
+    /// A string-to-string object, its keys in the order `JSONEncoder`'s `.sortedKeys` gives.
+    public mutating func object(_ value: [String: String]) {
+        beginObject()
+        for key in value.keys.sorted() {
+            self.key(key)
+            string(value[key]!)
+        }
+        endObject()
+    }
+
     /// One complete JSON value that is already encoded (not checked).
     public mutating func raw<Bytes: Collection>(_ value: Bytes) where Bytes.Element == UInt8 {
         separate()
