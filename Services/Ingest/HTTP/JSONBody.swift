@@ -35,8 +35,11 @@ enum JSONBody {
         return buffer
     }
 
-    /// Decodes `T` straight from the collected bytes (no copy into an intermediate `Data`).
+    /// Decodes `T` straight from the collected bytes (no copy into an intermediate `Data`): the
+    /// shapes of the high-volume routes by hand when they are plain (`FastRequestBody`), anything
+    /// else — and every error — by `decoder`.
     static func decode<T: Decodable>(_ type: T.Type, from buffer: ByteBuffer, decoder: JSONDecoder) throws -> T {
+        if let value = buffer.withUnsafeReadableBytes({ FastRequestBody.decode(T.self, from: $0) }) { return value }
         do {
             return try buffer.withUnsafeReadableBytes { bytes in
                 // The Data only borrows the buffer's bytes while the decoder runs; nothing it
