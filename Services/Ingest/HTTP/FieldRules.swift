@@ -32,7 +32,7 @@ enum FieldRules {
     /// A present UUID in its canonical text form.
     static func uuid(_ value: String?, field: @autoclosure () -> String) throws -> UUID {
         let text = try required(value, field: field())
-        guard let id = UUID(uuidString: text) else {
+        guard let id = UUID(parsing: text) else {
             let field = field()
             throw IngestError.badRequest("\(lastComponent(of: field)) must be a UUID", field: field)
         }
@@ -41,7 +41,7 @@ enum FieldRules {
 
     /// A path parameter that must be a UUID.
     static func uuidParameter(_ name: String, in context: IngestRequestContext) throws -> UUID {
-        guard let id = context.parameters.get(name).flatMap({ UUID(uuidString: String($0)) }) else {
+        guard let id = context.parameters.get(name).flatMap({ UUID(parsing: String($0)) }) else {
             throw IngestError.badRequest("\(name) in the path must be a UUID", field: name)
         }
         return id

@@ -21,7 +21,7 @@ extension RegistrationRoutes {
         var ids: [UUID] = []
         ids.reserveCapacity(rawIds.count)
         for (index, raw) in rawIds.enumerated() {
-            guard let id = UUID(uuidString: raw) else {
+            guard let id = UUID(parsing: raw) else {
                 throw IngestError.badRequest("each registration request id must be a UUID", field: "RegistrationRequestIds[\(index)]")
             }
             ids.append(id)
