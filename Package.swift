@@ -10,6 +10,8 @@ let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package
 let hummingbird: Target.Dependency = .product(name: "Hummingbird", package: "hummingbird")
 let asyncHTTPClient: Target.Dependency = .product(name: "AsyncHTTPClient", package: "async-http-client")
 let postgresNIO: Target.Dependency = .product(name: "PostgresNIO", package: "postgres-nio")
+let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
+let nioPosix: Target.Dependency = .product(name: "NIOPosix", package: "swift-nio")
 let yams: Target.Dependency = .product(name: "Yams", package: "Yams")
 
 let package = Package(
@@ -29,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.21.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.0.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.4.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
@@ -126,7 +129,8 @@ let package = Package(
         .executableTarget(
             name: "IngestMain",
             // Every module it imports, named: the build recompiles it when one of them changes.
-            dependencies: ["Ingest", "Kafka", "Projections", "Settings", logging, metrics, prometheus, serviceLifecycle, argumentParser],
+            dependencies: ["Ingest", "Kafka", "Projections", "Settings", logging, metrics, prometheus, serviceLifecycle, argumentParser,
+                           nioCore, nioPosix],
             path: "Services/IngestMain"
         ),
         .executableTarget(

@@ -4,6 +4,8 @@ import Ingest
 import Kafka
 import Logging
 import Metrics
+import NIOCore
+import NIOPosix
 import Projections
 import Prometheus
 import ServiceLifecycle
@@ -22,6 +24,15 @@ struct PushlineIngest: AsyncParsableCommand {
     @Option(help: "Kafka bootstrap servers (PUSHLINE_KAFKA_BROKERS, default 127.0.0.1:9092).") var brokers: String?
     @Option(help: "Projection store to read, sqlite:<path> (PUSHLINE_STORE).") var store: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (PUSHLINE_LOG_LEVEL).") var logLevel: String?
+
+    /// Swift Concurrency's jobs run on the event loops that serve the connections: a request's
+    /// handler then resumes where its bytes arrived, instead of hopping to the global pool and back
+    /// (docs/BENCHMARKS.md, "Ingest"). Nothing in ingest blocks a thread it does not own: store reads
+    /// and the producer's blocking calls run on threads of their own.
+    static func main() async {
+        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        await main(nil)
+    }
 
     func run() async throws {
         let configuration = try IngestConfiguration.fromEnvironment(
