@@ -34,9 +34,15 @@ public final class KafkaCommandPublisher: CommandPublisher {
     }
 
     public func publish(_ commands: [EncodedCommand], requestId: String) async throws {
+        // The commands of a request share their headers (one type and version, one request id):
+        // made once, the list is shared by every record.
+        var headers: (type: String, version: Int, list: [KafkaHeader])?
         let records = commands.map { c in
-            KafkaProducerRecord(topic: c.topic, key: c.key, value: c.value,
-                                headers: RecordHeaders(type: c.type, version: c.version, requestId: requestId).fields)
+            if headers?.type != c.type || headers?.version != c.version {
+                let fields = RecordHeaders(type: c.type, version: c.version, requestId: requestId).fields
+                headers = (c.type, c.version, KafkaHeader.list(fields))
+            }
+            return KafkaProducerRecord(topic: c.topic, key: c.key, value: c.value, headers: headers!.list)
         }
         do {
             let reports = try await producer.send(records)

@@ -9,7 +9,8 @@ extension RegistrationRoutes {
         let orgId = try orgId(context)
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
         let cleanup = try JSONBody.decode(DeviceRegistrationAPI.Cleanup.self, from: body, decoder: WireJSON.decoder())
-        let command = try DeviceCleanupRequested(validating: cleanup, index: nil, orgId: orgId)
+        var tokenHashes = TokenHashes()
+        let command = try DeviceCleanupRequested(validating: cleanup, index: nil, orgId: orgId, tokenHashes: &tokenHashes)
         try await publishAdmitted([command], app: \.mobileAppId, tokenHash: \.apiTokenHash, encoder: CommandWriter.makeEncoder(),
                                   context: context)
         return Response(status: .accepted)
@@ -25,12 +26,14 @@ extension RegistrationRoutes {
             let cleanups = try JSONBody.decode([DeviceRegistrationAPI.Cleanup].self, from: body, decoder: decoder)
             try Self.checkBatchSize(cleanups.count, of: "cleanups")
             commands.reserveCapacity(cleanups.count)
+            var tokenHashes = TokenHashes()
             for (index, cleanup) in cleanups.enumerated() {
-                commands.append(try DeviceCleanupRequested(validating: cleanup, index: index, orgId: orgId))
+                commands.append(try DeviceCleanupRequested(validating: cleanup, index: index, orgId: orgId, tokenHashes: &tokenHashes))
             }
         } else {
             let cleanup = try JSONBody.decode(DeviceRegistrationAPI.Cleanup.self, from: body, decoder: decoder)
-            commands.append(try DeviceCleanupRequested(validating: cleanup, index: nil, orgId: orgId))
+            var tokenHashes = TokenHashes()
+            commands.append(try DeviceCleanupRequested(validating: cleanup, index: nil, orgId: orgId, tokenHashes: &tokenHashes))
         }
         try await publishAdmitted(commands, app: \.mobileAppId, tokenHash: \.apiTokenHash, encoder: CommandWriter.makeEncoder(),
                                   context: context)
@@ -41,7 +44,7 @@ extension RegistrationRoutes {
 extension DeviceCleanupRequested {
     /// Validates one registration API cleanup and makes its command; without `DeviceToken` it
     /// removes every device of the user in the app.
-    init(validating cleanup: DeviceRegistrationAPI.Cleanup, index: Int?, orgId: UUID) throws {
+    init(validating cleanup: DeviceRegistrationAPI.Cleanup, index: Int?, orgId: UUID, tokenHashes: inout TokenHashes) throws {
         let mobileAppId = try FieldRules.uuid(cleanup.MobileAppId, field: RegistrationRoutes.field("MobileAppId", index: index))
         let apiToken = try FieldRules.required(cleanup.ApiToken, maxBytes: FieldLimits.apiTokenBytes,
                                                field: RegistrationRoutes.field("ApiToken", index: index))
@@ -51,6 +54,6 @@ extension DeviceCleanupRequested {
             try FieldRules.bounded(token, maxBytes: FieldLimits.deviceTokenBytes, field: RegistrationRoutes.field("DeviceToken", index: index))
         }
         self.init(orgId: orgId, mobileAppId: mobileAppId, userId: userId, deviceToken: cleanup.DeviceToken.nonEmpty,
-                  apiTokenHash: ApiTokens.hash(apiToken))
+                  apiTokenHash: tokenHashes.hash(apiToken))
     }
 }

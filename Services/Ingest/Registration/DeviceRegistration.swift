@@ -12,7 +12,9 @@ extension RegistrationRoutes {
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
         let registration = try JSONBody.decode(DeviceRegistrationAPI.Registration.self, from: body, decoder: decoder)
         let headers = try RegistrationHeaders(request.headers, decoder: decoder)
-        let command = try DeviceRegistrationRequested(validating: registration, index: nil, orgId: orgId, headers: headers)
+        var tokenHashes = TokenHashes()
+        let command = try DeviceRegistrationRequested(validating: registration, index: nil, orgId: orgId, headers: headers,
+                                                      tokenHashes: &tokenHashes)
 
         let encoder = CommandWriter.makeEncoder()
         try await publishAdmitted([command], app: \.mobileAppId, tokenHash: \.apiTokenHash, encoder: encoder, context: context)
@@ -32,8 +34,10 @@ extension RegistrationRoutes {
 
         var commands: [DeviceRegistrationRequested] = []
         commands.reserveCapacity(registrations.count)
+        var tokenHashes = TokenHashes()
         for (index, registration) in registrations.enumerated() {
-            commands.append(try DeviceRegistrationRequested(validating: registration, index: index, orgId: orgId, headers: headers))
+            commands.append(try DeviceRegistrationRequested(validating: registration, index: index, orgId: orgId, headers: headers,
+                                                            tokenHashes: &tokenHashes))
         }
 
         let encoder = CommandWriter.makeEncoder()
@@ -50,7 +54,7 @@ extension DeviceRegistrationRequested {
     /// platform from the token field that was sent, the API token only as its hash (and inside the
     /// webhook signature). `index` is the element's position in a batch, for the 400's field name.
     init(validating registration: DeviceRegistrationAPI.Registration, index: Int?, orgId: UUID,
-         headers: RegistrationHeaders) throws {
+         headers: RegistrationHeaders, tokenHashes: inout TokenHashes) throws {
         let mobileAppId = try FieldRules.uuid(registration.MobileAppId, field: RegistrationRoutes.field("MobileAppId", index: index))
         let userId = try FieldRules.required(registration.UserId, maxBytes: FieldLimits.userIdBytes,
                                              field: RegistrationRoutes.field("UserId", index: index))
@@ -73,7 +77,7 @@ extension DeviceRegistrationRequested {
         }
 
         self.init(registrationRequestId: .random(), orgId: orgId, mobileAppId: mobileAppId, userId: userId,
-                  platform: platform, deviceToken: deviceToken, apiTokenHash: ApiTokens.hash(apiToken),
+                  platform: platform, deviceToken: deviceToken, apiTokenHash: tokenHashes.hash(apiToken),
                   trackStatus: headers.trackStatus, callback: headers.callback(apiToken: apiToken))
     }
 }
