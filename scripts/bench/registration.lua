@@ -1,9 +1,13 @@
 -- wrk script: seed 000 registrations with a different user and device token on every request.
 -- BATCH (env) = registrations per request: 1 → POST …/devices, n > 1 → POST …/devices/batch.
+-- ROUTE (env) = "bw-device": PUT /bwmi/v1/apps/{app}/devices instead (a BW registration, Bearer
+-- token); "send": POST /v1/apps/{app}/notifications, a notification to one user.
 local org = os.getenv("BENCH_ORG")
 local app = os.getenv("BENCH_APP")
 local token = os.getenv("BENCH_TOKEN")
 local batch = tonumber(os.getenv("BATCH") or "1")
+local route = os.getenv("ROUTE") or "registration"
+local bearer = {["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. (token or "")}
 local counter = 0
 local thread_id = 0
 
@@ -22,7 +26,13 @@ request = function()
   local base = (thread_id * 100000000) + counter * batch
   local body
   local path
-  if batch == 1 then
+  if route == "bw-device" then
+    body = string.format('{"deviceId":"%064x","type":"IOS","user":{"email":"user-%d@example.com"}}', base, base % 100000)
+    return wrk.format("PUT", "/bwmi/v1/apps/" .. app .. "/devices", bearer, body)
+  elseif route == "send" then
+    body = string.format('{"userId":"user-%d","title":"Bench","body":"Notification %d","custom":{"k":"v"}}', base % 100000, base)
+    return wrk.format("POST", "/v1/apps/" .. app .. "/notifications", bearer, body)
+  elseif batch == 1 then
     body = registration(base)
     path = "/api/v1.0/orgs/" .. org .. "/pushdeviceregistration/devices"
   else

@@ -243,14 +243,12 @@ public enum UUIDHex {
         }
     }
 
-    /// Appends the 36 bytes of `uuid.uuidString.lowercased()`.
+    /// Appends the 36 bytes of `uuid.uuidString.lowercased()`, written on the stack and appended
+    /// at once (not byte by byte, each append checking the array's capacity).
     static func append(_ uuid: UUID, to out: inout [UInt8]) {
-        withUnsafeBytes(of: uuid.uuid) { raw in
-            for i in 0..<16 {
-                if i == 4 || i == 6 || i == 8 || i == 10 { out.append(0x2d) }
-                out.append(digit(raw[i] >> 4))
-                out.append(digit(raw[i] & 0x0f))
-            }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { text in
+            write(uuid, to: text)
+            out.append(contentsOf: text)
         }
     }
 
