@@ -2,6 +2,8 @@
 -- BATCH (env) = registrations per request: 1 → POST …/devices, n > 1 → POST …/devices/batch.
 -- ROUTE (env) = "bw-device": PUT /bwmi/v1/apps/{app}/devices instead (a BW registration, Bearer
 -- token); "send": POST /v1/apps/{app}/notifications, a notification to one user.
+-- RATE and CONNS (env): each of the CONNS connections waits CONNS/RATE seconds before each request,
+-- so that the run offers about RATE requests/s (wrk has no fixed-rate mode).
 local org = os.getenv("BENCH_ORG")
 local app = os.getenv("BENCH_APP")
 local token = os.getenv("BENCH_TOKEN")
@@ -19,6 +21,12 @@ end
 local function registration(n)
   return string.format('{"MobileAppId":"%s","UserId":"user-%d","ApiToken":"%s","ApnsDeviceToken":"%064x"}',
     app, n % 100000, token, n)
+end
+
+local rate = tonumber(os.getenv("RATE") or "0")
+if rate > 0 then
+  local pause = 1000 * tonumber(os.getenv("CONNS")) / rate
+  delay = function() return pause end
 end
 
 request = function()
