@@ -99,8 +99,8 @@ public struct EncodedCommand: Sendable {
 /// A command whose payload ingest writes with `JSONWriter` instead of `JSONEncoder`: the commands
 /// of the high-volume routes, where the encoder's reflection was a third of ingest's CPU
 /// (docs/BENCHMARKS.md, "Ingest"). The bytes are the ones `WireJSON.encoder()` writes — keys in
-/// sorted order, nil fields left out — so readers cannot tell the two apart (`ContractsTests`
-/// compares them).
+/// sorted order, nil fields left out — so readers cannot tell the two apart
+/// (`HandWrittenCommandsTests` compares them).
 public protocol HandWrittenCommand: Command {
     /// Writes the payload object.
     func writePayload(to writer: inout JSONWriter)

@@ -20,9 +20,9 @@ extension UUID {
     }
 }
 
-/// The system's random bytes (glibc's `arc4random_buf`, from `getrandom(2)`), fetched 4 KiB at a time: a system call per
-/// 256 UUIDs instead of two per UUID (`SystemRandomNumberGenerator` makes one per 8 bytes),
-/// which on the batch route was 6% of ingest's CPU.
+/// The system's random bytes (glibc's `arc4random_buf`, from `getrandom(2)`), fetched 4 KiB at a
+/// time: a system call per 256 UUIDs instead of two per UUID (`SystemRandomNumberGenerator` makes
+/// one per 8 bytes), which on the batch route was 6% of ingest's CPU.
 final class RandomBytes: Sendable {
     static let shared = RandomBytes()
 

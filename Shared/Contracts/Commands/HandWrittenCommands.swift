@@ -3,7 +3,7 @@ import Foundation
 // The payloads of the high-volume routes' commands, written by hand (`HandWrittenCommand`): keys
 // in the sorted order `WireJSON.encoder()` writes, nil fields left out, as their synthesized
 // `Codable` conformances encode them. A field added to one of these types must be added here
-// too: `ContractsTests.testHandWrittenCommandsAreWhatTheEncoderWrites` fails until it is.
+// too: `HandWrittenCommandsTests.testHandWrittenCommandsAreWhatTheEncoderWrites` fails until it is.
 
 extension DeviceRegistrationRequested: HandWrittenCommand {
     public func writePayload(to writer: inout JSONWriter) {
