@@ -140,17 +140,3 @@ extension NotificationContent {
         writer.endObject()
     }
 }
-
-extension JSONWriter {
-    fileprivate mutating func field(_ key: String, _ value: Bool?) {
-        guard let value else { return }
-        self.key(key)
-        bool(value)
-    }
-
-    fileprivate mutating func strings(_ values: [String]) {
-        beginArray()
-        for value in values { string(value) }
-        endArray()
-    }
-}

@@ -102,6 +102,13 @@ public struct JSONWriter: Sendable {
         needsComma = true
     }
 
+    /// An array of strings.
+    public mutating func strings(_ values: [String]) {
+        beginArray()
+        for value in values { string(value) }
+        endArray()
+    }
+
     /// A string-to-string object, its keys in the order `JSONEncoder`'s `.sortedKeys` gives.
     public mutating func object(_ value: [String: String]) {
         beginObject()
@@ -131,6 +138,12 @@ public struct JSONWriter: Sendable {
         guard let value else { return }
         self.key(key)
         int(value)
+    }
+
+    public mutating func field(_ key: String, _ value: Bool?) {
+        guard let value else { return }
+        self.key(key)
+        bool(value)
     }
 
     public mutating func field(_ key: String, intString value: Int?) {
