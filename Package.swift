@@ -88,6 +88,9 @@ let package = Package(
             name: "Ingest",
             dependencies: [
                 "Contracts", "Kafka", "Operations", "Projections", "Settings",
+                // Push credentials: P-256 (Crypto) and RSA (_CryptoExtras) keys are checked before they are sealed.
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 hummingbird,
                 logging,
                 metrics,
@@ -150,12 +153,15 @@ let package = Package(
             dependencies: ["Kafka", "Contracts", asyncHTTPClient,
                            hummingbird,
                            postgresNIO,
-                           logging],
+                           logging,
+                           // Test push credentials (TestPushKeys).
+                           .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "_CryptoExtras", package: "swift-crypto")],
             path: "Tests/TestSupport"
         ),
         .executableTarget(name: "LoadGen", dependencies: ["TestSupport", "Contracts", "Kafka"], path: "Tests/LoadGen"),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
-        .testTarget(name: "ContractsTests", dependencies: ["Contracts"]),
+        .testTarget(name: "ContractsTests", dependencies: ["Contracts", .product(name: "Crypto", package: "swift-crypto")]),
         // Ingest and the processor read the same shared settings.
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "Ingest", "Processor", "Contracts",
                                                         logging]),
@@ -164,7 +170,7 @@ let package = Package(
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "Contracts", "TestSupport"]),
         .testTarget(
             name: "IngestTests",
-            dependencies: ["Ingest", "Contracts", "Kafka", "Projections",
+            dependencies: ["Ingest", "Contracts", "Kafka", "Projections", "TestSupport",
                            .product(name: "HummingbirdTesting", package: "hummingbird"),
                            logging,
                            metrics,

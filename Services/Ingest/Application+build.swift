@@ -79,7 +79,9 @@ public func buildRouter(
         .addRoutes(to: bearerGroup(KF5TokenRoutes.basePath))
     TrackingRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: bearerGroup(TrackingRoutes.basePath))
-    AdminRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
-        .addRoutes(to: router.group(AdminRoutes.basePath).add(middleware: AdminAuthMiddleware(adminToken: configuration.adminToken)))
+    let admin = router.group(AdminRoutes.basePath).add(middleware: AdminAuthMiddleware(adminToken: configuration.adminToken))
+    AdminRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
+    PushCredentialsRoutes(writer: writer, store: store, secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes)
+        .addRoutes(to: admin)
     return router
 }

@@ -40,6 +40,8 @@ public struct IngestConfiguration: Sendable {
     public var idleTimeoutMs = 60_000
     /// How long a request may take to arrive in full once its head has (`PUSHLINE_HTTP_READ_TIMEOUT_MS`).
     public var requestReadTimeoutMs = 30_000
+    /// Seals push credentials (`PUSHLINE_SECRETS_KEY`); nil: the credential routes answer 503.
+    public var secrets: SecretsKeyring?
 
     public init(host: String = "127.0.0.1", port: Int = 8080, adminToken: String,
                 maxBodyBytes: Int = 1_048_576, retryAfterSeconds: Int = 1) {
@@ -90,6 +92,7 @@ public struct IngestConfiguration: Sendable {
             configuration.idleTimeoutMs = try reader.int(Variable.idleTimeoutMs, default: configuration.idleTimeoutMs, range: 100...3_600_000)
             configuration.requestReadTimeoutMs = try reader.int(Variable.requestReadTimeoutMs, default: configuration.requestReadTimeoutMs,
                                                                 range: 100...3_600_000)
+            configuration.secrets = try reader.secretsKeyring()
             return configuration
         } catch let error as ConfigurationError {
             throw IngestError.invalidConfiguration(error.description)

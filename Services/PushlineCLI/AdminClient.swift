@@ -21,7 +21,7 @@ struct AdminClient: Sendable {
     }
 
     enum Method: String {
-        case GET, POST, PATCH, DELETE
+        case GET, POST, PUT, PATCH, DELETE
     }
 
     /// Sends `body` as JSON and returns the body of an answer with status `expected`.

@@ -31,7 +31,17 @@ enum Output {
         for (index, token) in app.tokens.enumerated() {
             lines.append((index == 0 ? "tokens           " : "                 ") + "\(token.tokenId)  \(token.revoked ? "revoked" : "active")")
         }
+        lines.append("apns             " + (app.pushCredentials?.apns.map(describe) ?? "-"))
+        lines.append("fcm              " + (app.pushCredentials?.fcm.map(describe) ?? "-"))
         return lines.joined(separator: "\n")
+    }
+
+    static func describe(_ c: AdminAPI.APNsCredentialsView) -> String {
+        "team \(c.teamId), key \(c.keyId), bundle \(c.bundleId), \(c.environment.rawValue), \(c.fingerprint)"
+    }
+
+    static func describe(_ c: AdminAPI.FCMCredentialsView) -> String {
+        "project \(c.projectId), \(c.clientEmail), \(c.fingerprint)"
     }
 
     /// Columns two spaces apart; numbers (`rightAligned`) flush right, the rest flush left.

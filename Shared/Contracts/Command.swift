@@ -7,6 +7,8 @@ public enum CommandType: String, Sendable, CaseIterable, Codable {
     case apiTokenIssued = "admin.api-token-issued"
     case apiTokenRevoked = "admin.api-token-revoked"
     case appSettingsChanged = "admin.app-settings-changed"
+    case pushCredentialsSet = "admin.push-credentials-set"
+    case pushCredentialsRemoved = "admin.push-credentials-removed"
     case deviceRegistrationRequested = "registration.device-registration-requested"
     case deviceCleanupRequested = "registration.device-cleanup-requested"
     case notificationRequested = "notification.requested"

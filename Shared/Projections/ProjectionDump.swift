@@ -24,7 +24,7 @@ enum ProjectionDump {
     /// Both backends run these as they are (PostgreSQL's text columns compare bytewise, as
     /// SQLite's do).
     static let tables: [(table: String, columns: String, orderBy: String)] = [
-        ("apps", "app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at", "app_id"),
+        ("apps", "app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at, push_credentials", "app_id"),
         ("api_tokens", "token_id, app_id, token_hash, revoked, created_at", "token_id"),
         ("devices", "app_id, device_token, user_id, platform, version, updated_at", "app_id, device_token"),
         ("registration_status", "request_id, app_id, status, failure_reason, decided_at", "request_id"),

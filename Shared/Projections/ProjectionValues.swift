@@ -30,6 +30,21 @@ enum ProjectionValues {
         }
     }
 
+    /// NULL for an app without credentials.
+    static func pushCredentialsJSON(_ credentials: PushCredentials?) throws -> String? {
+        guard let credentials, !credentials.isEmpty else { return nil }
+        return try credentials.storedJSON()
+    }
+
+    static func pushCredentials(json: String?) throws -> PushCredentials? {
+        guard let json else { return nil }
+        do {
+            return try PushCredentials.fromStoredJSON(json)
+        } catch {
+            throw ProjectionStoreError.database("column apps.push_credentials holds invalid JSON: \(error)")
+        }
+    }
+
     static func decode<T: RawRepresentable>(_ type: T.Type, _ raw: T.RawValue, column: String) throws -> T {
         guard let value = T(rawValue: raw) else {
             throw ProjectionStoreError.database("column \(column) holds unknown value '\(raw)'")

@@ -116,6 +116,37 @@ final class HandlerTests: XCTestCase {
         XCTAssertEqual(s.apps[appId]?.callbackUrl, "http://x.test/cb")
     }
 
+    func testPushCredentialsAreSetPerProviderReplacedAndRemoved() {
+        var s = state()
+        let sealed = SealedSecret(keyId: "k", box: "b")
+        let apns = APNsCredentials(teamId: "T", keyId: "K", bundleId: "b", environment: .sandbox, fingerprint: "1", privateKey: sealed)
+        let fcm = FCMCredentials(projectId: "p", clientEmail: "e", privateKeyId: nil, tokenUri: "u", fingerprint: "2", serviceAccount: sealed)
+        let context = CommandContext(at: at)
+        XCTAssertEqual(PushCredentialsSetHandler().apply(PushCredentialsSet(mobileAppId: appId, apns: apns), context, to: &s), .applied)
+        XCTAssertEqual(PushCredentialsSetHandler().apply(PushCredentialsSet(mobileAppId: appId, fcm: fcm), context, to: &s), .applied)
+        XCTAssertEqual(s.apps[appId]?.pushCredentials, PushCredentials(apns: apns, fcm: fcm), "setting one provider keeps the other")
+        var newer = apns
+        newer.fingerprint = "3"
+        _ = PushCredentialsSetHandler().apply(PushCredentialsSet(mobileAppId: appId, apns: newer), context, to: &s)
+        XCTAssertEqual(s.apps[appId]?.pushCredentials, PushCredentials(apns: newer, fcm: fcm))
+        XCTAssertEqual(s.apps[appId]?.name, "a", "the app's other settings stay")
+
+        XCTAssertEqual(PushCredentialsRemovedHandler().apply(PushCredentialsRemoved(mobileAppId: appId, provider: .apns), context, to: &s),
+                       .applied)
+        XCTAssertEqual(s.apps[appId]?.pushCredentials, PushCredentials(fcm: fcm))
+        _ = PushCredentialsRemovedHandler().apply(PushCredentialsRemoved(mobileAppId: appId, provider: .fcm), context, to: &s)
+        XCTAssertNil(s.apps[appId]?.pushCredentials, "none left is none at all")
+        XCTAssertEqual(s.mutations.count, 5)
+
+        let unknown = UUID()
+        XCTAssertEqual(PushCredentialsSetHandler().apply(PushCredentialsSet(mobileAppId: unknown, apns: apns), context, to: &s),
+                       .rejected("unknown-app"))
+        XCTAssertEqual(PushCredentialsRemovedHandler().apply(PushCredentialsRemoved(mobileAppId: unknown, provider: .fcm), context, to: &s),
+                       .rejected("unknown-app"))
+        XCTAssertEqual(PushCredentialsSetHandler().apply(PushCredentialsSet(mobileAppId: appId), context, to: &s), .rejected("no-credentials"))
+        XCTAssertEqual(s.mutations.count, 5)
+    }
+
     func testFormatVerifier() {
         let v = TokenFormatVerifier()
         XCTAssertTrue(v.verify(token: String(repeating: "aB", count: 32), platform: .ios))

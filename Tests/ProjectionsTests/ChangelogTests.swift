@@ -30,6 +30,20 @@ import Testing
         #expect(try ChangelogEntry(decoding: ChangelogEntry(mutations: [], offsets: []).encoded()) == ChangelogEntry(mutations: [], offsets: []))
     }
 
+    @Test func testAnAppWithoutPushCredentialsKeepsTheEntryOfBeforeCredentials() throws {
+        let app = Fixture.app()
+        var withCredentials = app
+        withCredentials.pushCredentials = Fixture.pushCredentials(2)
+        let plain = ChangelogEntry(mutations: [.upsertApp(app)], offsets: []).encoded()
+        let tagged = ChangelogEntry(mutations: [.upsertApp(withCredentials)], offsets: []).encoded()
+        // The entries differ first at the mutation's tag: 1 (the app as before) against 20.
+        let first = try #require(plain.indices.first { plain[$0] != tagged[$0] })
+        #expect(plain[first] == 1)
+        #expect(tagged[first] == 20)
+        #expect(try ChangelogEntry(decoding: plain).mutations == [.upsertApp(app)])
+        #expect(try ChangelogEntry(decoding: tagged).mutations == [.upsertApp(withCredentials)])
+    }
+
     @Test func testATruncatedOrAlteredEntryIsRefusedRatherThanMisread() throws {
         var random = SeededRandom(seed: 12)
         let entry = ChangelogEntry(mutations: MixedMutations.make(count: 40, keys: 5, using: &random),
@@ -247,7 +261,8 @@ import Testing
             let token = "\(text)#\(n)"
             mutations += [
                 .upsertApp(AppRow(appId: UUID(), orgId: UUID(), name: text, callbackUrl: n % 3 == 0 ? nil : other,
-                                  callbackHeaders: [text: other], webhookRetries: Int(pick(integers, n)), createdAt: date)),
+                                  callbackHeaders: [text: other], webhookRetries: Int(pick(integers, n)), createdAt: date,
+                                  pushCredentials: n % 2 == 0 ? nil : Fixture.pushCredentials(n))),
                 .upsertApiToken(ApiTokenRow(tokenId: UUID(), appId: appId, tokenHash: text, revoked: n % 2 == 0, createdAt: date)),
                 .upsertDevice(DeviceRow(appId: appId, deviceToken: token, userId: other, platform: n % 2 == 0 ? .ios : .android,
                                         version: pick(integers, n), updatedAt: date)),

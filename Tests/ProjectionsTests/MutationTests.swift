@@ -25,6 +25,29 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func testAnAppsPushCredentialsAreStoredReplacedAndRemoved(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            var app = Fixture.app()
+            app.pushCredentials = Fixture.pushCredentials(2)
+            try await store.commit(mutations: [.upsertApp(app)], offsets: [])
+            #expect(try await store.app(app.appId) == app)
+
+            app.pushCredentials = Fixture.pushCredentials(3)
+            try await store.commit(mutations: [.upsertApp(app)], offsets: [])
+            #expect(try await store.app(app.appId)?.pushCredentials == Fixture.pushCredentials(3))
+
+            app.pushCredentials = nil
+            try await store.commit(mutations: [.upsertApp(app)], offsets: [])
+            #expect(try await store.app(app.appId)?.pushCredentials == nil)
+            // Empty credentials are stored as none, so that every way of removing them reads the same.
+            app.pushCredentials = PushCredentials()
+            try await store.commit(mutations: [.upsertApp(app)], offsets: [])
+            #expect(try await store.app(app.appId)?.pushCredentials == nil)
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func testUpsertApiTokenAddsTokensAndRevokesAnExistingOne(_ backend: StoreBackend) async throws {
         try await withStoreHarness(backend) { h in
             let store = try await h.openStore()

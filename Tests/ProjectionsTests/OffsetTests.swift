@@ -85,6 +85,7 @@ import Testing
                 for table in ["changelog_state", "changelog_outbox", "restore_indexes"] {  // added by version 10
                     try await h.execute("DROP TABLE \(table)")
                 }
+                try await h.execute("ALTER TABLE apps DROP COLUMN push_credentials")  // added by version 11
                 try await h.execute("UPDATE schema_version SET version = 7")
             }
             let version = backend == .sqlite ? "PRAGMA user_version" : "SELECT version::text FROM schema_version"

@@ -364,6 +364,7 @@ final class PostgresStoreTests: StoreTestCase {
         try await execute("DROP TABLE changelog_state")  // added by version 10
         try await execute("DROP TABLE changelog_outbox")
         try await execute("DROP TABLE restore_indexes")
+        try await execute("ALTER TABLE apps DROP COLUMN push_credentials")  // added by version 11
         try await execute("UPDATE schema_version SET version = 6")
 
         let migrated = try await openStore()
@@ -531,7 +532,8 @@ enum MixedMutations {
             case 0..<3:
                 mutations.append(.upsertApp(AppRow(appId: app(), orgId: key(n % 5), name: "app \(n)", callbackUrl: maybe("https://cb.test/\(n)"),
                                                    callbackHeaders: Bool.random(using: &random) ? [:] : ["x-n": "\(n)"],
-                                                   webhookRetries: n % 4, createdAt: Fixture.at(seconds()))))
+                                                   webhookRetries: n % 4, createdAt: Fixture.at(seconds()),
+                                                   pushCredentials: n % 3 == 0 ? nil : Fixture.pushCredentials(n))))
             case 3..<6:
                 mutations.append(.upsertApiToken(ApiTokenRow(tokenId: key(Int.random(in: 0..<keys, using: &random)), appId: app(),
                                                              tokenHash: "h\(n)", revoked: Bool.random(using: &random),

@@ -185,6 +185,18 @@ enum Fixture {
                webhookRetries: retries, createdAt: t0)
     }
 
+    /// Credentials with both providers when `n` is even, APNs only otherwise; the "seals" are
+    /// stand-in text (the store neither opens nor checks them), with characters JSON escapes.
+    static func pushCredentials(_ n: Int) -> PushCredentials {
+        let apns = APNsCredentials(teamId: "TEAM\(n)", keyId: "KEY\(n)", bundleId: "com.example.app\(n)",
+                                   environment: n % 4 == 1 ? .sandbox : .production, fingerprint: "SHA256:fp/\(n)+",
+                                   privateKey: SealedSecret(keyId: "k\(n)", box: "box\"\\/\(n)é"))
+        let fcm = FCMCredentials(projectId: "project-\(n)", clientEmail: "a@project-\(n).iam", privateKeyId: n % 4 == 0 ? nil : "id\(n)",
+                                 tokenUri: "https://oauth2.test/token", fingerprint: "SHA256:\(n)",
+                                 serviceAccount: SealedSecret(keyId: "k\(n)", box: "sa\u{2028}\(n)"))
+        return PushCredentials(apns: apns, fcm: n % 2 == 0 ? fcm : nil)
+    }
+
     static func token(app appId: UUID, revoked: Bool = false, at seconds: Double = 0) -> ApiTokenRow {
         ApiTokenRow(tokenId: UUID(), appId: appId, tokenHash: ApiTokens.hash(ApiTokens.generate()), revoked: revoked,
                     createdAt: at(seconds))

@@ -142,13 +142,14 @@ struct AdminRoutes: Sendable {
         AdminAPI.AppView(
             orgId: app.orgId, mobileAppId: app.appId, name: app.name, callbackUrl: app.callbackUrl,
             callbackHeaders: app.callbackHeaders, webhookRetries: app.webhookRetries,
-            tokens: tokens.map { AdminAPI.TokenView(tokenId: $0.tokenId, revoked: $0.revoked) })
+            tokens: tokens.map { AdminAPI.TokenView(tokenId: $0.tokenId, revoked: $0.revoked) },
+            pushCredentials: app.pushCredentials.map(AdminAPI.PushCredentialsView.init))
     }
 
     private static let pageSizes = 1...1000
     private static let defaultPageSize = 100
 
-    private static let unknownApp = IngestError.notFound("no such app (or not projected yet)", field: "mobileAppId")
+    static let unknownApp = IngestError.notFound("no such app (or not projected yet)", field: "mobileAppId")
     /// Answers that carry a raw API token must not be cached anywhere.
     private static let secretHeaders: HTTPFields = [.cacheControl: "no-store"]
 }

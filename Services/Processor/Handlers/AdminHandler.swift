@@ -63,3 +63,36 @@ struct AppSettingsChangedHandler: AdminCommandHandler {
         return .applied
     }
 }
+
+struct PushCredentialsSetHandler: AdminCommandHandler {
+    func app(of c: PushCredentialsSet) -> UUID { c.mobileAppId }
+
+    func apply(_ c: PushCredentialsSet, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+        guard var app = state.apps[c.mobileAppId] else { return .rejected("unknown-app") }
+        // Ingest writes exactly one provider per command; a record with neither changes nothing.
+        guard c.apns != nil || c.fcm != nil else { return .rejected("no-credentials") }
+        var credentials = app.pushCredentials ?? PushCredentials()
+        if let apns = c.apns { credentials.apns = apns }
+        if let fcm = c.fcm { credentials.fcm = fcm }
+        app.pushCredentials = credentials
+        state.upsert(app)
+        return .applied
+    }
+}
+
+struct PushCredentialsRemovedHandler: AdminCommandHandler {
+    func app(of c: PushCredentialsRemoved) -> UUID { c.mobileAppId }
+
+    func apply(_ c: PushCredentialsRemoved, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+        guard var app = state.apps[c.mobileAppId] else { return .rejected("unknown-app") }
+        var credentials = app.pushCredentials ?? PushCredentials()
+        switch c.provider {
+        case .apns: credentials.apns = nil
+        case .fcm: credentials.fcm = nil
+        }
+        // No credentials left is stored as none at all, whatever the order they were removed in.
+        app.pushCredentials = credentials.isEmpty ? nil : credentials
+        state.upsert(app)
+        return .applied
+    }
+}

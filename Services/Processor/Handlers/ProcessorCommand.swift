@@ -37,6 +37,8 @@ struct HandlerRegistry: Sendable {
         registry.register(ApiTokenIssuedHandler())
         registry.register(ApiTokenRevokedHandler())
         registry.register(AppSettingsChangedHandler())
+        registry.register(PushCredentialsSetHandler())
+        registry.register(PushCredentialsRemovedHandler())
         registry.register(RegistrationHandler(verifier: verifier, maxDevicesPerUser: maxDevicesPerUser))
         registry.register(CleanupHandler())
         registry.register(NotificationHandler())

@@ -82,3 +82,39 @@ public struct AppSettingsChanged: Command, Equatable {
 
     public var recordKey: String { RecordKey.app(mobileAppId) }
 }
+
+/// An app's credentials for one push provider were set (replacing any before): exactly one of
+/// `apns` and `fcm` is present. The secret inside is sealed (`SecretsKeyring`); it never enters
+/// Kafka in clear.
+public struct PushCredentialsSet: Command, Equatable {
+    public static let type = CommandType.pushCredentialsSet
+    public static let topic = CommandTopic.admin
+
+    @LowercaseUUID public var mobileAppId: UUID
+    public var apns: APNsCredentials?
+    public var fcm: FCMCredentials?
+
+    public init(mobileAppId: UUID, apns: APNsCredentials? = nil, fcm: FCMCredentials? = nil) {
+        self.mobileAppId = mobileAppId
+        self.apns = apns
+        self.fcm = fcm
+    }
+
+    public var recordKey: String { RecordKey.app(mobileAppId) }
+}
+
+/// An app's credentials for one push provider were removed.
+public struct PushCredentialsRemoved: Command, Equatable {
+    public static let type = CommandType.pushCredentialsRemoved
+    public static let topic = CommandTopic.admin
+
+    @LowercaseUUID public var mobileAppId: UUID
+    public var provider: PushProvider
+
+    public init(mobileAppId: UUID, provider: PushProvider) {
+        self.mobileAppId = mobileAppId
+        self.provider = provider
+    }
+
+    public var recordKey: String { RecordKey.app(mobileAppId) }
+}

@@ -59,8 +59,10 @@ public enum AdminAPI {
         public var callbackHeaders: [String: String]
         public var webhookRetries: Int
         public var tokens: [TokenView]
+        /// What is not secret of its push credentials; absent when it has none.
+        public var pushCredentials: PushCredentialsView?
         public init(orgId: UUID, mobileAppId: UUID, name: String, callbackUrl: String?, callbackHeaders: [String: String],
-                    webhookRetries: Int, tokens: [TokenView]) {
+                    webhookRetries: Int, tokens: [TokenView], pushCredentials: PushCredentialsView? = nil) {
             self.orgId = orgId
             self.mobileAppId = mobileAppId
             self.name = name
@@ -68,6 +70,7 @@ public enum AdminAPI {
             self.callbackHeaders = callbackHeaders
             self.webhookRetries = webhookRetries
             self.tokens = tokens
+            self.pushCredentials = pushCredentials
         }
     }
 
@@ -88,6 +91,88 @@ public enum AdminAPI {
         public init(tokenId: UUID, revoked: Bool) {
             self.tokenId = tokenId
             self.revoked = revoked
+        }
+    }
+
+    /// `PUT /admin/v1/apps/{id}/credentials/apns`: token-based APNs authentication.
+    public struct SetAPNsCredentials: Codable, Sendable, Equatable {
+        public var teamId: String?
+        public var keyId: String?
+        public var bundleId: String?
+        /// The `.p8` file's PEM text.
+        public var privateKey: String?
+        /// `production` or `sandbox`.
+        public var environment: String?
+        public init(teamId: String?, keyId: String?, bundleId: String?, privateKey: String?, environment: String?) {
+            self.teamId = teamId
+            self.keyId = keyId
+            self.bundleId = bundleId
+            self.privateKey = privateKey
+            self.environment = environment
+        }
+    }
+
+    /// `PUT /admin/v1/apps/{id}/credentials/fcm`: the Firebase project's service-account key file, as it is.
+    public struct SetFCMCredentials: Codable, Sendable, Equatable {
+        public var serviceAccount: JSONValue?
+        public init(serviceAccount: JSONValue?) {
+            self.serviceAccount = serviceAccount
+        }
+    }
+
+    /// An app's push credentials without their secrets.
+    public struct PushCredentialsView: Codable, Sendable, Equatable {
+        public var apns: APNsCredentialsView?
+        public var fcm: FCMCredentialsView?
+        public init(apns: APNsCredentialsView? = nil, fcm: FCMCredentialsView? = nil) {
+            self.apns = apns
+            self.fcm = fcm
+        }
+
+        public init(_ credentials: PushCredentials) {
+            self.init(apns: credentials.apns.map(APNsCredentialsView.init), fcm: credentials.fcm.map(FCMCredentialsView.init))
+        }
+    }
+
+    /// `GET /admin/v1/apps/{id}/credentials/apns`, and the `202` answer of its `PUT`.
+    public struct APNsCredentialsView: Codable, Sendable, Equatable {
+        public var teamId: String
+        public var keyId: String
+        public var bundleId: String
+        public var environment: APNsEnvironment
+        /// `SHA256:` and the base64 SHA-256 of the key's public part.
+        public var fingerprint: String
+        /// The id of the deployment key that sealed the private key.
+        public var sealedWith: String
+
+        public init(_ c: APNsCredentials) {
+            teamId = c.teamId
+            keyId = c.keyId
+            bundleId = c.bundleId
+            environment = c.environment
+            fingerprint = c.fingerprint
+            sealedWith = c.privateKey.keyId
+        }
+    }
+
+    /// `GET /admin/v1/apps/{id}/credentials/fcm`, and the `202` answer of its `PUT`.
+    public struct FCMCredentialsView: Codable, Sendable, Equatable {
+        public var projectId: String
+        public var clientEmail: String
+        public var privateKeyId: String?
+        public var tokenUri: String
+        /// `SHA256:` and the base64 SHA-256 of the account key's public part.
+        public var fingerprint: String
+        /// The id of the deployment key that sealed the service account.
+        public var sealedWith: String
+
+        public init(_ c: FCMCredentials) {
+            projectId = c.projectId
+            clientEmail = c.clientEmail
+            privateKeyId = c.privateKeyId
+            tokenUri = c.tokenUri
+            fingerprint = c.fingerprint
+            sealedWith = c.serviceAccount.keyId
         }
     }
 }

@@ -78,6 +78,8 @@ private enum Tag: UInt8 {
     case upsertApp = 1, upsertApiToken, upsertDevice, deleteDevice, putRegistrationStatus, enqueueOutbox, restoreOutbox
     case putPending, deletePending, clearPending, putAck, putDelivery, countTracking, deleteTracking, parkTracking
     case unparkTracking, dropTracking, putDeadLetter, deleteDeadLetter
+    /// `upsertApp` followed by the app's push credentials (their stored JSON).
+    case upsertAppWithCredentials
 }
 
 struct ChangelogWriter {
@@ -163,9 +165,13 @@ struct ChangelogWriter {
     mutating func mutation(_ mutation: Mutation) {
         switch mutation {
         case .upsertApp(let a):
-            byte(Tag.upsertApp.rawValue)
+            // An app without credentials keeps the bytes it had before credentials existed.
+            // (Encoding a value of strings and enums to JSON cannot fail.)
+            let credentials = try! ProjectionValues.pushCredentialsJSON(a.pushCredentials)
+            byte(credentials == nil ? Tag.upsertApp.rawValue : Tag.upsertAppWithCredentials.rawValue)
             uuid(a.appId); uuid(a.orgId); string(a.name); optional(a.callbackUrl) { $0.string($1) }
             headers(a.callbackHeaders); int(a.webhookRetries); date(a.createdAt)
+            if let credentials { string(credentials) }
         case .upsertApiToken(let t):
             byte(Tag.upsertApiToken.rawValue)
             uuid(t.tokenId); uuid(t.appId); string(t.tokenHash); bool(t.revoked); date(t.createdAt)
@@ -367,9 +373,17 @@ struct ChangelogReader {
         let tagByte = try byte()
         guard let tag = Tag(rawValue: tagByte) else { throw ChangelogFormatError("unknown mutation tag \(tagByte)") }
         switch tag {
-        case .upsertApp:
-            return .upsertApp(AppRow(appId: try uuid(), orgId: try uuid(), name: try string(), callbackUrl: try optional { try $0.string() },
-                                     callbackHeaders: try headers(), webhookRetries: try intValue(), createdAt: try date()))
+        case .upsertApp, .upsertAppWithCredentials:
+            var app = AppRow(appId: try uuid(), orgId: try uuid(), name: try string(), callbackUrl: try optional { try $0.string() },
+                             callbackHeaders: try headers(), webhookRetries: try intValue(), createdAt: try date())
+            if tag == .upsertAppWithCredentials {
+                let json = try string()
+                guard let credentials = try? ProjectionValues.pushCredentials(json: json) else {
+                    throw ChangelogFormatError("app \(app.appId) has push credentials that do not decode")
+                }
+                app.pushCredentials = credentials
+            }
+            return .upsertApp(app)
         case .upsertApiToken:
             return .upsertApiToken(ApiTokenRow(tokenId: try uuid(), appId: try uuid(), tokenHash: try string(), revoked: try bool(),
                                                createdAt: try date()))

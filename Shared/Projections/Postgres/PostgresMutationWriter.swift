@@ -43,14 +43,17 @@ struct PostgresMutationWriter {
     private func writeApps(_ apps: [AppRow]) async throws {
         guard !apps.isEmpty else { return }
         let headers = try apps.map { try ProjectionValues.headersJSON($0.callbackHeaders) }
+        let credentials = try apps.map { try ProjectionValues.pushCredentialsJSON($0.pushCredentials) }
         try await run("""
-            INSERT INTO apps (app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at)
+            INSERT INTO apps (app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at, push_credentials)
             SELECT * FROM unnest(\(apps.map(\.appId))::uuid[], \(apps.map(\.orgId))::uuid[], \(apps.map(\.name))::text[],
                 \(PostgresArray(apps.map(\.callbackUrl)))::text[], \(headers)::text[],
-                \(apps.map { Int64($0.webhookRetries) })::bigint[], \(apps.map { ProjectionValues.millis($0.createdAt) })::bigint[])
+                \(apps.map { Int64($0.webhookRetries) })::bigint[], \(apps.map { ProjectionValues.millis($0.createdAt) })::bigint[],
+                \(PostgresArray(credentials))::text[])
             ON CONFLICT (app_id) DO UPDATE SET org_id = excluded.org_id, name = excluded.name,
                 callback_url = excluded.callback_url, callback_headers = excluded.callback_headers,
-                webhook_retries = excluded.webhook_retries, created_at = excluded.created_at
+                webhook_retries = excluded.webhook_retries, created_at = excluded.created_at,
+                push_credentials = excluded.push_credentials
             """)
     }
 

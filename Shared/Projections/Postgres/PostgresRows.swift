@@ -6,14 +6,15 @@ import PostgresNIO
 /// values; each list sits beside its decoder so that the two change together. Columns are
 /// decoded by position, in the order of each list.
 enum PostgresRows {
-    static let appColumns = "app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at"
+    static let appColumns = "app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at, push_credentials"
 
     static func app(_ row: PostgresRow) throws -> AppRow {
-        let (appId, orgId, name, url, headers, retries, created) =
-            try row.decode((UUID, UUID, String, String?, String, Int, Int64).self)
+        let (appId, orgId, name, url, headers, retries, created, credentials) =
+            try row.decode((UUID, UUID, String, String?, String, Int, Int64, String?).self)
         return AppRow(appId: appId, orgId: orgId, name: name, callbackUrl: url,
                       callbackHeaders: try ProjectionValues.headers(json: headers, column: "apps.callback_headers"),
-                      webhookRetries: retries, createdAt: ProjectionValues.date(millis: created))
+                      webhookRetries: retries, createdAt: ProjectionValues.date(millis: created),
+                      pushCredentials: try ProjectionValues.pushCredentials(json: credentials))
     }
 
     static let tokenColumns = "token_id, app_id, token_hash, revoked, created_at"

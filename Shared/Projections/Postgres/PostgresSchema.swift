@@ -15,10 +15,10 @@ enum PostgresSchema {
     /// The newest schema version this code creates and understands. It counts as the SQLite
     /// schema does: version 3 is the same tables (apps and devices, managed notifications,
     /// tracking); PostgreSQL stores start there.
-    static let version = 10
+    static let version = 11
 
     /// Versions above the stored one are applied in order.
-    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10)]
+    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10), (11, v11)]
 
     /// Any fixed number: the lock only serialises openers of one database.
     private static let openLock: Int64 = 0x5075_7368_6c69_6e65  // "Pushline"
@@ -252,4 +252,7 @@ enum PostgresSchema {
             definition text COLLATE "C" NOT NULL
         )
         """
+
+    /// Apps' push credentials (`PushCredentials` as JSON, secrets sealed; NULL: none).
+    private static let v11 = "ALTER TABLE apps ADD COLUMN push_credentials text COLLATE \"C\""
 }

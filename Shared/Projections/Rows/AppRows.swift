@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 
 /// An app of an org, with its settings.
@@ -10,9 +11,11 @@ public struct AppRow: Sendable, Equatable, Codable {
     /// Extra webhook/callback attempts after the first (0 = one attempt).
     public var webhookRetries: Int
     public var createdAt: Date
+    /// Its APNs and FCM credentials, secrets sealed; nil when it has none.
+    public var pushCredentials: PushCredentials?
 
     public init(appId: UUID, orgId: UUID, name: String, callbackUrl: String? = nil, callbackHeaders: [String: String] = [:],
-                webhookRetries: Int = 0, createdAt: Date) {
+                webhookRetries: Int = 0, createdAt: Date, pushCredentials: PushCredentials? = nil) {
         self.appId = appId
         self.orgId = orgId
         self.name = name
@@ -20,6 +23,7 @@ public struct AppRow: Sendable, Equatable, Codable {
         self.callbackHeaders = callbackHeaders
         self.webhookRetries = webhookRetries
         self.createdAt = createdAt
+        self.pushCredentials = pushCredentials
     }
 }
 

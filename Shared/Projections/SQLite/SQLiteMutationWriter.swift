@@ -34,6 +34,7 @@ struct SQLiteMutationWriter {
             try statement(\.upsertApp, Self.upsertAppSQL).execute(arguments: [
                 SQLiteValues.text(app.appId), SQLiteValues.text(app.orgId), app.name, app.callbackUrl,
                 try SQLiteValues.headersJSON(app.callbackHeaders), app.webhookRetries, SQLiteValues.millis(app.createdAt),
+                try ProjectionValues.pushCredentialsJSON(app.pushCredentials),
             ])
         case .upsertApiToken(let token):
             try statement(\.upsertToken, Self.upsertTokenSQL).execute(arguments: [
@@ -137,11 +138,12 @@ struct SQLiteMutationWriter {
     }
 
     private static let upsertAppSQL = """
-        INSERT INTO apps (app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?)
+        INSERT INTO apps (app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at, push_credentials)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (app_id) DO UPDATE SET org_id = excluded.org_id, name = excluded.name,
             callback_url = excluded.callback_url, callback_headers = excluded.callback_headers,
-            webhook_retries = excluded.webhook_retries, created_at = excluded.created_at
+            webhook_retries = excluded.webhook_retries, created_at = excluded.created_at,
+            push_credentials = excluded.push_credentials
         """
 
     private static let upsertTokenSQL = """

@@ -8,7 +8,7 @@ import GRDB
 /// of large batches cheap; each list sits beside its decoder so that the two change together.
 /// Decoding throws (rather than traps) on a value of the wrong type.
 enum SQLiteRows {
-    static let appColumns = "app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at"
+    static let appColumns = "app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at, push_credentials"
 
     static func app(_ row: Row) throws -> AppRow {
         try AppRow(
@@ -18,7 +18,8 @@ enum SQLiteRows {
             callbackUrl: row.decode(atIndex: 3),
             callbackHeaders: SQLiteValues.headers(json: row.decode(atIndex: 4), column: "apps.callback_headers"),
             webhookRetries: row.decode(atIndex: 5),
-            createdAt: SQLiteValues.date(millis: row.decode(atIndex: 6)))
+            createdAt: SQLiteValues.date(millis: row.decode(atIndex: 6)),
+            pushCredentials: ProjectionValues.pushCredentials(json: row.decode(atIndex: 7)))
     }
 
     static let tokenColumns = "token_id, app_id, token_hash, revoked, created_at"

@@ -9,7 +9,7 @@ import Logging
 /// could otherwise misread or damage tables it does not know.
 enum SQLiteSchema {
     /// The newest schema version this code creates and understands.
-    static let version = 9
+    static let version = 10
 
     static func prepare(_ pool: DatabasePool, logger: Logger) throws {
         let found = try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
@@ -34,7 +34,7 @@ enum SQLiteSchema {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         // Each migration sets `user_version` to its number; no version 4 was ever released.
-        for (number, sql) in [(1, v1), (2, v2), (3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9)] {
+        for (number, sql) in [(1, v1), (2, v2), (3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10)] {
             migrator.registerMigration("v\(number)") { db in
                 try db.execute(sql: sql)
                 try db.execute(sql: "PRAGMA user_version = \(number)")
@@ -250,4 +250,7 @@ enum SQLiteSchema {
             definition TEXT NOT NULL
         ) STRICT;
         """
+
+    /// Apps' push credentials (`PushCredentials` as JSON, secrets sealed; NULL: none).
+    private static let v10 = "ALTER TABLE apps ADD COLUMN push_credentials TEXT"
 }
