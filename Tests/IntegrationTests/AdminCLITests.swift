@@ -292,4 +292,87 @@ final class AdminCLITests: XCTestCase {
         XCTAssertEqual(again.status, 1)
         XCTAssertTrue(again.standardError.contains("already holds consumed offsets"), again.standardError)
     }
+
+    // MARK: - Push credentials
+
+    /// Credentials set with the CLI reach the store through the admin topic with their secrets
+    /// sealed: the keys' text is nowhere in Kafka (commands and changelog), the store's files or
+    /// the services' logs, and the stored seal opens with the deployment key to the very key.
+    func testPushCredentialsAreSealedEverywhereButShownWithoutSecrets() async throws {
+        let secretsKey = TestPushKeys.secretsKey()
+        stack = try await PushlineStack.start(processorEnvironment: ["PUSHLINE_LOG_LEVEL": "debug"],
+                                              ingestEnvironment: ["PUSHLINE_SECRETS_KEY": secretsKey, "PUSHLINE_LOG_LEVEL": "debug"])
+        let keys = TestPushKeys(projectId: "pushline-it-42")
+        let app = try await stack.createApp()
+        let appId = app.mobileAppId.uuidString
+        let p8 = stack.directory.appendingPathComponent("AuthKey.p8")
+        try keys.apnsPEM.write(to: p8, atomically: true, encoding: .utf8)
+        let accountFile = stack.directory.appendingPathComponent("service-account.json")
+        try JSONSerialization.data(withJSONObject: keys.serviceAccount()).write(to: accountFile)
+
+        let apns = try await json(AdminAPI.APNsCredentialsView.self, [
+            "apps", "credentials", "set-apns", appId, "--team-id", "ABCDE12345", "--key-id", "KEY1234567",
+            "--bundle-id", "com.example.it", "--private-key-file", p8.path, "--environment", "sandbox"])
+        let fcm = try await json(AdminAPI.FCMCredentialsView.self, [
+            "apps", "credentials", "set-fcm", appId, "--service-account-file", accountFile.path])
+        XCTAssertEqual(fcm.projectId, "pushline-it-42")
+        let badFile = try await pushline(["apps", "credentials", "set-apns", appId, "--team-id", "ABCDE12345", "--key-id", "KEY1234567",
+                                          "--bundle-id", "com.example.it", "--private-key-file", accountFile.path])
+        XCTAssertNotEqual(badFile.status, 0)
+        XCTAssertTrue(badFile.standardError.contains("privateKey"), badFile.standardError)
+
+        try await eventually("credentials projected") {
+            let view = try await HTTPClientHelpers.get("\(stack.ingestURL)/admin/v1/apps/\(appId)", headers: stack.adminHeaders)
+                .decode(AdminAPI.AppView.self)
+            return view.pushCredentials == AdminAPI.PushCredentialsView(apns: apns, fcm: fcm)
+        }
+        let shown = try await succeed(["apps", "credentials", "show", appId, "apns"])
+        XCTAssertTrue(shown.contains(apns.fingerprint) && shown.contains("sandbox"), shown)
+        let appShown = try await succeed(["apps", "show", appId])
+        XCTAssertTrue(appShown.contains("project pushline-it-42"), appShown)
+
+        let stored = try await stack.openStore()
+        let storedApp = try await stored.app(app.mobileAppId)
+        let credentials = try XCTUnwrap(storedApp?.pushCredentials)
+        await stored.close()
+        let keyring = try SecretsKeyring(current: secretsKey)
+        let opened = try keyring.open(XCTUnwrap(credentials.apns).privateKey,
+                                      context: SecretsKeyring.context(app: app.mobileAppId, provider: .apns))
+        XCTAssertEqual(String(decoding: opened, as: UTF8.self), keys.apnsPEM)
+
+        // The secrets, searched for: every 40-character piece of each key's text.
+        let needles = [keys.apnsPEM, keys.rsaPEM].flatMap { pem -> [String] in
+            let body = Array(TestPushKeys.pemBody(pem))
+            return stride(from: 0, to: body.count - 40, by: 40).map { String(body[$0..<$0 + 40]) }
+        } + ["PRIVATE KEY"]
+        let admin = try await stack.broker.kcat(["-C", "-t", stack.topics.admin, "-o", "beginning", "-e", "-q"])
+        try await stack.waitUntilTheChangelogIsPublished()
+        let changelog = try await stack.broker.kcat(["-C", "-t", stack.topics.changelog, "-o", "beginning", "-e", "-q"])
+        var haystacks = ["the admin topic": admin, "the changelog topic": changelog,
+                         "ingest's log": try String(contentsOf: stack.ingest.logURL, encoding: .utf8),
+                         "the processor's log": try String(contentsOf: stack.processor.logURL, encoding: .utf8)]
+        for suffix in ["", "-wal"] {
+            if let bytes = FileManager.default.contents(atPath: stack.storePath + suffix) {
+                haystacks["the store file\(suffix)"] = String(decoding: bytes, as: UTF8.self)
+            }
+        }
+        XCTAssertTrue(admin.contains("admin.push-credentials-set") && admin.contains(apns.fingerprint), "the search reads the records")
+        XCTAssertTrue(haystacks["ingest's log"]!.contains("push credentials set"), "the search reads the log")
+        XCTAssertTrue(haystacks.filter { $0.key.hasPrefix("the store file") }.values.contains { $0.contains(fcm.fingerprint) },
+                      "the search reads the store")
+        for (place, text) in haystacks {
+            for needle in needles {
+                XCTAssertFalse(text.contains(needle), "\(place) holds a piece of a private key in clear: \(needle)")
+            }
+        }
+
+        _ = try await succeed(["apps", "credentials", "remove", appId, "apns"])
+        try await eventually("removal projected") {
+            let view = try await HTTPClientHelpers.get("\(stack.ingestURL)/admin/v1/apps/\(appId)", headers: stack.adminHeaders)
+                .decode(AdminAPI.AppView.self)
+            return view.pushCredentials == AdminAPI.PushCredentialsView(fcm: fcm)
+        }
+        let gone = try await pushline(["apps", "credentials", "show", appId, "apns"])
+        XCTAssertNotEqual(gone.status, 0)
+    }
 }
