@@ -86,8 +86,22 @@ public struct RandomHistory: Sendable {
                 try add(ApiTokenIssued(mobileAppId: app.id, tokenId: token.id, tokenHash: token.hash))
             case 88..<94:
                 try add(ApiTokenRevoked(mobileAppId: app.id, tokenId: app.tokens[pick(app.tokens.count)].id))
-            default:
+            case 94..<97:
                 try add(AppSettingsChanged(mobileAppId: app.id, name: "renamed \(pick(1_000))", webhookRetries: pick(4)))
+            case 97..<99:
+                // Stand-in seals: the processor stores credentials, it never opens them.
+                let sealed = SealedSecret(keyId: "k\(pick(3))", box: "box-\(pick(1_000))")
+                if pick(2) == 0 {
+                    try add(PushCredentialsSet(mobileAppId: app.id, apns: APNsCredentials(
+                        teamId: "TEAM\(pick(10))", keyId: "KEY\(pick(10))", bundleId: "com.example.\(a)",
+                        environment: pick(2) == 0 ? .production : .sandbox, fingerprint: "SHA256:\(pick(1_000))", privateKey: sealed)))
+                } else {
+                    try add(PushCredentialsSet(mobileAppId: app.id, fcm: FCMCredentials(
+                        projectId: "project-\(a)", clientEmail: "sender@project-\(a).test", privateKeyId: nil,
+                        tokenUri: "https://oauth2.test/token", fingerprint: "SHA256:\(pick(1_000))", serviceAccount: sealed)))
+                }
+            default:
+                try add(PushCredentialsRemoved(mobileAppId: app.id, provider: pick(2) == 0 ? .apns : .fcm))
             }
         }
         commands = out
