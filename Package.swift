@@ -30,8 +30,12 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.20.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.21.0"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.0.0"),
+        // 4.x: jwt-kit 5 needs it.
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.1.0"),
+        // The sender's provider tokens: ES256 for APNs, RS256 assertions for FCM's OAuth.
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.27.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.4.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
@@ -129,6 +133,20 @@ let package = Package(
             ],
             path: "Services/ProcessorServer"
         ),
+        // The sender's core: provider tokens, APNs and FCM requests, what their answers mean.
+        .target(
+            name: "Sender",
+            dependencies: [
+                "Contracts",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                asyncHTTPClient,
+                nioCore,
+                // Extra CAs to trust (PUSHLINE_SENDER_CA_FILE).
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                logging,
+            ],
+            path: "Services/Sender"
+        ),
         .executableTarget(
             name: "IngestMain",
             // Every module it imports, named: the build recompiles it when one of them changes.
@@ -161,6 +179,9 @@ let package = Package(
         ),
         .executableTarget(name: "LoadGen", dependencies: ["TestSupport", "Contracts", "Kafka"], path: "Tests/LoadGen"),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
+        .testTarget(name: "SenderTests", dependencies: ["Sender", "Contracts", "TestSupport",
+                                                      .product(name: "Crypto", package: "swift-crypto"),
+                                                      .product(name: "_CryptoExtras", package: "swift-crypto")]),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", .product(name: "Crypto", package: "swift-crypto")]),
         // Ingest and the processor read the same shared settings.
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "Ingest", "Processor", "Contracts",

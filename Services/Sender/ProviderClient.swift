@@ -1,0 +1,149 @@
+import AsyncHTTPClient
+import Contracts
+import Foundation
+import NIOCore
+import NIOSSL
+
+/// The HTTP side of delivery: APNs pushes, FCM messages and FCM's token exchange over one
+/// AsyncHTTPClient, HTTP/2 where the server offers it (APNs and FCM do), many streams on one
+/// connection per host.
+public final class ProviderClient: Sendable {
+    private let http: HTTPClient
+    private let timeout: TimeAmount
+
+    /// - Parameters:
+    ///   - caFile: a PEM file of further CAs to trust besides the system's
+    ///     (`PUSHLINE_SENDER_CA_FILE`: the test servers' CA).
+    ///   - timeout: for one attempt, connecting included.
+    public init(caFile: String? = nil, timeout: Duration = .seconds(30)) throws {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
+        var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
+        configuration.httpVersion = .automatic
+        configuration.timeout = .init(connect: .seconds(10))
+        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        self.timeout = .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
+    }
+
+    public func shutdown() async throws {
+        try await http.shutdown()
+    }
+
+    /// Sends one push to APNs at `baseURL` with the provider token `jwt`.
+    public func send(_ push: APNsRequest, baseURL: String, jwt: String) async -> AttemptOutcome {
+        var request = HTTPClientRequest(url: baseURL + push.path)
+        request.method = .POST
+        request.headers.add(name: "authorization", value: "bearer \(jwt)")
+        for header in push.headers { request.headers.add(name: header.name, value: header.value) }
+        request.body = .bytes(ByteBuffer(bytes: push.body))
+        do {
+            let (status, body, retryAfter) = try await execute(request)
+            return ProviderAnswers.apns(status: status, body: body, retryAfter: retryAfter)
+        } catch {
+            return .retry(reason: "connection: \(error)", retryAfter: nil)
+        }
+    }
+
+    /// Sends one message to FCM at `baseURL` with the OAuth access token `accessToken`.
+    public func send(_ message: FCMRequest, baseURL: String, accessToken: String) async -> AttemptOutcome {
+        var request = HTTPClientRequest(url: baseURL + message.path)
+        request.method = .POST
+        request.headers.add(name: "authorization", value: "Bearer \(accessToken)")
+        request.headers.add(name: "content-type", value: "application/json")
+        request.body = .bytes(ByteBuffer(bytes: message.body))
+        do {
+            let (status, body, retryAfter) = try await execute(request)
+            return ProviderAnswers.fcm(status: status, body: body, retryAfter: retryAfter)
+        } catch {
+            return .retry(reason: "connection: \(error)", retryAfter: nil)
+        }
+    }
+
+    /// Trades a signed assertion for an access token at the account's token URI (RFC 7523).
+    public func exchange(assertion: String, tokenURI: String) async -> AccessTokenAnswer {
+        var request = HTTPClientRequest(url: tokenURI)
+        request.method = .POST
+        request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
+        request.body = .bytes(ByteBuffer(string: GoogleAssertion.tokenRequestBody(assertion: assertion)))
+        do {
+            let (status, body, retryAfter) = try await execute(request)
+            switch status {
+            case 200:
+                guard let answer = try? JSONDecoder().decode(TokenAnswer.self, from: body), !answer.access_token.isEmpty else {
+                    return .retry(reason: "the token endpoint answered 200 without an access token", retryAfter: nil)
+                }
+                return .token(answer.access_token, expiresIn: TimeInterval(answer.expires_in ?? 3600))
+            case 429, 500...:
+                return .retry(reason: "token endpoint: HTTP \(status)", retryAfter: retryAfter.flatMap { ProviderAnswers.parseRetryAfter($0) })
+            default:
+                let error = (try? JSONValue.parse(body))?["error"]
+                var reason = "HTTP \(status)"
+                if case .string(let code)? = error { reason = code }
+                return .refused(reason: reason)
+            }
+        } catch {
+            return .retry(reason: "token endpoint: \(error)", retryAfter: nil)
+        }
+    }
+
+    private func execute(_ request: HTTPClientRequest) async throws -> (status: Int, body: Data, retryAfter: String?) {
+        let response = try await http.execute(request, timeout: timeout)
+        // Provider answers are small; a larger one is not buffered: the attempt fails (and is retried).
+        let body = try await response.body.collect(upTo: 64 * 1024)
+        return (Int(response.status.code), Data(body.readableBytesView), response.headers.first(name: "retry-after"))
+    }
+
+    private struct TokenAnswer: Decodable {
+        var access_token: String
+        var expires_in: Int?
+    }
+}
+
+/// The token endpoint's answer, as the sender acts on it.
+public enum AccessTokenAnswer: Sendable, Equatable {
+    case token(String, expiresIn: TimeInterval)
+    /// The account's assertion was refused (`invalid_grant`, a deleted key): a credentials error.
+    case refused(reason: String)
+    case retry(reason: String, retryAfter: TimeInterval?)
+}
+
+/// FCM access tokens per service account, kept until five minutes before they expire; one
+/// exchange at a time per account, whatever the number of sends waiting for it.
+public actor FCMAccessTokens {
+    private var cached: [String: (token: String, expiresAt: Date)] = [:]
+    private var pending: [String: Task<AccessTokenAnswer, Never>] = [:]
+    /// Exchanges made: the tests check caching by it.
+    public private(set) var exchanges = 0
+    public let margin: TimeInterval
+
+    public init(margin: TimeInterval = 300) {
+        self.margin = margin
+    }
+
+    /// A valid access token for `account`, from the cache or a new exchange through `client`.
+    public func token(for account: FCMServiceAccount, client: ProviderClient, now: Date = Date()) async -> AccessTokenAnswer {
+        let id = "\(account.clientEmail)/\(account.fingerprint)"
+        if let entry = cached[id], entry.expiresAt.timeIntervalSince(now) > margin {
+            return .token(entry.token, expiresIn: entry.expiresAt.timeIntervalSince(now))
+        }
+        if let running = pending[id] { return await running.value }
+        exchanges += 1
+        let task = Task<AccessTokenAnswer, Never> {
+            do {
+                return await client.exchange(assertion: try await GoogleAssertion.sign(account, now: now), tokenURI: account.tokenURI)
+            } catch {
+                return .refused(reason: "the assertion could not be signed: \(error)")
+            }
+        }
+        pending[id] = task
+        let answer = await task.value
+        pending[id] = nil
+        if case .token(let token, let expiresIn) = answer { cached[id] = (token, now.addingTimeInterval(expiresIn)) }
+        return answer
+    }
+
+    /// Forgets the account's token: FCM refused it.
+    public func invalidate(_ account: FCMServiceAccount) {
+        cached["\(account.clientEmail)/\(account.fingerprint)"] = nil
+    }
+}

@@ -1,0 +1,92 @@
+import Contracts
+import Crypto
+import Foundation
+
+/// One push to APNs: the path, headers and body of a `POST` to the provider API
+/// (docs/ARCHITECTURE.md#delivery). The `authorization` header is added when it is sent.
+public struct APNsRequest: Sendable, Equatable {
+    public var path: String
+    /// In the order they are sent.
+    public var headers: [(name: String, value: String)]
+    public var body: Data
+
+    public static func == (a: APNsRequest, b: APNsRequest) -> Bool {
+        a.path == b.path && a.body == b.body && a.headers.map { "\($0.name): \($0.value)" } == b.headers.map { "\($0.name): \($0.value)" }
+    }
+
+    /// The request for an outbound record, to the app of `bundleId`.
+    ///
+    /// - `apns-push-type` is `background` (priority 5, as Apple requires) for a payload that only
+    ///   wakes the app (`content-available` without alert, badge or sound), else `alert` (priority 10).
+    /// - `apns-id` is derived from the record's message id (`apnsId(messageId:)`): a record sent
+    ///   again is the same push to Apple and to the app.
+    /// - `apns-expiration` is set when the record expires (seconds since 1970), else left out.
+    public static func make(_ record: OutboundRecordView, bundleId: String, expiresAt: Date? = nil) throws -> APNsRequest {
+        guard case .object(let payload) = record.payload else {
+            throw ProviderRequestError.badRecord("the payload is not a JSON object")
+        }
+        let background = Self.isBackground(payload)
+        var headers: [(name: String, value: String)] = [
+            ("apns-topic", bundleId),
+            ("apns-push-type", background ? "background" : "alert"),
+            ("apns-priority", background ? "5" : "10"),
+            ("apns-id", apnsId(messageId: record.messageId)),
+        ]
+        if let expiresAt { headers.append(("apns-expiration", String(Int(expiresAt.timeIntervalSince1970)))) }
+        return APNsRequest(path: "/3/device/\(record.deviceToken)", headers: headers, body: try ProviderJSON.encode(record.payload))
+    }
+
+    /// A UUID made of the SHA-256 of the message id (version 8, RFC 9562's custom layout):
+    /// the same message id always gives the same `apns-id`.
+    public static func apnsId(messageId: String) -> String {
+        var bytes = Array(SHA256.hash(data: Data("pushline/apns-id/\(messageId)".utf8)).prefix(16))
+        bytes[6] = (bytes[6] & 0x0F) | 0x80
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        let hex = bytes.map { String(format: "%02x", $0) }.joined()
+        let i = hex.startIndex
+        func part(_ from: Int, _ to: Int) -> Substring { hex[hex.index(i, offsetBy: from)..<hex.index(i, offsetBy: to)] }
+        return "\(part(0, 8))-\(part(8, 12))-\(part(12, 16))-\(part(16, 20))-\(part(20, 32))"
+    }
+
+    private static func isBackground(_ payload: [String: JSONValue]) -> Bool {
+        guard case .object(let aps)? = payload["aps"] else { return false }
+        return aps["alert"] == nil && aps["badge"] == nil && aps["sound"] == nil && aps["content-available"] == .number(1)
+    }
+}
+
+/// One push to FCM HTTP v1: `POST /v1/projects/{project}/messages:send` with
+/// `{"message": {"token", "data", "android": {"priority", "collapse_key", "ttl"}}}`. Pushline's
+/// FCM payloads are data messages (`data` holds strings only); `priority` and `collapseKey` of
+/// the rendered payload become the Android options.
+public struct FCMRequest: Sendable, Equatable {
+    public var path: String
+    public var body: Data
+
+    public static func make(_ record: OutboundRecordView, projectId: String, expiresAt: Date? = nil, now: Date = Date()) throws -> FCMRequest {
+        guard case .object(let payload) = record.payload else {
+            throw ProviderRequestError.badRecord("the payload is not a JSON object")
+        }
+        var message: [String: JSONValue] = ["token": .string(record.deviceToken)]
+        if let data = payload["data"] { message["data"] = data }
+        var android: [String: JSONValue] = [:]
+        if case .string(let priority)? = payload["priority"] { android["priority"] = .string(priority == "high" ? "HIGH" : "NORMAL") }
+        if case .string(let key)? = payload["collapseKey"] { android["collapse_key"] = .string(key) }
+        if let expiresAt { android["ttl"] = .string("\(max(0, Int(expiresAt.timeIntervalSince(now).rounded(.up))))s") }
+        if !android.isEmpty { message["android"] = .object(android) }
+        return FCMRequest(path: "/v1/projects/\(projectId)/messages:send",
+                          body: try ProviderJSON.encode(.object(["message": .object(message)])))
+    }
+}
+
+public enum ProviderRequestError: Error, Equatable {
+    /// An outbound record that cannot become a push (not written by Pushline's processor).
+    case badRecord(String)
+}
+
+enum ProviderJSON {
+    static func encode(_ value: JSONValue) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(value)
+    }
+}

@@ -1,0 +1,104 @@
+import _CryptoExtras
+import Contracts
+import Crypto
+import Foundation
+import Sender
+import TestSupport
+import XCTest
+
+/// Provider tokens, checked with swift-crypto directly (not with the JWT library that signed them).
+final class ProviderTokensTests: XCTestCase {
+    static let keys = TestPushKeys(tokenURI: "https://oauth2.test/token")
+    let keys = ProviderTokensTests.keys
+    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+    private func apnsKey(keyId: String = "KEY1234567") throws -> APNsSigningKey {
+        try APNsSigningKey(teamId: "ABCDE12345", keyId: keyId, fingerprint: "SHA256:x", pem: keys.apnsPEM)
+    }
+
+    func testAnAPNsTokenIsAnES256JWTOfTheTeamAndKeyAtTheMomentOfIssue() async throws {
+        let tokens = APNsProviderTokens()
+        let jwt = try await tokens.token(for: try apnsKey(), now: t0)
+        let parts = try JWTParts(jwt)
+        XCTAssertEqual(parts.header["alg"], .string("ES256"))
+        XCTAssertEqual(parts.header["kid"], .string("KEY1234567"))
+        XCTAssertEqual(parts.claims["iss"], .string("ABCDE12345"))
+        XCTAssertEqual(parts.claims["iat"], .number(1_800_000_000), "whole seconds")
+        let publicKey = try P256.Signing.PrivateKey(pemRepresentation: keys.apnsPEM).publicKey
+        let signature = try P256.Signing.ECDSASignature(rawRepresentation: parts.signature)
+        XCTAssertTrue(publicKey.isValidSignature(signature, for: parts.signedBytes))
+        XCTAssertFalse(publicKey.isValidSignature(signature, for: parts.signedBytes + [0]))
+    }
+
+    func testAnAPNsTokenIsReusedFor50MinutesThenRenewedAndCanBeDropped() async throws {
+        let tokens = APNsProviderTokens()
+        let key = try apnsKey()
+        let first = try await tokens.token(for: key, now: t0)
+        let reused = try await tokens.token(for: key, now: t0.addingTimeInterval(49 * 60 + 59))
+        XCTAssertEqual(reused, first)
+        let signedOnce = await tokens.signed
+        XCTAssertEqual(signedOnce, 1)
+        let renewed = try await tokens.token(for: key, now: t0.addingTimeInterval(50 * 60))
+        XCTAssertNotEqual(renewed, first)
+        XCTAssertEqual(try JWTParts(renewed).claims["iat"], .number(1_800_000_000 + 3000))
+        await tokens.invalidate(key)
+        let afterInvalidation = try await tokens.token(for: key, now: t0.addingTimeInterval(50 * 60 + 1))
+        XCTAssertNotEqual(afterInvalidation, renewed)
+        let other = try await tokens.token(for: try apnsKey(keyId: "OTHERKEY12"), now: t0.addingTimeInterval(50 * 60 + 1))
+        XCTAssertEqual(try JWTParts(other).header["kid"], .string("OTHERKEY12"), "each key has its own token")
+        let signed = await tokens.signed
+        XCTAssertEqual(signed, 4)
+    }
+
+    func testAGoogleAssertionIsAnRS256JWTForTheFCMScopeAddressedToTheTokenURI() async throws {
+        let json = try JSONSerialization.data(withJSONObject: keys.serviceAccount())
+        let account = try FCMServiceAccount(json: json, fingerprint: "SHA256:y")
+        XCTAssertEqual(account.projectId, keys.projectId)
+        XCTAssertEqual(account.tokenURI, "https://oauth2.test/token")
+        let jwt = try await GoogleAssertion.sign(account, now: t0)
+        let parts = try JWTParts(jwt)
+        XCTAssertEqual(parts.header["alg"], .string("RS256"))
+        XCTAssertEqual(parts.header["kid"], .string("0123456789abcdef"))
+        XCTAssertEqual(parts.claims["iss"], .string(keys.clientEmail))
+        XCTAssertEqual(parts.claims["aud"], .string("https://oauth2.test/token"))
+        XCTAssertEqual(parts.claims["scope"], .string("https://www.googleapis.com/auth/firebase.messaging"))
+        XCTAssertEqual(parts.claims["iat"], .number(1_800_000_000))
+        XCTAssertEqual(parts.claims["exp"], .number(1_800_003_600))
+        let publicKey = try _RSA.Signing.PrivateKey(pemRepresentation: keys.rsaPEM).publicKey
+        XCTAssertTrue(publicKey.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: parts.signature), for: parts.signedBytes,
+                                                 padding: .insecurePKCS1v1_5))
+        XCTAssertTrue(GoogleAssertion.tokenRequestBody(assertion: jwt)
+            .hasPrefix("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=ey"))
+    }
+
+    func testAServiceAccountWithoutItsKeyIsUnusable() throws {
+        let json = try JSONSerialization.data(withJSONObject: keys.serviceAccount(extra: ["private_key": NSNull()]))
+        XCTAssertThrowsError(try FCMServiceAccount(json: json, fingerprint: "f")) { error in
+            guard case SenderError.credentials = error else { return XCTFail("\(error)") }
+        }
+        XCTAssertThrowsError(try APNsSigningKey(teamId: "T", keyId: "K", fingerprint: "f", pem: keys.rsaPEM))
+    }
+}
+
+/// A compact JWS taken apart.
+struct JWTParts {
+    var header: JSONValue
+    var claims: JSONValue
+    var signature: Data
+    var signedBytes: Data
+
+    init(_ jwt: String) throws {
+        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 3 else { throw TestFailure("not a compact JWS: \(jwt)") }
+        func bytes(_ text: String) throws -> Data {
+            var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+            guard let data = Data(base64Encoded: base64) else { throw TestFailure("not base64url: \(text)") }
+            return data
+        }
+        header = try JSONValue.parse(try bytes(parts[0]))
+        claims = try JSONValue.parse(try bytes(parts[1]))
+        signature = try bytes(parts[2])
+        signedBytes = Data("\(parts[0]).\(parts[1])".utf8)
+    }
+}
