@@ -14,11 +14,12 @@ public enum CommandType: String, Sendable, CaseIterable, Codable {
     case notificationRequested = "notification.requested"
     case notificationAcknowledged = "notification.acknowledged"
     case trackingReported = "tracking.reported"
+    case deliveryResultReported = "delivery.result-reported"
 }
 
 /// Which command topic a command travels on.
 public enum CommandTopic: Sendable {
-    case admin, registration, notification, tracking
+    case admin, registration, notification, tracking, delivery
 
     public func name(in topics: Topics) -> String {
         switch self {
@@ -26,6 +27,7 @@ public enum CommandTopic: Sendable {
         case .registration: topics.registration
         case .notification: topics.notification
         case .tracking: topics.tracking
+        case .delivery: topics.delivery
         }
     }
 }

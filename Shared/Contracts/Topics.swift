@@ -17,6 +17,9 @@ public struct Topics: Sendable, Hashable {
     public var tracking: String { prefix + "commands.tracking" }
     /// App, token and settings changes made through the admin API, keyed by app.
     public var admin: String { prefix + "commands.admin" }
+    /// The outcome of every push the sender attempted (delivered, failed, token dead), keyed by
+    /// device: the processor counts them and retires dead devices.
+    public var delivery: String { prefix + "commands.delivery" }
     /// Per-device APNs/FCM payloads for whatever talks to Apple and Google.
     public var outbound: String { prefix + "outbound" }
     /// One record per webhook or callback attempt, for audit.
@@ -32,7 +35,7 @@ public struct Topics: Sendable, Hashable {
     public var changelog: String { prefix + "changelog" }
 
     /// The command topics the processor consumes.
-    public var commandTopics: [String] { [admin, registration, notification, tracking] }
+    public var commandTopics: [String] { [admin, registration, notification, tracking, delivery] }
 
     /// Every topic with the partition count it is created with when missing.
     public func all(commandPartitions: Int = 12, outputPartitions: Int = 12) -> [(name: String, partitions: Int)] {

@@ -29,6 +29,8 @@ public enum Mutation: Sendable, Equatable {
     case putAck(AckRow)
     /// Writes the delivery (inserts it, or replaces the row of its key).
     case putDelivery(DeliveryRow)
+    /// Writes a device's outcome of a delivery (inserts it, or replaces the row of its key).
+    case putDeliveryOutcome(DeliveryOutcomeRow)
     /// Counts reports: a new (device, action) is stored with `reports - 1` repeats, a known one
     /// gets `reports` more. Needs no loaded row, so it cannot count on a stale read.
     case countTracking(TrackingCounts)

@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 
 // The projection store, by role. Each client depends on the role it uses: the processor's
@@ -43,6 +44,10 @@ public protocol ProjectionReader: Sendable {
     /// The app's delivery with its engagement counts; nil for an unknown delivery or one of
     /// another app.
     func deliveryStats(app appId: UUID, deliveryId: UUID) async throws -> DeliveryStatsRow?
+    /// One page of a delivery's per-device outcomes, in message index order after `after`,
+    /// only those of `outcome` when it is given.
+    func deliveryOutcomes(app appId: UUID, deliveryId: UUID, outcome: DeliveryOutcome?, after: Int?,
+                          limit: Int) async throws -> [DeliveryOutcomeRow]
 }
 
 /// The webhook outbox as its dispatcher sees it: jobs are written by `BatchStore.commit`, then

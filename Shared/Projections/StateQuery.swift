@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 
 /// The rows a batch of commands needs to decide its outcomes, loaded in one read.
@@ -25,12 +26,14 @@ public struct StateQuery: Sendable, Equatable {
     public var parkedDeliveries: Set<UUID> = []
     /// Every park mark older than this (the pairs whose reports may expire in the batch).
     public var parkedBefore: Date?
+    /// The stored outcomes of these (delivery, device) keys, where they exist.
+    public var outcomeKeys: Set<DeliveryOutcomeKey> = []
 
     public init(appIds: Set<UUID> = [], deviceKeys: Set<DeviceKey> = [], userKeys: Set<UserKey> = [],
                 pendingKeys: Set<PendingKey> = [], ackedNotifications: Set<NotificationKey> = [], ackKeys: Set<PendingKey> = [],
                 pendingCountDevices: Set<DeviceKey> = [], pendingCountUsers: Set<UserKey> = [],
                 deliveryIds: Set<UUID> = [], trackedDeliveries: Set<UUID> = [], parkedDeliveries: Set<UUID> = [],
-                parkedBefore: Date? = nil) {
+                parkedBefore: Date? = nil, outcomeKeys: Set<DeliveryOutcomeKey> = []) {
         self.appIds = appIds
         self.deviceKeys = deviceKeys
         self.userKeys = userKeys
@@ -43,6 +46,7 @@ public struct StateQuery: Sendable, Equatable {
         self.trackedDeliveries = trackedDeliveries
         self.parkedDeliveries = parkedDeliveries
         self.parkedBefore = parkedBefore
+        self.outcomeKeys = outcomeKeys
     }
 }
 
@@ -74,6 +78,8 @@ public struct StateSnapshot: Sendable, Equatable {
     /// The requested park marks (`parkedDeliveries`, `parkedBefore`) that exist: when each pair
     /// was parked.
     public var parkedTracking: [TrackingPair: Date] = [:]
+    /// The requested outcomes that exist.
+    public var outcomes: [DeliveryOutcomeKey: DeliveryOutcome] = [:]
 
     public init(apps: [UUID: AppRow] = [:], tokens: [UUID: [ApiTokenRow]] = [:], devices: [DeviceKey: DeviceRow] = [:],
                 pendingCounts: [DeviceKey: Int] = [:], pending: [PendingKey: PendingNotificationRow] = [:], acks: Set<PendingKey> = [],

@@ -90,6 +90,8 @@ struct WritePlan {
     var pendingPuts: [PendingID: PendingNotificationRow] = [:]
     /// Last row of each (app, delivery).
     var deliveries: [TrackingPair: DeliveryRow] = [:]
+    /// Last outcome of each (app, delivery, device).
+    var outcomes: [DeliveryOutcomeKey: DeliveryOutcomeRow] = [:]
     var phases: [TrackingPhase] = []
     /// Each pair's last park mark; nil: removed.
     var parks: [TrackingPair: Date?] = [:]
@@ -125,6 +127,7 @@ struct WritePlan {
                 lastPendingClear[DeviceID(device)] = index
             case .putAck(let ack): acks[PendingID(ack.key)] = ack
             case .putDelivery(let delivery): deliveries[TrackingPair(deliveryId: delivery.deliveryId, appId: delivery.appId)] = delivery
+            case .putDeliveryOutcome(let outcome): outcomes[outcome.key] = outcome
             case .countTracking(let batch):
                 let pair = TrackingPair(deliveryId: batch.deliveryId, appId: batch.appId)
                 phase.counted.insert(pair)
@@ -214,6 +217,13 @@ enum KeyOrder {
     /// (delivery, app) keys of tracking rows and park marks.
     static func less(_ a: TrackingPair, _ b: TrackingPair) -> Bool {
         a.deliveryId != b.deliveryId ? less(a.deliveryId, b.deliveryId) : less(a.appId, b.appId)
+    }
+
+    /// (app, delivery, message index) keys of delivery outcomes.
+    static func less(_ a: DeliveryOutcomeKey, _ b: DeliveryOutcomeKey) -> Bool {
+        if a.appId != b.appId { return less(a.appId, b.appId) }
+        if a.deliveryId != b.deliveryId { return less(a.deliveryId, b.deliveryId) }
+        return a.messageIndex < b.messageIndex
     }
 
     /// (UUID, text) keys, e.g. devices by (app, token).

@@ -72,8 +72,9 @@ final class ContractsTests: XCTestCase {
         XCTAssertEqual(a.recordKey, b.recordKey)
         let topics = Topics()
         XCTAssertEqual(topics.commandTopics, ["pushline.commands.admin", "pushline.commands.registration",
-                                              "pushline.commands.notification", "pushline.commands.tracking"])
-        XCTAssertEqual(topics.all().map(\.name).count, 8)
+                                              "pushline.commands.notification", "pushline.commands.tracking",
+                                              "pushline.commands.delivery"])
+        XCTAssertEqual(topics.all().map(\.name).count, 9)
         XCTAssertEqual(topics.all().first { $0.name == "pushline.processor-lease" }?.partitions, 1, "one lease: one partition")
         XCTAssertEqual(topics.all().first { $0.name == "pushline.changelog" }?.partitions, 1, "one changelog partition: entries in order")
     }

@@ -114,7 +114,7 @@ final class TrackingTests: XCTestCase {
         let harness = Harness()
         await harness.seedClientApps()
         let delivery = DeliveryRow(appId: Fixture.appId, deliveryId: d1, kind: .alert, managed: false, tracking: true, sent: 8,
-                                   createdAt: Date())
+                                   createdAt: Date(), delivered: 5, failed: 1, unregistered: 1)
         await harness.store.seed(stats: DeliveryStatsRow(delivery: delivery, impressions: 4, clicks: 3, opens: 2, repeatsIgnored: 5))
         let response = try await harness.test { client in
             try await client.bearer(.get, Fixture.delivery("0A1868E6-04C9-4D3B-8125-2F9597F68E78"))
@@ -123,9 +123,9 @@ final class TrackingTests: XCTestCase {
         XCTAssertEqual(response.headers[.contentType], "application/json")
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(String(buffer: response.body).utf8)) as? [String: Any])
         XCTAssertEqual(Set(object.keys), ["deliveryId", "sent", "impressions", "clicks", "opens", "repeatsIgnored",
-                                          "clickThroughRate", "openRate"])
+                                          "clickThroughRate", "openRate", "delivered", "failed", "unregistered"])
         XCTAssertEqual(try decodeBody(TrackingAPI.DeliveryStats.self, response), TrackingAPI.DeliveryStats(
-            deliveryId: d1, sent: 8, impressions: 4, clicks: 3, opens: 2, repeatsIgnored: 5))
+            deliveryId: d1, sent: 8, impressions: 4, clicks: 3, opens: 2, repeatsIgnored: 5, delivered: 5, failed: 1, unregistered: 1))
         XCTAssertEqual(object["deliveryId"] as? String, "0a1868e6-04c9-4d3b-8125-2f9597f68e78")
         XCTAssertEqual(object["clickThroughRate"] as? Double, 0.75)
         XCTAssertEqual(object["openRate"] as? Double, 0.25)
@@ -158,6 +158,46 @@ final class TrackingTests: XCTestCase {
             XCTAssertEqual(anonymous.status, .unauthorized)
             let foreign = try await client.bearer(.get, Fixture.delivery(d2.uuidString, app: Fixture.otherAppId.uuidString))
             XCTAssertEqual(foreign.status, .forbidden, "another app's token")
+        }
+    }
+
+    func testOutcomesArePagedInDeliveryOrderAndFilteredByOutcome() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        let (d1, d2) = (Self.d1, Self.d2)
+        let delivery = DeliveryRow(appId: Fixture.appId, deliveryId: d1, kind: .alert, managed: false, tracking: true, sent: 5,
+                                   createdAt: Date(), delivered: 3, unregistered: 2)
+        await harness.store.seed(stats: DeliveryStatsRow(delivery: delivery))
+        let at = Date(timeIntervalSince1970: 1_800_000_000.5)
+        for index in [4, 0, 2, 1, 3] {
+            let dead = index % 2 == 1
+            await harness.store.seed(outcome: DeliveryOutcomeRow(appId: Fixture.appId, deliveryId: d1, messageIndex: index,
+                                                                 deviceToken: "token-\(index)", outcome: dead ? .unregistered : .delivered,
+                                                                 reason: dead ? "Unregistered" : nil, reportedAt: at))
+        }
+        @Sendable func page(_ response: TestResponse) throws -> TrackingAPI.OutcomeList {
+            XCTAssertEqual(response.status, .ok)
+            return try WireJSON.decoder().decode(TrackingAPI.OutcomeList.self, from: Data(response.body.readableBytesView))
+        }
+        try await harness.test { client in
+            let base = Fixture.delivery(d1.uuidString) + "/outcomes"
+            let first = try page(try await client.bearer(.get, base + "?limit=2"))
+            XCTAssertEqual(first.outcomes.map(\.index), [0, 1])
+            XCTAssertEqual(first.outcomes[1], TrackingAPI.Outcome(index: 1, deviceToken: "token-1", outcome: .unregistered,
+                                                                  reason: "Unregistered", reportedAt: at))
+            XCTAssertEqual(first.next, 1)
+            let rest = try page(try await client.bearer(.get, base + "?limit=2&after=1"))
+            XCTAssertEqual(rest.outcomes.map(\.index), [2, 3])
+            let last = try page(try await client.bearer(.get, base + "?limit=2&after=3"))
+            XCTAssertEqual(last.outcomes.map(\.index), [4])
+            XCTAssertNil(last.next)
+            let dead = try page(try await client.bearer(.get, base + "?outcome=unregistered"))
+            XCTAssertEqual(dead.outcomes.map(\.deviceToken), ["token-1", "token-3"])
+            for (query, field) in [("limit=0", "limit"), ("limit=1001", "limit"), ("after=-1", "after"), ("after=x", "after"),
+                                   ("outcome=bounced", "outcome")] {
+                try assertProblem(try await client.bearer(.get, base + "?" + query), .badRequest, field: field)
+            }
+            try assertProblem(try await client.bearer(.get, Fixture.delivery(d2.uuidString) + "/outcomes"), .notFound, field: "deliveryId")
         }
     }
 

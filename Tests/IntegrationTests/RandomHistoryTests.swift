@@ -68,7 +68,7 @@ final class RandomHistoryTests: XCTestCase {
         try await waitUntilEveryStoreHoldsTheWholeLog(of: broker, fleets: [one, three, late], seed: seed)
 
         let reference = try await one.store.dump()
-        for table in ["apps", "api_tokens", "devices", "registration_status", "deliveries"] {
+        for table in ["apps", "api_tokens", "devices", "registration_status", "deliveries", "delivery_outcomes"] {
             XCTAssertTrue(reference.hasPrefix("\(table) ") || reference.contains("\n\(table) "), "seed \(seed): the dump has \(table) rows")
         }
         ScaleOutTests.assertSameDump(try await three.store.dump(), reference, "seed \(seed): 3 processors on PostgreSQL, the active one killed, vs 1 on SQLite")

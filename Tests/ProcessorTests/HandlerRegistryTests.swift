@@ -19,6 +19,8 @@ final class HandlerRegistryTests: XCTestCase {
             PushCredentialsSet(mobileAppId: app, fcm: FCMCredentials(projectId: "p", clientEmail: "e", privateKeyId: nil, tokenUri: "u",
                                                                      fingerprint: "f", serviceAccount: SealedSecret(keyId: "k", box: "b"))),
             PushCredentialsRemoved(mobileAppId: app, provider: .apns),
+            DeliveryResultReported(mobileAppId: app, deviceToken: "t", platform: .android, deliveryId: UUID(), messageId: "m",
+                                   outcome: .unregistered, reason: "UNREGISTERED", status: 404, invalidSince: Date(timeIntervalSince1970: 1)),
             DeviceCleanupRequested(orgId: UUID(), mobileAppId: app, userId: "u", deviceToken: nil, apiTokenHash: "h"),
             NotificationAcknowledged(mobileAppId: app, notificationId: "n", deviceToken: "t"),
             TrackingReported(mobileAppId: app, deliveryId: UUID(), events: []),

@@ -48,6 +48,35 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func testDeliveryOutcomesAreReplacedPerDeviceAndPagedInIndexOrder(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let (app, other, delivery) = (UUID(), UUID(), UUID())
+            var row = DeliveryRow(appId: app, deliveryId: delivery, kind: .alert, managed: false, tracking: false, sent: 5, createdAt: Fixture.t0)
+            func outcome(_ index: Int, _ outcome: DeliveryOutcome, app appId: UUID = app) -> DeliveryOutcomeRow {
+                DeliveryOutcomeRow(appId: appId, deliveryId: delivery, messageIndex: index, deviceToken: String(repeating: "t\(index)", count: 600),
+                                   outcome: outcome, reason: outcome == .delivered ? nil : "Unregistered", reportedAt: Fixture.at(Double(index)))
+            }
+            (row.delivered, row.unregistered) = (3, 1)
+            try await store.commit(mutations: [
+                .putDelivery(row), .putDeliveryOutcome(outcome(3, .delivered)), .putDeliveryOutcome(outcome(0, .delivered)),
+                .putDeliveryOutcome(outcome(2, .unregistered)), .putDeliveryOutcome(outcome(1, .failed)),
+                .putDeliveryOutcome(outcome(1, .delivered)), .putDeliveryOutcome(outcome(0, .failed, app: other)),
+            ], offsets: [])
+            #expect(try await store.deliveryStats(app: app, deliveryId: delivery)?.delivery == row)
+            let all = try await store.deliveryOutcomes(app: app, deliveryId: delivery, outcome: nil, after: nil, limit: 10)
+            #expect(all == [outcome(0, .delivered), outcome(1, .delivered), outcome(2, .unregistered), outcome(3, .delivered)],
+                    "the last report of each device stays, in index order, another app's apart")
+            #expect(try await store.deliveryOutcomes(app: app, deliveryId: delivery, outcome: nil, after: 1, limit: 1) == [outcome(2, .unregistered)])
+            #expect(try await store.deliveryOutcomes(app: app, deliveryId: delivery, outcome: .delivered, after: 0, limit: 10)
+                == [outcome(1, .delivered), outcome(3, .delivered)])
+            #expect(try await store.deliveryOutcomes(app: other, deliveryId: delivery, outcome: .unregistered, after: nil, limit: 10).isEmpty)
+            let loaded = try await store.load(StateQuery(outcomeKeys: [outcome(2, .failed).key, outcome(4, .failed).key]))
+            #expect(loaded.outcomes == [outcome(2, .failed).key: .unregistered], "only the stored ones")
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func testUpsertApiTokenAddsTokensAndRevokesAnExistingOne(_ backend: StoreBackend) async throws {
         try await withStoreHarness(backend) { h in
             let store = try await h.openStore()

@@ -309,8 +309,8 @@ final class PostgresStoreTests: StoreTestCase {
             SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name
             """)
         let version = try await strings("SELECT version::text FROM schema_version")
-        XCTAssertEqual(tables, ["acks", "api_tokens", "apps", "changelog_outbox", "changelog_state", "dead_letters", "deliveries", "devices", "outbox", "outbox_attempts",
-                                "parked_tracking", "partition_offsets", "pending_notifications", "registration_status", "restore_indexes", "schema_version",
+        XCTAssertEqual(tables, ["acks", "api_tokens", "apps", "changelog_outbox", "changelog_state", "dead_letters", "deliveries", "delivery_outcomes", "devices", "outbox",
+                                "outbox_attempts", "parked_tracking", "partition_offsets", "pending_notifications", "registration_status", "restore_indexes", "schema_version",
                                 "store_info", "tracking_events"])
         XCTAssertEqual(version, ["\(PostgresSchema.version)"])
     }
@@ -365,6 +365,8 @@ final class PostgresStoreTests: StoreTestCase {
         try await execute("DROP TABLE changelog_outbox")
         try await execute("DROP TABLE restore_indexes")
         try await execute("ALTER TABLE apps DROP COLUMN push_credentials")  // added by version 11
+        try await execute("DROP TABLE delivery_outcomes")  // added by version 12, with the columns below
+        try await execute("ALTER TABLE deliveries DROP COLUMN delivered, DROP COLUMN failed, DROP COLUMN unregistered")
         try await execute("UPDATE schema_version SET version = 6")
 
         let migrated = try await openStore()
@@ -573,11 +575,19 @@ enum MixedMutations {
             case 63..<70:
                 mutations.append(.putAck(AckRow(appId: app(), deviceToken: token(), notificationId: nid(), businessId: maybe("b\(n)"),
                                                 ackedAt: Fixture.at(seconds()))))
-            case 70..<76:
+            case 70..<74:
+                let counted = Bool.random(using: &random)
                 mutations.append(.putDelivery(DeliveryRow(appId: app(), deliveryId: deliveries.randomElement(using: &random)!,
                                                           kind: .alert, managed: Bool.random(using: &random),
                                                           tracking: Int.random(in: 0..<4, using: &random) > 0,
-                                                          sent: Int.random(in: 0..<6, using: &random), createdAt: Fixture.at(seconds()))))
+                                                          sent: Int.random(in: 0..<6, using: &random), createdAt: Fixture.at(seconds()),
+                                                          delivered: counted ? Int.random(in: 0..<4, using: &random) : 0,
+                                                          failed: counted ? 1 : 0, unregistered: counted ? n % 3 : 0)))
+            case 74..<76:
+                let outcome = DeliveryOutcome.allCases.randomElement(using: &random)!
+                mutations.append(.putDeliveryOutcome(DeliveryOutcomeRow(
+                    appId: app(), deliveryId: deliveries.randomElement(using: &random)!, messageIndex: Int.random(in: 0..<8, using: &random),
+                    deviceToken: token(), outcome: outcome, reason: outcome == .delivered ? nil : "reason \(n)", reportedAt: Fixture.at(seconds()))))
             case 76..<80:
                 let pair = TrackingPair(deliveryId: deliveries.randomElement(using: &random)!, appId: app())
                 switch Int.random(in: 0..<4, using: &random) {

@@ -15,8 +15,9 @@ final class SchemaTests: StoreTestCase {
         let tables = try await store.pool.read { db in
             try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'grdb%' ORDER BY name")
         }
-        XCTAssertEqual(tables, ["acks", "api_tokens", "apps", "changelog_outbox", "changelog_state", "dead_letters", "deliveries", "devices", "outbox", "outbox_attempts",
-                                "parked_tracking", "partition_offsets", "pending_notifications", "registration_status", "restore_indexes", "store_info", "tracking_events"])
+        XCTAssertEqual(tables, ["acks", "api_tokens", "apps", "changelog_outbox", "changelog_state", "dead_letters", "deliveries", "delivery_outcomes", "devices", "outbox",
+                                "outbox_attempts", "parked_tracking", "partition_offsets", "pending_notifications", "registration_status", "restore_indexes",
+                                "store_info", "tracking_events"])
     }
 
     func testAVersionOneStoreIsMigratedToTheCurrentVersionKeepingItsRows() async throws {
@@ -117,9 +118,11 @@ final class SchemaTests: StoreTestCase {
         do {
             let pool = try DatabasePool(path: path())
             try SQLiteSchema.migrator.migrate(pool, upTo: "v2")
+            // As version 2 had its columns.
             try await pool.write { db in
-                var writer = SQLiteMutationWriter(db: db)
-                try writer.apply(.putDelivery(delivery))
+                try db.execute(sql: "INSERT INTO deliveries (app_id, delivery_id, kind, managed, tracking, sent, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                               arguments: [SQLiteValues.text(delivery.appId), SQLiteValues.text(delivery.deliveryId), delivery.kind.rawValue,
+                                           delivery.managed, delivery.tracking, delivery.sent, SQLiteValues.millis(delivery.createdAt)])
             }
             try pool.close()
         }

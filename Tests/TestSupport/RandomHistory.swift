@@ -73,13 +73,22 @@ public struct RandomHistory: Sendable {
             case 55..<67:
                 let send = app.sends[pick(app.sends.count)]
                 try add(NotificationAcknowledged(mobileAppId: app.id, notificationId: send.nid, deviceToken: device(a, pick(10))))
-            case 67..<82:
+            case 67..<78:
                 let send = app.sends[pick(app.sends.count)]
                 let series = MessageId.Series(deliveryId: send.delivery)
                 let events = (0..<(1 + pick(3))).map { _ in
                     TrackingEvent(broadlogId: series.make(index: pick(4)), action: TrackingAction.allCases[pick(3)])
                 }
                 try add(TrackingReported(mobileAppId: app.id, deliveryId: send.delivery, events: events))
+            case 78..<82:
+                // A sender's report; a dead token retires its device unless registered after `invalidSince`.
+                let send = app.sends[pick(app.sends.count)]
+                let outcome = DeliveryOutcome.allCases[pick(3)]
+                try add(DeliveryResultReported(
+                    mobileAppId: app.id, deviceToken: device(a, pick(10)), platform: .ios, deliveryId: pick(5) == 0 ? nil : send.delivery,
+                    messageId: MessageId.make(deliveryId: send.delivery, index: pick(4)), outcome: outcome,
+                    reason: outcome == .delivered ? nil : "reason \(pick(3))", status: outcome == .delivered ? 200 : 410,
+                    invalidSince: pick(2) == 0 ? nil : base.addingTimeInterval(Double(step * 20 - pick(40) * 20) / 1000)))
             case 82..<88:
                 let token = (id: random.uuid(), hash: ApiTokens.hash("history-\(seed)-\(a)-\(app.tokens.count)"))
                 apps[a].tokens.append(token)

@@ -21,6 +21,7 @@ struct TrackingRoutes: Sendable {
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
         group.post("tracking", use: track)
         group.get("deliveries/:deliveryId", use: stats)
+        group.get("deliveries/:deliveryId/outcomes", use: outcomes)
     }
 
     @Sendable func track(_ request: Request, context: IngestRequestContext) async throws -> Response {
@@ -55,8 +56,50 @@ struct TrackingRoutes: Sendable {
         }
         let stats = TrackingAPI.DeliveryStats(deliveryId: row.delivery.deliveryId, sent: row.delivery.sent,
                                               impressions: row.impressions, clicks: row.clicks, opens: row.opens,
-                                              repeatsIgnored: row.repeatsIgnored)
+                                              repeatsIgnored: row.repeatsIgnored, delivered: row.delivery.delivered,
+                                              failed: row.delivery.failed, unregistered: row.delivery.unregistered)
         return try JSONResponse.make(stats, status: .ok, encoder: WireJSON.encoder())
+    }
+
+    /// `GET …/deliveries/{deliveryId}/outcomes?outcome=delivered|failed|unregistered&limit=1…1000 (100)&after=index`.
+    @Sendable func outcomes(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        let auth = try context.authenticated()
+        let deliveryId = try FieldRules.uuidParameter("deliveryId", in: context)
+        let query = request.uri.queryParameters
+        var limit = 100
+        if let text = query.get("limit") {
+            guard let value = Int(text), (1...1000).contains(value) else {
+                throw IngestError.badRequest("limit must be an integer from 1 to 1000", field: "limit")
+            }
+            limit = value
+        }
+        var after: Int?
+        if let text = query.get("after") {
+            guard let value = Int(text), value >= 0 else {
+                throw IngestError.badRequest("after must be the index of the last outcome of the previous page", field: "after")
+            }
+            after = value
+        }
+        var outcome: DeliveryOutcome?
+        if let text = query.get("outcome") {
+            guard let value = DeliveryOutcome(rawValue: text) else {
+                throw IngestError.badRequest("outcome must be delivered, failed or unregistered", field: "outcome")
+            }
+            outcome = value
+        }
+        let (known, rows) = try await readStore(context) {
+            (try await store.deliveryStats(app: auth.mobileAppId, deliveryId: deliveryId) != nil,
+             try await store.deliveryOutcomes(app: auth.mobileAppId, deliveryId: deliveryId, outcome: outcome, after: after,
+                                              limit: limit + 1))
+        }
+        guard known else { throw IngestError.notFound("no delivery \(deliveryId.lowercasedString) in this app", field: "deliveryId") }
+        // One more than asked tells whether a next page exists.
+        let page = rows.prefix(limit).map {
+            TrackingAPI.Outcome(index: $0.messageIndex, deviceToken: $0.deviceToken, outcome: $0.outcome, reason: $0.reason,
+                                reportedAt: $0.reportedAt)
+        }
+        let list = TrackingAPI.OutcomeList(outcomes: Array(page), next: rows.count > limit ? page.last?.index : nil)
+        return try JSONResponse.make(list, status: .ok, encoder: WireJSON.encoder())
     }
 
     /// Validates every event, then groups them by delivery (one command per delivery, in the

@@ -231,6 +231,7 @@ final class BatchApplier: Sendable {
             }
         }
         state.finishTracking()
+        state.finishOutcomes()
         tally.tracking = state.trackingOutcomes
         return Decided(mutations: state.mutations, outbound: state.outbound, next: next, times: times, tally: tally, loadTime: loadTime)
     }

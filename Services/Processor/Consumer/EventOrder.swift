@@ -9,7 +9,7 @@ import Projections
 /// Each record has an *event time*: the largest `at` of its partition up to and including it
 /// (a record whose `at` is earlier than one before it counts as that later time). Event times
 /// never decrease along a partition, and the order is by event time, then topic (in the order
-/// the topics were given: admin, registration, notification, tracking), partition and offset.
+/// the topics were given: admin, registration, notification, tracking, delivery), partition and offset.
 ///
 /// A record is released only when no record of any lane can come before it: every lane either
 /// holds a later record already, or has shown — by a record or a `ProgressMark` — an event time

@@ -18,6 +18,10 @@ struct BatchState {
     private var acks: Set<PendingKey>
     /// Deliveries by id (whichever app sent them): the loaded ones and those sent in this batch.
     private var deliveries: [UUID: DeliveryRow]
+    /// Each loaded or recorded device outcome of a delivery.
+    private var outcomes: [DeliveryOutcomeKey: DeliveryOutcome]
+    /// Deliveries whose outcome counts changed in the batch, in the order they first did.
+    private var recounted: [UUID] = []
     /// Tracking rows stored before their delivery's send, for the sends of this batch.
     private var tracked: [UUID: [TrackedEvent]]
     /// Park marks by delivery, then app: those loaded (of the batch's deliveries, and every one
@@ -45,6 +49,7 @@ struct BatchState {
         pending = snapshot.pending
         acks = snapshot.acks
         deliveries = snapshot.deliveries
+        outcomes = snapshot.outcomes
         tracked = snapshot.trackedEvents
         for (pair, at) in snapshot.parkedTracking { parks[pair.deliveryId, default: [:]][pair.appId] = at }
         for device in snapshot.devices.values {
@@ -157,6 +162,27 @@ struct BatchState {
     }
 
     func delivery(_ deliveryId: UUID) -> DeliveryRow? { deliveries[deliveryId] }
+
+    // MARK: - Delivery outcomes
+
+    /// Stores a device's outcome of its delivery (the last report stays) and moves the device
+    /// between the delivery's counts; the delivery row is written once, by `finishOutcomes`.
+    mutating func record(_ outcome: DeliveryOutcomeRow) {
+        let previous = outcomes.updateValue(outcome.outcome, forKey: outcome.key)
+        mutations.append(.putDeliveryOutcome(outcome))
+        guard previous != outcome.outcome, var delivery = deliveries[outcome.deliveryId] else { return }
+        delivery.recount(from: previous, to: outcome.outcome)
+        deliveries[outcome.deliveryId] = delivery
+        if !recounted.contains(outcome.deliveryId) { recounted.append(outcome.deliveryId) }
+    }
+
+    /// Writes the deliveries whose counts the batch changed.
+    mutating func finishOutcomes() {
+        for deliveryId in recounted {
+            if let delivery = deliveries[deliveryId] { mutations.append(.putDelivery(delivery)) }
+        }
+        recounted = []
+    }
 
     // MARK: - Tracking
 

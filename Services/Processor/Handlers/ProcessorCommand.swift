@@ -44,6 +44,7 @@ struct HandlerRegistry: Sendable {
         registry.register(NotificationHandler())
         registry.register(AckHandler())
         registry.register(TrackingHandler())
+        registry.register(DeliveryResultHandler())
         return registry
     }
 

@@ -48,8 +48,14 @@ public enum TrackingAPI {
         public var clickThroughRate: Double
         /// opens / sent.
         public var openRate: Double
+        /// Devices by the last outcome the sender reported of their push (docs/API.md#delivery-outcomes);
+        /// `sent` minus their sum have none reported yet.
+        public var delivered: Int
+        public var failed: Int
+        public var unregistered: Int
 
-        public init(deliveryId: UUID, sent: Int, impressions: Int, clicks: Int, opens: Int, repeatsIgnored: Int) {
+        public init(deliveryId: UUID, sent: Int, impressions: Int, clicks: Int, opens: Int, repeatsIgnored: Int,
+                    delivered: Int = 0, failed: Int = 0, unregistered: Int = 0) {
             self.deliveryId = deliveryId.lowercasedString
             self.sent = sent
             self.impressions = impressions
@@ -58,8 +64,41 @@ public enum TrackingAPI {
             self.repeatsIgnored = repeatsIgnored
             clickThroughRate = Self.ratio(clicks, impressions)
             openRate = Self.ratio(opens, sent)
+            self.delivered = delivered
+            self.failed = failed
+            self.unregistered = unregistered
         }
 
         private static func ratio(_ a: Int, _ b: Int) -> Double { b == 0 ? 0 : Double(a) / Double(b) }
+    }
+
+    /// `GET /v1/apps/{id}/deliveries/{deliveryId}/outcomes?outcome=&limit=&after=`: one page of
+    /// the delivery's devices with a reported outcome, in the order the delivery reached them;
+    /// `next` (the `after` of the following page) is present while more follow.
+    public struct OutcomeList: Codable, Sendable, Equatable {
+        public var outcomes: [Outcome]
+        public var next: Int?
+        public init(outcomes: [Outcome], next: Int?) {
+            self.outcomes = outcomes
+            self.next = next
+        }
+    }
+
+    public struct Outcome: Codable, Sendable, Equatable {
+        /// The device's place in the delivery (its broadlogId's index).
+        public var index: Int
+        public var deviceToken: String
+        public var outcome: DeliveryOutcome
+        /// The provider's reason, for `failed` and `unregistered`.
+        public var reason: String?
+        /// When the sender reported it (RFC 3339, ms).
+        public var reportedAt: Date
+        public init(index: Int, deviceToken: String, outcome: DeliveryOutcome, reason: String?, reportedAt: Date) {
+            self.index = index
+            self.deviceToken = deviceToken
+            self.outcome = outcome
+            self.reason = reason
+            self.reportedAt = reportedAt
+        }
     }
 }

@@ -80,6 +80,9 @@ private enum Tag: UInt8 {
     case unparkTracking, dropTracking, putDeadLetter, deleteDeadLetter
     /// `upsertApp` followed by the app's push credentials (their stored JSON).
     case upsertAppWithCredentials
+    /// `putDelivery` followed by its outcome counts (delivered, failed, unregistered).
+    case putDeliveryWithOutcomes
+    case putDeliveryOutcome
 }
 
 struct ChangelogWriter {
@@ -205,8 +208,16 @@ struct ChangelogWriter {
             byte(Tag.putAck.rawValue)
             uuid(a.appId); string(a.deviceToken); string(a.notificationId); optional(a.businessId) { $0.string($1) }; date(a.ackedAt)
         case .putDelivery(let d):
-            byte(Tag.putDelivery.rawValue)
+            // A delivery without reported outcomes keeps the bytes it had before outcomes existed.
+            let counted = d.delivered != 0 || d.failed != 0 || d.unregistered != 0
+            byte(counted ? Tag.putDeliveryWithOutcomes.rawValue : Tag.putDelivery.rawValue)
             uuid(d.appId); uuid(d.deliveryId); string(d.kind.rawValue); bool(d.managed); bool(d.tracking); int(d.sent); date(d.createdAt)
+            if counted { int(d.delivered); int(d.failed); int(d.unregistered) }
+        case .putDeliveryOutcome(let o):
+            byte(Tag.putDeliveryOutcome.rawValue)
+            uuid(o.appId); uuid(o.deliveryId); int(o.messageIndex); string(o.deviceToken); string(o.outcome.rawValue)
+            optional(o.reason) { $0.string($1) }
+            date(o.reportedAt)
         case .countTracking(let c):
             byte(Tag.countTracking.rawValue)
             uuid(c.appId); uuid(c.deliveryId); uint(UInt64(c.counts.count))
@@ -411,9 +422,18 @@ struct ChangelogReader {
         case .putAck:
             return .putAck(AckRow(appId: try uuid(), deviceToken: try string(), notificationId: try string(),
                                   businessId: try optional { try $0.string() }, ackedAt: try date()))
-        case .putDelivery:
-            return .putDelivery(DeliveryRow(appId: try uuid(), deliveryId: try uuid(), kind: try raw(NotificationKind.self),
-                                            managed: try bool(), tracking: try bool(), sent: try intValue(), createdAt: try date()))
+        case .putDelivery, .putDeliveryWithOutcomes:
+            var delivery = DeliveryRow(appId: try uuid(), deliveryId: try uuid(), kind: try raw(NotificationKind.self),
+                                       managed: try bool(), tracking: try bool(), sent: try intValue(), createdAt: try date())
+            if tag == .putDeliveryWithOutcomes {
+                (delivery.delivered, delivery.failed, delivery.unregistered) = (try intValue(), try intValue(), try intValue())
+            }
+            return .putDelivery(delivery)
+        case .putDeliveryOutcome:
+            return .putDeliveryOutcome(DeliveryOutcomeRow(appId: try uuid(), deliveryId: try uuid(), messageIndex: try intValue(),
+                                                          deviceToken: try string(),
+                                                          outcome: try raw(DeliveryOutcome.self), reason: try optional { try $0.string() },
+                                                          reportedAt: try date()))
         case .countTracking:
             let appId = try uuid()
             let deliveryId = try uuid()

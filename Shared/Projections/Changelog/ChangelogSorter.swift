@@ -378,6 +378,9 @@ extension ChangelogWriter {
             byte(7); uuid(a.appId); keyText(a.deviceToken); keyText(a.notificationId)
         case .putDelivery(let d):
             byte(8); uuid(d.appId); uuid(d.deliveryId)
+        // A delivery's outcomes are one group, ordered by message index when it is folded.
+        case .putDeliveryOutcome(let o):
+            byte(11); uuid(o.appId); uuid(o.deliveryId)
         // A tracking pair's rows and park mark are one group: a drop removes them all.
         case .countTracking(let c):
             byte(9); uuid(c.deliveryId); uuid(c.appId)

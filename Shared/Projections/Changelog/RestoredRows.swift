@@ -27,6 +27,7 @@ public struct RestoredRows: Sendable {
     public var pending: [PendingNotificationRow] = []
     public var acks: [AckRow] = []
     public var deliveries: [DeliveryRow] = []
+    public var outcomes: [DeliveryOutcomeRow] = []
     public var tracking: [TrackingRow] = []
     public var parks: [(pair: TrackingPair, at: Date)] = []
     public var deadLetters: [DeadLetterRow] = []
@@ -34,7 +35,7 @@ public struct RestoredRows: Sendable {
     /// Rows in all.
     public var count: Int {
         apps.count + tokens.count + devices.count + statuses.count + outbox.count + pending.count + acks.count
-            + deliveries.count + tracking.count + parks.count + deadLetters.count
+            + deliveries.count + outcomes.count + tracking.count + parks.count + deadLetters.count
     }
 
     /// The rows of a chunk of whole groups in group order: the rows of a group that one
@@ -56,6 +57,7 @@ public struct RestoredRows: Sendable {
             case .putPending(let row): pending.append(row)
             case .putAck(let ack): acks.append(ack)
             case .putDelivery(let delivery): deliveries.append(delivery)
+            case .putDeliveryOutcome(let outcome): outcomes.append(outcome)
             case .parkTracking(let pair, let at): parks.append((pair, at))
             case .putDeadLetter(let letter): deadLetters.append(letter)
             // Its counts in key order, a repeated key summed.
@@ -75,6 +77,7 @@ public struct RestoredRows: Sendable {
         pending += other.pending
         acks += other.acks
         deliveries += other.deliveries
+        outcomes += other.outcomes
         tracking += other.tracking
         parks += other.parks
         deadLetters += other.deadLetters
@@ -101,6 +104,7 @@ public struct RestoredRows: Sendable {
         deliveries = plan.deliveries.values.sorted {
             $0.appId != $1.appId ? KeyOrder.less($0.appId, $1.appId) : KeyOrder.less($0.deliveryId, $1.deliveryId)
         }
+        outcomes = plan.outcomes.values.sorted { KeyOrder.less($0.key, $1.key) }
         tracking = Self.tracking(plan.phases)
         parks = plan.parks.compactMap { pair, at in at.map { (pair, $0) } }.sorted { KeyOrder.less($0.pair, $1.pair) }
         var letters: [DeadLetterKey: DeadLetterRow] = [:]
@@ -115,7 +119,7 @@ public struct RestoredRows: Sendable {
     public var mutations: [Mutation] {
         var mutations: [Mutation] = apps.map { .upsertApp($0) } + tokens.map { .upsertApiToken($0) } + devices.map { .upsertDevice($0) }
         mutations += statuses.map { .putRegistrationStatus($0) } + outbox.map { .restoreOutbox($0) } + pending.map { .putPending($0) }
-        mutations += acks.map { .putAck($0) } + deliveries.map { .putDelivery($0) }
+        mutations += acks.map { .putAck($0) } + deliveries.map { .putDelivery($0) } + outcomes.map { .putDeliveryOutcome($0) }
         mutations += tracking.map { row in
             .countTracking(TrackingCounts(appId: row.appId, deliveryId: row.deliveryId, counts: [
                 TrackingCount(action: TrackingAction(rawValue: Int(row.action))!, messageIndex: Int(row.messageIndex), reports: Int(row.repeats) + 1),

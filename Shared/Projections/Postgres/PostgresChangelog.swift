@@ -62,7 +62,7 @@ enum PostgresChangelog {
     /// costs a sort; kept during the load, a B-tree descent per row, at a random page for the
     /// keys of device tokens (their SHA-256) (docs/ARCHITECTURE.md#changelog-and-restore).
     static let restoredKeys = Dictionary(uniqueKeysWithValues: [
-        "devices", "registration_status", "pending_notifications", "acks", "deliveries", "tracking_events",
+        "devices", "registration_status", "pending_notifications", "acks", "deliveries", "delivery_outcomes", "tracking_events",
     ].map { ($0 + "_pkey", $0) })
 
     /// The indexes `setIndexesAside` kept, largest table first, so that builds run side by side

@@ -23,6 +23,7 @@ struct PostgresMutationWriter {
         try await writeDeliveries(plan.deliveries.values.sorted {
             $0.appId != $1.appId ? KeyOrder.less($0.appId, $1.appId) : KeyOrder.less($0.deliveryId, $1.deliveryId)
         })
+        try await writeOutcomes(plan.outcomes.values.sorted { KeyOrder.less($0.key, $1.key) })
         for phase in plan.phases {
             try await writeTracking(phase)
         }
@@ -210,13 +211,28 @@ struct PostgresMutationWriter {
     private func writeDeliveries(_ deliveries: [DeliveryRow]) async throws {
         guard !deliveries.isEmpty else { return }
         try await run("""
-            INSERT INTO deliveries (app_id, delivery_id, kind, managed, tracking, sent, created_at)
+            INSERT INTO deliveries (\(unescaped: PostgresRows.deliveryColumns))
             SELECT * FROM unnest(\(deliveries.map(\.appId))::uuid[], \(deliveries.map(\.deliveryId))::uuid[],
                 \(deliveries.map(\.kind.rawValue))::text[], \(deliveries.map(\.managed))::boolean[],
                 \(deliveries.map(\.tracking))::boolean[], \(deliveries.map { Int64($0.sent) })::bigint[],
-                \(deliveries.map { ProjectionValues.millis($0.createdAt) })::bigint[])
+                \(deliveries.map { ProjectionValues.millis($0.createdAt) })::bigint[], \(deliveries.map { Int64($0.delivered) })::bigint[],
+                \(deliveries.map { Int64($0.failed) })::bigint[], \(deliveries.map { Int64($0.unregistered) })::bigint[])
             ON CONFLICT (app_id, delivery_id) DO UPDATE SET kind = excluded.kind, managed = excluded.managed,
-                tracking = excluded.tracking, sent = excluded.sent, created_at = excluded.created_at
+                tracking = excluded.tracking, sent = excluded.sent, created_at = excluded.created_at,
+                delivered = excluded.delivered, failed = excluded.failed, unregistered = excluded.unregistered
+            """)
+    }
+
+    private func writeOutcomes(_ outcomes: [DeliveryOutcomeRow]) async throws {
+        guard !outcomes.isEmpty else { return }
+        try await run("""
+            INSERT INTO delivery_outcomes (\(unescaped: PostgresRows.outcomeColumns))
+            SELECT * FROM unnest(\(outcomes.map(\.appId))::uuid[], \(outcomes.map(\.deliveryId))::uuid[],
+                \(outcomes.map { Int64($0.messageIndex) })::bigint[], \(outcomes.map(\.deviceToken))::text[],
+                \(outcomes.map(\.outcome.rawValue))::text[], \(PostgresArray(outcomes.map(\.reason)))::text[],
+                \(outcomes.map { ProjectionValues.millis($0.reportedAt) })::bigint[])
+            ON CONFLICT (app_id, delivery_id, message_index) DO UPDATE SET device_token = excluded.device_token,
+                outcome = excluded.outcome, reason = excluded.reason, reported_at = excluded.reported_at
             """)
     }
 

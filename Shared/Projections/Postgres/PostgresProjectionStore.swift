@@ -263,9 +263,10 @@ public final class PostgresProjectionStore: ProjectionStore {
         var stats = DeliveryStatsRow(delivery: try PostgresRows.delivery(first))
         for row in found {
             let cells = row.makeRandomAccess()
-            guard let raw = try cells[7].decode(Int?.self) else { continue }
-            let devices = try cells[8].decode(Int.self)
-            stats.repeatsIgnored += try cells[9].decode(Int.self)
+            // After the delivery's ten columns.
+            guard let raw = try cells[10].decode(Int?.self) else { continue }
+            let devices = try cells[11].decode(Int.self)
+            stats.repeatsIgnored += try cells[12].decode(Int.self)
             switch try ProjectionValues.decode(TrackingAction.self, raw, column: "tracking_events.action") {
             case .impression: stats.impressions = devices
             case .click: stats.clicks = devices
@@ -273,6 +274,18 @@ public final class PostgresProjectionStore: ProjectionStore {
             }
         }
         return stats
+    }
+
+    public func deliveryOutcomes(app appId: UUID, deliveryId: UUID, outcome: DeliveryOutcome?, after: Int?,
+                                 limit: Int) async throws -> [DeliveryOutcomeRow] {
+        // NULL parameters leave their condition out; one statement for every combination.
+        try await rows("""
+            SELECT \(unescaped: PostgresRows.outcomeColumns) FROM delivery_outcomes
+            WHERE app_id = \(appId) AND delivery_id = \(deliveryId)
+                AND (\(outcome?.rawValue)::text IS NULL OR outcome = \(outcome?.rawValue))
+                AND message_index > \(Int64(after ?? -1))
+            ORDER BY message_index LIMIT \(Int64(limit))
+            """).map(PostgresRows.outcome)
     }
 
     public func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date, excludingApps: Set<UUID>) async throws -> [OutboxJob] {

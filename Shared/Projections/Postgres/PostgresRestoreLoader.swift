@@ -22,7 +22,7 @@ struct PostgresRestoreLoader {
     func load(_ rows: RestoredRows, part: Int, of parts: Int) async throws {
         if part == 0 {
             var rare = rows
-            (rare.devices, rare.statuses, rare.pending, rare.acks, rare.deliveries, rare.tracking) = ([], [], [], [], [], [])
+            (rare.devices, rare.statuses, rare.pending, rare.acks, rare.deliveries, rare.outcomes, rare.tracking) = ([], [], [], [], [], [], [])
             try await PostgresMutationWriter(connection: connection, logger: logger).write(WritePlan(rare.mutations))
         }
         func slice<Row>(_ rows: [Row]) -> ArraySlice<Row> {
@@ -46,7 +46,12 @@ struct PostgresRestoreLoader {
         }
         try await copy(slice(rows.deliveries), into: "deliveries", PostgresRows.deliveryColumns) { text, row in
             text.uuid(row.appId); text.uuid(row.deliveryId); text.text(row.kind.rawValue); text.bool(row.managed)
-            text.bool(row.tracking); text.int(Int64(row.sent)); text.millis(row.createdAt)
+            text.bool(row.tracking); text.int(Int64(row.sent)); text.millis(row.createdAt); text.int(Int64(row.delivered))
+            text.int(Int64(row.failed)); text.int(Int64(row.unregistered))
+        }
+        try await copy(slice(rows.outcomes), into: "delivery_outcomes", PostgresRows.outcomeColumns) { text, row in
+            text.uuid(row.appId); text.uuid(row.deliveryId); text.int(Int64(row.messageIndex)); text.text(row.deviceToken)
+            text.text(row.outcome.rawValue); text.text(row.reason); text.millis(row.reportedAt)
         }
         try await copy(slice(rows.tracking), into: "tracking_events", PostgresRows.trackedColumns) { text, row in
             text.uuid(row.deliveryId); text.uuid(row.appId); text.int(Int64(row.action)); text.int(row.messageIndex)

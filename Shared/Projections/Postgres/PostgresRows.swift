@@ -67,14 +67,28 @@ enum PostgresRows {
     /// Acks are read by key only (`PostgresStateLoader`); a restore writes them whole.
     static let ackColumns = "app_id, device_token, notification_id, business_id, acked_at"
 
-    static let deliveryColumns = "app_id, delivery_id, kind, managed, tracking, sent, created_at"
+    static let deliveryColumns = "app_id, delivery_id, kind, managed, tracking, sent, created_at, delivered, failed, unregistered"
 
     static func delivery(_ row: PostgresRow) throws -> DeliveryRow {
+        let cells = row.makeRandomAccess()
         let (appId, deliveryId, kind, managed, tracking, sent, created) =
-            try row.decode((UUID, UUID, String, Bool, Bool, Int, Int64).self)
+            (try cells[0].decode(UUID.self), try cells[1].decode(UUID.self), try cells[2].decode(String.self), try cells[3].decode(Bool.self),
+             try cells[4].decode(Bool.self), try cells[5].decode(Int.self), try cells[6].decode(Int64.self))
         return DeliveryRow(appId: appId, deliveryId: deliveryId,
                            kind: try ProjectionValues.decode(NotificationKind.self, kind, column: "deliveries.kind"),
-                           managed: managed, tracking: tracking, sent: sent, createdAt: ProjectionValues.date(millis: created))
+                           managed: managed, tracking: tracking, sent: sent, createdAt: ProjectionValues.date(millis: created),
+                           delivered: try cells[7].decode(Int.self), failed: try cells[8].decode(Int.self),
+                           unregistered: try cells[9].decode(Int.self))
+    }
+
+    static let outcomeColumns = "app_id, delivery_id, message_index, device_token, outcome, reason, reported_at"
+
+    static func outcome(_ row: PostgresRow) throws -> DeliveryOutcomeRow {
+        let (appId, deliveryId, index, token, outcome, reason, reported) =
+            try row.decode((UUID, UUID, Int, String, String, String?, Int64).self)
+        return DeliveryOutcomeRow(appId: appId, deliveryId: deliveryId, messageIndex: index, deviceToken: token,
+                                  outcome: try ProjectionValues.decode(DeliveryOutcome.self, outcome, column: "delivery_outcomes.outcome"),
+                                  reason: reason, reportedAt: ProjectionValues.date(millis: reported))
     }
 
     /// With the delivery id first.

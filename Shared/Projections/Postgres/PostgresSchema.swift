@@ -15,10 +15,10 @@ enum PostgresSchema {
     /// The newest schema version this code creates and understands. It counts as the SQLite
     /// schema does: version 3 is the same tables (apps and devices, managed notifications,
     /// tracking); PostgreSQL stores start there.
-    static let version = 11
+    static let version = 12
 
     /// Versions above the stored one are applied in order.
-    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10), (11, v11)]
+    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10), (11, v11), (12, v12)]
 
     /// Any fixed number: the lock only serialises openers of one database.
     private static let openLock: Int64 = 0x5075_7368_6c69_6e65  // "Pushline"
@@ -255,4 +255,23 @@ enum PostgresSchema {
 
     /// Apps' push credentials (`PushCredentials` as JSON, secrets sealed; NULL: none).
     private static let v11 = "ALTER TABLE apps ADD COLUMN push_credentials text COLLATE \"C\""
+
+    /// What the sender reported of each push (docs/ARCHITECTURE.md#delivery): each device's last
+    /// outcome of a delivery, by message index, and the counts per outcome beside the delivery.
+    private static let v12 = """
+        ALTER TABLE deliveries ADD COLUMN delivered bigint NOT NULL DEFAULT 0;
+        ALTER TABLE deliveries ADD COLUMN failed bigint NOT NULL DEFAULT 0;
+        ALTER TABLE deliveries ADD COLUMN unregistered bigint NOT NULL DEFAULT 0;
+        CREATE TABLE delivery_outcomes (
+            app_id uuid NOT NULL,
+            delivery_id uuid NOT NULL,
+            message_index bigint NOT NULL,
+            device_token text COLLATE "C" NOT NULL,
+            outcome text COLLATE "C" NOT NULL,
+            reason text COLLATE "C",
+            reported_at bigint NOT NULL,
+            PRIMARY KEY (app_id, delivery_id, message_index)
+        );
+        CREATE INDEX delivery_outcomes_by_outcome ON delivery_outcomes (app_id, delivery_id, outcome, message_index)
+        """
 }

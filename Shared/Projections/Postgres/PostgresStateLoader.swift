@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 import Logging
 import PostgresNIO
@@ -20,7 +21,23 @@ struct PostgresStateLoader {
         try await loadDeliveries(query.deliveryIds, into: &snapshot)
         try await loadTracked(query.trackedDeliveries, into: &snapshot)
         try await loadParked(query, into: &snapshot)
+        try await loadOutcomes(query.outcomeKeys, into: &snapshot)
         return snapshot
+    }
+
+    private func loadOutcomes(_ keys: Set<DeliveryOutcomeKey>, into snapshot: inout StateSnapshot) async throws {
+        guard !keys.isEmpty else { return }
+        let keys = Array(keys)
+        for row in try await rows("""
+            SELECT o.app_id, o.delivery_id, o.message_index, o.outcome FROM delivery_outcomes o
+            JOIN unnest(\(keys.map(\.appId))::uuid[], \(keys.map(\.deliveryId))::uuid[], \(keys.map { Int64($0.messageIndex) })::bigint[])
+                AS k(app_id, delivery_id, message_index)
+                ON o.app_id = k.app_id AND o.delivery_id = k.delivery_id AND o.message_index = k.message_index
+            """) {
+            let (appId, deliveryId, index, outcome) = try row.decode((UUID, UUID, Int, String).self)
+            snapshot.outcomes[DeliveryOutcomeKey(appId: appId, deliveryId: deliveryId, messageIndex: index)] =
+                try ProjectionValues.decode(DeliveryOutcome.self, outcome, column: "delivery_outcomes.outcome")
+        }
     }
 
     private func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {

@@ -60,8 +60,13 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
     /// Outbound records written (one per resolved device).
     public var sent: Int
     public var createdAt: Date
+    /// Devices whose last reported outcome (`DeliveryOutcomeRow`) is each of these.
+    public var delivered: Int
+    public var failed: Int
+    public var unregistered: Int
 
-    public init(appId: UUID, deliveryId: UUID, kind: NotificationKind, managed: Bool, tracking: Bool, sent: Int, createdAt: Date) {
+    public init(appId: UUID, deliveryId: UUID, kind: NotificationKind, managed: Bool, tracking: Bool, sent: Int, createdAt: Date,
+                delivered: Int = 0, failed: Int = 0, unregistered: Int = 0) {
         self.appId = appId
         self.deliveryId = deliveryId
         self.kind = kind
@@ -69,5 +74,70 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
         self.tracking = tracking
         self.sent = sent
         self.createdAt = createdAt
+        self.delivered = delivered
+        self.failed = failed
+        self.unregistered = unregistered
+    }
+
+    /// Moves one device from the count of `from` (nil: not counted yet) to that of `to`.
+    public mutating func recount(from: DeliveryOutcome?, to: DeliveryOutcome) {
+        if let from { self[count: from] -= 1 }
+        self[count: to] += 1
+    }
+
+    public subscript(count outcome: DeliveryOutcome) -> Int {
+        get {
+            switch outcome {
+            case .delivered: delivered
+            case .failed: failed
+            case .unregistered: unregistered
+            }
+        }
+        set {
+            switch outcome {
+            case .delivered: delivered = newValue
+            case .failed: failed = newValue
+            case .unregistered: unregistered = newValue
+            }
+        }
+    }
+}
+
+/// A device's outcome of one delivery, as the sender last reported it. The device is named by
+/// its message index within the delivery (`MessageId`), as tracking rows name it: a small key
+/// whatever the token's length, in the order the delivery reached its devices.
+public struct DeliveryOutcomeRow: Sendable, Equatable, Codable {
+    public var appId: UUID
+    public var deliveryId: UUID
+    public var messageIndex: Int
+    public var deviceToken: String
+    public var outcome: DeliveryOutcome
+    public var reason: String?
+    /// The report's command time.
+    public var reportedAt: Date
+
+    public init(appId: UUID, deliveryId: UUID, messageIndex: Int, deviceToken: String, outcome: DeliveryOutcome, reason: String?,
+                reportedAt: Date) {
+        self.appId = appId
+        self.deliveryId = deliveryId
+        self.messageIndex = messageIndex
+        self.deviceToken = deviceToken
+        self.outcome = outcome
+        self.reason = reason
+        self.reportedAt = reportedAt
+    }
+
+    public var key: DeliveryOutcomeKey { DeliveryOutcomeKey(appId: appId, deliveryId: deliveryId, messageIndex: messageIndex) }
+}
+
+public struct DeliveryOutcomeKey: Hashable, Sendable, Codable {
+    public var appId: UUID
+    public var deliveryId: UUID
+    public var messageIndex: Int
+
+    public init(appId: UUID, deliveryId: UUID, messageIndex: Int) {
+        self.appId = appId
+        self.deliveryId = deliveryId
+        self.messageIndex = messageIndex
     }
 }

@@ -21,6 +21,7 @@ struct SQLiteMutationWriter {
     private var clearPending: Statement?
     private var putAck: Statement?
     private var putDelivery: Statement?
+    private var putOutcome: Statement?
     private var countTracking: Statement?
     private var countTrackingMany: Statement?
 
@@ -86,6 +87,10 @@ struct SQLiteMutationWriter {
         case .putDelivery(let delivery):
             let s = try raw(\.putDelivery, Self.putDeliverySQL)
             s.bind(delivery, from: 1)
+            try s.run(in: db)
+        case .putDeliveryOutcome(let outcome):
+            let s = try raw(\.putOutcome, Self.putOutcomeSQL)
+            s.bind(outcome, from: 1)
             try s.run(in: db)
         case .countTracking(let batch):
             // Rows go in statements of `trackingRowsPerStatement`, the ids bound once per statement
@@ -222,7 +227,12 @@ struct SQLiteMutationWriter {
 
     /// Written as decided (`NotificationHandler` refuses a send whose delivery id is known).
     private static let putDeliverySQL = """
-        INSERT OR REPLACE INTO deliveries (\(SQLiteRows.deliveryColumns)) VALUES (?, ?, ?, ?, ?, ?, ?)
+        INSERT OR REPLACE INTO deliveries (\(SQLiteRows.deliveryColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+
+    /// Written as decided (`DeliveryResultHandler` counts the change against the delivery).
+    private static let putOutcomeSQL = """
+        INSERT OR REPLACE INTO delivery_outcomes (\(SQLiteRows.outcomeColumns)) VALUES (?, ?, ?, ?, ?, ?, ?)
         """
 }
 
@@ -252,6 +262,13 @@ extension SQLiteRawStatement {
     func bind(_ delivery: DeliveryRow, from start: Int32) {
         bind(start, delivery.appId); bind(start + 1, delivery.deliveryId); bind(start + 2, delivery.kind.rawValue)
         bind(start + 3, delivery.managed); bind(start + 4, delivery.tracking); bind(start + 5, delivery.sent)
-        bind(start + 6, delivery.createdAt)
+        bind(start + 6, delivery.createdAt); bind(start + 7, delivery.delivered); bind(start + 8, delivery.failed)
+        bind(start + 9, delivery.unregistered)
+    }
+
+    func bind(_ outcome: DeliveryOutcomeRow, from start: Int32) {
+        bind(start, outcome.appId); bind(start + 1, outcome.deliveryId); bind(start + 2, outcome.messageIndex)
+        bind(start + 3, outcome.deviceToken); bind(start + 4, outcome.outcome.rawValue); bind(start + 5, outcome.reason)
+        bind(start + 6, outcome.reportedAt)
     }
 }

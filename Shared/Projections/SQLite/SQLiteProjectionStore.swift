@@ -291,6 +291,25 @@ public final class SQLiteProjectionStore: ProjectionStore {
         }
     }
 
+    public func deliveryOutcomes(app appId: UUID, deliveryId: UUID, outcome: DeliveryOutcome?, after: Int?,
+                                 limit: Int) async throws -> [DeliveryOutcomeRow] {
+        try await reading { db in
+            var sql = "SELECT \(SQLiteRows.outcomeColumns) FROM delivery_outcomes WHERE app_id = ? AND delivery_id = ?"
+            var arguments: [(any DatabaseValueConvertible)?] = [SQLiteValues.text(appId), SQLiteValues.text(deliveryId)]
+            if let outcome {
+                sql += " AND outcome = ?"
+                arguments.append(outcome.rawValue)
+            }
+            if let after {
+                sql += " AND message_index > ?"
+                arguments.append(after)
+            }
+            sql += " ORDER BY message_index LIMIT ?"
+            arguments.append(limit)
+            return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: StatementArguments(arguments)).map(SQLiteRows.outcome)
+        }
+    }
+
     public func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date, excludingApps: Set<UUID>) async throws -> [OutboxJob] {
         try await writing { db in
             try SQLiteOutbox.claim(now: now, limit: limit, leaseUntil: leaseUntil, excludingApps: excludingApps, in: db)

@@ -23,6 +23,7 @@ struct SQLiteRestoreLoader {
         try insert(rows.pending, into: "pending_notifications", SQLiteRows.pendingColumns) { $0.bind($2, from: $1) }
         try insert(rows.acks, into: "acks", SQLiteRows.ackColumns) { $0.bind($2, from: $1) }
         try insert(rows.deliveries, into: "deliveries", SQLiteRows.deliveryColumns) { $0.bind($2, from: $1) }
+        try insert(rows.outcomes, into: "delivery_outcomes", SQLiteRows.outcomeColumns) { $0.bind($2, from: $1) }
         try insert(rows.tracking, into: "tracking_events", "delivery_id, \(SQLiteRows.trackedColumns)") { s, start, row in
             s.bind(start, row.deliveryId); s.bind(start + 1, row.appId); s.bind(start + 2, Int64(row.action))
             s.bind(start + 3, row.messageIndex); s.bind(start + 4, row.repeats)

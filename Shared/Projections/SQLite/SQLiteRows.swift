@@ -88,7 +88,7 @@ enum SQLiteRows {
     /// Acks are only read back as keys (`StateSnapshot.acks`) and dumped.
     static let ackColumns = "app_id, device_token, notification_id, business_id, acked_at"
 
-    static let deliveryColumns = "app_id, delivery_id, kind, managed, tracking, sent, created_at"
+    static let deliveryColumns = "app_id, delivery_id, kind, managed, tracking, sent, created_at, delivered, failed, unregistered"
 
     static func delivery(_ row: Row) throws -> DeliveryRow {
         try DeliveryRow(
@@ -98,7 +98,23 @@ enum SQLiteRows {
             managed: row.decode(atIndex: 3),
             tracking: row.decode(atIndex: 4),
             sent: row.decode(atIndex: 5),
-            createdAt: SQLiteValues.date(millis: row.decode(atIndex: 6)))
+            createdAt: SQLiteValues.date(millis: row.decode(atIndex: 6)),
+            delivered: row.decode(atIndex: 7),
+            failed: row.decode(atIndex: 8),
+            unregistered: row.decode(atIndex: 9))
+    }
+
+    static let outcomeColumns = "app_id, delivery_id, message_index, device_token, outcome, reason, reported_at"
+
+    static func outcome(_ row: Row) throws -> DeliveryOutcomeRow {
+        try DeliveryOutcomeRow(
+            appId: SQLiteValues.uuid(row.decode(atIndex: 0), column: "delivery_outcomes.app_id"),
+            deliveryId: SQLiteValues.uuid(row.decode(atIndex: 1), column: "delivery_outcomes.delivery_id"),
+            messageIndex: row.decode(atIndex: 2),
+            deviceToken: row.decode(atIndex: 3),
+            outcome: SQLiteValues.decode(DeliveryOutcome.self, row.decode(atIndex: 4), column: "delivery_outcomes.outcome"),
+            reason: row.decode(atIndex: 5),
+            reportedAt: SQLiteValues.date(millis: row.decode(atIndex: 6)))
     }
 
     static let trackedColumns = "app_id, action, message_index, repeats"

@@ -9,7 +9,7 @@ import Logging
 /// could otherwise misread or damage tables it does not know.
 enum SQLiteSchema {
     /// The newest schema version this code creates and understands.
-    static let version = 10
+    static let version = 11
 
     static func prepare(_ pool: DatabasePool, logger: Logger) throws {
         let found = try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
@@ -34,7 +34,7 @@ enum SQLiteSchema {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         // Each migration sets `user_version` to its number; no version 4 was ever released.
-        for (number, sql) in [(1, v1), (2, v2), (3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10)] {
+        for (number, sql) in [(1, v1), (2, v2), (3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10), (11, v11)] {
             migrator.registerMigration("v\(number)") { db in
                 try db.execute(sql: sql)
                 try db.execute(sql: "PRAGMA user_version = \(number)")
@@ -253,4 +253,23 @@ enum SQLiteSchema {
 
     /// Apps' push credentials (`PushCredentials` as JSON, secrets sealed; NULL: none).
     private static let v10 = "ALTER TABLE apps ADD COLUMN push_credentials TEXT"
+
+    /// What the sender reported of each push (docs/ARCHITECTURE.md#delivery): each device's last
+    /// outcome of a delivery, and the counts per outcome beside the delivery.
+    private static let v11 = """
+        ALTER TABLE deliveries ADD COLUMN delivered INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE deliveries ADD COLUMN failed INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE deliveries ADD COLUMN unregistered INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE delivery_outcomes (
+            app_id TEXT NOT NULL,
+            delivery_id TEXT NOT NULL,
+            message_index INTEGER NOT NULL,
+            device_token TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            reason TEXT,
+            reported_at INTEGER NOT NULL,
+            PRIMARY KEY (app_id, delivery_id, message_index)
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX delivery_outcomes_by_outcome ON delivery_outcomes (app_id, delivery_id, outcome, message_index);
+        """
 }

@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 import GRDB
 
@@ -20,7 +21,26 @@ struct SQLiteStateLoader {
         try loadDeliveries(query.deliveryIds, into: &snapshot)
         try loadTracked(query.trackedDeliveries, into: &snapshot)
         try loadParked(query, into: &snapshot)
+        try loadOutcomes(query.outcomeKeys, into: &snapshot)
         return snapshot
+    }
+
+    /// Grouped by (app, delivery), so that the tokens of one delivery share IN lists.
+    private func loadOutcomes(_ keys: Set<DeliveryOutcomeKey>, into snapshot: inout StateSnapshot) throws {
+        for (pair, keys) in Dictionary(grouping: keys, by: { TrackingPair(deliveryId: $0.deliveryId, appId: $0.appId) }) {
+            let head = [SQLiteValues.text(pair.appId), SQLiteValues.text(pair.deliveryId)]
+            for list in SQLiteInList.split(keys.map { String($0.messageIndex) }) {
+                let sql = """
+                    SELECT message_index, outcome FROM delivery_outcomes
+                    WHERE app_id = ? AND delivery_id = ? AND message_index IN \(list.placeholders)
+                    """
+                try forEachRow(sql: sql, arguments: StatementArguments(head + list.values)) { row in
+                    let key = DeliveryOutcomeKey(appId: pair.appId, deliveryId: pair.deliveryId, messageIndex: try row.decode(atIndex: 0))
+                    snapshot.outcomes[key] = try SQLiteValues.decode(DeliveryOutcome.self, row.decode(atIndex: 1),
+                                                                     column: "delivery_outcomes.outcome")
+                }
+            }
+        }
     }
 
     private func loadDeliveries(_ ids: Set<UUID>, into snapshot: inout StateSnapshot) throws {

@@ -16,12 +16,14 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
     private var statuses: [UUID: RegistrationStatusRow] = [:]
     private var pending: [PendingKey: PendingNotificationRow] = [:]
     private var stats: [NotificationKey: DeliveryStatsRow] = [:]
+    private var outcomes: [DeliveryOutcomeRow] = []
     private var failing = false
     private(set) var commitCount = 0
     /// Every read call so far (`load` and the single-row reads).
     private(set) var readCount = 0
 
     func seed(app: AppRow) { apps[app.appId] = app }
+    func seed(outcome: DeliveryOutcomeRow) { outcomes.append(outcome) }
     func seed(token: ApiTokenRow) { tokens[token.appId, default: []].append(token) }
     func seed(status: RegistrationStatusRow) { statuses[status.requestId] = status }
     func seed(pending row: PendingNotificationRow) { pending[row.key] = row }
@@ -103,6 +105,14 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
     func deliveryStats(app appId: UUID, deliveryId: UUID) throws -> DeliveryStatsRow? {
         try check()
         return stats[NotificationKey(appId: appId, notificationId: deliveryId.uuidString.lowercased())]
+    }
+
+    func deliveryOutcomes(app appId: UUID, deliveryId: UUID, outcome: DeliveryOutcome?, after: Int?,
+                          limit: Int) throws -> [DeliveryOutcomeRow] {
+        try check()
+        return outcomes.filter {
+            $0.appId == appId && $0.deliveryId == deliveryId && (outcome == nil || $0.outcome == outcome) && $0.messageIndex > (after ?? -1)
+        }.sorted { $0.messageIndex < $1.messageIndex }.prefix(limit).map { $0 }
     }
 
     func createdAt() -> Date { Date(timeIntervalSince1970: 0) }

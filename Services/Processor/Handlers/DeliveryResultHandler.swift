@@ -1,0 +1,48 @@
+import Contracts
+import Foundation
+import Projections
+
+/// The sender's report of one push (docs/ARCHITECTURE.md#delivery): the device's outcome is
+/// counted against its delivery, and a dead token retires its device — unless the device was
+/// registered again after the provider found the token dead.
+///
+/// In event order a report comes after the send it reports on: the sender's records are
+/// appended after the progress marks that let the processor apply the send, and count as no
+/// earlier than them.
+struct DeliveryResultHandler: CommandHandler {
+    func addNeeds(of c: DeliveryResultReported, to query: inout StateQuery) {
+        query.appIds.insert(c.mobileAppId)
+        if c.outcome == .unregistered { query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken)) }
+        if let key = Self.outcomeKey(c) {
+            query.deliveryIds.insert(key.deliveryId)
+            query.outcomeKeys.insert(key)
+        }
+    }
+
+    func apply(_ c: DeliveryResultReported, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+        guard state.apps[c.mobileAppId] != nil else { return .rejected("unknown-app") }
+        if c.outcome == .unregistered { retire(c, context, &state) }
+        // A badge update belongs to no delivery: only its device is concerned.
+        guard c.deliveryId != nil else { return .applied }
+        guard let key = Self.outcomeKey(c), let delivery = state.delivery(key.deliveryId), delivery.appId == c.mobileAppId,
+              key.messageIndex < delivery.sent
+        else { return c.outcome == .unregistered ? .applied : .rejected("unknown-delivery") }
+        state.record(DeliveryOutcomeRow(appId: c.mobileAppId, deliveryId: key.deliveryId, messageIndex: key.messageIndex,
+                                        deviceToken: c.deviceToken, outcome: c.outcome, reason: c.reason, reportedAt: context.at))
+        return .applied
+    }
+
+    /// Removes the device (and its pending notifications) unless a registration wrote it after
+    /// the token was found dead: APNs's timestamp, else the report's time.
+    private func retire(_ c: DeliveryResultReported, _ context: CommandContext, _ state: inout BatchState) {
+        let key = DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken)
+        guard let device = state.devices[key], device.updatedAt <= (c.invalidSince ?? context.at) else { return }
+        state.delete(key)
+    }
+
+    /// The device's place in its delivery, read from the message id the processor gave the push.
+    private static func outcomeKey(_ c: DeliveryResultReported) -> DeliveryOutcomeKey? {
+        guard let deliveryId = c.deliveryId, let index = MessageId.index(of: c.messageId, deliveryId: deliveryId) else { return nil }
+        return DeliveryOutcomeKey(appId: c.mobileAppId, deliveryId: deliveryId, messageIndex: index)
+    }
+}
