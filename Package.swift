@@ -34,7 +34,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.1.0"),
         // The sender's provider tokens: ES256 for APNs, RS256 assertions for FCM's OAuth.
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
+        // Test-only: the mock APNs and FCM servers serve HTTP/2 over TLS with a CA made for the run.
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.0.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
+        // TLS: the sender's extra CAs, the mock servers' certificates.
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.27.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.4.0"),
@@ -174,7 +178,13 @@ let package = Package(
                            logging,
                            // Test push credentials (TestPushKeys).
                            .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "_CryptoExtras", package: "swift-crypto")],
+                           .product(name: "_CryptoExtras", package: "swift-crypto"),
+                           // The mock APNs and FCM servers (PushMocks): HTTP/2 over TLS, a CA made for the run.
+                           .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                           .product(name: "HummingbirdTLS", package: "hummingbird"),
+                           .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                           .product(name: "X509", package: "swift-certificates"),
+                           .product(name: "SwiftASN1", package: "swift-asn1")],
             path: "Tests/TestSupport"
         ),
         .executableTarget(name: "LoadGen", dependencies: ["TestSupport", "Contracts", "Kafka"], path: "Tests/LoadGen"),
