@@ -214,7 +214,7 @@ let package = Package(
         .testTarget(name: "DeploymentTests", dependencies: [yams]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["Contracts", "Kafka", "Projections", "TestSupport",
+            dependencies: ["Contracts", "Kafka", "Projections", "Sender", "TestSupport",
                            asyncHTTPClient,
                            hummingbird]
         ),
