@@ -1,0 +1,76 @@
+import Contracts
+import Foundation
+import Synchronization
+
+/// Opens apps' sealed credentials for sending (docs/ARCHITECTURE.md#delivery) and keeps each
+/// opened key, parsed, for as long as the app's credentials stay the same: a key is opened and
+/// parsed once, not once per push.
+public final class CredentialOpener: Sendable {
+    private let keyring: SecretsKeyring
+    private let apnsKeys = Mutex<[String: APNsSigningKey]>([:])
+    private let accounts = Mutex<[String: FCMServiceAccount]>([:])
+
+    public init(keyring: SecretsKeyring) {
+        self.keyring = keyring
+    }
+
+    /// The APNs signing key of `app`'s credentials.
+    public func apnsKey(app: UUID, _ credentials: APNsCredentials) throws(SenderError) -> APNsSigningKey {
+        let id = "\(app.lowercasedString)/\(credentials.privateKey.box)"
+        if let key = apnsKeys.withLock({ $0[id] }) { return key }
+        let pem = try open(credentials.privateKey, app: app, provider: .apns)
+        let key: APNsSigningKey
+        do {
+            key = try APNsSigningKey(teamId: credentials.teamId, keyId: credentials.keyId, fingerprint: credentials.fingerprint,
+                                     pem: String(decoding: pem, as: UTF8.self))
+        } catch {
+            throw .credentials("the APNs key of app \(app.lowercasedString) does not parse")
+        }
+        apnsKeys.withLock { $0[id] = key }
+        return key
+    }
+
+    /// The service account of `app`'s FCM credentials.
+    public func fcmAccount(app: UUID, _ credentials: FCMCredentials) throws(SenderError) -> FCMServiceAccount {
+        let id = "\(app.lowercasedString)/\(credentials.serviceAccount.box)"
+        if let account = accounts.withLock({ $0[id] }) { return account }
+        let json = try open(credentials.serviceAccount, app: app, provider: .fcm)
+        let account: FCMServiceAccount
+        do {
+            account = try FCMServiceAccount(json: json, fingerprint: credentials.fingerprint)
+        } catch {
+            throw .credentials("the FCM service account of app \(app.lowercasedString) does not parse")
+        }
+        accounts.withLock { $0[id] = account }
+        return account
+    }
+
+    private func open(_ sealed: SealedSecret, app: UUID, provider: PushProvider) throws(SenderError) -> Data {
+        do {
+            return try keyring.open(sealed, context: SecretsKeyring.context(app: app, provider: provider))
+        } catch {
+            throw .credentials("\(provider.rawValue) credentials of app \(app.lowercasedString): \(error)")
+        }
+    }
+}
+
+/// Where pushes go: Apple's hosts per environment and Google's, unless the settings name others
+/// (`PUSHLINE_APNS_URL`, `PUSHLINE_FCM_URL`: the mock servers in tests and local runs).
+public struct ProviderEndpoints: Sendable, Equatable {
+    public static let apnsProduction = "https://api.push.apple.com"
+    public static let apnsSandbox = "https://api.sandbox.push.apple.com"
+    public static let fcmDefault = "https://fcm.googleapis.com"
+
+    /// One APNs base URL for both environments, instead of Apple's two.
+    public var apnsOverride: String?
+    public var fcm: String
+
+    public init(apnsOverride: String? = nil, fcm: String = ProviderEndpoints.fcmDefault) {
+        self.apnsOverride = apnsOverride
+        self.fcm = fcm
+    }
+
+    public func apns(_ environment: APNsEnvironment) -> String {
+        apnsOverride ?? (environment == .production ? Self.apnsProduction : Self.apnsSandbox)
+    }
+}
