@@ -87,18 +87,11 @@ extension Apps {
                 discussion: "Example:\n  pushline apps credentials show $APP apns"
             )
 
-            @Argument(help: "The app's mobileAppId.") var mobileAppId: String
-            @Argument(help: "apns or fcm.") var provider: String
+            @OptionGroup var target: AppProvider
             @OptionGroup var admin: AdminOptions
 
-            func validate() throws {
-                _ = try parseUUID(mobileAppId, "mobileAppId")
-                _ = try parseProvider(provider)
-            }
-
             func run() async throws {
-                let app = try parseUUID(mobileAppId, "mobileAppId")
-                let provider = try parseProvider(provider)
+                let (app, provider) = try target.parsed()
                 let client = try admin.client()
                 let data = try await client.call(.GET, "/admin/v1/apps/\(app)/credentials/\(provider.rawValue)", expected: 200,
                                                  subject: .app(app))
@@ -121,18 +114,11 @@ extension Apps {
                 discussion: "Example:\n  pushline apps credentials remove $APP fcm"
             )
 
-            @Argument(help: "The app's mobileAppId.") var mobileAppId: String
-            @Argument(help: "apns or fcm.") var provider: String
+            @OptionGroup var target: AppProvider
             @OptionGroup var admin: AdminOptions
 
-            func validate() throws {
-                _ = try parseUUID(mobileAppId, "mobileAppId")
-                _ = try parseProvider(provider)
-            }
-
             func run() async throws {
-                let app = try parseUUID(mobileAppId, "mobileAppId")
-                let provider = try parseProvider(provider)
+                let (app, provider) = try target.parsed()
                 _ = try await admin.client().call(.DELETE, "/admin/v1/apps/\(app)/credentials/\(provider.rawValue)", expected: 202,
                                                   subject: .app(app))
                 print("\(provider.rawValue) credentials removed (accepted).")
@@ -141,9 +127,17 @@ extension Apps {
     }
 }
 
-private func parseProvider(_ text: String) throws -> PushProvider {
-    guard let provider = PushProvider(rawValue: text) else { throw ValidationError("provider must be apns or fcm") }
-    return provider
+/// An app and one of its push providers, as `show` and `remove` take them.
+struct AppProvider: ParsableArguments {
+    @Argument(help: "The app's mobileAppId.") var mobileAppId: String
+    @Argument(help: "apns or fcm.") var provider: String
+
+    func validate() throws { _ = try parsed() }
+
+    func parsed() throws -> (app: UUID, provider: PushProvider) {
+        guard let provider = PushProvider(rawValue: provider) else { throw ValidationError("provider must be apns or fcm") }
+        return (try parseUUID(mobileAppId, "mobileAppId"), provider)
+    }
 }
 
 private func readText(_ path: String, _ option: String) throws -> String {
