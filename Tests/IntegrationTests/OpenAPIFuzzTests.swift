@@ -19,9 +19,11 @@ final class OpenAPIFuzzTests: XCTestCase {
         let schemathesis = try await Self.schemathesis()
         let examples = ProcessInfo.processInfo.environment["PUSHLINE_FUZZ_EXAMPLES"].flatMap { Int($0) } ?? 100
         // Generated requests come fast from one address and one app: no rate limit may refuse them.
+        // A secrets key, as a deployment has one: push credentials are checked, not refused with 503.
         let stack = try await PushlineStack.start(ingestEnvironment: [
             "PUSHLINE_RATE_LIMIT_APP_PER_SECOND": "0",
             "PUSHLINE_RATE_LIMIT_SOURCE_PER_SECOND": "0",
+            "PUSHLINE_SECRETS_KEY": TestPushKeys.secretsKey(),
         ])
         do {
             let app = try await stack.createApp(name: "fuzzed app")
