@@ -122,7 +122,7 @@ public actor FCMAccessTokens {
 
     /// A valid access token for `account`, from the cache or a new exchange through `client`.
     public func token(for account: FCMServiceAccount, client: ProviderClient, now: Date = Date()) async -> AccessTokenAnswer {
-        let id = "\(account.clientEmail)/\(account.fingerprint)"
+        let id = Self.id(account)
         if let entry = cached[id], entry.expiresAt.timeIntervalSince(now) > margin {
             return .token(entry.token, expiresIn: entry.expiresAt.timeIntervalSince(now))
         }
@@ -144,6 +144,8 @@ public actor FCMAccessTokens {
 
     /// Forgets the account's token: FCM refused it.
     public func invalidate(_ account: FCMServiceAccount) {
-        cached["\(account.clientEmail)/\(account.fingerprint)"] = nil
+        cached[Self.id(account)] = nil
     }
+
+    private static func id(_ account: FCMServiceAccount) -> String { "\(account.clientEmail)/\(account.fingerprint)" }
 }

@@ -33,7 +33,7 @@ public struct APNsRequest: Sendable, Equatable {
             ("apns-id", apnsId(messageId: record.messageId)),
         ]
         if let expiresAt { headers.append(("apns-expiration", String(Int(expiresAt.timeIntervalSince1970)))) }
-        return APNsRequest(path: "/3/device/\(record.deviceToken)", headers: headers, body: try ProviderJSON.encode(record.payload))
+        return APNsRequest(path: "/3/device/\(record.deviceToken)", headers: headers, body: try WireJSON.encoder().encode(record.payload))
     }
 
     /// A UUID made of the SHA-256 of the message id (version 8, RFC 9562's custom layout):
@@ -74,19 +74,11 @@ public struct FCMRequest: Sendable, Equatable {
         if let expiresAt { android["ttl"] = .string("\(max(0, Int(expiresAt.timeIntervalSince(now).rounded(.up))))s") }
         if !android.isEmpty { message["android"] = .object(android) }
         return FCMRequest(path: "/v1/projects/\(projectId)/messages:send",
-                          body: try ProviderJSON.encode(.object(["message": .object(message)])))
+                          body: try WireJSON.encoder().encode(JSONValue.object(["message": .object(message)])))
     }
 }
 
 public enum ProviderRequestError: Error, Equatable {
     /// An outbound record that cannot become a push (not written by Pushline's processor).
     case badRecord(String)
-}
-
-enum ProviderJSON {
-    static func encode(_ value: JSONValue) throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return try encoder.encode(value)
-    }
 }

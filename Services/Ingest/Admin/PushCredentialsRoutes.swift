@@ -182,9 +182,7 @@ enum PushCredentialsRules {
             throw IngestError.badRequest("serviceAccount must be the service-account key file's JSON object", field: "serviceAccount")
         }
         // Sealed as sorted-key JSON: the sender reads the same fields back.
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let sealedBytes = try encoder.encode(json)
+        let sealedBytes = try WireJSON.encoder().encode(json)
         guard sealedBytes.count <= maxSecretBytes else {
             throw IngestError.badRequest("serviceAccount is larger than \(maxSecretBytes) bytes", field: "serviceAccount")
         }

@@ -112,9 +112,5 @@ extension PushCredentials {
         try JSONDecoder().decode(PushCredentials.self, from: Data(text.utf8))
     }
 
-    private static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return e
-    }()
+    private static let encoder = WireJSON.encoder()
 }
