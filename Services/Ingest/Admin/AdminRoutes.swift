@@ -114,13 +114,7 @@ struct AdminRoutes: Sendable {
     /// ordered by id; the answer's `next` is the `after` of the following page.
     @Sendable func listApps(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let query = request.uri.queryParameters
-        var limit = Self.defaultPageSize
-        if let text = query.get("limit") {
-            guard let value = Int(text), Self.pageSizes.contains(value) else {
-                throw IngestError.badRequest("limit must be an integer from 1 to \(Self.pageSizes.upperBound)", field: "limit")
-            }
-            limit = value
-        }
+        let limit = try FieldRules.pageLimit(query.get("limit"))
         let after = try query.get("after").map { try FieldRules.uuid($0, field: "after") }
         let (views, more) = try await readStore(context) {
             // One more than asked tells whether a next page exists.
@@ -146,8 +140,6 @@ struct AdminRoutes: Sendable {
             pushCredentials: app.pushCredentials.map(AdminAPI.PushCredentialsView.init))
     }
 
-    private static let pageSizes = 1...1000
-    private static let defaultPageSize = 100
 
     static let unknownApp = IngestError.notFound("no such app (or not projected yet)", field: "mobileAppId")
     /// Answers that carry a raw API token must not be cached anywhere.

@@ -4,6 +4,15 @@ import Hummingbird
 
 /// The field rules shared by every dialect; each failure is a 400 naming the field.
 enum FieldRules {
+    /// The page size of a listing route: the `limit` query parameter, 1…1000, 100 when absent.
+    static func pageLimit(_ text: String?) throws -> Int {
+        guard let text else { return 100 }
+        guard let value = Int(text), (1...1000).contains(value) else {
+            throw IngestError.badRequest("limit must be an integer from 1 to 1000", field: "limit")
+        }
+        return value
+    }
+
     /// A present, non-empty string.
     /// (`field` is only rendered on failure: batch elements name themselves `[3].UserId`.)
     static func required(_ value: String?, field: @autoclosure () -> String) throws -> String {
