@@ -191,6 +191,8 @@ final class TrackingTests: XCTestCase {
             let last = try page(try await client.bearer(.get, base + "?limit=2&after=3"))
             XCTAssertEqual(last.outcomes.map(\.index), [4])
             XCTAssertNil(last.next)
+            let beyond = try page(try await client.bearer(.get, base + "?after=4"))
+            XCTAssertEqual(beyond, TrackingAPI.OutcomeList(outcomes: [], next: nil), "an empty page of a known delivery")
             let dead = try page(try await client.bearer(.get, base + "?outcome=unregistered"))
             XCTAssertEqual(dead.outcomes.map(\.deviceToken), ["token-1", "token-3"])
             for (query, field) in [("limit=0", "limit"), ("limit=1001", "limit"), ("after=-1", "after"), ("after=x", "after"),

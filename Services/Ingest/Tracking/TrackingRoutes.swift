@@ -66,13 +66,7 @@ struct TrackingRoutes: Sendable {
         let auth = try context.authenticated()
         let deliveryId = try FieldRules.uuidParameter("deliveryId", in: context)
         let query = request.uri.queryParameters
-        var limit = 100
-        if let text = query.get("limit") {
-            guard let value = Int(text), (1...1000).contains(value) else {
-                throw IngestError.badRequest("limit must be an integer from 1 to 1000", field: "limit")
-            }
-            limit = value
-        }
+        let limit = try FieldRules.pageLimit(query.get("limit"))
         var after: Int?
         if let text = query.get("after") {
             guard let value = Int(text), value >= 0 else {
@@ -88,9 +82,12 @@ struct TrackingRoutes: Sendable {
             outcome = value
         }
         let (known, rows) = try await readStore(context) {
-            (try await store.deliveryStats(app: auth.mobileAppId, deliveryId: deliveryId) != nil,
-             try await store.deliveryOutcomes(app: auth.mobileAppId, deliveryId: deliveryId, outcome: outcome, after: after,
-                                              limit: limit + 1))
+            let rows = try await store.deliveryOutcomes(app: auth.mobileAppId, deliveryId: deliveryId, outcome: outcome, after: after,
+                                                        limit: limit + 1)
+            // Outcome rows exist only for a delivery of this app: the statistics (which count
+            // tracking rows) are read only to tell an empty page from an unknown delivery.
+            if !rows.isEmpty { return (true, rows) }
+            return (try await store.deliveryStats(app: auth.mobileAppId, deliveryId: deliveryId) != nil, rows)
         }
         guard known else { throw IngestError.notFound("no delivery \(deliveryId.lowercasedString) in this app", field: "deliveryId") }
         // One more than asked tells whether a next page exists.

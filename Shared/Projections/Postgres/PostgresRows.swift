@@ -70,15 +70,12 @@ enum PostgresRows {
     static let deliveryColumns = "app_id, delivery_id, kind, managed, tracking, sent, created_at, delivered, failed, unregistered"
 
     static func delivery(_ row: PostgresRow) throws -> DeliveryRow {
-        let cells = row.makeRandomAccess()
-        let (appId, deliveryId, kind, managed, tracking, sent, created) =
-            (try cells[0].decode(UUID.self), try cells[1].decode(UUID.self), try cells[2].decode(String.self), try cells[3].decode(Bool.self),
-             try cells[4].decode(Bool.self), try cells[5].decode(Int.self), try cells[6].decode(Int64.self))
+        let (appId, deliveryId, kind, managed, tracking, sent, created, delivered, failed, unregistered) =
+            try row.decode((UUID, UUID, String, Bool, Bool, Int, Int64, Int, Int, Int).self)
         return DeliveryRow(appId: appId, deliveryId: deliveryId,
                            kind: try ProjectionValues.decode(NotificationKind.self, kind, column: "deliveries.kind"),
                            managed: managed, tracking: tracking, sent: sent, createdAt: ProjectionValues.date(millis: created),
-                           delivered: try cells[7].decode(Int.self), failed: try cells[8].decode(Int.self),
-                           unregistered: try cells[9].decode(Int.self))
+                           delivered: delivered, failed: failed, unregistered: unregistered)
     }
 
     static let outcomeColumns = "app_id, delivery_id, message_index, device_token, outcome, reason, reported_at"
