@@ -38,7 +38,7 @@ struct PushCredentialsRoutes: Sendable {
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
         let input = try JSONBody.decode(AdminAPI.SetAPNsCredentials.self, from: body, decoder: WireJSON.decoder())
         let credentials = try PushCredentialsRules.apns(input, app: mobileAppId, secrets: secrets)
-        try await requireApp(mobileAppId, context)
+        _ = try await stored(mobileAppId, context)  // 404 for an app not projected yet
         try await writer.publish(PushCredentialsSet(mobileAppId: mobileAppId, apns: credentials), context: context)
         context.logger.info("push credentials set", metadata: [
             "mobile_app_id": "\(mobileAppId)", "provider": "apns", "fingerprint": "\(credentials.fingerprint)",
@@ -54,7 +54,7 @@ struct PushCredentialsRoutes: Sendable {
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
         let input = try JSONBody.decode(AdminAPI.SetFCMCredentials.self, from: body, decoder: WireJSON.decoder())
         let credentials = try PushCredentialsRules.fcm(input, app: mobileAppId, secrets: secrets)
-        try await requireApp(mobileAppId, context)
+        _ = try await stored(mobileAppId, context)  // 404 for an app not projected yet
         try await writer.publish(PushCredentialsSet(mobileAppId: mobileAppId, fcm: credentials), context: context)
         context.logger.info("push credentials set", metadata: [
             "mobile_app_id": "\(mobileAppId)", "provider": "fcm", "fingerprint": "\(credentials.fingerprint)",
@@ -67,7 +67,7 @@ struct PushCredentialsRoutes: Sendable {
     @Sendable func get(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let mobileAppId = try FieldRules.uuidParameter("mobileAppId", in: context)
         let provider = try Self.provider(in: context)
-        let view = AdminAPI.PushCredentialsView(try await credentials(mobileAppId, context))
+        let view = AdminAPI.PushCredentialsView(try await stored(mobileAppId, context))
         switch provider {
         case .apns:
             guard let apns = view.apns else { throw Self.none(provider) }
@@ -82,8 +82,8 @@ struct PushCredentialsRoutes: Sendable {
     @Sendable func remove(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let mobileAppId = try FieldRules.uuidParameter("mobileAppId", in: context)
         let provider = try Self.provider(in: context)
-        let stored = try await credentials(mobileAppId, context)
-        guard provider == .apns ? stored.apns != nil : stored.fcm != nil else { throw Self.none(provider) }
+        let existing = try await stored(mobileAppId, context)
+        guard provider == .apns ? existing.apns != nil : existing.fcm != nil else { throw Self.none(provider) }
         try await writer.publish(PushCredentialsRemoved(mobileAppId: mobileAppId, provider: provider), context: context)
         context.logger.info("push credentials removed", metadata: ["mobile_app_id": "\(mobileAppId)", "provider": "\(provider.rawValue)"])
         return Response(status: .accepted)
@@ -99,12 +99,8 @@ struct PushCredentialsRoutes: Sendable {
         return secrets
     }
 
-    private func requireApp(_ app: UUID, _ context: IngestRequestContext) async throws {
-        guard try await readStore(context, { try await store.app(app) }) != nil else { throw AdminRoutes.unknownApp }
-    }
-
     /// The app's stored credentials (none: empty); 404 for an unknown app.
-    private func credentials(_ app: UUID, _ context: IngestRequestContext) async throws -> PushCredentials {
+    private func stored(_ app: UUID, _ context: IngestRequestContext) async throws -> PushCredentials {
         guard let row = try await readStore(context, { try await store.app(app) }) else { throw AdminRoutes.unknownApp }
         return row.pushCredentials ?? PushCredentials()
     }
