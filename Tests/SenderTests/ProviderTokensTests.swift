@@ -12,6 +12,10 @@ final class ProviderTokensTests: XCTestCase {
     let keys = ProviderTokensTests.keys
     let t0 = Date(timeIntervalSince1970: 1_800_000_000)
 
+    private func parts(_ jwt: String) throws -> DecodedJWT {
+        try XCTUnwrap(DecodedJWT(compact: jwt), "not a compact JWS: \(jwt)")
+    }
+
     private func apnsKey(keyId: String = "KEY1234567") throws -> APNsSigningKey {
         try APNsSigningKey(teamId: "ABCDE12345", keyId: keyId, fingerprint: "SHA256:x", pem: keys.apnsPEM)
     }
@@ -19,15 +23,15 @@ final class ProviderTokensTests: XCTestCase {
     func testAnAPNsTokenIsAnES256JWTOfTheTeamAndKeyAtTheMomentOfIssue() async throws {
         let tokens = APNsProviderTokens()
         let jwt = try await tokens.token(for: try apnsKey(), now: t0)
-        let parts = try JWTParts(jwt)
+        let parts = try parts(jwt)
         XCTAssertEqual(parts.header["alg"], .string("ES256"))
         XCTAssertEqual(parts.header["kid"], .string("KEY1234567"))
         XCTAssertEqual(parts.claims["iss"], .string("ABCDE12345"))
         XCTAssertEqual(parts.claims["iat"], .number(1_800_000_000), "whole seconds")
         let publicKey = try P256.Signing.PrivateKey(pemRepresentation: keys.apnsPEM).publicKey
         let signature = try P256.Signing.ECDSASignature(rawRepresentation: parts.signature)
-        XCTAssertTrue(publicKey.isValidSignature(signature, for: parts.signedBytes))
-        XCTAssertFalse(publicKey.isValidSignature(signature, for: parts.signedBytes + [0]))
+        XCTAssertTrue(publicKey.isValidSignature(signature, for: parts.signingInput))
+        XCTAssertFalse(publicKey.isValidSignature(signature, for: parts.signingInput + [0]))
     }
 
     func testAnAPNsTokenIsReusedFor50MinutesThenRenewedAndCanBeDropped() async throws {
@@ -40,12 +44,12 @@ final class ProviderTokensTests: XCTestCase {
         XCTAssertEqual(signedOnce, 1)
         let renewed = try await tokens.token(for: key, now: t0.addingTimeInterval(50 * 60))
         XCTAssertNotEqual(renewed, first)
-        XCTAssertEqual(try JWTParts(renewed).claims["iat"], .number(1_800_000_000 + 3000))
+        XCTAssertEqual(try parts(renewed).claims["iat"], .number(1_800_000_000 + 3000))
         await tokens.invalidate(key)
         let afterInvalidation = try await tokens.token(for: key, now: t0.addingTimeInterval(50 * 60 + 1))
         XCTAssertNotEqual(afterInvalidation, renewed)
         let other = try await tokens.token(for: try apnsKey(keyId: "OTHERKEY12"), now: t0.addingTimeInterval(50 * 60 + 1))
-        XCTAssertEqual(try JWTParts(other).header["kid"], .string("OTHERKEY12"), "each key has its own token")
+        XCTAssertEqual(try parts(other).header["kid"], .string("OTHERKEY12"), "each key has its own token")
         let signed = await tokens.signed
         XCTAssertEqual(signed, 4)
     }
@@ -56,7 +60,7 @@ final class ProviderTokensTests: XCTestCase {
         XCTAssertEqual(account.projectId, keys.projectId)
         XCTAssertEqual(account.tokenURI, "https://oauth2.test/token")
         let jwt = try await GoogleAssertion.sign(account, now: t0)
-        let parts = try JWTParts(jwt)
+        let parts = try parts(jwt)
         XCTAssertEqual(parts.header["alg"], .string("RS256"))
         XCTAssertEqual(parts.header["kid"], .string("0123456789abcdef"))
         XCTAssertEqual(parts.claims["iss"], .string(keys.clientEmail))
@@ -65,7 +69,7 @@ final class ProviderTokensTests: XCTestCase {
         XCTAssertEqual(parts.claims["iat"], .number(1_800_000_000))
         XCTAssertEqual(parts.claims["exp"], .number(1_800_003_600))
         let publicKey = try _RSA.Signing.PrivateKey(pemRepresentation: keys.rsaPEM).publicKey
-        XCTAssertTrue(publicKey.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: parts.signature), for: parts.signedBytes,
+        XCTAssertTrue(publicKey.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: parts.signature), for: parts.signingInput,
                                                  padding: .insecurePKCS1v1_5))
         XCTAssertTrue(GoogleAssertion.tokenRequestBody(assertion: jwt)
             .hasPrefix("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=ey"))
@@ -77,28 +81,5 @@ final class ProviderTokensTests: XCTestCase {
             guard case SenderError.credentials = error else { return XCTFail("\(error)") }
         }
         XCTAssertThrowsError(try APNsSigningKey(teamId: "T", keyId: "K", fingerprint: "f", pem: keys.rsaPEM))
-    }
-}
-
-/// A compact JWS taken apart.
-struct JWTParts {
-    var header: JSONValue
-    var claims: JSONValue
-    var signature: Data
-    var signedBytes: Data
-
-    init(_ jwt: String) throws {
-        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-        guard parts.count == 3 else { throw TestFailure("not a compact JWS: \(jwt)") }
-        func bytes(_ text: String) throws -> Data {
-            var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-            base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-            guard let data = Data(base64Encoded: base64) else { throw TestFailure("not base64url: \(text)") }
-            return data
-        }
-        header = try JSONValue.parse(try bytes(parts[0]))
-        claims = try JSONValue.parse(try bytes(parts[1]))
-        signature = try bytes(parts[2])
-        signedBytes = Data("\(parts[0]).\(parts[1])".utf8)
     }
 }

@@ -14,13 +14,13 @@ public struct DecodedJWT: Sendable, Equatable {
     /// The claims, a JSON object.
     public let claims: JSONValue
     /// `header.claims` as sent: the bytes the signature covers.
-    let signingInput: Data
+    public let signingInput: Data
     /// The signature, base64url-decoded.
-    let signature: Data
+    public let signature: Data
 
     /// Splits and decodes `compact`; nil unless it is three base64url parts without padding
     /// (RFC 7515) of which the first two are JSON objects.
-    init?(compact: String) {
+    public init?(compact: String) {
         let parts = compact.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
               let headerBytes = Self.base64URLDecoded(parts[0]),
