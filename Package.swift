@@ -20,6 +20,8 @@ let package = Package(
     products: [
         .executable(name: "pushline-ingest", targets: ["IngestMain"]),
         .executable(name: "pushline-processor", targets: ["ProcessorMain"]),
+        // Pushes the outbound records to APNs and FCM and reports each outcome.
+        .executable(name: "pushline-sender", targets: ["SenderMain"]),
         // The operators' command line: apps and tokens (admin API), offsets and lag, rebuild.
         .executable(name: "pushline", targets: ["PushlineCLI"]),
         // The mixed command stream of the benchmarks and scale-out tests, written straight to Kafka.
@@ -141,7 +143,9 @@ let package = Package(
         .target(
             name: "Sender",
             dependencies: [
-                "Contracts",
+                "Contracts", "Kafka", "Settings",
+                metrics,
+                serviceLifecycle,
                 .product(name: "JWTKit", package: "jwt-kit"),
                 asyncHTTPClient,
                 nioCore,
@@ -162,6 +166,12 @@ let package = Package(
             name: "ProcessorMain",
             dependencies: ["Processor", "ProcessorServer", logging, metrics, prometheus, argumentParser],
             path: "Services/ProcessorMain"
+        ),
+        .executableTarget(
+            name: "SenderMain",
+            dependencies: ["Sender", "Operations", "Projections", "Settings", hummingbird, logging, metrics, prometheus, serviceLifecycle,
+                           argumentParser],
+            path: "Services/SenderMain"
         ),
         .executableTarget(
             name: "PushlineCLI",

@@ -112,6 +112,21 @@ public final class KafkaConsumer: Sendable {
         core.client.commit(offsets)
     }
 
+    /// Commits group offsets and returns once the broker stored them: for a member whose
+    /// committed offsets are where the next owner resumes (the sender), when it gives
+    /// partitions up. Blocks the calling thread up to the commit's round trip.
+    public func commitAndWait(_ offsets: [TopicPartition: Int64]) throws {
+        guard !offsets.isEmpty else { return }
+        try core.client.commitAndWait(offsets)
+    }
+
+    /// The offsets the group committed for `partitions`, to resume from on assignment; a
+    /// partition without one is missing from the answer. Blocks the calling thread up to `timeout`.
+    public func committedOffsets(_ partitions: [TopicPartition], timeout: Duration = .seconds(10)) throws -> [TopicPartition: Int64] {
+        guard !partitions.isEmpty else { return [:] }
+        return try core.client.committed(partitions, timeout: timeout)
+    }
+
     /// Leaves the group (revocation hook runs) and destroys the handle; idempotent.
     ///
     /// Returns once the handle is destroyed; every call waits for that.

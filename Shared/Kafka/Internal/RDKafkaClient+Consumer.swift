@@ -68,6 +68,48 @@ extension RDKafkaClient {
         }
     }
 
+    /// Commits group offsets and waits for the broker's answer. *Any thread*; blocks.
+    func commitAndWait(_ offsets: [TopicPartition: Int64]) throws(KafkaError) {
+        let outcome: KafkaError?? = withHandle { rk in
+            let partitions = Array(offsets.keys)
+            let list = Self.partitionList(partitions)
+            defer { rd_kafka_topic_partition_list_destroy(list) }
+            let code = rd_kafka_commit(rk, Self.setting(offsets, of: partitions, in: list), 0)
+            return code == RD_KAFKA_RESP_ERR_NO_ERROR ? nil : KafkaError(code, message: "committing offsets: \(String(cString: rd_kafka_err2str(code)))")
+        }
+        switch outcome {
+        case .none: throw KafkaError(.destroyed, message: "cannot commit: the consumer is closed")
+        case .some(.some(let error)): throw error
+        case .some(.none): return
+        }
+    }
+
+    /// The group's committed offsets of `partitions` (`rd_kafka_committed`); a partition the
+    /// group committed nothing for is missing from the answer. *Any thread*; blocks up to `timeout`.
+    func committed(_ partitions: [TopicPartition], timeout: Duration) throws(KafkaError) -> [TopicPartition: Int64] {
+        let outcome: Result<[TopicPartition: Int64], KafkaError>? = withHandle { rk in
+            let list = Self.partitionList(partitions)
+            defer { rd_kafka_topic_partition_list_destroy(list) }
+            let code = rd_kafka_committed(rk, list, timeout.timeoutMilliseconds)
+            guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                return .failure(KafkaError(code, message: "reading committed offsets: \(String(cString: rd_kafka_err2str(code)))"))
+            }
+            var offsets: [TopicPartition: Int64] = [:]
+            for index in 0..<Int(list.pointee.cnt) {
+                let element = list.pointee.elems[index]
+                guard element.err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                    return .failure(KafkaError(element.err, message: "reading the committed offset of \(String(cString: element.topic))/\(element.partition)"))
+                }
+                if element.offset >= 0 {
+                    offsets[TopicPartition(topic: String(cString: element.topic), partition: element.partition)] = element.offset
+                }
+            }
+            return .success(offsets)
+        }
+        guard let outcome else { throw KafkaError(.destroyed, message: "cannot read committed offsets: the consumer is closed") }
+        return try outcome.get()
+    }
+
     /// Wakes a reader waiting in `MessageBatchReader.read`. *Any thread.*
     func wakeReader() {
         _ = withHandle { _ in rd_kafka_queue_yield(consumerQueue) }

@@ -1,0 +1,73 @@
+import Contracts
+import Foundation
+import Synchronization
+
+/// The apps' push credentials as the sender uses them: read from the projection store (where the
+/// processor put them, before the sends whose records the sender reads), reused for a short
+/// while, and the apps whose credentials a provider refused — paused until they change
+/// (docs/ARCHITECTURE.md#delivery).
+public final class CredentialsBook: Sendable {
+    /// Reads one app's credentials (the store's `app(id)`); nil: no credentials.
+    public typealias Source = @Sendable (UUID) async throws -> PushCredentials?
+
+    private struct Cached {
+        var credentials: PushCredentials?
+        var readAt: ContinuousClock.Instant
+    }
+
+    private struct Pause: Sendable {
+        var version: String
+        var reason: String
+    }
+
+    private let source: Source
+    private let maxAge: Duration
+    private let cache = Mutex<[UUID: Cached]>([:])
+    private let pauses = Mutex<[String: Pause]>([:])
+
+    public init(maxAge: Duration, source: @escaping Source) {
+        self.maxAge = maxAge
+        self.source = source
+    }
+
+    /// The app's credentials, at most `maxAge` old.
+    public func credentials(of app: UUID) async throws -> PushCredentials? {
+        let now = ContinuousClock.now
+        if let cached = cache.withLock({ $0[app] }), now - cached.readAt < maxAge { return cached.credentials }
+        let credentials = try await source(app)
+        cache.withLock { $0[app] = Cached(credentials: credentials, readAt: now) }
+        return credentials
+    }
+
+    /// Pauses `app`'s sending through `provider` while its credentials stay at `version`.
+    /// Returns true when this starts the pause.
+    @discardableResult
+    public func pause(_ app: UUID, _ provider: PushProvider, version: String, reason: String) -> Bool {
+        pauses.withLock { pauses in
+            let id = Self.id(app, provider)
+            if pauses[id]?.version == version { return false }
+            pauses[id] = Pause(version: version, reason: reason)
+            return true
+        }
+    }
+
+    /// The reason `app`'s sending through `provider` is paused with its credentials at
+    /// `version`; nil when it is not. A pause of other credentials ends here: they were replaced.
+    /// Returns also whether this call ended a pause.
+    public func pauseReason(_ app: UUID, _ provider: PushProvider, version: String?) -> (reason: String?, ended: Bool) {
+        pauses.withLock { pauses in
+            let id = Self.id(app, provider)
+            guard let pause = pauses[id] else { return (nil, false) }
+            if pause.version == version { return (pause.reason, false) }
+            pauses[id] = nil
+            return (nil, true)
+        }
+    }
+
+    /// Apps and providers paused now.
+    public var pausedCount: Int { pauses.withLock { $0.count } }
+
+    private static func id(_ app: UUID, _ provider: PushProvider) -> String {
+        "\(app.lowercasedString)/\(provider.rawValue)"
+    }
+}

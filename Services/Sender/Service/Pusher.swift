@@ -1,0 +1,175 @@
+import Contracts
+import Foundation
+import Synchronization
+
+/// Makes one attempt of one outbound record at its provider (docs/ARCHITECTURE.md#delivery):
+/// opens the app's credentials, takes a provider token, builds the request, sends it over the
+/// app's connection and reads the answer.
+///
+/// Each (app, provider, environment) has a lane: its own HTTP/2 connection pool and at most
+/// `appConcurrency` requests in the air, so that one app's slow answers hold only its own
+/// streams; all lanes together hold at most `concurrency` requests.
+public final class Pusher: Sendable {
+    private let opener: CredentialOpener
+    private let endpoints: ProviderEndpoints
+    private let caFile: String?
+    private let timeout: Duration
+    private let appConcurrency: Int
+    private let slots: Slots
+    private let apnsTokens = APNsProviderTokens()
+    private let fcmTokens = FCMAccessTokens()
+    /// The client of Google's token endpoints.
+    private let tokenClient: ProviderClient
+    private let lanes = Mutex<[String: Lane]>([:])
+
+    private struct Lane: Sendable {
+        let client: ProviderClient
+        let slots: Slots
+    }
+
+    public init(keyring: SecretsKeyring, endpoints: ProviderEndpoints, caFile: String?, timeout: Duration,
+                concurrency: Int, appConcurrency: Int) throws {
+        opener = CredentialOpener(keyring: keyring)
+        self.endpoints = endpoints
+        self.caFile = caFile
+        self.timeout = timeout
+        self.appConcurrency = appConcurrency
+        slots = Slots(concurrency)
+        tokenClient = try ProviderClient(caFile: caFile, timeout: timeout)
+    }
+
+    public func shutdown() async {
+        let all = lanes.withLock { lanes in
+            defer { lanes = [:] }
+            return Array(lanes.values)
+        }
+        for lane in all { try? await lane.client.shutdown() }
+        try? await tokenClient.shutdown()
+    }
+
+    /// One attempt of `record`, with the credentials of its platform.
+    public func attempt(_ record: OutboundRecordView, credentials: PushCredentials, expiresAt: Date) async -> PushAttempt {
+        switch record.platform {
+        case .ios:
+            guard let apns = credentials.apns else { return .noCredentials(.apns) }
+            return await attemptAPNs(record, apns, expiresAt: expiresAt)
+        case .android:
+            guard let fcm = credentials.fcm else { return .noCredentials(.fcm) }
+            return await attemptFCM(record, fcm, expiresAt: expiresAt)
+        }
+    }
+
+    private func attemptAPNs(_ record: OutboundRecordView, _ credentials: APNsCredentials, expiresAt: Date) async -> PushAttempt {
+        let key: APNsSigningKey
+        let request: APNsRequest
+        do {
+            key = try opener.apnsKey(app: record.mobileAppId, credentials)
+        } catch {
+            return .outcome(.credentialsRejected(reason: "\(error)"))
+        }
+        do {
+            request = try APNsRequest.make(record, bundleId: credentials.bundleId, expiresAt: expiresAt)
+        } catch {
+            return .badRecord("\(error)")
+        }
+        let baseURL = endpoints.apns(credentials.environment)
+        guard let lane = lane("apns/\(record.mobileAppId.lowercasedString)/\(credentials.environment.rawValue)") else {
+            return .outcome(.retry(reason: "no HTTP client", retryAfter: nil))
+        }
+        // ExpiredProviderToken: the token in use is too old for Apple (a clock moved); one
+        // new token is tried before the app counts as refused.
+        for fresh in [false, true] {
+            let jwt: String
+            do {
+                jwt = try await apnsTokens.token(for: key)
+            } catch {
+                return .outcome(.credentialsRejected(reason: "the provider token could not be signed: \(error)"))
+            }
+            let outcome = await send(on: lane) { await lane.client.send(request, baseURL: baseURL, jwt: jwt) }
+            if case .credentialsRejected("ExpiredProviderToken") = outcome, !fresh {
+                await apnsTokens.invalidate(key)
+                continue
+            }
+            return .outcome(outcome)
+        }
+        return .outcome(.credentialsRejected(reason: "ExpiredProviderToken"))
+    }
+
+    private func attemptFCM(_ record: OutboundRecordView, _ credentials: FCMCredentials, expiresAt: Date) async -> PushAttempt {
+        let account: FCMServiceAccount
+        let request: FCMRequest
+        do {
+            account = try opener.fcmAccount(app: record.mobileAppId, credentials)
+        } catch {
+            return .outcome(.credentialsRejected(reason: "\(error)"))
+        }
+        do {
+            request = try FCMRequest.make(record, projectId: account.projectId, expiresAt: expiresAt)
+        } catch {
+            return .badRecord("\(error)")
+        }
+        guard let lane = lane("fcm/\(record.mobileAppId.lowercasedString)") else {
+            return .outcome(.retry(reason: "no HTTP client", retryAfter: nil))
+        }
+        // A 401 may be an access token Google stopped honouring: one new token is tried
+        // before the app counts as refused.
+        for fresh in [false, true] {
+            let accessToken: String
+            switch await fcmTokens.token(for: account, client: tokenClient) {
+            case .token(let token, _): accessToken = token
+            case .refused(let reason): return .outcome(.credentialsRejected(reason: reason))
+            case .retry(let reason, let retryAfter): return .outcome(.retry(reason: reason, retryAfter: retryAfter))
+            }
+            let outcome = await send(on: lane) {
+                await lane.client.send(request, baseURL: self.endpoints.fcm, accessToken: accessToken)
+            }
+            if case .credentialsRejected = outcome, !fresh {
+                await fcmTokens.invalidate(account)
+                continue
+            }
+            return .outcome(outcome)
+        }
+        return .outcome(.credentialsRejected(reason: "UNAUTHENTICATED"))
+    }
+
+    private func send(on lane: Lane, _ request: () async -> AttemptOutcome) async -> AttemptOutcome {
+        await lane.slots.acquire()
+        await slots.acquire()
+        defer {
+            slots.release()
+            lane.slots.release()
+        }
+        return await request()
+    }
+
+    private func lane(_ id: String) -> Lane? {
+        lanes.withLock { lanes in
+            if let lane = lanes[id] { return lane }
+            guard let client = try? ProviderClient(caFile: caFile, timeout: timeout) else { return nil }
+            let lane = Lane(client: client, slots: Slots(appConcurrency))
+            lanes[id] = lane
+            return lane
+        }
+    }
+}
+
+/// What one attempt came to.
+public enum PushAttempt: Sendable, Equatable {
+    /// The provider answered (or could not be reached: a retry).
+    case outcome(AttemptOutcome)
+    /// The app has no credentials for the record's platform.
+    case noCredentials(PushProvider)
+    /// The record cannot become a request.
+    case badRecord(String)
+}
+
+extension PushCredentials {
+    /// What changes whenever the credentials of `provider` are set again (each seal is new):
+    /// a pause lasts while it stays the same. Nil when there are none.
+    public func version(of provider: PushProvider) -> String? {
+        switch provider {
+        case .apns: apns?.privateKey.box
+        case .fcm: fcm?.serviceAccount.box
+        }
+    }
+}
