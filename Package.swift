@@ -199,7 +199,7 @@ let package = Package(
         ),
         .executableTarget(name: "LoadGen", dependencies: ["TestSupport", "Contracts", "Kafka"], path: "Tests/LoadGen"),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
-        .testTarget(name: "SenderTests", dependencies: ["Sender", "Contracts", "TestSupport",
+        .testTarget(name: "SenderTests", dependencies: ["Sender", "Contracts", "Kafka", "TestSupport",
                                                       .product(name: "Crypto", package: "swift-crypto"),
                                                       .product(name: "_CryptoExtras", package: "swift-crypto")]),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", .product(name: "Crypto", package: "swift-crypto")]),
