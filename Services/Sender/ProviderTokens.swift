@@ -30,6 +30,9 @@ public actor APNsProviderTokens {
     }
 
     private var entries: [String: Entry] = [:]
+    /// Signings under way: concurrent first pushes of a key wait for one token (the actor is
+    /// reentrant across the signing's suspension, and Apple throttles a key renewed too often).
+    private var signing: [String: Task<String, any Error>] = [:]
     public let refreshAfter: TimeInterval
     /// How many tokens were signed: the tests check reuse by it.
     public private(set) var signed = 0
@@ -46,10 +49,16 @@ public actor APNsProviderTokens {
         if let entry = entries[id], now.timeIntervalSince(entry.issuedAt) < refreshAfter, entry.issuedAt <= now {
             return entry.jwt
         }
-        let claims = APNsClaims(iss: key.teamId, iat: Int(now.timeIntervalSince1970))
-        let keys = JWTKeyCollection()
-        await keys.add(ecdsa: key.key, kid: JWKIdentifier(string: key.keyId))
-        let jwt = try await keys.sign(claims, kid: JWKIdentifier(string: key.keyId))
+        if let running = signing[id] { return try await running.value }
+        let task = Task<String, any Error> {
+            let claims = APNsClaims(iss: key.teamId, iat: Int(now.timeIntervalSince1970))
+            let keys = JWTKeyCollection()
+            await keys.add(ecdsa: key.key, kid: JWKIdentifier(string: key.keyId))
+            return try await keys.sign(claims, kid: JWKIdentifier(string: key.keyId))
+        }
+        signing[id] = task
+        defer { signing[id] = nil }
+        let jwt = try await task.value
         entries[id] = Entry(jwt: jwt, issuedAt: now)
         signed += 1
         return jwt

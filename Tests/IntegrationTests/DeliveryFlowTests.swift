@@ -19,7 +19,28 @@ final class DeliveryFlowTests: XCTestCase {
     }
 
     func testPushesReachBothPlatformsAndDeadTokensAreRetiredUnlessRegisteredAgain() async throws {
-        let rig = try await DeliveryRig.start()
+        try await bothPlatforms(store: nil)
+    }
+
+    func testPushesReachBothPlatformsAndDeadTokensAreRetiredOnPostgreSQL() async throws {
+        let server = try await PostgresServer.shared()
+        let database = "pushline_it_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
+        let store = try await server.createDatabase(database)
+        do {
+            try await bothPlatforms(store: store)
+        } catch {
+            await rig?.stop()
+            rig = nil
+            try? await server.dropDatabase(database)
+            throw error
+        }
+        await rig?.stop()
+        rig = nil
+        try await server.dropDatabase(database)
+    }
+
+    private func bothPlatforms(store: String?) async throws {
+        let rig = try await DeliveryRig.start(store: store)
         self.rig = rig
         let stack = rig.stack
         try await rig.startSender()
@@ -31,7 +52,11 @@ final class DeliveryFlowTests: XCTestCase {
         let (deadIOS, backIOS, deadAndroid) = (Tokens.apns(2, salt: 0xA), Tokens.apns(3, salt: 0xA), Tokens.fcm(4, salt: 0xA))
         try await stack.registerKF5([("alice", ios, "IOS"), ("alice", android, "ANDROID"), ("bob", deadIOS, "IOS"),
                                      ("carol", backIOS, "IOS"), ("dave", deadAndroid, "ANDROID")], app: app)
-        try await stack.waitForDevices(5, app: app.mobileAppId)
+        let registered = [("alice", ios), ("alice", android), ("bob", deadIOS), ("carol", backIOS), ("dave", deadAndroid)]
+        try await eventually("devices projected") {
+            for (user, token) in registered where !(try await rig.hasDevice(token, user: user, app: app.mobileAppId)) { return false }
+            return true
+        }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         // Apple saw bob's token die after he registered it; carol registered hers again after it died.
         rig.apns.setBehaviour(.unregistered(timestampMs: now + 60_000), for: deadIOS)
@@ -62,12 +87,12 @@ final class DeliveryFlowTests: XCTestCase {
 
         // Dead tokens retired, but not the one registered again after it died.
         try await eventually("dead devices retired") {
-            let (iosKept, androidKept) = (try await rig.hasDevice(deadIOS, app: app.mobileAppId),
-                                          try await rig.hasDevice(deadAndroid, app: app.mobileAppId))
+            let (iosKept, androidKept) = (try await rig.hasDevice(deadIOS, user: "bob", app: app.mobileAppId),
+                                          try await rig.hasDevice(deadAndroid, user: "dave", app: app.mobileAppId))
             return !iosKept && !androidKept
         }
-        for token in [ios, android, backIOS] {
-            let kept = try await rig.hasDevice(token, app: app.mobileAppId)
+        for (user, token) in [("alice", ios), ("alice", android), ("carol", backIOS)] {
+            let kept = try await rig.hasDevice(token, user: user, app: app.mobileAppId)
             XCTAssertTrue(kept, "\(token) is kept")
         }
         let unregistered = try await rig.outcomes(delivery, app: app, outcome: "unregistered")
@@ -119,7 +144,7 @@ final class DeliveryFlowTests: XCTestCase {
         XCTAssertEqual(rig.apns.requests(for: refusedToken).map(\.status), [403])
         let heldStats = try await stack.stats(refusedDelivery, app: refused)
         XCTAssertEqual(heldStats.map { $0.delivered + $0.failed + $0.unregistered }, 0)
-        let refusedKept = try await rig.hasDevice(refusedToken, app: refused.mobileAppId)
+        let refusedKept = try await rig.hasDevice(refusedToken, user: "u", app: refused.mobileAppId)
         XCTAssertTrue(refusedKept, "a credentials error never retires a device")
 
         // Replaced credentials resume the held push.
@@ -127,5 +152,53 @@ final class DeliveryFlowTests: XCTestCase {
         try await rig.waitForStats(refusedDelivery, app: refused, "the held push delivered") { $0.delivered == 1 }
         try await eventually("the pause lifted") { try await rig.senderMetric("pushline_sender_paused_apps") == 0 }
         XCTAssertEqual(rig.apns.requests(for: refusedToken).map(\.status), [403, 200])
+    }
+
+    func testTwoSendersSplitThePartitionsAndOneKilledMidStreamLosesNoPush() async throws {
+        let rig = try await DeliveryRig.start()
+        self.rig = rig
+        let stack = rig.stack
+        // Slow answers keep many pushes in the air when the first sender dies.
+        rig.apns.responseDelay = .milliseconds(200)
+        rig.fcm.responseDelay = .milliseconds(200)
+        try await rig.startSender()
+        try await rig.startSender()
+        try await eventually("both senders own partitions", timeout: .seconds(60)) {
+            let (a, b) = (try await rig.senderMetric("pushline_sender_partitions", sender: 0),
+                          try await rig.senderMetric("pushline_sender_partitions", sender: 1))
+            return a > 0 && b > 0 && a + b == 6
+        }
+        let app = try await stack.createApp(name: "failover")
+        try await rig.setAPNs(app: app.mobileAppId, keyId: "KEYAAAAAA1")
+        try await rig.setFCM(app: app.mobileAppId)
+        let tokens = try await stack.registerDevices(600, app: app)
+
+        let delivery = try await stack.send(["userIds": (0..<600).map { "u-\($0)" }, "title": "everyone"], app: app)
+        try await eventually("pushes flowing") { rig.apns.requests.count + rig.fcm.requests.count >= 100 }
+        let beforeKill = try await rig.senderMetric("pushline_sender_attempts_total{platform=\"ios\",answer=\"delivered\"}", sender: 0)
+            + rig.senderMetric("pushline_sender_attempts_total{platform=\"android\",answer=\"delivered\"}", sender: 0)
+        _ = try await rig.senders[0].process.stop(signal: SIGKILL)
+
+        try await rig.waitForStats(delivery, app: app, timeout: .seconds(120), "every push reported once the survivor took over") {
+            $0.delivered == 600
+        }
+        let survivor = try await rig.senderMetric("pushline_sender_partitions", sender: 1)
+        XCTAssertEqual(survivor, 6, "the survivor owns every partition")
+        XCTAssertGreaterThan(beforeKill, 0, "the killed sender was pushing")
+
+        // No push lost; the ones repeated are the same push to Apple.
+        var apnsRepeats = 0
+        for token in tokens where token.hasPrefix("fcm:") {
+            XCTAssertFalse(rig.fcm.requests(for: token).isEmpty, "\(token) got its message")
+        }
+        for token in tokens where !token.hasPrefix("fcm:") {
+            let ids = rig.apns.requests(for: token).map(\.apnsId)
+            XCTAssertFalse(ids.isEmpty, "\(token) got its push")
+            XCTAssertLessThanOrEqual(Set(ids).count, 1, "every repeat of \(token)'s push carries one apns-id")
+            if ids.count > 1 { apnsRepeats += 1 }
+        }
+        XCTAssertGreaterThan(apnsRepeats, 0, "pushes in the air when the sender died were repeated")
+        let outcomes = try await stack.sqlite("SELECT COUNT(*) FROM delivery_outcomes WHERE delivery_id = '\(delivery.uuidString.lowercased())'")
+        XCTAssertEqual(outcomes, ["600"], "one outcome per device, whatever was repeated")
     }
 }

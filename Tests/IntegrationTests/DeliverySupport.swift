@@ -25,9 +25,10 @@ final class DeliveryRig: @unchecked Sendable {
     static let trusted = ["KEYAAAAAA1": "com.example.a", "KEYBBBBBB1": "com.example.b"]
 
     /// A stack whose ingest seals credentials with a new deployment key, the mocks started.
-    static func start(senderEnvironment: [String: String] = [:]) async throws -> DeliveryRig {
+    /// `store`: the services' `PUSHLINE_STORE`; nil: a new SQLite file.
+    static func start(store: String? = nil) async throws -> DeliveryRig {
         let key = TestPushKeys.secretsKey()
-        let stack = try await PushlineStack.start(ingestEnvironment: ["PUSHLINE_SECRETS_KEY": key])
+        let stack = try await PushlineStack.start(ingestEnvironment: ["PUSHLINE_SECRETS_KEY": key], store: store)
         do {
             let rig = try DeliveryRig(stack: stack, secretsKey: key)
             try await rig.apns.start()
@@ -150,8 +151,11 @@ final class DeliveryRig: @unchecked Sendable {
         return object?["outcomes"] as? [[String: Any]] ?? []
     }
 
-    /// Whether the app still has the device.
-    func hasDevice(_ token: String, app: UUID) async throws -> Bool {
-        try await stack.sqlite("SELECT COUNT(*) FROM devices WHERE app_id = '\(app.uuidString.lowercased())' AND device_token = '\(token)'") == ["1"]
+    /// Whether the app still has the user's device, as the store says (SQLite or PostgreSQL).
+    func hasDevice(_ token: String, user: String, app: UUID) async throws -> Bool {
+        let store = try await stack.openStore()
+        let devices = try await store.devices(app: app, user: user)
+        await store.close()
+        return devices.contains { $0.deviceToken == token }
     }
 }

@@ -54,6 +54,18 @@ final class ProviderTokensTests: XCTestCase {
         XCTAssertEqual(signed, 4)
     }
 
+    func testConcurrentFirstPushesOfAKeyWaitForOneToken() async throws {
+        let tokens = APNsProviderTokens()
+        let (key, now) = (try apnsKey(), t0)
+        let all = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<20 { group.addTask { try await tokens.token(for: key, now: now) } }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        XCTAssertEqual(all.count, 1)
+        let signed = await tokens.signed
+        XCTAssertEqual(signed, 1, "one signing for all of them")
+    }
+
     func testAGoogleAssertionIsAnRS256JWTForTheFCMScopeAddressedToTheTokenURI() async throws {
         let json = try JSONSerialization.data(withJSONObject: keys.serviceAccount())
         let account = try FCMServiceAccount(json: json, fingerprint: "SHA256:y")

@@ -141,6 +141,7 @@ public final class SendLoop: Service, Sendable {
                 guard let high = consumer.highWatermark(partition) else { return false }
                 return high > (next ?? 0)
             }
+            metrics.partitions.record(positions.count)
             metrics.unfinished.record(unfinished)
             metrics.sending.record(inFlight)
             metrics.waiting.record(waiting.withLock { $0.values.reduce(0, +) })
@@ -304,6 +305,7 @@ struct SenderMetrics: Sendable {
         case noCredentials = "no_credentials"
     }
 
+    let partitions = Gauge(label: "pushline_sender_partitions")
     let unfinished = Gauge(label: "pushline_sender_unfinished_records")
     let sending = Gauge(label: "pushline_sender_requests_in_flight")
     let waiting = Gauge(label: "pushline_sender_waiting_records")
