@@ -43,7 +43,7 @@ final class DeliveryFlowTests: XCTestCase {
         let rig = try await DeliveryRig.start(store: store)
         self.rig = rig
         let stack = rig.stack
-        try await rig.startSender()
+        try await rig.startSender(environment: ["PUSHLINE_LOG_LEVEL": "debug"])
         let app = try await stack.createApp(name: "both platforms")
         try await rig.setAPNs(app: app.mobileAppId, keyId: "KEYAAAAAA1")
         try await rig.setFCM(app: app.mobileAppId)
@@ -98,6 +98,8 @@ final class DeliveryFlowTests: XCTestCase {
         let unregistered = try await rig.outcomes(delivery, app: app, outcome: "unregistered")
         XCTAssertEqual(Set(unregistered.compactMap { $0["deviceToken"] as? String }), [deadIOS, backIOS, deadAndroid])
         XCTAssertEqual(Set(unregistered.compactMap { $0["reason"] as? String }), ["Unregistered", "UNREGISTERED"])
+        let leaks = try await rig.secretsFoundInSenderOutputs()
+        XCTAssertEqual(leaks, [], "the keys never leave the sender's memory in clear")
     }
 
     func testRefusedCredentialsPauseOnlyTheirAppUntilReplaced() async throws {

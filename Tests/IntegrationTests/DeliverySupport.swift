@@ -124,6 +124,23 @@ final class DeliveryRig: @unchecked Sendable {
         guard answer.status == 202 else { throw TestFailure("credentials PUT answered \(answer.status): \(answer.text)") }
     }
 
+    /// Searches the senders' logs and the delivery topic for every 40-character piece of the
+    /// rig's private keys; returns where one was found (each haystack checked to be read).
+    func secretsFoundInSenderOutputs() async throws -> [String] {
+        let needles = [apnsKeys.values.map(\.apnsPEM), [fcmKeys.rsaPEM]].joined().flatMap { pem -> [String] in
+            let body = Array(TestPushKeys.pemBody(pem))
+            return stride(from: 0, to: body.count - 40, by: 40).map { String(body[$0..<$0 + 40]) }
+        } + ["PRIVATE KEY"]
+        let log = try String(contentsOf: senders[0].process.logURL, encoding: .utf8)
+        let delivery = try await stack.broker.kcat(["-C", "-t", stack.topics.delivery, "-o", "beginning", "-e", "-q"])
+        guard log.contains("sender partitions assigned"), delivery.contains("delivery.result-reported") else {
+            throw TestFailure("the search did not read the sender's log or the delivery topic")
+        }
+        return ["the sender's log": log, "the delivery topic": delivery].compactMap { name, haystack in
+            needles.contains { haystack.contains($0) } ? name : nil
+        }
+    }
+
     // MARK: - Outcomes
 
     /// Waits until the delivery's statistics satisfy `condition` and returns them.
