@@ -98,6 +98,19 @@ final class DeliveryFlowTests: XCTestCase {
         let unregistered = try await rig.outcomes(delivery, app: app, outcome: "unregistered")
         XCTAssertEqual(Set(unregistered.compactMap { $0["deviceToken"] as? String }), [deadIOS, backIOS, deadAndroid])
         XCTAssertEqual(Set(unregistered.compactMap { $0["reason"] as? String }), ["Unregistered", "UNREGISTERED"])
+
+        // A provider token Apple calls expired, an access token Google stopped honouring: each
+        // is replaced once, the push goes, and the app is not paused.
+        rig.apns.setBehaviour(.status(403, reason: "ExpiredProviderToken"), forNext: 1, requestsTo: ios)
+        rig.fcm.revokeAccessTokens()
+        let again = try await stack.send(["userIds": ["alice"], "title": "again"], app: app)
+        try await rig.waitForStats(again, app: app, "the second pushes delivered") { $0.delivered == 2 }
+        XCTAssertEqual(rig.apns.requests(for: ios).map(\.status), [200, 403, 200])
+        XCTAssertEqual(rig.apns.distinctJWTs, 2, "a new provider token after ExpiredProviderToken")
+        XCTAssertEqual(rig.fcm.issuedAccessTokenCount, 2, "a new access token after the 401")
+        let paused = try await rig.senderMetric("pushline_sender_paused_apps")
+        XCTAssertEqual(paused, 0)
+
         let leaks = try await rig.secretsFoundInSenderOutputs()
         XCTAssertEqual(leaks, [], "the keys never leave the sender's memory in clear")
     }
@@ -202,5 +215,52 @@ final class DeliveryFlowTests: XCTestCase {
         XCTAssertGreaterThan(apnsRepeats, 0, "pushes in the air when the sender died were repeated")
         let outcomes = try await stack.sqlite("SELECT COUNT(*) FROM delivery_outcomes WHERE delivery_id = '\(delivery.uuidString.lowercased())'")
         XCTAssertEqual(outcomes, ["600"], "one outcome per device, whatever was repeated")
+    }
+
+    func testEachProviderAnswerEndsAsDocumented() async throws {
+        let rig = try await DeliveryRig.start()
+        self.rig = rig
+        let stack = rig.stack
+        // Three seconds to live: a push whose provider keeps failing expires within the test.
+        try await rig.startSender(environment: ["PUSHLINE_SENDER_EXPIRY_MS": "3000"])
+        let app = try await stack.createApp(name: "answers")
+        try await rig.setAPNs(app: app.mobileAppId, keyId: "KEYAAAAAA1")
+        try await rig.setFCM(app: app.mobileAppId)
+        let ios = (0..<4).map { Tokens.apns($0, salt: 0xC) }
+        let android = (0..<3).map { Tokens.fcm($0, salt: 0xC) }
+        try await stack.registerKF5(ios.enumerated().map { ("i\($0.offset)", $0.element, "IOS") }
+                                    + android.enumerated().map { ("a\($0.offset)", $0.element, "ANDROID") }, app: app)
+        try await stack.waitForDevices(7, app: app.mobileAppId)
+        rig.apns.setBehaviour(.status(400, reason: "BadDeviceToken"), for: ios[0])
+        rig.apns.setBehaviour(.status(400, reason: "BadMessageId"), for: ios[1])
+        rig.apns.setBehaviour(.status(500, reason: "InternalServerError"), forNext: 2, requestsTo: ios[2])
+        rig.apns.setBehaviour(.status(503, reason: "ServiceUnavailable"), for: ios[3])
+        rig.fcm.setBehaviour(.invalidToken, for: android[0])
+        rig.fcm.setBehaviour(.status(403, status: "PERMISSION_DENIED", errorCode: "SENDER_ID_MISMATCH"), for: android[1])
+        rig.fcm.setBehaviour(.status(503, status: "UNAVAILABLE", errorCode: "UNAVAILABLE"), forNext: 1, requestsTo: android[2])
+
+        let delivery = try await stack.send(["userIds": ["i0", "i1", "i2", "i3", "a0", "a1", "a2"], "title": "answers"], app: app)
+        let stats = try await rig.waitForStats(delivery, app: app, "every push ended") { $0.delivered + $0.failed + $0.unregistered == 7 }
+        XCTAssertEqual([stats.delivered, stats.failed, stats.unregistered], [2, 3, 2])
+        var ended: [String: (outcome: String, reason: String?)] = [:]
+        for row in try await rig.outcomes(delivery, app: app) {
+            if let token = row["deviceToken"] as? String, let outcome = row["outcome"] as? String {
+                ended[token] = (outcome, row["reason"] as? String)
+            }
+        }
+        XCTAssertEqual(ended[ios[0]]?.outcome, "unregistered", "400 BadDeviceToken: the token is dead")
+        XCTAssertEqual(ended[ios[1]]?.outcome, "failed", "another 400 is final")
+        XCTAssertEqual(ended[ios[1]]?.reason, "BadMessageId")
+        XCTAssertEqual(ended[ios[2]]?.outcome, "delivered", "5xx retried")
+        XCTAssertEqual(ended[ios[3]]?.outcome, "failed", "retried until the push expired")
+        XCTAssertTrue(ended[ios[3]]?.reason?.hasPrefix("Expired") == true, "\(String(describing: ended[ios[3]]))")
+        XCTAssertEqual(ended[android[0]]?.outcome, "unregistered", "INVALID_ARGUMENT about the token")
+        XCTAssertEqual(ended[android[1]]?.outcome, "failed", "SENDER_ID_MISMATCH is the token's project, not the account")
+        XCTAssertEqual(ended[android[2]]?.outcome, "delivered", "503 retried")
+        XCTAssertEqual(rig.apns.requests(for: ios[1]).count, 1, "a final answer is not retried")
+        XCTAssertEqual(rig.apns.requests(for: ios[2]).map(\.status), [500, 500, 200])
+        XCTAssertGreaterThan(rig.apns.requests(for: ios[3]).count, 1)
+        let pausedNow = try await rig.senderMetric("pushline_sender_paused_apps")
+        XCTAssertEqual(pausedNow, 0, "none of these is the credentials' fault")
     }
 }
