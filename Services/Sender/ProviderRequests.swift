@@ -17,7 +17,9 @@ public struct APNsRequest: Sendable, Equatable {
     /// The request for an outbound record, to the app of `bundleId`.
     ///
     /// - `apns-push-type` is `background` (priority 5, as Apple requires) for a payload that only
-    ///   wakes the app (`content-available` without alert, badge or sound), else `alert` (priority 10).
+    ///   wakes the app (`content-available` without alert, badge or sound), else `alert`, at
+    ///   priority 10, or 5 when the send's `priority` is `normal`.
+    /// - `apns-collapse-id` is the send's `collapseKey`, when it has one.
     /// - `apns-id` is derived from the record's message id (`apnsId(messageId:)`): a record sent
     ///   again is the same push to Apple and to the app.
     /// - `apns-expiration` is set when the record expires (seconds since 1970), else left out.
@@ -29,9 +31,10 @@ public struct APNsRequest: Sendable, Equatable {
         var headers: [(name: String, value: String)] = [
             ("apns-topic", bundleId),
             ("apns-push-type", background ? "background" : "alert"),
-            ("apns-priority", background ? "5" : "10"),
+            ("apns-priority", background || record.priority == .normal ? "5" : "10"),
             ("apns-id", apnsId(messageId: record.messageId)),
         ]
+        if let collapseKey = record.collapseKey { headers.append(("apns-collapse-id", collapseKey)) }
         if let expiresAt { headers.append(("apns-expiration", String(Int(expiresAt.timeIntervalSince1970)))) }
         return APNsRequest(path: "/3/device/\(record.deviceToken)", headers: headers, body: try WireJSON.encoder().encode(record.payload))
     }
@@ -56,8 +59,9 @@ public struct APNsRequest: Sendable, Equatable {
 
 /// One push to FCM HTTP v1: `POST /v1/projects/{project}/messages:send` with
 /// `{"message": {"token", "data", "android": {"priority", "collapse_key", "ttl"}}}`. Pushline's
-/// FCM payloads are data messages (`data` holds strings only); `priority` and `collapseKey` of
-/// the rendered payload become the Android options.
+/// FCM payloads are data messages (`data` holds strings only); the record's `priority` and
+/// `collapseKey` (also in the rendered payload, where records written before they were in the
+/// record have them) become the Android options.
 public struct FCMRequest: Sendable, Equatable {
     public var path: String
     public var body: Data
@@ -69,8 +73,11 @@ public struct FCMRequest: Sendable, Equatable {
         var message: [String: JSONValue] = ["token": .string(record.deviceToken)]
         if let data = payload["data"] { message["data"] = data }
         var android: [String: JSONValue] = [:]
-        if case .string(let priority)? = payload["priority"] { android["priority"] = .string(priority == "high" ? "HIGH" : "NORMAL") }
-        if case .string(let key)? = payload["collapseKey"] { android["collapse_key"] = .string(key) }
+        var priority = record.priority?.rawValue, collapseKey = record.collapseKey
+        if priority == nil, case .string(let text)? = payload["priority"] { priority = text }
+        if collapseKey == nil, case .string(let key)? = payload["collapseKey"] { collapseKey = key }
+        if let priority { android["priority"] = .string(priority == "high" ? "HIGH" : "NORMAL") }
+        if let collapseKey { android["collapse_key"] = .string(collapseKey) }
         if let expiresAt { android["ttl"] = .string("\(max(0, Int(expiresAt.timeIntervalSince(now).rounded(.up))))s") }
         if !android.isEmpty { message["android"] = .object(android) }
         return FCMRequest(path: "/v1/projects/\(projectId)/messages:send",

@@ -23,6 +23,28 @@ final class OutboundRecordTests: XCTestCase {
         }
     }
 
+    func testTheSendsDeliveryOptionsAreFieldsOfTheRecordForTheSender() throws {
+        let n = NotificationRequested(deliveryId: delivery, mobileAppId: app, target: NotificationTarget(deviceTokens: ["tok"]),
+                                      content: NotificationContent(title: "Hi", collapseKey: "scores", priority: .normal, timeToLive: 90))
+        let data = OutboundRecord.notification(n, deviceToken: "tok", platform: .ios, messageId: "0-abc", sentAt: sentAt, managedBadge: nil)
+        let view = try OutboundRecordView.decode(data)
+        XCTAssertEqual(view.collapseKey, "scores")
+        XCTAssertEqual(view.priority, .normal)
+        XCTAssertEqual(view.expiresAt, 1_795_000_090_000, "the send's time plus its time to live")
+        XCTAssertEqual(view.expiry, sentAt.addingTimeInterval(90))
+        XCTAssertTrue(String(decoding: data, as: UTF8.self).contains(#""messageId":"0-abc","collapseKey":"scores","priority":"normal","expiresAt":1795000090000,"payload":"#))
+        let template = OutboundTemplate(n, platform: .ios, sentAt: sentAt, managedBadge: nil)
+        XCTAssertEqual(template.record(deviceToken: "tok", index: 0),
+                       OutboundRecord.notification(n, deviceToken: "tok", platform: .ios, messageId: MessageId.make(deliveryId: delivery, index: 0),
+                                                   sentAt: sentAt, managedBadge: nil), "the template writes them too")
+        let plain = try OutboundRecordView.decode(OutboundRecord.notification(
+            NotificationRequested(deliveryId: delivery, mobileAppId: app, target: NotificationTarget(deviceTokens: ["tok"]),
+                                  content: NotificationContent(title: "Hi")),
+            deviceToken: "tok", platform: .ios, messageId: "0-abc", sentAt: sentAt, managedBadge: nil))
+        XCTAssertNil(plain.expiresAt)
+        XCTAssertNil(plain.collapseKey)
+    }
+
     func testRecordShapeAndPayloadSize() throws {
         var w = JSONWriter()
         let size = OutboundRecord.encode(mobileAppId: app, deviceToken: "t\"1", platform: .android, deliveryId: delivery, messageId: "0-abc",

@@ -27,7 +27,7 @@ final class NotificationSendTests: XCTestCase {
         let json = """
             {"userId": "user-1", "title": "Gate change", "body": "Now B67", "text": "Boarding at B67", "sound": "default",
              "badge": 3, "category": "GATE", "uri": "myapp://flights/1", "mediaAttachmentUrl": "https://cdn.example.com/a.png",
-             "contentAvailable": true, "mutableContent": true, "collapseKey": "flight-1", "priority": "high",
+             "contentAvailable": true, "mutableContent": true, "collapseKey": "flight-1", "priority": "high", "timeToLive": 3600,
              "custom": {"flight": "LH1", "gate": "B67"}, "managed": true, "businessId": "GATE_CHANGE", "tracking": "off",
              "unknownField": {"ignored": [1, 2]}}
             """
@@ -39,7 +39,7 @@ final class NotificationSendTests: XCTestCase {
             content: NotificationContent(title: "Gate change", body: "Now B67", text: "Boarding at B67", sound: "default", badge: 3,
                                          category: "GATE", uri: "myapp://flights/1", mediaAttachmentUrl: "https://cdn.example.com/a.png",
                                          contentAvailable: true, mutableContent: true, collapseKey: "flight-1", priority: .high,
-                                         custom: ["flight": "LH1", "gate": "B67"]),
+                                         custom: ["flight": "LH1", "gate": "B67"], timeToLive: 3600),
             managed: true, businessId: "GATE_CHANGE", tracking: false, kind: .alert))
         let encoded = await harness.publisher.commands
         XCTAssertEqual(encoded.map(\.topic), ["pushline.commands.notification"])
@@ -210,6 +210,9 @@ final class NotificationSendTests: XCTestCase {
             (#"{"userId": "u", "title": "t", "kind": "im"}"#, "message"),
             (#"{"userId": "u", "title": "t", "kind": "im", "message": ""}"#, "message"),
             (#"{"userId": "u", "title": "t", "businessId": 5}"#, "businessId"),
+            (#"{"userId": "u", "title": "t", "timeToLive": 0}"#, "timeToLive"),
+            (#"{"userId": "u", "title": "t", "timeToLive": 2419201}"#, "timeToLive"),
+            (#"{"userId": "u", "title": "t", "collapseKey": "\#(String(repeating: "k", count: 65))"}"#, "collapseKey"),
             // The body itself.
             (#"["userId"]"#, "body"),
             (#"{"userId": "#, "body"),

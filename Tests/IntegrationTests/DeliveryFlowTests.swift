@@ -103,9 +103,19 @@ final class DeliveryFlowTests: XCTestCase {
         // is replaced once, the push goes, and the app is not paused.
         rig.apns.setBehaviour(.status(403, reason: "ExpiredProviderToken"), forNext: 1, requestsTo: ios)
         rig.fcm.revokeAccessTokens()
-        let again = try await stack.send(["userIds": ["alice"], "title": "again"], app: app)
+        let again = try await stack.send(["userIds": ["alice"], "title": "again", "timeToLive": 600, "collapseKey": "greeting"], app: app)
         try await rig.waitForStats(again, app: app, "the second pushes delivered") { $0.delivered == 2 }
         XCTAssertEqual(rig.apns.requests(for: ios).map(\.status), [200, 403, 200])
+        // The send's own options reach both providers.
+        let records = try await stack.outboundRecords().map(\.record)
+        let expiresAt = try XCTUnwrap(records.first { $0.deliveryId == again && $0.deviceToken == ios }?.expiresAt)
+        let last = try XCTUnwrap(rig.apns.requests(for: ios).last)
+        XCTAssertEqual(last.headers["apns-collapse-id"], "greeting")
+        XCTAssertEqual(last.headers["apns-expiration"], String(expiresAt / 1000))
+        let lastMessage = try XCTUnwrap(rig.fcm.requests(for: android).last?.json?["message"]?["android"])
+        XCTAssertEqual(lastMessage["collapse_key"], .string("greeting"))
+        guard case .string(let ttl)? = lastMessage["ttl"], let seconds = Int(ttl.dropLast()) else { return XCTFail("no ttl: \(lastMessage)") }
+        XCTAssertTrue((1...600).contains(seconds), "what is left of the ten minutes: \(ttl)")
         XCTAssertEqual(rig.apns.distinctJWTs, 2, "a new provider token after ExpiredProviderToken")
         XCTAssertEqual(rig.fcm.issuedAccessTokenCount, 2, "a new access token after the 401")
         let paused = try await rig.senderMetric("pushline_sender_paused_apps")

@@ -42,6 +42,19 @@ final class ProviderRequestsTests: XCTestCase {
         XCTAssertEqual(header(withSound, "apns-push-type"), "alert")
     }
 
+    func testTheSendsCollapseKeyPriorityAndTimeToLiveBecomeAPNsHeaders() throws {
+        let record = try record(NotificationContent(title: "Hi", collapseKey: "scores", priority: .normal, timeToLive: 600),
+                                platform: .ios, token: "ab01")
+        let request = try APNsRequest.make(record, bundleId: "b", expiresAt: record.expiry)
+        XCTAssertEqual(header(request, "apns-collapse-id"), "scores")
+        XCTAssertEqual(header(request, "apns-priority"), "5", "normal priority: delivered with power considerations")
+        XCTAssertEqual(header(request, "apns-expiration"), "1800000600")
+        let urgent = try APNsRequest.make(try self.record(NotificationContent(title: "Hi", priority: .high), platform: .ios, token: "ab01"),
+                                          bundleId: "b")
+        XCTAssertEqual(header(urgent, "apns-priority"), "10")
+        XCTAssertNil(header(urgent, "apns-collapse-id"))
+    }
+
     func testTheAPNsIdIsAUUIDOfTheMessageIdSoARepeatIsTheSamePush() throws {
         let id = APNsRequest.apnsId(messageId: "m-1")
         let uuid = try XCTUnwrap(UUID(uuidString: id))

@@ -107,6 +107,13 @@ extension NotificationRequested {
             }
             priority = parsed
         }
+        if let ttl = send.timeToLive, !(1...NotificationAPI.maxTimeToLive).contains(ttl) {
+            throw IngestError.badRequest("timeToLive must be between 1 and \(NotificationAPI.maxTimeToLive) seconds", field: "timeToLive")
+        }
+        if let key = send.collapseKey, key.utf8.count > NotificationAPI.maxCollapseKeyBytes {
+            throw IngestError.badRequest("collapseKey is \(key.utf8.count) bytes; at most \(NotificationAPI.maxCollapseKeyBytes) are allowed",
+                                         field: "collapseKey")
+        }
         // Deep links use the app's own schemes, so any non-empty text is a uri.
         if let uri = send.uri, uri.isEmpty {
             throw IngestError.badRequest("uri must not be empty", field: "uri")
@@ -121,7 +128,7 @@ extension NotificationRequested {
             title: send.title.nonEmpty, body: send.body.nonEmpty, text: send.text.nonEmpty, sound: send.sound.nonEmpty,
             badge: send.badge, category: send.category.nonEmpty, uri: send.uri, mediaAttachmentUrl: send.mediaAttachmentUrl,
             contentAvailable: send.contentAvailable, mutableContent: send.mutableContent, collapseKey: send.collapseKey.nonEmpty,
-            priority: priority, custom: send.custom)
+            priority: priority, custom: send.custom, timeToLive: send.timeToLive)
     }
 
     /// At most 100 entries, non-empty keys, none of `PushPayload.reservedCustomKeys` (the payload's own keys).

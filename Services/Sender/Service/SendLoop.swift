@@ -202,7 +202,8 @@ public final class SendLoop: Service, Sendable {
         }
         let report: Report? = await {
             let provider: PushProvider = record.platform == .ios ? .apns : .fcm
-            let expiresAt = (message.timestamp ?? Date()).addingTimeInterval(TimeInterval(configuration.expiryMs) / 1000)
+            // The send's own expiry, else the sender's default counted from the record's time.
+            let expiresAt = record.expiry ?? (message.timestamp ?? Date()).addingTimeInterval(TimeInterval(configuration.expiryMs) / 1000)
             var random = SystemRandomNumberGenerator()
             var last: Report?
             while ledger.withLock({ $0.owns(partition, generation: generation) }), !Task.isCancelled {

@@ -135,6 +135,7 @@ extension NotificationContent {
         writer.field("priority", priority?.rawValue)
         writer.field("sound", sound)
         writer.field("text", text)
+        writer.field("timeToLive", timeToLive)
         writer.field("title", title)
         writer.field("uri", uri)
         writer.endObject()

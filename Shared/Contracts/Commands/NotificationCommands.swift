@@ -45,11 +45,14 @@ public struct NotificationContent: Codable, Sendable, Equatable {
     public var priority: NotificationPriority?
     /// Custom fields: top level on iOS, inside `data` on Android.
     public var custom: [String: String]?
+    /// Seconds after the send during which the push may be delivered (the providers' expiry,
+    /// the sender's last retry); nil: the sender's default.
+    public var timeToLive: Int?
 
     public init(title: String? = nil, body: String? = nil, text: String? = nil, sound: String? = nil, badge: Int? = nil,
                 category: String? = nil, uri: String? = nil, mediaAttachmentUrl: String? = nil, contentAvailable: Bool? = nil,
                 mutableContent: Bool? = nil, collapseKey: String? = nil, priority: NotificationPriority? = nil,
-                custom: [String: String]? = nil) {
+                custom: [String: String]? = nil, timeToLive: Int? = nil) {
         self.title = title
         self.body = body
         self.text = text
@@ -63,6 +66,7 @@ public struct NotificationContent: Codable, Sendable, Equatable {
         self.collapseKey = collapseKey
         self.priority = priority
         self.custom = custom
+        self.timeToLive = timeToLive
     }
 
     /// The alert text: `text`, else `body`, else `title` (empty when none is set).

@@ -9,6 +9,10 @@ public enum NotificationAPI {
     public static let maxCustomEntries = 100
     /// The largest `badge` accepted.
     public static let maxBadge = 1_000_000
+    /// The longest `timeToLive`, in seconds: 28 days, FCM's limit.
+    public static let maxTimeToLive = 2_419_200
+    /// The longest `collapseKey`, in bytes: APNs's limit for `apns-collapse-id`.
+    public static let maxCollapseKeyBytes = 64
 
     /// The body of a send request.
     public struct SendRequest: Codable, Sendable, Equatable {
@@ -28,6 +32,8 @@ public enum NotificationAPI {
         public var contentAvailable: Bool?
         public var mutableContent: Bool?
         public var collapseKey: String?
+        /// Seconds the providers keep trying to reach the device, and the sender keeps retrying.
+        public var timeToLive: Int?
         /// `high` or `normal`.
         public var priority: String?
         public var custom: [String: String]?
@@ -49,7 +55,7 @@ public enum NotificationAPI {
                     uri: String? = nil, mediaAttachmentUrl: String? = nil, contentAvailable: Bool? = nil,
                     mutableContent: Bool? = nil, collapseKey: String? = nil, priority: String? = nil,
                     custom: [String: String]? = nil, managed: Bool? = nil, businessId: String? = nil, tracking: Scalar? = nil,
-                    kind: String? = nil, ticketId: Scalar? = nil, message: String? = nil) {
+                    kind: String? = nil, ticketId: Scalar? = nil, message: String? = nil, timeToLive: Int? = nil) {
             self.userId = userId
             self.userIds = userIds
             self.deviceTokens = deviceTokens
@@ -64,6 +70,7 @@ public enum NotificationAPI {
             self.contentAvailable = contentAvailable
             self.mutableContent = mutableContent
             self.collapseKey = collapseKey
+            self.timeToLive = timeToLive
             self.priority = priority
             self.custom = custom
             self.managed = managed

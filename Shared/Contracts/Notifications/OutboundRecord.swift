@@ -2,7 +2,8 @@ import Foundation
 
 /// The value of one record on the `outbound` topic, keyed by device token
 /// (docs/API.md#outbound-payloads):
-/// `{"mobileAppId","deviceToken","platform","deliveryId" (absent on badge updates),"messageId","payload":{…}}`.
+/// `{"mobileAppId","deviceToken","platform","deliveryId" (absent on badge updates),"messageId",`
+/// `"collapseKey","priority","expiresAt" (each when the send has one),"payload":{…}}`.
 ///
 /// Written by hand into one buffer, payload included: a record per device is the processor's
 /// hottest output.
@@ -11,8 +12,8 @@ public enum OutboundRecord {
     /// - Returns: the payload's size in bytes, to check against `PushPayload.maxBytes`.
     @discardableResult
     public static func encode(mobileAppId: UUID, deviceToken: String, platform: Platform, deliveryId: UUID?,
-                              messageId: String, into w: inout JSONWriter,
-                              payload: (inout JSONWriter) -> Void) -> Int {
+                              messageId: String, options: NotificationContent? = nil, sentAt: Date? = nil,
+                              into w: inout JSONWriter, payload: (inout JSONWriter) -> Void) -> Int {
         w.beginObject()
         w.key("mobileAppId")
         w.uuid(mobileAppId)
@@ -23,6 +24,14 @@ public enum OutboundRecord {
             w.uuid(deliveryId)
         }
         w.field("messageId", messageId)
+        if let options {
+            // The delivery options the sender maps to each provider's fields.
+            w.field("collapseKey", options.collapseKey)
+            w.field("priority", options.priority?.rawValue)
+            if let ttl = options.timeToLive, let sentAt {
+                w.field("expiresAt", PushPayload.epochMillis(sentAt) + ttl * 1000)
+            }
+        }
         w.key("payload")
         let start = w.bytes.count
         payload(&w)
@@ -36,7 +45,7 @@ public enum OutboundRecord {
                                     sentAt: Date, managedBadge: Int?) -> Data {
         var w = JSONWriter()
         encode(mobileAppId: n.mobileAppId, deviceToken: deviceToken, platform: platform, deliveryId: n.deliveryId,
-               messageId: messageId, into: &w) { w in
+               messageId: messageId, options: n.content, sentAt: sentAt, into: &w) { w in
             PushPayload.render(n, platform: platform, messageId: messageId, sentAt: sentAt, managedBadge: managedBadge, into: &w)
         }
         return w.data
@@ -60,7 +69,14 @@ public struct OutboundRecordView: Decodable, Sendable, Equatable {
     public var platform: Platform
     public var deliveryId: UUID?
     public var messageId: String
+    public var collapseKey: String?
+    public var priority: NotificationPriority?
+    /// Milliseconds since 1970: the send's time plus its `timeToLive`.
+    public var expiresAt: Int64?
     public var payload: JSONValue
+
+    /// When the push expires, if the send said.
+    public var expiry: Date? { expiresAt.map { Date(timeIntervalSince1970: TimeInterval($0) / 1000) } }
 
     public static func decode(_ data: Data) throws -> OutboundRecordView {
         try JSONDecoder().decode(OutboundRecordView.self, from: data)
