@@ -273,4 +273,31 @@ final class DeliveryFlowTests: XCTestCase {
         let pausedNow = try await rig.senderMetric("pushline_sender_paused_apps")
         XCTAssertEqual(pausedNow, 0, "none of these is the credentials' fault")
     }
+
+    func testHealthSaysSoWhenNoPushFinishesAndRecoversWhenOneDoes() async throws {
+        let rig = try await DeliveryRig.start()
+        self.rig = rig
+        let stack = rig.stack
+        try await rig.startSender(environment: ["PUSHLINE_STALL_TIMEOUT_MS": "2000"])
+        let health = "http://127.0.0.1:\(rig.senders[0].port)/health"
+        let app = try await stack.createApp(name: "stuck provider")
+        try await rig.setAPNs(app: app.mobileAppId, keyId: "KEYAAAAAA1")
+        let token = Tokens.apns(1, salt: 0xD)
+        try await stack.registerKF5([("u", token, "IOS")], app: app)
+        try await stack.waitForDevices(1, app: app.mobileAppId)
+        let idle = try await HTTPClientHelpers.get(health)
+        XCTAssertEqual(idle.status, 200, "nothing to send is not a stall: \(idle.text)")
+
+        rig.apns.responseDelay = .seconds(8)
+        let delivery = try await stack.send(["userIds": ["u"], "title": "slow"], app: app)
+        var stalled: HTTPClientHelpers.Answer?
+        try await eventually("the sender reports the stall", timeout: .seconds(20)) {
+            stalled = try await HTTPClientHelpers.get(health)
+            return stalled?.status == 503
+        }
+        XCTAssertTrue(stalled?.text.contains("no push finished") == true, stalled?.text ?? "")
+        rig.apns.responseDelay = nil
+        try await rig.waitForStats(delivery, app: app, "the slow push delivered in the end") { $0.delivered == 1 }
+        try await eventually("healthy again") { try await HTTPClientHelpers.get(health).status == 200 }
+    }
 }
