@@ -172,11 +172,29 @@ final class DeliveryFlowTests: XCTestCase {
         let refusedKept = try await rig.hasDevice(refusedToken, user: "u", app: refused.mobileAppId)
         XCTAssertTrue(refusedKept, "a credentials error never retires a device")
 
+        // A sender stopped while it holds a paused push stops at once and commits what it
+        // finished: its successor repeats only the held push.
+        let exit = try await rig.senders[0].process.stop()
+        XCTAssertEqual(exit, 0, "stopped cleanly")
+        try await rig.startSender()
+        try await eventually("the successor tried the unfinished push", timeout: .seconds(60)) {
+            rig.apns.requests(for: refusedToken).count == 2
+        }
+        // Finished pushes are repeated only behind the held one in its partition (committed up to it).
+        let positions = try await rig.outboundPositions()
+        let held = try XCTUnwrap(positions[refusedToken]?.first)
+        for token in [goodToken, busyToken] {
+            let behindHeld = positions[token]?.contains { $0.partition == held.partition && $0.offset > held.offset } ?? false
+            let pushes = rig.apns.requests(for: token).filter { $0.status == 200 }.count
+            XCTAssertEqual(pushes, behindHeld ? 2 : 1, "\(token): behind the held push: \(behindHeld)")
+        }
+        try await eventually("the successor paused the app") { try await rig.senderMetric("pushline_sender_paused_apps", sender: 1) == 1 }
+
         // Replaced credentials resume the held push.
         try await rig.setAPNs(app: refused.mobileAppId, keyId: "KEYBBBBBB1")
         try await rig.waitForStats(refusedDelivery, app: refused, "the held push delivered") { $0.delivered == 1 }
-        try await eventually("the pause lifted") { try await rig.senderMetric("pushline_sender_paused_apps") == 0 }
-        XCTAssertEqual(rig.apns.requests(for: refusedToken).map(\.status), [403, 200])
+        try await eventually("the pause lifted") { try await rig.senderMetric("pushline_sender_paused_apps", sender: 1) == 0 }
+        XCTAssertEqual(rig.apns.requests(for: refusedToken).map(\.status), [403, 403, 200])
     }
 
     func testTwoSendersSplitThePartitionsAndOneKilledMidStreamLosesNoPush() async throws {

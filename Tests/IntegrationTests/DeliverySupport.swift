@@ -168,6 +168,18 @@ final class DeliveryRig: @unchecked Sendable {
         return object?["outcomes"] as? [[String: Any]] ?? []
     }
 
+    /// Where each device's outbound records are: (partition, offset) by device token (the key).
+    func outboundPositions() async throws -> [String: [(partition: Int, offset: Int)]] {
+        let out = try await stack.broker.kcat(["-C", "-t", stack.topics.outbound, "-o", "beginning", "-e", "-q", "-f", "%p %o %k\\n"])
+        var positions: [String: [(partition: Int, offset: Int)]] = [:]
+        for line in out.split(separator: "\n") {
+            let parts = line.split(separator: " ", maxSplits: 2)
+            guard parts.count == 3, let partition = Int(parts[0]), let offset = Int(parts[1]) else { continue }
+            positions[String(parts[2]), default: []].append((partition, offset))
+        }
+        return positions
+    }
+
     /// Whether the app still has the user's device, as the store says (SQLite or PostgreSQL).
     func hasDevice(_ token: String, user: String, app: UUID) async throws -> Bool {
         let store = try await stack.openStore()

@@ -83,16 +83,15 @@ final class SenderServiceTests: XCTestCase {
 
     func testSlotsAreNeverHandedOutBeyondTheirCountAndEveryWaiterIsServed() async {
         let slots = Slots(2)
-        await slots.acquire()
-        await slots.acquire()
+        let first = await slots.acquire(), second = await slots.acquire()
+        XCTAssertTrue(first && second)
         let order = OrderLog()
         let waiters = (0..<3).map { n in
             Task {
-                await slots.acquire()
-                await order.append(n)
+                let acquired = await slots.acquire()
+                await order.append(acquired ? n : -1)
             }
         }
-        // Each waiter queued before the next starts (they queue in a task each).
         try? await Task.sleep(for: .milliseconds(100))
         let early = await order.entries
         XCTAssertEqual(early, [], "no slot is free")
@@ -102,6 +101,26 @@ final class SenderServiceTests: XCTestCase {
         for waiter in waiters { await waiter.value }
         let served = await order.entries
         XCTAssertEqual(served.sorted(), [0, 1, 2])
+    }
+
+    func testACancelledWaiterStopsWaitingWithoutASlot() async {
+        let slots = Slots(1)
+        _ = await slots.acquire()
+        let cancelled = Task { await slots.acquire() }
+        let next = Task { await slots.acquire() }
+        try? await Task.sleep(for: .milliseconds(50))
+        cancelled.cancel()
+        let gotOne = await cancelled.value
+        XCTAssertFalse(gotOne, "cancelled while waiting")
+        slots.release()
+        let nextGot = await next.value
+        XCTAssertTrue(nextGot, "the released slot goes to the waiter still waiting")
+        let alreadyCancelled = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await slots.acquire()
+        }
+        let late = await alreadyCancelled.value
+        XCTAssertFalse(late, "none is free, and the task was cancelled before it waited")
     }
 
     // MARK: - Credentials

@@ -133,12 +133,10 @@ public final class Pusher: Sendable {
     }
 
     private func send(on lane: Lane, _ request: () async -> AttemptOutcome) async -> AttemptOutcome {
-        await lane.slots.acquire()
-        await slots.acquire()
-        defer {
-            slots.release()
-            lane.slots.release()
-        }
+        guard await lane.slots.acquire() else { return .retry(reason: "the sender is stopping", retryAfter: nil) }
+        defer { lane.slots.release() }
+        guard await slots.acquire() else { return .retry(reason: "the sender is stopping", retryAfter: nil) }
+        defer { slots.release() }
         return await request()
     }
 

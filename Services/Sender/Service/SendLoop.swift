@@ -26,6 +26,7 @@ public final class SendLoop: Service, Sendable {
     private let window: Slots
     private let waiting = Mutex<[UUID: Int]>([:])
     private let sending = Atomic<Int>(0)
+    private let stopping = Atomic<Bool>(false)
     private let health = Mutex<Health>(Health())
     private let metrics = SenderMetrics()
     /// Set once the consumer exists; the rebalance hooks use it.
@@ -80,32 +81,50 @@ public final class SendLoop: Service, Sendable {
         health.withLock { $0 = Health(running: true) }
         defer { health.withLock { $0.running = false } }
 
+        // Stopping: reading ends at once; requests in the air get a moment to finish and be
+        // reported; then the rest is cancelled, and what is unfinished (waiting records included)
+        // is left to the next owner of its partition.
+        let work = Task { try await self.work(consumer) }
         do {
-            try await withThrowingDiscardingTaskGroup { group in
-                group.addTask { try await self.tick(consumer) }
-                for try await batch in consumer.batches().cancelOnGracefulShutdown() {
-                    for message in batch {
-                        guard let generation = ledger.withLock({ $0.begin(message.topicPartition, offset: message.offset) }) else { continue }
-                        await window.acquire()
-                        group.addTask {
-                            await self.deliver(message, generation: generation)
-                            self.window.release()
-                        }
+            try await withGracefulShutdownHandler {
+                try await withTaskCancellationHandler { try await work.value } onCancel: { work.cancel() }
+            } onGracefulShutdown: {
+                self.stopping.store(true, ordering: .relaxed)
+                Task {
+                    let deadline = ContinuousClock.now + .seconds(3)
+                    while self.sending.load(ordering: .relaxed) > 0, ContinuousClock.now < deadline {
+                        try? await Task.sleep(for: .milliseconds(20))
                     }
+                    work.cancel()
                 }
-                // Stopping: requests in the air get a moment to finish and be reported; what is
-                // still unfinished then is left to the next owner.
-                let deadline = ContinuousClock.now + .seconds(3)
-                while sending.load(ordering: .relaxed) > 0, ContinuousClock.now < deadline {
-                    try? await Task.sleep(for: .milliseconds(20))
-                }
-                group.cancelAll()
             }
+        } catch is CancellationError {
+            // Stopped as asked.
         } catch {
             await finish(consumer)
             throw error
         }
         await finish(consumer)
+    }
+
+    /// Reads records and delivers each in a task of its own, until the batches end (an error, or
+    /// cancellation).
+    private func work(_ consumer: KafkaConsumer) async throws {
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask { await self.tick(consumer) }
+            for try await batch in consumer.batches() {
+                for message in batch where !stopping.load(ordering: .relaxed) {
+                    guard let generation = ledger.withLock({ $0.begin(message.topicPartition, offset: message.offset) }) else { continue }
+                    // Not acquired: cancelled; the record stays unfinished for the next owner.
+                    guard await window.acquire() else { break }
+                    group.addTask {
+                        await self.deliver(message, generation: generation)
+                        self.window.release()
+                    }
+                }
+            }
+            group.cancelAll()
+        }
     }
 
     private func finish(_ consumer: KafkaConsumer) async {
@@ -127,10 +146,9 @@ public final class SendLoop: Service, Sendable {
     }
 
     /// Once a second: commits what finished, updates the gauges and judges progress.
-    private func tick(_ consumer: KafkaConsumer) async throws {
+    private func tick(_ consumer: KafkaConsumer) async {
         let stallAfter = Duration.milliseconds(configuration.stallTimeoutMs)
-        while !Task.isCancelled {
-            try await Task.sleep(for: .seconds(1))
+        while (try? await Task.sleep(for: .seconds(1))) != nil {
             let (offsets, finished, unfinished, positions) = ledger.withLock { ledger in
                 (ledger.committable(), ledger.finished, ledger.unfinished, ledger.positions)
             }
