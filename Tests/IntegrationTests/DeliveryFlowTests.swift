@@ -318,4 +318,28 @@ final class DeliveryFlowTests: XCTestCase {
         try await rig.waitForStats(delivery, app: app, "the slow push delivered in the end") { $0.delivered == 1 }
         try await eventually("healthy again") { try await HTTPClientHelpers.get(health).status == 200 }
     }
+
+    func testAnFCMAccountGoogleRefusesPausesItsAppUntilReplaced() async throws {
+        let rig = try await DeliveryRig.start()
+        self.rig = rig
+        let stack = rig.stack
+        try await rig.startSender()
+        let app = try await stack.createApp(name: "unknown account")
+        try await rig.setFCM(app: app.mobileAppId, account: TestPushKeys(projectId: "pushline-test-1"))
+        let token = Tokens.fcm(1, salt: 0xE)
+        try await stack.registerKF5([("u", token, "ANDROID")], app: app)
+        try await stack.waitForDevices(1, app: app.mobileAppId)
+
+        let delivery = try await stack.send(["userIds": ["u"], "title": "held"], app: app)
+        try await eventually("the app paused") { try await rig.senderMetric("pushline_sender_paused_apps") == 1 }
+        XCTAssertEqual(rig.fcm.tokenRequests.map(\.status).filter { $0 == 200 }, [], "the exchange was refused")
+        XCTAssertTrue(rig.fcm.requests(for: token).isEmpty, "nothing sent without an access token")
+        let held = try await stack.stats(delivery, app: app)
+        XCTAssertEqual(held.map { $0.delivered + $0.failed + $0.unregistered }, 0, "held, not failed")
+
+        try await rig.setFCM(app: app.mobileAppId)
+        try await rig.waitForStats(delivery, app: app, "the held message delivered") { $0.delivered == 1 }
+        XCTAssertEqual(rig.fcm.requests(for: token).map(\.status), [200])
+        try await eventually("the pause lifted") { try await rig.senderMetric("pushline_sender_paused_apps") == 0 }
+    }
 }

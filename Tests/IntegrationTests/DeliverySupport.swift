@@ -114,8 +114,9 @@ final class DeliveryRig: @unchecked Sendable {
         ])
     }
 
-    func setFCM(app: UUID) async throws {
-        try await put(app: app, provider: "fcm", ["serviceAccount": fcmKeys.serviceAccount(extra: ["token_uri": fcm.tokenURI])])
+    /// Sets FCM credentials: the account the mock knows, or `account`'s (one Google would refuse).
+    func setFCM(app: UUID, account: TestPushKeys? = nil) async throws {
+        try await put(app: app, provider: "fcm", ["serviceAccount": (account ?? fcmKeys).serviceAccount(extra: ["token_uri": fcm.tokenURI])])
     }
 
     private func put(app: UUID, provider: String, _ body: [String: Any]) async throws {
