@@ -1,11 +1,12 @@
 # syntax=docker/dockerfile:1
 #
-# One image for both Pushline services and the admin CLI. It has no ENTRYPOINT: the command
+# One image for the three Pushline services and the admin CLI. It has no ENTRYPOINT: the command
 # names the binary, so compose picks it per service (compose/docker-compose.yml sets `entrypoint`):
 #
 #   docker build -t pushline .
 #   docker run --rm pushline pushline-ingest --help
 #   docker run --rm pushline pushline-processor rebuild --help
+#   docker run --rm pushline pushline-sender --help
 #   docker run --rm pushline pushline --help
 #
 # Tests/DeploymentTests checks this file (stages, release build, binaries, user, healthcheck tool).
@@ -50,15 +51,16 @@ RUN --mount=type=cache,target=/src/.build \
     set -eu; \
     swift build -c release --static-swift-stdlib --product pushline-ingest; \
     swift build -c release --static-swift-stdlib --product pushline-processor; \
+    swift build -c release --static-swift-stdlib --product pushline-sender; \
     swift build -c release --static-swift-stdlib --product pushline; \
     bin=$(swift build -c release --static-swift-stdlib --show-bin-path); \
     mkdir -p /out; \
-    cp "$bin/pushline-ingest" "$bin/pushline-processor" "$bin/pushline" /out/
+    cp "$bin/pushline-ingest" "$bin/pushline-processor" "$bin/pushline-sender" "$bin/pushline" /out/
 
 # --- runtime ----------------------------------------------------------------------------------
 FROM ${RUNTIME_IMAGE} AS runtime
 # curl is for the compose healthchecks (GET /health); ca-certificates for TLS to Kafka
-# (PUSHLINE_KAFKA_PROPERTIES) and to webhook receivers.
+# (PUSHLINE_KAFKA_PROPERTIES), to webhook receivers and to APNs and FCM.
 RUN set -eu; \
     export DEBIAN_FRONTEND=noninteractive; \
     apt-get -q update; \
@@ -71,14 +73,17 @@ RUN ldconfig \
     && useradd --system --uid 10001 --gid pushline --create-home --home-dir /var/lib/pushline \
       --shell /usr/sbin/nologin pushline
 COPY --from=build /out/pushline-ingest /out/pushline-processor /usr/local/bin/
+COPY --from=build /out/pushline-sender /usr/local/bin/
 # The admin CLI, for `docker compose run --rm --entrypoint pushline processor lag` and the like.
 COPY --from=build /out/pushline /usr/local/bin/
 # The default store (sqlite:./var/pushline.sqlite) lands in the user's home; compose uses PostgreSQL.
 WORKDIR /var/lib/pushline
 USER 10001:10001
-# Inside a container the loopback-only defaults (127.0.0.1) would make both services unreachable.
+# Inside a container the loopback-only defaults (127.0.0.1) would make the services unreachable.
 ENV PUSHLINE_INGEST_HOST=0.0.0.0 \
-    PUSHLINE_PROCESSOR_HOST=0.0.0.0
-# ingest (PUSHLINE_INGEST_PORT) and processor health/metrics (PUSHLINE_PROCESSOR_PORT) defaults.
-EXPOSE 8080 8081
+    PUSHLINE_PROCESSOR_HOST=0.0.0.0 \
+    PUSHLINE_SENDER_HOST=0.0.0.0
+# ingest (PUSHLINE_INGEST_PORT), processor and sender health/metrics (PUSHLINE_PROCESSOR_PORT,
+# PUSHLINE_SENDER_PORT) defaults.
+EXPOSE 8080 8081 8082
 CMD ["pushline-ingest"]

@@ -32,11 +32,13 @@ final class DeploymentTests: XCTestCase {
     }
 
     func testCodeScanFindsWhatEachServiceReadsAndServes() {
-        let ingest = code.variables[.ingest] ?? [], processor = code.variables[.processor] ?? []
+        let ingest = code.variables[.ingest] ?? [], processor = code.variables[.processor] ?? [], sender = code.variables[.sender] ?? []
         XCTAssertTrue(ingest.isSuperset(of: ["PUSHLINE_ADMIN_TOKEN", "PUSHLINE_INGEST_PORT", "PUSHLINE_KAFKA_BROKERS", "PUSHLINE_LOG_LEVEL"]), "\(ingest.sorted())")
         XCTAssertTrue(processor.isSuperset(of: ["PUSHLINE_GROUP_ID", "PUSHLINE_PROCESSOR_PORT", "PUSHLINE_STORE", "PUSHLINE_LOG_LEVEL"]), "\(processor.sorted())")
         XCTAssertFalse(ingest.contains("PUSHLINE_GROUP_ID"), "the ingest binary does not join a consumer group")
         XCTAssertFalse(processor.contains("PUSHLINE_ADMIN_TOKEN"))
+        XCTAssertTrue(sender.isSuperset(of: ["PUSHLINE_SENDER_GROUP_ID", "PUSHLINE_SENDER_PORT", "PUSHLINE_SECRETS_KEY", "PUSHLINE_STORE"]), "\(sender.sorted())")
+        XCTAssertFalse(sender.contains("PUSHLINE_GROUP_ID"), "the sender has a consumer group of its own")
         // Prose such as "(PUSHLINE_STORE, default …)" in help texts is not a read.
         XCTAssertEqual(CodeFacts.variableNames(in: #"help: "Port (PUSHLINE_X_PORT)." env["PUSHLINE_Y"]"#), ["PUSHLINE_Y"])
         for service in CodeFacts.Service.allCases {
@@ -109,6 +111,14 @@ final class DeploymentTests: XCTestCase {
             ("processor", #"command: ["serve"]"#, #"command: ["rebuild"]"#, .wrongBinary),
             (nil, "  context: ..\n", "  context: .\n", .buildContext),
             ("ingest", #"test: ["CMD", "curl", "-fsS", "-o", "/dev/null","#, #"test: ["CMD", "wget", "-q", "-O", "/dev/null","#, .healthcheckToolMissing),
+            (nil, "\n  sender:\n", "\n  delivery:\n", .missingService),
+            ("sender", "      postgres:\n        condition: service_healthy", "      postgres:\n        condition: service_started", .dependencyNotHealthy),
+            ("sender", "      PUSHLINE_SENDER_GROUP_ID: pushline-sender\n", "", .missingVariable),
+            ("sender", "PUSHLINE_SENDER_WINDOW:", "PUSHLINE_MAX_BATCH:", .variableNotReadByService),
+            ("sender", "PUSHLINE_SECRETS_KEY: ${PUSHLINE_SECRETS_KEY:?", "PUSHLINE_SECRETS_KEY: c2VjcmV0\n      X: ${PUSHLINE_SECRETS_KEY:?", .secretInFile),
+            ("sender", "PUSHLINE_SENDER_HOST: 0.0.0.0", "PUSHLINE_SENDER_HOST: 127.0.0.1", .loopbackBind),
+            ("sender", "http://127.0.0.1:8082/health", "http://127.0.0.1:8081/health", .portMismatch),
+            ("sender", #"entrypoint: ["pushline-sender"]"#, #"entrypoint: ["pushline-processor"]"#, .wrongBinary),
         ]
         for variant in variants {
             let broken = try replacing(in: files.compose, service: variant.service, variant.find, with: variant.replace)
@@ -132,12 +142,14 @@ final class DeploymentTests: XCTestCase {
             ("COPY --from=build /out/pushline-ingest /out/pushline-processor /usr/local/bin/",
              "COPY --from=build /out/pushline-ingest /out/pushline-processor /opt/pushline/", .binaryNotCopied),
             ("COPY --from=build /out/pushline /usr/local/bin/\n", "\n", .binaryNotCopied),
+            ("COPY --from=build /out/pushline-sender /usr/local/bin/\n", "\n", .binaryNotCopied),
             ("USER 10001:10001", "USER root", .runsAsRoot),
             ("USER 10001:10001\n", "\n", .runsAsRoot),
             ("ca-certificates curl tzdata", "ca-certificates tzdata", .healthcheckToolMissing),
             ("ca-certificates curl tzdata", "curl tzdata", .runtimeLibraries),
             ("COPY --from=librdkafka /usr/local/lib/librdkafka.so.1 /usr/local/lib/\n", "", .runtimeLibraries),
             ("ENV PUSHLINE_INGEST_HOST=0.0.0.0", "ENV PUSHLINE_HOST=0.0.0.0", .unknownVariable),
+            ("PUSHLINE_SENDER_HOST=0.0.0.0", "PUSHLINE_SENDER_ADDRESS=0.0.0.0", .unknownVariable),
         ]
         for variant in variants {
             let broken = try replacing(in: files.dockerfile, service: nil, variant.find, with: variant.replace)

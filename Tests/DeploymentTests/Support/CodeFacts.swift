@@ -4,13 +4,14 @@ import Foundation
 /// files themselves so that the deployment rules follow the code instead of a copied list.
 struct CodeFacts: Equatable {
     enum Service: String, CaseIterable {
-        case ingest, processor
+        case ingest, processor, sender
 
         /// The folders whose sources make up the service's binary (its own, its `…Main`, `Shared`).
         var sourceFolders: [String] {
             switch self {
             case .ingest: ["Services/Ingest", "Services/IngestMain", "Shared"]
             case .processor: ["Services/Processor", "Services/ProcessorServer", "Services/ProcessorMain", "Shared"]
+            case .sender: ["Services/Sender", "Services/SenderMain", "Shared"]
             }
         }
 
@@ -19,6 +20,7 @@ struct CodeFacts: Equatable {
             switch self {
             case .ingest: ["Services/Ingest", "Shared/Operations"]
             case .processor: ["Services/Processor", "Services/ProcessorServer", "Shared/Operations"]
+            case .sender: ["Services/Sender", "Services/SenderMain", "Shared/Operations"]
             }
         }
     }

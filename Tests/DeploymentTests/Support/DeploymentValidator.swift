@@ -46,24 +46,30 @@ enum DeploymentValidator {
     typealias Rule = DeploymentProblem.Rule
     typealias Service = CodeFacts.Service
 
-    static let binaries: [Service: String] = [.ingest: "pushline-ingest", .processor: "pushline-processor"]
+    static let binaries: [Service: String] = [.ingest: "pushline-ingest", .processor: "pushline-processor", .sender: "pushline-sender"]
     /// Every executable the image must carry on its PATH: the services' and the admin CLI.
     static let shippedBinaries = binaries.values.sorted() + ["pushline"]
 
     /// Variables each service must be given in compose: without them it would talk to a broker
-    /// or store on its own loopback, listen on loopback only, or (ingest) refuse to start.
+    /// or store on its own loopback, listen on loopback only, or (ingest, sender) refuse to start.
     static let requiredVariables: [Service: [String]] = [
         .ingest: ["PUSHLINE_KAFKA_BROKERS", "PUSHLINE_STORE", "PUSHLINE_ADMIN_TOKEN", "PUSHLINE_PARTITIONS",
                   "PUSHLINE_INGEST_HOST", "PUSHLINE_INGEST_PORT"],
         .processor: ["PUSHLINE_KAFKA_BROKERS", "PUSHLINE_STORE", "PUSHLINE_GROUP_ID", "PUSHLINE_PARTITIONS",
                      "PUSHLINE_PROCESSOR_HOST", "PUSHLINE_PROCESSOR_PORT"],
+        .sender: ["PUSHLINE_KAFKA_BROKERS", "PUSHLINE_STORE", "PUSHLINE_SECRETS_KEY", "PUSHLINE_PARTITIONS",
+                  "PUSHLINE_SENDER_GROUP_ID", "PUSHLINE_SENDER_HOST", "PUSHLINE_SENDER_PORT"],
     ]
 
     /// The port variable of each service: its health/metrics (and, for ingest, API) port.
-    static let portVariable: [Service: String] = [.ingest: "PUSHLINE_INGEST_PORT", .processor: "PUSHLINE_PROCESSOR_PORT"]
-    static let hostVariable: [Service: String] = [.ingest: "PUSHLINE_INGEST_HOST", .processor: "PUSHLINE_PROCESSOR_HOST"]
+    static let portVariable: [Service: String] = [.ingest: "PUSHLINE_INGEST_PORT", .processor: "PUSHLINE_PROCESSOR_PORT",
+                                                  .sender: "PUSHLINE_SENDER_PORT"]
+    static let hostVariable: [Service: String] = [.ingest: "PUSHLINE_INGEST_HOST", .processor: "PUSHLINE_PROCESSOR_HOST",
+                                                  .sender: "PUSHLINE_SENDER_HOST"]
+    /// Secrets a service must take from the environment, never from the file.
+    static let secrets = ["PUSHLINE_ADMIN_TOKEN", "PUSHLINE_SECRETS_KEY"]
 
-    /// Settings ingest and processor must agree on: one cluster, one set of topics, one store.
+    /// Settings every service must agree on with the processor: one cluster, one set of topics, one store.
     static let sharedSettings = ["PUSHLINE_KAFKA_BROKERS", "PUSHLINE_TOPIC_PREFIX", "PUSHLINE_PARTITIONS",
                                  "PUSHLINE_STORE", "PUSHLINE_KAFKA_PROPERTIES"]
 
@@ -172,7 +178,7 @@ private final class Checker {
     // MARK: compose
 
     func compose(_ compose: ComposeFile, files: DeploymentFiles) {
-        for name in ["kafka", "postgres", "ingest", "processor"] where compose.services[name] == nil {
+        for name in ["kafka", "postgres", "ingest", "processor", "sender"] where compose.services[name] == nil {
             fail(.missingService, "compose has no \(name) service")
         }
         for service in compose.services.values.sorted(by: { $0.name < $1.name }) {
@@ -187,9 +193,12 @@ private final class Checker {
             guard let app = compose.services[service.rawValue] else { continue }
             application(app, as: service, kafka: kafka, postgres: compose.services["postgres"], files: files)
         }
-        if let ingest = compose.services["ingest"], let processor = compose.services["processor"] {
-            for name in DeploymentValidator.sharedSettings where ingest.environment[name] != processor.environment[name] {
-                fail(.sharedSettingDiffers, "\(name) is \(ingest.environment[name] ?? "unset") for ingest but \(processor.environment[name] ?? "unset") for processor")
+        if let processor = compose.services["processor"] {
+            for other in ["ingest", "sender"] {
+                guard let app = compose.services[other] else { continue }
+                for name in DeploymentValidator.sharedSettings where app.environment[name] != processor.environment[name] {
+                    fail(.sharedSettingDiffers, "\(name) is \(app.environment[name] ?? "unset") for \(other) but \(processor.environment[name] ?? "unset") for processor")
+                }
             }
         }
         if let processor = compose.services["processor"] {
@@ -295,8 +304,9 @@ private final class Checker {
         for variable in DeploymentValidator.requiredVariables[service] ?? [] where (env[variable] ?? "").isEmpty {
             fail(.missingVariable, "\(name) does not set \(variable)")
         }
-        if let token = app.rawEnvironment["PUSHLINE_ADMIN_TOKEN"] {
-            expect(token.contains("${"), .secretInFile, "\(name) has its PUSHLINE_ADMIN_TOKEN written in the file; take it from the environment")
+        for secret in DeploymentValidator.secrets {
+            guard let value = app.rawEnvironment[secret] else { continue }
+            expect(value.contains("${"), .secretInFile, "\(name) has its \(secret) written in the file; take it from the environment")
         }
         if let hostVariable = DeploymentValidator.hostVariable[service], let host = env[hostVariable] {
             expect(!["127.0.0.1", "localhost", "::1"].contains(host), .loopbackBind,
