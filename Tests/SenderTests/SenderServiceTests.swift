@@ -128,10 +128,10 @@ final class SenderServiceTests: XCTestCase {
     func testCredentialsAreReadOncePerCacheAgeAndAPauseLastsWhileTheyStayTheSame() async throws {
         let app = UUID()
         let reads = Counter()
-        let stored = Stored(PushCredentials(apns: Self.apns(box: "seal-1")))
+        let stored = PushCredentials(apns: Self.apns(box: "seal-1"))
         let book = CredentialsBook(maxAge: .seconds(3600)) { _ in
             await reads.increment()
-            return await stored.value
+            return stored
         }
         let first = try await book.credentials(of: app)
         _ = try await book.credentials(of: app)
@@ -207,9 +207,4 @@ private actor OrderLog {
 private actor Counter {
     var value = 0
     func increment() { value += 1 }
-}
-
-private actor Stored {
-    let value: PushCredentials?
-    init(_ value: PushCredentials?) { self.value = value }
 }
