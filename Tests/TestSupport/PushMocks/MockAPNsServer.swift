@@ -20,7 +20,8 @@ import Synchronization
 /// UUID) and `apns-unique-id` — unless the test scripted another answer for its device token.
 /// A request that fails gets Apple's status and `{"reason": …}`.
 ///
-/// Every request answered is recorded for assertions.
+/// Every request answered is counted by status and, unless the server was made not to keep
+/// them, recorded for assertions.
 public final class MockAPNsServer: Sendable {
     /// A signing key the server trusts: a `.p8` key's public part, the key id Apple gave it, its
     /// team, and an app of that team. Several entries may name one team, to give it several apps.
@@ -84,20 +85,25 @@ public final class MockAPNsServer: Sendable {
         var scripts = ScriptBook<Behaviour>()
         var responseDelay: Duration?
         var requests: [Request] = []
+        var answeredByStatus: [Int: Int] = [:]
     }
 
     private let trustedKeys: [TrustedKey]
+    private let keepsRequests: Bool
     private let server: MockHTTP2Server
     private let state = Mutex(State())
 
-    public init(ca: TestCA, trustedKeys: [TrustedKey]) {
+    /// - Parameter keepsRequests: false: requests are only counted (`answeredByStatus`), not
+    ///   kept for `requests`, so that a server answering millions of them stays the same size.
+    public init(ca: TestCA, trustedKeys: [TrustedKey], keepsRequests: Bool = true) {
         self.trustedKeys = trustedKeys
+        self.keepsRequests = keepsRequests
         server = MockHTTP2Server(name: "mock APNs", ca: ca)
     }
 
-    /// Starts listening on 127.0.0.1, on a port the system picks.
-    public func start() async throws {
-        try await server.start { [self] request in await answer(request) }
+    /// Starts listening on 127.0.0.1, on `port` or, with 0, on a port the system picks.
+    public func start(port: Int = 0) async throws {
+        try await server.start(port: port) { [self] request in await answer(request) }
     }
 
     /// Stops listening; requests in flight are cut off.
@@ -124,6 +130,13 @@ public final class MockAPNsServer: Sendable {
         state.withLock { $0.scripts.set(behaviour, forNext: count, requestsTo: deviceToken) }
     }
 
+    /// Answers every later valid request to a device token that has no behaviour set of its own
+    /// with what `rule` returns for the token (nil: success), e.g. 410 for every token with a
+    /// given prefix; nil removes the rule.
+    public func setBehaviourRule(_ rule: (@Sendable (_ deviceToken: String) -> Behaviour?)?) {
+        state.withLock { $0.scripts.setRule(rule) }
+    }
+
     /// How long every request waits before it is answered, whatever the answer: a slow APNs.
     /// Nil (the default) answers at once.
     public var responseDelay: Duration? {
@@ -133,8 +146,11 @@ public final class MockAPNsServer: Sendable {
 
     // MARK: Records
 
-    /// Every request answered so far, in the order answered.
+    /// Every request answered so far, in the order answered; none when the server keeps no requests.
     public var requests: [Request] { state.withLock { $0.requests } }
+
+    /// How many requests were answered with each status so far, kept or not.
+    public var answeredByStatus: [Int: Int] { state.withLock { $0.answeredByStatus } }
 
     /// The requests answered so far for `deviceToken`.
     public func requests(for deviceToken: String) -> [Request] {
@@ -147,7 +163,7 @@ public final class MockAPNsServer: Sendable {
         Set(requests.compactMap(\.bearerToken)).count
     }
 
-    /// Forgets the requests recorded, the scripted behaviours and the response delay.
+    /// Forgets the requests recorded and counted, the scripted behaviours, the rule and the response delay.
     public func reset() {
         state.withLock { $0 = State() }
     }
@@ -222,12 +238,16 @@ public final class MockAPNsServer: Sendable {
             failure = error
         }
 
-        let record = Request(
+        let status = failure?.status ?? 200
+        let record = keepsRequests ? Request(
             method: httpRequest.method.rawValue, path: path, deviceToken: deviceToken, headers: headers, body: body ?? Data(),
-            bearerToken: bearerToken, providerToken: providerToken, status: failure?.status ?? 200, reason: failure?.reason,
+            bearerToken: bearerToken, providerToken: providerToken, status: status, reason: failure?.reason,
             apnsId: apnsId, at: .now
-        )
-        state.withLock { $0.requests.append(record) }
+        ) : nil
+        state.withLock { state in
+            state.answeredByStatus[status, default: 0] += 1
+            if let record { state.requests.append(record) }
+        }
 
         var fields = HTTPFields()
         fields[HTTPField.Name("apns-id")!] = apnsId
