@@ -199,7 +199,12 @@ let package = Package(
                            .product(name: "SwiftASN1", package: "swift-asn1")],
             path: "Tests/TestSupport"
         ),
-        .executableTarget(name: "LoadGen", dependencies: ["TestSupport", "Contracts", "Kafka"], path: "Tests/LoadGen"),
+        // `outbound` (scripts/bench-sender) seals the mocks' credentials into a store: Projections, Settings, the keys' types.
+        .executableTarget(name: "LoadGen",
+                          dependencies: ["TestSupport", "Contracts", "Kafka", "Projections", "Settings", logging,
+                                         .product(name: "Crypto", package: "swift-crypto"),
+                                         .product(name: "_CryptoExtras", package: "swift-crypto")],
+                          path: "Tests/LoadGen"),
         .executableTarget(name: "PushMocksMain",
                           dependencies: ["TestSupport", "Contracts", argumentParser, serviceLifecycle, logging,
                                          .product(name: "Crypto", package: "swift-crypto")],
