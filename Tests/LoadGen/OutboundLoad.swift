@@ -35,7 +35,9 @@ enum OutboundLoad {
         let app = UUID()
 
         let credentials = try pushCredentials(mocks.readCredentials(), app: app, keyring: keyring)
-        let projections = try await ProjectionStoreFactory.open(store, logger: Logger(label: "pushline-loadgen"))
+        var logger = Logger(label: "pushline-loadgen")
+        logger.logLevel = .warning
+        let projections = try await ProjectionStoreFactory.open(store, logger: logger)
         do {
             try await projections.commit(mutations: [.upsertApp(AppRow(appId: app, orgId: UUID(), name: "bench-sender", createdAt: Date(),
                                                                        pushCredentials: credentials))], offsets: [])
@@ -51,7 +53,7 @@ enum OutboundLoad {
         try await KafkaAdmin.createTopics([(topic, partitions)], bootstrapServers: brokers)
         var config = KafkaProducerConfiguration()
         config.bootstrapServers = brokers
-        let producer = try KafkaProducer(configuration: config, logger: Logger(label: "pushline-loadgen"))
+        let producer = try KafkaProducer(configuration: config, logger: logger)
         let send = NotificationRequested(deliveryId: UUID(), mobileAppId: app, target: NotificationTarget(userIds: ["bench"]),
                                          content: NotificationContent(title: "Hello", body: "from pushline-loadgen"))
         let messageIds = MessageId.Series(deliveryId: send.deliveryId)
