@@ -1,5 +1,5 @@
 # The two commands: `make run` starts the stack, `make test` runs every test.
-.PHONY: run run-foreground stop test build bench-ingest bench-fanout bench-tracking bench-processor bench-catchup setup fuzz
+.PHONY: run run-foreground stop test build bench-ingest bench-fanout bench-tracking bench-processor bench-catchup bench-sender push-mocks setup fuzz
 
 run:
 	scripts/run
@@ -36,3 +36,10 @@ bench-processor:
 
 bench-catchup:
 	scripts/bench-catchup
+
+bench-sender:
+	scripts/bench-sender
+
+# The mock APNs and FCM servers in the background (scripts/push-mocks stop ends them).
+push-mocks:
+	scripts/push-mocks start

@@ -26,6 +26,8 @@ let package = Package(
         .executable(name: "pushline", targets: ["PushlineCLI"]),
         // The mixed command stream of the benchmarks and scale-out tests, written straight to Kafka.
         .executable(name: "pushline-loadgen", targets: ["LoadGen"]),
+        // The tests' mock APNs and FCM servers as a process, for local runs and scripts/bench-sender.
+        .executable(name: "pushline-mocks", targets: ["PushMocksMain"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
@@ -197,7 +199,16 @@ let package = Package(
                            .product(name: "SwiftASN1", package: "swift-asn1")],
             path: "Tests/TestSupport"
         ),
-        .executableTarget(name: "LoadGen", dependencies: ["TestSupport", "Contracts", "Kafka"], path: "Tests/LoadGen"),
+        // `outbound` (scripts/bench-sender) seals the mocks' credentials into a store: Projections, Settings, the keys' types.
+        .executableTarget(name: "LoadGen",
+                          dependencies: ["TestSupport", "Contracts", "Kafka", "Projections", "Settings", logging,
+                                         .product(name: "Crypto", package: "swift-crypto"),
+                                         .product(name: "_CryptoExtras", package: "swift-crypto")],
+                          path: "Tests/LoadGen"),
+        .executableTarget(name: "PushMocksMain",
+                          dependencies: ["TestSupport", "Contracts", argumentParser, serviceLifecycle, logging,
+                                         .product(name: "Crypto", package: "swift-crypto")],
+                          path: "Tests/PushMocksMain"),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "SenderTests", dependencies: ["Sender", "Contracts", "Kafka", "TestSupport",
                                                       .product(name: "Crypto", package: "swift-crypto"),

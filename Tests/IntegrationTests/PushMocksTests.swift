@@ -19,6 +19,7 @@ final class PushMocksTests: XCTestCase {
     private static let deviceToken = String(repeating: "ab12", count: 16)
     private static let alert = #"{"aps":{"alert":"hello"}}"#
 
+    private var ca: TestCA!
     private var caFile: String!
     private var trustingTheCA: TLSConfiguration!
     private var client: HTTPClient!
@@ -28,7 +29,7 @@ final class PushMocksTests: XCTestCase {
     private var fcm: MockFCMServer!
 
     override func setUp() async throws {
-        let ca = try TestCA()
+        ca = try TestCA()
         caFile = NSTemporaryDirectory() + "pushline-test-ca-\(UUID().uuidString).pem"
         try ca.writeCertificate(to: caFile)
         // Trust the run's CA and nothing else, read from the file a sender would be given.
@@ -232,6 +233,65 @@ final class PushMocksTests: XCTestCase {
         XCTAssertEqual(afterReset.status, 200, "reset forgets scripted answers")
     }
 
+    func testABehaviourRuleAnswersEveryDeviceTokenWithoutABehaviourOfItsOwn() async throws {
+        let jwt = try providerToken()
+        apns.setBehaviourRule { token in
+            token.hasPrefix("dead") ? .unregistered(timestampMs: Int64(Date().timeIntervalSince1970 * 1000)) : nil
+        }
+        let overridden = "dead0002"
+        apns.setBehaviour(.status(500, reason: "InternalServerError"), for: overridden)
+
+        let before = Int64(Date().timeIntervalSince1970 * 1000)
+        let dead = try await push(token: "dead0001", jwt: jwt)
+        let after = Int64(Date().timeIntervalSince1970 * 1000)
+        XCTAssertEqual(dead.status, 410)
+        XCTAssertEqual(dead.json?["reason"], .string("Unregistered"))
+        guard case .number(let timestamp)? = dead.json?["timestamp"] else { return XCTFail("no timestamp: \(dead.text)") }
+        XCTAssertTrue((before...after).contains(Int64(timestamp)), "the rule's timestamp is the time of the request")
+        let alive = try await push(token: "0dead001", jwt: jwt)
+        XCTAssertEqual(alive.status, 200, "only the prefix counts")
+        let scripted = try await push(token: overridden, jwt: jwt)
+        XCTAssertEqual(scripted.status, 500, "a token's own behaviour comes before the rule")
+        let unauthenticated = try await push(token: "dead0001", jwt: nil)
+        XCTAssertEqual(unauthenticated.json?["reason"], .string("MissingProviderToken"), "the rule answers valid requests only")
+
+        apns.setBehaviourRule(nil)
+        let removed = try await push(token: "dead0001", jwt: jwt)
+        XCTAssertEqual(removed.status, 200, "a removed rule answers nothing")
+        apns.setBehaviourRule { _ in .status(503, reason: "ServiceUnavailable") }
+        apns.reset()
+        let afterReset = try await push(token: "dead0001", jwt: jwt)
+        XCTAssertEqual(afterReset.status, 200, "reset forgets the rule")
+    }
+
+    func testAServerThatKeepsNoRequestsCountsThemByStatusOnTheGivenPort() async throws {
+        await apns.stop()
+        apns = MockAPNsServer(ca: ca, trustedKeys: [
+            .init(teamId: Self.teamId, keyId: Self.keyId, bundleId: Self.bundleId, publicKey: apnsKey.publicKey),
+        ], keepsRequests: false)
+        let port = TestBroker.freePort()
+        try await apns.start(port: port)
+        XCTAssertEqual(apns.port, port)
+        XCTAssertEqual(apns.baseURL, "https://127.0.0.1:\(port)")
+
+        let jwt = try providerToken()
+        apns.setBehaviourRule { $0.hasPrefix("dead") ? .status(410, reason: "Unregistered") : nil }
+        for token in [Self.deviceToken, Self.deviceToken, "dead01"] { _ = try await push(token: token, jwt: jwt) }
+        _ = try await push(jwt: nil)
+        XCTAssertEqual(apns.answeredByStatus, [200: 2, 410: 1, 403: 1])
+        XCTAssertTrue(apns.requests.isEmpty, "no request is kept")
+        XCTAssertEqual(apns.distinctJWTs, 0)
+        apns.reset()
+        XCTAssertEqual(apns.answeredByStatus, [:])
+
+        // The default server keeps its requests and counts them too.
+        let accessToken = try await accessToken()
+        _ = try await send(accessToken: accessToken, token: "registration-1")
+        _ = try await send(accessToken: nil, token: "registration-1")
+        XCTAssertEqual(fcm.answeredByStatus, [200: 1, 401: 1], "token requests are not counted among sends")
+        XCTAssertEqual(fcm.requests.count, 2)
+    }
+
     // MARK: FCM
 
     func testASignedAssertionGetsAnAccessTokenThatSendsAMessage() async throws {
@@ -380,6 +440,32 @@ final class PushMocksTests: XCTestCase {
         XCTAssertTrue(fcm.requests.isEmpty)
         let afterReset = try await send(accessToken: accessToken, token: "gone")
         XCTAssertEqual(afterReset.status, 200, "reset forgets scripted answers")
+    }
+
+    func testAnFCMBehaviourRuleAnswersEveryRegistrationTokenWithoutABehaviourOfItsOwn() async throws {
+        await fcm.stop()
+        fcm = MockFCMServer(ca: ca, accounts: [try .init(keys)], keepsRequests: false)
+        try await fcm.start()
+        let accessToken = try await accessToken()
+        fcm.setBehaviourRule { $0.hasPrefix("dead") ? .unregistered : nil }
+        fcm.setBehaviour(.invalidToken, for: "dead-but-garbled")
+
+        let dead = try await send(accessToken: accessToken, token: "dead-1")
+        XCTAssertEqual(dead.status, 404)
+        XCTAssertEqual(dead.json?["error"]?["status"], .string("NOT_FOUND"))
+        XCTAssertEqual(fcmErrorCode(dead), "UNREGISTERED")
+        let alive = try await send(accessToken: accessToken, token: "alive-dead-1")
+        XCTAssertEqual(alive.status, 200, "only the prefix counts")
+        let scripted = try await send(accessToken: accessToken, token: "dead-but-garbled")
+        XCTAssertEqual(scripted.status, 400, "a token's own behaviour comes before the rule")
+        XCTAssertEqual(fcm.answeredByStatus, [404: 1, 200: 1, 400: 1])
+        XCTAssertTrue(fcm.requests.isEmpty, "no send is kept")
+        XCTAssertEqual(fcm.tokenRequests.count, 1, "token requests are still recorded")
+
+        fcm.reset()
+        XCTAssertEqual(fcm.answeredByStatus, [:])
+        let afterReset = try await send(accessToken: accessToken, token: "dead-1")
+        XCTAssertEqual(afterReset.status, 200, "reset forgets the rule")
     }
 
     // MARK: Requests

@@ -3,29 +3,38 @@ import Foundation
 import Kafka
 import TestSupport
 
-/// `pushline-loadgen`: writes `MixedStream`'s deterministic mixed command stream (admin,
-/// registration, notification, tracking) straight to the command topics, creating them when
-/// missing, then a progress mark on every partition past the stream's end — the input of
-/// `scripts/bench-processor`.
+/// `pushline-loadgen`: writes benchmark input straight to Kafka.
+///
+/// By default `MixedStream`'s deterministic mixed command stream (admin, registration,
+/// notification, tracking) to the command topics, creating them when missing, then a progress
+/// mark on every partition past the stream's end — the input of `scripts/bench-processor`:
 ///
 ///   pushline-loadgen --brokers 127.0.0.1:9092 --commands 1000000 [--seed 1] [--prefix pushline.] [--partitions 12]
+///
+/// `pushline-loadgen outbound …` writes the sender's input instead (`OutboundLoad`).
 @main
 struct LoadGen {
     static func main() async throws {
-        var options: [String: String] = ["--brokers": "127.0.0.1:9092", "--commands": "100000", "--seed": "1",
-                                         "--prefix": "pushline.", "--partitions": "12"]
         var arguments = CommandLine.arguments.dropFirst()
-        while let name = arguments.popFirst() {
-            guard options[name] != nil, let value = arguments.popFirst() else {
-                FileHandle.standardError.write(Data("pushline-loadgen: unknown option or missing value: \(name)\n".utf8))
-                exit(2)
+        do {
+            if arguments.first == "outbound" {
+                arguments.removeFirst()
+                try await OutboundLoad.run(arguments)
+            } else {
+                try await mixed(arguments)
             }
-            options[name] = value
+        } catch let error as LoadGenError {
+            FileHandle.standardError.write(Data("pushline-loadgen: \(error.message)\n".utf8))
+            exit(2)
         }
+    }
+
+    static func mixed(_ arguments: ArraySlice<String>) async throws {
+        let options = try options(arguments, defaults: ["--brokers": "127.0.0.1:9092", "--commands": "100000", "--seed": "1",
+                                                        "--prefix": "pushline.", "--partitions": "12"])
         guard let commands = Int(options["--commands"]!), commands > 0, let seed = UInt64(options["--seed"]!),
               let partitions = Int(options["--partitions"]!), partitions > 0 else {
-            FileHandle.standardError.write(Data("pushline-loadgen: --commands, --seed and --partitions take positive numbers\n".utf8))
-            exit(2)
+            throw LoadGenError("--commands, --seed and --partitions take positive numbers")
         }
         let brokers = options["--brokers"]!
         let topics = Topics(prefix: options["--prefix"]!)
@@ -45,4 +54,24 @@ struct LoadGen {
         print("progress-marks \(marks)")
         print("total \(total)")
     }
+
+    /// `--name value` pairs over `defaults`; a name not among them, or without a value, is an error.
+    static func options(_ arguments: ArraySlice<String>, defaults: [String: String]) throws -> [String: String] {
+        var options = defaults
+        var arguments = arguments
+        while let name = arguments.popFirst() {
+            guard options[name] != nil, let value = arguments.popFirst() else {
+                throw LoadGenError("unknown option or missing value: \(name)")
+            }
+            options[name] = value
+        }
+        return options
+    }
+}
+
+/// A usage error: printed, exit status 2.
+struct LoadGenError: Error {
+    var message: String
+
+    init(_ message: String) { self.message = message }
 }

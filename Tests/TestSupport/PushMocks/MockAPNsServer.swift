@@ -20,7 +20,8 @@ import Synchronization
 /// UUID) and `apns-unique-id` — unless the test scripted another answer for its device token.
 /// A request that fails gets Apple's status and `{"reason": …}`.
 ///
-/// Every request answered is recorded for assertions.
+/// Every request answered is counted by status and, unless the server was made not to keep
+/// them, recorded for assertions.
 public final class MockAPNsServer: Sendable {
     /// A signing key the server trusts: a `.p8` key's public part, the key id Apple gave it, its
     /// team, and an app of that team. Several entries may name one team, to give it several apps.
@@ -84,20 +85,28 @@ public final class MockAPNsServer: Sendable {
         var scripts = ScriptBook<Behaviour>()
         var responseDelay: Duration?
         var requests: [Request] = []
+        var answeredByStatus: [Int: Int] = [:]
+        /// Provider tokens whose signature and issuer checked out, with their team and `iat`: a
+        /// sender reuses one token for up to an hour, so each is verified once, not per push.
+        var verifiedTokens: [String: (teamId: String, issuedAt: Double)] = [:]
     }
 
     private let trustedKeys: [TrustedKey]
+    private let keepsRequests: Bool
     private let server: MockHTTP2Server
     private let state = Mutex(State())
 
-    public init(ca: TestCA, trustedKeys: [TrustedKey]) {
+    /// - Parameter keepsRequests: false: requests are only counted (`answeredByStatus`), not
+    ///   kept for `requests`, so that a server answering millions of them stays the same size.
+    public init(ca: TestCA, trustedKeys: [TrustedKey], keepsRequests: Bool = true) {
         self.trustedKeys = trustedKeys
+        self.keepsRequests = keepsRequests
         server = MockHTTP2Server(name: "mock APNs", ca: ca)
     }
 
-    /// Starts listening on 127.0.0.1, on a port the system picks.
-    public func start() async throws {
-        try await server.start { [self] request in await answer(request) }
+    /// Starts listening on 127.0.0.1, on `port` or, with 0, on a port the system picks.
+    public func start(port: Int = 0) async throws {
+        try await server.start(port: port) { [self] request in await answer(request) }
     }
 
     /// Stops listening; requests in flight are cut off.
@@ -124,6 +133,13 @@ public final class MockAPNsServer: Sendable {
         state.withLock { $0.scripts.set(behaviour, forNext: count, requestsTo: deviceToken) }
     }
 
+    /// Answers every later valid request to a device token that has no behaviour set of its own
+    /// with what `rule` returns for the token (nil: success), e.g. 410 for every token with a
+    /// given prefix; nil removes the rule.
+    public func setBehaviourRule(_ rule: (@Sendable (_ deviceToken: String) -> Behaviour?)?) {
+        state.withLock { $0.scripts.setRule(rule) }
+    }
+
     /// How long every request waits before it is answered, whatever the answer: a slow APNs.
     /// Nil (the default) answers at once.
     public var responseDelay: Duration? {
@@ -133,8 +149,11 @@ public final class MockAPNsServer: Sendable {
 
     // MARK: Records
 
-    /// Every request answered so far, in the order answered.
+    /// Every request answered so far, in the order answered; none when the server keeps no requests.
     public var requests: [Request] { state.withLock { $0.requests } }
+
+    /// How many requests were answered with each status so far, kept or not.
+    public var answeredByStatus: [Int: Int] { state.withLock { $0.answeredByStatus } }
 
     /// The requests answered so far for `deviceToken`.
     public func requests(for deviceToken: String) -> [Request] {
@@ -147,7 +166,7 @@ public final class MockAPNsServer: Sendable {
         Set(requests.compactMap(\.bearerToken)).count
     }
 
-    /// Forgets the requests recorded, the scripted behaviours and the response delay.
+    /// Forgets the requests recorded and counted, the scripted behaviours, the rule and the response delay.
     public func reset() {
         state.withLock { $0 = State() }
     }
@@ -198,14 +217,15 @@ public final class MockAPNsServer: Sendable {
             try? await Task.sleep(for: delay)
         }
         let bearerToken = MockHTTP2Server.bearerToken(headers["authorization"])
-        let providerToken = bearerToken.flatMap(DecodedJWT.init(compact:))
+        // Decoded for the record; checking a token known to be good needs no decoding.
+        let providerToken = keepsRequests ? bearerToken.flatMap(DecodedJWT.init(compact:)) : nil
         let requestedId = headers["apns-id"].flatMap { Self.isUUID($0) ? $0 : nil }
         let apnsId = requestedId ?? UUID().uuidString.lowercased()
 
         var failure: Failure?
         do throws(Failure) {
             try validate(method: httpRequest.method, path: path, deviceToken: deviceToken, fields: httpRequest.headers,
-                         headers: headers, providerToken: providerToken, body: body)
+                         headers: headers, bearerToken: bearerToken, body: body)
             switch state.withLock({ $0.scripts.behaviour(forRequestTo: deviceToken) }) {
             case nil:
                 break
@@ -222,12 +242,16 @@ public final class MockAPNsServer: Sendable {
             failure = error
         }
 
-        let record = Request(
+        let status = failure?.status ?? 200
+        let record = keepsRequests ? Request(
             method: httpRequest.method.rawValue, path: path, deviceToken: deviceToken, headers: headers, body: body ?? Data(),
-            bearerToken: bearerToken, providerToken: providerToken, status: failure?.status ?? 200, reason: failure?.reason,
+            bearerToken: bearerToken, providerToken: providerToken, status: status, reason: failure?.reason,
             apnsId: apnsId, at: .now
-        )
-        state.withLock { $0.requests.append(record) }
+        ) : nil
+        state.withLock { state in
+            state.answeredByStatus[status, default: 0] += 1
+            if let record { state.requests.append(record) }
+        }
 
         var fields = HTTPFields()
         fields[HTTPField.Name("apns-id")!] = apnsId
@@ -249,14 +273,14 @@ public final class MockAPNsServer: Sendable {
 
     /// Throws the `Failure` Apple would answer for the request, checking what Apple documents.
     private func validate(method: HTTPRequest.Method, path: String, deviceToken: String, fields: HTTPFields,
-                          headers: [String: String], providerToken: DecodedJWT?, body: Data?) throws(Failure) {
+                          headers: [String: String], bearerToken: String?, body: Data?) throws(Failure) {
         guard method == .post else { throw Failure(405, "MethodNotAllowed") }
         guard path.hasPrefix("/3/device/"), !deviceToken.contains("/") else { throw Failure(404, "BadPath") }
         guard !deviceToken.isEmpty else { throw Failure(400, "MissingDeviceToken") }
         let names = fields.map { $0.name.canonicalName }.filter { Self.singleHeaders.contains($0) }
         guard Set(names).count == names.count else { throw Failure(400, "DuplicateHeaders") }
 
-        let team = try authenticate(headers["authorization"], providerToken)
+        let team = try authenticate(headers["authorization"], bearerToken)
 
         guard deviceToken.utf8.count % 2 == 0, deviceToken.allSatisfy({ $0.isASCII && $0.isHexDigit }) else {
             throw Failure(400, "BadDeviceToken")
@@ -281,14 +305,27 @@ public final class MockAPNsServer: Sendable {
         guard !body.isEmpty else { throw Failure(400, "PayloadEmpty") }
         guard body.count <= (headers["apns-push-type"] == "voip" ? 5120 : 4096) else { throw Failure(413, "PayloadTooLarge") }
         // Apple documents no reason for a payload that is not a JSON object; one is needed so that
-        // such a payload cannot pass unnoticed.
-        guard case .object? = try? JSONValue.parse(body) else { throw Failure(400, "BadPayload") }
+        // such a payload cannot pass unnoticed. (JSONSerialization: checking takes a fraction of
+        // what decoding a `JSONValue` does.)
+        guard (try? JSONSerialization.jsonObject(with: body)) is [String: Any] else { throw Failure(400, "BadPayload") }
     }
 
     /// Checks the provider token and returns its team, or throws Apple's 403.
-    private func authenticate(_ authorization: String?, _ token: DecodedJWT?) throws(Failure) -> String {
+    private func authenticate(_ authorization: String?, _ bearerToken: String?) throws(Failure) -> String {
         guard let authorization, !authorization.isEmpty else { throw Failure(403, "MissingProviderToken") }
-        guard let token,
+        let (team, issuedAt) = try verified(bearerToken)
+        guard Date().timeIntervalSince1970 - issuedAt <= Self.providerTokenLifetime else {
+            throw Failure(403, "ExpiredProviderToken")
+        }
+        return team
+    }
+
+    /// The team and `iat` of a provider token signed by a trusted key for its team, from the
+    /// tokens verified before or verified now; throws Apple's 403 for any other.
+    private func verified(_ bearerToken: String?) throws(Failure) -> (teamId: String, issuedAt: Double) {
+        guard let bearerToken else { throw Failure(403, "InvalidProviderToken") }
+        if let known = state.withLock({ $0.verifiedTokens[bearerToken] }) { return known }
+        guard let token = DecodedJWT(compact: bearerToken),
               token.headerString("alg") == "ES256",
               let keyId = token.headerString("kid"),
               let key = trustedKeys.first(where: { $0.keyId == keyId }),
@@ -299,10 +336,12 @@ public final class MockAPNsServer: Sendable {
               token.claimString("iss") == key.teamId,
               let issuedAt = token.claimNumber("iat")
         else { throw Failure(403, "InvalidProviderToken") }
-        guard Date().timeIntervalSince1970 - issuedAt <= Self.providerTokenLifetime else {
-            throw Failure(403, "ExpiredProviderToken")
+        state.withLock { state in
+            // Bounded: a test that signs token after token does not grow the server without end.
+            if state.verifiedTokens.count >= 1_000 { state.verifiedTokens = [:] }
+            state.verifiedTokens[bearerToken] = (key.teamId, issuedAt)
         }
-        return key.teamId
+        return (key.teamId, issuedAt)
     }
 
     /// A UUID in its textual form, 8-4-4-4-12 hex digits.

@@ -24,7 +24,8 @@ import Synchronization
 /// for the registration token. Errors are Google's JSON: `{"error": {"code", "message",
 /// "status", "details"?}}`.
 ///
-/// Every request answered is recorded for assertions.
+/// Every request answered is recorded for assertions; sends are also counted by status, and a
+/// server made not to keep them only counts them.
 public final class MockFCMServer: Sendable {
     /// A service account the server trusts: its project, `client_email` and key's public part.
     public struct TrustedAccount: Sendable {
@@ -114,23 +115,29 @@ public final class MockFCMServer: Sendable {
         var issuedTokens: [String: IssuedToken] = [:]
         var tokenRequests: [TokenRequest] = []
         var requests: [Request] = []
+        var answeredByStatus: [Int: Int] = [:]
     }
 
     private let accounts: [TrustedAccount]
+    private let keepsRequests: Bool
     private let server: MockHTTP2Server
     private let state: Mutex<State>
 
-    /// - Parameter accessTokenLifetime: The `expires_in` of the access tokens issued, in seconds;
-    ///   Google's is 3599. The tokens do expire after it.
-    public init(ca: TestCA, accounts: [TrustedAccount], accessTokenLifetime: Int = 3599) {
+    /// - Parameters:
+    ///   - accessTokenLifetime: The `expires_in` of the access tokens issued, in seconds;
+    ///     Google's is 3599. The tokens do expire after it.
+    ///   - keepsRequests: false: sends are only counted (`answeredByStatus`), not kept for
+    ///     `requests`, so that a server answering millions of them stays the same size.
+    public init(ca: TestCA, accounts: [TrustedAccount], accessTokenLifetime: Int = 3599, keepsRequests: Bool = true) {
         self.accounts = accounts
+        self.keepsRequests = keepsRequests
         server = MockHTTP2Server(name: "mock FCM", ca: ca)
         state = Mutex(State(accessTokenLifetime: accessTokenLifetime))
     }
 
-    /// Starts listening on 127.0.0.1, on a port the system picks.
-    public func start() async throws {
-        try await server.start { [self] request in await answer(request) }
+    /// Starts listening on 127.0.0.1, on `port` or, with 0, on a port the system picks.
+    public func start(port: Int = 0) async throws {
+        try await server.start(port: port) { [self] request in await answer(request) }
     }
 
     /// Stops listening; requests in flight are cut off.
@@ -179,6 +186,13 @@ public final class MockFCMServer: Sendable {
         state.withLock { $0.scripts.set(behaviour, forNext: count, requestsTo: registrationToken) }
     }
 
+    /// Answers every later valid send to a registration token that has no behaviour set of its
+    /// own with what `rule` returns for the token (nil: success), e.g. `UNREGISTERED` for every
+    /// token with a given prefix; nil removes the rule.
+    public func setBehaviourRule(_ rule: (@Sendable (_ registrationToken: String) -> Behaviour?)?) {
+        state.withLock { $0.scripts.setRule(rule) }
+    }
+
     /// How long every request, token requests included, waits before it is answered, whatever
     /// the answer: a slow Google. Nil (the default) answers at once.
     public var responseDelay: Duration? {
@@ -191,8 +205,13 @@ public final class MockFCMServer: Sendable {
     /// Every token request answered so far, in the order answered.
     public var tokenRequests: [TokenRequest] { state.withLock { $0.tokenRequests } }
 
-    /// Every other request (sends) answered so far, in the order answered.
+    /// Every other request (sends) answered so far, in the order answered; none when the server
+    /// keeps no requests.
     public var requests: [Request] { state.withLock { $0.requests } }
+
+    /// How many sends (requests other than token requests) were answered with each status so
+    /// far, kept or not.
+    public var answeredByStatus: [Int: Int] { state.withLock { $0.answeredByStatus } }
 
     /// The sends answered so far for `registrationToken`.
     public func requests(for registrationToken: String) -> [Request] {
@@ -204,14 +223,15 @@ public final class MockFCMServer: Sendable {
         Set(requests.compactMap(\.accessToken)).count
     }
 
-    /// Forgets the requests recorded (token requests too), the scripted behaviours and the
-    /// response delay. Access tokens issued stay valid.
+    /// Forgets the requests recorded and counted (token requests too), the scripted behaviours,
+    /// the rule and the response delay. Access tokens issued stay valid.
     public func reset() {
         state.withLock {
             $0.scripts.removeAll()
             $0.responseDelay = nil
             $0.tokenRequests = []
             $0.requests = []
+            $0.answeredByStatus = [:]
         }
     }
 
@@ -429,12 +449,15 @@ public final class MockFCMServer: Sendable {
             failure = error
         }
 
-        state.withLock {
-            $0.requests.append(Request(
-                method: httpRequest.method.rawValue, path: path, projectId: projectId, registrationToken: registrationToken,
-                headers: headers, body: body, json: json, accessToken: accessToken, status: failure?.code ?? 200,
-                errorStatus: failure?.status, errorCode: failure?.errorCode, messageName: messageName, at: .now
-            ))
+        let status = failure?.code ?? 200
+        let record = keepsRequests ? Request(
+            method: httpRequest.method.rawValue, path: path, projectId: projectId, registrationToken: registrationToken,
+            headers: headers, body: body, json: json, accessToken: accessToken, status: status,
+            errorStatus: failure?.status, errorCode: failure?.errorCode, messageName: messageName, at: .now
+        ) : nil
+        state.withLock { state in
+            state.answeredByStatus[status, default: 0] += 1
+            if let record { state.requests.append(record) }
         }
         guard let failure else { return Self.jsonResponse(200, SendBody(name: messageName ?? "")) }
         var response = Self.jsonResponse(failure.code, GoogleErrorBody(failure))

@@ -7,8 +7,8 @@ import NIOCore
 import NIOSSL
 import Synchronization
 
-/// The HTTP/2-over-TLS listener both mock push servers run on: 127.0.0.1, a port the system
-/// picks, the `TestCA`'s server certificate, and ALPN offering `h2` only, as Apple's provider
+/// The HTTP/2-over-TLS listener both mock push servers run on: 127.0.0.1, a given port or one
+/// the system picks, the `TestCA`'s server certificate, and ALPN offering `h2` only, as Apple's provider
 /// API does, so a client that cannot speak HTTP/2 fails here as it would there.
 ///
 /// Every request goes to one handler, which sees the request whatever its method and path: the
@@ -31,8 +31,8 @@ final class MockHTTP2Server: Sendable {
         return port
     }
 
-    /// Starts listening and returns once the port is bound.
-    func start(handler: @escaping Handler) async throws {
+    /// Starts listening on `port` (0: one the system picks) and returns once it is bound.
+    func start(port: Int = 0, handler: @escaping Handler) async throws {
         precondition(running.withLock { $0 == nil }, "\(name) is already started")
         var tls = ca.serverTLSConfiguration()
         tls.applicationProtocols = ["h2"]
@@ -43,7 +43,7 @@ final class MockHTTP2Server: Sendable {
         let app = Application(
             responder: CallbackResponder<BasicRequestContext> { request, _ in await handler(request) },
             server: try .tls(.plaintextHTTP2(), tlsConfiguration: tls),
-            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            configuration: .init(address: .hostname("127.0.0.1", port: port)),
             onServerRunning: { channel in
                 if let port = channel.localAddress?.port { announce.yield(port) }
                 announce.finish()
@@ -56,11 +56,11 @@ final class MockHTTP2Server: Sendable {
             try await app.runService(gracefulShutdownSignals: [])
         }
         var iterator = bound.makeAsyncIterator()
-        guard let port = await iterator.next() else {
+        guard let bound = await iterator.next() else {
             let failure = await task.result
             throw TestFailure("\(name) did not start: \(failure)")
         }
-        running.withLock { $0 = (task, port) }
+        running.withLock { $0 = (task, bound) }
     }
 
     /// Stops listening and waits until the server is down; does nothing if it is not running.

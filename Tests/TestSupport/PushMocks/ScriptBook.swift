@@ -1,6 +1,8 @@
 /// What a mock push server was told to answer for each device or registration token, instead of
 /// its usual success: one behaviour for every request to the token, or one for its next N
-/// requests only (after which the token succeeds again).
+/// requests only (after which the token succeeds again); and for tokens without a script of
+/// their own, what a rule chooses from the token itself (tokens no test can list in advance,
+/// such as every token with a given prefix).
 ///
 /// A value; the servers keep it under their lock, so a test may change it at any time.
 struct ScriptBook<Behaviour: Sendable>: Sendable {
@@ -9,7 +11,11 @@ struct ScriptBook<Behaviour: Sendable>: Sendable {
         case next(Behaviour, remaining: Int)
     }
 
+    /// Chooses the behaviour for a token from the token; nil for success.
+    typealias Rule = @Sendable (String) -> Behaviour?
+
     private var scripts: [String: Script] = [:]
+    private var rule: Rule?
 
     /// Answers every later request to `token` with `behaviour`; nil restores success.
     mutating func set(_ behaviour: Behaviour?, for token: String) {
@@ -21,12 +27,18 @@ struct ScriptBook<Behaviour: Sendable>: Sendable {
         scripts[token] = count > 0 ? .next(behaviour, remaining: count) : nil
     }
 
+    /// Answers requests to tokens without a script of their own with what `rule` returns for
+    /// the token; nil removes the rule.
+    mutating func setRule(_ rule: Rule?) {
+        self.rule = rule
+    }
+
     /// The behaviour for a request to `token` that has just arrived, counted against a
     /// limited script; nil for success.
     mutating func behaviour(forRequestTo token: String) -> Behaviour? {
         switch scripts[token] {
         case nil:
-            return nil
+            return rule?(token)
         case .always(let behaviour):
             return behaviour
         case .next(let behaviour, let remaining):
@@ -35,5 +47,9 @@ struct ScriptBook<Behaviour: Sendable>: Sendable {
         }
     }
 
-    mutating func removeAll() { scripts = [:] }
+    /// Forgets every script and the rule.
+    mutating func removeAll() {
+        scripts = [:]
+        rule = nil
+    }
 }
