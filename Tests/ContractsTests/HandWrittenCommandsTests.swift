@@ -49,7 +49,8 @@ final class HandWrittenCommandsTests: XCTestCase {
                 priority: Bool.random(using: &random) ? nil : NotificationPriority.allCases.randomElement(using: &random),
                 custom: Bool.random(using: &random) ? nil
                     : Dictionary((0..<Int.random(in: 0...4, using: &random)).map { (key(&random) + "\($0)", text(&random)) },
-                                 uniquingKeysWith: { a, _ in a }))
+                                 uniquingKeysWith: { a, _ in a }),
+                timeToLive: Bool.random(using: &random) ? nil : Int.random(in: 1...2_419_200, using: &random))
             let users = (0..<Int.random(in: 0...5, using: &random)).map { _ in text(&random) }
             try check(NotificationRequested(
                 deliveryId: .random(), mobileAppId: .random(),
@@ -57,9 +58,17 @@ final class HandWrittenCommandsTests: XCTestCase {
                 content: content, managed: Bool.random(using: &random), businessId: maybe(text(&random)),
                 tracking: Bool.random(using: &random), kind: NotificationKind.allCases.randomElement(using: &random)!,
                 ticketId: maybe(text(&random)), message: maybe(text(&random))))
+            let outcome = DeliveryOutcome.allCases.randomElement(using: &random)!
+            try check(DeliveryResultReported(
+                mobileAppId: .random(), deviceToken: text(&random), platform: Bool.random(using: &random) ? .ios : .android,
+                deliveryId: Bool.random(using: &random) ? nil : .random(), messageId: text(&random), outcome: outcome,
+                reason: maybe(text(&random)), status: Bool.random(using: &random) ? nil : Int.random(in: 0...599, using: &random),
+                attempts: Int.random(in: 0...50, using: &random),
+                invalidSince: Bool.random(using: &random) ? nil
+                    : Date(timeIntervalSince1970: Double(Int64.random(in: 0...4_102_444_800_000, using: &random)) / 1000)))
         }
-        XCTAssertEqual(checked.count, 5)
-        XCTAssertEqual(checked.values.reduce(0, +), 1500)
+        XCTAssertEqual(checked.count, 6)
+        XCTAssertEqual(checked.values.reduce(0, +), 1800)
     }
 
     /// The other commands still go through the encoder, unchanged.

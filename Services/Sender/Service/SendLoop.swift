@@ -29,6 +29,7 @@ public final class SendLoop: Service, Sendable {
     private let stopping = Atomic<Bool>(false)
     private let health = Mutex<Health>(Health())
     private let metrics = SenderMetrics()
+    private static let encoder = WireJSON.encoder()
     /// Set once the consumer exists; the rebalance hooks use it.
     private let consumerBox = Mutex<KafkaConsumer?>(nil)
 
@@ -295,7 +296,8 @@ public final class SendLoop: Service, Sendable {
     private func publish(_ result: DeliveryResultReported, partition: TopicPartition, generation: UInt64) async -> Bool {
         let record: KafkaProducerRecord
         do {
-            let command = try EncodedCommand(result, topics: configuration.shared.topics, encoder: WireJSON.encoder())
+            // Written by hand (`HandWrittenCommand`): the encoder is not used.
+            let command = try EncodedCommand(result, topics: configuration.shared.topics, encoder: Self.encoder)
             record = KafkaProducerRecord(topic: command.topic, key: command.key, value: command.value,
                                          headers: KafkaHeader.list(RecordHeaders(type: command.type, version: command.version).fields))
         } catch {
