@@ -11,12 +11,9 @@ public struct ProcessorConfiguration: Sendable {
     public var host = "127.0.0.1"
     public var port = 8081
     public var groupId = "pushline-processor"
-    public var sessionTimeoutMs = 10_000
-    public var maxPollIntervalMs = 300_000
+    /// The consumer's session and poll timeouts and fetch wait.
+    public var consumerTimings = ConsumerTimings()
     public var maxBatchSize = 2_000
-    /// `fetch.wait.max.ms` of the consumer (`PUSHLINE_KAFKA_FETCH_WAIT_MS`; see
-    /// `KafkaConsumerConfiguration.fetchWaitMax`).
-    public var fetchWaitMaxMs = Int(KafkaConsumerConfiguration(groupId: "").fetchWaitMax.inMilliseconds)
     /// The batch sizes a processor or a rebuild accepts (`PUSHLINE_MAX_BATCH`, `rebuild --batch`).
     public static let batchSizes = 1...100_000
     public var webhookConcurrency = 32
@@ -60,10 +57,8 @@ public struct ProcessorConfiguration: Sendable {
         c.host = reader.string("PUSHLINE_PROCESSOR_HOST", default: c.host)
         c.port = try reader.int("PUSHLINE_PROCESSOR_PORT", default: c.port, range: 0...65535)
         c.groupId = reader.string("PUSHLINE_GROUP_ID", default: c.groupId)
-        c.sessionTimeoutMs = try reader.int("PUSHLINE_KAFKA_SESSION_TIMEOUT_MS", default: c.sessionTimeoutMs, range: 1_000...3_600_000)
-        c.maxPollIntervalMs = try reader.int("PUSHLINE_KAFKA_MAX_POLL_INTERVAL_MS", default: c.maxPollIntervalMs, range: 1_000...86_400_000)
+        c.consumerTimings = try ConsumerTimings(reader)
         c.maxBatchSize = try reader.int("PUSHLINE_MAX_BATCH", default: c.maxBatchSize, range: Self.batchSizes)
-        c.fetchWaitMaxMs = try reader.int("PUSHLINE_KAFKA_FETCH_WAIT_MS", default: c.fetchWaitMaxMs, range: 1...60_000)
         c.webhookConcurrency = try reader.int("PUSHLINE_WEBHOOK_CONCURRENCY", default: c.webhookConcurrency, range: 1...10_000)
         c.webhookTimeoutMs = try reader.int("PUSHLINE_WEBHOOK_TIMEOUT_MS", default: c.webhookTimeoutMs, range: 100...600_000)
         c.trackingParkTtlMs = try reader.int("PUSHLINE_TRACKING_PARK_TTL_MS", default: c.trackingParkTtlMs, range: 1_000...31_536_000_000)
@@ -80,10 +75,8 @@ extension ProcessorConfiguration {
     /// A consumer of the command topics in group `groupId`, with the processor's settings.
     public func consumerConfiguration(groupId: String) -> KafkaConsumerConfiguration {
         var config = shared.consumerConfiguration(groupId: groupId, clientId: "pushline-processor")
-        config.sessionTimeout = .milliseconds(sessionTimeoutMs)
-        config.maxPollInterval = .milliseconds(maxPollIntervalMs)
+        consumerTimings.apply(to: &config)
         config.maxBatchSize = maxBatchSize
-        config.fetchWaitMax = .milliseconds(fetchWaitMaxMs)
         return config
     }
 }

@@ -26,3 +26,28 @@ extension SharedSettings {
         return configuration
     }
 }
+
+/// How a group member of Pushline's consumes: its session and poll timeouts and the fetch wait
+/// (`PUSHLINE_KAFKA_SESSION_TIMEOUT_MS`, `PUSHLINE_KAFKA_MAX_POLL_INTERVAL_MS`,
+/// `PUSHLINE_KAFKA_FETCH_WAIT_MS`), read one way by the processor and the sender.
+public struct ConsumerTimings: Sendable, Equatable {
+    public var sessionTimeoutMs = 10_000
+    public var maxPollIntervalMs = 300_000
+    /// `fetch.wait.max.ms` (see `KafkaConsumerConfiguration.fetchWaitMax`).
+    public var fetchWaitMaxMs = Int(KafkaConsumerConfiguration(groupId: "").fetchWaitMax.inMilliseconds)
+
+    public init() {}
+
+    public init(_ reader: SettingsReader) throws {
+        sessionTimeoutMs = try reader.int("PUSHLINE_KAFKA_SESSION_TIMEOUT_MS", default: sessionTimeoutMs, range: 1_000...3_600_000)
+        maxPollIntervalMs = try reader.int("PUSHLINE_KAFKA_MAX_POLL_INTERVAL_MS", default: maxPollIntervalMs, range: 1_000...86_400_000)
+        fetchWaitMaxMs = try reader.int("PUSHLINE_KAFKA_FETCH_WAIT_MS", default: fetchWaitMaxMs, range: 1...60_000)
+    }
+
+    /// Sets these timings on `configuration`.
+    public func apply(to configuration: inout KafkaConsumerConfiguration) {
+        configuration.sessionTimeout = .milliseconds(sessionTimeoutMs)
+        configuration.maxPollInterval = .milliseconds(maxPollIntervalMs)
+        configuration.fetchWaitMax = .milliseconds(fetchWaitMaxMs)
+    }
+}

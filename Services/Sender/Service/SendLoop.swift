@@ -30,6 +30,9 @@ public final class SendLoop: Service, Sendable {
     private let health = Mutex<Health>(Health())
     private let metrics = SenderMetrics()
     private static let encoder = WireJSON.encoder()
+    /// The headers of every outcome record: one type and version, no request.
+    private static let resultHeaders = KafkaHeader.list(RecordHeaders(type: DeliveryResultReported.type.rawValue,
+                                                                      version: DeliveryResultReported.version).fields)
     /// Set once the consumer exists; the rebalance hooks use it.
     private let consumerBox = Mutex<KafkaConsumer?>(nil)
 
@@ -151,10 +154,11 @@ public final class SendLoop: Service, Sendable {
         let stallAfter = Duration.milliseconds(configuration.stallTimeoutMs)
         while (try? await Task.sleep(for: .seconds(1))) != nil {
             let (offsets, finished, unfinished, positions) = ledger.withLock { ledger in
-                (ledger.committable(), ledger.finished, ledger.unfinished, ledger.positions)
+                let offsets = ledger.committable()
+                ledger.committed(offsets)
+                return (offsets, ledger.finished, ledger.unfinished, ledger.positions)
             }
             consumer.commit(offsets)
-            ledger.withLock { $0.committed(offsets) }
             let inFlight = sending.load(ordering: .relaxed)
             let behind = positions.contains { partition, next in
                 guard let high = consumer.highWatermark(partition) else { return false }
@@ -298,8 +302,7 @@ public final class SendLoop: Service, Sendable {
         do {
             // Written by hand (`HandWrittenCommand`): the encoder is not used.
             let command = try EncodedCommand(result, topics: configuration.shared.topics, encoder: Self.encoder)
-            record = KafkaProducerRecord(topic: command.topic, key: command.key, value: command.value,
-                                         headers: KafkaHeader.list(RecordHeaders(type: command.type, version: command.version).fields))
+            record = KafkaProducerRecord(topic: command.topic, key: command.key, value: command.value, headers: Self.resultHeaders)
         } catch {
             logger.error("delivery outcome not encodable", metadata: ["error": "\(error)"])
             return true

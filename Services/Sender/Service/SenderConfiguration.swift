@@ -47,9 +47,8 @@ public struct SenderConfiguration: Sendable {
     /// How long partitions may have records waiting without any finishing before `/health`
     /// answers 503 (`PUSHLINE_STALL_TIMEOUT_MS`).
     public var stallTimeoutMs = 60_000
-    public var sessionTimeoutMs = 10_000
-    public var maxPollIntervalMs = 300_000
-    public var fetchWaitMaxMs = Int(KafkaConsumerConfiguration(groupId: "").fetchWaitMax.inMilliseconds)
+    /// The consumer's session and poll timeouts and fetch wait.
+    public var consumerTimings = ConsumerTimings()
 
     public init() {}
 
@@ -88,9 +87,7 @@ public struct SenderConfiguration: Sendable {
         c.credentialsCacheMs = try reader.int("PUSHLINE_SENDER_CREDENTIALS_CACHE_MS", default: c.credentialsCacheMs, range: 0...3_600_000)
         c.requestTimeoutMs = try reader.int("PUSHLINE_SENDER_TIMEOUT_MS", default: c.requestTimeoutMs, range: 100...600_000)
         c.stallTimeoutMs = try reader.int("PUSHLINE_STALL_TIMEOUT_MS", default: c.stallTimeoutMs, range: 1_000...86_400_000)
-        c.sessionTimeoutMs = try reader.int("PUSHLINE_KAFKA_SESSION_TIMEOUT_MS", default: c.sessionTimeoutMs, range: 1_000...3_600_000)
-        c.maxPollIntervalMs = try reader.int("PUSHLINE_KAFKA_MAX_POLL_INTERVAL_MS", default: c.maxPollIntervalMs, range: 1_000...86_400_000)
-        c.fetchWaitMaxMs = try reader.int("PUSHLINE_KAFKA_FETCH_WAIT_MS", default: c.fetchWaitMaxMs, range: 1...60_000)
+        c.consumerTimings = try ConsumerTimings(reader)
         return c
     }
 
@@ -101,9 +98,7 @@ public struct SenderConfiguration: Sendable {
     /// The sender's consumer of the outbound topic.
     public var consumerConfiguration: KafkaConsumerConfiguration {
         var config = shared.consumerConfiguration(groupId: groupId, clientId: "pushline-sender")
-        config.sessionTimeout = .milliseconds(sessionTimeoutMs)
-        config.maxPollInterval = .milliseconds(maxPollIntervalMs)
-        config.fetchWaitMax = .milliseconds(fetchWaitMaxMs)
+        consumerTimings.apply(to: &config)
         return config
     }
 
