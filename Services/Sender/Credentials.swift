@@ -7,8 +7,10 @@ import Synchronization
 /// parsed once, not once per push.
 public final class CredentialOpener: Sendable {
     private let keyring: SecretsKeyring
-    private let apnsKeys = Mutex<[String: APNsSigningKey]>([:])
-    private let accounts = Mutex<[String: FCMServiceAccount]>([:])
+    /// Per app, with the sealed secret they were opened from: compared, not hashed, per push
+    /// (the same string in the credentials cache, so usually by identity).
+    private let apnsKeys = Mutex<[UUID: (sealed: String, key: APNsSigningKey)]>([:])
+    private let accounts = Mutex<[UUID: (sealed: String, account: FCMServiceAccount)]>([:])
 
     public init(keyring: SecretsKeyring) {
         self.keyring = keyring
@@ -16,8 +18,8 @@ public final class CredentialOpener: Sendable {
 
     /// The APNs signing key of `app`'s credentials.
     public func apnsKey(app: UUID, _ credentials: APNsCredentials) throws(SenderError) -> APNsSigningKey {
-        let id = "\(app.lowercasedString)/\(credentials.privateKey.box)"
-        if let key = apnsKeys.withLock({ $0[id] }) { return key }
+        let sealed = credentials.privateKey.box
+        if let entry = apnsKeys.withLock({ $0[app] }), entry.sealed == sealed { return entry.key }
         let pem = try open(credentials.privateKey, app: app, provider: .apns)
         let key: APNsSigningKey
         do {
@@ -26,14 +28,14 @@ public final class CredentialOpener: Sendable {
         } catch {
             throw .credentials("the APNs key of app \(app.lowercasedString) does not parse")
         }
-        apnsKeys.withLock { $0[id] = key }
+        apnsKeys.withLock { $0[app] = (sealed, key) }
         return key
     }
 
     /// The service account of `app`'s FCM credentials.
     public func fcmAccount(app: UUID, _ credentials: FCMCredentials) throws(SenderError) -> FCMServiceAccount {
-        let id = "\(app.lowercasedString)/\(credentials.serviceAccount.box)"
-        if let account = accounts.withLock({ $0[id] }) { return account }
+        let sealed = credentials.serviceAccount.box
+        if let entry = accounts.withLock({ $0[app] }), entry.sealed == sealed { return entry.account }
         let json = try open(credentials.serviceAccount, app: app, provider: .fcm)
         let account: FCMServiceAccount
         do {
@@ -41,7 +43,7 @@ public final class CredentialOpener: Sendable {
         } catch {
             throw .credentials("the FCM service account of app \(app.lowercasedString) does not parse")
         }
-        accounts.withLock { $0[id] = account }
+        accounts.withLock { $0[app] = (sealed, account) }
         return account
     }
 

@@ -23,11 +23,11 @@ public struct APNsRequest: Sendable, Equatable {
     /// - `apns-id` is derived from the record's message id (`apnsId(messageId:)`): a record sent
     ///   again is the same push to Apple and to the app.
     /// - `apns-expiration` is set when the record expires (seconds since 1970), else left out.
-    public static func make(_ record: OutboundRecordView, bundleId: String, expiresAt: Date? = nil) throws -> APNsRequest {
-        guard case .object(let payload) = record.payload else {
+    public static func make(_ record: OutboundPush, bundleId: String, expiresAt: Date? = nil) throws -> APNsRequest {
+        guard record.contents.isObject else {
             throw ProviderRequestError.badRecord("the payload is not a JSON object")
         }
-        let background = Self.isBackground(payload)
+        let background = record.contents.wakesOnly
         var headers: [(name: String, value: String)] = [
             ("apns-topic", bundleId),
             ("apns-push-type", background ? "background" : "alert"),
@@ -36,7 +36,8 @@ public struct APNsRequest: Sendable, Equatable {
         ]
         if let collapseKey = record.collapseKey { headers.append(("apns-collapse-id", collapseKey)) }
         if let expiresAt { headers.append(("apns-expiration", String(Int(expiresAt.timeIntervalSince1970)))) }
-        return APNsRequest(path: "/3/device/\(record.deviceToken)", headers: headers, body: try WireJSON.encoder().encode(record.payload))
+        // The rendered payload is the body, byte for byte.
+        return APNsRequest(path: "/3/device/\(record.deviceToken)", headers: headers, body: record.payload)
     }
 
     /// A UUID made of the SHA-256 of the message id (version 8, RFC 9562's custom layout):
@@ -57,11 +58,6 @@ public struct APNsRequest: Sendable, Equatable {
         }
         return String(decoding: text, as: UTF8.self)
     }
-
-    private static func isBackground(_ payload: [String: JSONValue]) -> Bool {
-        guard case .object(let aps)? = payload["aps"] else { return false }
-        return aps["alert"] == nil && aps["badge"] == nil && aps["sound"] == nil && aps["content-available"] == .number(1)
-    }
 }
 
 /// One push to FCM HTTP v1: `POST /v1/projects/{project}/messages:send` with
@@ -73,22 +69,33 @@ public struct FCMRequest: Sendable, Equatable {
     public var path: String
     public var body: Data
 
-    public static func make(_ record: OutboundRecordView, projectId: String, expiresAt: Date? = nil, now: Date = Date()) throws -> FCMRequest {
-        guard case .object(let payload) = record.payload else {
+    public static func make(_ record: OutboundPush, projectId: String, expiresAt: Date? = nil, now: Date = Date()) throws -> FCMRequest {
+        let contents = record.contents
+        guard contents.isObject else {
             throw ProviderRequestError.badRecord("the payload is not a JSON object")
         }
-        var message: [String: JSONValue] = ["token": .string(record.deviceToken)]
-        if let data = payload["data"] { message["data"] = data }
-        var android: [String: JSONValue] = [:]
-        var priority = record.priority?.rawValue, collapseKey = record.collapseKey
-        if priority == nil, case .string(let text)? = payload["priority"] { priority = text }
-        if collapseKey == nil, case .string(let key)? = payload["collapseKey"] { collapseKey = key }
-        if let priority { android["priority"] = .string(priority == "high" ? "HIGH" : "NORMAL") }
-        if let collapseKey { android["collapse_key"] = .string(collapseKey) }
-        if let expiresAt { android["ttl"] = .string("\(max(0, Int(expiresAt.timeIntervalSince(now).rounded(.up))))s") }
-        if !android.isEmpty { message["android"] = .object(android) }
-        return FCMRequest(path: "/v1/projects/\(projectId)/messages:send",
-                          body: try WireJSON.encoder().encode(JSONValue.object(["message": .object(message)])))
+        let priority = record.priority?.rawValue ?? contents.priority, collapseKey = record.collapseKey ?? contents.collapseKey
+        var w = JSONWriter(capacity: record.payload.count + 256)
+        w.beginObject()
+        w.key("message")
+        w.beginObject()
+        w.field("token", record.deviceToken)
+        if let data = contents.data {
+            // The payload's `data` as rendered.
+            w.key("data")
+            w.raw(data)
+        }
+        if priority != nil || collapseKey != nil || expiresAt != nil {
+            w.key("android")
+            w.beginObject()
+            w.field("priority", priority.map { $0 == "high" ? "HIGH" : "NORMAL" })
+            w.field("collapse_key", collapseKey)
+            w.field("ttl", expiresAt.map { "\(max(0, Int($0.timeIntervalSince(now).rounded(.up))))s" })
+            w.endObject()
+        }
+        w.endObject()
+        w.endObject()
+        return FCMRequest(path: "/v1/projects/\(projectId)/messages:send", body: w.data)
     }
 }
 

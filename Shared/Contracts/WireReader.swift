@@ -126,6 +126,47 @@ struct WireReader {
         consume(word: "null") || read(&value)
     }
 
+    /// Skips one value of any kind (strings with escapes, nested objects and arrays, numbers),
+    /// and gives the bytes it spans, for passing a part of a record on as it was written. Its
+    /// structure is checked, not what JSON requires of its contents (escapes, UTF-8, number
+    /// syntax): nil when it is not a value; an object's keys must be without escapes.
+    mutating func skipValue() -> Range<Int>? {
+        skipWhitespace()
+        let start = at
+        guard at < bytes.count else { return nil }
+        switch bytes[at] {
+        case 0x22:
+            at += 1
+            while at < bytes.count, bytes[at] != 0x22 {
+                if bytes[at] < 0x20 { return nil }
+                at += bytes[at] == 0x5c ? 2 : 1
+            }
+            guard at < bytes.count else { return nil }
+            at += 1
+        case 0x7b:
+            guard members({ reader, _ in reader.skipValue() != nil }) else { return nil }
+        case 0x5b:
+            guard elements({ reader in reader.skipValue() != nil }) else { return nil }
+        case 0x74: guard consume(word: "true") else { return nil }
+        case 0x66: guard consume(word: "false") else { return nil }
+        case 0x6e: guard consume(word: "null") else { return nil }
+        default:
+            // A number: its characters, at least one digit.
+            while at < bytes.count, bytes[at] &- 0x30 < 10 || bytes[at] == 0x2d || bytes[at] == 0x2b || bytes[at] == 0x2e
+                || bytes[at] | 0x20 == 0x65 {
+                at += 1
+            }
+            guard at > start else { return nil }
+        }
+        return start..<at
+    }
+
+    /// Skips one value (`skipValue`) into `range`.
+    mutating func span(_ range: inout Range<Int>?) -> Bool {
+        range = skipValue()
+        return range != nil
+    }
+
     private mutating func skipWhitespace() {
         while at < bytes.count, bytes[at] == 0x20 || bytes[at] == 0x0a || bytes[at] == 0x0d || bytes[at] == 0x09 {
             at += 1

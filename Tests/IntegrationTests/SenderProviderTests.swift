@@ -23,11 +23,11 @@ final class SenderProviderTests: XCTestCase {
         return client
     }
 
-    private static func record(_ token: String, platform: Platform, messageId: String = "m-1") throws -> OutboundRecordView {
+    private static func record(_ token: String, platform: Platform, messageId: String = "m-1") throws -> OutboundPush {
         let send = NotificationRequested(deliveryId: UUID(), mobileAppId: UUID(), target: NotificationTarget(userIds: ["u"]),
                                          content: NotificationContent(title: "Hello", body: "there", priority: .high))
-        return try OutboundRecordView.decode(OutboundRecord.notification(send, deviceToken: token, platform: platform, messageId: messageId,
-                                                                         sentAt: Date(), managedBadge: nil))
+        return try OutboundPush.read(OutboundRecord.notification(send, deviceToken: token, platform: platform, messageId: messageId,
+                                                                 sentAt: Date(), managedBadge: nil))
     }
 
     func testAPNsPushesShareOneProviderTokenAndEachAnswerIsRead() async throws {

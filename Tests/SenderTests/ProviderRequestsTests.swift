@@ -9,10 +9,10 @@ final class ProviderRequestsTests: XCTestCase {
     let delivery = UUID(uuidString: "00000000-0000-0000-0000-0000000000d1")!
     let sentAt = Date(timeIntervalSince1970: 1_800_000_000)
 
-    private func record(_ content: NotificationContent, platform: Platform, token: String, messageId: String = "m-1") throws -> OutboundRecordView {
+    private func record(_ content: NotificationContent, platform: Platform, token: String, messageId: String = "m-1") throws -> OutboundPush {
         let send = NotificationRequested(deliveryId: delivery, mobileAppId: app, target: NotificationTarget(userIds: ["u"]), content: content)
-        return try OutboundRecordView.decode(OutboundRecord.notification(send, deviceToken: token, platform: platform, messageId: messageId,
-                                                                         sentAt: sentAt, managedBadge: nil))
+        return try OutboundPush.read(OutboundRecord.notification(send, deviceToken: token, platform: platform, messageId: messageId,
+                                                                 sentAt: sentAt, managedBadge: nil))
     }
 
     private func header(_ request: APNsRequest, _ name: String) -> String? {
@@ -27,7 +27,8 @@ final class ProviderRequestsTests: XCTestCase {
         XCTAssertEqual(header(request, "apns-push-type"), "alert")
         XCTAssertEqual(header(request, "apns-priority"), "10")
         XCTAssertNil(header(request, "apns-expiration"))
-        XCTAssertEqual(try JSONValue.parse(request.body), record.payload, "the rendered payload is the body")
+        XCTAssertEqual(request.body, record.payload, "the rendered payload is the body, byte for byte")
+        XCTAssertEqual(try JSONValue.parse(request.body)["aps"]?["alert"], .object(["title": .string("Hi"), "body": .string("there")]))
         let expiring = try APNsRequest.make(record, bundleId: "b", expiresAt: Date(timeIntervalSince1970: 1_800_003_600.9))
         XCTAssertEqual(header(expiring, "apns-expiration"), "1800003600")
     }
@@ -74,21 +75,36 @@ final class ProviderRequestsTests: XCTestCase {
         XCTAssertEqual(request.path, "/v1/projects/my-project/messages:send")
         let message = try XCTUnwrap(try JSONValue.parse(request.body)["message"])
         XCTAssertEqual(message["token"], .string("fcm-token"))
-        XCTAssertEqual(message["data"], record.payload["data"])
+        XCTAssertEqual(message["data"], try JSONValue.parse(record.payload)["data"])
         XCTAssertEqual(message["data"]?["k"], .string("v"))
         XCTAssertEqual(message["android"], .object(["priority": .string("HIGH"), "collapse_key": .string("scores"), "ttl": .string("91s")]))
         XCTAssertNil(message["notification"], "a data message")
     }
 
+    func testARecordWrittenBeforeTheRecordCarriedItsOptionsTakesThemFromThePayload() throws {
+        let send = NotificationRequested(deliveryId: delivery, mobileAppId: app, target: NotificationTarget(userIds: ["u"]),
+                                         content: NotificationContent(title: "Hi", collapseKey: "sc\"ores", priority: .normal))
+        var w = JSONWriter()
+        OutboundRecord.encode(mobileAppId: app, deviceToken: "fcm-token", platform: .android, deliveryId: delivery, messageId: "m-1",
+                              into: &w) { w in
+            PushPayload.render(send, platform: .android, messageId: "m-1", sentAt: sentAt, managedBadge: nil, into: &w)
+        }
+        let record = try OutboundPush.read(w.data)
+        XCTAssertNil(record.collapseKey)
+        let message = try XCTUnwrap(try JSONValue.parse(try FCMRequest.make(record, projectId: "p").body)["message"])
+        XCTAssertEqual(message["android"], .object(["priority": .string("NORMAL"), "collapse_key": .string("sc\"ores")]))
+        XCTAssertEqual(message["data"]?["title"], .string("Hi"))
+    }
+
     func testABadgeUpdateIsAPlainDataMessage() throws {
-        let view = try OutboundRecordView.decode(OutboundRecord.badgeUpdate(mobileAppId: app, deviceToken: "fcm-token", platform: .android,
-                                                                            ackId: UUID(), badge: 3))
+        let view = try OutboundPush.read(OutboundRecord.badgeUpdate(mobileAppId: app, deviceToken: "fcm-token", platform: .android,
+                                                                    ackId: UUID(), badge: 3))
         let message = try XCTUnwrap(try JSONValue.parse(try FCMRequest.make(view, projectId: "p").body)["message"])
         XCTAssertEqual(message, .object(["token": .string("fcm-token"), "data": .object(["badge": .string("3")])]))
     }
 
     func testARecordWhosePayloadIsNotAnObjectIsRefused() throws {
-        let view = try OutboundRecordView.decode(Data(#"{"mobileAppId":"\#(app)","deviceToken":"t","platform":"ios","messageId":"m","payload":"x"}"#.utf8))
+        let view = try OutboundPush.read(Data(#"{"mobileAppId":"\#(app)","deviceToken":"t","platform":"ios","messageId":"m","payload":"x"}"#.utf8))
         XCTAssertThrowsError(try APNsRequest.make(view, bundleId: "b"))
         XCTAssertThrowsError(try FCMRequest.make(view, projectId: "p"))
     }

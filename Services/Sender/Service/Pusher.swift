@@ -20,7 +20,13 @@ public final class Pusher: Sendable {
     private let fcmTokens = FCMAccessTokens()
     /// The client of Google's token endpoints.
     private let tokenClient: ProviderClient
-    private let lanes = Mutex<[String: Lane]>([:])
+    private let lanes = Mutex<[LaneKey: Lane]>([:])
+
+    private struct LaneKey: Hashable {
+        var app: UUID
+        var provider: PushProvider
+        var environment: APNsEnvironment?
+    }
 
     private struct Lane: Sendable {
         let client: ProviderClient
@@ -48,7 +54,7 @@ public final class Pusher: Sendable {
     }
 
     /// One attempt of `record`, with the credentials of its platform.
-    public func attempt(_ record: OutboundRecordView, credentials: PushCredentials, expiresAt: Date) async -> PushAttempt {
+    public func attempt(_ record: OutboundPush, credentials: PushCredentials, expiresAt: Date) async -> PushAttempt {
         switch record.platform {
         case .ios:
             guard let apns = credentials.apns else { return .noCredentials(.apns) }
@@ -59,7 +65,7 @@ public final class Pusher: Sendable {
         }
     }
 
-    private func attemptAPNs(_ record: OutboundRecordView, _ credentials: APNsCredentials, expiresAt: Date) async -> PushAttempt {
+    private func attemptAPNs(_ record: OutboundPush, _ credentials: APNsCredentials, expiresAt: Date) async -> PushAttempt {
         let key: APNsSigningKey
         let request: APNsRequest
         do {
@@ -73,7 +79,7 @@ public final class Pusher: Sendable {
             return .badRecord("\(error)")
         }
         let baseURL = endpoints.apns(credentials.environment)
-        guard let lane = lane("apns/\(record.mobileAppId.lowercasedString)/\(credentials.environment.rawValue)") else {
+        guard let lane = lane(LaneKey(app: record.mobileAppId, provider: .apns, environment: credentials.environment)) else {
             return .outcome(.retry(reason: "no HTTP client", retryAfter: nil))
         }
         // ExpiredProviderToken: the token in use is too old for Apple (a clock moved); one
@@ -95,7 +101,7 @@ public final class Pusher: Sendable {
         return .outcome(.credentialsRejected(reason: "ExpiredProviderToken"))
     }
 
-    private func attemptFCM(_ record: OutboundRecordView, _ credentials: FCMCredentials, expiresAt: Date) async -> PushAttempt {
+    private func attemptFCM(_ record: OutboundPush, _ credentials: FCMCredentials, expiresAt: Date) async -> PushAttempt {
         let account: FCMServiceAccount
         let request: FCMRequest
         do {
@@ -108,7 +114,7 @@ public final class Pusher: Sendable {
         } catch {
             return .badRecord("\(error)")
         }
-        guard let lane = lane("fcm/\(record.mobileAppId.lowercasedString)") else {
+        guard let lane = lane(LaneKey(app: record.mobileAppId, provider: .fcm)) else {
             return .outcome(.retry(reason: "no HTTP client", retryAfter: nil))
         }
         // A 401 may be an access token Google stopped honouring: one new token is tried
@@ -140,7 +146,7 @@ public final class Pusher: Sendable {
         return await request()
     }
 
-    private func lane(_ id: String) -> Lane? {
+    private func lane(_ id: LaneKey) -> Lane? {
         lanes.withLock { lanes in
             if let lane = lanes[id] { return lane }
             guard let client = try? ProviderClient(caFile: caFile, timeout: timeout) else { return nil }

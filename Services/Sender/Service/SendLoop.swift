@@ -195,7 +195,7 @@ public final class SendLoop: Service, Sendable {
     /// early, leaving it unfinished, when the partition was given up or the sender stops.
     private func deliver(_ message: KafkaConsumerMessage, generation: UInt64) async {
         let partition = message.topicPartition
-        guard let record = try? OutboundRecordView.decode(message.value) else {
+        guard let record = try? OutboundPush.read(message.value) else {
             // Not a record Pushline's processor writes: nothing to push or to report on.
             metrics.skipped(.badRecord)
             logger.warning("outbound record skipped: it does not decode",
@@ -322,11 +322,31 @@ public final class SendLoop: Service, Sendable {
     }
 }
 
-/// The sender's metrics (README, "Metrics").
+/// The sender's metrics (README, "Metrics"). Every counter is made once, at start-up: a
+/// registry lookup per push was measurable, and each series is there from 0.
 struct SenderMetrics: Sendable {
-    enum Skip: String {
+    enum Skip: String, CaseIterable {
         case badRecord = "bad_record"
         case noCredentials = "no_credentials"
+    }
+
+    enum Answer: String, CaseIterable {
+        case delivered, unregistered, failed, retry
+        case credentialsRejected = "credentials_rejected"
+        case noCredentials = "no_credentials"
+        case badRecord = "bad_record"
+
+        init(_ attempt: PushAttempt) {
+            self = switch attempt {
+            case .outcome(.delivered): .delivered
+            case .outcome(.unregistered): .unregistered
+            case .outcome(.failed): .failed
+            case .outcome(.credentialsRejected): .credentialsRejected
+            case .outcome(.retry): .retry
+            case .noCredentials: .noCredentials
+            case .badRecord: .badRecord
+            }
+        }
     }
 
     let partitions = Gauge(label: "pushline_sender_partitions")
@@ -334,25 +354,35 @@ struct SenderMetrics: Sendable {
     let sending = Gauge(label: "pushline_sender_requests_in_flight")
     let waiting = Gauge(label: "pushline_sender_waiting_records")
     let paused = Gauge(label: "pushline_sender_paused_apps")
+    private let skips: [Skip: Counter]
+    private let attempts: [Platform: [Answer: Counter]]
+    private let pushes: [Platform: [DeliveryOutcome: Counter]]
+
+    init() {
+        skips = Dictionary(uniqueKeysWithValues: Skip.allCases.map {
+            ($0, Counter(label: "pushline_sender_records_skipped_total", dimensions: [("reason", $0.rawValue)]))
+        })
+        attempts = Dictionary(uniqueKeysWithValues: Platform.allCases.map { platform in
+            (platform, Dictionary(uniqueKeysWithValues: Answer.allCases.map {
+                ($0, Counter(label: "pushline_sender_attempts_total", dimensions: [("platform", platform.rawValue), ("answer", $0.rawValue)]))
+            }))
+        })
+        pushes = Dictionary(uniqueKeysWithValues: Platform.allCases.map { platform in
+            (platform, Dictionary(uniqueKeysWithValues: DeliveryOutcome.allCases.map {
+                ($0, Counter(label: "pushline_sender_pushes_total", dimensions: [("platform", platform.rawValue), ("outcome", $0.rawValue)]))
+            }))
+        })
+    }
 
     func skipped(_ reason: Skip) {
-        Counter(label: "pushline_sender_records_skipped_total", dimensions: [("reason", reason.rawValue)]).increment()
+        skips[reason]?.increment()
     }
 
     func attempted(_ platform: Platform, _ attempt: PushAttempt) {
-        let answer = switch attempt {
-        case .outcome(.delivered): "delivered"
-        case .outcome(.unregistered): "unregistered"
-        case .outcome(.failed): "failed"
-        case .outcome(.credentialsRejected): "credentials_rejected"
-        case .outcome(.retry): "retry"
-        case .noCredentials: "no_credentials"
-        case .badRecord: "bad_record"
-        }
-        Counter(label: "pushline_sender_attempts_total", dimensions: [("platform", platform.rawValue), ("answer", answer)]).increment()
+        attempts[platform]?[Answer(attempt)]?.increment()
     }
 
     func finished(_ platform: Platform, _ outcome: DeliveryOutcome) {
-        Counter(label: "pushline_sender_pushes_total", dimensions: [("platform", platform.rawValue), ("outcome", outcome.rawValue)]).increment()
+        pushes[platform]?[outcome]?.increment()
     }
 }

@@ -1,0 +1,158 @@
+import Foundation
+
+/// An outbound record as the sender reads it (docs/ARCHITECTURE.md#delivery): its fields, and
+/// its payload as the bytes the processor rendered, which become the provider request as they
+/// are instead of being decoded and encoded again (a tenth of the sender's CPU when they were;
+/// docs/BENCHMARKS.md, "Sender").
+///
+/// `read` takes the hand-written path (`WireReader`) for the records the processor writes and
+/// falls back to `JSONDecoder` (`OutboundRecordView`) for anything it is not sure of, such as
+/// escaped keys; both give the same fields and the same meaning of the payload.
+public struct OutboundPush: Sendable, Equatable {
+    public var mobileAppId: UUID
+    public var deviceToken: String
+    public var platform: Platform
+    public var deliveryId: UUID?
+    public var messageId: String
+    public var collapseKey: String?
+    public var priority: NotificationPriority?
+    /// Milliseconds since 1970: the send's time plus its `timeToLive`.
+    public var expiresAt: Int64?
+    /// The rendered payload, a JSON object in every record the processor writes.
+    public var payload: Data
+    /// What the sender needs to know of the payload's contents.
+    public var contents: PayloadContents
+
+    /// When the push expires, if the send said.
+    public var expiry: Date? { expiresAt.map { Date(timeIntervalSince1970: TimeInterval($0) / 1000) } }
+
+    /// What the payload says to each provider's request beyond its bytes.
+    public struct PayloadContents: Sendable, Equatable {
+        /// False for a payload that is not a JSON object: such a record cannot become a push.
+        public var isObject = true
+        /// APNs: `aps` only wakes the app (`content-available` 1 without alert, badge or sound).
+        public var wakesOnly = false
+        /// FCM: the payload's `data`, as written.
+        public var data: Data?
+        /// FCM: the payload's `priority` and `collapseKey`, which records written before the
+        /// record carried its own have only there.
+        public var priority: String?
+        public var collapseKey: String?
+
+        public init() {}
+    }
+
+    /// Reads the value of one outbound record.
+    public static func read(_ data: Data) throws -> OutboundPush {
+        if let push = data.withUnsafeBytes({ raw in fast(raw.assumingMemoryBound(to: UInt8.self)) }) { return push }
+        let view = try OutboundRecordView.decode(data)
+        return OutboundPush(mobileAppId: view.mobileAppId, deviceToken: view.deviceToken, platform: view.platform,
+                            deliveryId: view.deliveryId, messageId: view.messageId, collapseKey: view.collapseKey,
+                            priority: view.priority, expiresAt: view.expiresAt, payload: try WireJSON.encoder().encode(view.payload),
+                            contents: PayloadContents(view.payload))
+    }
+
+    private static func fast(_ bytes: UnsafeBufferPointer<UInt8>) -> OutboundPush? {
+        var reader = WireReader(bytes)
+        var mobileAppId: UUID?, deviceToken: String?, platform: Platform?, deliveryId: UUID?, messageId: String?
+        var collapseKey: String?, priority: NotificationPriority?, expiresAt: Int?, payload: Range<Int>?
+        guard reader.object(outboundKeys, { reader, key in
+            switch key {
+            case .mobileAppId: reader.read(&mobileAppId)
+            case .deviceToken: reader.read(&deviceToken)
+            case .platform: reader.read(&platform)
+            case .deliveryId: reader.readOptional(&deliveryId)
+            case .messageId: reader.read(&messageId)
+            case .collapseKey: reader.readOptional(&collapseKey)
+            case .priority: reader.readOptional(&priority)
+            case .expiresAt: reader.readOptional(&expiresAt)
+            case .payload: reader.span(&payload)
+            }
+        }), reader.atEnd(), let mobileAppId, let deviceToken, let platform, let messageId, let payload else { return nil }
+        let payloadBytes = UnsafeBufferPointer(rebasing: bytes[payload])
+        guard let contents = PayloadContents(wire: payloadBytes) ?? (try? JSONValue.parse(Data(payloadBytes))).map(PayloadContents.init)
+        else { return nil }
+        return OutboundPush(mobileAppId: mobileAppId, deviceToken: deviceToken, platform: platform, deliveryId: deliveryId,
+                            messageId: messageId, collapseKey: collapseKey, priority: priority, expiresAt: expiresAt.map(Int64.init),
+                            payload: Data(payloadBytes), contents: contents)
+    }
+}
+
+private enum OutboundKey: String, CaseIterable {
+    case mobileAppId, deviceToken, platform, deliveryId, messageId, collapseKey, priority, expiresAt, payload
+}
+private let outboundKeys = WireKeys<OutboundKey>()
+
+private enum PayloadKey: String, CaseIterable { case aps, data, priority, collapseKey }
+private let payloadKeys = WireKeys<PayloadKey>()
+
+private enum APSKey: String, CaseIterable {
+    case alert, badge, sound
+    case contentAvailable = "content-available"
+}
+private let apsKeys = WireKeys<APSKey>()
+
+extension NotificationPriority: WireDecodable {}
+
+extension OutboundPush.PayloadContents {
+    /// The contents of a decoded payload.
+    public init(_ payload: JSONValue) {
+        guard case .object(let members) = payload else {
+            isObject = false
+            return
+        }
+        if case .object(let aps)? = members["aps"] {
+            wakesOnly = aps["alert"] == nil && aps["badge"] == nil && aps["sound"] == nil && aps["content-available"] == .number(1)
+        }
+        data = members["data"].flatMap { try? WireJSON.encoder().encode($0) }
+        if case .string(let text)? = members["priority"] { priority = text }
+        if case .string(let text)? = members["collapseKey"] { collapseKey = text }
+    }
+
+    /// The contents read from the payload's bytes; nil when `WireReader` is not sure (an escaped
+    /// key or string where it matters, a repeated key, `content-available` not a plain integer):
+    /// the payload is then decoded.
+    init?(wire bytes: UnsafeBufferPointer<UInt8>) {
+        var reader = WireReader(bytes)
+        guard reader.consume("{") else {
+            // Not an object; nil (decoded, which decides) unless it is some other value.
+            var other = WireReader(bytes)
+            guard other.skipValue() != nil, other.atEnd() else { return nil }
+            isObject = false
+            return
+        }
+        reader = WireReader(bytes)
+        var seen: UInt64 = 0
+        var alert = false, badge = false, sound = false, contentAvailable: Int?
+        var data: Range<Int>?, priority: String?, collapseKey: String?
+        let read = reader.members { reader, name in
+            guard let index = payloadKeys.index(of: name) else { return reader.skipValue() != nil }
+            guard seen & (1 << index) == 0 else { return false }
+            seen |= 1 << index
+            switch payloadKeys[index] {
+            case .aps:
+                return reader.members { reader, name in
+                    switch apsKeys.index(of: name).map({ apsKeys[$0] }) {
+                    case .alert?: alert = true
+                    case .badge?: badge = true
+                    case .sound?: sound = true
+                    case .contentAvailable?:
+                        guard contentAvailable == nil, let value = reader.int() else { return false }
+                        contentAvailable = value
+                        return true
+                    case nil: break
+                    }
+                    return reader.skipValue() != nil
+                }
+            case .data: return reader.span(&data)
+            case .priority: return reader.read(&priority)
+            case .collapseKey: return reader.read(&collapseKey)
+            }
+        }
+        guard read, reader.atEnd() else { return nil }
+        wakesOnly = !alert && !badge && !sound && contentAvailable == 1
+        self.data = data.map { Data(UnsafeBufferPointer(rebasing: bytes[$0])) }
+        self.priority = priority
+        self.collapseKey = collapseKey
+    }
+}
