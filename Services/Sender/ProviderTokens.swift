@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import JWTKit
+import Synchronization
 
 /// An APNs signing key, opened from an app's sealed credentials.
 public struct APNsSigningKey: Sendable {
@@ -9,6 +10,8 @@ public struct APNsSigningKey: Sendable {
     /// Tells two keys of the same ids apart (a key replaced under the same key id).
     public let fingerprint: String
     let key: ES256PrivateKey
+    /// Which token is this key's.
+    let id: String
 
     /// - Parameter pem: the `.p8` text.
     public init(teamId: String, keyId: String, fingerprint: String, pem: String) throws {
@@ -16,6 +19,7 @@ public struct APNsSigningKey: Sendable {
         self.keyId = keyId
         self.fingerprint = fingerprint
         key = try ES256PrivateKey(pem: pem)
+        id = "\(teamId)/\(keyId)/\(fingerprint)"
     }
 }
 
@@ -23,19 +27,16 @@ public struct APNsSigningKey: Sendable {
 /// until it is `refreshAfter` old. Apple refuses a token older than an hour
 /// (`ExpiredProviderToken`) and one refreshed more often than every 20 minutes
 /// (`TooManyProviderTokenUpdates`), so the default, 50 minutes, sits between the two.
-public actor APNsProviderTokens {
-    private struct Entry {
+public final class APNsProviderTokens: Sendable {
+    private struct Entry: Sendable {
         var jwt: String
         var issuedAt: Date
     }
 
-    private var entries: [String: Entry] = [:]
-    /// Signings under way: concurrent first pushes of a key wait for one token (the actor is
-    /// reentrant across the signing's suspension, and Apple throttles a key renewed too often).
-    private var signing: [String: Task<String, any Error>] = [:]
+    private let cache = TokenCache<Entry>()
     public let refreshAfter: TimeInterval
     /// How many tokens were signed: the tests check reuse by it.
-    public private(set) var signed = 0
+    public var signed: Int { cache.made }
 
     public init(refreshAfter: TimeInterval = 50 * 60) {
         precondition(refreshAfter >= 20 * 60 && refreshAfter < 60 * 60, "APNs wants a token 20 to 60 minutes old")
@@ -43,33 +44,115 @@ public actor APNsProviderTokens {
     }
 
     /// The token to send with `key` at `now`: the one in use while it is younger than
-    /// `refreshAfter`, else a new one issued at `now`.
+    /// `refreshAfter`, else a new one issued at `now`. Concurrent first pushes of a key wait for
+    /// one signing (Apple throttles a key renewed too often).
     public func token(for key: APNsSigningKey, now: Date = Date()) async throws -> String {
-        let id = Self.id(key)
-        if let entry = entries[id], now.timeIntervalSince(entry.issuedAt) < refreshAfter, entry.issuedAt <= now {
-            return entry.jwt
-        }
-        if let running = signing[id] { return try await running.value }
-        let task = Task<String, any Error> {
+        try await cache.token(key.id, fresh: { now.timeIntervalSince($0.issuedAt) < self.refreshAfter && $0.issuedAt <= now }) {
             let claims = APNsClaims(iss: key.teamId, iat: Int(now.timeIntervalSince1970))
             let keys = JWTKeyCollection()
             await keys.add(ecdsa: key.key, kid: JWKIdentifier(string: key.keyId))
-            return try await keys.sign(claims, kid: JWKIdentifier(string: key.keyId))
-        }
-        signing[id] = task
-        defer { signing[id] = nil }
-        let jwt = try await task.value
-        entries[id] = Entry(jwt: jwt, issuedAt: now)
-        signed += 1
-        return jwt
+            return Entry(jwt: try await keys.sign(claims, kid: JWKIdentifier(string: key.keyId)), issuedAt: now)
+        }.jwt
     }
 
     /// Forgets the key's token: APNs refused it (`ExpiredProviderToken`), so the next send signs anew.
     public func invalidate(_ key: APNsSigningKey) {
-        entries[Self.id(key)] = nil
+        cache.invalidate(key.id)
+    }
+}
+
+/// FCM access tokens per service account, kept until five minutes before they expire; one
+/// exchange at a time per account, whatever the number of sends waiting for it.
+public final class FCMAccessTokens: Sendable {
+    private struct Entry: Sendable {
+        var token: String
+        var expiresAt: Date
     }
 
-    private static func id(_ key: APNsSigningKey) -> String { "\(key.teamId)/\(key.keyId)/\(key.fingerprint)" }
+    /// An answer other than a token: not kept.
+    private struct NoToken: Error {
+        var answer: AccessTokenAnswer
+    }
+
+    private let cache = TokenCache<Entry>()
+    /// Exchanges made: the tests check caching by it.
+    public var exchanges: Int { cache.made }
+    public let margin: TimeInterval
+
+    public init(margin: TimeInterval = 300) {
+        self.margin = margin
+    }
+
+    /// A valid access token for `account`, from the cache or a new exchange through `client`.
+    public func token(for account: FCMServiceAccount, client: ProviderClient, now: Date = Date()) async -> AccessTokenAnswer {
+        do {
+            let entry = try await cache.token(account.id, fresh: { $0.expiresAt.timeIntervalSince(now) > self.margin }) {
+                let answer: AccessTokenAnswer
+                do {
+                    answer = await client.exchange(assertion: try await GoogleAssertion.sign(account, now: now), tokenURI: account.tokenURI)
+                } catch {
+                    answer = .refused(reason: "the assertion could not be signed: \(error)")
+                }
+                guard case .token(let token, let expiresIn) = answer else { throw NoToken(answer: answer) }
+                return Entry(token: token, expiresAt: now.addingTimeInterval(expiresIn))
+            }
+            return .token(entry.token, expiresIn: entry.expiresAt.timeIntervalSince(now))
+        } catch let error as NoToken {
+            return error.answer
+        } catch {
+            return .retry(reason: "no access token: \(error)", retryAfter: nil)
+        }
+    }
+
+    /// Forgets the account's token: FCM refused it.
+    public func invalidate(_ account: FCMServiceAccount) {
+        cache.invalidate(account.id)
+    }
+}
+
+/// Tokens per id (provider tokens, access tokens), reused while they are fresh and made by one
+/// task at a time per id, however many requests wait for it. Reading a fresh token takes a lock,
+/// not a hop to an actor: it happens for every push.
+final class TokenCache<Token: Sendable>: Sendable {
+    private struct State {
+        var tokens: [String: Token] = [:]
+        var making: [String: Task<Token, any Error>] = [:]
+        var made = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// Tokens made so far.
+    var made: Int { state.withLock { $0.made } }
+
+    /// The token of `id` if `fresh` accepts it, else the one `make` is making or makes now.
+    /// A token `make` fails to make is not kept: the next call tries again.
+    func token(_ id: String, fresh: (Token) -> Bool, make: @escaping @Sendable () async throws -> Token) async throws -> Token {
+        let (cached, task) = state.withLock { state -> (Token?, Task<Token, any Error>?) in
+            if let token = state.tokens[id], fresh(token) { return (token, nil) }
+            if let running = state.making[id] { return (nil, running) }
+            let task = Task(operation: make)
+            state.making[id] = task
+            return (nil, task)
+        }
+        if let cached { return cached }
+        guard let task else { preconditionFailure("either a token or a task") }
+        let result = await task.result
+        state.withLock { state in
+            // The first of the waiters keeps the token.
+            guard state.making[id] == task else { return }
+            state.making[id] = nil
+            if case .success(let token) = result {
+                state.tokens[id] = token
+                state.made += 1
+            }
+        }
+        return try result.get()
+    }
+
+    func invalidate(_ id: String) {
+        state.withLock { _ = $0.tokens.removeValue(forKey: id) }
+    }
 }
 
 /// The claims Apple reads: the team and the issue time in whole seconds.
@@ -88,6 +171,8 @@ public struct FCMServiceAccount: Sendable {
     public let tokenURI: String
     public let fingerprint: String
     let key: Insecure.RSA.PrivateKey
+    /// Which access token is this account's.
+    let id: String
 
     /// - Parameter json: the service-account key file, as sealed.
     public init(json: Data, fingerprint: String) throws {
@@ -101,6 +186,7 @@ public struct FCMServiceAccount: Sendable {
         tokenURI = account.tokenUri ?? "https://oauth2.googleapis.com/token"
         self.fingerprint = fingerprint
         key = try Insecure.RSA.PrivateKey(pem: pem)
+        id = "\(clientEmail)/\(fingerprint)"
     }
 }
 

@@ -59,7 +59,7 @@ final class SenderProviderTests: XCTestCase {
         XCTAssertEqual(retried, .delivered, "the next attempt goes through")
 
         XCTAssertEqual(apns.distinctJWTs, 1, "one provider token for every push")
-        let signed = await tokens.signed
+        let signed = tokens.signed
         XCTAssertEqual(signed, 1)
         let first = try XCTUnwrap(apns.requests(for: alive).first)
         XCTAssertEqual(first.headers["apns-topic"], "com.example.app")
@@ -103,7 +103,7 @@ final class SenderProviderTests: XCTestCase {
         XCTAssertEqual([first, second], [.delivered, .delivered])
         let unregistered = try await send(gone)
         XCTAssertEqual(unregistered, .unregistered(reason: "UNREGISTERED", since: nil))
-        let exchanges = await tokens.exchanges
+        let exchanges = tokens.exchanges
         XCTAssertEqual(exchanges, 1)
         XCTAssertEqual(fcm.issuedAccessTokenCount, 1)
         let body = try XCTUnwrap(fcm.requests(for: alive).first?.json)
@@ -114,7 +114,7 @@ final class SenderProviderTests: XCTestCase {
         fcm.revokeAccessTokens()
         let refused = try await send(alive)
         XCTAssertEqual(refused, .credentialsRejected(reason: "UNAUTHENTICATED"))
-        await tokens.invalidate(account)
+        tokens.invalidate(account)
         let again = try await send(alive)
         XCTAssertEqual(again, .delivered)
         XCTAssertEqual(fcm.issuedAccessTokenCount, 2)

@@ -40,17 +40,17 @@ final class ProviderTokensTests: XCTestCase {
         let first = try await tokens.token(for: key, now: t0)
         let reused = try await tokens.token(for: key, now: t0.addingTimeInterval(49 * 60 + 59))
         XCTAssertEqual(reused, first)
-        let signedOnce = await tokens.signed
+        let signedOnce = tokens.signed
         XCTAssertEqual(signedOnce, 1)
         let renewed = try await tokens.token(for: key, now: t0.addingTimeInterval(50 * 60))
         XCTAssertNotEqual(renewed, first)
         XCTAssertEqual(try parts(renewed).claims["iat"], .number(1_800_000_000 + 3000))
-        await tokens.invalidate(key)
+        tokens.invalidate(key)
         let afterInvalidation = try await tokens.token(for: key, now: t0.addingTimeInterval(50 * 60 + 1))
         XCTAssertNotEqual(afterInvalidation, renewed)
         let other = try await tokens.token(for: try apnsKey(keyId: "OTHERKEY12"), now: t0.addingTimeInterval(50 * 60 + 1))
         XCTAssertEqual(try parts(other).header["kid"], .string("OTHERKEY12"), "each key has its own token")
-        let signed = await tokens.signed
+        let signed = tokens.signed
         XCTAssertEqual(signed, 4)
     }
 
@@ -62,7 +62,7 @@ final class ProviderTokensTests: XCTestCase {
             return try await group.reduce(into: Set<String>()) { $0.insert($1) }
         }
         XCTAssertEqual(all.count, 1)
-        let signed = await tokens.signed
+        let signed = tokens.signed
         XCTAssertEqual(signed, 1, "one signing for all of them")
     }
 

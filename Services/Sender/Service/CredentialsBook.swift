@@ -23,7 +23,12 @@ public final class CredentialsBook: Sendable {
     private let source: Source
     private let maxAge: Duration
     private let cache = Mutex<[UUID: Cached]>([:])
-    private let pauses = Mutex<[String: Pause]>([:])
+    private let pauses = Mutex<[PauseKey: Pause]>([:])
+
+    private struct PauseKey: Hashable {
+        var app: UUID
+        var provider: PushProvider
+    }
 
     public init(maxAge: Duration, source: @escaping Source) {
         self.maxAge = maxAge
@@ -44,7 +49,7 @@ public final class CredentialsBook: Sendable {
     @discardableResult
     public func pause(_ app: UUID, _ provider: PushProvider, version: String, reason: String) -> Bool {
         pauses.withLock { pauses in
-            let id = Self.id(app, provider)
+            let id = PauseKey(app: app, provider: provider)
             if pauses[id]?.version == version { return false }
             pauses[id] = Pause(version: version, reason: reason)
             return true
@@ -56,7 +61,7 @@ public final class CredentialsBook: Sendable {
     /// Returns also whether this call ended a pause.
     public func pauseReason(_ app: UUID, _ provider: PushProvider, version: String?) -> (reason: String?, ended: Bool) {
         pauses.withLock { pauses in
-            let id = Self.id(app, provider)
+            let id = PauseKey(app: app, provider: provider)
             guard let pause = pauses[id] else { return (nil, false) }
             if pause.version == version { return (pause.reason, false) }
             pauses[id] = nil
@@ -66,8 +71,4 @@ public final class CredentialsBook: Sendable {
 
     /// Apps and providers paused now.
     public var pausedCount: Int { pauses.withLock { $0.count } }
-
-    private static func id(_ app: UUID, _ provider: PushProvider) -> String {
-        "\(app.lowercasedString)/\(provider.rawValue)"
-    }
 }

@@ -93,7 +93,7 @@ public final class Pusher: Sendable {
             }
             let outcome = await send(on: lane) { await lane.client.send(request, baseURL: baseURL, jwt: jwt) }
             if case .credentialsRejected("ExpiredProviderToken") = outcome, !fresh {
-                await apnsTokens.invalidate(key)
+                apnsTokens.invalidate(key)
                 continue
             }
             return .outcome(outcome)
@@ -130,7 +130,7 @@ public final class Pusher: Sendable {
                 await lane.client.send(request, baseURL: self.endpoints.fcm, accessToken: accessToken)
             }
             if case .credentialsRejected = outcome, !fresh {
-                await fcmTokens.invalidate(account)
+                fcmTokens.invalidate(account)
                 continue
             }
             return .outcome(outcome)
