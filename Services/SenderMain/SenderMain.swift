@@ -38,7 +38,12 @@ struct PushlineSender: AsyncParsableCommand {
 
         try await shared.createMissingTopics()
         let store = try await ProjectionStoreFactory.open(shared.store, logger: logger)
-        let producer = try KafkaProducer(configuration: shared.producerConfiguration(clientId: "pushline-sender"), logger: logger)
+        var producerConfiguration = shared.producerConfiguration(clientId: "pushline-sender")
+        // Outcomes wait for nobody: lingering longer than ingest makes fewer, larger produce
+        // requests (librdkafka's producer thread woke per outcome at 2 ms; the durable broker
+        // writes one object per request; docs/BENCHMARKS.md, "Sender").
+        producerConfiguration.linger = .milliseconds(20)
+        let producer = try KafkaProducer(configuration: producerConfiguration, logger: logger)
         let pusher = try Pusher(keyring: configuration.keyring!, endpoints: configuration.endpoints, caFile: configuration.caFile,
                                 timeout: .milliseconds(configuration.requestTimeoutMs), concurrency: configuration.concurrency,
                                 appConcurrency: configuration.appConcurrency)
