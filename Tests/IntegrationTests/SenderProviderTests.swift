@@ -124,4 +124,38 @@ final class SenderProviderTests: XCTestCase {
         let stranger = try FCMServiceAccount(json: strangerJSON, fingerprint: "g")
         guard case .refused = await tokens.token(for: stranger, client: client) else { return XCTFail("expected a refusal") }
     }
+
+    func testAnIdleLanesConnectionIsClosedAndTheNextPushConnectsAgain() async throws {
+        let ca = try TestCA()
+        let keys = TestPushKeys()
+        let publicKey = try P256.Signing.PrivateKey(pemRepresentation: keys.apnsPEM).publicKey
+        let apns = MockAPNsServer(ca: ca, trustedKeys: [.init(teamId: "ABCDE12345", keyId: "KEY1234567", bundleId: "com.example.app",
+                                                               publicKey: publicKey)])
+        try await apns.start()
+        stops.append { await apns.stop() }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("sender-ca-\(UUID().uuidString).pem").path
+        try ca.writeCertificate(to: file)
+        let keyring = try SecretsKeyring(current: TestPushKeys.secretsKey())
+        let pusher = try Pusher(keyring: keyring, endpoints: ProviderEndpoints(apnsOverride: apns.baseURL), caFile: file, timeout: .seconds(10),
+                                concurrency: 8, appConcurrency: 4)
+        stops.append { await pusher.shutdown(); try? FileManager.default.removeItem(atPath: file) }
+        let record = try Self.record(String(repeating: "a1", count: 32), platform: .ios)
+        let credentials = PushCredentials(apns: APNsCredentials(
+            teamId: "ABCDE12345", keyId: "KEY1234567", bundleId: "com.example.app", environment: .production, fingerprint: "f",
+            privateKey: keyring.seal(Data(keys.apnsPEM.utf8), context: SecretsKeyring.context(app: record.mobileAppId, provider: .apns))))
+        let expiresAt = Date().addingTimeInterval(60)
+
+        let first = await pusher.attempt(record, credentials: credentials, expiresAt: expiresAt)
+        XCTAssertEqual(first, .outcome(.delivered))
+        XCTAssertEqual(pusher.laneCount, 1)
+        await pusher.closeIdleLanes(idle: .seconds(3600))
+        XCTAssertEqual(pusher.laneCount, 1, "used a moment ago: kept")
+        await pusher.closeIdleLanes(idle: .zero)
+        XCTAssertEqual(pusher.laneCount, 0, "idle: closed")
+        let second = await pusher.attempt(record, credentials: credentials, expiresAt: expiresAt)
+        XCTAssertEqual(second, .outcome(.delivered), "a new lane, a new connection")
+        XCTAssertEqual(pusher.laneCount, 1)
+        XCTAssertEqual(apns.requests(for: record.deviceToken).map(\.status), [200, 200])
+    }
+
 }

@@ -130,10 +130,15 @@ final class Slots: Sendable {
     }
 
     private let state: Mutex<State>
+    private let count: Int
 
     init(_ count: Int) {
+        self.count = count
         state = Mutex(State(free: count))
     }
+
+    /// Whether no slot is taken.
+    var allFree: Bool { state.withLock { $0.free == count } }
 
     /// Takes a slot, waiting for one; false when the task was cancelled first (no slot taken).
     func acquire() async -> Bool {

@@ -31,6 +31,8 @@ public final class Pusher: Sendable {
     private struct Lane: Sendable {
         let client: ProviderClient
         let slots: Slots
+        /// When a push last took this lane.
+        var used: ContinuousClock.Instant
     }
 
     public init(keyring: SecretsKeyring, endpoints: ProviderEndpoints, caFile: String?, timeout: Duration,
@@ -147,14 +149,34 @@ public final class Pusher: Sendable {
     }
 
     private func lane(_ id: LaneKey) -> Lane? {
-        lanes.withLock { lanes in
-            if let lane = lanes[id] { return lane }
+        let now = ContinuousClock.now
+        return lanes.withLock { lanes in
+            if lanes[id] != nil {
+                lanes[id]!.used = now
+                return lanes[id]
+            }
             guard let client = try? ProviderClient(caFile: caFile, timeout: timeout) else { return nil }
-            let lane = Lane(client: client, slots: Slots(appConcurrency))
+            let lane = Lane(client: client, slots: Slots(appConcurrency), used: now)
             lanes[id] = lane
             return lane
         }
     }
+
+    /// Closes the connections of lanes no push took for `idle` and none uses: an app that
+    /// stopped sending does not keep a connection to its provider open for ever. Its next push
+    /// opens a new lane.
+    public func closeIdleLanes(idle: Duration) async {
+        let now = ContinuousClock.now
+        let closed = lanes.withLock { lanes in
+            let idleLanes = lanes.filter { now - $0.value.used >= idle && $0.value.slots.allFree }
+            for id in idleLanes.keys { lanes[id] = nil }
+            return Array(idleLanes.values)
+        }
+        for lane in closed { try? await lane.client.shutdown() }
+    }
+
+    /// How many lanes are open.
+    public var laneCount: Int { lanes.withLock { $0.count } }
 }
 
 /// What one attempt came to.

@@ -149,10 +149,12 @@ public final class SendLoop: Service, Sendable {
         }
     }
 
-    /// Once a second: commits what finished, updates the gauges and judges progress.
+    /// Once a second: commits what finished, updates the gauges, judges progress and closes
+    /// idle connections.
     private func tick(_ consumer: KafkaConsumer) async {
         let stallAfter = Duration.milliseconds(configuration.stallTimeoutMs)
         while (try? await Task.sleep(for: .seconds(1))) != nil {
+            await pusher.closeIdleLanes(idle: .milliseconds(configuration.idleConnectionMs))
             let (offsets, finished, unfinished, positions) = ledger.withLock { ledger in
                 let offsets = ledger.committable()
                 ledger.committed(offsets)
@@ -169,6 +171,7 @@ public final class SendLoop: Service, Sendable {
             metrics.sending.record(inFlight)
             metrics.waiting.record(waiting.withLock { $0.values.reduce(0, +) })
             metrics.paused.record(book.pausedCount)
+            metrics.connections.record(pusher.laneCount)
             let now = ContinuousClock.now
             health.withLock { health in
                 if finished != health.lastFinished || !(behind || inFlight > 0) {
@@ -354,6 +357,7 @@ struct SenderMetrics: Sendable {
     let sending = Gauge(label: "pushline_sender_requests_in_flight")
     let waiting = Gauge(label: "pushline_sender_waiting_records")
     let paused = Gauge(label: "pushline_sender_paused_apps")
+    let connections = Gauge(label: "pushline_sender_lanes")
     private let skips: [Skip: Counter]
     private let attempts: [Platform: [Answer: Counter]]
     private let pushes: [Platform: [DeliveryOutcome: Counter]]

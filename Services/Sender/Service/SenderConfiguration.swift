@@ -44,6 +44,9 @@ public struct SenderConfiguration: Sendable {
     public var credentialsCacheMs = 5_000
     /// One provider request, connecting included (`PUSHLINE_SENDER_TIMEOUT_MS`).
     public var requestTimeoutMs = 30_000
+    /// How long an app's connection to a provider stays open with no push
+    /// (`PUSHLINE_SENDER_IDLE_CONNECTION_MS`); its next push connects again.
+    public var idleConnectionMs = 600_000
     /// How long partitions may have records waiting without any finishing before `/health`
     /// answers 503 (`PUSHLINE_STALL_TIMEOUT_MS`).
     public var stallTimeoutMs = 60_000
@@ -86,6 +89,7 @@ public struct SenderConfiguration: Sendable {
         c.retryCapMs = try reader.int("PUSHLINE_SENDER_RETRY_CAP_MS", default: c.retryCapMs, range: c.retryBaseMs...86_400_000)
         c.credentialsCacheMs = try reader.int("PUSHLINE_SENDER_CREDENTIALS_CACHE_MS", default: c.credentialsCacheMs, range: 0...3_600_000)
         c.requestTimeoutMs = try reader.int("PUSHLINE_SENDER_TIMEOUT_MS", default: c.requestTimeoutMs, range: 100...600_000)
+        c.idleConnectionMs = try reader.int("PUSHLINE_SENDER_IDLE_CONNECTION_MS", default: c.idleConnectionMs, range: 1_000...86_400_000)
         c.stallTimeoutMs = try reader.int("PUSHLINE_STALL_TIMEOUT_MS", default: c.stallTimeoutMs, range: 1_000...86_400_000)
         c.consumerTimings = try ConsumerTimings(reader)
         return c
