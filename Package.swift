@@ -220,7 +220,12 @@ let package = Package(
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "SenderTests", dependencies: ["Sender", "Contracts", "Kafka", "TestSupport",
                                                       .product(name: "Crypto", package: "swift-crypto"),
-                                                      .product(name: "_CryptoExtras", package: "swift-crypto")]),
+                                                      .product(name: "_CryptoExtras", package: "swift-crypto"),
+                                                      // ScriptedHTTP2Server: GOAWAY, RST_STREAM and cut connections on cue.
+                                                      nioCore, nioPosix,
+                                                      .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                                                      .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                                                      .product(name: "NIOHPACK", package: "swift-nio-http2")]),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", .product(name: "Crypto", package: "swift-crypto")]),
         // Ingest and the processor read the same shared settings.
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "Ingest", "Processor", "Contracts",

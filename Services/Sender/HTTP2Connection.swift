@@ -47,7 +47,13 @@ final class HTTP2Transport: Sendable {
         headers.add(name: ":authority", value: connection.endpoint.authority)
         headers.add(name: ":path", value: connection.endpoint.pathPrefix.isEmpty ? path : connection.endpoint.pathPrefix + path)
         addHeaders(&headers)
-        return try await connection.execute(headers: headers, body: body, deadline: deadline)
+        do {
+            return try await connection.execute(headers: headers, body: body, deadline: deadline)
+        } catch HTTP2TransportError.notSent {
+            // The connection closed or was told to go away after it was picked: nothing was
+            // sent, so once more on the connection that replaces it.
+            return try await self.connection(to: baseURL).execute(headers: headers, body: body, deadline: deadline)
+        }
     }
 
     /// The connection to `baseURL`: the open one, or a new one when there is none or it takes no
@@ -110,6 +116,9 @@ enum HTTP2TransportError: Error, Sendable, CustomStringConvertible, Equatable {
     case badResponse(String)
     /// The client was shut down.
     case shutDown
+    /// The connection picked for the request had closed or gone away before it could be sent
+    /// (`HTTP2Transport` sends it once more, on a new connection).
+    case notSent(String)
 
     var description: String {
         switch self {
@@ -124,6 +133,7 @@ enum HTTP2TransportError: Error, Sendable, CustomStringConvertible, Equatable {
         case .responseTooLarge(let limit): "the answer is longer than \(limit) bytes"
         case .badResponse(let what): "a bad answer: \(what)"
         case .shutDown: "the client is shut down"
+        case .notSent(let why): "not sent: \(why)"
         }
     }
 }
@@ -316,13 +326,15 @@ final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
 
     private func submit(_ request: Request) {
         switch phase {
+        case .closed(.shutDown):
+            request.continuation.resume(throwing: HTTP2TransportError.shutDown)
         case .closed(let error):
-            request.continuation.resume(throwing: error)
+            request.continuation.resume(throwing: HTTP2TransportError.notSent(error.description))
         case .connecting:
             waiting.append(request)
         case .active:
             if let retired {
-                request.continuation.resume(throwing: retired)
+                request.continuation.resume(throwing: HTTP2TransportError.notSent(retired.description))
             } else {
                 open(request)
                 scheduleFlush()
