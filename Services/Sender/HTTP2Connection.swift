@@ -180,6 +180,10 @@ struct HTTP2Endpoint: Sendable, Hashable {
 ///   is raised to `Settings.connectionWindow` at the start and topped up whenever it falls below
 ///   half of it. Stream windows are never topped up: each stream starts with
 ///   `Settings.streamWindow`, more than the largest body a stream may have.
+/// - Failures: `RST_STREAM` fails its request; `GOAWAY` fails the streams above its last stream
+///   ID and retires the connection (no new streams, closed once the others are answered); the
+///   connection closing, or any error on it, fails everything open. `HTTP2Transport` replaces a
+///   retired or closed connection on the next request.
 final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
@@ -233,7 +237,8 @@ final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
     private var context: ChannelHandlerContext?
     private var waiting = CircularBuffer<Request>()
     /// Streams by ID: the first is `firstStreamID`, each next one 2 higher; nil once answered.
-    /// The first is never nil (answered ones at the front are dropped).
+    /// The first is never nil (answered ones at the front are dropped; behind a slow one they
+    /// stay, at most a timeout's worth).
     private var streams = CircularBuffer<OpenStream?>(initialCapacity: 128)
     private var firstStreamID = HTTP2StreamID(1)
     private var nextStreamID = HTTP2StreamID(1)
