@@ -210,17 +210,23 @@ final class HTTP2ConnectionTests: XCTestCase {
         XCTAssertEqual(transport.connectionsMade, 1)
     }
 
-    func testGoAwayFailsTheStreamsAboveTheLastOneAnswersTheRestAndTheNextRequestConnectsAgain() async throws {
+    /// A scripted server, a transport, and two requests the server holds unanswered.
+    private func twoHeldRequests() async throws -> (ScriptedHTTP2Server, HTTP2Transport, [Task<Result<String, HTTP2TransportError>, Never>]) {
         let server = try await scripted()
         let transport = try transport()
         let baseURL = server.baseURL
-        async let first = Self.post(transport, baseURL, "/hold-1")
-        async let second = Self.post(transport, baseURL, "/hold-2")
+        let held = ["/hold-1", "/hold-2"].map { path in Task { await Self.post(transport, baseURL, path) } }
         let bothArrived = try await server.wait { $0.held == 2 }
         XCTAssertTrue(bothArrived)
+        return (server, transport, held)
+    }
+
+    func testGoAwayFailsTheStreamsAboveTheLastOneAnswersTheRestAndTheNextRequestConnectsAgain() async throws {
+        let (server, transport, held) = try await twoHeldRequests()
+        let baseURL = server.baseURL
         // GOAWAY names the older held stream as the last: it is answered, the other and this one are not.
         let goAway = await Self.post(transport, baseURL, "/goaway")
-        let (older, newer) = await (first, second)
+        let (older, newer) = (await held[0].value, await held[1].value)
         XCTAssertEqual([older, newer].filter { $0 == .success("200 /held") }.count, 1, "\(older) \(newer)")
         XCTAssertEqual([older, newer].filter { $0 == .failure(.goingAway(.noError)) }.count, 1, "\(older) \(newer)")
         XCTAssertEqual(goAway, .failure(.goingAway(.noError)))
@@ -232,15 +238,10 @@ final class HTTP2ConnectionTests: XCTestCase {
     }
 
     func testAClosedConnectionFailsEveryOpenRequestAndTheNextRequestConnectsAgain() async throws {
-        let server = try await scripted()
-        let transport = try transport()
+        let (server, transport, held) = try await twoHeldRequests()
         let baseURL = server.baseURL
-        async let first = Self.post(transport, baseURL, "/hold-1")
-        async let second = Self.post(transport, baseURL, "/hold-2")
-        let bothArrived = try await server.wait { $0.held == 2 }
-        XCTAssertTrue(bothArrived)
         let closing = await Self.post(transport, baseURL, "/close")
-        for outcome in await [first, second, closing] {
+        for outcome in [await held[0].value, await held[1].value, closing] {
             guard case .failure(.connectionClosed) = outcome else { return XCTFail("\(outcome)") }
         }
         let next = await Self.post(transport, baseURL, "/after")
