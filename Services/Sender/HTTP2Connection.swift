@@ -116,6 +116,8 @@ enum HTTP2TransportError: Error, Sendable, CustomStringConvertible, Equatable {
     case badResponse(String)
     /// The client was shut down.
     case shutDown
+    /// The task waiting for the answer was cancelled; the stream was reset (`CANCEL`).
+    case cancelled
     /// The connection picked for the request had closed or gone away before it could be sent
     /// (`HTTP2Transport` sends it once more, on a new connection).
     case notSent(String)
@@ -133,6 +135,7 @@ enum HTTP2TransportError: Error, Sendable, CustomStringConvertible, Equatable {
         case .responseTooLarge(let limit): "the answer is longer than \(limit) bytes"
         case .badResponse(let what): "a bad answer: \(what)"
         case .shutDown: "the client is shut down"
+        case .cancelled: "cancelled"
         case .notSent(let why): "not sent: \(why)"
         }
     }
@@ -205,6 +208,8 @@ final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
 
     /// A request waiting for the connection, or for its stream to be opened.
     private struct Request {
+        /// Names the request for cancelling it.
+        var id: UInt64
         var headers: HPACKHeaders
         var body: ByteBuffer
         var deadline: NIODeadline
@@ -213,6 +218,7 @@ final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
 
     /// An open stream and what its answer has brought so far.
     private struct OpenStream {
+        var request: UInt64
         var continuation: CheckedContinuation<HTTP2Response, any Error>
         var deadline: NIODeadline
         var status: Int?
@@ -230,6 +236,7 @@ final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
     let eventLoop: any EventLoop
     private let settings: Settings
     private let accepting = Atomic<Bool>(true)
+    private let requestIDs = Atomic<UInt64>(0)
     private let closedPromise: EventLoopPromise<Void>
 
     // On the event loop only.
@@ -267,15 +274,21 @@ final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
     // MARK: Outside the event loop
 
     /// Sends one request and waits for its answer, or for the error that ends it (`deadline`
-    /// included).
+    /// included). Cancelling the task fails the request (`cancelled`) and resets its stream.
     func execute(headers: HPACKHeaders, body: ByteBuffer, deadline: NIODeadline) async throws -> HTTP2Response {
-        try await withCheckedThrowingContinuation { continuation in
-            let request = Request(headers: headers, body: body, deadline: deadline, continuation: continuation)
-            if eventLoop.inEventLoop {
-                submit(request)
-            } else {
-                eventLoop.execute { self.submit(request) }
+        let id = requestIDs.wrappingAdd(1, ordering: .relaxed).newValue
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                guard !Task.isCancelled else { return continuation.resume(throwing: HTTP2TransportError.cancelled) }
+                let request = Request(id: id, headers: headers, body: body, deadline: deadline, continuation: continuation)
+                if eventLoop.inEventLoop {
+                    submit(request)
+                } else {
+                    eventLoop.execute { self.submit(request) }
+                }
             }
+        } onCancel: {
+            eventLoop.execute { self.cancel(id) }
         }
     }
 
@@ -352,7 +365,7 @@ final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
         guard let context else { return request.continuation.resume(throwing: HTTP2TransportError.connectionClosed(lastError)) }
         let id = nextStreamID
         if streams.isEmpty { firstStreamID = id }
-        streams.append(OpenStream(continuation: request.continuation, deadline: request.deadline))
+        streams.append(OpenStream(request: request.id, continuation: request.continuation, deadline: request.deadline))
         openStreams += 1
         context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: request.headers)))), promise: nil)
         context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
@@ -393,6 +406,16 @@ final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
         // tells this handler at once (StreamClosedEvent).
         finish(index, .failure(error))
         context?.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.cancel))), promise: nil)
+    }
+
+    /// Fails the request `id` with `cancelled`, resetting its stream if it has one.
+    private func cancel(_ id: UInt64) {
+        if let waiter = waiting.firstIndex(where: { $0.id == id }) {
+            waiting.remove(at: waiter).continuation.resume(throwing: HTTP2TransportError.cancelled)
+        } else if let index = streams.firstIndex(where: { $0?.request == id }) {
+            reset(index, .cancelled)
+            context?.flush()
+        }
     }
 
     /// No new streams: what is open goes on, and the connection closes when it is done.

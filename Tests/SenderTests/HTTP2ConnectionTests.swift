@@ -143,6 +143,23 @@ final class HTTP2ConnectionTests: XCTestCase {
         XCTAssertEqual(client.pushes.connectionsMade, 1, "a reset stream does not cost the connection")
     }
 
+    func testACancelledRequestFailsAloneAndTheConnectionGoesOn() async throws {
+        let pushes = try XCTUnwrap(self.pushes)
+        let apns = try await server()
+        apns.setBehaviour(.slow(.seconds(60)), for: Self.token(1))
+        let client = try client(timeout: .seconds(120))
+        let baseURL = apns.baseURL
+        let slow = Task { try await pushes.push(1, client: client, to: baseURL) }
+        let quick = try await pushes.push(2, client: client, to: baseURL)
+        XCTAssertEqual(quick, .delivered)
+        slow.cancel()
+        let cancelled = try await slow.value
+        XCTAssertTrue(Self.isRetry(cancelled, mentioning: "cancelled"), "\(cancelled)")
+        let after = try await pushes.push(3, client: client, to: baseURL)
+        XCTAssertEqual(after, .delivered)
+        XCTAssertEqual(client.pushes.connectionsMade, 1)
+    }
+
     func testShutdownFailsWhatIsOpenAndEveryLaterRequest() async throws {
         let pushes = try XCTUnwrap(self.pushes)
         let apns = try await server()
