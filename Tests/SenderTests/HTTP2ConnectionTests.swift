@@ -241,7 +241,7 @@ final class HTTP2ConnectionTests: XCTestCase {
     func testGoAwayFailsTheStreamsAboveTheLastOneAnswersTheRestAndTheNextRequestConnectsAgain() async throws {
         let (server, transport, held) = try await twoHeldRequests()
         let baseURL = server.baseURL
-        // GOAWAY names the older held stream as the last: it is answered, the other and this one are not.
+        // GOAWAY names the lower held stream as the last: it is answered, the other and this one are not.
         let goAway = await Self.post(transport, baseURL, "/goaway")
         let (older, newer) = (await held[0].value, await held[1].value)
         XCTAssertEqual([older, newer].filter { $0 == .success("200 /held") }.count, 1, "\(older) \(newer)")

@@ -9,10 +9,10 @@ import TestSupport
 
 /// An HTTP/2-over-TLS server on 127.0.0.1 that does what a request's path says, for the
 /// transport's failure cases that the mock providers cannot stage on cue:
-/// - `/hold…`: no answer (until a `/goaway…` answers the oldest one);
+/// - `/hold…`: no answer (until a `/goaway…` answers the one with the lowest stream ID);
 /// - `/reset`: `RST_STREAM REFUSED_STREAM`;
 /// - `/close`: the connection is closed at once;
-/// - `/goaway…`: `GOAWAY` with the oldest held stream as the last one, which is then answered;
+/// - `/goaway…`: `GOAWAY` with the lowest held stream as the last one, which is then answered;
 /// - `/later…`: answered after 20 ms (with `maxConcurrentStreams`: the client must queue);
 /// - anything else: 200 with the path as the body.
 final class ScriptedHTTP2Server: Sendable {
@@ -123,11 +123,12 @@ final class ScriptedHTTP2Server: Sendable {
             } else if path == "/close" {
                 context.close(promise: nil)
             } else if path.hasPrefix("/goaway") {
-                guard let last = held.first else { return answer(context, id, path) }
+                // The lowest: requests' bodies may complete out of stream order.
+                guard let last = held.min() else { return answer(context, id, path) }
                 context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream,
                                                          payload: .goAway(lastStreamID: last, errorCode: .noError, opaqueData: nil))),
                               promise: nil)
-                held.removeFirst()
+                held.removeAll { $0 == last }
                 answer(context, last, "/held")
             } else if path.hasPrefix("/later") {
                 let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
