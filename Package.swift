@@ -44,6 +44,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
         // TLS: the sender's extra CAs, the mock servers' certificates.
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.27.0"),
+        // The sender's push transport: HTTP/2 frames on one connection per provider host.
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.30.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.4.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
@@ -153,6 +155,12 @@ let package = Package(
                 nioCore,
                 // Extra CAs to trust (PUSHLINE_SENDER_CA_FILE).
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // HTTP2Connection: the pushes' own HTTP/2 client, frames without a child channel per stream.
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                // ALPN: the connection checks that TLS agreed on h2.
+                .product(name: "NIOTLS", package: "swift-nio"),
+                nioPosix,
                 logging,
             ],
             path: "Services/Sender"
@@ -212,7 +220,12 @@ let package = Package(
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "SenderTests", dependencies: ["Sender", "Contracts", "Kafka", "TestSupport",
                                                       .product(name: "Crypto", package: "swift-crypto"),
-                                                      .product(name: "_CryptoExtras", package: "swift-crypto")]),
+                                                      .product(name: "_CryptoExtras", package: "swift-crypto"),
+                                                      // ScriptedHTTP2Server: GOAWAY, RST_STREAM and cut connections on cue.
+                                                      nioCore, nioPosix,
+                                                      .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                                                      .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                                                      .product(name: "NIOHPACK", package: "swift-nio-http2")]),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", .product(name: "Crypto", package: "swift-crypto")]),
         // Ingest and the processor read the same shared settings.
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "Ingest", "Processor", "Contracts",

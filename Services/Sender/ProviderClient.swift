@@ -2,12 +2,14 @@ import AsyncHTTPClient
 import Contracts
 import Foundation
 import NIOCore
+import NIOHPACK
 import NIOSSL
 
-/// The HTTP side of delivery: APNs pushes, FCM messages and FCM's token exchange over one
-/// AsyncHTTPClient, HTTP/2 where the server offers it (APNs and FCM do), many streams on one
-/// connection per host.
+/// The HTTP side of delivery: APNs pushes and FCM messages over the sender's own HTTP/2
+/// transport (`HTTP2Transport`: one TLS connection per provider host, many streams on it), and
+/// FCM's rare token exchange over AsyncHTTPClient.
 public final class ProviderClient: Sendable {
+    let pushes: HTTP2Transport
     private let http: HTTPClient
     private let timeout: TimeAmount
 
@@ -15,30 +17,37 @@ public final class ProviderClient: Sendable {
     ///   - caFile: a PEM file of further CAs to trust besides the system's
     ///     (`PUSHLINE_SENDER_CA_FILE`: the test servers' CA).
     ///   - timeout: for one attempt, connecting included.
-    public init(caFile: String? = nil, timeout: Duration = .seconds(30)) throws {
+    public convenience init(caFile: String? = nil, timeout: Duration = .seconds(30)) throws {
+        try self.init(caFile: caFile, timeout: timeout, settings: .init())
+    }
+
+    /// With the push connections' sizes given (the tests make them small).
+    init(caFile: String?, timeout: Duration, settings: HTTP2Connection.Settings) throws {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
+        self.timeout = .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
+        pushes = try HTTP2Transport(tls: tls, timeout: self.timeout, settings: settings)
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
         configuration.httpVersion = .automatic
         configuration.timeout = .init(connect: .seconds(10))
         http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        self.timeout = .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
     }
 
     public func shutdown() async throws {
+        await pushes.shutdown()
         try await http.shutdown()
     }
 
     /// Sends one push to APNs at `baseURL` with the provider token `jwt`.
     public func send(_ push: APNsRequest, baseURL: String, jwt: String) async -> AttemptOutcome {
-        var request = HTTPClientRequest(url: baseURL + push.path)
-        request.method = .POST
-        request.headers.add(name: "authorization", value: "bearer \(jwt)")
-        for header in push.headers { request.headers.add(name: header.name, value: header.value) }
-        request.body = .bytes(ByteBuffer(bytes: push.body))
         do {
-            let (status, body, retryAfter) = try await execute(request)
-            return ProviderAnswers.apns(status: status, body: body, retryAfter: retryAfter)
+            let answer = try await pushes.post(baseURL: baseURL, path: push.path, body: ByteBuffer(bytes: push.body),
+                                               headerCount: push.headers.count + 2) { headers in
+                headers.add(name: "authorization", value: "bearer \(jwt)")
+                for header in push.headers { headers.add(name: header.name, value: header.value) }
+                headers.add(name: "content-length", value: String(push.body.count))
+            }
+            return ProviderAnswers.apns(status: answer.status, body: Self.data(answer.body), retryAfter: answer.retryAfter)
         } catch {
             return .retry(reason: "connection: \(error)", retryAfter: nil)
         }
@@ -46,17 +55,21 @@ public final class ProviderClient: Sendable {
 
     /// Sends one message to FCM at `baseURL` with the OAuth access token `accessToken`.
     public func send(_ message: FCMRequest, baseURL: String, accessToken: String) async -> AttemptOutcome {
-        var request = HTTPClientRequest(url: baseURL + message.path)
-        request.method = .POST
-        request.headers.add(name: "authorization", value: "Bearer \(accessToken)")
-        request.headers.add(name: "content-type", value: "application/json")
-        request.body = .bytes(ByteBuffer(bytes: message.body))
         do {
-            let (status, body, retryAfter) = try await execute(request)
-            return ProviderAnswers.fcm(status: status, body: body, retryAfter: retryAfter)
+            let answer = try await pushes.post(baseURL: baseURL, path: message.path, body: ByteBuffer(bytes: message.body),
+                                               headerCount: 3) { headers in
+                headers.add(name: "authorization", value: "Bearer \(accessToken)")
+                headers.add(name: "content-type", value: "application/json")
+                headers.add(name: "content-length", value: String(message.body.count))
+            }
+            return ProviderAnswers.fcm(status: answer.status, body: Self.data(answer.body), retryAfter: answer.retryAfter)
         } catch {
             return .retry(reason: "connection: \(error)", retryAfter: nil)
         }
+    }
+
+    private static func data(_ body: ByteBuffer?) -> Data {
+        body.map { Data($0.readableBytesView) } ?? Data()
     }
 
     /// Trades a signed assertion for an access token at the account's token URI (RFC 7523).

@@ -6,7 +6,7 @@ import Synchronization
 /// opens the app's credentials, takes a provider token, builds the request, sends it over the
 /// app's connection and reads the answer.
 ///
-/// Each (app, provider, environment) has a lane: its own HTTP/2 connection pool and at most
+/// Each (app, provider, environment) has a lane: its own HTTP/2 connection and at most
 /// `appConcurrency` requests in the air, so that one app's slow answers hold only its own
 /// streams; all lanes together hold at most `concurrency` requests.
 public final class Pusher: Sendable {
