@@ -33,7 +33,7 @@ public final class APNsProviderTokens: Sendable {
         var issuedAt: Date
     }
 
-    private let cache = TokenCache<Entry>()
+    private let cache = RefreshingCache<String, Entry>()
     public let refreshAfter: TimeInterval
     /// How many tokens were signed: the tests check reuse by it.
     public var signed: Int { cache.made }
@@ -47,7 +47,7 @@ public final class APNsProviderTokens: Sendable {
     /// `refreshAfter`, else a new one issued at `now`. Concurrent first pushes of a key wait for
     /// one signing (Apple throttles a key renewed too often).
     public func token(for key: APNsSigningKey, now: Date = Date()) async throws -> String {
-        try await cache.token(key.id, fresh: { now.timeIntervalSince($0.issuedAt) < self.refreshAfter && $0.issuedAt <= now }) {
+        try await cache.value(for: key.id, fresh: { now.timeIntervalSince($0.issuedAt) < self.refreshAfter && $0.issuedAt <= now }) {
             let claims = APNsClaims(iss: key.teamId, iat: Int(now.timeIntervalSince1970))
             let keys = JWTKeyCollection()
             await keys.add(ecdsa: key.key, kid: JWKIdentifier(string: key.keyId))
@@ -74,7 +74,7 @@ public final class FCMAccessTokens: Sendable {
         var answer: AccessTokenAnswer
     }
 
-    private let cache = TokenCache<Entry>()
+    private let cache = RefreshingCache<String, Entry>()
     /// Exchanges made: the tests check caching by it.
     public var exchanges: Int { cache.made }
     public let margin: TimeInterval
@@ -86,7 +86,7 @@ public final class FCMAccessTokens: Sendable {
     /// A valid access token for `account`, from the cache or a new exchange through `client`.
     public func token(for account: FCMServiceAccount, client: ProviderClient, now: Date = Date()) async -> AccessTokenAnswer {
         do {
-            let entry = try await cache.token(account.id, fresh: { $0.expiresAt.timeIntervalSince(now) > self.margin }) {
+            let entry = try await cache.value(for: account.id, fresh: { $0.expiresAt.timeIntervalSince(now) > self.margin }) {
                 let answer: AccessTokenAnswer
                 do {
                     answer = await client.exchange(assertion: try await GoogleAssertion.sign(account, now: now), tokenURI: account.tokenURI)
@@ -110,48 +110,48 @@ public final class FCMAccessTokens: Sendable {
     }
 }
 
-/// Tokens per id (provider tokens, access tokens), reused while they are fresh and made by one
-/// task at a time per id, however many requests wait for it. Reading a fresh token takes a lock,
-/// not a hop to an actor: it happens for every push.
-final class TokenCache<Token: Sendable>: Sendable {
+/// Values per key (provider tokens, access tokens, apps' credentials), reused while they are
+/// fresh and made by one task at a time per key, however many callers wait for it. Reading a
+/// fresh value takes a lock, not a hop to an actor: it happens for every push.
+final class RefreshingCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct State {
-        var tokens: [String: Token] = [:]
-        var making: [String: Task<Token, any Error>] = [:]
+        var values: [Key: Value] = [:]
+        var making: [Key: Task<Value, any Error>] = [:]
         var made = 0
     }
 
     private let state = Mutex(State())
 
-    /// Tokens made so far.
+    /// Values made so far.
     var made: Int { state.withLock { $0.made } }
 
-    /// The token of `id` if `fresh` accepts it, else the one `make` is making or makes now.
-    /// A token `make` fails to make is not kept: the next call tries again.
-    func token(_ id: String, fresh: (Token) -> Bool, make: @escaping @Sendable () async throws -> Token) async throws -> Token {
-        let (cached, task) = state.withLock { state -> (Token?, Task<Token, any Error>?) in
-            if let token = state.tokens[id], fresh(token) { return (token, nil) }
-            if let running = state.making[id] { return (nil, running) }
+    /// The value of `key` if `fresh` accepts it, else the one `make` is making or makes now.
+    /// A value `make` fails to make is not kept: the next call tries again.
+    func value(for key: Key, fresh: (Value) -> Bool, make: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        let (cached, task) = state.withLock { state -> (Value?, Task<Value, any Error>?) in
+            if let value = state.values[key], fresh(value) { return (value, nil) }
+            if let running = state.making[key] { return (nil, running) }
             let task = Task(operation: make)
-            state.making[id] = task
+            state.making[key] = task
             return (nil, task)
         }
         if let cached { return cached }
-        guard let task else { preconditionFailure("either a token or a task") }
+        guard let task else { preconditionFailure("either a value or a task") }
         let result = await task.result
         state.withLock { state in
-            // The first of the waiters keeps the token.
-            guard state.making[id] == task else { return }
-            state.making[id] = nil
-            if case .success(let token) = result {
-                state.tokens[id] = token
+            // The first of the waiters keeps the value.
+            guard state.making[key] == task else { return }
+            state.making[key] = nil
+            if case .success(let value) = result {
+                state.values[key] = value
                 state.made += 1
             }
         }
         return try result.get()
     }
 
-    func invalidate(_ id: String) {
-        state.withLock { _ = $0.tokens.removeValue(forKey: id) }
+    func invalidate(_ key: Key) {
+        state.withLock { _ = $0.values.removeValue(forKey: key) }
     }
 }
 

@@ -152,6 +152,40 @@ final class SenderServiceTests: XCTestCase {
         XCTAssertEqual(book.pausedCount, 0)
     }
 
+    func testPushesAskingTogetherShareOneReadAndAFailedReadIsNotKept() async throws {
+        let reads = Counter()
+        let failNext = Counter()
+        let book = CredentialsBook(maxAge: .seconds(3600)) { _ in
+            await reads.increment()
+            if await failNext.value == 1 {
+                await failNext.increment()
+                throw CancellationError()
+            }
+            // Long enough for every caller to arrive while it is read.
+            try await Task.sleep(for: .milliseconds(200))
+            return PushCredentials(apns: Self.apns(box: "seal-1"))
+        }
+        let app = UUID()
+        let versions = try await withThrowingTaskGroup(of: String?.self) { group in
+            for _ in 0..<50 { group.addTask { try await book.credentials(of: app)?.version(of: .apns) } }
+            return try await group.reduce(into: [String?]()) { $0.append($1) }
+        }
+        XCTAssertEqual(versions, Array(repeating: "seal-1", count: 50))
+        let shared = await reads.value
+        XCTAssertEqual(shared, 1, "one store read for the 50 pushes")
+
+        let other = UUID()
+        await failNext.increment()
+        do {
+            _ = try await book.credentials(of: other)
+            XCTFail("the store's error reaches the push")
+        } catch is CancellationError {}
+        let after = try await book.credentials(of: other)
+        XCTAssertEqual(after?.version(of: .apns), "seal-1", "read again, not the failure kept")
+        let total = await reads.value
+        XCTAssertEqual(total, 3)
+    }
+
     func testCredentialsOlderThanTheCacheAgeAreReadAgain() async throws {
         let reads = Counter()
         let book = CredentialsBook(maxAge: .zero) { _ in

@@ -10,7 +10,7 @@ public final class CredentialsBook: Sendable {
     /// Reads one app's credentials (the store's `app(id)`); nil: no credentials.
     public typealias Source = @Sendable (UUID) async throws -> PushCredentials?
 
-    private struct Cached {
+    private struct Cached: Sendable {
         var credentials: PushCredentials?
         var readAt: ContinuousClock.Instant
     }
@@ -22,7 +22,7 @@ public final class CredentialsBook: Sendable {
 
     private let source: Source
     private let maxAge: Duration
-    private let cache = Mutex<[UUID: Cached]>([:])
+    private let cache = RefreshingCache<UUID, Cached>()
     private let pauses = Mutex<[PauseKey: Pause]>([:])
 
     private struct PauseKey: Hashable {
@@ -35,13 +35,13 @@ public final class CredentialsBook: Sendable {
         self.source = source
     }
 
-    /// The app's credentials, at most `maxAge` old.
+    /// The app's credentials, at most `maxAge` old: read once for all the pushes that want
+    /// them while they are read.
     public func credentials(of app: UUID) async throws -> PushCredentials? {
         let now = ContinuousClock.now
-        if let cached = cache.withLock({ $0[app] }), now - cached.readAt < maxAge { return cached.credentials }
-        let credentials = try await source(app)
-        cache.withLock { $0[app] = Cached(credentials: credentials, readAt: now) }
-        return credentials
+        return try await cache.value(for: app, fresh: { now - $0.readAt < self.maxAge }) { [source] in
+            Cached(credentials: try await source(app), readAt: now)
+        }.credentials
     }
 
     /// Pauses `app`'s sending through `provider` while its credentials stay at `version`.
