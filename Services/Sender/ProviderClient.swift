@@ -4,13 +4,16 @@ import Foundation
 import NIOCore
 import NIOHPACK
 import NIOSSL
+import Synchronization
 
 /// The HTTP side of delivery: APNs pushes and FCM messages over the sender's own HTTP/2
 /// transport (`HTTP2Transport`: one TLS connection per provider host, many streams on it), and
 /// FCM's rare token exchange over AsyncHTTPClient.
 public final class ProviderClient: Sendable {
     let pushes: HTTP2Transport
-    private let http: HTTPClient
+    /// For the token exchange, made at its first use: a lane's client never exchanges.
+    private let http = Mutex<(client: HTTPClient?, shutDown: Bool)>((nil, false))
+    private let tls: TLSConfiguration
     private let timeout: TimeAmount
 
     /// - Parameters:
@@ -27,15 +30,30 @@ public final class ProviderClient: Sendable {
         if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
         self.timeout = .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
         pushes = try HTTP2Transport(tls: tls, timeout: self.timeout, settings: settings)
-        var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
-        configuration.httpVersion = .automatic
-        configuration.timeout = .init(connect: .seconds(10))
-        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        self.tls = tls
     }
 
     public func shutdown() async throws {
         await pushes.shutdown()
-        try await http.shutdown()
+        let client = http.withLock { http in
+            http.shutDown = true
+            return http.client
+        }
+        try await client?.shutdown()
+    }
+
+    /// The exchange's client, nil once shut down.
+    private func httpClient() -> HTTPClient? {
+        http.withLock { http in
+            guard !http.shutDown else { return nil }
+            if let client = http.client { return client }
+            var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
+            configuration.httpVersion = .automatic
+            configuration.timeout = .init(connect: .seconds(10))
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            http.client = client
+            return client
+        }
     }
 
     /// Sends one push to APNs at `baseURL` with the provider token `jwt`.
@@ -100,6 +118,7 @@ public final class ProviderClient: Sendable {
     }
 
     private func execute(_ request: HTTPClientRequest) async throws -> (status: Int, body: Data, retryAfter: String?) {
+        guard let http = httpClient() else { throw HTTP2TransportError.shutDown }
         let response = try await http.execute(request, timeout: timeout)
         // Provider answers are small; a larger one is not buffered: the attempt fails (and is retried).
         let body = try await response.body.collect(upTo: 64 * 1024)
