@@ -23,6 +23,18 @@ final class SenderProviderTests: XCTestCase {
         return client
     }
 
+    /// A mock APNs that trusts the test key of team ABCDE12345 for com.example.app, stopped after the test.
+    private func startAPNs() async throws -> (TestCA, TestPushKeys, MockAPNsServer) {
+        let ca = try TestCA()
+        let keys = TestPushKeys()
+        let publicKey = try P256.Signing.PrivateKey(pemRepresentation: keys.apnsPEM).publicKey
+        let apns = MockAPNsServer(ca: ca, trustedKeys: [.init(teamId: "ABCDE12345", keyId: "KEY1234567", bundleId: "com.example.app",
+                                                               publicKey: publicKey)])
+        try await apns.start()
+        stops.append { await apns.stop() }
+        return (ca, keys, apns)
+    }
+
     private static func record(_ token: String, platform: Platform, messageId: String = "m-1") throws -> OutboundPush {
         let send = NotificationRequested(deliveryId: UUID(), mobileAppId: UUID(), target: NotificationTarget(userIds: ["u"]),
                                          content: NotificationContent(title: "Hello", body: "there", priority: .high))
@@ -31,13 +43,7 @@ final class SenderProviderTests: XCTestCase {
     }
 
     func testAPNsPushesShareOneProviderTokenAndEachAnswerIsRead() async throws {
-        let ca = try TestCA()
-        let keys = TestPushKeys()
-        let publicKey = try P256.Signing.PrivateKey(pemRepresentation: keys.apnsPEM).publicKey
-        let apns = MockAPNsServer(ca: ca, trustedKeys: [.init(teamId: "ABCDE12345", keyId: "KEY1234567", bundleId: "com.example.app",
-                                                               publicKey: publicKey)])
-        try await apns.start()
-        stops.append { await apns.stop() }
+        let (ca, keys, apns) = try await startAPNs()
         let client = try client(ca)
         let tokens = APNsProviderTokens()
         let key = try APNsSigningKey(teamId: "ABCDE12345", keyId: "KEY1234567", fingerprint: "f", pem: keys.apnsPEM)
@@ -126,13 +132,7 @@ final class SenderProviderTests: XCTestCase {
     }
 
     func testAnIdleLanesConnectionIsClosedAndTheNextPushConnectsAgain() async throws {
-        let ca = try TestCA()
-        let keys = TestPushKeys()
-        let publicKey = try P256.Signing.PrivateKey(pemRepresentation: keys.apnsPEM).publicKey
-        let apns = MockAPNsServer(ca: ca, trustedKeys: [.init(teamId: "ABCDE12345", keyId: "KEY1234567", bundleId: "com.example.app",
-                                                               publicKey: publicKey)])
-        try await apns.start()
-        stops.append { await apns.stop() }
+        let (ca, keys, apns) = try await startAPNs()
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("sender-ca-\(UUID().uuidString).pem").path
         try ca.writeCertificate(to: file)
         let keyring = try SecretsKeyring(current: TestPushKeys.secretsKey())
