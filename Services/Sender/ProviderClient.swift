@@ -28,7 +28,7 @@ public final class ProviderClient: Sendable {
     init(caFile: String?, timeout: Duration, settings: HTTP2Connection.Settings) throws {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
-        self.timeout = .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
+        self.timeout = .nanoseconds(timeout.inNanoseconds)
         pushes = try HTTP2Transport(tls: tls, timeout: self.timeout, settings: settings)
         self.tls = tls
     }
