@@ -77,13 +77,21 @@ public final class KafkaConsumer: Sendable {
         core.requestClose()
     }
 
-    /// The batches as an AsyncSequence (element [KafkaConsumerMessage], never empty), to be iterated by one task.
+    /// The batches as an AsyncSequence (element [KafkaConsumerMessage]), to be iterated by one task.
+    /// A batch is empty only when `wake()` asked for a turn while no messages were ready.
     /// Throws KafkaError on fatal errors. Ends after close().
     ///
     /// Also throws whatever `onAssign` throws. Cancelling the iterating task ends the
     /// sequence (`nil`) without closing the consumer.
     public func batches() -> KafkaConsumerBatches {
         KafkaConsumerBatches(consumer: self, handoff: core.handoff)
+    }
+
+    /// Gives the task iterating `batches()` a turn now, with an empty batch if no messages are
+    /// ready (see `BatchHandoff.wake`): for work that something other than a fetch made
+    /// possible, such as a progress mark that freed waiting records. Never blocks.
+    public func wake() {
+        core.handoff.wake()
     }
 
     /// The partitions currently assigned to this member (those `onAssign` accepted).

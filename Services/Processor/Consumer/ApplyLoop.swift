@@ -112,18 +112,18 @@ final class ApplyLoop: Sendable {
     }
 
     /// Asks for the progress marks the order wants, on partitions read to their end that
-    /// delivered nothing for `ProgressMarks.quiet` (a live processor only). They are appended in
-    /// the background, so that a producer that cannot deliver (a broker restarting) never holds
-    /// the loop; a mark that lands right after its lane's last record frees the lane at once,
-    /// and the mark itself, when it is read, releases what waited. Called after every batch and
-    /// every second, so that records waiting on a partition that went quiet just after its last
-    /// record are freed too.
+    /// delivered nothing for `ProgressMarks.quiet` (a live processor only), so that a record
+    /// waits for the partitions it did not go to about one produce round trip, not for their next
+    /// command. They are appended in the background, one round at a time, so that a producer that
+    /// cannot deliver (a broker restarting) never holds the loop. A mark that lands right after its
+    /// lane's last record frees the lane at once, and the consumer is woken (`KafkaConsumer.wake`)
+    /// to release what waited, without waiting for a fetch to bring the mark back. Called after
+    /// every batch (a woken turn included) and every second.
     ///
-    /// Ingest marks every partition it leaves behind (`ProgressMarker`), so this is the fallback
-    /// for logs written by other producers, or an ingest that stopped: a partition that receives
-    /// records or marks is never marked here, so that processor marks stay rare.
+    /// Ingest marks the partitions it leaves behind too (`ProgressMarker`); a partition that
+    /// receives records is not marked here while it does.
     func appendMarks(consumer: KafkaConsumer) {
-        guard let marks else { return }
+        guard let marks, marks.beginRound() else { return }
         let now = EventTime.milliseconds(Date().addingTimeInterval(marks.lead.inSeconds))
         let quietSince = ContinuousClock.now - ProgressMarks.quiet
         let arrivals = lastArrival.withLock { $0 }
@@ -133,13 +133,20 @@ final class ApplyLoop: Sendable {
                 return arrivals[partition].map { $0 <= quietSince } ?? true
             }
         }
-        guard !wanted.isEmpty else { return }
+        guard !wanted.isEmpty else {
+            marks.endRound()
+            return
+        }
         Task {
+            defer { marks.endRound() }
             do {
                 let appended = try await marks.append(wanted)
-                self.order.withLock { order in
-                    for (mark, at) in zip(wanted, appended) { _ = order.markAppended(mark.partition, offset: at.offset, time: mark.time) }
+                let freed = self.order.withLock { order in
+                    zip(wanted, appended).reduce(false) { freed, pair in
+                        order.markAppended(pair.0.partition, offset: pair.1.offset, time: pair.0.time) || freed
+                    }
                 }
+                if freed { consumer.wake() }
             } catch {
                 self.order.withLock { order in for mark in wanted { order.markFailed(mark.partition) } }
                 self.logger.warning("progress marks not appended; asking again", metadata: ["error": "\(error)"])
@@ -185,14 +192,28 @@ final class ApplyLoop: Sendable {
     }
 }
 
-/// Appends progress marks with the live processor's producer.
-struct ProgressMarks: Sendable {
+/// Appends progress marks with the live processor's producer, one round at a time.
+final class ProgressMarks: Sendable {
     let producer: KafkaProducer
     /// How far past the clock a mark states its partition's time (`PUSHLINE_PROGRESS_MARK_LEAD_MS`).
     let lead: Duration
-    /// How long a partition must have delivered nothing before the processor marks it itself.
-    static let quiet = Duration.seconds(2)
+    /// How long a partition must have delivered nothing before the processor marks it: one that
+    /// did lately is about to deliver more, and a mark would only add a stored object.
+    static let quiet = Duration.milliseconds(100)
     private let counter = Counter(label: "pushline_processor_progress_marks_total")
+    private let inFlight = Mutex(false)
+
+    /// Takes the one round in flight; false while another round is on its way.
+    func beginRound() -> Bool {
+        inFlight.withLock { busy in
+            defer { busy = true }
+            return !busy
+        }
+    }
+
+    func endRound() {
+        inFlight.withLock { $0 = false }
+    }
 
     init(producer: KafkaProducer, lead: Duration) {
         self.producer = producer

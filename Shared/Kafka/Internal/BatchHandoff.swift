@@ -23,6 +23,8 @@ final class BatchHandoff: @unchecked Sendable {
     private var failureDelivered = false
     private var closeRequested = false
     private var seekGeneration = 0
+    /// The application asked for a turn without new messages (`wake()`), not taken yet.
+    private var wakeRequested = false
     private var lastSeek: [TopicPartition: Int] = [:]
 
     // MARK: Poller side
@@ -125,6 +127,22 @@ final class BatchHandoff: @unchecked Sendable {
 
     // MARK: Application side
 
+    /// Gives the iterator a turn now, with an empty batch when no messages are ready: for work
+    /// that something other than new messages made possible. A waiting iterator gets `[]` at
+    /// once; otherwise its next `next()` does, unless a batch is ready by then (which serves as
+    /// the turn). Several wakes before the iterator's next turn count as one.
+    func wake() {
+        condition.lock()
+        guard let waiter else {
+            wakeRequested = true
+            condition.unlock()
+            return
+        }
+        self.waiter = nil
+        condition.unlock()
+        waiter.resume(returning: [])
+    }
+
     /// Asks the poller to stop; it closes the consumer and then calls `finish()`.
     func requestClose() {
         condition.withLock {
@@ -159,12 +177,17 @@ final class BatchHandoff: @unchecked Sendable {
                     continuation.resume(returning: nil)
                 } else if let batch = ready {
                     ready = nil
+                    wakeRequested = false
                     condition.broadcast()
                     condition.unlock()
                     continuation.resume(returning: batch)
                 } else if closeRequested {
                     condition.unlock()
                     continuation.resume(returning: nil)
+                } else if wakeRequested {
+                    wakeRequested = false
+                    condition.unlock()
+                    continuation.resume(returning: [])
                 } else {
                     precondition(waiter == nil, "KafkaConsumer batches must be iterated by one task")
                     waiter = continuation
