@@ -80,8 +80,10 @@ public func buildRouter(
     TrackingRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: bearerGroup(TrackingRoutes.basePath))
     let admin = router.group(AdminRoutes.basePath).add(middleware: AdminAuthMiddleware(adminToken: configuration.adminToken))
-    AdminRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
-    PushCredentialsRoutes(writer: writer, store: store, secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes)
+    let applied = AdminChangeApplied(store: store, timeout: .milliseconds(configuration.adminApplyTimeoutMs),
+                                     authCacheTTL: .milliseconds(configuration.authCacheMs))
+    AdminRoutes(writer: writer, store: store, applied: applied, maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
+    PushCredentialsRoutes(writer: writer, store: store, applied: applied, secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: admin)
     return router
 }

@@ -6,9 +6,11 @@ import Contracts
 /// a route answers 2xx only after `publish` returned. The Kafka adapter implements it; tests use an
 /// in-memory fake.
 public protocol CommandPublisher: Sendable {
-    /// Publishes every command of one HTTP request (sent concurrently, awaited together).
-    /// Throws when any of them was not acknowledged; ingest then answers 503 with `Retry-After`.
-    func publish(_ commands: [EncodedCommand], requestId: String) async throws
+    /// Publishes every command of one HTTP request (sent concurrently, awaited together) and
+    /// returns where each one landed, in order. Throws when any of them was not acknowledged;
+    /// ingest then answers 503 with `Retry-After`.
+    @discardableResult
+    func publish(_ commands: [EncodedCommand], requestId: String) async throws -> [RecordPosition]
     /// True when the broker answered recently (used by /health).
     func isReady() async -> Bool
 }
@@ -24,4 +26,17 @@ public struct RecordTooLarge: Error, Sendable {
 public struct PublishUnavailable: Error, Sendable {
     public var reason: String
     public init(reason: String) { self.reason = reason }
+}
+
+/// Where the broker stored a record.
+public struct RecordPosition: Hashable, Sendable {
+    public var topic: String
+    public var partition: Int32
+    public var offset: Int64
+
+    public init(topic: String, partition: Int32, offset: Int64) {
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+    }
 }

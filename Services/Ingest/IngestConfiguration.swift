@@ -26,6 +26,12 @@ public struct IngestConfiguration: Sendable {
     /// routes (`PUSHLINE_AUTH_CACHE_MS`, 0 = read the store on every request). A revoked token
     /// is still accepted for at most this long; see `AppAuthCache`.
     public var authCacheMs = 1_000
+    /// How long an admin change waits to be applied by a processor before it is answered
+    /// (`PUSHLINE_ADMIN_APPLY_TIMEOUT_MS`): a 2xx from the admin API means every route of every
+    /// ingest instance behaves as if the change were applied (`AdminChangeApplied`). Past it the
+    /// answer is 503; 0 answers once the broker has the change, without waiting (an ingest
+    /// tested without a processor).
+    public var adminApplyTimeoutMs = 10_000
     /// The token bucket of each app on the Bearer routes (`PUSHLINE_RATE_LIMIT_APP_PER_SECOND`,
     /// `…_BURST`): on by default, so that one app's flood cannot take the capacity every other
     /// app shares. Per ingest process: N replicas admit up to N times as much.
@@ -85,6 +91,8 @@ public struct IngestConfiguration: Sendable {
                                                             range: 100...600_000)
             configuration.lingerMs = try reader.int("PUSHLINE_KAFKA_LINGER_MS", default: configuration.lingerMs, range: 0...10_000)
             configuration.authCacheMs = try reader.int(Variable.authCacheMs, default: configuration.authCacheMs, range: 0...3_600_000)
+            configuration.adminApplyTimeoutMs = try reader.int("PUSHLINE_ADMIN_APPLY_TIMEOUT_MS", default: configuration.adminApplyTimeoutMs,
+                                                               range: 0...600_000)
             configuration.appRateLimit = try reader.rateLimit(perSecond: Variable.appRatePerSecond, burst: Variable.appRateBurst,
                                                               default: configuration.appRateLimit)
             configuration.sourceRateLimit = try reader.rateLimit(perSecond: Variable.sourceRatePerSecond,

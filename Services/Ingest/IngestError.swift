@@ -14,6 +14,9 @@ public enum IngestError: Error, Sendable, CustomStringConvertible {
     case rateLimited(Problem, retryAfterSeconds: Int)
     /// A dependency (broker or projection store) did not answer: 503 with `Retry-After`.
     case unavailable(String)
+    /// An admin change is in the log but was not applied in time (`AdminChangeApplied`): 503
+    /// with `Retry-After` and this message, which says what was written.
+    case notApplied(String)
 
     public var description: String {
         switch self {
@@ -22,6 +25,7 @@ public enum IngestError: Error, Sendable, CustomStringConvertible {
             "\(status.code) \(problem.error)" + (problem.field.map { " (field \($0))" } ?? "")
         case .rateLimited(let problem, let retryAfterSeconds): "429 \(problem.error) (retry after \(retryAfterSeconds) s)"
         case .unavailable(let reason): "unavailable: \(reason)"
+        case .notApplied(let message): "not applied: \(message)"
         }
     }
 

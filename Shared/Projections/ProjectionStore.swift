@@ -31,6 +31,9 @@ public protocol BatchStore: Sendable {
 /// The reads of ingest's routes (authentication, statuses, pending lists, statistics, admin
 /// `GET`s); ingest never writes.
 public protocol ProjectionReader: Sendable {
+    /// The next offset to apply of every stored partition of `topics`: what the processors have
+    /// applied (ingest waits on it for admin changes).
+    func offsets(topics: [String]) async throws -> [PartitionKey: Int64]
     func app(_ appId: UUID) async throws -> AppRow?
     /// Up to `limit` apps with an id after `after` (all when nil), ordered by id.
     func apps(after: UUID?, limit: Int) async throws -> [AppRow]

@@ -5,12 +5,14 @@ import Projections
 
 /// The admin API (docs/API.md#admin-api) under `/admin/v1`, behind `AdminAuthMiddleware`: apps,
 /// their API tokens and settings. Changes are commands like everything else (the app table is a
-/// projection), so they show in `GET` only once the processor applied them.
+/// projection); each is answered once a processor applied it (`AdminChangeApplied`), so a 2xx
+/// means every route of every ingest instance already sees it.
 struct AdminRoutes: Sendable {
     static let basePath: RouterPath = "admin/v1"
 
     let writer: CommandWriter
     let store: any ProjectionReader
+    let applied: AdminChangeApplied
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
@@ -33,7 +35,8 @@ struct AdminRoutes: Sendable {
         let command = AppCreated(orgId: create.orgId ?? UUID(), mobileAppId: UUID(), name: name, tokenId: UUID(),
                                  tokenHash: ApiTokens.hash(token))
         let encoder = CommandWriter.makeEncoder()
-        try await writer.publish([writer.encode(command, encoder: encoder)], context: context)
+        try await applied.wait(for: writer.publish([writer.encode(command, encoder: encoder)], context: context),
+                               written: "app \(command.mobileAppId) (its first token \(command.tokenId))")
         context.logger.info("app created", metadata: ["mobile_app_id": "\(command.mobileAppId)", "org_id": "\(command.orgId)"])
         return try JSONResponse.make(
             AdminAPI.AppCreatedAnswer(orgId: command.orgId, mobileAppId: command.mobileAppId, apiToken: token, tokenId: command.tokenId),
@@ -49,7 +52,8 @@ struct AdminRoutes: Sendable {
         let token = ApiTokens.generate()
         let command = ApiTokenIssued(mobileAppId: mobileAppId, tokenId: UUID(), tokenHash: ApiTokens.hash(token))
         let encoder = CommandWriter.makeEncoder()
-        try await writer.publish([writer.encode(command, encoder: encoder)], context: context)
+        try await applied.wait(for: writer.publish([writer.encode(command, encoder: encoder)], context: context),
+                               written: "token \(command.tokenId) of app \(mobileAppId)")
         context.logger.info("api token issued", metadata: ["mobile_app_id": "\(mobileAppId)", "token_id": "\(command.tokenId)"])
         return try JSONResponse.make(AdminAPI.TokenIssuedAnswer(tokenId: command.tokenId, apiToken: token),
                                      status: .created, encoder: encoder, headers: Self.secretHeaders)
@@ -67,7 +71,8 @@ struct AdminRoutes: Sendable {
             throw IngestError.notFound("no such API token for this app", field: "tokenId")
         }
         let command = ApiTokenRevoked(mobileAppId: mobileAppId, tokenId: tokenId)
-        try await writer.publish(command, context: context)
+        try await applied.wait(for: writer.publish(command, context: context), revokesTokens: true,
+                               written: "the revocation of token \(tokenId) of app \(mobileAppId)")
         context.logger.info("api token revoked", metadata: ["mobile_app_id": "\(mobileAppId)", "token_id": "\(tokenId)"])
         return Response(status: .accepted)
     }
@@ -95,7 +100,7 @@ struct AdminRoutes: Sendable {
         }
         let command = AppSettingsChanged(mobileAppId: mobileAppId, name: update.name, callbackUrl: update.callbackUrl,
                                          callbackHeaders: update.callbackHeaders, webhookRetries: update.webhookRetries)
-        try await writer.publish(command, context: context)
+        try await applied.wait(for: writer.publish(command, context: context), written: "the settings change of app \(mobileAppId)")
         context.logger.info("app settings changed", metadata: ["mobile_app_id": "\(mobileAppId)"])
         return Response(status: .accepted)
     }

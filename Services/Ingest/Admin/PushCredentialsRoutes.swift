@@ -13,6 +13,7 @@ import Settings
 struct PushCredentialsRoutes: Sendable {
     let writer: CommandWriter
     let store: any ProjectionReader
+    let applied: AdminChangeApplied
     let secrets: SecretsKeyring?
     let maxBodyBytes: Int
 
@@ -39,7 +40,8 @@ struct PushCredentialsRoutes: Sendable {
         let input = try JSONBody.decode(AdminAPI.SetAPNsCredentials.self, from: body, decoder: WireJSON.decoder())
         let credentials = try PushCredentialsRules.apns(input, app: mobileAppId, secrets: secrets)
         _ = try await stored(mobileAppId, context)  // 404 for an app not projected yet
-        try await writer.publish(PushCredentialsSet(mobileAppId: mobileAppId, apns: credentials), context: context)
+        try await applied.wait(for: writer.publish(PushCredentialsSet(mobileAppId: mobileAppId, apns: credentials), context: context),
+                               written: "the APNs credentials of app \(mobileAppId)")
         context.logger.info("push credentials set", metadata: [
             "mobile_app_id": "\(mobileAppId)", "provider": "apns", "fingerprint": "\(credentials.fingerprint)",
             "sealed_with": "\(credentials.privateKey.keyId)",
@@ -55,7 +57,8 @@ struct PushCredentialsRoutes: Sendable {
         let input = try JSONBody.decode(AdminAPI.SetFCMCredentials.self, from: body, decoder: WireJSON.decoder())
         let credentials = try PushCredentialsRules.fcm(input, app: mobileAppId, secrets: secrets)
         _ = try await stored(mobileAppId, context)  // 404 for an app not projected yet
-        try await writer.publish(PushCredentialsSet(mobileAppId: mobileAppId, fcm: credentials), context: context)
+        try await applied.wait(for: writer.publish(PushCredentialsSet(mobileAppId: mobileAppId, fcm: credentials), context: context),
+                               written: "the FCM credentials of app \(mobileAppId)")
         context.logger.info("push credentials set", metadata: [
             "mobile_app_id": "\(mobileAppId)", "provider": "fcm", "fingerprint": "\(credentials.fingerprint)",
             "sealed_with": "\(credentials.serviceAccount.keyId)",
@@ -84,7 +87,8 @@ struct PushCredentialsRoutes: Sendable {
         let provider = try Self.provider(in: context)
         let existing = try await stored(mobileAppId, context)
         guard provider == .apns ? existing.apns != nil : existing.fcm != nil else { throw Self.none(provider) }
-        try await writer.publish(PushCredentialsRemoved(mobileAppId: mobileAppId, provider: provider), context: context)
+        try await applied.wait(for: writer.publish(PushCredentialsRemoved(mobileAppId: mobileAppId, provider: provider), context: context),
+                               written: "the removal of the \(provider) credentials of app \(mobileAppId)")
         context.logger.info("push credentials removed", metadata: ["mobile_app_id": "\(mobileAppId)", "provider": "\(provider.rawValue)"])
         return Response(status: .accepted)
     }

@@ -49,6 +49,10 @@ struct RequestMiddleware: RouterMiddleware {
             status = .serviceUnavailable
             problem = Problem(error: "the service cannot accept this right now; retry later")
             headers[.retryAfter] = String(retryAfterSeconds)
+        case IngestError.notApplied(let message):
+            status = .serviceUnavailable
+            problem = Problem(error: message)
+            headers[.retryAfter] = String(retryAfterSeconds)
         case let error as HTTPError:
             status = error.status
             problem = Problem(error: error.body ?? Self.defaultMessage(for: error.status))

@@ -29,18 +29,22 @@ struct CommandWriter: Sendable {
     }
 
     /// Publishes the request's one command and waits for the broker's acknowledgement.
-    func publish<C: Command>(_ command: C, context: IngestRequestContext) async throws {
+    @discardableResult
+    func publish<C: Command>(_ command: C, context: IngestRequestContext) async throws -> [RecordPosition] {
         try await publish([encode(command, encoder: Self.makeEncoder())], context: context)
     }
 
-    /// Publishes every command of the request together and waits for the broker's acknowledgement.
-    func publish(_ commands: [EncodedCommand], context: IngestRequestContext) async throws {
+    /// Publishes every command of the request together, waits for the broker's acknowledgement
+    /// and returns where each one landed.
+    @discardableResult
+    func publish(_ commands: [EncodedCommand], context: IngestRequestContext) async throws -> [RecordPosition] {
         for command in commands where command.value.count > FieldLimits.commandBytes {
             throw Self.tooLarge("the request makes a command of \(command.value.count) bytes; at most \(FieldLimits.commandBytes) fit one record")
         }
         let start = ContinuousClock.now
+        let positions: [RecordPosition]
         do {
-            try await publisher.publish(commands, requestId: context.requestId)
+            positions = try await publisher.publish(commands, requestId: context.requestId)
         } catch let error as RecordTooLarge {
             metrics.publishDuration.record(duration: ContinuousClock.now - start)
             context.logger.warning("the broker refused a record as too large; answering 413", metadata: ["reason": "\(error.reason)"])
@@ -56,5 +60,6 @@ struct CommandWriter: Sendable {
         }
         metrics.publishDuration.record(duration: ContinuousClock.now - start)
         metrics.countPublished(commands)
+        return positions
     }
 }

@@ -15,10 +15,18 @@ actor FakeCommandPublisher: CommandPublisher {
     private var failure: (any Error)?
     private var ready = true
 
-    func publish(_ commands: [EncodedCommand], requestId: String) async throws {
+    func publish(_ commands: [EncodedCommand], requestId: String) async throws -> [RecordPosition] {
         calls.append(Call(commands: commands, requestId: requestId))
         if let failure { throw failure }
+        // Each topic as one partition, numbered in publishing order.
+        var positions: [RecordPosition] = []
+        for command in commands {
+            positions.append(RecordPosition(topic: command.topic, partition: 0, offset: next[command.topic, default: 0]))
+            next[command.topic, default: 0] += 1
+        }
+        return positions
     }
+    private var next: [String: Int64] = [:]
 
     func isReady() -> Bool { ready }
 

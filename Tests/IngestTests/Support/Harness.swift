@@ -23,7 +23,12 @@ enum TestMetrics {
 struct Harness: Sendable {
     let publisher = FakeCommandPublisher()
     let store = InMemoryProjectionStore()
-    var configuration = IngestConfiguration(adminToken: Fixture.adminToken)
+    /// No processor applies what these tests publish: admin changes are answered once published.
+    var configuration: IngestConfiguration = {
+        var configuration = IngestConfiguration(adminToken: Fixture.adminToken)
+        configuration.adminApplyTimeoutMs = 0
+        return configuration
+    }()
 
     func test<Value: Sendable>(_ body: @Sendable (any TestClientProtocol) async throws -> Value) async throws -> Value {
         let app = buildApplication(configuration: configuration, publisher: publisher, store: store,

@@ -1,0 +1,49 @@
+import Contracts
+import Foundation
+import Projections
+
+/// Makes an admin change's 2xx mean that it is applied (docs/API.md#admin-changes-are-applied-when-answered):
+/// after the broker has the change's command, the admin route waits until the projection store's
+/// offset of that command's partition has passed it, so that every route of every ingest instance
+/// (they all read that store) sees the change. App tables are small and admin changes rare, so the
+/// wait — about one pass of the processor — is spent where it is cheap, and the routes that run
+/// per request (authentication, the registration gate) need no knowledge of the log.
+///
+/// Caches are the one place where an instance could still answer from before the change. The auth
+/// cache (`AppAuthCache`) never refuses a token on its own word when the app's entry does not admit
+/// it, so an app or token that is new works at once; only a *revocation* can be hidden by an entry
+/// read before it. So a revocation is answered one cache lifetime (`PUSHLINE_AUTH_CACHE_MS`) after it
+/// was applied: by then no instance holds an entry from before it.
+struct AdminChangeApplied: Sendable {
+    let store: any ProjectionReader
+    /// 0: answer once published (`PUSHLINE_ADMIN_APPLY_TIMEOUT_MS`).
+    let timeout: Duration
+    let authCacheTTL: Duration
+    /// How often the store is asked while waiting.
+    static let pollInterval = Duration.milliseconds(10)
+
+    /// Returns once every record at `positions` is applied (and, when `revokesTokens`, cached
+    /// entries from before it have expired); throws `IngestError.notApplied` past the timeout,
+    /// naming what was written.
+    func wait(for positions: [RecordPosition], revokesTokens: Bool = false, written: @autoclosure () -> String) async throws {
+        guard timeout > .zero, !positions.isEmpty else { return }
+        let deadline = ContinuousClock.now + timeout
+        let topics = Array(Set(positions.map(\.topic))).sorted()
+        while true {
+            // A store that cannot be read now may answer at the next poll; the deadline bounds both.
+            if let stored = try? await store.offsets(topics: topics),
+               positions.allSatisfy({ (stored[PartitionKey(topic: $0.topic, partition: $0.partition)] ?? 0) > $0.offset }) {
+                break
+            }
+            guard ContinuousClock.now + Self.pollInterval < deadline else {
+                throw IngestError.notApplied("\(written()) is in the log, but no processor applied it within "
+                    + "\(timeout.inMilliseconds) ms (PUSHLINE_ADMIN_APPLY_TIMEOUT_MS): it takes effect once a processor applies it; "
+                    + "GET the app to see when")
+            }
+            try await Task.sleep(for: Self.pollInterval)
+        }
+        if revokesTokens && authCacheTTL > .zero {
+            try await Task.sleep(for: authCacheTTL)
+        }
+    }
+}
