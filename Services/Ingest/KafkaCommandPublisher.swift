@@ -8,8 +8,6 @@ import Synchronization
 public final class KafkaCommandPublisher: CommandPublisher {
     private let producer: KafkaProducer
     private let readiness = Mutex<Readiness>(Readiness())
-    /// Told where every command went, to mark the partitions left behind.
-    private let marker: ProgressMarker?
 
     /// The last broker check, and the one running now that every caller waits for.
     private struct Readiness {
@@ -21,15 +19,13 @@ public final class KafkaCommandPublisher: CommandPublisher {
     /// How the broker is checked: the producer's own check unless a test counts them.
     private let reachability: @Sendable () async -> Bool
 
-    public init(producer: KafkaProducer, marker: ProgressMarker? = nil) {
+    public init(producer: KafkaProducer) {
         self.producer = producer
-        self.marker = marker
         self.reachability = { await producer.isBrokerReachable(timeout: .seconds(1)) }
     }
 
     init(producer: KafkaProducer, reachability: @escaping @Sendable () async -> Bool) {
         self.producer = producer
-        self.marker = nil
         self.reachability = reachability
     }
 
@@ -46,7 +42,6 @@ public final class KafkaCommandPublisher: CommandPublisher {
         }
         do {
             let reports = try await producer.send(records)
-            marker?.published(commands, reports)
             readiness.withLock { $0.ok = true; $0.checked = ContinuousClock.now }
             return reports.map { RecordPosition(topic: $0.topic, partition: $0.partition, offset: $0.offset) }
         } catch let error as KafkaError where error.isRecordTooLarge {

@@ -53,16 +53,12 @@ struct PushlineIngest: AsyncParsableCommand {
         let store = try await ProjectionStoreFactory.open(shared.store, logger: logger)
         logger.info("starting", metadata: ["brokers": "\(shared.brokers)", "store": "\(shared.storeForLogs)",
                                            "port": "\(configuration.port)"])
-        let marker = ProgressMarker(producer: producer, lead: .milliseconds(shared.progressMarkLeadMs), logger: logger) {
-            try await KafkaAdmin.partitions(of: shared.topics.commandTopics, bootstrapServers: shared.brokers,
-                                            properties: shared.kafkaProperties)
-        }
-        let app = buildApplication(configuration: configuration, publisher: KafkaCommandPublisher(producer: producer, marker: marker),
+        let app = buildApplication(configuration: configuration, publisher: KafkaCommandPublisher(producer: producer),
                                    store: store, metrics: registry, logger: logger)
-        // Shut down in reverse order: the HTTP server finishes its requests, the marker stops,
-        // then the producer flushes, then the store closes.
+        // Shut down in reverse order: the HTTP server finishes its requests, then the producer
+        // flushes, then the store closes.
         try await ServiceGroup(configuration: .init(
-            services: [ProjectionStoreService(store), producer, marker, app],
+            services: [ProjectionStoreService(store), producer, app],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         )).run()

@@ -17,9 +17,6 @@ public struct SharedSettings: Sendable, Equatable {
     public var kafkaProperties: [String: String] = [:]
     /// The level below which log lines are dropped.
     public var logLevel: Logger.Level = .info
-    /// How often, and how far ahead of the clock, progress marks are written to command
-    /// partitions that receive nothing while others do (docs/ARCHITECTURE.md#state-is-a-function-of-the-log).
-    public var progressMarkLeadMs = 200
 
     public init() {}
 
@@ -31,7 +28,6 @@ public struct SharedSettings: Sendable, Equatable {
         public static let store = "PUSHLINE_STORE"
         public static let kafkaProperties = "PUSHLINE_KAFKA_PROPERTIES"
         public static let logLevel = "PUSHLINE_LOG_LEVEL"
-        public static let progressMarkLead = "PUSHLINE_PROGRESS_MARK_LEAD_MS"
     }
 
     /// Reads the shared settings; `defaultLogLevel` is the level of an executable whose
@@ -42,7 +38,6 @@ public struct SharedSettings: Sendable, Equatable {
         partitions = try reader.int(Variable.partitions, default: partitions, range: 1...10_000)
         store = reader.string(Variable.store, default: store)
         kafkaProperties = try reader.properties(Variable.kafkaProperties)
-        progressMarkLeadMs = try reader.int(Variable.progressMarkLead, default: progressMarkLeadMs, range: 10...60_000)
         let level = reader.string(Variable.logLevel, default: defaultLogLevel.rawValue)
         guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
             throw ConfigurationError("\(Variable.logLevel)=\(level) is not one of "

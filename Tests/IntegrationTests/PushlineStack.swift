@@ -37,10 +37,8 @@ final class PushlineStack: @unchecked Sendable {
     static func start(processorEnvironment: [String: String] = [:], ingestEnvironment: [String: String] = [:],
                       store: String? = nil, durableBroker: Bool = false) async throws -> PushlineStack {
         let broker = try await TestBroker.start(durable: durableBroker)
-        // As `make run` sets it for this broker: fewer progress marks, fewer stored objects.
-        let marks = durableBroker ? ["PUSHLINE_PROGRESS_MARK_LEAD_MS": "1000"] : [:]
-        let stack = PushlineStack(broker: broker, processorEnvironment: marks.merging(processorEnvironment) { $1 },
-                                  ingestEnvironment: marks.merging(ingestEnvironment) { $1 }, store: store)
+        let stack = PushlineStack(broker: broker, processorEnvironment: processorEnvironment, ingestEnvironment: ingestEnvironment,
+                                  store: store)
         do {
             try stack.processor.start()
             try await stack.processor.waitHealthy("\(stack.processorURL)/health")
@@ -67,9 +65,10 @@ final class PushlineStack: @unchecked Sendable {
         processor = makeProcessor()
     }
 
-    private func makeIngest() -> ServiceProcess {
+    /// An ingest process of this stack (not started), on `port` (default: the stack's ingest port).
+    func makeIngest(port: Int? = nil) -> ServiceProcess {
         ServiceProcess(name: "pushline-ingest", environment: [
-            "PUSHLINE_INGEST_PORT": "\(ingestPort)",
+            "PUSHLINE_INGEST_PORT": "\(port ?? ingestPort)",
             "PUSHLINE_ADMIN_TOKEN": adminToken,
             "PUSHLINE_KAFKA_BROKERS": broker.bootstrapServers,
             "PUSHLINE_STORE": storeLocation,

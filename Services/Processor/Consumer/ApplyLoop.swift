@@ -116,39 +116,51 @@ final class ApplyLoop: Sendable {
     /// waits for the partitions it did not go to about one produce round trip, not for their next
     /// command. They are appended in the background, one round at a time, so that a producer that
     /// cannot deliver (a broker restarting) never holds the loop. A mark that lands right after its
-    /// lane's last record frees the lane at once, and the consumer is woken (`KafkaConsumer.wake`)
-    /// to release what waited, without waiting for a fetch to bring the mark back. Called after
-    /// every batch (a woken turn included) and every second.
-    ///
-    /// Ingest marks the partitions it leaves behind too (`ProgressMarker`); a partition that
-    /// receives records is not marked here while it does.
+    /// lane's last record is taken into the lane at once, as it will be read back
+    /// (`EventOrder.markAppended`), and the consumer is woken (`KafkaConsumer.wake`) to release
+    /// what waited, without waiting for a fetch to bring the mark back. A partition passed over
+    /// because it delivered lately is looked at again once it is quiet. Called after every batch
+    /// (a woken turn included) and every second.
     func appendMarks(consumer: KafkaConsumer) {
-        guard let marks, marks.beginRound() else { return }
-        let now = EventTime.milliseconds(Date().addingTimeInterval(marks.lead.inSeconds))
+        guard let marks else { return }
+        switch marks.beginRound() {
+        case .begun: break
+        case .inFlight: return  // its end wakes the loop
+        case .spaced(let until):
+            marks.wake(consumer, at: until)
+            return
+        }
+        // Never past the clock: a mark's time must not exceed the moment it is appended, so that
+        // a command accepted after another one was acknowledged is ordered after it.
+        let now = EventTime.milliseconds(Date())
         let quietSince = ContinuousClock.now - ProgressMarks.quiet
         let arrivals = lastArrival.withLock { $0 }
+        var quietAt: ContinuousClock.Instant?
         let wanted = order.withLock { order in
             order.marksNeeded(now: now) { partition, next in
                 guard let end = consumer.highWatermark(partition.topicPartition), next >= end else { return false }
-                return arrivals[partition].map { $0 <= quietSince } ?? true
+                guard let arrived = arrivals[partition], arrived > quietSince else { return true }
+                quietAt = min(quietAt ?? .now + .seconds(1), arrived + ProgressMarks.quiet)
+                return false
             }
         }
+        // A lane passed over only because it delivered lately is looked at again once it is quiet.
+        if let quietAt { marks.wake(consumer, at: quietAt) }
         guard !wanted.isEmpty else {
             marks.endRound()
             return
         }
         Task {
-            defer { marks.endRound() }
             do {
-                let appended = try await marks.append(wanted)
-                let freed = self.order.withLock { order in
-                    zip(wanted, appended).reduce(false) { freed, pair in
-                        order.markAppended(pair.0.partition, offset: pair.1.offset, time: pair.0.time) || freed
-                    }
-                }
-                if freed { consumer.wake() }
+                let appended = await self.applier.decode(try await marks.append(wanted))
+                self.order.withLock { order in for mark in appended { _ = order.markAppended(mark) } }
+                marks.endRound()
+                // A turn now releases what the marks freed, and asks for the marks that records
+                // which arrived meanwhile need.
+                consumer.wake()
             } catch {
                 self.order.withLock { order in for mark in wanted { order.markFailed(mark.partition) } }
+                marks.endRound()
                 self.logger.warning("progress marks not appended; asking again", metadata: ["error": "\(error)"])
             }
         }
@@ -195,39 +207,70 @@ final class ApplyLoop: Sendable {
 /// Appends progress marks with the live processor's producer, one round at a time.
 final class ProgressMarks: Sendable {
     let producer: KafkaProducer
-    /// How far past the clock a mark states its partition's time (`PUSHLINE_PROGRESS_MARK_LEAD_MS`).
-    let lead: Duration
     /// How long a partition must have delivered nothing before the processor marks it: one that
     /// did lately is about to deliver more, and a mark would only add a stored object.
     static let quiet = Duration.milliseconds(100)
     private let counter = Counter(label: "pushline_processor_progress_marks_total")
-    private let inFlight = Mutex(false)
+    /// The least time between the starts of two rounds: under load, marks stay a few per
+    /// partition and second, and each is a stored object on the one-machine broker.
+    static let spacing = Duration.milliseconds(50)
+    private let rounds = Mutex<(inFlight: Bool, lastStart: ContinuousClock.Instant?)>((false, nil))
 
-    /// Takes the one round in flight; false while another round is on its way.
-    func beginRound() -> Bool {
-        inFlight.withLock { busy in
-            defer { busy = true }
-            return !busy
+    enum Round {
+        case begun
+        /// Another round is on its way.
+        case inFlight
+        /// The last round started less than `spacing` ago: the next may start then.
+        case spaced(until: ContinuousClock.Instant)
+    }
+
+    /// Takes the one round in flight, if it may start now.
+    func beginRound() -> Round {
+        rounds.withLock { rounds in
+            let now = ContinuousClock.now
+            if rounds.inFlight { return .inFlight }
+            if let last = rounds.lastStart, now - last < Self.spacing { return .spaced(until: last + Self.spacing) }
+            rounds = (true, now)
+            return .begun
         }
     }
 
     func endRound() {
-        inFlight.withLock { $0 = false }
+        rounds.withLock { $0.inFlight = false }
     }
 
-    init(producer: KafkaProducer, lead: Duration) {
+    private let wakeScheduled = Mutex(false)
+
+    /// Wakes `consumer` at `instant`, unless a wake is already scheduled.
+    func wake(_ consumer: KafkaConsumer, at instant: ContinuousClock.Instant) {
+        guard wakeScheduled.withLock({ scheduled in
+            defer { scheduled = true }
+            return !scheduled
+        }) else { return }
+        Task {
+            try? await Task.sleep(until: instant)
+            self.wakeScheduled.withLock { $0 = false }
+            consumer.wake()
+        }
+    }
+
+    init(producer: KafkaProducer) {
         self.producer = producer
-        self.lead = lead
     }
 
-    /// Appends one mark per partition and returns where each landed, in order.
-    func append(_ marks: [(partition: PartitionKey, time: Int64)]) async throws -> [(partition: PartitionKey, offset: Int64)] {
-        let records = marks.map {
-            KafkaProducerRecord(topic: $0.partition.topic, key: nil, value: ProgressMark.value(at: EventTime.date($0.time)),
-                                headers: ProgressMark.headers.fields, partition: $0.partition.partition)
+    /// Appends one mark per partition and returns each as the record it is in the log, in order.
+    func append(_ marks: [(partition: PartitionKey, time: Int64)]) async throws -> [ConsumedRecord] {
+        let values = marks.map { ProgressMark.value(at: EventTime.date($0.time)) }
+        let records = zip(marks, values).map { mark, value in
+            KafkaProducerRecord(topic: mark.partition.topic, key: nil, value: value, headers: ProgressMark.headers.fields,
+                                partition: mark.partition.partition)
         }
         let reports = try await producer.send(records)
         counter.increment(by: marks.count)
-        return zip(marks, reports).map { ($0.partition, $1.offset) }
+        let now = Date()
+        return zip(zip(marks, values), reports).map { mark, report in
+            ConsumedRecord(partition: mark.0.partition, offset: report.offset, type: ProgressMark.type, version: ProgressMark.version,
+                           value: mark.1, timestamp: now)
+        }
     }
 }

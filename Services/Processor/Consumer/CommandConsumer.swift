@@ -61,7 +61,7 @@ public final class CommandConsumer: Service, Sendable {
                         trackingParkTime: .milliseconds(configuration.trackingParkTtlMs),
                         stallAfter: .milliseconds(configuration.stallTimeoutMs),
                         acceptExistingLog: configuration.acceptExistingLog,
-                        marks: ProgressMarks(producer: producer, lead: .milliseconds(configuration.shared.progressMarkLeadMs)),
+                        marks: ProgressMarks(producer: producer),
                         onApplied: onApplied)
     }
 

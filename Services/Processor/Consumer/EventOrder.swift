@@ -167,14 +167,13 @@ struct EventOrder {
         return marks
     }
 
-    /// A progress mark asked for by `marksNeeded` was appended at `offset`: when nothing lies
-    /// between the lane's last record and it, the lane's time is the mark's at once, without
-    /// waiting to read it back (it will arrive with that same event time).
-    /// Returns whether that freed the lane.
-    mutating func markAppended(_ partition: PartitionKey, offset: Int64, time: Int64) -> Bool {
-        guard var lane = lanes[partition], offset == lane.next, lane.isEmpty, lane.time < time else { return false }
-        lane.time = time
-        lanes[partition] = lane
+    /// A progress mark asked for by `marksNeeded` was appended as `record`: when nothing lies
+    /// between the lane's last record and it, it is taken into the lane now, exactly as it will be
+    /// read back (which is then dropped as already received), so the lane's time moves on and the
+    /// lane can be marked again without waiting for a fetch. Returns whether it was taken.
+    mutating func markAppended(_ record: DecodedRecord) -> Bool {
+        guard let lane = lanes[record.partition], record.offset == lane.next else { return false }
+        add([record])
         return true
     }
 
