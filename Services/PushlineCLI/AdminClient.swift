@@ -100,7 +100,9 @@ struct AdminClient: Sendable {
                 return CLIError("not found (HTTP 404): \(detail)")
             }
         case 503:
-            return CLIError("ingest could not write the command to Kafka (HTTP 503\(retryAfter.map { ", retry after \($0)s" } ?? "")): \(detail)")
+            // Either the broker did not take the command, or no processor applied it in time (the
+            // detail says which, and what was written).
+            return CLIError("ingest could not complete the change (HTTP 503\(retryAfter.map { ", retry after \($0)s" } ?? "")): \(detail)")
         default:
             return CLIError("ingest refused the request (HTTP \(status)): \(detail)")
         }

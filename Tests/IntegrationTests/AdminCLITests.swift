@@ -207,8 +207,8 @@ final class AdminCLITests: XCTestCase {
     }
 
     func testLagShowsEveryCommandPartitionZeroWhenCaughtUpAndTheBacklogWhileTheProcessorIsStopped() async throws {
-        // Ingest's progress marks would add to the backlog counted below: none within the test.
-        stack = try await PushlineStack.start(ingestEnvironment: ["PUSHLINE_PROGRESS_MARK_LEAD_MS": "60000"])
+        // Admin changes made while the processor is stopped are not applied: answered 503 after 5 s.
+        stack = try await PushlineStack.start(ingestEnvironment: ["PUSHLINE_ADMIN_APPLY_TIMEOUT_MS": "5000"])
         _ = try await stack.createApp()
 
         var report = try await json(LagReport.self, ["lag"])
@@ -223,10 +223,15 @@ final class AdminCLITests: XCTestCase {
         XCTAssertEqual(adminCommands, 1, "the app's one admin command (beside the processor's progress marks)")
         XCTAssertTrue(report.partitions.allSatisfy { $0.lag == 0 && $0.endOffset == ($0.appliedOffset ?? 0) }, "\(report.partitions)")
 
-        // Stopped: two admin commands wait in the log.
+        // Stopped: two admin commands wait in the log. Their creation is not answered 2xx, since
+        // nothing applies them; the CLI says what was written.
         try await stack.processor.stop()
-        _ = try await succeed(["apps", "create", "--name", "while stopped 1"])
-        _ = try await succeed(["apps", "create", "--name", "while stopped 2"])
+        for name in ["while stopped 1", "while stopped 2"] {
+            let created = try await pushline(["apps", "create", "--name", name])
+            XCTAssertEqual(created.status, 1)
+            XCTAssertTrue(created.standardError.contains("HTTP 503") && created.standardError.contains("is in the log, but no processor applied it"),
+                          created.standardError)
+        }
         report = try await json(LagReport.self, ["lag"])
         XCTAssertEqual(report.totalLag, 2, "\(report.partitions)")
         let behind = report.partitions.filter { ($0.lag ?? 0) > 0 }

@@ -47,7 +47,7 @@ final class PushlineCLITests: XCTestCase {
         XCTAssertEqual(problem, "ingest refused the request (HTTP 400): callbackUrl must be an absolute http(s) URL (field callbackUrl)")
         let unavailable = AdminClient.failure(status: 503, body: Data(#"{"error":"broker did not acknowledge"}"#.utf8), retryAfter: "2",
                                               subject: .none).description
-        XCTAssertEqual(unavailable, "ingest could not write the command to Kafka (HTTP 503, retry after 2s): broker did not acknowledge")
+        XCTAssertEqual(unavailable, "ingest could not complete the change (HTTP 503, retry after 2s): broker did not acknowledge")
         let html = AdminClient.failure(status: 502, body: Data("<html>Bad Gateway</html>".utf8), retryAfter: nil, subject: .none)
         XCTAssertEqual(html.description, "ingest refused the request (HTTP 502): <html>Bad Gateway</html>")
     }
