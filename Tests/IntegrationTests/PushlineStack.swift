@@ -51,6 +51,16 @@ final class PushlineStack: @unchecked Sendable {
         return stack
     }
 
+    /// A setting as scripts/one-machine.env (what `make run` gives the stack) has it.
+    static func oneMachineSetting(_ name: String) throws -> String {
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scripts/one-machine.env")
+        let text = try String(contentsOf: file, encoding: .utf8)
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(name + "=") }) else {
+            throw TestFailure("scripts/one-machine.env does not set \(name)")
+        }
+        return String(line.dropFirst(name.count + 1))
+    }
+
     private init(broker: TestBroker, processorEnvironment: [String: String], ingestEnvironment: [String: String], store: String?) {
         self.broker = broker
         self.processorEnvironment = processorEnvironment

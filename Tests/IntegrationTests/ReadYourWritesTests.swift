@@ -22,7 +22,7 @@ final class ReadYourWritesTests: XCTestCase {
     /// instance on the same broker and store.
     private func start(durable: Bool) async throws -> (PushlineStack, String) {
         var environment = ["PUSHLINE_SECRETS_KEY": TestPushKeys.secretsKey()]
-        if durable { environment["PUSHLINE_PARTITIONS"] = try Self.oneMachinePartitions() }
+        if durable { environment["PUSHLINE_PARTITIONS"] = try PushlineStack.oneMachineSetting("PUSHLINE_PARTITIONS") }
         let stack = try await PushlineStack.start(processorEnvironment: environment.filter { $0.key == "PUSHLINE_PARTITIONS" },
                                                   ingestEnvironment: environment, durableBroker: durable)
         self.stack = stack
@@ -156,16 +156,6 @@ final class ReadYourWritesTests: XCTestCase {
         XCTAssertEqual(registration.status, 202)
         let forgedAfter = try await forgedCount(otherIngest)
         XCTAssertEqual(forgedAfter, forgedBefore + 1)
-    }
-
-    /// `PUSHLINE_PARTITIONS` as scripts/one-machine.env (what `make run` uses) sets it.
-    static func oneMachinePartitions() throws -> String {
-        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scripts/one-machine.env")
-        let text = try String(contentsOf: file, encoding: .utf8)
-        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("PUSHLINE_PARTITIONS=") }) else {
-            throw TestFailure("scripts/one-machine.env sets no PUSHLINE_PARTITIONS")
-        }
-        return String(line.dropFirst("PUSHLINE_PARTITIONS=".count))
     }
 
     private func call(_ base: String, _ method: HTTPMethod, _ path: String, json: Any, token: String) async throws -> HTTPClientHelpers.Answer {

@@ -27,7 +27,7 @@ final class ApplyLoop: Sendable {
     /// Appends the progress marks that free records waiting on partitions with nothing new;
     /// nil for a rebuild, which writes nothing to the log.
     private let marks: ProgressMarks?
-    /// When each partition last delivered a record: a partition that did lately is about to
+    /// When each partition last delivered a command: a partition that did lately is about to
     /// deliver more and is waited for rather than marked.
     private let lastArrival = Mutex<[PartitionKey: ContinuousClock.Instant]>([:])
 
@@ -99,7 +99,9 @@ final class ApplyLoop: Sendable {
         ])
         if marks != nil {
             let now = ContinuousClock.now
-            lastArrival.withLock { last in for record in records { last[record.partition] = now } }
+            // A progress mark (another processor's, or this one's read back) says nothing of what
+            // comes next: only commands make a partition count as busy.
+            lastArrival.withLock { last in for record in records where record.type != ProgressMark.type { last[record.partition] = now } }
         }
         var applied = false
         while true {
