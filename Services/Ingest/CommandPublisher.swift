@@ -1,4 +1,5 @@
 import Contracts
+import Kafka
 
 /// Writes commands to Kafka and returns only once the broker acknowledged every one of them.
 ///
@@ -10,7 +11,7 @@ public protocol CommandPublisher: Sendable {
     /// returns where each one landed, in order. Throws when any of them was not acknowledged;
     /// ingest then answers 503 with `Retry-After`.
     @discardableResult
-    func publish(_ commands: [EncodedCommand], requestId: String) async throws -> [RecordPosition]
+    func publish(_ commands: [EncodedCommand], requestId: String) async throws -> [KafkaDeliveryReport]
     /// True when the broker answered recently (used by /health).
     func isReady() async -> Bool
 }
@@ -26,17 +27,4 @@ public struct RecordTooLarge: Error, Sendable {
 public struct PublishUnavailable: Error, Sendable {
     public var reason: String
     public init(reason: String) { self.reason = reason }
-}
-
-/// Where the broker stored a record.
-public struct RecordPosition: Hashable, Sendable {
-    public var topic: String
-    public var partition: Int32
-    public var offset: Int64
-
-    public init(topic: String, partition: Int32, offset: Int64) {
-        self.topic = topic
-        self.partition = partition
-        self.offset = offset
-    }
 }

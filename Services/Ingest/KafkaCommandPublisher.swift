@@ -29,7 +29,7 @@ public final class KafkaCommandPublisher: CommandPublisher {
         self.reachability = reachability
     }
 
-    public func publish(_ commands: [EncodedCommand], requestId: String) async throws -> [RecordPosition] {
+    public func publish(_ commands: [EncodedCommand], requestId: String) async throws -> [KafkaDeliveryReport] {
         // The commands of a request share their headers (one type and version, one request id):
         // made once, the list is shared by every record.
         var headers: (type: String, version: Int, list: [KafkaHeader])?
@@ -43,7 +43,7 @@ public final class KafkaCommandPublisher: CommandPublisher {
         do {
             let reports = try await producer.send(records)
             readiness.withLock { $0.ok = true; $0.checked = ContinuousClock.now }
-            return reports.map { RecordPosition(topic: $0.topic, partition: $0.partition, offset: $0.offset) }
+            return reports
         } catch let error as KafkaError where error.isRecordTooLarge {
             throw RecordTooLarge(reason: error.description)
         } catch let error as KafkaError {

@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import Kafka
 import Projections
 
 /// Makes an admin change's 2xx mean that it is applied (docs/API.md#admin-changes-are-applied-when-answered):
@@ -25,7 +26,7 @@ struct AdminChangeApplied: Sendable {
     /// Returns once every record at `positions` is applied (and, when `revokesTokens`, cached
     /// entries from before it have expired); throws `IngestError.notApplied` past the timeout,
     /// naming what was written.
-    func wait(for positions: [RecordPosition], revokesTokens: Bool = false, written: @autoclosure () -> String) async throws {
+    func wait(for positions: [KafkaDeliveryReport], revokesTokens: Bool = false, written: @autoclosure () -> String) async throws {
         guard timeout > .zero, !positions.isEmpty else { return }
         let deadline = ContinuousClock.now + timeout
         let topics = Array(Set(positions.map(\.topic))).sorted()

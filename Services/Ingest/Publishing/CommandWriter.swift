@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import Kafka
 import Logging
 
 /// Turns the commands of one request into records and hands them to the `CommandPublisher` in
@@ -30,19 +31,19 @@ struct CommandWriter: Sendable {
 
     /// Publishes the request's one command and waits for the broker's acknowledgement.
     @discardableResult
-    func publish<C: Command>(_ command: C, context: IngestRequestContext) async throws -> [RecordPosition] {
+    func publish<C: Command>(_ command: C, context: IngestRequestContext) async throws -> [KafkaDeliveryReport] {
         try await publish([encode(command, encoder: Self.makeEncoder())], context: context)
     }
 
     /// Publishes every command of the request together, waits for the broker's acknowledgement
     /// and returns where each one landed.
     @discardableResult
-    func publish(_ commands: [EncodedCommand], context: IngestRequestContext) async throws -> [RecordPosition] {
+    func publish(_ commands: [EncodedCommand], context: IngestRequestContext) async throws -> [KafkaDeliveryReport] {
         for command in commands where command.value.count > FieldLimits.commandBytes {
             throw Self.tooLarge("the request makes a command of \(command.value.count) bytes; at most \(FieldLimits.commandBytes) fit one record")
         }
         let start = ContinuousClock.now
-        let positions: [RecordPosition]
+        let positions: [KafkaDeliveryReport]
         do {
             positions = try await publisher.publish(commands, requestId: context.requestId)
         } catch let error as RecordTooLarge {

@@ -1,4 +1,5 @@
 import Contracts
+import Kafka
 import Ingest
 
 /// An in-memory `CommandPublisher`: records every call it receives (failed ones too) and can be
@@ -15,13 +16,13 @@ actor FakeCommandPublisher: CommandPublisher {
     private var failure: (any Error)?
     private var ready = true
 
-    func publish(_ commands: [EncodedCommand], requestId: String) async throws -> [RecordPosition] {
+    func publish(_ commands: [EncodedCommand], requestId: String) async throws -> [KafkaDeliveryReport] {
         calls.append(Call(commands: commands, requestId: requestId))
         if let failure { throw failure }
         // Each topic as one partition, numbered in publishing order.
-        var positions: [RecordPosition] = []
+        var positions: [KafkaDeliveryReport] = []
         for command in commands {
-            positions.append(RecordPosition(topic: command.topic, partition: 0, offset: next[command.topic, default: 0]))
+            positions.append(KafkaDeliveryReport(topic: command.topic, partition: 0, offset: next[command.topic, default: 0]))
             next[command.topic, default: 0] += 1
         }
         return positions
