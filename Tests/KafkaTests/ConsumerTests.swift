@@ -205,4 +205,30 @@ final class ConsumerTests: XCTestCase {
         XCTAssertEqual(batches, 0)
         XCTAssertEqual(consumer.assignment, [])
     }
+
+    func testWakeGivesAWaitingIteratorAnEmptyTurnAndALaterOneOnce() async throws {
+        let reports = try await produce("woken", partitions: 1, count: 3)
+        let partition = TopicPartition(topic: "woken", partition: 0)
+        let consumer = try KafkaConsumer(configuration: KafkaTestSupport.consumerConfiguration(broker), partitions: [partition],
+                                         startingAt: [partition: Int64(reports.count)], logger: KafkaTestSupport.logger)
+        var batches = consumer.batches().makeAsyncIterator()
+        // Nothing to read: a wake while the iterator waits is an empty turn.
+        let waiting = Task { try await batches.next() }
+        try await Task.sleep(for: .milliseconds(300))
+        consumer.wake()
+        let turn = try await waiting.value
+        XCTAssertEqual(turn?.count, 0)
+        // Wakes before the next turn count as one, and a record written meanwhile comes after it.
+        consumer.wake()
+        consumer.wake()
+        var iterator = consumer.batches().makeAsyncIterator()
+        let woken = try await iterator.next()
+        XCTAssertEqual(woken?.count, 0)
+        let producer = try KafkaProducer.make(broker)
+        _ = try await producer.send(KafkaTestSupport.records(topic: "woken", count: 1, prefix: "late"))
+        await producer.shutdown()
+        let next = try await iterator.next()
+        XCTAssertEqual(next?.map(\.offset), [Int64(reports.count)], "the second wake gave no second empty turn")
+        await consumer.close()
+    }
 }
