@@ -142,7 +142,8 @@ final class ApplyLoop: Sendable {
             order.marksNeeded(now: now) { partition, next in
                 guard let end = consumer.highWatermark(partition.topicPartition), next >= end else { return false }
                 guard let arrived = arrivals[partition], arrived > quietSince else { return true }
-                quietAt = min(quietAt ?? .now + .seconds(1), arrived + ProgressMarks.quiet)
+                let quiet = arrived + ProgressMarks.quiet
+                quietAt = min(quietAt ?? quiet, quiet)
                 return false
             }
         }
