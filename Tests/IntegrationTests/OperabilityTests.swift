@@ -93,6 +93,8 @@ final class OperabilityTests: XCTestCase {
         assertSeries(processor, "pushline_processor_webhook_attempts_total", labels: [#"kind="app-callback""#, #"outcome="delivered""#])
         assertSeries(processor, "pushline_processor_webhook_attempts_total", labels: [#"kind="registration-status""#, #"outcome="delivered""#])
         assertSeries(processor, "pushline_processor_store_commit_seconds", labels: [])
+        assertSeries(processor, "pushline_processor_apply_delay_seconds", labels: [])
+        assertSeries(processor, "pushline_processor_apply_delay_max_seconds", labels: [])
 
         // The logs are there (ingest logged the app's creation, the processor the duplicate
         // registration's rejection at debug level) and hold no token, admin token or header secret.

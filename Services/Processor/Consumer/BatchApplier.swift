@@ -62,6 +62,11 @@ final class BatchApplier: Sendable {
     /// A rebuild's applier: outbox jobs are written as `replayed`, never to be sent.
     private let replaying: Bool
     private let commitTimer = Timer(label: "pushline_processor_store_commit_seconds")
+    /// How long the longest-waiting command of each live batch waited: from its Kafka timestamp
+    /// until the batch was committed (`recordApplyDelay`).
+    private let applyDelayTimer = Timer(label: "pushline_processor_apply_delay_seconds")
+    private let applyDelayMaxGauge = Gauge(label: "pushline_processor_apply_delay_max_seconds")
+    private let applyDelayMax = Mutex<Double>(0)
     /// Since when the store has been failing as unavailable (nil: it answered the last call).
     private let unavailableSince = Mutex<ContinuousClock.Instant?>(nil)
     private let outboundCounter = Counter(label: "pushline_processor_outbound_records_total")
@@ -103,6 +108,7 @@ final class BatchApplier: Sendable {
             published = true
             let publishedAt = clock.now
             try await withRetries { try await self.commit(batch, expected: expected) }
+            if !replaying { recordApplyDelay(records) }
             logger.debug("batch applied", metadata: [
                 "records": "\(records.count)", "mutations": "\(batch.mutations.count)", "outbound": "\(batch.outbound.count)",
                 "load_ms": "\(batch.loadTime.inMilliseconds)", "decide_ms": "\((decided - start).inMilliseconds)",
@@ -245,6 +251,25 @@ final class BatchApplier: Sendable {
         unavailableSince.withLock { $0 = nil }
         commitTimer.recordNanoseconds((ContinuousClock.now - start).inNanoseconds)
         batch.tally.report()
+    }
+
+    /// Records how long the oldest command of a committed batch waited since its producer wrote
+    /// it (its Kafka timestamp; progress marks are not commands): one histogram sample per batch,
+    /// and the longest such wait since the processor started. While the processor keeps up, that
+    /// is the time records wait at the live edge; after downtime it includes the downtime.
+    private func recordApplyDelay(_ records: [DecodedRecord]) {
+        var oldest: Date?
+        for record in records where !record.isProgressMark {
+            if let t = record.timestamp, t < (oldest ?? .distantFuture) { oldest = t }
+        }
+        guard let oldest else { return }
+        let delay = max(0, Date().timeIntervalSince(oldest))
+        applyDelayTimer.recordNanoseconds(Int64(delay * 1e9))
+        let longest = applyDelayMax.withLock { longest in
+            longest = max(longest, delay)
+            return longest
+        }
+        applyDelayMaxGauge.record(longest)
     }
 
     /// The outbound window for a producer whose local queue holds `queue` records: a quarter of
