@@ -44,7 +44,7 @@ final class ObjectStoreListingTests: XCTestCase {
         let answer = try await HTTPClientHelpers.get(bucket + "?" + query)
         XCTAssertEqual(answer.status, 200, query)
         let text = answer.text
-        let tags = ["Key", "Prefix", "IsTruncated", "NextContinuationToken", "KeyCount"]
+        let tags = ["Key", "ETag", "Size", "LastModified", "Prefix", "IsTruncated", "NextContinuationToken", "KeyCount"]
         var found: [String] = []
         for tag in tags {
             var rest = text[...]
@@ -74,7 +74,8 @@ final class ObjectStoreListingTests: XCTestCase {
                 let key = ((0..<Int.random(in: 0...3, using: &generator)).map { _ in folders.randomElement(using: &generator)! }
                     + [names.randomElement(using: &generator)!]).joined(separator: "/")
                 let encoded = key.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)!
-                let answer = try await HTTPClientHelpers.request(.PUT, store + "/" + encoded, body: Data(key.utf8),
+                // An object written again in a later round changes: its listed ETag and size must too.
+                let answer = try await HTTPClientHelpers.request(.PUT, store + "/" + encoded, body: Data((key + String(repeating: "+", count: round)).utf8),
                                                                   contentType: "application/octet-stream")
                 XCTAssertEqual(answer.status, 200, key)
                 written.append(encoded)
