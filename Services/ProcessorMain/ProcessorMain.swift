@@ -28,7 +28,11 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         let (configuration, logger) = try common.bootstrap(flags: ["PUSHLINE_PROCESSOR_PORT": port.map(String.init)])
         let registry = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        var factory = PrometheusMetricsFactory(registry: registry)
+        // From a produce round trip to minutes behind: where the live edge's waits fall.
+        factory.durationHistogramBuckets["pushline_processor_apply_delay_seconds"] =
+            [50, 100, 250, 500, 750, 1000, 1500, 2000, 3000, 5000, 10000, 30000, 60000, 300_000].map { .milliseconds($0) }
+        MetricsSystem.bootstrap(factory)
         logger.info("starting", metadata: ["brokers": "\(configuration.shared.brokers)", "store": "\(configuration.shared.storeForLogs)",
                                            "group": "\(configuration.groupId)", "port": "\(configuration.port)"])
         try await ProcessorApp.run(configuration: configuration, metrics: registry, logger: logger)
