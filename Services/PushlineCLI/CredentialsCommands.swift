@@ -45,7 +45,7 @@ extension Apps {
                                                  subject: .app(app))
                 let view = try client.decode(AdminAPI.APNsCredentialsView.self, from: data)
                 if admin.json { return try Output.json(view) }
-                print("APNs credentials set (accepted; used once the processor has applied them): \(Output.describe(view))")
+                print("APNs credentials set: \(Output.describe(view))")
             }
         }
 
@@ -77,7 +77,7 @@ extension Apps {
                                                  subject: .app(app))
                 let view = try client.decode(AdminAPI.FCMCredentialsView.self, from: data)
                 if admin.json { return try Output.json(view) }
-                print("FCM credentials set (accepted; used once the processor has applied them): \(Output.describe(view))")
+                print("FCM credentials set: \(Output.describe(view))")
             }
         }
 
