@@ -98,4 +98,45 @@ final class ObjectStoreListingTests: XCTestCase {
         let all = try await page(store, "list-type=2&max-keys=1000")
         XCTAssertTrue(all.contains { $0.hasPrefix("Key=") }, "the store lists what was written")
     }
+
+    /// The broker's pattern: a partition folder of thousands of records listed page after page
+    /// (1000 keys each) on every fetch, records appended at its end, and an object in it rewritten.
+    func testAPartitionsPagesFollowAppendsAndRewrites() async throws {
+        let folder = root.appendingPathComponent("tansu/clusters/c/topics/t/partitions/0000000000/records")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for offset in 0..<2500 {
+            try Data("record \(offset)".utf8).write(to: folder.appendingPathComponent(String(format: "%020d.batch", offset)))
+        }
+        let store = try await start([TestBroker.repositoryRoot.appendingPathComponent("scripts/s3-store").path])
+        let plain = try await start(["python3", "-c", "import localbucket, sys; sys.argv[0] = 'localbucket'; localbucket.main()"])
+        let prefix = "clusters/c/topics/t/partitions/0000000000/records/"
+        func listing(_ bucket: String) async throws -> [String] {
+            var all: [String] = []
+            var token: String?
+            repeat {
+                let page = try await self.page(bucket, "list-type=2&prefix=\(prefix)" + (token.map { "&continuation-token=" + $0 } ?? ""))
+                all += page
+                token = page.first { $0.hasPrefix("NextContinuationToken=") }.map { String($0.dropFirst(22)) }
+            } while token != nil
+            return all
+        }
+        var expectedKeys = 2500
+        for step in 0..<6 {
+            let listed = try await listing(store)
+            let expected = try await listing(plain)
+            XCTAssertEqual(listed, expected, "step \(step)")
+            XCTAssertEqual(listed.filter { $0.hasPrefix("Key=") }.count, expectedKeys, "step \(step)")
+            // Append one record, and rewrite one in the first page (as the broker rewrites its
+            // watermark object), one in a full page and one on the last page.
+            let key = prefix + String(format: "%020d.batch", 2500 + step)
+            let answer = try await HTTPClientHelpers.request(.PUT, store + "/" + key, body: Data("appended".utf8),
+                                                              contentType: "application/octet-stream")
+            XCTAssertEqual(answer.status, 200)
+            expectedKeys += 1
+            let rewritten = prefix + String(format: "%020d.batch", [10, 1500, 2400, 2500, 42, 999][step])
+            let again = try await HTTPClientHelpers.request(.PUT, store + "/" + rewritten, body: Data("rewritten \(step) longer".utf8),
+                                                             contentType: "application/octet-stream")
+            XCTAssertEqual(again.status, 200)
+        }
+    }
 }
