@@ -1,5 +1,5 @@
 # The two commands: `make run` starts the stack, `make test` runs every test.
-.PHONY: run run-foreground stop test build bench-ingest bench-fanout bench-tracking bench-processor bench-catchup bench-sender push-mocks setup fuzz
+.PHONY: run run-foreground stop test build bench-ingest bench-fanout bench-tracking bench-processor bench-catchup bench-sender bench-latency bench-soak bench-s3-store push-mocks setup fuzz
 
 run:
 	scripts/run
@@ -39,6 +39,15 @@ bench-catchup:
 
 bench-sender:
 	scripts/bench-sender
+
+bench-latency:
+	scripts/bench-latency --durable
+
+bench-soak:
+	scripts/bench-soak --durable --minutes 30 --rate 25
+
+bench-s3-store:
+	scripts/bench-s3-store
 
 # The mock APNs and FCM servers in the background (scripts/push-mocks stop ends them).
 push-mocks:
