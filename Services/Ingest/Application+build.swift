@@ -71,7 +71,8 @@ public func buildRouter(
     func bearerGroup(_ path: RouterPath) -> RouterGroup<IngestRequestContext> {
         router.group(path).add(middleware: appAuth).add(middleware: appRateLimit)
     }
-    NotificationRoutes(writer: writer, maxBodyBytes: configuration.maxBodyBytes)
+    NotificationRoutes(writer: writer, store: store, idempotencyWindow: configuration.shared.idempotencyWindow,
+                       maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: bearerGroup(NotificationRoutes.basePath))
     BWDeviceRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: bearerGroup(BWDeviceRoutes.basePath))

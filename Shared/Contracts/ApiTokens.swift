@@ -21,6 +21,11 @@ public enum ApiTokens {
         hex(SHA256.hash(data: Data(token.utf8)))
     }
 
+    /// Lower-case hex SHA-256 of `bytes`.
+    public static func hash(bytes: [UInt8]) -> String {
+        hex(SHA256.hash(data: bytes))
+    }
+
     /// `base64(HMAC-SHA256(key: UTF-8 of apiToken, message: UTF-8 of callbackURL))`.
     public static func webhookSignature(apiToken: String, callbackURL: String) -> String {
         let mac = HMAC<SHA256>.authenticationCode(for: Data(callbackURL.utf8), using: SymmetricKey(data: Data(apiToken.utf8)))

@@ -31,7 +31,7 @@ enum ProjectionDump {
         ("pending_notifications", "app_id, device_token, notification_id, delivery_id, sent_at, text, business_id",
          "app_id, device_token, notification_id"),
         ("acks", "app_id, device_token, notification_id, business_id, acked_at", "app_id, device_token, notification_id"),
-        ("deliveries", "app_id, delivery_id, kind, managed, tracking, sent, created_at, delivered, failed, unregistered", "app_id, delivery_id"),
+        ("deliveries", "app_id, delivery_id, kind, managed, tracking, sent, created_at, delivered, failed, unregistered, idempotency_key, request_hash, duplicates, conflicts", "app_id, delivery_id"),
         ("delivery_outcomes", "app_id, delivery_id, message_index, device_token, outcome, reason, reported_at",
          "app_id, delivery_id, message_index"),
         ("tracking_events", "delivery_id, app_id, action, message_index, repeats", "delivery_id, app_id, action, message_index"),

@@ -47,6 +47,8 @@ public protocol ProjectionReader: Sendable {
     /// The app's delivery with its engagement counts; nil for an unknown delivery or one of
     /// another app.
     func deliveryStats(app appId: UUID, deliveryId: UUID) async throws -> DeliveryStatsRow?
+    /// The app's delivery alone (no engagement counts); nil as for `deliveryStats`.
+    func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow?
     /// One page of a delivery's per-device outcomes, in message index order after `after`,
     /// only those of `outcome` when it is given.
     func deliveryOutcomes(app appId: UUID, deliveryId: UUID, outcome: DeliveryOutcome?, after: Int?,

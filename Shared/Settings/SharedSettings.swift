@@ -17,8 +17,14 @@ public struct SharedSettings: Sendable, Equatable {
     public var kafkaProperties: [String: String] = [:]
     /// The level below which log lines are dropped.
     public var logLevel: Logger.Level = .info
+    /// How long an `Idempotency-Key` names its first send, in the log's time: ingest answers with
+    /// it and processors and rebuilds decide with it, so they must agree.
+    public var idempotencyWindowHours = IdempotencyKeys.defaultWindowHours
 
     public init() {}
+
+    /// `idempotencyWindowHours` as a duration.
+    public var idempotencyWindow: Duration { .seconds(idempotencyWindowHours * 3600) }
 
     /// The environment variables of these settings.
     public enum Variable {
@@ -28,6 +34,7 @@ public struct SharedSettings: Sendable, Equatable {
         public static let store = "PUSHLINE_STORE"
         public static let kafkaProperties = "PUSHLINE_KAFKA_PROPERTIES"
         public static let logLevel = "PUSHLINE_LOG_LEVEL"
+        public static let idempotencyWindowHours = "PUSHLINE_IDEMPOTENCY_WINDOW_HOURS"
     }
 
     /// Reads the shared settings; `defaultLogLevel` is the level of an executable whose
@@ -44,6 +51,7 @@ public struct SharedSettings: Sendable, Equatable {
                                      + Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))
         }
         logLevel = parsed
+        idempotencyWindowHours = try reader.int(Variable.idempotencyWindowHours, default: idempotencyWindowHours, range: 1...8_760)
     }
 
     /// Sends every log line of the process to standard error, at `logLevel` and above. Call it

@@ -250,4 +250,70 @@ final class NotificationHandlerTests: XCTestCase {
         XCTAssertEqual(s.devices(of: UserKey(appId: appId, userId: "u1")), [])
         XCTAssertEqual(s.devices(of: UserKey(appId: appId, userId: "u2")).map(\.deviceToken), [iosA])
     }
+    // MARK: - Idempotency keys (docs/API.md#idempotency-keys)
+
+    private func keyed(_ key: String, hash: String, users: [String] = ["u1"]) -> NotificationRequested {
+        var c = send(users: users)
+        c.deliveryId = IdempotencyKeys.deliveryId(app: appId, key: key)
+        c.idempotencyKey = key
+        c.requestHash = hash
+        return c
+    }
+
+    private func deliveryRow(_ s: BatchState) -> DeliveryRow? {
+        s.mutations.reversed().lazy.compactMap { if case .putDelivery(let row) = $0 { row } else { nil } }.first
+    }
+
+    /// The first send of a key is sent and remembers its key and body; every later one within the
+    /// window is counted on the delivery (a duplicate or, with another body, a conflict) and sends
+    /// nothing, whichever target it names.
+    func testAKeyReachesEachDeviceOnceAndCountsItsRepeats() throws {
+        var s = state(devices: [device(iosA), device(iosB, user: "u2")])
+        let first = keyed("order-1", hash: "h1")
+        XCTAssertEqual(NotificationHandler().apply(first, CommandContext(at: at), to: &s), .applied)
+        XCTAssertEqual(try records(s).map(\.deviceToken), [iosA])
+        let applied = try XCTUnwrap(deliveryRow(s))
+        XCTAssertEqual(applied.idempotencyKey, "order-1")
+        XCTAssertEqual(applied.requestHash, "h1")
+
+        let later = at.addingTimeInterval(3600)
+        XCTAssertEqual(NotificationHandler().apply(first, CommandContext(at: later), to: &s), .rejected("idempotent-repeat"))
+        XCTAssertEqual(NotificationHandler().apply(keyed("order-1", hash: "h2", users: ["u2"]), CommandContext(at: later), to: &s),
+                       .rejected("idempotency-key-conflict"))
+        XCTAssertEqual(NotificationHandler().apply(first, CommandContext(at: later), to: &s), .rejected("idempotent-repeat"))
+        XCTAssertEqual(try records(s).map(\.deviceToken), [iosA], "nothing more was sent")
+        let counted = try XCTUnwrap(deliveryRow(s))
+        XCTAssertEqual([counted.duplicates, counted.conflicts, counted.sent], [2, 1, 1])
+        XCTAssertEqual(counted.createdAt, at, "the first send's time stays")
+    }
+
+    /// The window is counted in command times from the first send: at its end the key's id is
+    /// refused (ingest derives the next id for a reuse), and the next id is a new send.
+    func testAfterTheWindowTheKeysNextDeliveryIsANewSend() throws {
+        let handler = NotificationHandler(idempotencyWindow: .seconds(3600))
+        var s = state(devices: [device(iosA)])
+        let first = keyed("k", hash: "h1")
+        XCTAssertEqual(handler.apply(first, CommandContext(at: at), to: &s), .applied)
+        XCTAssertEqual(handler.apply(first, CommandContext(at: at.addingTimeInterval(3599.999)), to: &s), .rejected("idempotent-repeat"))
+        XCTAssertEqual(handler.apply(first, CommandContext(at: at.addingTimeInterval(3600)), to: &s), .rejected("idempotency-key-expired"))
+        var reuse = keyed("k", hash: "h2")
+        reuse.deliveryId = IdempotencyKeys.nextDeliveryId(after: first.deliveryId, key: "k")
+        XCTAssertEqual(handler.apply(reuse, CommandContext(at: at.addingTimeInterval(3600)), to: &s), .applied)
+        XCTAssertEqual(try records(s).map(\.deliveryId), [first.deliveryId, reuse.deliveryId])
+    }
+
+    /// A command whose id is known but whose key is not the delivery's (a copied record of an
+    /// unkeyed send given a key, say) is refused and counts nothing.
+    func testAKeyedSendWithTheIdOfAnotherKeysDeliveryIsRefused() {
+        var s = state(devices: [device(iosA)])
+        var c = keyed("a", hash: "h")
+        s.record(DeliveryRow(appId: appId, deliveryId: c.deliveryId, kind: .alert, managed: false, tracking: true, sent: 1, createdAt: at,
+                             idempotencyKey: "b", requestHash: "h"))
+        let before = s.mutations
+        XCTAssertEqual(NotificationHandler().apply(c, CommandContext(at: at), to: &s), .rejected("duplicate-delivery"))
+        c.idempotencyKey = nil
+        XCTAssertEqual(NotificationHandler().apply(c, CommandContext(at: at), to: &s), .rejected("duplicate-delivery"))
+        XCTAssertEqual(s.mutations, before)
+        XCTAssertTrue(s.outbound.isEmpty)
+    }
 }

@@ -275,7 +275,9 @@ import Testing
                                                    text: n == 3 ? huge : text, businessId: n % 3 == 0 ? nil : other)),
                 .putAck(AckRow(appId: appId, deviceToken: token, notificationId: text, businessId: n % 3 == 1 ? nil : other, ackedAt: date)),
                 .putDelivery(DeliveryRow(appId: appId, deliveryId: UUID(), kind: pick(NotificationKind.allCases, n), managed: n % 2 == 0,
-                                         tracking: n % 3 == 0, sent: Int(pick(integers, n + 1)), createdAt: date)),
+                                         tracking: n % 3 == 0, sent: Int(pick(integers, n + 1)), createdAt: date,
+                                         idempotencyKey: n % 2 == 0 ? nil : n == 3 ? huge : text, requestHash: n % 4 == 1 ? nil : other,
+                                         duplicates: Int(pick(integers, n)), conflicts: n)),
                 .countTracking(TrackingCounts(appId: appId, deliveryId: UUID(), counts: [
                     TrackingCount(action: pick(TrackingAction.allCases, n), messageIndex: Int(pick(integers, n)), reports: 1),
                     TrackingCount(action: pick(TrackingAction.allCases, n + 1), messageIndex: n, reports: n % 2 == 0 ? .max : 2),

@@ -367,6 +367,9 @@ final class PostgresStoreTests: StoreTestCase {
         try await execute("ALTER TABLE apps DROP COLUMN push_credentials")  // added by version 11
         try await execute("DROP TABLE delivery_outcomes")  // added by version 12, with the columns below
         try await execute("ALTER TABLE deliveries DROP COLUMN delivered, DROP COLUMN failed, DROP COLUMN unregistered")
+        try await execute("""
+            ALTER TABLE deliveries DROP COLUMN idempotency_key, DROP COLUMN request_hash, DROP COLUMN duplicates, DROP COLUMN conflicts
+            """)  // added by version 15
         try await execute("UPDATE schema_version SET version = 6")
 
         let migrated = try await openStore()
@@ -582,7 +585,9 @@ enum MixedMutations {
                                                           tracking: Int.random(in: 0..<4, using: &random) > 0,
                                                           sent: Int.random(in: 0..<6, using: &random), createdAt: Fixture.at(seconds()),
                                                           delivered: counted ? Int.random(in: 0..<4, using: &random) : 0,
-                                                          failed: counted ? 1 : 0, unregistered: counted ? n % 3 : 0)))
+                                                          failed: counted ? 1 : 0, unregistered: counted ? n % 3 : 0,
+                                                          idempotencyKey: maybe("key-\(n)"), requestHash: maybe("hash-\(n)"),
+                                                          duplicates: n % 4, conflicts: n % 2)))
             case 74..<76:
                 let outcome = DeliveryOutcome.allCases.randomElement(using: &random)!
                 mutations.append(.putDeliveryOutcome(DeliveryOutcomeRow(

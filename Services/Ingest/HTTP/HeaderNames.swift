@@ -12,4 +12,7 @@ extension HTTPFields.Element.Name {
     static let callbackURL = Self(DeviceRegistrationAPI.callbackURLHeader)!
     static let statusCallbackURL = Self(DeviceRegistrationAPI.statusCallbackURLHeader)!
     static let callbackURLHeaders = Self(DeviceRegistrationAPI.callbackURLHeadersHeader)!
+    static let idempotencyKey = Self(IdempotencyKeys.header)!
+    /// Set to `true` on the answer to a keyed send that repeats one already applied.
+    static let idempotentReplayed = Self("Idempotent-Replayed")!
 }

@@ -57,7 +57,9 @@ struct TrackingRoutes: Sendable {
         let stats = TrackingAPI.DeliveryStats(deliveryId: row.delivery.deliveryId, sent: row.delivery.sent,
                                               impressions: row.impressions, clicks: row.clicks, opens: row.opens,
                                               repeatsIgnored: row.repeatsIgnored, delivered: row.delivery.delivered,
-                                              failed: row.delivery.failed, unregistered: row.delivery.unregistered)
+                                              failed: row.delivery.failed, unregistered: row.delivery.unregistered,
+                                              idempotencyKey: row.delivery.idempotencyKey, duplicates: row.delivery.duplicates,
+                                              conflicts: row.delivery.conflicts)
         return try JSONResponse.make(stats, status: .ok, encoder: WireJSON.encoder())
     }
 

@@ -4,6 +4,7 @@ import Kafka
 import Logging
 import Metrics
 import Projections
+import Settings
 import Synchronization
 
 /// One consumed record, reduced to what the applier needs.
@@ -80,13 +81,14 @@ final class BatchApplier: Sendable {
          replaying: Bool = false, retryDelays: [Duration] = [.milliseconds(50), .milliseconds(200), .milliseconds(800)],
          outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages),
          maxDevicesPerUser: Int = ProcessorConfiguration().maxDevicesPerUser,
-         trackingParkTime: Duration = .milliseconds(ProcessorConfiguration().trackingParkTtlMs)) {
+         trackingParkTime: Duration = .milliseconds(ProcessorConfiguration().trackingParkTtlMs),
+         idempotencyWindow: Duration = SharedSettings().idempotencyWindow) {
         self.trackingParkTime = trackingParkTime
         self.outboundWindow = max(1, outboundWindow)
         self.replaying = replaying
         self.store = store
         self.outbound = outbound
-        self.handlers = .standard(verifier: verifier, maxDevicesPerUser: maxDevicesPerUser)
+        self.handlers = .standard(verifier: verifier, maxDevicesPerUser: maxDevicesPerUser, idempotencyWindow: idempotencyWindow)
         self.logger = logger
         self.retryDelays = retryDelays
     }

@@ -4,6 +4,7 @@ import Kafka
 import Logging
 import Metrics
 import Projections
+import Settings
 import ServiceLifecycle
 import Synchronization
 
@@ -30,6 +31,7 @@ public final class CommandConsumer: Service, Sendable {
          outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages),
          maxDevicesPerUser: Int = ProcessorConfiguration().maxDevicesPerUser,
          trackingParkTime: Duration = .milliseconds(ProcessorConfiguration().trackingParkTtlMs),
+         idempotencyWindow: Duration = SharedSettings().idempotencyWindow,
          stallAfter: Duration = .seconds(60), acceptExistingLog: Bool = false, marks: ProgressMarks?,
          onApplied: @escaping @Sendable () -> Void) {
         self.configuration = configuration
@@ -38,7 +40,7 @@ public final class CommandConsumer: Service, Sendable {
         self.acceptExistingLog = acceptExistingLog
         let applier = BatchApplier(store: store, outbound: outbound, verifier: verifier, logger: logger,
                                    outboundWindow: outboundWindow, maxDevicesPerUser: maxDevicesPerUser,
-                                   trackingParkTime: trackingParkTime)
+                                   trackingParkTime: trackingParkTime, idempotencyWindow: idempotencyWindow)
         self.loop = ApplyLoop(store: store, topics: topics, applier: applier, unseenStart: nil,
                               maxBatch: configuration.maxBatchSize, marks: marks, logger: logger)
         self.onApplied = onApplied
@@ -59,6 +61,7 @@ public final class CommandConsumer: Service, Sendable {
                         outboundWindow: BatchApplier.outboundWindow(forQueue: configuration.producerQueueMessages),
                         maxDevicesPerUser: configuration.maxDevicesPerUser,
                         trackingParkTime: .milliseconds(configuration.trackingParkTtlMs),
+                        idempotencyWindow: configuration.shared.idempotencyWindow,
                         stallAfter: .milliseconds(configuration.stallTimeoutMs),
                         acceptExistingLog: configuration.acceptExistingLog,
                         marks: ProgressMarks(producer: producer),

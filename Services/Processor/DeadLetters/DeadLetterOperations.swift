@@ -39,7 +39,8 @@ public enum DeadLetterOperations {
                                              logger: logger)
             let applier = BatchApplier(store: store, outbound: KafkaOutboundPublisher(producer: producer, topic: configuration.shared.topics.outbound),
                                        verifier: verifier, logger: logger, maxDevicesPerUser: configuration.maxDevicesPerUser,
-                                       trackingParkTime: .milliseconds(configuration.trackingParkTtlMs))
+                                       trackingParkTime: .milliseconds(configuration.trackingParkTtlMs),
+                                       idempotencyWindow: configuration.shared.idempotencyWindow)
             do {
                 let result = try await applier.reapply(letter)
                 await producer.shutdown()

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Projections
+import Settings
 
 /// Applies a send (docs/API.md#sending-notifications): resolves the target to the app's devices as
 /// they are now, writes one outbound record per device, makes a managed notification pending on
@@ -11,6 +12,14 @@ import Projections
 /// and the device's position, the timestamp from the command's time — so applying the same
 /// command to the same state again writes byte-identical records.
 struct NotificationHandler: CommandHandler {
+    /// How long an idempotency key names its first send, in command times
+    /// (`PUSHLINE_IDEMPOTENCY_WINDOW_HOURS`).
+    let idempotencyWindow: Duration
+
+    init(idempotencyWindow: Duration = SharedSettings().idempotencyWindow) {
+        self.idempotencyWindow = idempotencyWindow
+    }
+
     func addNeeds(of c: NotificationRequested, to query: inout StateQuery) {
         query.appIds.insert(c.mobileAppId)
         query.deliveryIds.insert(c.deliveryId)
@@ -29,9 +38,9 @@ struct NotificationHandler: CommandHandler {
     func apply(_ c: NotificationRequested, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         let at = context.at
         guard let app = state.apps[c.mobileAppId] else { return .rejected("unknown-app") }
-        // Ingest gives every send a new delivery id; a second command with a known one (a copied
-        // record) would send again and could not be told apart in statistics.
-        guard state.delivery(c.deliveryId) == nil else { return .rejected("duplicate-delivery") }
+        // A send without a key has a new random delivery id; with a key, the id is the key's, so
+        // a known id is a retry or a reuse of the key: it is counted, never sent again.
+        if let known = state.delivery(c.deliveryId) { return repeated(c, of: known, at: at, state: &state) }
         let devices = Self.resolve(c.target, app: c.mobileAppId, in: state)
         state.reserveOutbound(devices.count)
         // One template per platform (and per badge, for a managed send): each device's record is
@@ -50,13 +59,33 @@ struct NotificationHandler: CommandHandler {
             state.emit(OutboundMessage(kind: .push, deviceToken: device.deviceToken, body: .template(template, index: index)))
         }
         let delivery = DeliveryRow(appId: c.mobileAppId, deliveryId: c.deliveryId, kind: c.kind, managed: c.managed,
-                                   tracking: c.tracking, sent: devices.count, createdAt: at)
+                                   tracking: c.tracking, sent: devices.count, createdAt: at,
+                                   idempotencyKey: c.idempotencyKey, requestHash: c.idempotencyKey == nil ? nil : c.requestHash)
         TrackingHandler.settle(delivery, state: &state)
         state.record(delivery)
         if c.kind != .alert, let url = app.callbackUrl {
             Self.enqueueCallbacks(c, devices: devices, app: app, url: url, at: at, state: &state)
         }
         return devices.isEmpty ? .rejected("no-devices") : .applied
+    }
+
+    /// A send whose delivery id is known (docs/API.md#idempotency-keys). Within the key's window
+    /// (counted from the first send's time), the same key and body is a duplicate and another
+    /// body a conflict, each counted on the delivery. Anything else (a key past its window whose
+    /// retry ingest could not tell, or a copied record of a send without a key) is refused. None
+    /// is sent.
+    private func repeated(_ c: NotificationRequested, of known: DeliveryRow, at: Date, state: inout BatchState) -> HandlerResult {
+        guard let key = c.idempotencyKey, known.idempotencyKey == key, known.appId == c.mobileAppId else {
+            return .rejected("duplicate-delivery")
+        }
+        guard at < known.createdAt.addingTimeInterval(idempotencyWindow.inSeconds) else {
+            return .rejected("idempotency-key-expired")
+        }
+        var delivery = known
+        let conflict = c.requestHash != known.requestHash
+        if conflict { delivery.conflicts += 1 } else { delivery.duplicates += 1 }
+        state.record(delivery)
+        return .rejected(conflict ? "idempotency-key-conflict" : "idempotent-repeat")
     }
 
     private struct TemplateKey: Hashable {

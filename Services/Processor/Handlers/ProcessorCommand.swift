@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Projections
+import Settings
 
 /// A decoded command with the envelope facts the handlers need, and the handler of its type.
 /// Handlers use the envelope's `id` and `at` rather than the clock, so a replay decides exactly
@@ -29,9 +30,11 @@ struct ProcessorCommand: Sendable {
 struct HandlerRegistry: Sendable {
     private var handlers: [CommandType: any RegisteredHandler] = [:]
 
-    /// The processor's handlers. `verifier` and `maxDevicesPerUser` configure registrations.
+    /// The processor's handlers. `verifier` and `maxDevicesPerUser` configure registrations,
+    /// `idempotencyWindow` sends.
     static func standard(verifier: any DeviceTokenVerifier = TokenFormatVerifier(),
-                         maxDevicesPerUser: Int = ProcessorConfiguration().maxDevicesPerUser) -> HandlerRegistry {
+                         maxDevicesPerUser: Int = ProcessorConfiguration().maxDevicesPerUser,
+                         idempotencyWindow: Duration = SharedSettings().idempotencyWindow) -> HandlerRegistry {
         var registry = HandlerRegistry()
         registry.register(AppCreatedHandler())
         registry.register(ApiTokenIssuedHandler())
@@ -41,7 +44,7 @@ struct HandlerRegistry: Sendable {
         registry.register(PushCredentialsRemovedHandler())
         registry.register(RegistrationHandler(verifier: verifier, maxDevicesPerUser: maxDevicesPerUser))
         registry.register(CleanupHandler())
-        registry.register(NotificationHandler())
+        registry.register(NotificationHandler(idempotencyWindow: idempotencyWindow))
         registry.register(AckHandler())
         registry.register(TrackingHandler())
         registry.register(DeliveryResultHandler())

@@ -228,7 +228,8 @@ public enum Rebuild {
                                       limits: target, partitions: Array(target.keys),
                                       leaseTopic: options.join ? configuration.shared.topics.processorLease : nil,
                                       closesAtLimits: closesAtLimits, maxDevicesPerUser: configuration.maxDevicesPerUser,
-                                      trackingParkTime: .milliseconds(configuration.trackingParkTtlMs))
+                                      trackingParkTime: .milliseconds(configuration.trackingParkTtlMs),
+                                      idempotencyWindow: configuration.shared.idempotencyWindow)
         let clock = ContinuousClock()
         let began = clock.now
         logger.info("replaying the command topics", metadata: ["topics": "\(topics)"])

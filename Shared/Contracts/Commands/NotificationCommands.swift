@@ -96,10 +96,14 @@ public struct NotificationRequested: Command, Equatable {
     public var ticketId: String?
     /// For `kind == .im`.
     public var message: String?
+    /// The request's `Idempotency-Key`, whose hash the delivery id is (`IdempotencyKeys`).
+    public var idempotencyKey: String?
+    /// `IdempotencyKeys.requestHash` of the request body, set with `idempotencyKey`.
+    public var requestHash: String?
 
     public init(deliveryId: UUID, mobileAppId: UUID, target: NotificationTarget, content: NotificationContent,
                 managed: Bool = false, businessId: String? = nil, tracking: Bool = true, kind: NotificationKind = .alert,
-                ticketId: String? = nil, message: String? = nil) {
+                ticketId: String? = nil, message: String? = nil, idempotencyKey: String? = nil, requestHash: String? = nil) {
         self.deliveryId = deliveryId
         self.mobileAppId = mobileAppId
         self.target = target
@@ -110,6 +114,8 @@ public struct NotificationRequested: Command, Equatable {
         self.kind = kind
         self.ticketId = ticketId
         self.message = message
+        self.idempotencyKey = idempotencyKey
+        self.requestHash = requestHash
     }
 
     /// The notification id (`nid`) of a managed notification: its delivery id.

@@ -53,9 +53,16 @@ public enum TrackingAPI {
         public var delivered: Int
         public var failed: Int
         public var unregistered: Int
+        /// The send's `Idempotency-Key` (absent without one), and the later sends with it within
+        /// its window: the same body (`duplicates`) or another (`conflicts`); none was sent
+        /// (docs/API.md#idempotency-keys).
+        public var idempotencyKey: String?
+        public var duplicates: Int
+        public var conflicts: Int
 
         public init(deliveryId: UUID, sent: Int, impressions: Int, clicks: Int, opens: Int, repeatsIgnored: Int,
-                    delivered: Int = 0, failed: Int = 0, unregistered: Int = 0) {
+                    delivered: Int = 0, failed: Int = 0, unregistered: Int = 0, idempotencyKey: String? = nil,
+                    duplicates: Int = 0, conflicts: Int = 0) {
             self.deliveryId = deliveryId.lowercasedString
             self.sent = sent
             self.impressions = impressions
@@ -67,6 +74,9 @@ public enum TrackingAPI {
             self.delivered = delivered
             self.failed = failed
             self.unregistered = unregistered
+            self.idempotencyKey = idempotencyKey
+            self.duplicates = duplicates
+            self.conflicts = conflicts
         }
 
         private static func ratio(_ a: Int, _ b: Int) -> Double { b == 0 ? 0 : Double(a) / Double(b) }

@@ -83,6 +83,9 @@ private enum Tag: UInt8 {
     /// `putDelivery` followed by its outcome counts (delivered, failed, unregistered).
     case putDeliveryWithOutcomes
     case putDeliveryOutcome
+    /// `putDelivery` of a send with an idempotency key: the outcome counts, then the key, its
+    /// request hash, and the counts of duplicates and conflicts.
+    case putKeyedDelivery
 }
 
 struct ChangelogWriter {
@@ -209,10 +212,15 @@ struct ChangelogWriter {
             uuid(a.appId); string(a.deviceToken); string(a.notificationId); optional(a.businessId) { $0.string($1) }; date(a.ackedAt)
         case .putDelivery(let d):
             // A delivery without reported outcomes keeps the bytes it had before outcomes existed.
-            let counted = d.delivered != 0 || d.failed != 0 || d.unregistered != 0
-            byte(counted ? Tag.putDeliveryWithOutcomes.rawValue : Tag.putDelivery.rawValue)
+            let keyed = d.idempotencyKey != nil || d.requestHash != nil || d.duplicates != 0 || d.conflicts != 0
+            let counted = keyed || d.delivered != 0 || d.failed != 0 || d.unregistered != 0
+            byte(keyed ? Tag.putKeyedDelivery.rawValue : counted ? Tag.putDeliveryWithOutcomes.rawValue : Tag.putDelivery.rawValue)
             uuid(d.appId); uuid(d.deliveryId); string(d.kind.rawValue); bool(d.managed); bool(d.tracking); int(d.sent); date(d.createdAt)
             if counted { int(d.delivered); int(d.failed); int(d.unregistered) }
+            if keyed {
+                optional(d.idempotencyKey) { $0.string($1) }; optional(d.requestHash) { $0.string($1) }
+                int(d.duplicates); int(d.conflicts)
+            }
         case .putDeliveryOutcome(let o):
             byte(Tag.putDeliveryOutcome.rawValue)
             uuid(o.appId); uuid(o.deliveryId); int(o.messageIndex); string(o.deviceToken); string(o.outcome.rawValue)
@@ -422,11 +430,16 @@ struct ChangelogReader {
         case .putAck:
             return .putAck(AckRow(appId: try uuid(), deviceToken: try string(), notificationId: try string(),
                                   businessId: try optional { try $0.string() }, ackedAt: try date()))
-        case .putDelivery, .putDeliveryWithOutcomes:
+        case .putDelivery, .putDeliveryWithOutcomes, .putKeyedDelivery:
             var delivery = DeliveryRow(appId: try uuid(), deliveryId: try uuid(), kind: try raw(NotificationKind.self),
                                        managed: try bool(), tracking: try bool(), sent: try intValue(), createdAt: try date())
-            if tag == .putDeliveryWithOutcomes {
+            if tag != .putDelivery {
                 (delivery.delivered, delivery.failed, delivery.unregistered) = (try intValue(), try intValue(), try intValue())
+            }
+            if tag == .putKeyedDelivery {
+                delivery.idempotencyKey = try optional { try $0.string() }
+                delivery.requestHash = try optional { try $0.string() }
+                (delivery.duplicates, delivery.conflicts) = (try intValue(), try intValue())
             }
             return .putDelivery(delivery)
         case .putDeliveryOutcome:

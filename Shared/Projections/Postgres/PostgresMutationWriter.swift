@@ -216,10 +216,14 @@ struct PostgresMutationWriter {
                 \(deliveries.map(\.kind.rawValue))::text[], \(deliveries.map(\.managed))::boolean[],
                 \(deliveries.map(\.tracking))::boolean[], \(deliveries.map { Int64($0.sent) })::bigint[],
                 \(deliveries.map { ProjectionValues.millis($0.createdAt) })::bigint[], \(deliveries.map { Int64($0.delivered) })::bigint[],
-                \(deliveries.map { Int64($0.failed) })::bigint[], \(deliveries.map { Int64($0.unregistered) })::bigint[])
+                \(deliveries.map { Int64($0.failed) })::bigint[], \(deliveries.map { Int64($0.unregistered) })::bigint[],
+                \(PostgresArray(deliveries.map(\.idempotencyKey)))::text[], \(PostgresArray(deliveries.map(\.requestHash)))::text[],
+                \(deliveries.map { Int64($0.duplicates) })::bigint[], \(deliveries.map { Int64($0.conflicts) })::bigint[])
             ON CONFLICT (app_id, delivery_id) DO UPDATE SET kind = excluded.kind, managed = excluded.managed,
                 tracking = excluded.tracking, sent = excluded.sent, created_at = excluded.created_at,
-                delivered = excluded.delivered, failed = excluded.failed, unregistered = excluded.unregistered
+                delivered = excluded.delivered, failed = excluded.failed, unregistered = excluded.unregistered,
+                idempotency_key = excluded.idempotency_key, request_hash = excluded.request_hash,
+                duplicates = excluded.duplicates, conflicts = excluded.conflicts
             """)
     }
 

@@ -247,6 +247,12 @@ public final class PostgresProjectionStore: ProjectionStore {
             """).map(PostgresRows.pending)
     }
 
+    public func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow? {
+        try await rows("""
+            SELECT \(unescaped: PostgresRows.deliveryColumns) FROM deliveries WHERE app_id = \(appId) AND delivery_id = \(deliveryId)
+            """).first.map(PostgresRows.delivery)
+    }
+
     public func deliveryStats(app appId: UUID, deliveryId: UUID) async throws -> DeliveryStatsRow? {
         // Rows past the sent count or of another app are discarded when the send is applied;
         // the bound here also holds while a report and its send race. One row per action
@@ -263,10 +269,10 @@ public final class PostgresProjectionStore: ProjectionStore {
         var stats = DeliveryStatsRow(delivery: try PostgresRows.delivery(first))
         for row in found {
             let cells = row.makeRandomAccess()
-            // After the delivery's ten columns.
-            guard let raw = try cells[10].decode(Int?.self) else { continue }
-            let devices = try cells[11].decode(Int.self)
-            stats.repeatsIgnored += try cells[12].decode(Int.self)
+            // After the delivery's fourteen columns.
+            guard let raw = try cells[14].decode(Int?.self) else { continue }
+            let devices = try cells[15].decode(Int.self)
+            stats.repeatsIgnored += try cells[16].decode(Int.self)
             switch try ProjectionValues.decode(TrackingAction.self, raw, column: "tracking_events.action") {
             case .impression: stats.impressions = devices
             case .click: stats.clicks = devices

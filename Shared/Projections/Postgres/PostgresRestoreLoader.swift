@@ -47,7 +47,8 @@ struct PostgresRestoreLoader {
         try await copy(slice(rows.deliveries), into: "deliveries", PostgresRows.deliveryColumns) { text, row in
             text.uuid(row.appId); text.uuid(row.deliveryId); text.text(row.kind.rawValue); text.bool(row.managed)
             text.bool(row.tracking); text.int(Int64(row.sent)); text.millis(row.createdAt); text.int(Int64(row.delivered))
-            text.int(Int64(row.failed)); text.int(Int64(row.unregistered))
+            text.int(Int64(row.failed)); text.int(Int64(row.unregistered)); text.text(row.idempotencyKey); text.text(row.requestHash)
+            text.int(Int64(row.duplicates)); text.int(Int64(row.conflicts))
         }
         try await copy(slice(rows.outcomes), into: "delivery_outcomes", PostgresRows.outcomeColumns) { text, row in
             text.uuid(row.appId); text.uuid(row.deliveryId); text.int(Int64(row.messageIndex)); text.text(row.deviceToken)

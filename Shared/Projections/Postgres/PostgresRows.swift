@@ -67,15 +67,16 @@ enum PostgresRows {
     /// Acks are read by key only (`PostgresStateLoader`); a restore writes them whole.
     static let ackColumns = "app_id, device_token, notification_id, business_id, acked_at"
 
-    static let deliveryColumns = "app_id, delivery_id, kind, managed, tracking, sent, created_at, delivered, failed, unregistered"
+    static let deliveryColumns = "app_id, delivery_id, kind, managed, tracking, sent, created_at, delivered, failed, unregistered, idempotency_key, request_hash, duplicates, conflicts"
 
     static func delivery(_ row: PostgresRow) throws -> DeliveryRow {
-        let (appId, deliveryId, kind, managed, tracking, sent, created, delivered, failed, unregistered) =
-            try row.decode((UUID, UUID, String, Bool, Bool, Int, Int64, Int, Int, Int).self)
+        let (appId, deliveryId, kind, managed, tracking, sent, created, delivered, failed, unregistered, key, hash, duplicates,
+             conflicts) = try row.decode((UUID, UUID, String, Bool, Bool, Int, Int64, Int, Int, Int, String?, String?, Int, Int).self)
         return DeliveryRow(appId: appId, deliveryId: deliveryId,
                            kind: try ProjectionValues.decode(NotificationKind.self, kind, column: "deliveries.kind"),
                            managed: managed, tracking: tracking, sent: sent, createdAt: ProjectionValues.date(millis: created),
-                           delivered: delivered, failed: failed, unregistered: unregistered)
+                           delivered: delivered, failed: failed, unregistered: unregistered, idempotencyKey: key,
+                           requestHash: hash, duplicates: duplicates, conflicts: conflicts)
     }
 
     static let outcomeColumns = "app_id, delivery_id, message_index, device_token, outcome, reason, reported_at"

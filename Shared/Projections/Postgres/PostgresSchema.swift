@@ -15,10 +15,10 @@ enum PostgresSchema {
     /// The newest schema version this code creates and understands. It counts as the SQLite
     /// schema does: version 3 is the same tables (apps and devices, managed notifications,
     /// tracking); PostgreSQL stores start there.
-    static let version = 12
+    static let version = 15
 
     /// Versions above the stored one are applied in order.
-    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10), (11, v11), (12, v12)]
+    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10), (11, v11), (12, v12), (15, v15)]
 
     /// Any fixed number: the lock only serialises openers of one database.
     private static let openLock: Int64 = 0x5075_7368_6c69_6e65  // "Pushline"
@@ -273,5 +273,14 @@ enum PostgresSchema {
             PRIMARY KEY (app_id, delivery_id, message_index)
         );
         CREATE INDEX delivery_outcomes_by_outcome ON delivery_outcomes (app_id, delivery_id, outcome, message_index)
+        """
+
+    /// Idempotency keys of sends (docs/API.md#idempotency-keys): the first send's key and body
+    /// hash, and the later sends with that key, beside the delivery.
+    private static let v15 = """
+        ALTER TABLE deliveries ADD COLUMN idempotency_key text COLLATE "C";
+        ALTER TABLE deliveries ADD COLUMN request_hash text COLLATE "C";
+        ALTER TABLE deliveries ADD COLUMN duplicates bigint NOT NULL DEFAULT 0;
+        ALTER TABLE deliveries ADD COLUMN conflicts bigint NOT NULL DEFAULT 0
         """
 }

@@ -64,9 +64,18 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
     public var delivered: Int
     public var failed: Int
     public var unregistered: Int
+    /// The send's `Idempotency-Key`, nil for a send without one (docs/API.md#idempotency-keys).
+    public var idempotencyKey: String?
+    /// `IdempotencyKeys.requestHash` of the first send's body, set with `idempotencyKey`.
+    public var requestHash: String?
+    /// Later sends with the same key: with the same body (`duplicates`) or another (`conflicts`).
+    /// Neither was sent.
+    public var duplicates: Int
+    public var conflicts: Int
 
     public init(appId: UUID, deliveryId: UUID, kind: NotificationKind, managed: Bool, tracking: Bool, sent: Int, createdAt: Date,
-                delivered: Int = 0, failed: Int = 0, unregistered: Int = 0) {
+                delivered: Int = 0, failed: Int = 0, unregistered: Int = 0, idempotencyKey: String? = nil,
+                requestHash: String? = nil, duplicates: Int = 0, conflicts: Int = 0) {
         self.appId = appId
         self.deliveryId = deliveryId
         self.kind = kind
@@ -77,6 +86,10 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
         self.delivered = delivered
         self.failed = failed
         self.unregistered = unregistered
+        self.idempotencyKey = idempotencyKey
+        self.requestHash = requestHash
+        self.duplicates = duplicates
+        self.conflicts = conflicts
     }
 
     /// Moves one device from the count of `from` (nil: not counted yet) to that of `to`.

@@ -227,7 +227,7 @@ struct SQLiteMutationWriter {
 
     /// Written as decided (`NotificationHandler` refuses a send whose delivery id is known).
     private static let putDeliverySQL = """
-        INSERT OR REPLACE INTO deliveries (\(SQLiteRows.deliveryColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        INSERT OR REPLACE INTO deliveries (\(SQLiteRows.deliveryColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
     /// Written as decided (`DeliveryResultHandler` counts the change against the delivery).
@@ -263,7 +263,8 @@ extension SQLiteRawStatement {
         bind(start, delivery.appId); bind(start + 1, delivery.deliveryId); bind(start + 2, delivery.kind.rawValue)
         bind(start + 3, delivery.managed); bind(start + 4, delivery.tracking); bind(start + 5, delivery.sent)
         bind(start + 6, delivery.createdAt); bind(start + 7, delivery.delivered); bind(start + 8, delivery.failed)
-        bind(start + 9, delivery.unregistered)
+        bind(start + 9, delivery.unregistered); bind(start + 10, delivery.idempotencyKey); bind(start + 11, delivery.requestHash)
+        bind(start + 12, delivery.duplicates); bind(start + 13, delivery.conflicts)
     }
 
     func bind(_ outcome: DeliveryOutcomeRow, from start: Int32) {

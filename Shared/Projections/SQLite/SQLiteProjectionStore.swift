@@ -261,6 +261,16 @@ public final class SQLiteProjectionStore: ProjectionStore {
         }
     }
 
+    public func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow? {
+        try await reading { db in
+            let select = try db.cachedStatement(sql: """
+                SELECT \(SQLiteRows.deliveryColumns) FROM deliveries WHERE app_id = ? AND delivery_id = ?
+                """)
+            return try Row.fetchOne(select, arguments: [SQLiteValues.text(appId), SQLiteValues.text(deliveryId)])
+                .map(SQLiteRows.delivery)
+        }
+    }
+
     public func deliveryStats(app appId: UUID, deliveryId: UUID) async throws -> DeliveryStatsRow? {
         try await reading { db -> DeliveryStatsRow? in
             let select = try db.cachedStatement(sql: """

@@ -88,7 +88,7 @@ enum SQLiteRows {
     /// Acks are only read back as keys (`StateSnapshot.acks`) and dumped.
     static let ackColumns = "app_id, device_token, notification_id, business_id, acked_at"
 
-    static let deliveryColumns = "app_id, delivery_id, kind, managed, tracking, sent, created_at, delivered, failed, unregistered"
+    static let deliveryColumns = "app_id, delivery_id, kind, managed, tracking, sent, created_at, delivered, failed, unregistered, idempotency_key, request_hash, duplicates, conflicts"
 
     static func delivery(_ row: Row) throws -> DeliveryRow {
         try DeliveryRow(
@@ -101,7 +101,11 @@ enum SQLiteRows {
             createdAt: SQLiteValues.date(millis: row.decode(atIndex: 6)),
             delivered: row.decode(atIndex: 7),
             failed: row.decode(atIndex: 8),
-            unregistered: row.decode(atIndex: 9))
+            unregistered: row.decode(atIndex: 9),
+            idempotencyKey: row.decode(atIndex: 10),
+            requestHash: row.decode(atIndex: 11),
+            duplicates: row.decode(atIndex: 12),
+            conflicts: row.decode(atIndex: 13))
     }
 
     static let outcomeColumns = "app_id, delivery_id, message_index, device_token, outcome, reason, reported_at"

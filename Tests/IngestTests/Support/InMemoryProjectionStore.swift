@@ -107,6 +107,10 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
         return stats[NotificationKey(appId: appId, notificationId: deliveryId.uuidString.lowercased())]
     }
 
+    func delivery(app appId: UUID, deliveryId: UUID) throws -> DeliveryRow? {
+        try deliveryStats(app: appId, deliveryId: deliveryId)?.delivery
+    }
+
     func deliveryOutcomes(app appId: UUID, deliveryId: UUID, outcome: DeliveryOutcome?, after: Int?,
                           limit: Int) throws -> [DeliveryOutcomeRow] {
         try check()

@@ -1,0 +1,52 @@
+import Crypto
+import Foundation
+
+/// The `Idempotency-Key` of a send (docs/API.md#idempotency-keys): its rules, the delivery id it
+/// names, and the hash that tells a retry from a different request with the same key.
+///
+/// The delivery id is derived from the key, so every ingest instance gives a retry the id of the
+/// first request without sharing any state. The processor applies the first send of a delivery
+/// id and counts every later one as a duplicate or a conflict (`requestHash` differs), so a key
+/// reaches each device at most once, whatever the order or the number of copies in the log.
+public enum IdempotencyKeys {
+    /// The header that carries the key.
+    public static let header = "Idempotency-Key"
+
+    /// The longest key, in bytes.
+    public static let maxBytes = 255
+
+    /// How long a key names its first request, measured in the log's time from that request
+    /// (`PUSHLINE_IDEMPOTENCY_WINDOW_HOURS`); after it, the key names a new request.
+    public static let defaultWindowHours = 24
+
+    /// Whether `key` is 1…255 visible ASCII characters (0x21…0x7e): what fits a header unchanged.
+    public static func isValid(_ key: String) -> Bool {
+        let utf8 = key.utf8
+        return !utf8.isEmpty && utf8.count <= maxBytes && utf8.allSatisfy { (0x21...0x7e).contains($0) }
+    }
+
+    /// The delivery id of the first send with `key` in `app`: a name-based UUID (version 8,
+    /// RFC 9562) of SHA-256 over the app and the key.
+    public static func deliveryId(app: UUID, key: String) -> UUID {
+        nameBased("pushline send\n\(app.lowercasedString)\n\(key)")
+    }
+
+    /// The delivery id the key names once the window of the send `previous` has passed: each
+    /// reuse of a key after its window derives from the one before, so retries of the reuse
+    /// again agree on one id.
+    public static func nextDeliveryId(after previous: UUID, key: String) -> UUID {
+        nameBased("pushline send after\n\(previous.lowercasedString)\n\(key)")
+    }
+
+    /// Lower-case hex SHA-256 of a request body's bytes: a retry sends the same bytes.
+    public static func requestHash<Bytes: Sequence>(_ body: Bytes) -> String where Bytes.Element == UInt8 {
+        ApiTokens.hash(bytes: Array(body))
+    }
+
+    private static func nameBased(_ name: String) -> UUID {
+        var bytes = Array(SHA256.hash(data: Data(name.utf8)).prefix(16))
+        bytes[6] = (bytes[6] & 0x0f) | 0x80  // version 8
+        bytes[8] = (bytes[8] & 0x3f) | 0x80  // RFC 9562 variant
+        return bytes.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
+    }
+}
