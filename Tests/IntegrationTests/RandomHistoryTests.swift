@@ -71,6 +71,9 @@ final class RandomHistoryTests: XCTestCase {
         for table in ["apps", "api_tokens", "devices", "registration_status", "deliveries", "delivery_outcomes"] {
             XCTAssertTrue(reference.hasPrefix("\(table) ") || reference.contains("\n\(table) "), "seed \(seed): the dump has \(table) rows")
         }
+        let keyedDeliveries = reference.split(separator: "\n").filter { $0.hasPrefix("deliveries ") && !$0.contains("idempotency_key=null") }
+        XCTAssertFalse(keyedDeliveries.isEmpty, "seed \(seed): the dump has keyed sends")
+        XCTAssertTrue(keyedDeliveries.contains { !$0.contains("duplicates=0 conflicts=0") }, "seed \(seed): some keyed send was repeated")
         ScaleOutTests.assertSameDump(try await three.store.dump(), reference, "seed \(seed): 3 processors on PostgreSQL, the active one killed, vs 1 on SQLite")
         ScaleOutTests.assertSameDump(try await late.store.dump(), reference, "seed \(seed): a processor started late over the backlog vs live")
 

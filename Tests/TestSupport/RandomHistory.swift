@@ -4,7 +4,8 @@ import Foundation
 /// A seeded random history of commands of every kind, written to race: tokens issued and
 /// revoked, app settings changed, registrations and cleanups around sends, tokens moving between
 /// users, acknowledgements and engagement reports both before and after the sends they name, and
-/// `at`s that are not in production order (a record may be older than one produced before it).
+/// `at`s that are not in production order (a record may be older than one produced before it),
+/// and sends with an idempotency key retried, some with another body (a conflict).
 /// The same seed gives the same commands, in the same production order, byte for byte.
 public struct RandomHistory: Sendable {
     public let seed: UInt64
@@ -20,7 +21,7 @@ public struct RandomHistory: Sendable {
             var org: UUID
             var id: UUID
             var tokens: [(id: UUID, hash: String)]
-            var sends: [(delivery: UUID, nid: String, managed: Bool)]
+            var sends: [(delivery: UUID, nid: String, managed: Bool, key: String?)]
         }
         var apps: [App] = []
         var out: [EncodedCommand] = []
@@ -42,11 +43,18 @@ public struct RandomHistory: Sendable {
             try add(AppCreated(orgId: app.org, mobileAppId: app.id, name: "history \(a)", tokenId: token.id, tokenHash: token.hash))
             apps.append(app)
         }
-        // Sends are announced before they happen, so that acks and reports may come first.
+        // Sends are announced before they happen, so that acks and reports may come first. One in
+        // three has an idempotency key, and its delivery id is the key's.
         for a in apps.indices {
-            for _ in 0..<12 { apps[a].sends.append((random.uuid(), "n-\(random.next() % 1_000_000)", random.next() % 2 == 0)) }
+            for n in 0..<12 {
+                let key: String? = random.next() % 3 == 0 ? "key-\(seed)-\(n)" : nil
+                let delivery = key.map { IdempotencyKeys.deliveryId(app: apps[a].id, key: $0) } ?? random.uuid()
+                apps[a].sends.append((delivery, "n-\(random.next() % 1_000_000)", random.next() % 2 == 0, key))
+            }
         }
         var sent = [Int](repeating: 0, count: apps.count)
+        /// The keyed sends written so far, to be retried.
+        var keyed: [[NotificationRequested]] = Array(repeating: [], count: apps.count)
 
         while out.count < count {
             let a = pick(apps.count)
@@ -63,13 +71,27 @@ public struct RandomHistory: Sendable {
                 try add(DeviceCleanupRequested(orgId: app.org, mobileAppId: app.id, userId: user,
                                                deviceToken: pick(3) == 0 ? nil : device(a, pick(10)), apiTokenHash: app.tokens[0].hash))
             case 38..<55:
+                if !keyed[a].isEmpty, pick(4) == 0 {
+                    // A retry of a keyed send (ingest wrote it again), or its key with another body.
+                    var retry = keyed[a][pick(keyed[a].count)]
+                    if pick(3) == 0 {
+                        retry.target = NotificationTarget(userIds: ["u\(pick(6))"])
+                        retry.requestHash = "other-body-\(pick(1_000))"
+                    }
+                    try add(retry)
+                    continue
+                }
                 guard sent[a] < app.sends.count else { continue }
                 let send = app.sends[sent[a]]
                 sent[a] += 1
                 let users = (0..<(1 + pick(3))).map { _ in "u\(pick(6))" }
-                try add(NotificationRequested(deliveryId: send.delivery, mobileAppId: app.id, target: NotificationTarget(userIds: users),
-                                              content: NotificationContent(title: "t \(send.nid)", body: "b"), managed: send.managed,
-                                              businessId: send.managed ? "bid" : nil, tracking: pick(5) != 0))
+                let command = NotificationRequested(
+                    deliveryId: send.delivery, mobileAppId: app.id, target: NotificationTarget(userIds: users),
+                    content: NotificationContent(title: "t \(send.nid)", body: "b"), managed: send.managed,
+                    businessId: send.managed ? "bid" : nil, tracking: pick(5) != 0, idempotencyKey: send.key,
+                    requestHash: send.key.map { "body-\($0)" })
+                if send.key != nil { keyed[a].append(command) }
+                try add(command)
             case 55..<67:
                 let send = app.sends[pick(app.sends.count)]
                 try add(NotificationAcknowledged(mobileAppId: app.id, notificationId: send.nid, deviceToken: device(a, pick(10))))
