@@ -1,7 +1,8 @@
 -- wrk script: seed 000 registrations with a different user and device token on every request.
 -- BATCH (env) = registrations per request: 1 → POST …/devices, n > 1 → POST …/devices/batch.
 -- ROUTE (env) = "bw-device": PUT /bwmi/v1/apps/{app}/devices instead (a BW registration, Bearer
--- token); "send": POST /v1/apps/{app}/notifications, a notification to one user.
+-- token); "send": POST /v1/apps/{app}/notifications, a notification to one user; "send-keyed": the
+-- same with a new Idempotency-Key on every request (each is a first send).
 -- RATE and CONNS (env): each of the CONNS connections waits CONNS/RATE seconds before each request,
 -- so that the run offers about RATE requests/s (wrk has no fixed-rate mode).
 local org = os.getenv("BENCH_ORG")
@@ -37,9 +38,14 @@ request = function()
   if route == "bw-device" then
     body = string.format('{"deviceId":"%064x","type":"IOS","user":{"email":"user-%d@example.com"}}', base, base % 100000)
     return wrk.format("PUT", "/bwmi/v1/apps/" .. app .. "/devices", bearer, body)
-  elseif route == "send" then
+  elseif route == "send" or route == "send-keyed" then
     body = string.format('{"userId":"user-%d","title":"Bench","body":"Notification %d","custom":{"k":"v"}}', base % 100000, base)
-    return wrk.format("POST", "/v1/apps/" .. app .. "/notifications", bearer, body)
+    local headers = bearer
+    if route == "send-keyed" then
+      headers = {["Content-Type"] = bearer["Content-Type"], ["Authorization"] = bearer["Authorization"],
+                 ["Idempotency-Key"] = string.format("bench-%d", base)}
+    end
+    return wrk.format("POST", "/v1/apps/" .. app .. "/notifications", headers, body)
   elseif batch == 1 then
     body = registration(base)
     path = "/api/v1.0/orgs/" .. org .. "/pushdeviceregistration/devices"
