@@ -166,6 +166,41 @@ final class DeviceRegistrationTests: XCTestCase {
         try await eventually("two webhook audit records") { try await self.stack.countRecords(topic: self.stack.topics.webhooks) == 2 }
     }
 
+    /// A receiver's URL may carry a credential in its userinfo or query string: the webhooks
+    /// topic and the services' logs show those parts redacted, while the receivers are still called.
+    func testNoCredentialInAWebhookOrCallbackURLReachesTheAuditTopicOrTheLogs() async throws {
+        let app = try await stack.createApp()
+        let secret = "planted-\(UUID().uuidString)"
+        let statusURL = "\(receiver.baseURL)/hooks/registration?token=\(secret)-query"
+        let callbackURL = receiver.baseURL.replacingOccurrences(of: "http://", with: "http://hook-user:\(secret)-password@")
+            + "/kf5?key=\(secret)-key&plain"
+        let patch = try await HTTPClientHelpers.request(.PATCH, "\(stack.ingestURL)/admin/v1/apps/\(app.mobileAppId)",
+                                                        body: try JSONEncoder().encode(["callbackUrl": callbackURL]),
+                                                        headers: stack.adminHeaders)
+        XCTAssertEqual(patch.status, 202, patch.text)
+        let registered = try await HTTPClientHelpers.post(stack.registrationURL(org: app.orgId, "devices"), json: API.Registration(
+            MobileAppId: app.mobileAppId.uuidString, UserId: "123", ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(70)),
+            headers: [API.callbackURLHeader: statusURL])
+        XCTAssertEqual(registered.status, 202)
+        try await receiver.waitFor(count: 1)
+        _ = try await stack.send(["userId": "123", "title": "Ticket answered", "kind": "ticket", "ticketId": "123"], app: app)
+        try await receiver.waitFor(count: 2)
+        XCTAssertEqual(Set(receiver.requests.map(\.path)), ["/hooks/registration", "/kf5"])
+
+        try await eventually("two webhook audit records") { try await self.stack.countRecords(topic: self.stack.topics.webhooks) == 2 }
+        let audit = try await stack.broker.kcat(["-C", "-t", stack.topics.webhooks, "-o", "beginning", "-e", "-q", "-f", "%s\\n"])
+        XCTAssertFalse(audit.contains(secret), audit)
+        XCTAssertTrue(audit.contains("/hooks/registration?token=redacted"), audit)
+        XCTAssertTrue(audit.contains("//redacted@127.0.0.1"), audit)
+        let logs = try FileManager.default.contentsOfDirectory(at: stack.directory, includingPropertiesForKeys: nil)
+            .filter { $0.pathExtension == "log" }
+        XCTAssertFalse(logs.isEmpty)
+        for log in logs {
+            let text = try String(contentsOf: log, encoding: .utf8)
+            XCTAssertFalse(text.contains(secret), "\(log.lastPathComponent) holds the planted credential")
+        }
+    }
+
     func testInvalidApiTokenIsAcceptedButLeavesNoHistoryAndSendsNoWebhook() async throws {
         let app = try await stack.createApp()
         let org = app.orgId, appId = app.mobileAppId.uuidString

@@ -263,7 +263,7 @@ final class WebhookDispatcher: Service, Sendable {
         if failure != nil {
             logger.info("webhook attempt failed", metadata: ["job": "\(job.id)", "attempt": "\(attemptNumber)", "error": "\(failure ?? "")"])
         }
-        await audit(WebhookAttemptRecord(webhookId: job.id, kind: job.kind, mobileAppId: job.appId, url: job.url,
+        await audit(WebhookAttemptRecord(webhookId: job.id, kind: job.kind, mobileAppId: job.appId, url: RedactedURL.string(job.url),
                                          attempt: attemptNumber, outcome: outcome, httpStatus: status, error: failure))
     }
 

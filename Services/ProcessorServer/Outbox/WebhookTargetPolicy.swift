@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -42,9 +43,9 @@ struct WebhookTargetPolicy: Sendable {
     func check(_ url: String) async throws -> Decision {
         if allowPrivateTargets { return .allowed }
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            return .refused("target \(url) is not an http(s) URL")
+            return .refused("target \(RedactedURL.string(url)) is not an http(s) URL")
         }
-        guard let rawHost = parsed.host, !rawHost.isEmpty else { return .refused("target \(url) has no host") }
+        guard let rawHost = parsed.host, !rawHost.isEmpty else { return .refused("target \(RedactedURL.string(url)) has no host") }
         // An IPv6 literal without its brackets and zone.
         let host = String(rawHost.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).prefix { $0 != "%" })
         let addresses: [[UInt8]]
