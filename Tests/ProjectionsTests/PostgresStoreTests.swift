@@ -367,6 +367,7 @@ final class PostgresStoreTests: StoreTestCase {
         try await execute("ALTER TABLE apps DROP COLUMN push_credentials")  // added by version 11
         try await execute("DROP TABLE delivery_outcomes")  // added by version 12, with the columns below
         try await execute("ALTER TABLE deliveries DROP COLUMN delivered, DROP COLUMN failed, DROP COLUMN unregistered")
+        try await execute("ALTER TABLE api_tokens DROP COLUMN scopes")  // added by version 13
         try await execute("UPDATE schema_version SET version = 6")
 
         let migrated = try await openStore()
@@ -539,7 +540,8 @@ enum MixedMutations {
             case 3..<6:
                 mutations.append(.upsertApiToken(ApiTokenRow(tokenId: key(Int.random(in: 0..<keys, using: &random)), appId: app(),
                                                              tokenHash: "h\(n)", revoked: Bool.random(using: &random),
-                                                             createdAt: Fixture.at(seconds()))))
+                                                             createdAt: Fixture.at(seconds()),
+                                                             scopes: [nil, [.client], [.server], [.client, .server]][n % 4])))
             case 6..<26:
                 mutations.append(.upsertDevice(DeviceRow(appId: app(), deviceToken: token(), userId: "u\(n % 7)",
                                                          platform: Bool.random(using: &random) ? .ios : .android,
