@@ -55,7 +55,7 @@ import Testing
             let dumpOne = try await one.dump()
             let dumpTwo = try await two.dump()
             #expect(dumpOne == dumpTwo)
-            let expectedLines = 1 + 1 + 2 + 1 + 2
+            let expectedLines = 1 + 2 + 2 + 1 + 2
             #expect(dumpOne.split(separator: "\n").count == expectedLines, "\(dumpOne)")
         }
     }
