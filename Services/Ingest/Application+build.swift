@@ -28,10 +28,11 @@ public func buildApplication(
     )
 }
 
-/// Builds every ingest route:
+/// Builds every ingest route. Each needs the scope `RouteScopes.table` gives it
+/// (`RouteScopeMiddleware` looks it up for every request; docs/API.md#token-scopes):
 /// - the device registration API under `/api/v1.0/orgs/{orgId}/pushdeviceregistration`
-///   (API token in the body, judged by the processor),
-/// - the client routes of one app, each behind `AppAuthMiddleware` (`Authorization: Bearer
+///   (API token in the body, judged by `RegistrationGate` and again by the processor),
+/// - the Bearer routes of one app, each behind `AppAuthMiddleware` (`Authorization: Bearer
 ///   <api token>` of the app in the path, one `AppAuthCache` shared by all of them):
 ///   - `POST /v1/apps/{mobileAppId}/notifications` (send),
 ///   - `POST /v1/apps/{mobileAppId}/tracking`, `GET …/deliveries/{deliveryId}` (engagement tracking),
@@ -45,8 +46,8 @@ public func buildApplication(
 ///
 /// Every route, and the not-found answer, passes through `RequestMiddleware` (request id,
 /// JSON problems, request metrics), then the per-source rate limit (all but `/health` and
-/// `/metrics`, before any authentication); the Bearer routes add the per-app rate limit after
-/// `AppAuthMiddleware`.
+/// `/metrics`, before any authentication); the Bearer routes add the per-app rate limit, per
+/// (app, scope), after `AppAuthMiddleware`.
 public func buildRouter(
     configuration: IngestConfiguration,
     publisher: any CommandPublisher,
@@ -59,14 +60,15 @@ public func buildRouter(
     router.add(middleware: RequestMiddleware(metrics: ingestMetrics, retryAfterSeconds: configuration.retryAfterSeconds))
     router.add(middleware: SourceRateLimitMiddleware(
         buckets: configuration.sourceRateLimit.isEnabled ? TokenBuckets(configuration.sourceRateLimit) : nil, metrics: ingestMetrics))
+    router.add(middleware: RouteScopeMiddleware())
 
     OpsRoutes(publisher: publisher, registry: metrics).addRoutes(to: router)
     let authCache = AppAuthCache(ttl: .milliseconds(configuration.authCacheMs))
-    let appBuckets: TokenBuckets<UUID>? = configuration.appRateLimit.isEnabled ? TokenBuckets(configuration.appRateLimit) : nil
+    let appBuckets: TokenBuckets<AppScopeKey>? = configuration.appRateLimit.isEnabled ? TokenBuckets(configuration.appRateLimit) : nil
     let gate = RegistrationGate(authenticator: AppAuthenticator(store: store, cache: authCache), appBuckets: appBuckets, metrics: ingestMetrics)
     RegistrationRoutes(writer: writer, store: store, gate: gate, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: router.group(RegistrationRoutes.basePath))
-    let appAuth = AppAuthMiddleware(store: store, cache: authCache)
+    let appAuth = AppAuthMiddleware(store: store, cache: authCache, metrics: ingestMetrics)
     let appRateLimit = AppRateLimitMiddleware(buckets: appBuckets, metrics: ingestMetrics)
     func bearerGroup(_ path: RouterPath) -> RouterGroup<IngestRequestContext> {
         router.group(path).add(middleware: appAuth).add(middleware: appRateLimit)

@@ -11,11 +11,15 @@ public struct IngestRequestContext: RequestContext, RemoteAddressRequestContext 
     public let remoteAddress: SocketAddress?
     /// The app of a Bearer route, set by `AppAuthMiddleware` (nil on every other route).
     var authenticatedApp: AuthenticatedApp?
+    /// The matched route's scope, from `RouteScopes.table` (`RouteScopeMiddleware`); nil for a
+    /// request that matched no route.
+    var routeScope: RouteScope?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.requestId = ""
         self.remoteAddress = source.channel.remoteAddress
         self.authenticatedApp = nil
+        self.routeScope = nil
     }
 }

@@ -11,11 +11,14 @@ struct Apps: AsyncParsableCommand {
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Create an app with its first API token.",
+            abstract: "Create an app with its two API tokens: a client token and a server token.",
             discussion: """
-                Prints the app's mobileAppId, orgId, tokenId and API token. The token is shown only \
-                this once: store it now. The app is usable once the processor has applied the \
-                command (`pushline apps show <mobileAppId>` answers then).
+                Prints the app's mobileAppId, orgId and its two API tokens with their ids. The \
+                client token (scope client) is the one that ships inside the mobile app: it can only \
+                register devices, clean up, acknowledge and report tracking. The server token (scopes \
+                client and server) sends notifications: keep it on your servers only. The tokens are \
+                shown only this once: store them now. The app is usable once the processor has \
+                applied the command (`pushline apps show <mobileAppId>` answers then).
 
                 Examples:
                   pushline apps create --name "My App"
@@ -38,23 +41,18 @@ struct Apps: AsyncParsableCommand {
             let data = try await client.call(.POST, "/admin/v1/apps", body: body, expected: 201, subject: .none)
             let created = try client.decode(AdminAPI.AppCreatedAnswer.self, from: data)
             if admin.json { return try Output.json(created) }
-            print("""
-                App created (accepted; usable once the processor has applied it).
-                  mobileAppId  \(created.mobileAppId)
-                  orgId        \(created.orgId)
-                  tokenId      \(created.tokenId)
-                  API token    \(created.apiToken)
-                The API token is shown only this once: store it now.
-                """)
+            print(Output.describe(created))
         }
     }
 
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show an app as the projection store has it: name, callback, webhook retries, tokens.",
+            abstract: "Show an app as the projection store has it: name, callback, webhook retries, tokens and their scopes.",
             discussion: """
                 An app created or changed a moment ago may not show (or not show the change) until \
-                the processor has applied the command.
+                the processor has applied the command. Each token is listed with its scopes; a token \
+                marked LEGACY was issued before scopes existed, has every scope, and should be \
+                replaced by a client and a server token (docs/API.md, "Replacing legacy tokens").
 
                 Examples:
                   pushline apps show $APP

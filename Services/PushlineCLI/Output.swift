@@ -29,11 +29,35 @@ enum Output {
         ]
         if app.tokens.isEmpty { lines.append("tokens           -") }
         for (index, token) in app.tokens.enumerated() {
-            lines.append((index == 0 ? "tokens           " : "                 ") + "\(token.tokenId)  \(token.revoked ? "revoked" : "active")")
+            lines.append((index == 0 ? "tokens           " : "                 ") + describe(token))
         }
         lines.append("apns             " + (app.pushCredentials?.apns.map(describe) ?? "-"))
         lines.append("fcm              " + (app.pushCredentials?.fcm.map(describe) ?? "-"))
         return lines.joined(separator: "\n")
+    }
+
+    /// `<tokenId>  active  client,server  LEGACY (…)`.
+    static func describe(_ token: AdminAPI.TokenView) -> String {
+        var line = "\(token.tokenId)  \(token.revoked ? "revoked" : "active ")  \(token.scopes.map(\.rawValue).joined(separator: ","))"
+        if token.legacy { line += "  LEGACY (issued before scopes: every scope; replace it)" }
+        return line
+    }
+
+    /// The answer of `apps create`: both tokens, and which one ships in the app.
+    static func describe(_ created: AdminAPI.AppCreatedAnswer) -> String {
+        func scopes(_ s: [ApiTokenScope]) -> String { s.map(\.rawValue).joined(separator: ",") }
+        return """
+            App created.
+              mobileAppId    \(created.mobileAppId)
+              orgId          \(created.orgId)
+              client token   \(created.clientToken)
+                tokenId      \(created.clientTokenId)  (scopes \(scopes(created.clientTokenScopes)))
+                             ships inside the mobile app: it registers devices, acknowledges, reports tracking; it cannot send
+              server token   \(created.apiToken)
+                tokenId      \(created.tokenId)  (scopes \(scopes(created.apiTokenScopes)))
+                             keep it on your servers only: it sends notifications and reads delivery statistics
+            The tokens are shown only this once: store them now.
+            """
     }
 
     static func describe(_ c: AdminAPI.APNsCredentialsView) -> String {

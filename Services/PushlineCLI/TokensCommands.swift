@@ -11,31 +11,63 @@ struct Tokens: AsyncParsableCommand {
 
     struct Issue: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Issue a new API token for an app; the token is shown only this once.",
+            abstract: "Issue a new API token for an app, with its scopes; the token is shown only this once.",
             discussion: """
-                The token authenticates once the processor has applied the command (a moment). The \
-                app's other tokens stay valid; revoke them with `pushline tokens revoke`.
+                --scope is required: client (the token that ships inside the mobile app: device \
+                registration, cleanups, acks, pending notifications, tracking, registration \
+                statuses) or server (sends, delivery statistics and outcomes; keep it on your \
+                servers). Repeat it, or give a comma list, for both. The scopes cannot be changed \
+                later: issue another token instead. The app's other tokens stay valid; revoke them \
+                with `pushline tokens revoke`.
 
-                Example:
-                  pushline tokens issue $APP
+                Examples:
+                  pushline tokens issue $APP --scope client
+                  pushline tokens issue $APP --scope server
+                  pushline tokens issue $APP --scope client,server
                 """
         )
 
         @Argument(help: "The app's mobileAppId.") var mobileAppId: String
+        @Option(name: .customLong("scope"), help: ArgumentHelp("client or server (repeatable, or a comma list).", valueName: "scope"))
+        var scopeArguments: [String] = []
         @OptionGroup var admin: AdminOptions
 
-        func validate() throws { _ = try parseUUID(mobileAppId, "mobileAppId") }
+        func validate() throws {
+            _ = try parseUUID(mobileAppId, "mobileAppId")
+            _ = try scopes()
+        }
+
+        /// The scopes asked for, each once and sorted.
+        func scopes() throws -> [ApiTokenScope] {
+            let names = scopeArguments.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+            guard !names.isEmpty else {
+                throw ValidationError("--scope is required: client (ships in the mobile app), server (sends; stays on your servers), or both")
+            }
+            return ApiTokenScopes.normalized(try names.map { name in
+                guard let scope = ApiTokenScope(rawValue: name) else {
+                    throw ValidationError("--scope '\(name)' is not a scope: use client or server")
+                }
+                return scope
+            })
+        }
 
         func run() async throws {
             let client = try admin.client()
             let app = try parseUUID(mobileAppId, "mobileAppId")
-            let data = try await client.call(.POST, "/admin/v1/apps/\(app)/tokens", expected: 201, subject: .app(app))
+            let data = try await client.call(.POST, "/admin/v1/apps/\(app)/tokens", body: AdminAPI.IssueToken(scopes: try scopes()),
+                                             expected: 201, subject: .app(app))
             let issued = try client.decode(AdminAPI.TokenIssuedAnswer.self, from: data)
             if admin.json { return try Output.json(issued) }
+            let scopes = issued.scopes.map(\.rawValue).joined(separator: ",")
+            let use = issued.scopes.contains(.server)
+                ? "It can send: keep it on your servers only."
+                : "A client token: it ships inside the mobile app and cannot send."
             print("""
-                API token issued for app \(app) (accepted; it authenticates once the processor has applied it).
+                API token issued for app \(app).
                   tokenId    \(issued.tokenId)
+                  scopes     \(scopes)
                   API token  \(issued.apiToken)
+                \(use)
                 The API token is shown only this once: store it now.
                 """)
         }

@@ -25,7 +25,7 @@ enum ProjectionDump {
     /// SQLite's do).
     static let tables: [(table: String, columns: String, orderBy: String)] = [
         ("apps", "app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at, push_credentials", "app_id"),
-        ("api_tokens", "token_id, app_id, token_hash, revoked, created_at", "token_id"),
+        ("api_tokens", "token_id, app_id, token_hash, revoked, created_at, scopes", "token_id"),
         ("devices", "app_id, device_token, user_id, platform, version, updated_at", "app_id, device_token"),
         ("registration_status", "request_id, app_id, status, failure_reason, decided_at", "request_id"),
         ("pending_notifications", "app_id, device_token, notification_id, delivery_id, sent_at, text, business_id",

@@ -30,6 +30,19 @@ enum ProjectionValues {
         }
     }
 
+    /// An API token's scopes as stored (`client,server`); NULL for a legacy token.
+    static func scopesColumn(_ scopes: [ApiTokenScope]?) -> String? {
+        ApiTokenScopes.column(scopes)
+    }
+
+    static func scopes(column: String?) throws -> [ApiTokenScope]? {
+        do {
+            return try ApiTokenScopes.parse(column: column)
+        } catch {
+            throw ProjectionStoreError.database("column api_tokens.scopes holds \(error)")
+        }
+    }
+
     /// NULL for an app without credentials.
     static func pushCredentialsJSON(_ credentials: PushCredentials?) throws -> String? {
         guard let credentials, !credentials.isEmpty else { return nil }

@@ -15,8 +15,9 @@ final class LowercaseUUIDTests: XCTestCase {
     }
 
     func testAdminAnswersWriteLowerCase() throws {
-        let created = AdminAPI.AppCreatedAnswer(orgId: id, mobileAppId: id, apiToken: "t", tokenId: id)
-        XCTAssertEqual(try json(created), #"{"apiToken":"t","mobileAppId":"\#(lower)","orgId":"\#(lower)","tokenId":"\#(lower)"}"#)
+        let created = AdminAPI.AppCreatedAnswer(orgId: id, mobileAppId: id, apiToken: "t", tokenId: id, apiTokenScopes: [.client, .server],
+                                                clientToken: "c", clientTokenId: id, clientTokenScopes: [.client], note: "n")
+        XCTAssertEqual(try json(created), #"{"apiToken":"t","apiTokenScopes":["client","server"],"clientToken":"c","clientTokenId":"\#(lower)","clientTokenScopes":["client"],"mobileAppId":"\#(lower)","note":"n","orgId":"\#(lower)","tokenId":"\#(lower)"}"#)
         XCTAssertEqual(try json(AdminAPI.AppList(apps: [], next: id)), #"{"apps":[],"next":"\#(lower)"}"#)
         XCTAssertEqual(try json(DeviceRegistrationAPI.RegistrationAccepted(RegistrationRequestId: id)),
                        #"{"RegistrationRequestId":"\#(lower)"}"#)

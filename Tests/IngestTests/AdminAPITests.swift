@@ -13,7 +13,7 @@ final class AdminAPITests: XCTestCase {
         let app = "/admin/v1/apps/\(Fixture.appId)"
         let routes: [(HTTPRequest.Method, String, String?)] = [
             (.post, "/admin/v1/apps", #"{"name": "x"}"#),
-            (.post, app + "/tokens", nil),
+            (.post, app + "/tokens", #"{"scopes": ["client"]}"#),
             (.delete, app + "/tokens/\(tokenId)", nil),
             (.patch, app, #"{"name": "y"}"#),
             (.get, app, nil),
@@ -66,6 +66,31 @@ final class AdminAPITests: XCTestCase {
         let encoded = await harness.publisher.commands
         XCTAssertEqual(encoded.map(\.topic), ["pushline.commands.admin"])
         XCTAssertNil(String(decoding: encoded[0].value, as: UTF8.self).range(of: answer.apiToken))
+        // The second token: the client token that ships in the app.
+        XCTAssertEqual(command.tokenScopes, [.client, .server])
+        XCTAssertEqual(answer.apiTokenScopes, [.client, .server])
+        XCTAssertEqual(command.clientTokenId, answer.clientTokenId)
+        XCTAssertEqual(command.clientTokenHash, ApiTokens.hash(answer.clientToken))
+        XCTAssertEqual(answer.clientTokenScopes, [.client])
+        XCTAssertNotEqual(answer.clientToken, answer.apiToken)
+        XCTAssertNotEqual(answer.clientTokenId, answer.tokenId)
+        XCTAssertTrue(answer.note.contains("clientToken ships inside the mobile app"), answer.note)
+        XCTAssertNil(String(decoding: encoded[0].value, as: UTF8.self).range(of: answer.clientToken))
+    }
+
+    func testAppViewsMarkLegacyTokensAndShowEachTokensScopes() async throws {
+        let harness = Harness()
+        let legacy = await harness.seedApp()
+        let client = await harness.seedToken(rawToken: "c", scopes: [.client])
+        let server = await harness.seedToken(rawToken: "s", revoked: true, scopes: [.server])
+        let view = try await harness.test { client in
+            try decodeBody(AdminAPI.AppView.self, try await client.admin(.get, "/admin/v1/apps/\(Fixture.appId)"))
+        }
+        XCTAssertEqual(view.tokens, [
+            AdminAPI.TokenView(tokenId: legacy, revoked: false, scopes: [.client, .server], legacy: true),
+            AdminAPI.TokenView(tokenId: client, revoked: false, scopes: [.client], legacy: false),
+            AdminAPI.TokenView(tokenId: server, revoked: true, scopes: [.server], legacy: false),
+        ])
     }
 
     func testCreatingAnAppWithoutOrgMakesANewOrg() async throws {
@@ -97,19 +122,37 @@ final class AdminAPITests: XCTestCase {
         let harness = Harness()
         _ = await harness.seedApp()
         let response = try await harness.test { client in
-            try await client.admin(.post, "/admin/v1/apps/\(Fixture.appId)/tokens")
+            try await client.admin(.post, "/admin/v1/apps/\(Fixture.appId)/tokens", json: #"{"scopes": ["server", "client", "server"]}"#)
         }
         XCTAssertEqual(response.status, .created)
         let answer = try decodeBody(AdminAPI.TokenIssuedAnswer.self, response)
+        XCTAssertEqual(answer.scopes, [.client, .server], "each once, sorted")
         let command = try await harness.onlyPublished(ApiTokenIssued.self)
         XCTAssertEqual(command, ApiTokenIssued(mobileAppId: Fixture.appId, tokenId: answer.tokenId,
-                                               tokenHash: ApiTokens.hash(answer.apiToken)))
+                                               tokenHash: ApiTokens.hash(answer.apiToken), scopes: [.client, .server]))
+    }
+
+    func testIssuingATokenNeedsItsScopes() async throws {
+        let harness = Harness()
+        _ = await harness.seedApp()
+        let uri = "/admin/v1/apps/\(Fixture.appId)/tokens"
+        try await harness.test { client in
+            try assertProblem(try await client.admin(.post, uri), .unprocessableContent, field: "scopes")
+            try assertProblem(try await client.admin(.post, uri, json: "{}"), .unprocessableContent, field: "scopes")
+            try assertProblem(try await client.admin(.post, uri, json: #"{"scopes": []}"#), .unprocessableContent, field: "scopes")
+            try assertProblem(try await client.admin(.post, uri, json: #"{"scopes": ["client", "admin"]}"#),
+                              .unprocessableContent, field: "scopes[1]")
+            let scoped = try await client.admin(.post, uri, json: #"{"scopes": ["client"]}"#)
+            XCTAssertEqual(try decodeBody(AdminAPI.TokenIssuedAnswer.self, scoped).scopes, [.client])
+        }
+        let commands = try await harness.published(ApiTokenIssued.self)
+        XCTAssertEqual(commands.map(\.scopes), [[.client]], "only the valid request wrote a command")
     }
 
     func testIssuingATokenForAnUnknownAppIs404() async throws {
         let harness = Harness()
         let response = try await harness.test { client in
-            try await client.admin(.post, "/admin/v1/apps/\(UUID())/tokens")
+            try await client.admin(.post, "/admin/v1/apps/\(UUID())/tokens", json: #"{"scopes": ["server"]}"#)
         }
         try assertProblem(response, .notFound, field: "mobileAppId")
         await assertNothingPublished(harness.publisher)
@@ -206,7 +249,8 @@ final class AdminAPITests: XCTestCase {
         let view = try decodeBody(AdminAPI.AppView.self, response)
         XCTAssertEqual(view, AdminAPI.AppView(orgId: Fixture.orgId, mobileAppId: Fixture.appId, name: "app",
                                               callbackUrl: "https://app.example.com/cb", callbackHeaders: ["x-app": "1"],
-                                              webhookRetries: 2, tokens: [AdminAPI.TokenView(tokenId: tokenId, revoked: false)]))
+                                              webhookRetries: 2,
+                                              tokens: [AdminAPI.TokenView(tokenId: tokenId, revoked: false, scopes: [.client, .server], legacy: true)]))
         XCTAssertFalse(String(buffer: response.body).contains(Fixture.rawTokenHash), "token hashes stay inside")
     }
 

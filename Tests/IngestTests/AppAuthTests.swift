@@ -224,16 +224,17 @@ final class AppAuthTests: XCTestCase {
         let start = ContinuousClock.now
         for _ in 0..<AppAuthCache.maxEntries + 5 {
             cache.remember(AppCredentials(app: AppRow(appId: UUID(), orgId: Fixture.orgId, name: "a", createdAt: Date()),
-                                          liveTokenHashes: []), readAt: start)
+                                          liveTokens: []), readAt: start)
         }
         XCTAssertLessThanOrEqual(cache.count, AppAuthCache.maxEntries)
 
         let credentials = AppCredentials(app: AppRow(appId: Fixture.appId, orgId: Fixture.orgId, name: "a", createdAt: Date()),
-                                         liveTokenHashes: [Fixture.rawTokenHash, ApiTokens.hash("second")])
+                                         liveTokens: [.init(hash: Fixture.rawTokenHash, scopes: nil),
+                                                      .init(hash: ApiTokens.hash("second"), scopes: [.client])])
         cache.remember(credentials, readAt: start)
-        XCTAssertTrue(try XCTUnwrap(cache.credentials(for: Fixture.appId, now: start + .seconds(59))).admits(Fixture.rawTokenHash))
-        XCTAssertTrue(credentials.admits(ApiTokens.hash("second")))
-        XCTAssertFalse(credentials.admits(ApiTokens.hash("third")))
+        XCTAssertNotNil(try XCTUnwrap(cache.credentials(for: Fixture.appId, now: start + .seconds(59))).admits(Fixture.rawTokenHash))
+        XCTAssertEqual(credentials.admits(ApiTokens.hash("second"))?.scopes, [.client])
+        XCTAssertNil(credentials.admits(ApiTokens.hash("third")))
         XCTAssertNil(cache.credentials(for: Fixture.appId, now: start + .seconds(60)))
 
         let disabled = AppAuthCache(ttl: .zero)

@@ -1,7 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-import Ingest
+@testable import Ingest
 import XCTest
 import Yams
 
@@ -72,6 +72,44 @@ final class OpenAPIDocumentTests: XCTestCase {
             }
         }
         XCTAssertEqual(missing.sorted(), [], "responses missing from Services/Ingest/Ops/openapi.yaml")
+    }
+
+    /// Every operation names its scope in `x-pushline-scope`, and that is the scope the router
+    /// enforces (`RouteScopes.table`, which `RouteScopeMiddleware` looks every request up in);
+    /// its security and refusals say the same.
+    func testEveryOperationNamesTheScopeTheRouterEnforces() throws {
+        let paths = try XCTUnwrap(try Self.document()["paths"] as? [String: [String: Any]])
+        var enforced: [String: String] = [:]
+        for (route, scope) in RouteScopes.table {
+            enforced["\(route.method.rawValue.uppercased()) \(Self.normalized(route.path))"] = scope.rawValue
+        }
+        var documented: [String: String] = [:]
+        var problems: [String] = []
+        for (path, item) in paths {
+            for (method, value) in item where Self.httpMethods.contains(method) {
+                let name = "\(method.uppercased()) \(Self.normalized(path))"
+                let operation = try XCTUnwrap(value as? [String: Any], name)
+                guard let scope = operation["x-pushline-scope"] as? String else {
+                    problems.append("\(name): no x-pushline-scope")
+                    continue
+                }
+                documented[name] = scope
+                let schemes = Set((operation["security"] as? [[String: Any]] ?? []).flatMap(\.keys))
+                let statuses = Set((operation["responses"] as? [String: Any] ?? [:]).keys)
+                switch scope {
+                case "admin" where !schemes.contains("AdminBearer"): problems.append("\(name): admin scope without AdminBearer")
+                case "client", "server":
+                    if !statuses.contains("403") { problems.append("\(name): \(scope) scope without a 403") }
+                    if !schemes.contains("AppBearer") && !path.hasPrefix("/api/v1.0/") {
+                        problems.append("\(name): \(scope) scope without AppBearer")
+                    }
+                case "none" where !schemes.isEmpty: problems.append("\(name): no scope but security \(schemes)")
+                default: break
+                }
+            }
+        }
+        XCTAssertEqual(problems.sorted(), [])
+        XCTAssertEqual(documented, enforced, "x-pushline-scope in Services/Ingest/Ops/openapi.yaml against RouteScopes.table")
     }
 
     // MARK: - Helpers

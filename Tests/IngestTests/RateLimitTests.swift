@@ -78,13 +78,16 @@ final class RateLimitTests: XCTestCase {
             try assertProblem(refused, .tooManyRequests, field: nil)
             XCTAssertEqual(try decodeBody(Problem.self, refused).error, "rate limit exceeded for this app")
             XCTAssertEqual(refused.headers[.retryAfter], "1")
-            // Any Bearer route of the app spends the same bucket.
-            try assertProblem(try await client.bearer(.put, Fixture.bw("acks"), json: Self.ack), .tooManyRequests, field: nil)
+            // Every route of the app with the same scope spends the same bucket: its delivery statistics too.
+            try assertProblem(try await client.bearer(.get, Fixture.delivery(UUID().uuidString)), .tooManyRequests, field: nil)
             let after = OpsTests.value(of: series, in: String(buffer: try await client.execute(uri: "/metrics", method: .get).body))
             XCTAssertEqual(after, before + 2)
+            // Its client routes have a bucket of their own (docs/API.md#token-scopes).
+            let ack = try await client.bearer(.put, Fixture.bw("acks"), json: Self.ack)
+            XCTAssertEqual(ack.status, .created)
         }
         let calls = await harness.publisher.calls
-        XCTAssertEqual(calls.count, 2, "only the admitted requests were published")
+        XCTAssertEqual(calls.count, 3, "only the admitted requests were published")
     }
 
     func testOneAppsExhaustedLimitDoesNotTouchAnotherApp() async throws {

@@ -157,7 +157,7 @@ final class TransportTests: XCTestCase {
         try await harness.test { client in
             _ = try await client.post(Fixture.devices(), object: Fixture.registration())
             _ = try await client.post(Fixture.devices() + "/cleanup", object: Fixture.cleanup())
-            _ = try await client.admin(.post, "/admin/v1/apps/\(Fixture.appId)/tokens")
+            _ = try await client.admin(.post, "/admin/v1/apps/\(Fixture.appId)/tokens", json: #"{"scopes": ["client"]}"#)
             _ = try await client.admin(.patch, "/admin/v1/apps/\(Fixture.appId)", json: #"{"name": "n"}"#)
         }
         let commits = await harness.store.commitCount

@@ -90,26 +90,36 @@ final class AdminCLITests: XCTestCase {
     func testAppsAndTokensThroughTheAdminAPI() async throws {
         stack = try await PushlineStack.start()
 
-        // Created in text: the token is printed, said to be shown once, and authenticates.
+        // Created in text: both tokens are printed, said to be shown once, the client token said to
+        // ship in the app; the server token authenticates on a server route, the client token not.
         let text = try await succeed(["apps", "create", "--name", "CLI app"])
         XCTAssertTrue(text.contains("shown only this once"), text)
+        XCTAssertTrue(text.contains("ships inside the mobile app") && text.contains("keep it on your servers only"), text)
         let fields = Dictionary(text.split(separator: "\n").compactMap { line -> (String, String)? in
             let parts = line.split(separator: " ", omittingEmptySubsequences: true)
             guard parts.count >= 2 else { return nil }
             return (parts.dropLast().joined(separator: " "), String(parts.last!))
         }, uniquingKeysWith: { first, _ in first })
         let app = try XCTUnwrap(fields["mobileAppId"], text)
-        let token = try XCTUnwrap(fields["API token"], text)
+        let token = try XCTUnwrap(fields["server token"], text)
+        let clientToken = try XCTUnwrap(fields["client token"], text)
         let wrong = try await clientRouteStatus(app: app, token: "wrong-token-\(UUID())")
         XCTAssertEqual(wrong, 401, "sanity: the route refuses a token it does not know")
         try await eventually("the created app's token authenticates") { try await self.clientRouteStatus(app: app, token: token) == 404 }
+        let clientOnServerRoute = try await clientRouteStatus(app: app, token: clientToken)
+        XCTAssertEqual(clientOnServerRoute, 403, "the client token cannot read delivery statistics")
 
-        // Shown once projected, in text and JSON.
+        // Shown once projected, in text and JSON, with each token's scopes.
         let view = try await json(AdminAPI.AppView.self, ["apps", "show", app])
         XCTAssertEqual(view.name, "CLI app")
-        XCTAssertEqual(view.tokens.map(\.revoked), [false])
+        XCTAssertEqual(view.tokens.map(\.revoked), [false, false])
+        XCTAssertEqual(Set(view.tokens.map(\.scopes)), [[.client], [.client, .server]])
+        XCTAssertEqual(view.tokens.map(\.legacy), [false, false])
+        let serverTokenId = try XCTUnwrap(view.tokens.first { $0.scopes.contains(.server) }?.tokenId)
         let shown = try await succeed(["apps", "show", app])
-        XCTAssertTrue(shown.contains("CLI app") && shown.contains(view.tokens[0].tokenId.uuidString) && shown.contains("active"), shown)
+        XCTAssertTrue(shown.contains("CLI app") && shown.contains(serverTokenId.uuidString) && shown.contains("active")
+                      && shown.contains("client,server"), shown)
+        XCTAssertFalse(shown.contains("LEGACY"), shown)
 
         // An org given is kept.
         let org = UUID()
@@ -161,16 +171,23 @@ final class AdminCLITests: XCTestCase {
         XCTAssertTrue(refused.standardError.contains("HTTP 400") && refused.standardError.contains("callbackUrl"), refused.standardError)
 
         // Tokens: a new one authenticates; the first, revoked, stops authenticating.
-        let issued = try await json(AdminAPI.TokenIssuedAnswer.self, ["tokens", "issue", app])
+        let noScope = try await pushline(["tokens", "issue", app])
+        XCTAssertEqual(noScope.status, 64, "a token's scopes are always chosen")
+        XCTAssertTrue(noScope.standardError.contains("--scope"), noScope.standardError)
+        let issued = try await json(AdminAPI.TokenIssuedAnswer.self, ["tokens", "issue", app, "--scope", "server"])
+        XCTAssertEqual(issued.scopes, [.server])
         try await eventually("the issued token authenticates") { try await self.clientRouteStatus(app: app, token: issued.apiToken) == 404 }
-        let revoked = try await succeed(["tokens", "revoke", app, view.tokens[0].tokenId.uuidString])
+        let issuedText = try await succeed(["tokens", "issue", app, "--scope", "client"])
+        XCTAssertTrue(issuedText.contains("scopes     client") && issuedText.contains("ships inside the mobile app"), issuedText)
+        let revoked = try await succeed(["tokens", "revoke", app, serverTokenId.uuidString])
         XCTAssertTrue(revoked.contains("accepted"), revoked)
         try await eventually("the revoked token is refused") { try await self.clientRouteStatus(app: app, token: token) == 401 }
         let other = try await clientRouteStatus(app: app, token: issued.apiToken)
         XCTAssertEqual(other, 404, "the other token still works")
         let tokens = try await json(AdminAPI.AppView.self, ["apps", "show", app]).tokens
-        XCTAssertEqual(Dictionary(uniqueKeysWithValues: tokens.map { ($0.tokenId, $0.revoked) }),
-                       [view.tokens[0].tokenId: true, issued.tokenId: false])
+        XCTAssertEqual(tokens.count, 4)
+        XCTAssertEqual(tokens.first { $0.tokenId == serverTokenId }?.revoked, true)
+        XCTAssertEqual(tokens.first { $0.tokenId == issued.tokenId }?.revoked, false)
 
         // Failures: one line on standard error, exit status 1.
         let unknown = UUID()

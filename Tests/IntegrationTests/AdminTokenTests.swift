@@ -13,14 +13,15 @@ final class AdminTokenTests: XCTestCase {
         do {
             let app = try await stack.createApp()
             let appURL = "\(stack.ingestURL)/admin/v1/apps/\(app.mobileAppId)"
-            let issued = try await HTTPClientHelpers.request(.POST, "\(appURL)/tokens", headers: stack.adminHeaders)
+            let issued = try await HTTPClientHelpers.request(.POST, "\(appURL)/tokens", body: Data(#"{"scopes":["client","server"]}"#.utf8), headers: stack.adminHeaders)
             XCTAssertEqual(issued.status, 201, issued.text)
             let second = try issued.decode(AdminAPI.TokenIssuedAnswer.self)
             let revoked = try await HTTPClientHelpers.request(.DELETE, "\(appURL)/tokens/\(app.tokenId)", headers: stack.adminHeaders)
             XCTAssertEqual(revoked.status, 202, revoked.text)
             try await eventually("revocation projected") {
                 let view = try await HTTPClientHelpers.get(appURL, headers: stack.adminHeaders).decode(AdminAPI.AppView.self)
-                return view.tokens.count == 2 && view.tokens.contains { $0.tokenId == app.tokenId && $0.revoked }
+                // The app's server and client tokens and the one issued.
+                return view.tokens.count == 3 && view.tokens.contains { $0.tokenId == app.tokenId && $0.revoked }
             }
             var ids: [UUID] = []
             for token in [app.apiToken, second.apiToken] {

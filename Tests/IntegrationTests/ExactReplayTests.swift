@@ -38,7 +38,7 @@ final class ExactReplayTests: XCTestCase {
         stack = try await PushlineStack.start()
         let app = try await stack.createApp()
         let appURL = "\(stack.ingestURL)/admin/v1/apps/\(app.mobileAppId)"
-        let issued = try await HTTPClientHelpers.request(.POST, "\(appURL)/tokens", headers: stack.adminHeaders)
+        let issued = try await HTTPClientHelpers.request(.POST, "\(appURL)/tokens", body: Data(#"{"scopes":["client","server"]}"#.utf8), headers: stack.adminHeaders)
         XCTAssertEqual(issued.status, 201, issued.text)
         let t2 = try issued.decode(AdminAPI.TokenIssuedAnswer.self).apiToken
 

@@ -31,7 +31,7 @@ final class OperabilityTests: XCTestCase {
             headers: stack.adminHeaders)
         XCTAssertEqual(patch.status, 202, patch.text)
         let issued = try await HTTPClientHelpers.request(.POST, "\(stack.ingestURL)/admin/v1/apps/\(app.mobileAppId)/tokens",
-                                                         headers: stack.adminHeaders).decode(AdminAPI.TokenIssuedAnswer.self)
+                                                         body: Data(#"{"scopes":["client","server"]}"#.utf8), headers: stack.adminHeaders).decode(AdminAPI.TokenIssuedAnswer.self)
         try await eventually("callback URL projected") {
             try await self.stack.sqlite("SELECT callback_url FROM apps") == ["\(self.receiver.baseURL)/kf5"]
         }
@@ -60,14 +60,26 @@ final class OperabilityTests: XCTestCase {
         XCTAssertEqual(wrongBearer.status, 401)
         try await stack.track([["deliveryId": UUID().uuidString, "broadlogId": "m-1", "action": "1"]], app: app, token: issued.apiToken)
         try await receiver.waitFor(count: 2)
+        // A legacy token (of an app an old log created, before token scopes) sends once.
+        let legacyToken = ApiTokens.generate(), legacyApp = UUID()
+        try await stack.produce(AppCreated(orgId: UUID(), mobileAppId: legacyApp, name: "old", tokenId: UUID(),
+                                           tokenHash: ApiTokens.hash(legacyToken)))
+        try await eventually("the legacy app projected") {
+            try await HTTPClientHelpers.get("\(self.stack.ingestURL)/admin/v1/apps/\(legacyApp)", headers: self.stack.adminHeaders).status == 200
+        }
+        let legacySend = try await stack.call(.POST, "/v1/apps/\(legacyApp)/notifications", json: ["userId": "nobody", "title": "x"],
+                                              token: legacyToken)
+        XCTAssertEqual(legacySend.status, 202, legacySend.text)
 
-        // Ingest: requests by route and status, commands published by type, produce latency.
+        // Ingest: requests by route and status, commands published by type, produce latency,
+        // legacy tokens on server routes.
         let ingest = try await HTTPClientHelpers.get("\(stack.ingestURL)/metrics").text
         assertSeries(ingest, "pushline_ingest_requests_total", labels: [#"route="/admin/v1/apps""#, #"status="201""#])
         assertSeries(ingest, "pushline_ingest_requests_total", labels: [#"status="401""#])
         assertSeries(ingest, "pushline_ingest_commands_published_total", labels: [#"type="registration.device-registration-requested""#])
         assertSeries(ingest, "pushline_ingest_publish_duration_seconds", labels: [])
         assertSeries(ingest, "pushline_ingest_forged_commands_total", labels: [])
+        assertSeries(ingest, "pushline_ingest_legacy_token_requests_total", labels: [#"route="/v1/apps/{mobileAppId}/notifications""#])
 
         // Processor: applied by type, rejects by reason, attempts by kind and outcome, store
         // transaction time, and every command partition's lag, back to 0 once caught up.
@@ -103,7 +115,7 @@ final class OperabilityTests: XCTestCase {
         for (service, evidence) in [("pushline-ingest", "app created"), ("pushline-processor", "command rejected")] {
             let log = try String(contentsOf: stack.directory.appendingPathComponent("\(service).log"), encoding: .utf8)
             XCTAssertTrue(log.contains(evidence), "\(service) wrote its log at debug level")
-            for (name, secret) in [("API token", app.apiToken), ("second API token", issued.apiToken), ("forged token", forgedToken),
+            for (name, secret) in [("API token", app.apiToken), ("second API token", issued.apiToken), ("forged token", forgedToken), ("legacy token", legacyToken),
                                    ("admin token", stack.adminToken), ("callback header value", callbackSecret)] {
                 XCTAssertFalse(log.contains(secret), "\(service) logged the \(name)")
             }

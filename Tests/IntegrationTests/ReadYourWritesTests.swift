@@ -139,7 +139,7 @@ final class ReadYourWritesTests: XCTestCase {
         let sendBody: [String: Any] = ["userId": "nobody", "text": "t"]
         let before = try await call(otherIngest, .POST, "/v1/apps/\(app.mobileAppId)/notifications", json: sendBody, token: app.apiToken)
         XCTAssertEqual(before.status, 202, before.text)
-        let issued = try await HTTPClientHelpers.post("\(stack.ingestURL)\(appURL)/tokens", json: [String: String](), headers: admin)
+        let issued = try await HTTPClientHelpers.post("\(stack.ingestURL)\(appURL)/tokens", json: AdminAPI.IssueToken(scopes: [.server]), headers: admin)
         XCTAssertEqual(issued.status, 201, issued.text)
         let newToken = try issued.decode(AdminAPI.TokenIssuedAnswer.self)
         let withNew = try await call(otherIngest, .POST, "/v1/apps/\(app.mobileAppId)/notifications", json: sendBody, token: newToken.apiToken)

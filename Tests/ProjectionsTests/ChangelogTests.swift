@@ -44,6 +44,25 @@ import Testing
         #expect(try ChangelogEntry(decoding: tagged).mutations == [.upsertApp(withCredentials)])
     }
 
+    @Test func testALegacyTokenKeepsTheEntryOfBeforeScopesAndAScopedOneIsTagged() throws {
+        let legacy = ApiTokenRow(tokenId: UUID(), appId: UUID(), tokenHash: "h", createdAt: Fixture.at(1))
+        var scoped = legacy
+        scoped.scopes = [.client]
+        let plain = ChangelogEntry(mutations: [.upsertApiToken(legacy)], offsets: []).encoded()
+        let tagged = ChangelogEntry(mutations: [.upsertApiToken(scoped)], offsets: []).encoded()
+        // The entries differ first at the mutation's tag: 2 (the token as before) against 23.
+        let first = try #require(plain.indices.first { plain[$0] != tagged[$0] })
+        #expect(plain[first] == 2)
+        #expect(tagged[first] == 23)
+        #expect(try ChangelogEntry(decoding: plain).mutations == [.upsertApiToken(legacy)])
+        #expect(try ChangelogEntry(decoding: tagged).mutations == [.upsertApiToken(scoped)])
+        for scopes: [ApiTokenScope] in [[.server], [.client, .server]] {
+            scoped.scopes = scopes
+            #expect(try ChangelogEntry(decoding: ChangelogEntry(mutations: [.upsertApiToken(scoped)], offsets: []).encoded()).mutations
+                    == [.upsertApiToken(scoped)])
+        }
+    }
+
     @Test func testATruncatedOrAlteredEntryIsRefusedRatherThanMisread() throws {
         var random = SeededRandom(seed: 12)
         let entry = ChangelogEntry(mutations: MixedMutations.make(count: 40, keys: 5, using: &random),
@@ -263,7 +282,8 @@ import Testing
                 .upsertApp(AppRow(appId: UUID(), orgId: UUID(), name: text, callbackUrl: n % 3 == 0 ? nil : other,
                                   callbackHeaders: [text: other], webhookRetries: Int(pick(integers, n)), createdAt: date,
                                   pushCredentials: n % 2 == 0 ? nil : Fixture.pushCredentials(n))),
-                .upsertApiToken(ApiTokenRow(tokenId: UUID(), appId: appId, tokenHash: text, revoked: n % 2 == 0, createdAt: date)),
+                .upsertApiToken(ApiTokenRow(tokenId: UUID(), appId: appId, tokenHash: text, revoked: n % 2 == 0, createdAt: date,
+                                            scopes: [nil, [.client], [.server], [.client, .server]][n % 4])),
                 .upsertDevice(DeviceRow(appId: appId, deviceToken: token, userId: other, platform: n % 2 == 0 ? .ios : .android,
                                         version: pick(integers, n), updatedAt: date)),
                 .putRegistrationStatus(RegistrationStatusRow(requestId: UUID(), appId: appId, status: n % 2 == 0 ? .Failed : .Success,

@@ -26,6 +26,8 @@ import Testing
     private func commitBatch(app: AppRow, token: ApiTokenRow, request: UUID) -> [Mutation] {
         [
             .upsertApp(app), .upsertApiToken(token),
+            .upsertApiToken(ApiTokenRow(tokenId: UUID(uuidString: "00000000-0000-0000-0000-000000000002")!, appId: app.appId,
+                                        tokenHash: "def456", createdAt: Fixture.t0, scopes: [.server, .client])),
             .upsertDevice(Fixture.device(app: app.appId, token: "t-2", user: "alice")),
             .upsertDevice(Fixture.device(app: app.appId, token: "t-1", user: "alice")),
             .putRegistrationStatus(Fixture.status(app: app.appId, request: request, status: .Failed, reason: .DuplicateExists)),
@@ -53,7 +55,7 @@ import Testing
             let dumpOne = try await one.dump()
             let dumpTwo = try await two.dump()
             #expect(dumpOne == dumpTwo)
-            let expectedLines = 1 + 1 + 2 + 1 + 2
+            let expectedLines = 1 + 2 + 2 + 1 + 2
             #expect(dumpOne.split(separator: "\n").count == expectedLines, "\(dumpOne)")
         }
     }
@@ -71,7 +73,8 @@ import Testing
             let hook = "url=\"https://example.test/hook\" headers=\"{\\\"x-extra\\\":\\\"1\\\"}\""
             #expect(lines == [
                 "apps app_id=\"\(app)\" org_id=\"00000000-0000-0000-0000-0000000000aa\" name=\"Shop\" callback_url=\"https://example.test/cb\" callback_headers=\"{\\\"x-a\\\":\\\"1\\\",\\\"x-b\\\":\\\"2\\\"}\" webhook_retries=2 created_at=\(t0) push_credentials=null",
-                "api_tokens token_id=\"00000000-0000-0000-0000-000000000001\" app_id=\"\(app)\" token_hash=\"abc123\" revoked=0 created_at=\(t0)",
+                "api_tokens token_id=\"00000000-0000-0000-0000-000000000001\" app_id=\"\(app)\" token_hash=\"abc123\" revoked=0 created_at=\(t0) scopes=null",
+                "api_tokens token_id=\"00000000-0000-0000-0000-000000000002\" app_id=\"\(app)\" token_hash=\"def456\" revoked=0 created_at=\(t0) scopes=\"client,server\"",
                 "devices app_id=\"\(app)\" device_token=\"t-1\" user_id=\"alice\" platform=\"ios\" version=1 updated_at=\(t1)",
                 "devices app_id=\"\(app)\" device_token=\"t-3\" user_id=\"bob\" platform=\"android\" version=2 updated_at=\(t1)",
                 "registration_status request_id=\"00000000-0000-0000-0000-0000000000f1\" app_id=\"\(app)\" status=\"Failed\" failure_reason=\"DuplicateExists\" decided_at=\(SQLiteValues.millis(Fixture.at(2)))",

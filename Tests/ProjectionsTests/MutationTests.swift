@@ -95,6 +95,29 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func testATokensScopesAreStoredAndALegacyTokenHasNone(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let appId = UUID()
+            let legacy = Fixture.token(app: appId, at: 0)
+            var client = Fixture.token(app: appId, at: 1)
+            client.scopes = [.client]
+            var both = Fixture.token(app: appId, at: 2)
+            both.scopes = [.server, .client]
+            var server = Fixture.token(app: appId, at: 3)
+            server.scopes = [.server]
+            try await store.commit(mutations: [.upsertApp(Fixture.app(appId))] + [legacy, client, both, server].map { .upsertApiToken($0) },
+                                   offsets: [])
+            let tokens = try await store.apiTokens(app: appId)
+            #expect(tokens.map(\.scopes) == [nil, [.client], [.client, .server], [.server]])
+            #expect(tokens.map(\.isLegacy) == [true, false, false, false])
+            #expect(try await store.apiToken(hash: server.tokenHash)?.scopes == [.server])
+            let snapshot = try await store.load(StateQuery(appIds: [appId]))
+            #expect(snapshot.tokens[appId]?.map(\.scopes) == [nil, [.client], [.client, .server], [.server]])
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func testUpsertDeviceReplacesTheRowOfTheSameAppAndToken(_ backend: StoreBackend) async throws {
         try await withStoreHarness(backend) { h in
             let store = try await h.openStore()

@@ -88,6 +88,11 @@ import Testing
                 try await h.execute("ALTER TABLE apps DROP COLUMN push_credentials")  // added by version 11
                 try await h.execute("DROP TABLE delivery_outcomes")  // added by version 12, with the columns below
                 try await h.execute("ALTER TABLE deliveries DROP COLUMN delivered, DROP COLUMN failed, DROP COLUMN unregistered")
+                try await h.execute("ALTER TABLE api_tokens DROP COLUMN scopes")  // added by version 13
+                try await h.execute("""
+                    ALTER TABLE deliveries DROP COLUMN idempotency_key, DROP COLUMN request_hash, DROP COLUMN duplicates,
+                        DROP COLUMN conflicts
+                    """)  // added by version 15
                 try await h.execute("UPDATE schema_version SET version = 7")
             }
             let version = backend == .sqlite ? "PRAGMA user_version" : "SELECT version::text FROM schema_version"

@@ -370,6 +370,7 @@ final class PostgresStoreTests: StoreTestCase {
         try await execute("""
             ALTER TABLE deliveries DROP COLUMN idempotency_key, DROP COLUMN request_hash, DROP COLUMN duplicates, DROP COLUMN conflicts
             """)  // added by version 15
+        try await execute("ALTER TABLE api_tokens DROP COLUMN scopes")  // added by version 13
         try await execute("UPDATE schema_version SET version = 6")
 
         let migrated = try await openStore()
@@ -542,7 +543,8 @@ enum MixedMutations {
             case 3..<6:
                 mutations.append(.upsertApiToken(ApiTokenRow(tokenId: key(Int.random(in: 0..<keys, using: &random)), appId: app(),
                                                              tokenHash: "h\(n)", revoked: Bool.random(using: &random),
-                                                             createdAt: Fixture.at(seconds()))))
+                                                             createdAt: Fixture.at(seconds()),
+                                                             scopes: [nil, [.client], [.server], [.client, .server]][n % 4])))
             case 6..<26:
                 mutations.append(.upsertDevice(DeviceRow(appId: app(), deviceToken: token(), userId: "u\(n % 7)",
                                                          platform: Bool.random(using: &random) ? .ios : .android,

@@ -29,13 +29,17 @@ final class SchemaTests: StoreTestCase {
             let pool = try DatabasePool(path: path())
             try SQLiteSchema.migrator.migrate(pool, upTo: "v1")
             try await pool.write { db in
-                // The app by hand, as version 1 had its columns; the rest with today's writer.
+                // The app and the token by hand, as version 1 had their columns; the rest with today's writer.
                 try db.execute(sql: """
                     INSERT INTO apps (app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at)
                     VALUES (?, ?, ?, NULL, '{}', 0, ?)
                     """, arguments: [SQLiteValues.text(app.appId), SQLiteValues.text(app.orgId), app.name, SQLiteValues.millis(app.createdAt)])
+                try db.execute(sql: """
+                    INSERT INTO api_tokens (token_id, app_id, token_hash, revoked, created_at) VALUES (?, ?, ?, 0, ?)
+                    """, arguments: [SQLiteValues.text(token.tokenId), SQLiteValues.text(token.appId), token.tokenHash,
+                                     SQLiteValues.millis(token.createdAt)])
                 var writer = SQLiteMutationWriter(db: db)
-                for mutation in [Mutation.upsertApiToken(token), .upsertDevice(device)] {
+                for mutation in [Mutation.upsertDevice(device)] {
                     try writer.apply(mutation)
                 }
                 let p0 = Fixture.partition(0)
@@ -60,6 +64,7 @@ final class SchemaTests: StoreTestCase {
         XCTAssertEqual(storedApp, app)
         XCTAssertEqual(storedDevice, device)
         XCTAssertEqual(byHash, token)
+        XCTAssertEqual(byHash?.isLegacy, true, "a token stored before scopes reads as legacy")
         XCTAssertEqual(offsets, [Fixture.partition(0): 7])
         let indexes = try await store.pool.read { db in
             try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ('acks_by_notification', 'api_tokens_by_hash') ORDER BY name")

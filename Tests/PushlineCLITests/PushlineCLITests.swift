@@ -67,4 +67,49 @@ final class PushlineCLITests: XCTestCase {
         XCTAssertEqual(Output.table(["TOPIC", "LAG"], [["a", "5"], ["longer", "12"]], rightAligned: [1]),
                        "TOPIC   LAG\na         5\nlonger   12")
     }
+
+    func testTokensIssueNeedsScopesAndTakesThemRepeatedOrAsAList() throws {
+        let app = UUID().uuidString
+        XCTAssertEqual(try Tokens.Issue.parse([app, "--scope", "client"]).scopes(), [.client])
+        XCTAssertEqual(try Tokens.Issue.parse([app, "--scope", "server", "--scope", "client"]).scopes(), [.client, .server])
+        XCTAssertEqual(try Tokens.Issue.parse([app, "--scope", "server,client,server"]).scopes(), [.client, .server])
+        XCTAssertThrowsError(try Tokens.Issue.parse([app]), "a token's scopes are always chosen")
+        XCTAssertThrowsError(try Tokens.Issue.parse([app, "--scope", "admin"]))
+        XCTAssertThrowsError(try Tokens.Issue.parse([app, "--scope", ""]))
+    }
+
+    func testAppsCreateSaysWhichTokenShipsInTheApp() {
+        let id = UUID()
+        let text = Output.describe(AdminAPI.AppCreatedAnswer(
+            orgId: id, mobileAppId: id, apiToken: "SERVER-TOKEN", tokenId: id, apiTokenScopes: [.client, .server],
+            clientToken: "CLIENT-TOKEN", clientTokenId: id, clientTokenScopes: [.client]))
+        let lines = text.split(separator: "\n").map(String.init)
+        let client = try? XCTUnwrap(lines.firstIndex { $0.contains("client token") && $0.contains("CLIENT-TOKEN") })
+        let server = try? XCTUnwrap(lines.firstIndex { $0.contains("server token") && $0.contains("SERVER-TOKEN") })
+        XCTAssertNotNil(client, text)
+        XCTAssertNotNil(server, text)
+        XCTAssertTrue(lines[(client ?? 0) + 2].contains("ships inside the mobile app"), text)
+        XCTAssertTrue(lines[(server ?? 0) + 2].contains("keep it on your servers"), text)
+        XCTAssertTrue(text.contains("shown only this once"), text)
+    }
+
+    func testAppsShowListsEachTokensScopesAndMarksLegacyOnes() {
+        let legacy = UUID(), client = UUID()
+        let text = Output.describe(AdminAPI.AppView(
+            orgId: UUID(), mobileAppId: UUID(), name: "a", callbackUrl: nil, callbackHeaders: [:], webhookRetries: 0,
+            tokens: [AdminAPI.TokenView(tokenId: legacy, revoked: false, scopes: [.client, .server], legacy: true),
+                     AdminAPI.TokenView(tokenId: client, revoked: true, scopes: [.client], legacy: false)]))
+        let legacyLine = text.split(separator: "\n").first { $0.contains(legacy.uuidString) }.map(String.init) ?? ""
+        let clientLine = text.split(separator: "\n").first { $0.contains(client.uuidString) }.map(String.init) ?? ""
+        XCTAssertTrue(legacyLine.contains("client,server") && legacyLine.contains("LEGACY"), legacyLine)
+        XCTAssertTrue(clientLine.contains("revoked") && clientLine.hasSuffix(" client"), clientLine)
+        XCTAssertFalse(clientLine.contains("LEGACY"), clientLine)
+    }
+
+    func testAnOldAnswerWithoutScopesReadsAsLegacy() throws {
+        let id = UUID().uuidString.lowercased()
+        let view = try JSONDecoder().decode(AdminAPI.TokenView.self, from: Data(#"{"tokenId":"\#(id)","revoked":false}"#.utf8))
+        XCTAssertTrue(view.legacy)
+        XCTAssertEqual(view.scopes, [.client, .server])
+    }
 }

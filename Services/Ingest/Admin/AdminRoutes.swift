@@ -24,39 +24,71 @@ struct AdminRoutes: Sendable {
         group.delete("apps/:mobileAppId/tokens/:tokenId", use: revokeToken)
     }
 
-    /// `POST /admin/v1/apps` → `201 AppCreatedAnswer`; the raw token is shown only here.
+    /// `POST /admin/v1/apps` → `201 AppCreatedAnswer`: the app with a server token and a client
+    /// token (docs/API.md#token-scopes); the raw tokens are shown only here.
     @Sendable func createApp(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
         let create = try JSONBody.decode(AdminAPI.CreateApp.self, from: body, decoder: WireJSON.decoder())
         let name = try FieldRules.required(create.name?.trimmingCharacters(in: .whitespacesAndNewlines), maxBytes: FieldLimits.shortTextBytes,
                                            field: "name")
 
-        let token = ApiTokens.generate()
+        let serverToken = ApiTokens.generate(), clientToken = ApiTokens.generate()
         let command = AppCreated(orgId: create.orgId ?? UUID(), mobileAppId: UUID(), name: name, tokenId: UUID(),
-                                 tokenHash: ApiTokens.hash(token))
+                                 tokenHash: ApiTokens.hash(serverToken), tokenScopes: AppCreated.serverTokenScopes,
+                                 clientTokenId: UUID(), clientTokenHash: ApiTokens.hash(clientToken))
         let encoder = CommandWriter.makeEncoder()
         try await applied.wait(for: writer.publish([writer.encode(command, encoder: encoder)], context: context),
-                               written: "app \(command.mobileAppId) (its first token \(command.tokenId))")
+                               written: "app \(command.mobileAppId) (its server token \(command.tokenId), client token \(command.clientTokenId!))")
         context.logger.info("app created", metadata: ["mobile_app_id": "\(command.mobileAppId)", "org_id": "\(command.orgId)"])
         return try JSONResponse.make(
-            AdminAPI.AppCreatedAnswer(orgId: command.orgId, mobileAppId: command.mobileAppId, apiToken: token, tokenId: command.tokenId),
+            AdminAPI.AppCreatedAnswer(orgId: command.orgId, mobileAppId: command.mobileAppId, apiToken: serverToken, tokenId: command.tokenId,
+                                      apiTokenScopes: AppCreated.serverTokenScopes, clientToken: clientToken,
+                                      clientTokenId: command.clientTokenId!, clientTokenScopes: AppCreated.clientTokenScopes),
             status: .created, encoder: encoder, headers: Self.secretHeaders)
     }
 
-    /// `POST /admin/v1/apps/{mobileAppId}/tokens` → `201 TokenIssuedAnswer`.
+    /// `POST /admin/v1/apps/{mobileAppId}/tokens` `{"scopes": ["client"|"server", …]}` →
+    /// `201 TokenIssuedAnswer`; 422 naming `scopes` when they are missing, empty or unknown.
     @Sendable func issueToken(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let mobileAppId = try FieldRules.uuidParameter("mobileAppId", in: context)
+        let scopes = try await Self.requestedScopes(request, limit: maxBodyBytes)
         guard try await readStore(context, { try await store.app(mobileAppId) }) != nil else {
             throw Self.unknownApp
         }
         let token = ApiTokens.generate()
-        let command = ApiTokenIssued(mobileAppId: mobileAppId, tokenId: UUID(), tokenHash: ApiTokens.hash(token))
+        let command = ApiTokenIssued(mobileAppId: mobileAppId, tokenId: UUID(), tokenHash: ApiTokens.hash(token), scopes: scopes)
         let encoder = CommandWriter.makeEncoder()
         try await applied.wait(for: writer.publish([writer.encode(command, encoder: encoder)], context: context),
                                written: "token \(command.tokenId) of app \(mobileAppId)")
-        context.logger.info("api token issued", metadata: ["mobile_app_id": "\(mobileAppId)", "token_id": "\(command.tokenId)"])
-        return try JSONResponse.make(AdminAPI.TokenIssuedAnswer(tokenId: command.tokenId, apiToken: token),
+        context.logger.info("api token issued", metadata: ["mobile_app_id": "\(mobileAppId)", "token_id": "\(command.tokenId)",
+                                                           "scopes": "\(ApiTokenScopes.column(scopes) ?? "")"])
+        return try JSONResponse.make(AdminAPI.TokenIssuedAnswer(tokenId: command.tokenId, apiToken: token, scopes: scopes),
                                      status: .created, encoder: encoder, headers: Self.secretHeaders)
+    }
+
+    /// The scopes of a token to issue, normalized; 422 naming the field when the body has none
+    /// (no body at all included: a token's scopes are always chosen) or names an unknown one.
+    static func requestedScopes(_ request: Request, limit: Int) async throws -> [ApiTokenScope] {
+        let choose = "choose the new token's scopes: {\"scopes\": [\"client\"]} (ships in the mobile app), [\"server\"] (sends; stays on your servers) or both"
+        // No body at all (RFC 9112: neither a length nor chunks, or a length of 0).
+        let declared = request.headers[.contentLength].flatMap { Int($0) }
+        if declared == 0 || (declared == nil && request.headers[.transferEncoding] == nil) {
+            throw IngestError.rejected(.unprocessableContent, Problem(error: "scopes is required: " + choose, field: "scopes"))
+        }
+        let body = try await JSONBody.collect(request, limit: limit)
+        let issue = try JSONBody.decode(AdminAPI.IssueToken.self, from: body, decoder: WireJSON.decoder())
+        guard let names = issue.scopes, !names.isEmpty else {
+            throw IngestError.rejected(.unprocessableContent, Problem(error: "scopes is required: " + choose, field: "scopes"))
+        }
+        var scopes: [ApiTokenScope] = []
+        for (index, name) in names.enumerated() {
+            guard let scope = ApiTokenScope(rawValue: name) else {
+                throw IngestError.rejected(.unprocessableContent, Problem(
+                    error: "unknown scope \"\(name)\": " + choose, field: "scopes[\(index)]"))
+            }
+            scopes.append(scope)
+        }
+        return ApiTokenScopes.normalized(scopes)
     }
 
     /// `DELETE /admin/v1/apps/{mobileAppId}/tokens/{tokenId}` → 202.
@@ -141,7 +173,9 @@ struct AdminRoutes: Sendable {
         AdminAPI.AppView(
             orgId: app.orgId, mobileAppId: app.appId, name: app.name, callbackUrl: app.callbackUrl,
             callbackHeaders: app.callbackHeaders, webhookRetries: app.webhookRetries,
-            tokens: tokens.map { AdminAPI.TokenView(tokenId: $0.tokenId, revoked: $0.revoked) },
+            tokens: tokens.map {
+                AdminAPI.TokenView(tokenId: $0.tokenId, revoked: $0.revoked, scopes: $0.scopes ?? ApiTokenScope.allCases, legacy: $0.isLegacy)
+            },
             pushCredentials: app.pushCredentials.map(AdminAPI.PushCredentialsView.init))
     }
 

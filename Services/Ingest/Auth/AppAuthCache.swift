@@ -3,18 +3,35 @@ import Foundation
 import Projections
 import Synchronization
 
-/// What the Bearer routes need to know about an app: its row and the hashes of its live
-/// (non-revoked) API tokens, as read from the projection store.
+/// What the Bearer routes need to know about an app: its row and its live (non-revoked) API
+/// tokens (hash and scopes), as read from the projection store.
 struct AppCredentials: Sendable {
     var app: AppRow
-    var liveTokenHashes: [String]
+    var liveTokens: [LiveToken]
 
-    /// Whether `tokenHash` is one of the live hashes. Compares with every one of them, not
-    /// stopping at a match, so the time taken does not tell which one (or how many) matched.
-    func admits(_ tokenHash: String) -> Bool {
-        var matched = false
-        for hash in liveTokenHashes {
-            matched = ApiTokens.constantTimeEquals(tokenHash, hash) || matched
+    /// A live token: its hash and its scopes (nil: legacy, every scope).
+    struct LiveToken: Sendable {
+        var hash: String
+        var scopes: [ApiTokenScope]?
+    }
+
+    init(app: AppRow, liveTokens: [LiveToken]) {
+        self.app = app
+        self.liveTokens = liveTokens
+    }
+
+    /// The live tokens of `tokens` (revoked ones left out).
+    init(app: AppRow, tokens: [ApiTokenRow]) {
+        self.init(app: app, liveTokens: tokens.filter { !$0.revoked }.map { LiveToken(hash: $0.tokenHash, scopes: $0.scopes) })
+    }
+
+    /// The live token whose hash is `tokenHash`, nil when none is. Compares with every one of
+    /// them, not stopping at a match, so the time taken does not tell which one (or how many)
+    /// matched.
+    func admits(_ tokenHash: String) -> LiveToken? {
+        var matched: LiveToken?
+        for token in liveTokens where ApiTokens.constantTimeEquals(tokenHash, token.hash) {
+            matched = token
         }
         return matched
     }

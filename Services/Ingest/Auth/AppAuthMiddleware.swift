@@ -3,13 +3,17 @@ import Foundation
 import Hummingbird
 import Projections
 
-/// Guards the client routes of one app (`…/apps/{mobileAppId}/…`): `Authorization: Bearer <api
-/// token>` must carry a live API token of the app in the path (docs/API.md#authentication).
+/// Guards the Bearer routes of one app (`…/apps/{mobileAppId}/…`): `Authorization: Bearer <api
+/// token>` must carry a live API token of the app in the path, with the scope the route needs
+/// (`RouteScopes.table`, docs/API.md#authentication).
 ///
 /// - `mobileAppId` not a UUID → 400 naming it.
 /// - No or a malformed `Authorization` → 401 (with `WWW-Authenticate: Bearer`).
 /// - The token is a live token of another app → 403, so that a client that mixed up its apps
 ///   is told so; any other unknown, revoked or mismatched token → 401.
+/// - A live token of the app without the route's scope → 403 naming the missing scope.
+/// - A legacy token (no scopes: every scope) on a server route is admitted and counted in
+///   `pushline_ingest_legacy_token_requests_total`, so that operators see what still uses one.
 ///
 /// The token is only ever handled as its hash, which the route finds with the app's row in
 /// `context.authenticatedApp()`. App credentials come from `AppAuthCache`, else from the store
@@ -19,6 +23,7 @@ struct AppAuthMiddleware: RouterMiddleware {
 
     let store: any ProjectionReader
     let cache: AppAuthCache
+    let metrics: IngestMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let mobileAppId = try FieldRules.uuidParameter("mobileAppId", in: context)
@@ -26,17 +31,20 @@ struct AppAuthMiddleware: RouterMiddleware {
             throw IngestError.rejected(.unauthorized, Problem(
                 error: "an API token of this app is required: Authorization: Bearer <token>", field: "Authorization"))
         }
+        let scope = try context.requiredTokenScope()
         let tokenHash = ApiTokens.hash(token)
-        guard let app = try await authenticate(mobileAppId, tokenHash: tokenHash, context: context) else {
+        guard let authenticated = try await authenticate(mobileAppId, tokenHash: tokenHash, context: context) else {
             throw try await refusal(tokenHash: tokenHash, mobileAppId: mobileAppId, context: context)
         }
+        guard authenticated.grants(scope) else { throw ScopeRefusal.problem(missing: scope, field: "Authorization") }
+        if authenticated.isLegacy, scope == .server { metrics.countLegacyTokenRequest(route: context.endpointPath ?? "") }
         var context = context
-        context.authenticatedApp = AuthenticatedApp(app: app, tokenHash: tokenHash)
+        context.authenticatedApp = AuthenticatedApp(app: authenticated.app, tokenHash: tokenHash, scope: scope)
         context.logger[metadataKey: "mobile_app_id"] = .string(mobileAppId.uuidString.lowercased())
         return try await next(request, context)
     }
 
-    private func authenticate(_ appId: UUID, tokenHash: String, context: Context) async throws -> AppRow? {
+    private func authenticate(_ appId: UUID, tokenHash: String, context: Context) async throws -> AppAuthenticator.Authenticated? {
         try await AppAuthenticator(store: store, cache: cache).app(appId, tokenHash: tokenHash, context: context)
     }
 

@@ -15,13 +15,24 @@ struct AppAuthenticator: Sendable {
     let store: any ProjectionReader
     let cache: AppAuthCache
 
-    /// The app when `tokenHash` is one of its live tokens, else nil. A store failure throws
-    /// (`readStore`: 503).
-    func app(_ appId: UUID, tokenHash: String, context: IngestRequestContext) async throws -> AppRow? {
+    /// An app and the scopes of the live token of it that was presented.
+    struct Authenticated: Sendable {
+        var app: AppRow
+        /// Nil: a legacy token, with every scope (`ApiTokenScopes.grant`).
+        var scopes: [ApiTokenScope]?
+
+        func grants(_ scope: ApiTokenScope) -> Bool { ApiTokenScopes.grant(scopes, scope) }
+        var isLegacy: Bool { scopes == nil }
+    }
+
+    /// The app and the token's scopes when `tokenHash` is one of its live tokens, else nil. A
+    /// store failure throws (`readStore`: 503).
+    func app(_ appId: UUID, tokenHash: String, context: IngestRequestContext) async throws -> Authenticated? {
         switch cache.lookup(appId) {
-        case .known(let cached) where cached.admits(tokenHash): return cached.app
+        case .known(let cached):
+            if let token = cached.admits(tokenHash) { return Authenticated(app: cached.app, scopes: token.scopes) }
         case .missing: return nil
-        default: break
+        case nil: break
         }
         let readAt = ContinuousClock.now
         let (app, tokens) = try await readStore(context) {
@@ -31,8 +42,8 @@ struct AppAuthenticator: Sendable {
             cache.rememberMissing(appId, readAt: readAt)
             return nil
         }
-        let credentials = AppCredentials(app: app, liveTokenHashes: tokens.filter { !$0.revoked }.map(\.tokenHash))
+        let credentials = AppCredentials(app: app, tokens: tokens)
         cache.remember(credentials, readAt: readAt)
-        return credentials.admits(tokenHash) ? app : nil
+        return credentials.admits(tokenHash).map { Authenticated(app: app, scopes: $0.scopes) }
     }
 }

@@ -3,11 +3,13 @@ import Foundation
 import Projections
 
 /// The app a Bearer route acts for, set by `AppAuthMiddleware`: its projected row (the org is
-/// needed by registration commands) and the hash of the token that was presented (commands
-/// carry it so that the processor can judge it again; the raw token goes nowhere).
+/// needed by registration commands), the hash of the token that was presented (commands
+/// carry it so that the processor can judge it again; the raw token goes nowhere) and the
+/// scope the route needed (the token has it; the per-app rate limit is kept per scope).
 struct AuthenticatedApp: Sendable {
     var app: AppRow
     var tokenHash: String
+    var scope: ApiTokenScope
 
     var mobileAppId: UUID { app.appId }
     var orgId: UUID { app.orgId }

@@ -12,6 +12,9 @@ import Metrics
 ///   refused them (`app` or `source`).
 /// - `pushline_ingest_forged_commands_total`: registration API commands answered 202 but not
 ///   written, because their API token is not a live token of their app.
+/// - `pushline_ingest_legacy_token_requests_total{route}`: requests admitted on a server route
+///   with a legacy API token (issued before scopes), by route template: what still has to move
+///   to a server token (docs/API.md#replacing-legacy-tokens).
 struct IngestMetrics: Sendable {
     static let requestsLabel = "pushline_ingest_requests_total"
     static let publishedLabel = "pushline_ingest_commands_published_total"
@@ -19,6 +22,7 @@ struct IngestMetrics: Sendable {
     static let publishDurationLabel = "pushline_ingest_publish_duration_seconds"
     static let rateLimitedLabel = "pushline_ingest_rate_limited_total"
     static let forgedLabel = "pushline_ingest_forged_commands_total"
+    static let legacyTokenRequestsLabel = "pushline_ingest_legacy_token_requests_total"
 
     enum RateLimitScope: String, CaseIterable {
         case app, source
@@ -55,6 +59,12 @@ struct IngestMetrics: Sendable {
     /// Counts one answered request. The route is the matched template (bounded cardinality).
     func countRequest(route: String, status: Int) {
         Counter(label: Self.requestsLabel, dimensions: [("route", route), ("status", String(status))]).increment()
+    }
+
+    /// Counts one request of a legacy token on a server route. The route is the matched
+    /// template (bounded cardinality: the server routes).
+    func countLegacyTokenRequest(route: String) {
+        Counter(label: Self.legacyTokenRequestsLabel, dimensions: [("route", route)]).increment()
     }
 
     /// Counts one request refused by a rate limit.

@@ -25,19 +25,28 @@ struct SourceRateLimitMiddleware: RouterMiddleware {
     }
 }
 
+/// The key of the per-app limit: an app and the scope of the route (docs/API.md#rate-limits).
+/// Each app has one bucket for its client routes and one for its server routes, each of the
+/// configured size, so that a flood of device traffic (which anyone holding the client token can
+/// make) cannot starve the app's own sends.
+struct AppScopeKey: Hashable, Sendable {
+    var appId: UUID
+    var scope: ApiTokenScope
+}
+
 /// The per-app limit (`PUSHLINE_RATE_LIMIT_APP_…`) of the Bearer routes: placed after
-/// `AppAuthMiddleware`, keyed by the authenticated app, so only that app's own requests spend
-/// its tokens. Refusal: 429 with `Retry-After`.
+/// `AppAuthMiddleware`, keyed by the authenticated app and the route's scope, so only that app's
+/// own requests of that scope spend its tokens. Refusal: 429 with `Retry-After`.
 struct AppRateLimitMiddleware: RouterMiddleware {
     typealias Context = IngestRequestContext
 
     /// Nil when the limit is off.
-    let buckets: TokenBuckets<UUID>?
+    let buckets: TokenBuckets<AppScopeKey>?
     let metrics: IngestMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if let buckets, let app = context.authenticatedApp,
-           case .refused(let retryAfterSeconds) = buckets.acquire(app.mobileAppId) {
+           case .refused(let retryAfterSeconds) = buckets.acquire(AppScopeKey(appId: app.mobileAppId, scope: app.scope)) {
             metrics.countRateLimited(scope: .app)
             throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this app"), retryAfterSeconds: retryAfterSeconds)
         }

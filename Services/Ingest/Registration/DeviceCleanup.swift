@@ -22,7 +22,8 @@ extension RegistrationRoutes {
         let decoder = WireJSON.decoder()
         var commands: [DeviceCleanupRequested] = []
         // The route takes a single object; an array is the batch.
-        if JSONBody.firstSignificantByte(of: body) == UInt8(ascii: "[") {
+        let batched = JSONBody.firstSignificantByte(of: body) == UInt8(ascii: "[")
+        if batched {
             let cleanups = try JSONBody.decode([DeviceRegistrationAPI.Cleanup].self, from: body, decoder: decoder)
             try Self.checkBatchSize(cleanups.count, of: "cleanups")
             commands.reserveCapacity(cleanups.count)
@@ -35,8 +36,8 @@ extension RegistrationRoutes {
             var tokenHashes = TokenHashes()
             commands.append(try DeviceCleanupRequested(validating: cleanup, index: nil, orgId: orgId, tokenHashes: &tokenHashes))
         }
-        try await publishAdmitted(commands, app: \.mobileAppId, tokenHash: \.apiTokenHash, encoder: CommandWriter.makeEncoder(),
-                                  context: context)
+        try await publishAdmitted(commands, app: \.mobileAppId, tokenHash: \.apiTokenHash, batched: batched,
+                                  encoder: CommandWriter.makeEncoder(), context: context)
         return Response(status: .accepted)
     }
 }

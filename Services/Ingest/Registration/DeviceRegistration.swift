@@ -41,7 +41,8 @@ extension RegistrationRoutes {
         }
 
         let encoder = CommandWriter.makeEncoder()
-        try await publishAdmitted(commands, app: \.mobileAppId, tokenHash: \.apiTokenHash, encoder: encoder, context: context)
+        try await publishAdmitted(commands, app: \.mobileAppId, tokenHash: \.apiTokenHash, batched: true, encoder: encoder,
+                                  context: context)
         guard headers.trackStatus else { return Response(status: .accepted) }
         return try JSONResponse.make(
             commands.map { DeviceRegistrationAPI.RegistrationAccepted(RegistrationRequestId: $0.registrationRequestId) },

@@ -15,26 +15,43 @@ import Logging
 /// When the store cannot be read, the commands are written and the processor judges them:
 /// writing is never wrong, only dropping could be.
 ///
+/// A live token of the app without the route's scope (a server-only token on a device's route)
+/// is not a forgery: whoever holds it is the app's own backend, so the request is answered `403`
+/// naming the missing scope and the token's field, and nothing of it is written
+/// (docs/API.md#token-scopes). The processor judges the scope again (`BatchState.authorization`).
+///
 /// The per-app rate limit applies to the apps of the admitted commands (`MobileAppId`, each
 /// distinct app of a batch once per request), after authentication, so that nobody can spend
-/// another app's budget with forged requests.
+/// another app's budget with forged requests; it is kept per (app, scope), like the Bearer routes'.
 struct RegistrationGate: Sendable {
     let authenticator: AppAuthenticator
     /// Nil when the per-app limit is off.
-    let appBuckets: TokenBuckets<UUID>?
+    let appBuckets: TokenBuckets<AppScopeKey>?
     let metrics: IngestMetrics
 
-    /// The commands worth writing, in order; throws 429 when an admitted app is over its limit.
-    func admit<C: Sendable>(_ commands: [C], app: (C) -> UUID, tokenHash: (C) -> String,
-                            context: IngestRequestContext) async throws -> [C] {
-        var verdicts: [Credential: Bool] = [:]
+    /// The commands worth writing, in order; throws 403 when a command's token is a live token of
+    /// its app without `scope` (`tokenField(i)` names the field of command `i`), 429 when an
+    /// admitted app is over its limit.
+    func admit<C: Sendable>(_ commands: [C], app: (C) -> UUID, tokenHash: (C) -> String, scope: ApiTokenScope,
+                            tokenField: (Int) -> String, context: IngestRequestContext) async throws -> [C] {
+        var verdicts: [Credential: Verdict] = [:]
         var admitted: [C] = []
         admitted.reserveCapacity(commands.count)
-        for command in commands {
+        for (index, command) in commands.enumerated() {
             let appId = app(command), hash = tokenHash(command)
             let key = Credential(appId: appId, tokenHash: hash)
-            if verdicts[key] == nil { verdicts[key] = try await isLive(appId, tokenHash: hash, context: context) }
-            if verdicts[key] == true { admitted.append(command) }
+            let verdict: Verdict
+            if let known = verdicts[key] {
+                verdict = known
+            } else {
+                verdict = try await judge(appId, tokenHash: hash, scope: scope, context: context)
+                verdicts[key] = verdict
+            }
+            switch verdict {
+            case .admitted: admitted.append(command)
+            case .forged: break
+            case .lacksScope: throw ScopeRefusal.problem(missing: scope, field: tokenField(index))
+            }
         }
         let dropped = commands.count - admitted.count
         if dropped > 0 {
@@ -45,7 +62,7 @@ struct RegistrationGate: Sendable {
         if let appBuckets {
             var seen: Set<UUID> = []
             for command in admitted where seen.insert(app(command)).inserted {
-                if case .refused(let retryAfterSeconds) = appBuckets.acquire(app(command)) {
+                if case .refused(let retryAfterSeconds) = appBuckets.acquire(AppScopeKey(appId: app(command), scope: scope)) {
                     metrics.countRateLimited(scope: .app)
                     throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this app"), retryAfterSeconds: retryAfterSeconds)
                 }
@@ -60,12 +77,22 @@ struct RegistrationGate: Sendable {
         var tokenHash: String
     }
 
-    private func isLive(_ appId: UUID, tokenHash: String, context: IngestRequestContext) async throws -> Bool {
+    private enum Verdict {
+        /// A live token of the app with the scope (or the store could not tell: written).
+        case admitted
+        /// Not a live token of the app: answered as usual, not written.
+        case forged
+        /// A live token of the app without the scope: 403.
+        case lacksScope
+    }
+
+    private func judge(_ appId: UUID, tokenHash: String, scope: ApiTokenScope, context: IngestRequestContext) async throws -> Verdict {
         do {
-            return try await authenticator.app(appId, tokenHash: tokenHash, context: context) != nil
+            guard let authenticated = try await authenticator.app(appId, tokenHash: tokenHash, context: context) else { return .forged }
+            return authenticated.grants(scope) ? .admitted : .lacksScope
         } catch let error as IngestError {
             guard case .unavailable = error else { throw error }
-            return true
+            return .admitted
         }
     }
 }

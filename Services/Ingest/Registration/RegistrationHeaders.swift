@@ -42,8 +42,10 @@ struct RegistrationHeaders: Sendable {
         }
     }
 
-    /// The webhook of one registration, signed with that registration's raw API token
-    /// (the token itself never leaves this function).
+    /// The webhook of one registration, signed with that registration's raw API token, as the
+    /// seed defines it (the token itself never leaves this function). Registrations need the
+    /// client scope, so that is the app's client token, which ships in the app
+    /// (docs/API.md#status-webhook).
     func callback(apiToken: String) -> StatusCallback? {
         guard let callbackURL else { return nil }
         return StatusCallback(url: callbackURL, headers: callbackHeaders,

@@ -26,9 +26,11 @@ struct RegistrationRoutes: Sendable {
     }
 
     /// Writes the commands the gate admits (none: nothing is written, and the answer is the same).
-    func publishAdmitted<C: Command>(_ commands: [C], app: (C) -> UUID, tokenHash: (C) -> String,
+    /// `batched`: the commands are the elements of a JSON array, in order (for the 403's field).
+    func publishAdmitted<C: Command>(_ commands: [C], app: (C) -> UUID, tokenHash: (C) -> String, batched: Bool = false,
                                      encoder: JSONEncoder, context: IngestRequestContext) async throws {
-        let admitted = try await gate.admit(commands, app: app, tokenHash: tokenHash, context: context)
+        let admitted = try await gate.admit(commands, app: app, tokenHash: tokenHash, scope: context.requiredTokenScope(),
+                                            tokenField: { Self.field("ApiToken", index: batched ? $0 : nil) }, context: context)
         guard !admitted.isEmpty else { return }
         try await writer.publish(admitted.map { try writer.encode($0, encoder: encoder) }, context: context)
     }

@@ -8,7 +8,8 @@ import Projections
 ///
 /// Statuses are read only for an app of this org presented with one of its live API tokens;
 /// otherwise every id answers `Pending`, exactly as an unknown or untracked id does, so that a
-/// forger learns nothing (docs/API.md#forged-requests).
+/// forger learns nothing (docs/API.md#forged-requests). A live token of the app without the
+/// client scope is answered `403` naming the scope (`ApiToken`), as on the write routes.
 extension RegistrationRoutes {
     @Sendable func status(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let orgId = try orgId(context)
@@ -29,7 +30,8 @@ extension RegistrationRoutes {
         let mobileAppId = try FieldRules.uuid(query.MobileAppId, field: "MobileAppId")
         let apiToken = try FieldRules.required(query.ApiToken, maxBytes: FieldLimits.apiTokenBytes, field: "ApiToken")
 
-        let found = try await storedStatuses(ids, orgId: orgId, mobileAppId: mobileAppId, apiToken: apiToken, context: context)
+        let found = try await storedStatuses(ids, orgId: orgId, mobileAppId: mobileAppId, apiToken: apiToken,
+                                             scope: context.requiredTokenScope(), context: context)
         let answer = ids.map { id in
             found[id].map { DeviceRegistrationAPI.RegistrationStatus(Status: $0.status, FailureReason: $0.failureReason) }
                 ?? DeviceRegistrationAPI.RegistrationStatus(Status: .Pending)
@@ -38,20 +40,18 @@ extension RegistrationRoutes {
     }
 
     /// The stored statuses of `ids`, or none at all when the app is not this org's or the token
-    /// is not one of its live tokens.
-    private func storedStatuses(_ ids: [UUID], orgId: UUID, mobileAppId: UUID, apiToken: String,
+    /// is not one of its live tokens; throws 403 when it is one without `scope`.
+    private func storedStatuses(_ ids: [UUID], orgId: UUID, mobileAppId: UUID, apiToken: String, scope: ApiTokenScope,
                                 context: IngestRequestContext) async throws -> [UUID: RegistrationStatusRow] {
         guard !ids.isEmpty else { return [:] }
-        return try await readStore(context) {
+        let found: [UUID: RegistrationStatusRow]? = try await readStore(context) {
             guard let app = try await store.app(mobileAppId), app.orgId == orgId else { return [:] }
-            let presented = ApiTokens.hash(apiToken)
-            var authorized = false
-            for token in try await store.apiTokens(app: mobileAppId) where !token.revoked {
-                // Compare with every live token, not stopping at a match.
-                authorized = ApiTokens.constantTimeEquals(presented, token.tokenHash) || authorized
-            }
-            guard authorized else { return [:] }
+            let credentials = AppCredentials(app: app, tokens: try await store.apiTokens(app: mobileAppId))
+            guard let token = credentials.admits(ApiTokens.hash(apiToken)) else { return [:] }
+            guard ApiTokenScopes.grant(token.scopes, scope) else { return nil }
             return try await store.registrationStatuses(app: mobileAppId, requestIds: ids)
         }
+        guard let found else { throw ScopeRefusal.problem(missing: scope, field: "ApiToken") }
+        return found
     }
 }

@@ -21,7 +21,13 @@ struct AppCreatedHandler: AdminCommandHandler {
         if state.apps[c.mobileAppId] == nil {
             state.upsert(AppRow(appId: c.mobileAppId, orgId: c.orgId, name: c.name, createdAt: context.at))
         }
-        state.upsert(ApiTokenRow(tokenId: c.tokenId, appId: c.mobileAppId, tokenHash: c.tokenHash, createdAt: context.at))
+        state.upsert(ApiTokenRow(tokenId: c.tokenId, appId: c.mobileAppId, tokenHash: c.tokenHash, createdAt: context.at,
+                                 scopes: c.tokenScopes))
+        // Records from before scopes have no client token.
+        if let clientTokenId = c.clientTokenId, let clientTokenHash = c.clientTokenHash {
+            state.upsert(ApiTokenRow(tokenId: clientTokenId, appId: c.mobileAppId, tokenHash: clientTokenHash, createdAt: context.at,
+                                     scopes: AppCreated.clientTokenScopes))
+        }
         return .applied
     }
 }
@@ -31,7 +37,8 @@ struct ApiTokenIssuedHandler: AdminCommandHandler {
 
     func apply(_ c: ApiTokenIssued, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         guard state.apps[c.mobileAppId] != nil else { return .rejected("unknown-app") }
-        state.upsert(ApiTokenRow(tokenId: c.tokenId, appId: c.mobileAppId, tokenHash: c.tokenHash, createdAt: context.at))
+        state.upsert(ApiTokenRow(tokenId: c.tokenId, appId: c.mobileAppId, tokenHash: c.tokenHash, createdAt: context.at,
+                                 scopes: c.scopes))
         return .applied
     }
 }

@@ -57,11 +57,32 @@ struct BatchState {
         }
     }
 
-    /// True when the app exists in `orgId` (when given) and `tokenHash` is one of its live tokens.
-    func authorizes(app appId: UUID, org orgId: UUID?, tokenHash: String) -> Bool {
-        guard let app = apps[appId] else { return false }
-        if let orgId, app.orgId != orgId { return false }
-        return (tokens[appId] ?? []).contains { !$0.revoked && ApiTokens.constantTimeEquals($0.tokenHash, tokenHash) }
+    /// How a command's token is judged (`authorization`).
+    enum TokenVerdict: Equatable {
+        case authorized
+        /// No such app in the org, or not one of its live tokens.
+        case invalid
+        /// A live token of the app without the scope asked for.
+        case lacksScope
+    }
+
+    /// Whether the app exists in `orgId` (when given), `tokenHash` is one of its live tokens and
+    /// that token has `scope` (a legacy token has every scope), as of this point of the log.
+    func authorization(app appId: UUID, org orgId: UUID?, tokenHash: String, scope: ApiTokenScope) -> TokenVerdict {
+        guard let app = apps[appId] else { return .invalid }
+        if let orgId, app.orgId != orgId { return .invalid }
+        // Compares with every live token, not stopping at a match.
+        var match: ApiTokenRow?
+        for token in tokens[appId] ?? [] where !token.revoked {
+            if ApiTokens.constantTimeEquals(token.tokenHash, tokenHash) { match = token }
+        }
+        guard let match else { return .invalid }
+        return match.grants(scope) ? .authorized : .lacksScope
+    }
+
+    /// True when `authorization` is `.authorized`.
+    func authorizes(app appId: UUID, org orgId: UUID?, tokenHash: String, scope: ApiTokenScope) -> Bool {
+        authorization(app: appId, org: orgId, tokenHash: tokenHash, scope: scope) == .authorized
     }
 
     /// The user's devices, ordered by token (a stable order: message ids follow it).

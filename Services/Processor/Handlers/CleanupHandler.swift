@@ -14,8 +14,11 @@ struct CleanupHandler: CommandHandler {
     }
 
     func apply(_ c: DeviceCleanupRequested, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
-        guard state.authorizes(app: c.mobileAppId, org: c.orgId, tokenHash: c.apiTokenHash) else {
-            return .rejected("invalid-api-token")
+        switch state.authorization(app: c.mobileAppId, org: c.orgId, tokenHash: c.apiTokenHash, scope: .client) {
+        case .authorized: break
+        case .invalid: return .rejected("invalid-api-token")
+        // A server-only token: a device's route needs the client scope (docs/API.md#token-scopes).
+        case .lacksScope: return .rejected("missing-client-scope")
         }
         if let token = c.deviceToken {
             let key = DeviceKey(appId: c.mobileAppId, deviceToken: token)

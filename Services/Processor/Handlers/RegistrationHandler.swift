@@ -30,8 +30,11 @@ struct RegistrationHandler: CommandHandler {
         let at = context.at
         // Forged or stale tokens get no history and no webhook: no work for an attacker
         // (docs/API.md#forged-requests).
-        guard state.authorizes(app: c.mobileAppId, org: c.orgId, tokenHash: c.apiTokenHash) else {
-            return .rejected("invalid-api-token")
+        switch state.authorization(app: c.mobileAppId, org: c.orgId, tokenHash: c.apiTokenHash, scope: .client) {
+        case .authorized: break
+        case .invalid: return .rejected("invalid-api-token")
+        // A server-only token: a device's route needs the client scope (docs/API.md#token-scopes).
+        case .lacksScope: return .rejected("missing-client-scope")
         }
         let failure = context.storeFailed ? .FailedToStoreDevice : decide(c, state: state)
         if failure == nil {

@@ -1,6 +1,11 @@
 import Foundation
 
-/// An app was created in an org, with its first API token (hash only).
+/// An app was created in an org, with its first API tokens (hashes only): the server token
+/// (`tokenId`, `tokenHash`, scopes `tokenScopes`) and the client token that ships in the app
+/// (`clientTokenId`, `clientTokenHash`, scope `client`).
+///
+/// Records written before token scopes existed have neither `tokenScopes` nor a client token:
+/// their one token is a legacy token, with every scope.
 public struct AppCreated: Command, Equatable {
     public static let type = CommandType.appCreated
     public static let topic = CommandTopic.admin
@@ -11,19 +16,35 @@ public struct AppCreated: Command, Equatable {
     @LowercaseUUID public var tokenId: UUID
     /// `ApiTokens.hash` of the raw token; the raw token never enters Kafka.
     public var tokenHash: String
+    /// The scopes of the token `tokenId`; nil: a legacy token (every scope).
+    public var tokenScopes: [ApiTokenScope]?
+    /// The client token created with the app (scope `client`); absent in records from before scopes.
+    @LowercaseOptionalUUID public var clientTokenId: UUID?
+    public var clientTokenHash: String?
 
-    public init(orgId: UUID, mobileAppId: UUID, name: String, tokenId: UUID, tokenHash: String) {
+    public init(orgId: UUID, mobileAppId: UUID, name: String, tokenId: UUID, tokenHash: String,
+                tokenScopes: [ApiTokenScope]? = nil, clientTokenId: UUID? = nil, clientTokenHash: String? = nil) {
         self.orgId = orgId
         self.mobileAppId = mobileAppId
         self.name = name
         self.tokenId = tokenId
         self.tokenHash = tokenHash
+        self.tokenScopes = tokenScopes
+        self.clientTokenId = clientTokenId
+        self.clientTokenHash = clientTokenHash
     }
+
+    /// The scopes of the client token created with an app.
+    public static let clientTokenScopes: [ApiTokenScope] = [.client]
+    /// The scopes of the server token created with an app: it may also register, so that a
+    /// backend that registers devices itself needs one token.
+    public static let serverTokenScopes: [ApiTokenScope] = [.client, .server]
 
     public var recordKey: String { RecordKey.app(mobileAppId) }
 }
 
-/// A further API token was issued for an app.
+/// A further API token was issued for an app, with its scopes (nil in records from before
+/// scopes: a legacy token, with every scope).
 public struct ApiTokenIssued: Command, Equatable {
     public static let type = CommandType.apiTokenIssued
     public static let topic = CommandTopic.admin
@@ -31,11 +52,13 @@ public struct ApiTokenIssued: Command, Equatable {
     @LowercaseUUID public var mobileAppId: UUID
     @LowercaseUUID public var tokenId: UUID
     public var tokenHash: String
+    public var scopes: [ApiTokenScope]?
 
-    public init(mobileAppId: UUID, tokenId: UUID, tokenHash: String) {
+    public init(mobileAppId: UUID, tokenId: UUID, tokenHash: String, scopes: [ApiTokenScope]? = nil) {
         self.mobileAppId = mobileAppId
         self.tokenId = tokenId
         self.tokenHash = tokenHash
+        self.scopes = scopes
     }
 
     public var recordKey: String { RecordKey.app(mobileAppId) }

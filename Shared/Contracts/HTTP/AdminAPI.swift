@@ -12,17 +12,53 @@ public enum AdminAPI {
         }
     }
 
-    /// `201` answer of `POST /admin/v1/apps`; the token is shown only here.
+    /// `201` answer of `POST /admin/v1/apps`; the raw tokens are shown only here
+    /// (docs/API.md#token-scopes). `apiToken` is the server token (scopes `client` and
+    /// `server`): it sends and must stay on the app's servers. `clientToken` (scope `client`)
+    /// is the one that ships inside the mobile app.
     public struct AppCreatedAnswer: Codable, Sendable, Equatable {
         @LowercaseUUID public var orgId: UUID
         @LowercaseUUID public var mobileAppId: UUID
+        /// The server token.
         public var apiToken: String
         @LowercaseUUID public var tokenId: UUID
-        public init(orgId: UUID, mobileAppId: UUID, apiToken: String, tokenId: UUID) {
+        public var apiTokenScopes: [ApiTokenScope]
+        /// The client token, for the mobile app.
+        public var clientToken: String
+        @LowercaseUUID public var clientTokenId: UUID
+        public var clientTokenScopes: [ApiTokenScope]
+        /// Which token goes where, in words.
+        public var note: String
+
+        public static let tokensNote = "clientToken ships inside the mobile app: it can only do what a device does (register, "
+            + "clean up, acknowledge, read its pending notifications, report tracking and registration statuses). "
+            + "apiToken is the server token: it sends notifications and reads delivery statistics; keep it on your servers only."
+
+        public init(orgId: UUID, mobileAppId: UUID, apiToken: String, tokenId: UUID, apiTokenScopes: [ApiTokenScope],
+                    clientToken: String, clientTokenId: UUID, clientTokenScopes: [ApiTokenScope], note: String = Self.tokensNote) {
             self.orgId = orgId
             self.mobileAppId = mobileAppId
             self.apiToken = apiToken
             self.tokenId = tokenId
+            self.apiTokenScopes = apiTokenScopes
+            self.clientToken = clientToken
+            self.clientTokenId = clientTokenId
+            self.clientTokenScopes = clientTokenScopes
+            self.note = note
+        }
+    }
+
+    /// `POST /admin/v1/apps/{id}/tokens`: the new token's scopes, required (`["client"]`,
+    /// `["server"]` or both). Names are kept as text so that an unknown one is answered 422
+    /// naming it.
+    public struct IssueToken: Codable, Sendable, Equatable {
+        public var scopes: [String]?
+        public init(scopes: [String]?) {
+            self.scopes = scopes
+        }
+
+        public init(scopes: [ApiTokenScope]) {
+            self.scopes = scopes.map(\.rawValue)
         }
     }
 
@@ -30,9 +66,11 @@ public enum AdminAPI {
     public struct TokenIssuedAnswer: Codable, Sendable, Equatable {
         @LowercaseUUID public var tokenId: UUID
         public var apiToken: String
-        public init(tokenId: UUID, apiToken: String) {
+        public var scopes: [ApiTokenScope]
+        public init(tokenId: UUID, apiToken: String, scopes: [ApiTokenScope]) {
             self.tokenId = tokenId
             self.apiToken = apiToken
+            self.scopes = scopes
         }
     }
 
@@ -85,12 +123,30 @@ public enum AdminAPI {
         }
     }
 
+    /// One API token of an app (never the token itself).
     public struct TokenView: Codable, Sendable, Equatable {
         @LowercaseUUID public var tokenId: UUID
         public var revoked: Bool
-        public init(tokenId: UUID, revoked: Bool) {
+        /// What the token may do; a legacy token has every scope.
+        public var scopes: [ApiTokenScope]
+        /// Issued before scopes existed: it has every scope and should be replaced by a client
+        /// and a server token (docs/API.md#replacing-legacy-tokens).
+        public var legacy: Bool
+        public init(tokenId: UUID, revoked: Bool, scopes: [ApiTokenScope], legacy: Bool) {
             self.tokenId = tokenId
             self.revoked = revoked
+            self.scopes = scopes
+            self.legacy = legacy
+        }
+
+        /// Old answers (without `scopes`) read as legacy tokens.
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            _tokenId = try c.decode(LowercaseUUID.self, forKey: .tokenId)
+            revoked = try c.decode(Bool.self, forKey: .revoked)
+            let scopes = try c.decodeIfPresent([ApiTokenScope].self, forKey: .scopes)
+            self.scopes = scopes ?? ApiTokenScope.allCases
+            legacy = try c.decodeIfPresent(Bool.self, forKey: .legacy) ?? (scopes == nil)
         }
     }
 

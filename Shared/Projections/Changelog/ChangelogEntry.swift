@@ -83,6 +83,8 @@ private enum Tag: UInt8 {
     /// `putDelivery` followed by its outcome counts (delivered, failed, unregistered).
     case putDeliveryWithOutcomes
     case putDeliveryOutcome
+    /// `upsertApiToken` followed by the token's scopes (their stored column value).
+    case upsertApiTokenWithScopes
     /// `putDelivery` of a send with an idempotency key: the outcome counts, then the key, its
     /// request hash, and the counts of duplicates and conflicts.
     case putKeyedDelivery
@@ -179,8 +181,11 @@ struct ChangelogWriter {
             headers(a.callbackHeaders); int(a.webhookRetries); date(a.createdAt)
             if let credentials { string(credentials) }
         case .upsertApiToken(let t):
-            byte(Tag.upsertApiToken.rawValue)
+            // A legacy token (no scopes) keeps the bytes it had before scopes existed.
+            let scopes = ProjectionValues.scopesColumn(t.scopes)
+            byte(scopes == nil ? Tag.upsertApiToken.rawValue : Tag.upsertApiTokenWithScopes.rawValue)
             uuid(t.tokenId); uuid(t.appId); string(t.tokenHash); bool(t.revoked); date(t.createdAt)
+            if let scopes { string(scopes) }
         case .upsertDevice(let d):
             byte(Tag.upsertDevice.rawValue)
             uuid(d.appId); string(d.deviceToken); string(d.userId); string(d.platform.rawValue); int(d.version); date(d.updatedAt)
@@ -403,9 +408,17 @@ struct ChangelogReader {
                 app.pushCredentials = credentials
             }
             return .upsertApp(app)
-        case .upsertApiToken:
-            return .upsertApiToken(ApiTokenRow(tokenId: try uuid(), appId: try uuid(), tokenHash: try string(), revoked: try bool(),
-                                               createdAt: try date()))
+        case .upsertApiToken, .upsertApiTokenWithScopes:
+            var token = ApiTokenRow(tokenId: try uuid(), appId: try uuid(), tokenHash: try string(), revoked: try bool(),
+                                    createdAt: try date())
+            if tag == .upsertApiTokenWithScopes {
+                let column = try string()
+                guard let scopes = try? ApiTokenScopes.parse(column: column) else {
+                    throw ChangelogFormatError("API token \(token.tokenId) has scopes that do not decode")
+                }
+                token.scopes = scopes
+            }
+            return .upsertApiToken(token)
         case .upsertDevice:
             return .upsertDevice(DeviceRow(appId: try uuid(), deviceToken: try string(), userId: try string(),
                                            platform: try raw(Platform.self), version: try int(), updatedAt: try date()))

@@ -61,11 +61,12 @@ struct PostgresMutationWriter {
     private func writeTokens(_ tokens: [ApiTokenRow]) async throws {
         guard !tokens.isEmpty else { return }
         try await run("""
-            INSERT INTO api_tokens (token_id, app_id, token_hash, revoked, created_at)
+            INSERT INTO api_tokens (token_id, app_id, token_hash, revoked, created_at, scopes)
             SELECT * FROM unnest(\(tokens.map(\.tokenId))::uuid[], \(tokens.map(\.appId))::uuid[], \(tokens.map(\.tokenHash))::text[],
-                \(tokens.map(\.revoked))::boolean[], \(tokens.map { ProjectionValues.millis($0.createdAt) })::bigint[])
+                \(tokens.map(\.revoked))::boolean[], \(tokens.map { ProjectionValues.millis($0.createdAt) })::bigint[],
+                \(PostgresArray(tokens.map { ProjectionValues.scopesColumn($0.scopes) }))::text[])
             ON CONFLICT (token_id) DO UPDATE SET app_id = excluded.app_id, token_hash = excluded.token_hash,
-                revoked = excluded.revoked, created_at = excluded.created_at
+                revoked = excluded.revoked, created_at = excluded.created_at, scopes = excluded.scopes
             """)
     }
 

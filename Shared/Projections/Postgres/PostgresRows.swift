@@ -17,12 +17,12 @@ enum PostgresRows {
                       pushCredentials: try ProjectionValues.pushCredentials(json: credentials))
     }
 
-    static let tokenColumns = "token_id, app_id, token_hash, revoked, created_at"
+    static let tokenColumns = "token_id, app_id, token_hash, revoked, created_at, scopes"
 
     static func token(_ row: PostgresRow) throws -> ApiTokenRow {
-        let (tokenId, appId, hash, revoked, created) = try row.decode((UUID, UUID, String, Bool, Int64).self)
+        let (tokenId, appId, hash, revoked, created, scopes) = try row.decode((UUID, UUID, String, Bool, Int64, String?).self)
         return ApiTokenRow(tokenId: tokenId, appId: appId, tokenHash: hash, revoked: revoked,
-                           createdAt: ProjectionValues.date(millis: created))
+                           createdAt: ProjectionValues.date(millis: created), scopes: try ProjectionValues.scopes(column: scopes))
     }
 
     /// The SQL of the key a device token is stored under (devices, pending notifications, acks):

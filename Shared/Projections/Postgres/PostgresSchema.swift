@@ -18,7 +18,7 @@ enum PostgresSchema {
     static let version = 15
 
     /// Versions above the stored one are applied in order.
-    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10), (11, v11), (12, v12), (15, v15)]
+    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10), (11, v11), (12, v12), (13, v13), (15, v15)]
 
     /// Any fixed number: the lock only serialises openers of one database.
     private static let openLock: Int64 = 0x5075_7368_6c69_6e65  // "Pushline"
@@ -283,4 +283,6 @@ enum PostgresSchema {
         ALTER TABLE deliveries ADD COLUMN duplicates bigint NOT NULL DEFAULT 0;
         ALTER TABLE deliveries ADD COLUMN conflicts bigint NOT NULL DEFAULT 0
         """
+    /// API tokens' scopes (`client`, `server` or `client,server`; NULL: a legacy token, every scope).
+    private static let v13 = "ALTER TABLE api_tokens ADD COLUMN scopes text COLLATE \"C\""
 }

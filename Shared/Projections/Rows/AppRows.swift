@@ -34,12 +34,22 @@ public struct ApiTokenRow: Sendable, Equatable, Codable {
     public var tokenHash: String
     public var revoked: Bool
     public var createdAt: Date
+    /// Its scopes, sorted; nil: a legacy token (issued before scopes), which has every scope.
+    public var scopes: [ApiTokenScope]?
 
-    public init(tokenId: UUID, appId: UUID, tokenHash: String, revoked: Bool = false, createdAt: Date) {
+    public init(tokenId: UUID, appId: UUID, tokenHash: String, revoked: Bool = false, createdAt: Date,
+                scopes: [ApiTokenScope]? = nil) {
         self.tokenId = tokenId
         self.appId = appId
         self.tokenHash = tokenHash
         self.revoked = revoked
         self.createdAt = createdAt
+        self.scopes = scopes.map(ApiTokenScopes.normalized)
     }
+
+    /// Issued before scopes existed: admitted on every route.
+    public var isLegacy: Bool { scopes == nil }
+
+    /// Whether the token may act with `scope` (`ApiTokenScopes.grant`).
+    public func grants(_ scope: ApiTokenScope) -> Bool { ApiTokenScopes.grant(scopes, scope) }
 }

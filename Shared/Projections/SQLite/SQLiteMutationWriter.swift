@@ -40,7 +40,7 @@ struct SQLiteMutationWriter {
         case .upsertApiToken(let token):
             try statement(\.upsertToken, Self.upsertTokenSQL).execute(arguments: [
                 SQLiteValues.text(token.tokenId), SQLiteValues.text(token.appId), token.tokenHash, token.revoked,
-                SQLiteValues.millis(token.createdAt),
+                SQLiteValues.millis(token.createdAt), ProjectionValues.scopesColumn(token.scopes),
             ])
         case .upsertDevice(let device):
             let s = try raw(\.upsertDevice, Self.upsertDeviceSQL)
@@ -152,9 +152,9 @@ struct SQLiteMutationWriter {
         """
 
     private static let upsertTokenSQL = """
-        INSERT INTO api_tokens (token_id, app_id, token_hash, revoked, created_at) VALUES (?, ?, ?, ?, ?)
+        INSERT INTO api_tokens (token_id, app_id, token_hash, revoked, created_at, scopes) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT (token_id) DO UPDATE SET app_id = excluded.app_id, token_hash = excluded.token_hash,
-            revoked = excluded.revoked, created_at = excluded.created_at
+            revoked = excluded.revoked, created_at = excluded.created_at, scopes = excluded.scopes
         """
 
     private static let upsertDeviceSQL = """

@@ -22,7 +22,7 @@ enum SQLiteRows {
             pushCredentials: ProjectionValues.pushCredentials(json: row.decode(atIndex: 7)))
     }
 
-    static let tokenColumns = "token_id, app_id, token_hash, revoked, created_at"
+    static let tokenColumns = "token_id, app_id, token_hash, revoked, created_at, scopes"
 
     static func token(_ row: Row) throws -> ApiTokenRow {
         try ApiTokenRow(
@@ -30,7 +30,8 @@ enum SQLiteRows {
             appId: SQLiteValues.uuid(row.decode(atIndex: 1), column: "api_tokens.app_id"),
             tokenHash: row.decode(atIndex: 2),
             revoked: row.decode(atIndex: 3),
-            createdAt: SQLiteValues.date(millis: row.decode(atIndex: 4)))
+            createdAt: SQLiteValues.date(millis: row.decode(atIndex: 4)),
+            scopes: ProjectionValues.scopes(column: row.decode(atIndex: 5)))
     }
 
     static let deviceColumns = "app_id, device_token, user_id, platform, version, updated_at"

@@ -34,7 +34,8 @@ enum SQLiteSchema {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         // Each migration sets `user_version` to its number; no version 4 was ever released.
-        for (number, sql) in [(1, v1), (2, v2), (3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10), (11, v11), (14, v14)] {
+        for (number, sql) in [(1, v1), (2, v2), (3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10), (11, v11), (12, v12),
+                              (14, v14)] {
             migrator.registerMigration("v\(number)") { db in
                 try db.execute(sql: sql)
                 try db.execute(sql: "PRAGMA user_version = \(number)")
@@ -281,4 +282,6 @@ enum SQLiteSchema {
         ALTER TABLE deliveries ADD COLUMN duplicates INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE deliveries ADD COLUMN conflicts INTEGER NOT NULL DEFAULT 0;
         """
+    /// API tokens' scopes (`client`, `server` or `client,server`; NULL: a legacy token, every scope).
+    private static let v12 = "ALTER TABLE api_tokens ADD COLUMN scopes TEXT"
 }

@@ -49,14 +49,21 @@ struct Harness: Sendable {
         return try XCTUnwrap(commands.first, file: file, line: line)
     }
 
-    /// Seeds an app of `Fixture.orgId` with one live token (`Fixture.rawToken`).
+    /// Seeds an app of `Fixture.orgId` with one live token (`Fixture.rawToken`), a legacy token
+    /// (every scope) unless `scopes` are given.
     func seedApp(_ appId: UUID = Fixture.appId, orgId: UUID = Fixture.orgId, rawToken: String = Fixture.rawToken,
-                 revoked: Bool = false) async -> UUID {
+                 revoked: Bool = false, scopes: [ApiTokenScope]? = nil) async -> UUID {
         await store.seed(app: AppRow(appId: appId, orgId: orgId, name: "app", callbackUrl: "https://app.example.com/cb",
                                      callbackHeaders: ["x-app": "1"], webhookRetries: 2, createdAt: Date()))
+        return await seedToken(appId, rawToken: rawToken, revoked: revoked, scopes: scopes)
+    }
+
+    /// Seeds one more token of an app already seeded; returns its id.
+    @discardableResult
+    func seedToken(_ appId: UUID = Fixture.appId, rawToken: String, revoked: Bool = false, scopes: [ApiTokenScope]?) async -> UUID {
         let tokenId = UUID()
         await store.seed(token: ApiTokenRow(tokenId: tokenId, appId: appId, tokenHash: ApiTokens.hash(rawToken),
-                                            revoked: revoked, createdAt: Date()))
+                                            revoked: revoked, createdAt: Date(), scopes: scopes))
         return tokenId
     }
 }
