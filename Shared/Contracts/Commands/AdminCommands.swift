@@ -12,12 +12,20 @@ public struct AppCreated: Command, Equatable {
     /// `ApiTokens.hash` of the raw token; the raw token never enters Kafka.
     public var tokenHash: String
 
-    public init(orgId: UUID, mobileAppId: UUID, name: String, tokenId: UUID, tokenHash: String) {
+    /// Who made the change (nil in commands written before actors were recorded).
+    public var actor: AdminActor?
+    /// The id of the ingest request that wrote the command.
+    public var requestId: String?
+
+    public init(orgId: UUID, mobileAppId: UUID, name: String, tokenId: UUID, tokenHash: String,
+                actor: AdminActor? = nil, requestId: String? = nil) {
         self.orgId = orgId
         self.mobileAppId = mobileAppId
         self.name = name
         self.tokenId = tokenId
         self.tokenHash = tokenHash
+        self.actor = actor
+        self.requestId = requestId
     }
 
     public var recordKey: String { RecordKey.app(mobileAppId) }
@@ -32,10 +40,18 @@ public struct ApiTokenIssued: Command, Equatable {
     @LowercaseUUID public var tokenId: UUID
     public var tokenHash: String
 
-    public init(mobileAppId: UUID, tokenId: UUID, tokenHash: String) {
+    /// Who made the change (nil in commands written before actors were recorded).
+    public var actor: AdminActor?
+    /// The id of the ingest request that wrote the command.
+    public var requestId: String?
+
+    public init(mobileAppId: UUID, tokenId: UUID, tokenHash: String,
+                actor: AdminActor? = nil, requestId: String? = nil) {
         self.mobileAppId = mobileAppId
         self.tokenId = tokenId
         self.tokenHash = tokenHash
+        self.actor = actor
+        self.requestId = requestId
     }
 
     public var recordKey: String { RecordKey.app(mobileAppId) }
@@ -49,9 +65,17 @@ public struct ApiTokenRevoked: Command, Equatable {
     @LowercaseUUID public var mobileAppId: UUID
     @LowercaseUUID public var tokenId: UUID
 
-    public init(mobileAppId: UUID, tokenId: UUID) {
+    /// Who made the change (nil in commands written before actors were recorded).
+    public var actor: AdminActor?
+    /// The id of the ingest request that wrote the command.
+    public var requestId: String?
+
+    public init(mobileAppId: UUID, tokenId: UUID,
+                actor: AdminActor? = nil, requestId: String? = nil) {
         self.mobileAppId = mobileAppId
         self.tokenId = tokenId
+        self.actor = actor
+        self.requestId = requestId
     }
 
     public var recordKey: String { RecordKey.app(mobileAppId) }
@@ -71,13 +95,21 @@ public struct AppSettingsChanged: Command, Equatable {
     /// default).
     public var webhookRetries: Int?
 
+    /// Who made the change (nil in commands written before actors were recorded).
+    public var actor: AdminActor?
+    /// The id of the ingest request that wrote the command.
+    public var requestId: String?
+
     public init(mobileAppId: UUID, name: String? = nil, callbackUrl: String? = nil,
-                callbackHeaders: [String: String]? = nil, webhookRetries: Int? = nil) {
+                callbackHeaders: [String: String]? = nil, webhookRetries: Int? = nil,
+                actor: AdminActor? = nil, requestId: String? = nil) {
         self.mobileAppId = mobileAppId
         self.name = name
         self.callbackUrl = callbackUrl
         self.callbackHeaders = callbackHeaders
         self.webhookRetries = webhookRetries
+        self.actor = actor
+        self.requestId = requestId
     }
 
     public var recordKey: String { RecordKey.app(mobileAppId) }
@@ -94,10 +126,18 @@ public struct PushCredentialsSet: Command, Equatable {
     public var apns: APNsCredentials?
     public var fcm: FCMCredentials?
 
-    public init(mobileAppId: UUID, apns: APNsCredentials? = nil, fcm: FCMCredentials? = nil) {
+    /// Who made the change (nil in commands written before actors were recorded).
+    public var actor: AdminActor?
+    /// The id of the ingest request that wrote the command.
+    public var requestId: String?
+
+    public init(mobileAppId: UUID, apns: APNsCredentials? = nil, fcm: FCMCredentials? = nil,
+                actor: AdminActor? = nil, requestId: String? = nil) {
         self.mobileAppId = mobileAppId
         self.apns = apns
         self.fcm = fcm
+        self.actor = actor
+        self.requestId = requestId
     }
 
     public var recordKey: String { RecordKey.app(mobileAppId) }
@@ -111,10 +151,78 @@ public struct PushCredentialsRemoved: Command, Equatable {
     @LowercaseUUID public var mobileAppId: UUID
     public var provider: PushProvider
 
-    public init(mobileAppId: UUID, provider: PushProvider) {
+    /// Who made the change (nil in commands written before actors were recorded).
+    public var actor: AdminActor?
+    /// The id of the ingest request that wrote the command.
+    public var requestId: String?
+
+    public init(mobileAppId: UUID, provider: PushProvider,
+                actor: AdminActor? = nil, requestId: String? = nil) {
         self.mobileAppId = mobileAppId
         self.provider = provider
+        self.actor = actor
+        self.requestId = requestId
     }
 
     public var recordKey: String { RecordKey.app(mobileAppId) }
+}
+
+/// Who made an admin change: the bootstrap token (`PUSHLINE_ADMIN_TOKEN`, no id, named
+/// `bootstrap`) or a named admin token (its id and name).
+public struct AdminActor: Codable, Sendable, Hashable {
+    /// The admin token's id; nil for the bootstrap token.
+    @LowercaseOptionalUUID public var id: UUID?
+    public var name: String
+
+    public init(id: UUID?, name: String) {
+        self.id = id
+        self.name = name
+    }
+
+    /// The name of the bootstrap token's actor, which no named admin token may take.
+    public static let bootstrapName = "bootstrap"
+    public static let bootstrap = AdminActor(id: nil, name: bootstrapName)
+
+    public var isBootstrap: Bool { id == nil }
+}
+
+/// A named admin token was issued (hash only: the raw token is shown once, by ingest).
+public struct AdminTokenIssued: Command, Equatable {
+    public static let type = CommandType.adminTokenIssued
+    public static let topic = CommandTopic.admin
+
+    @LowercaseUUID public var adminTokenId: UUID
+    public var name: String
+    /// `ApiTokens.hash` of the raw token; the raw token never enters Kafka.
+    public var tokenHash: String
+    public var actor: AdminActor?
+    public var requestId: String?
+
+    public init(adminTokenId: UUID, name: String, tokenHash: String, actor: AdminActor? = nil, requestId: String? = nil) {
+        self.adminTokenId = adminTokenId
+        self.name = name
+        self.tokenHash = tokenHash
+        self.actor = actor
+        self.requestId = requestId
+    }
+
+    public var recordKey: String { RecordKey.adminToken(adminTokenId) }
+}
+
+/// A named admin token was revoked: the admin API refuses it once this is applied.
+public struct AdminTokenRevoked: Command, Equatable {
+    public static let type = CommandType.adminTokenRevoked
+    public static let topic = CommandTopic.admin
+
+    @LowercaseUUID public var adminTokenId: UUID
+    public var actor: AdminActor?
+    public var requestId: String?
+
+    public init(adminTokenId: UUID, actor: AdminActor? = nil, requestId: String? = nil) {
+        self.adminTokenId = adminTokenId
+        self.actor = actor
+        self.requestId = requestId
+    }
+
+    public var recordKey: String { RecordKey.adminToken(adminTokenId) }
 }
