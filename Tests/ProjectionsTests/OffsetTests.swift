@@ -88,6 +88,7 @@ import Testing
                 try await h.execute("ALTER TABLE apps DROP COLUMN push_credentials")  // added by version 11
                 try await h.execute("DROP TABLE delivery_outcomes")  // added by version 12, with the columns below
                 try await h.execute("ALTER TABLE deliveries DROP COLUMN delivered, DROP COLUMN failed, DROP COLUMN unregistered")
+                try await h.execute("DROP TABLE admin_tokens, audit_log")  // added by version 14
                 try await h.execute("UPDATE schema_version SET version = 7")
             }
             let version = backend == .sqlite ? "PRAGMA user_version" : "SELECT version::text FROM schema_version"

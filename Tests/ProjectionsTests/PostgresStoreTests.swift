@@ -367,6 +367,7 @@ final class PostgresStoreTests: StoreTestCase {
         try await execute("ALTER TABLE apps DROP COLUMN push_credentials")  // added by version 11
         try await execute("DROP TABLE delivery_outcomes")  // added by version 12, with the columns below
         try await execute("ALTER TABLE deliveries DROP COLUMN delivered, DROP COLUMN failed, DROP COLUMN unregistered")
+        try await execute("DROP TABLE admin_tokens, audit_log")  // added by version 14
         try await execute("UPDATE schema_version SET version = 6")
 
         let migrated = try await openStore()
@@ -537,9 +538,23 @@ enum MixedMutations {
                                                    webhookRetries: n % 4, createdAt: Fixture.at(seconds()),
                                                    pushCredentials: n % 3 == 0 ? nil : Fixture.pushCredentials(n))))
             case 3..<6:
-                mutations.append(.upsertApiToken(ApiTokenRow(tokenId: key(Int.random(in: 0..<keys, using: &random)), appId: app(),
-                                                             tokenHash: "h\(n)", revoked: Bool.random(using: &random),
-                                                             createdAt: Fixture.at(seconds()))))
+                // A third each of API tokens, admin tokens and audit entries, drawing the same random numbers.
+                let (k, appId, revoked, at) = (Int.random(in: 0..<keys, using: &random), app(), Bool.random(using: &random),
+                                               Fixture.at(seconds()))
+                switch n % 3 {
+                case 0:
+                    mutations.append(.upsertAdminToken(AdminTokenRow(adminTokenId: key(2_000_000 + k), name: "admin \(k)", tokenHash: "ah\(n)",
+                                                                     revoked: revoked, createdAt: at, revokedAt: revoked ? at : nil)))
+                case 1:
+                    mutations.append(.putAuditEntry(AuditEntryRow(
+                        commandId: key(3_000_000 + k), at: at, type: revoked ? "admin.app-created" : "admin.admin-token-revoked",
+                        appId: revoked ? appId : nil, actorId: revoked ? nil : key(7), actorName: revoked ? "bootstrap" : "ops é",
+                        requestId: revoked ? nil : "req-\(n)", outcome: revoked ? "applied" : "rejected", reason: revoked ? nil : "unknown-app",
+                        changes: "{\"n\":\(n),\"s\":\"\\u2028\"}")))
+                default:
+                    mutations.append(.upsertApiToken(ApiTokenRow(tokenId: key(k), appId: appId, tokenHash: "h\(n)", revoked: revoked,
+                                                                 createdAt: at)))
+                }
             case 6..<26:
                 mutations.append(.upsertDevice(DeviceRow(appId: app(), deviceToken: token(), userId: "u\(n % 7)",
                                                          platform: Bool.random(using: &random) ? .ios : .android,

@@ -15,10 +15,10 @@ enum PostgresSchema {
     /// The newest schema version this code creates and understands. It counts as the SQLite
     /// schema does: version 3 is the same tables (apps and devices, managed notifications,
     /// tracking); PostgreSQL stores start there.
-    static let version = 12
+    static let version = 14
 
     /// Versions above the stored one are applied in order.
-    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10), (11, v11), (12, v12)]
+    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10), (11, v11), (12, v12), (14, v14)]
 
     /// Any fixed number: the lock only serialises openers of one database.
     private static let openLock: Int64 = 0x5075_7368_6c69_6e65  // "Pushline"
@@ -273,5 +273,33 @@ enum PostgresSchema {
             PRIMARY KEY (app_id, delivery_id, message_index)
         );
         CREATE INDEX delivery_outcomes_by_outcome ON delivery_outcomes (app_id, delivery_id, outcome, message_index)
+        """
+
+    /// Named admin tokens (hash only) and the audit trail of the admin topic
+    /// (docs/ARCHITECTURE.md#audit-trail). Version 13 belongs to another change.
+    private static let v14 = """
+        CREATE TABLE admin_tokens (
+            admin_token_id uuid NOT NULL PRIMARY KEY,
+            name text COLLATE "C" NOT NULL,
+            token_hash text COLLATE "C" NOT NULL,
+            revoked boolean NOT NULL,
+            created_at bigint NOT NULL,
+            revoked_at bigint
+        );
+        CREATE INDEX admin_tokens_by_hash ON admin_tokens (token_hash);
+        CREATE TABLE audit_log (
+            command_id uuid NOT NULL PRIMARY KEY,
+            at bigint NOT NULL,
+            type text COLLATE "C" NOT NULL,
+            app_id uuid,
+            actor_id uuid,
+            actor_name text COLLATE "C",
+            request_id text COLLATE "C",
+            outcome text COLLATE "C" NOT NULL,
+            reason text COLLATE "C",
+            changes text COLLATE "C" NOT NULL
+        );
+        CREATE INDEX audit_log_by_time ON audit_log (at, command_id);
+        CREATE INDEX audit_log_by_app ON audit_log (app_id, at, command_id)
         """
 }

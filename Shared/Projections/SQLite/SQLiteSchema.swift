@@ -9,7 +9,7 @@ import Logging
 /// could otherwise misread or damage tables it does not know.
 enum SQLiteSchema {
     /// The newest schema version this code creates and understands.
-    static let version = 11
+    static let version = 13
 
     static func prepare(_ pool: DatabasePool, logger: Logger) throws {
         let found = try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
@@ -33,8 +33,9 @@ enum SQLiteSchema {
     /// Internal so that tests can build a store of an older version (`migrate(_:upTo:)`).
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
-        // Each migration sets `user_version` to its number; no version 4 was ever released.
-        for (number, sql) in [(1, v1), (2, v2), (3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10), (11, v11)] {
+        // Each migration sets `user_version` to its number; no version 4 was ever released, and
+        // version 12 belongs to another change (a gap is harmless: migrations go by name).
+        for (number, sql) in [(1, v1), (2, v2), (3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10), (11, v11), (13, v13)] {
             migrator.registerMigration("v\(number)") { db in
                 try db.execute(sql: sql)
                 try db.execute(sql: "PRAGMA user_version = \(number)")
@@ -271,5 +272,34 @@ enum SQLiteSchema {
             PRIMARY KEY (app_id, delivery_id, message_index)
         ) STRICT, WITHOUT ROWID;
         CREATE INDEX delivery_outcomes_by_outcome ON delivery_outcomes (app_id, delivery_id, outcome, message_index);
+        """
+
+    /// Named admin tokens (hash only) and the audit trail of the admin topic
+    /// (docs/ARCHITECTURE.md#audit-trail): one row per admin command, keyed by its envelope id.
+    private static let v13 = """
+        CREATE TABLE admin_tokens (
+            admin_token_id TEXT NOT NULL PRIMARY KEY,
+            name TEXT NOT NULL,
+            token_hash TEXT NOT NULL,
+            revoked INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            revoked_at INTEGER
+        ) STRICT;
+        CREATE INDEX admin_tokens_by_hash ON admin_tokens (token_hash);
+
+        CREATE TABLE audit_log (
+            command_id TEXT NOT NULL PRIMARY KEY,
+            at INTEGER NOT NULL,
+            type TEXT NOT NULL,
+            app_id TEXT,
+            actor_id TEXT,
+            actor_name TEXT,
+            request_id TEXT,
+            outcome TEXT NOT NULL,
+            reason TEXT,
+            changes TEXT NOT NULL
+        ) STRICT;
+        CREATE INDEX audit_log_by_time ON audit_log (at, command_id);
+        CREATE INDEX audit_log_by_app ON audit_log (app_id, at, command_id);
         """
 }
