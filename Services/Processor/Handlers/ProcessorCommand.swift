@@ -18,9 +18,14 @@ struct ProcessorCommand: Sendable {
         handler.addNeeds(of: payload, to: &query)
     }
 
-    /// Runs the command's handler; `storeFailed`: see `CommandContext.storeFailed`.
+    /// Runs the command's handler; `storeFailed`: see `CommandContext.storeFailed`. An admin
+    /// command, applied or rejected, also gets its audit trail entry (`AuditTrail`).
     func apply(to state: inout BatchState, storeFailed: Bool = false) -> HandlerResult {
-        handler.apply(payload, CommandContext(id: id, at: at, storeFailed: storeFailed), to: &state)
+        let result = handler.apply(payload, CommandContext(id: id, at: at, storeFailed: storeFailed), to: &state)
+        if let audited = payload as? any AuditedCommand {
+            state.record(AuditTrail.entry(audited, id: id, at: at, result: result))
+        }
+        return result
     }
 }
 
@@ -45,6 +50,8 @@ struct HandlerRegistry: Sendable {
         registry.register(AckHandler())
         registry.register(TrackingHandler())
         registry.register(DeliveryResultHandler())
+        registry.register(AdminTokenIssuedHandler())
+        registry.register(AdminTokenRevokedHandler())
         return registry
     }
 
