@@ -1,3 +1,4 @@
+import Contracts
 import Hummingbird
 import NIOCore
 
@@ -11,11 +12,14 @@ public struct IngestRequestContext: RequestContext, RemoteAddressRequestContext 
     public let remoteAddress: SocketAddress?
     /// The app of a Bearer route, set by `AppAuthMiddleware` (nil on every other route).
     var authenticatedApp: AuthenticatedApp?
+    /// Who is calling an admin route, set by `AdminAuthMiddleware` (nil on every other route).
+    var adminActor: AdminActor?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.requestId = ""
         self.remoteAddress = source.channel.remoteAddress
         self.authenticatedApp = nil
+        self.adminActor = nil
     }
 }

@@ -103,7 +103,9 @@ final class AdminAPITests: XCTestCase {
         let answer = try decodeBody(AdminAPI.TokenIssuedAnswer.self, response)
         let command = try await harness.onlyPublished(ApiTokenIssued.self)
         XCTAssertEqual(command, ApiTokenIssued(mobileAppId: Fixture.appId, tokenId: answer.tokenId,
-                                               tokenHash: ApiTokens.hash(answer.apiToken)))
+                                               tokenHash: ApiTokens.hash(answer.apiToken), actor: .bootstrap,
+                                               requestId: command.requestId))
+        XCTAssertNotNil(command.requestId)
     }
 
     func testIssuingATokenForAnUnknownAppIs404() async throws {
@@ -123,7 +125,7 @@ final class AdminAPITests: XCTestCase {
         }
         XCTAssertEqual(response.status, .accepted)
         let command = try await harness.onlyPublished(ApiTokenRevoked.self)
-        XCTAssertEqual(command, ApiTokenRevoked(mobileAppId: Fixture.appId, tokenId: tokenId))
+        XCTAssertEqual(command, ApiTokenRevoked(mobileAppId: Fixture.appId, tokenId: tokenId, actor: .bootstrap, requestId: command.requestId))
     }
 
     func testRevokingAnUnknownTokenOrAppIs404() async throws {
@@ -151,7 +153,8 @@ final class AdminAPITests: XCTestCase {
         let command = try await harness.onlyPublished(AppSettingsChanged.self)
         XCTAssertEqual(command, AppSettingsChanged(mobileAppId: Fixture.appId, name: "Shop 2",
                                                    callbackUrl: "https://shop.example.com/pushline",
-                                                   callbackHeaders: ["x-key": "v"], webhookRetries: 3))
+                                                   callbackHeaders: ["x-key": "v"], webhookRetries: 3, actor: .bootstrap,
+                                                   requestId: command.requestId))
     }
 
     func testPatchingWithAnEmptyCallbackUrlClearsIt() async throws {
@@ -162,7 +165,7 @@ final class AdminAPITests: XCTestCase {
         }
         XCTAssertEqual(response.status, .accepted)
         let command = try await harness.onlyPublished(AppSettingsChanged.self)
-        XCTAssertEqual(command, AppSettingsChanged(mobileAppId: Fixture.appId, callbackUrl: ""))
+        XCTAssertEqual(command, AppSettingsChanged(mobileAppId: Fixture.appId, callbackUrl: "", actor: .bootstrap, requestId: command.requestId))
     }
 
     func testPatchingValidatesSettings() async throws {

@@ -33,7 +33,8 @@ struct AdminRoutes: Sendable {
 
         let token = ApiTokens.generate()
         let command = AppCreated(orgId: create.orgId ?? UUID(), mobileAppId: UUID(), name: name, tokenId: UUID(),
-                                 tokenHash: ApiTokens.hash(token))
+                                 tokenHash: ApiTokens.hash(token),
+                                 actor: context.adminActor, requestId: context.requestId)
         let encoder = CommandWriter.makeEncoder()
         try await applied.wait(for: writer.publish([writer.encode(command, encoder: encoder)], context: context),
                                written: "app \(command.mobileAppId) (its first token \(command.tokenId))")
@@ -50,7 +51,8 @@ struct AdminRoutes: Sendable {
             throw Self.unknownApp
         }
         let token = ApiTokens.generate()
-        let command = ApiTokenIssued(mobileAppId: mobileAppId, tokenId: UUID(), tokenHash: ApiTokens.hash(token))
+        let command = ApiTokenIssued(mobileAppId: mobileAppId, tokenId: UUID(), tokenHash: ApiTokens.hash(token),
+                                     actor: context.adminActor, requestId: context.requestId)
         let encoder = CommandWriter.makeEncoder()
         try await applied.wait(for: writer.publish([writer.encode(command, encoder: encoder)], context: context),
                                written: "token \(command.tokenId) of app \(mobileAppId)")
@@ -70,7 +72,7 @@ struct AdminRoutes: Sendable {
         guard tokens.contains(where: { $0.tokenId == tokenId }) else {
             throw IngestError.notFound("no such API token for this app", field: "tokenId")
         }
-        let command = ApiTokenRevoked(mobileAppId: mobileAppId, tokenId: tokenId)
+        let command = ApiTokenRevoked(mobileAppId: mobileAppId, tokenId: tokenId, actor: context.adminActor, requestId: context.requestId)
         try await applied.wait(for: writer.publish(command, context: context), revokesTokens: true,
                                written: "the revocation of token \(tokenId) of app \(mobileAppId)")
         context.logger.info("api token revoked", metadata: ["mobile_app_id": "\(mobileAppId)", "token_id": "\(tokenId)"])
@@ -99,7 +101,8 @@ struct AdminRoutes: Sendable {
             throw Self.unknownApp
         }
         let command = AppSettingsChanged(mobileAppId: mobileAppId, name: update.name, callbackUrl: update.callbackUrl,
-                                         callbackHeaders: update.callbackHeaders, webhookRetries: update.webhookRetries)
+                                         callbackHeaders: update.callbackHeaders, webhookRetries: update.webhookRetries,
+                                         actor: context.adminActor, requestId: context.requestId)
         try await applied.wait(for: writer.publish(command, context: context), written: "the settings change of app \(mobileAppId)")
         context.logger.info("app settings changed", metadata: ["mobile_app_id": "\(mobileAppId)"])
         return Response(status: .accepted)
