@@ -33,6 +33,12 @@ final class AdminAuditTests: XCTestCase {
         s.mutations.compactMap { if case .putAuditEntry(let e) = $0 { e } else { nil } }
     }
 
+    /// An admin command type added later is audited too, or this fails.
+    func testEveryAdminCommandTypeAndNoOtherIsAudited() {
+        let admin = Set(CommandType.allCases.filter { $0.rawValue.hasPrefix("admin.") })
+        XCTAssertEqual(HandlerRegistry.standard().auditedTypes, admin)
+    }
+
     func testAdminTokenIsIssuedOnceAndRevokedAtTheRevocationsTime() {
         var s = state()
         let id = UUID()

@@ -64,6 +64,9 @@ struct HandlerRegistry: Sendable {
     /// The command types with a handler.
     var types: Set<CommandType> { Set(handlers.keys) }
 
+    /// The command types whose commands get an audit trail entry (`AuditedCommand`).
+    var auditedTypes: Set<CommandType> { Set(handlers.filter { $0.value.isAudited }.keys) }
+
     fileprivate subscript(type: CommandType) -> (any RegisteredHandler)? { handlers[type] }
 }
 
@@ -123,6 +126,7 @@ struct CommandDecoder {
 
 /// A handler with its command type erased, so that one table holds them all.
 private protocol RegisteredHandler: Sendable {
+    var isAudited: Bool { get }
     func decode(version: Int, value: Data, decoder: JSONDecoder) throws -> CommandDecoder.Outcome
     func addNeeds(of command: any Command, to query: inout StateQuery)
     func apply(_ command: any Command, _ context: CommandContext, to state: inout BatchState) -> HandlerResult
@@ -130,6 +134,8 @@ private protocol RegisteredHandler: Sendable {
 
 private struct Registered<H: CommandHandler>: RegisteredHandler {
     let handler: H
+
+    var isAudited: Bool { H.Handled.self is any AuditedCommand.Type }
 
     func addNeeds(of command: any Command, to query: inout StateQuery) {
         handler.addNeeds(of: command as! H.Handled, to: &query)
