@@ -82,11 +82,15 @@ public func buildRouter(
         .addRoutes(to: bearerGroup(KF5TokenRoutes.basePath))
     TrackingRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: bearerGroup(TrackingRoutes.basePath))
-    let admin = router.group(AdminRoutes.basePath).add(middleware: AdminAuthMiddleware(adminToken: configuration.adminToken))
+    let adminTokenCache = AdminTokenCache(ttl: .milliseconds(configuration.authCacheMs))
+    let admin = router.group(AdminRoutes.basePath)
+        .add(middleware: AdminAuthMiddleware(adminToken: configuration.adminToken, store: store, cache: adminTokenCache))
     let applied = AdminChangeApplied(store: store, timeout: .milliseconds(configuration.adminApplyTimeoutMs),
                                      authCacheTTL: .milliseconds(configuration.authCacheMs))
     AdminRoutes(writer: writer, store: store, applied: applied, maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
     PushCredentialsRoutes(writer: writer, store: store, applied: applied, secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: admin)
+    AdminTokenRoutes(writer: writer, store: store, applied: applied, maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
+    AuditRoutes(store: store).addRoutes(to: admin)
     return router
 }

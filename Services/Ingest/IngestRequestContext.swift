@@ -1,3 +1,4 @@
+import Contracts
 import Hummingbird
 import NIOCore
 
@@ -14,6 +15,8 @@ public struct IngestRequestContext: RequestContext, RemoteAddressRequestContext 
     /// The matched route's scope, from `RouteScopes.table` (`RouteScopeMiddleware`); nil for a
     /// request that matched no route.
     var routeScope: RouteScope?
+    /// Who is calling an admin route, set by `AdminAuthMiddleware` (nil on every other route).
+    var adminActor: AdminActor?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
@@ -21,5 +24,6 @@ public struct IngestRequestContext: RequestContext, RemoteAddressRequestContext 
         self.remoteAddress = source.channel.remoteAddress
         self.authenticatedApp = nil
         self.routeScope = nil
+        self.adminActor = nil
     }
 }

@@ -17,6 +17,7 @@ struct AdminClient: Sendable {
         case token(app: UUID, token: UUID)
         /// `GET /admin/v1/apps`, which ingest versions before it answer 404.
         case appList
+        case adminToken(UUID)
         case none
     }
 
@@ -94,6 +95,8 @@ struct AdminClient: Sendable {
                 return CLIError("unknown API token \(token) of app \(app) (HTTP 404)")
             case .app(let app), .token(let app, _):
                 return CLIError("unknown app \(app) (HTTP 404: \(detail))")
+            case .adminToken(let id):
+                return CLIError("unknown admin token \(id.lowercasedString) (HTTP 404)")
             case .appList:
                 return CLIError("this ingest does not list apps (HTTP 404: \(detail)); it predates GET /admin/v1/apps")
             case .none:

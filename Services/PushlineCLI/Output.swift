@@ -10,6 +10,21 @@ enum Output {
         var tokenId: UUID?
     }
 
+    /// The `--json` answer of an admin token revocation.
+    struct AdminTokenRevoked: Encodable {
+        var revoked = true
+        @LowercaseUUID var id: UUID
+    }
+
+    /// One audit entry as a table row: the actor by name (and id for a named token), the outcome
+    /// with its reason, the changes as their JSON.
+    static func auditRow(_ entry: AdminAPI.AuditEntry) -> [String] {
+        let actor = entry.actor.map { actor in actor.id.map { "\(actor.name) (\($0.lowercasedString))" } ?? actor.name } ?? "-"
+        let changes = (try? WireJSON.encoder().encode(entry.changes)).map { String(decoding: $0, as: UTF8.self) } ?? "-"
+        return [RFC3339.string(from: entry.at), entry.type, entry.mobileAppId?.lowercasedString ?? "-", actor,
+                entry.reason.map { "\(entry.outcome): \($0)" } ?? entry.outcome, entry.requestId ?? "-", changes]
+    }
+
     static func json(_ value: some Encodable) throws {
         let encoder = WireJSON.encoder()
         encoder.outputFormatting.insert(.prettyPrinted)

@@ -26,11 +26,13 @@ struct Pushline: AsyncParsableCommand {
               pushline apps show $APP
               pushline apps set $APP --callback-url https://example.com/hook
               pushline tokens issue $APP
+              pushline admin-tokens create alice
+              pushline audit --app $APP
               pushline lag
               pushline rebuild --store sqlite:var/rebuilt.sqlite
 
             Exit status: 0 success, 1 failure (message on standard error), 64 usage error.
             """,
-        subcommands: [Apps.self, Tokens.self, Lag.self, DeadLetters.self, RebuildCommand.self]
+        subcommands: [Apps.self, Tokens.self, AdminTokens.self, Audit.self, Lag.self, DeadLetters.self, RebuildCommand.self]
     )
 }

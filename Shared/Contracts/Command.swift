@@ -15,6 +15,8 @@ public enum CommandType: String, Sendable, CaseIterable, Codable {
     case notificationAcknowledged = "notification.acknowledged"
     case trackingReported = "tracking.reported"
     case deliveryResultReported = "delivery.result-reported"
+    case adminTokenIssued = "admin.admin-token-issued"
+    case adminTokenRevoked = "admin.admin-token-revoked"
 }
 
 /// Which command topic a command travels on.
@@ -55,6 +57,8 @@ public enum RecordKey {
         "\(app.lowercasedString)/delivery:\(delivery.lowercasedString)"
     }
     public static func device(app: UUID, token: String) -> String { "\(app.lowercasedString)/device:\(token)" }
+    /// A named admin token's issue and revocation share a key, so they stay in order.
+    public static func adminToken(_ id: UUID) -> String { "admin-token:\(id.lowercasedString)" }
 }
 
 /// A command ready to produce: topic, key, headers and the encoded envelope.

@@ -46,6 +46,10 @@ public enum Mutation: Sendable, Equatable {
     case putDeadLetter(DeadLetterRow)
     /// Removes a dead letter (it was applied again).
     case deleteDeadLetter(DeadLetterKey)
+    /// Writes the named admin token (inserts it, or replaces the row of its id).
+    case upsertAdminToken(AdminTokenRow)
+    /// Writes an audit trail entry (inserts it, or replaces the row of its command id).
+    case putAuditEntry(AuditEntryRow)
 }
 
 /// Moves the stored consumed offset of a partition from `expected` (nil: none stored yet) to

@@ -37,6 +37,8 @@ enum ProjectionDump {
         ("tracking_events", "delivery_id, app_id, action, message_index, repeats", "delivery_id, app_id, action, message_index"),
         ("parked_tracking", "delivery_id, app_id, parked_at", "delivery_id, app_id"),
         ("outbox", "id, kind, app_id, url, headers, body, max_attempts", "id"),
+        ("admin_tokens", "admin_token_id, name, token_hash, revoked, created_at, revoked_at", "admin_token_id"),
+        ("audit_log", "command_id, at, type, app_id, actor_id, actor_name, request_id, outcome, reason, changes", "command_id"),
     ]
 
     /// Appends one row's line to `text`.

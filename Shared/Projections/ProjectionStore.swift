@@ -40,6 +40,13 @@ public protocol ProjectionReader: Sendable {
     func apiTokens(app appId: UUID) async throws -> [ApiTokenRow]
     /// The token with this hash, of whichever app (revoked too).
     func apiToken(hash: String) async throws -> ApiTokenRow?
+    /// Up to `limit` named admin tokens with an id after `after` (all when nil), ordered by id.
+    func adminTokens(after: UUID?, limit: Int) async throws -> [AdminTokenRow]
+    func adminToken(id: UUID) async throws -> AdminTokenRow?
+    /// The named admin token with this hash (revoked too).
+    func adminToken(hash: String) async throws -> AdminTokenRow?
+    /// One page of the audit trail, newest first (`AuditQuery`).
+    func auditEntries(_ query: AuditQuery) async throws -> [AuditEntryRow]
     /// Statuses of these requests that belong to the app; ids without a stored status are absent.
     func registrationStatuses(app appId: UUID, requestIds: [UUID]) async throws -> [UUID: RegistrationStatusRow]
     /// The device's pending notifications, oldest first (by `sentAt`, then `notificationId`).

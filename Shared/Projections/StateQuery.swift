@@ -28,6 +28,8 @@ public struct StateQuery: Sendable, Equatable {
     public var parkedBefore: Date?
     /// The stored outcomes of these (delivery, device) keys, where they exist.
     public var outcomeKeys: Set<DeliveryOutcomeKey> = []
+    /// The named admin tokens of these ids, where they exist.
+    public var adminTokenIds: Set<UUID> = []
 
     public init(appIds: Set<UUID> = [], deviceKeys: Set<DeviceKey> = [], userKeys: Set<UserKey> = [],
                 pendingKeys: Set<PendingKey> = [], ackedNotifications: Set<NotificationKey> = [], ackKeys: Set<PendingKey> = [],
@@ -80,6 +82,8 @@ public struct StateSnapshot: Sendable, Equatable {
     public var parkedTracking: [TrackingPair: Date] = [:]
     /// The requested outcomes that exist.
     public var outcomes: [DeliveryOutcomeKey: DeliveryOutcome] = [:]
+    /// The requested named admin tokens that exist.
+    public var adminTokens: [UUID: AdminTokenRow] = [:]
 
     public init(apps: [UUID: AppRow] = [:], tokens: [UUID: [ApiTokenRow]] = [:], devices: [DeviceKey: DeviceRow] = [:],
                 pendingCounts: [DeviceKey: Int] = [:], pending: [PendingKey: PendingNotificationRow] = [:], acks: Set<PendingKey> = [],

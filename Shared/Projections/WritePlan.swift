@@ -9,6 +9,7 @@ import Foundation
 /// - upserts of apps, tokens and statuses: the last one of a key;
 /// - devices: the last mutation of a key (an upsert's row, or none after a delete);
 /// - puts of acks and deliveries: the last one of a key;
+/// - admin tokens and audit entries: the last one of a key;
 /// - outbox jobs: the last restore of an id if any (an enqueue after it finds the row), else
 ///   the first enqueue; attempt history goes above the smallest restored attempt count;
 /// - pending rows: any delete or clear covering a key removes the stored row; what remains is
@@ -97,6 +98,8 @@ struct WritePlan {
     var parks: [TrackingPair: Date?] = [:]
     /// Dead letters put (a row) or deleted (nil), in order.
     var deadLetters: [(key: DeadLetterKey, row: DeadLetterRow?)] = []
+    var adminTokens: [UUID: AdminTokenRow] = [:]
+    var audit: [UUID: AuditEntryRow] = [:]
 
     init(_ mutations: [Mutation]) {
         // Where the last covering delete of each pending key or device happened.
@@ -145,6 +148,8 @@ struct WritePlan {
             case .unparkTracking(let pair): parks[pair] = .some(nil)
             case .putDeadLetter(let row): deadLetters.append((row.key, row))
             case .deleteDeadLetter(let key): deadLetters.append((key, nil))
+            case .upsertAdminToken(let token): adminTokens[token.adminTokenId] = token
+            case .putAuditEntry(let entry): audit[entry.commandId] = entry
             }
         }
         if !phase.isEmpty { phases.append(phase) }

@@ -129,7 +129,9 @@ final class AdminAPITests: XCTestCase {
         XCTAssertEqual(answer.scopes, [.client, .server], "each once, sorted")
         let command = try await harness.onlyPublished(ApiTokenIssued.self)
         XCTAssertEqual(command, ApiTokenIssued(mobileAppId: Fixture.appId, tokenId: answer.tokenId,
-                                               tokenHash: ApiTokens.hash(answer.apiToken), scopes: [.client, .server]))
+                                               tokenHash: ApiTokens.hash(answer.apiToken), scopes: [.client, .server], actor: .bootstrap,
+                                               requestId: command.requestId))
+        XCTAssertNotNil(command.requestId)
     }
 
     func testIssuingATokenNeedsItsScopes() async throws {
@@ -166,7 +168,7 @@ final class AdminAPITests: XCTestCase {
         }
         XCTAssertEqual(response.status, .accepted)
         let command = try await harness.onlyPublished(ApiTokenRevoked.self)
-        XCTAssertEqual(command, ApiTokenRevoked(mobileAppId: Fixture.appId, tokenId: tokenId))
+        XCTAssertEqual(command, ApiTokenRevoked(mobileAppId: Fixture.appId, tokenId: tokenId, actor: .bootstrap, requestId: command.requestId))
     }
 
     func testRevokingAnUnknownTokenOrAppIs404() async throws {
@@ -194,7 +196,8 @@ final class AdminAPITests: XCTestCase {
         let command = try await harness.onlyPublished(AppSettingsChanged.self)
         XCTAssertEqual(command, AppSettingsChanged(mobileAppId: Fixture.appId, name: "Shop 2",
                                                    callbackUrl: "https://shop.example.com/pushline",
-                                                   callbackHeaders: ["x-key": "v"], webhookRetries: 3))
+                                                   callbackHeaders: ["x-key": "v"], webhookRetries: 3, actor: .bootstrap,
+                                                   requestId: command.requestId))
     }
 
     func testPatchingWithAnEmptyCallbackUrlClearsIt() async throws {
@@ -205,7 +208,7 @@ final class AdminAPITests: XCTestCase {
         }
         XCTAssertEqual(response.status, .accepted)
         let command = try await harness.onlyPublished(AppSettingsChanged.self)
-        XCTAssertEqual(command, AppSettingsChanged(mobileAppId: Fixture.appId, callbackUrl: ""))
+        XCTAssertEqual(command, AppSettingsChanged(mobileAppId: Fixture.appId, callbackUrl: "", actor: .bootstrap, requestId: command.requestId))
     }
 
     func testPatchingValidatesSettings() async throws {

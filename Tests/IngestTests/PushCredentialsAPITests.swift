@@ -188,6 +188,7 @@ final class PushCredentialsAPITests: XCTestCase {
             XCTAssertEqual(removal.status, .accepted)
         }
         let removed = try await harness.onlyPublished(PushCredentialsRemoved.self)
-        XCTAssertEqual(removed, PushCredentialsRemoved(mobileAppId: Fixture.appId, provider: .apns))
+        XCTAssertEqual(removed, PushCredentialsRemoved(mobileAppId: Fixture.appId, provider: .apns, actor: .bootstrap,
+                                                       requestId: removed.requestId))
     }
 }

@@ -85,6 +85,47 @@ final class AdminCLITests: XCTestCase {
         XCTAssertTrue(noToken.standardError.contains("no admin token"), noToken.standardError)
     }
 
+    // MARK: - Admin tokens and the audit log
+
+    /// An operator issues a named admin token, works with it, lists and revokes it, and reads
+    /// who did what in `pushline audit`.
+    func testAdminTokensAndTheAuditLogThroughTheCLI() async throws {
+        stack = try await PushlineStack.start()
+        let created = try await json(AdminAPI.AdminTokenCreated.self, ["admin-tokens", "create", "ci-bot"])
+        XCTAssertEqual(created.name, "ci-bot")
+        let bad = try await pushline(["admin-tokens", "create", "bootstrap"])
+        XCTAssertEqual(bad.status, 1)
+        XCTAssertTrue(bad.standardError.contains("HTTP 422") && bad.standardError.contains("(field name)"), bad.standardError)
+
+        // The named token as the CLI's admin token: its change is recorded under its name.
+        let asBot = try await pushline(["apps", "create", "--name", "Made by CI", "--json"], environment: ["PUSHLINE_ADMIN_TOKEN": created.token])
+        XCTAssertEqual(asBot.status, 0, asBot.standardError)
+        let app = try WireJSON.decoder().decode(AdminAPI.AppCreatedAnswer.self, from: Data(asBot.standardOutput.utf8))
+
+        let listed = try await succeed(["admin-tokens", "list"])
+        XCTAssertTrue(listed.contains(created.id.lowercasedString) && listed.contains("ci-bot") && listed.contains("active"), listed)
+        XCTAssertFalse(listed.contains(created.token), "the list never shows a token")
+
+        let table = try await succeed(["audit"])
+        let lines = table.split(separator: "\n")
+        XCTAssertEqual(lines.count, 3, table)  // the header, the app (newest first), the admin token
+        XCTAssertTrue(lines[1].contains("admin.app-created") && lines[1].contains("ci-bot (\(created.id.lowercasedString))")
+                      && lines[1].contains(app.mobileAppId.lowercasedString), table)
+        XCTAssertTrue(lines[2].contains("admin.admin-token-issued") && lines[2].contains("bootstrap"), table)
+        XCTAssertFalse(table.contains(created.token) || table.contains(app.apiToken), "no token in the audit log")
+        let byBot = try await json(AdminAPI.AuditPage.self, ["audit", "--actor", created.id.uuidString, "--limit", "10"])
+        XCTAssertEqual(byBot.entries.map(\.type), ["admin.app-created"])
+        let ofType = try await json(AdminAPI.AuditPage.self, ["audit", "--type", "admin.admin-token-issued"])
+        XCTAssertEqual(ofType.entries.map { $0.actor?.name }, ["bootstrap"])
+
+        _ = try await succeed(["admin-tokens", "revoke", created.id.uuidString])
+        let refused = try await pushline(["apps", "list"], environment: ["PUSHLINE_ADMIN_TOKEN": created.token])
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.standardError.contains("admin token was refused"), refused.standardError)
+        let unknown = try await pushline(["admin-tokens", "revoke", UUID().uuidString])
+        XCTAssertTrue(unknown.standardError.contains("unknown admin token"), unknown.standardError)
+    }
+
     // MARK: - Apps and tokens
 
     func testAppsAndTokensThroughTheAdminAPI() async throws {

@@ -306,11 +306,18 @@ import Testing
                 .putDeadLetter(DeadLetterRow(partition: Fixture.partition(Int32(n), topic: text), offset: pick(integers, n),
                                              type: n % 2 == 0 ? nil : other, reason: text, requestId: n % 3 == 0 ? nil : other,
                                              value: Data(other.utf8) + [0, 0x0a, 0x5c], recordedAt: date)),
+                .upsertAdminToken(AdminTokenRow(adminTokenId: UUID(), name: text, tokenHash: other, revoked: n % 2 == 0, createdAt: date,
+                                                revokedAt: n % 2 == 0 ? date : nil)),
+                .putAuditEntry(AuditEntryRow(commandId: UUID(), at: date, type: other, appId: n % 2 == 0 ? nil : appId,
+                                             actorId: n % 3 == 0 ? nil : UUID(), actorName: n % 5 == 0 ? nil : text,
+                                             requestId: n % 2 == 0 ? nil : other, outcome: text, reason: n % 2 == 0 ? nil : other,
+                                             changes: text)),
             ]
         }
         let rows = RestoredRows(mutations)
         #expect([rows.apps.count, rows.tokens.count, rows.devices.count, rows.statuses.count, rows.outbox.count, rows.pending.count,
-                 rows.acks.count, rows.deliveries.count, rows.parks.count, rows.deadLetters.count].allSatisfy { $0 == texts.count })
+                 rows.acks.count, rows.deliveries.count, rows.parks.count, rows.deadLetters.count, rows.adminTokens.count,
+                 rows.audit.count].allSatisfy { $0 == texts.count })
         #expect(rows.tracking.count == 2 * texts.count)
 
         try await withStoreHarness(backend) { h in

@@ -93,6 +93,7 @@ import Testing
                     ALTER TABLE deliveries DROP COLUMN idempotency_key, DROP COLUMN request_hash, DROP COLUMN duplicates,
                         DROP COLUMN conflicts
                     """)  // added by version 15
+                try await h.execute("DROP TABLE admin_tokens, audit_log")  // added by version 14
                 try await h.execute("UPDATE schema_version SET version = 7")
             }
             let version = backend == .sqlite ? "PRAGMA user_version" : "SELECT version::text FROM schema_version"

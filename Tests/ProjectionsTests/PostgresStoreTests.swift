@@ -309,7 +309,7 @@ final class PostgresStoreTests: StoreTestCase {
             SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name
             """)
         let version = try await strings("SELECT version::text FROM schema_version")
-        XCTAssertEqual(tables, ["acks", "api_tokens", "apps", "changelog_outbox", "changelog_state", "dead_letters", "deliveries", "delivery_outcomes", "devices", "outbox",
+        XCTAssertEqual(tables, ["acks", "admin_tokens", "api_tokens", "apps", "audit_log", "changelog_outbox", "changelog_state", "dead_letters", "deliveries", "delivery_outcomes", "devices", "outbox",
                                 "outbox_attempts", "parked_tracking", "partition_offsets", "pending_notifications", "registration_status", "restore_indexes", "schema_version",
                                 "store_info", "tracking_events"])
         XCTAssertEqual(version, ["\(PostgresSchema.version)"])
@@ -371,6 +371,7 @@ final class PostgresStoreTests: StoreTestCase {
             ALTER TABLE deliveries DROP COLUMN idempotency_key, DROP COLUMN request_hash, DROP COLUMN duplicates, DROP COLUMN conflicts
             """)  // added by version 15
         try await execute("ALTER TABLE api_tokens DROP COLUMN scopes")  // added by version 13
+        try await execute("DROP TABLE admin_tokens, audit_log")  // added by version 14
         try await execute("UPDATE schema_version SET version = 6")
 
         let migrated = try await openStore()
@@ -541,10 +542,23 @@ enum MixedMutations {
                                                    webhookRetries: n % 4, createdAt: Fixture.at(seconds()),
                                                    pushCredentials: n % 3 == 0 ? nil : Fixture.pushCredentials(n))))
             case 3..<6:
-                mutations.append(.upsertApiToken(ApiTokenRow(tokenId: key(Int.random(in: 0..<keys, using: &random)), appId: app(),
-                                                             tokenHash: "h\(n)", revoked: Bool.random(using: &random),
-                                                             createdAt: Fixture.at(seconds()),
-                                                             scopes: [nil, [.client], [.server], [.client, .server]][n % 4])))
+                // A third each of API tokens, admin tokens and audit entries, drawing the same random numbers.
+                let (k, appId, revoked, at) = (Int.random(in: 0..<keys, using: &random), app(), Bool.random(using: &random),
+                                               Fixture.at(seconds()))
+                switch n % 3 {
+                case 0:
+                    mutations.append(.upsertAdminToken(AdminTokenRow(adminTokenId: key(2_000_000 + k), name: "admin \(k)", tokenHash: "ah\(n)",
+                                                                     revoked: revoked, createdAt: at, revokedAt: revoked ? at : nil)))
+                case 1:
+                    mutations.append(.putAuditEntry(AuditEntryRow(
+                        commandId: key(3_000_000 + k), at: at, type: revoked ? "admin.app-created" : "admin.admin-token-revoked",
+                        appId: revoked ? appId : nil, actorId: revoked ? nil : key(7), actorName: revoked ? "bootstrap" : "ops é",
+                        requestId: revoked ? nil : "req-\(n)", outcome: revoked ? "applied" : "rejected", reason: revoked ? nil : "unknown-app",
+                        changes: "{\"n\":\(n),\"s\":\"\\u2028\"}")))
+                default:
+                    mutations.append(.upsertApiToken(ApiTokenRow(tokenId: key(k), appId: appId, tokenHash: "h\(n)", revoked: revoked,
+                                                                 createdAt: at, scopes: [nil, [.client], [.server], [.client, .server]][n % 4])))
+                }
             case 6..<26:
                 mutations.append(.upsertDevice(DeviceRow(appId: app(), deviceToken: token(), userId: "u\(n % 7)",
                                                          platform: Bool.random(using: &random) ? .ios : .android,

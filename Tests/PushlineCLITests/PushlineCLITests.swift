@@ -112,4 +112,39 @@ final class PushlineCLITests: XCTestCase {
         XCTAssertTrue(view.legacy)
         XCTAssertEqual(view.scopes, [.client, .server])
     }
+
+    func testAuditOptionsBecomeTheRoutesFiltersAndBadOnesAreUsageErrors() throws {
+        let app = UUID()
+        let audit = try Audit.parse(["--app", app.uuidString, "--actor", "bootstrap", "--type", "admin.app-created",
+                                     "--since", "2026-11-01T00:00:00+01:00", "--limit", "5"])
+        XCTAssertEqual(audit.queryItems(pageSize: 5), [
+            URLQueryItem(name: "limit", value: "5"), URLQueryItem(name: "app", value: app.lowercasedString),
+            URLQueryItem(name: "actor", value: "bootstrap"), URLQueryItem(name: "type", value: "admin.app-created"),
+            URLQueryItem(name: "since", value: "2026-11-01T00:00:00+01:00"),
+        ])
+        for bad in [["--app", "x"], ["--actor", "alice"], ["--since", "yesterday"], ["--limit", "0"]] {
+            XCTAssertThrowsError(try Audit.parse(bad), "\(bad)")
+        }
+        XCTAssertThrowsError(try AdminTokens.Revoke.parse(["not-a-uuid"]))
+    }
+
+    func testAnAuditEntryIsOneRowWithItsActorOutcomeAndChanges() {
+        let id = UUID(), app = UUID()
+        let entry = AdminAPI.AuditEntry(id: UUID(), at: Date(timeIntervalSince1970: 1_800_000_000), type: "admin.api-token-revoked",
+                                        mobileAppId: app, actor: AdminActor(id: id, name: "alice"), requestId: "req-1",
+                                        outcome: "rejected", reason: "unknown-token", changes: .object(["tokenId": .string("t")]))
+        XCTAssertEqual(Output.auditRow(entry), ["2027-01-15T08:00:00.000Z", "admin.api-token-revoked", app.lowercasedString,
+                                                "alice (\(id.lowercasedString))", "rejected: unknown-token", "req-1", #"{"tokenId":"t"}"#])
+        let bootstrap = AdminAPI.AuditEntry(id: UUID(), at: Date(timeIntervalSince1970: 1_800_000_000), type: "admin.admin-token-issued",
+                                            mobileAppId: nil, actor: .bootstrap, requestId: nil, outcome: "applied", reason: nil,
+                                            changes: .object([:]))
+        XCTAssertEqual(Array(Output.auditRow(bootstrap)[2...5]), ["-", "bootstrap", "applied", "-"])
+    }
+
+    func testAnUnknownAdminTokenIsNamed() {
+        let id = UUID()
+        let message = AdminClient.failure(status: 404, body: Data(#"{"error":"no such admin token","field":"adminTokenId"}"#.utf8),
+                                          retryAfter: nil, subject: .adminToken(id)).description
+        XCTAssertEqual(message, "unknown admin token \(id.lowercasedString) (HTTP 404)")
+    }
 }

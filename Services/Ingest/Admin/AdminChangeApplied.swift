@@ -11,9 +11,9 @@ import Projections
 /// per request (authentication, the registration gate) need no knowledge of the log.
 ///
 /// Caches are the one place where an instance could still answer from before the change. The auth
-/// cache (`AppAuthCache`) never refuses a token on its own word when the app's entry does not admit
-/// it, so an app or token that is new works at once; only a *revocation* can be hidden by an entry
-/// read before it. So a revocation is answered one cache lifetime (`PUSHLINE_AUTH_CACHE_MS`) after it
+/// caches (`AppAuthCache`, and `AdminTokenCache` for named admin tokens) never refuse a token on
+/// their own word, so an app or token that is new works at once; only a *revocation* can be hidden
+/// by an entry read before it. So a revocation is answered one cache lifetime (`PUSHLINE_AUTH_CACHE_MS`) after it
 /// was applied: by then no instance holds an entry from before it.
 struct AdminChangeApplied: Sendable {
     let store: any ProjectionReader

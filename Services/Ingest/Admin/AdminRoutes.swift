@@ -35,7 +35,8 @@ struct AdminRoutes: Sendable {
         let serverToken = ApiTokens.generate(), clientToken = ApiTokens.generate()
         let command = AppCreated(orgId: create.orgId ?? UUID(), mobileAppId: UUID(), name: name, tokenId: UUID(),
                                  tokenHash: ApiTokens.hash(serverToken), tokenScopes: AppCreated.serverTokenScopes,
-                                 clientTokenId: UUID(), clientTokenHash: ApiTokens.hash(clientToken))
+                                 clientTokenId: UUID(), clientTokenHash: ApiTokens.hash(clientToken),
+                                 actor: context.adminActor, requestId: context.requestId)
         let encoder = CommandWriter.makeEncoder()
         try await applied.wait(for: writer.publish([writer.encode(command, encoder: encoder)], context: context),
                                written: "app \(command.mobileAppId) (its server token \(command.tokenId), client token \(command.clientTokenId!))")
@@ -56,7 +57,8 @@ struct AdminRoutes: Sendable {
             throw Self.unknownApp
         }
         let token = ApiTokens.generate()
-        let command = ApiTokenIssued(mobileAppId: mobileAppId, tokenId: UUID(), tokenHash: ApiTokens.hash(token), scopes: scopes)
+        let command = ApiTokenIssued(mobileAppId: mobileAppId, tokenId: UUID(), tokenHash: ApiTokens.hash(token), scopes: scopes,
+                                     actor: context.adminActor, requestId: context.requestId)
         let encoder = CommandWriter.makeEncoder()
         try await applied.wait(for: writer.publish([writer.encode(command, encoder: encoder)], context: context),
                                written: "token \(command.tokenId) of app \(mobileAppId)")
@@ -102,7 +104,7 @@ struct AdminRoutes: Sendable {
         guard tokens.contains(where: { $0.tokenId == tokenId }) else {
             throw IngestError.notFound("no such API token for this app", field: "tokenId")
         }
-        let command = ApiTokenRevoked(mobileAppId: mobileAppId, tokenId: tokenId)
+        let command = ApiTokenRevoked(mobileAppId: mobileAppId, tokenId: tokenId, actor: context.adminActor, requestId: context.requestId)
         try await applied.wait(for: writer.publish(command, context: context), revokesTokens: true,
                                written: "the revocation of token \(tokenId) of app \(mobileAppId)")
         context.logger.info("api token revoked", metadata: ["mobile_app_id": "\(mobileAppId)", "token_id": "\(tokenId)"])
@@ -131,7 +133,8 @@ struct AdminRoutes: Sendable {
             throw Self.unknownApp
         }
         let command = AppSettingsChanged(mobileAppId: mobileAppId, name: update.name, callbackUrl: update.callbackUrl,
-                                         callbackHeaders: update.callbackHeaders, webhookRetries: update.webhookRetries)
+                                         callbackHeaders: update.callbackHeaders, webhookRetries: update.webhookRetries,
+                                         actor: context.adminActor, requestId: context.requestId)
         try await applied.wait(for: writer.publish(command, context: context), written: "the settings change of app \(mobileAppId)")
         context.logger.info("app settings changed", metadata: ["mobile_app_id": "\(mobileAppId)"])
         return Response(status: .accepted)

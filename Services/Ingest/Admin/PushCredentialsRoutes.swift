@@ -40,7 +40,8 @@ struct PushCredentialsRoutes: Sendable {
         let input = try JSONBody.decode(AdminAPI.SetAPNsCredentials.self, from: body, decoder: WireJSON.decoder())
         let credentials = try PushCredentialsRules.apns(input, app: mobileAppId, secrets: secrets)
         _ = try await stored(mobileAppId, context)  // 404 for an app not projected yet
-        try await applied.wait(for: writer.publish(PushCredentialsSet(mobileAppId: mobileAppId, apns: credentials), context: context),
+        try await applied.wait(for: writer.publish(PushCredentialsSet(mobileAppId: mobileAppId, apns: credentials,
+                                                                                actor: context.adminActor, requestId: context.requestId), context: context),
                                written: "the APNs credentials of app \(mobileAppId)")
         context.logger.info("push credentials set", metadata: [
             "mobile_app_id": "\(mobileAppId)", "provider": "apns", "fingerprint": "\(credentials.fingerprint)",
@@ -57,7 +58,8 @@ struct PushCredentialsRoutes: Sendable {
         let input = try JSONBody.decode(AdminAPI.SetFCMCredentials.self, from: body, decoder: WireJSON.decoder())
         let credentials = try PushCredentialsRules.fcm(input, app: mobileAppId, secrets: secrets)
         _ = try await stored(mobileAppId, context)  // 404 for an app not projected yet
-        try await applied.wait(for: writer.publish(PushCredentialsSet(mobileAppId: mobileAppId, fcm: credentials), context: context),
+        try await applied.wait(for: writer.publish(PushCredentialsSet(mobileAppId: mobileAppId, fcm: credentials,
+                                                                                actor: context.adminActor, requestId: context.requestId), context: context),
                                written: "the FCM credentials of app \(mobileAppId)")
         context.logger.info("push credentials set", metadata: [
             "mobile_app_id": "\(mobileAppId)", "provider": "fcm", "fingerprint": "\(credentials.fingerprint)",
@@ -87,7 +89,8 @@ struct PushCredentialsRoutes: Sendable {
         let provider = try Self.provider(in: context)
         let existing = try await stored(mobileAppId, context)
         guard provider == .apns ? existing.apns != nil : existing.fcm != nil else { throw Self.none(provider) }
-        try await applied.wait(for: writer.publish(PushCredentialsRemoved(mobileAppId: mobileAppId, provider: provider), context: context),
+        try await applied.wait(for: writer.publish(PushCredentialsRemoved(mobileAppId: mobileAppId, provider: provider,
+                                                                                   actor: context.adminActor, requestId: context.requestId), context: context),
                                written: "the removal of the \(provider) credentials of app \(mobileAppId)")
         context.logger.info("push credentials removed", metadata: ["mobile_app_id": "\(mobileAppId)", "provider": "\(provider.rawValue)"])
         return Response(status: .accepted)

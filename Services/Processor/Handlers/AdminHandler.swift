@@ -103,3 +103,27 @@ struct PushCredentialsRemovedHandler: AdminCommandHandler {
         return .applied
     }
 }
+
+struct AdminTokenIssuedHandler: CommandHandler {
+    func addNeeds(of c: AdminTokenIssued, to query: inout StateQuery) { query.adminTokenIds.insert(c.adminTokenId) }
+
+    func apply(_ c: AdminTokenIssued, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+        // A repeated issue must not undo a revocation applied since.
+        guard state.adminTokens[c.adminTokenId] == nil else { return .applied }
+        state.upsert(AdminTokenRow(adminTokenId: c.adminTokenId, name: c.name, tokenHash: c.tokenHash, createdAt: context.at))
+        return .applied
+    }
+}
+
+struct AdminTokenRevokedHandler: CommandHandler {
+    func addNeeds(of c: AdminTokenRevoked, to query: inout StateQuery) { query.adminTokenIds.insert(c.adminTokenId) }
+
+    func apply(_ c: AdminTokenRevoked, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+        guard var token = state.adminTokens[c.adminTokenId] else { return .rejected("unknown-admin-token") }
+        guard !token.revoked else { return .applied }
+        token.revoked = true
+        token.revokedAt = context.at
+        state.upsert(token)
+        return .applied
+    }
+}

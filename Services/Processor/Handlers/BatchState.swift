@@ -9,6 +9,7 @@ import Projections
 struct BatchState {
     private(set) var apps: [UUID: AppRow]
     private(set) var tokens: [UUID: [ApiTokenRow]]
+    private(set) var adminTokens: [UUID: AdminTokenRow]
     private(set) var devices: [DeviceKey: DeviceRow]
     /// The rows of `devices` by user, so that resolving a user costs its devices only and no
     /// lookup per device.
@@ -44,6 +45,7 @@ struct BatchState {
         self.trackingParkTime = trackingParkTime.inSeconds
         apps = snapshot.apps
         tokens = snapshot.tokens
+        adminTokens = snapshot.adminTokens
         devices = snapshot.devices
         pendingCounts = snapshot.pendingCounts
         pending = snapshot.pending
@@ -101,6 +103,15 @@ struct BatchState {
         list.append(token)
         tokens[token.appId] = list
         mutations.append(.upsertApiToken(token))
+    }
+
+    mutating func upsert(_ token: AdminTokenRow) {
+        adminTokens[token.adminTokenId] = token
+        mutations.append(.upsertAdminToken(token))
+    }
+
+    mutating func record(_ entry: AuditEntryRow) {
+        mutations.append(.putAuditEntry(entry))
     }
 
     /// Stores the device. A device that changes hands loses its pending notifications: they

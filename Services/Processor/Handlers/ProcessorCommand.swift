@@ -19,9 +19,14 @@ struct ProcessorCommand: Sendable {
         handler.addNeeds(of: payload, to: &query)
     }
 
-    /// Runs the command's handler; `storeFailed`: see `CommandContext.storeFailed`.
+    /// Runs the command's handler; `storeFailed`: see `CommandContext.storeFailed`. An admin
+    /// command, applied or rejected, also gets its audit trail entry (`AuditTrail`).
     func apply(to state: inout BatchState, storeFailed: Bool = false) -> HandlerResult {
-        handler.apply(payload, CommandContext(id: id, at: at, storeFailed: storeFailed), to: &state)
+        let result = handler.apply(payload, CommandContext(id: id, at: at, storeFailed: storeFailed), to: &state)
+        if let audited = payload as? any AuditedCommand {
+            state.record(AuditTrail.entry(audited, id: id, at: at, result: result))
+        }
+        return result
     }
 }
 
@@ -48,6 +53,8 @@ struct HandlerRegistry: Sendable {
         registry.register(AckHandler())
         registry.register(TrackingHandler())
         registry.register(DeliveryResultHandler())
+        registry.register(AdminTokenIssuedHandler())
+        registry.register(AdminTokenRevokedHandler())
         return registry
     }
 
@@ -59,6 +66,9 @@ struct HandlerRegistry: Sendable {
 
     /// The command types with a handler.
     var types: Set<CommandType> { Set(handlers.keys) }
+
+    /// The command types whose commands get an audit trail entry (`AuditedCommand`).
+    var auditedTypes: Set<CommandType> { Set(handlers.filter { $0.value.isAudited }.keys) }
 
     fileprivate subscript(type: CommandType) -> (any RegisteredHandler)? { handlers[type] }
 }
@@ -119,6 +129,7 @@ struct CommandDecoder {
 
 /// A handler with its command type erased, so that one table holds them all.
 private protocol RegisteredHandler: Sendable {
+    var isAudited: Bool { get }
     func decode(version: Int, value: Data, decoder: JSONDecoder) throws -> CommandDecoder.Outcome
     func addNeeds(of command: any Command, to query: inout StateQuery)
     func apply(_ command: any Command, _ context: CommandContext, to state: inout BatchState) -> HandlerResult
@@ -126,6 +137,8 @@ private protocol RegisteredHandler: Sendable {
 
 private struct Registered<H: CommandHandler>: RegisteredHandler {
     let handler: H
+
+    var isAudited: Bool { H.Handled.self is any AuditedCommand.Type }
 
     func addNeeds(of command: any Command, to query: inout StateQuery) {
         handler.addNeeds(of: command as! H.Handled, to: &query)

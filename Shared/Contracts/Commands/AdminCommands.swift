@@ -22,8 +22,14 @@ public struct AppCreated: Command, Equatable {
     @LowercaseOptionalUUID public var clientTokenId: UUID?
     public var clientTokenHash: String?
 
+    /// Who made the change (nil in commands written before actors were recorded).
+    public var actor: AdminActor?
+    /// The id of the ingest request that wrote the command.
+    public var requestId: String?
+
     public init(orgId: UUID, mobileAppId: UUID, name: String, tokenId: UUID, tokenHash: String,
-                tokenScopes: [ApiTokenScope]? = nil, clientTokenId: UUID? = nil, clientTokenHash: String? = nil) {
+                tokenScopes: [ApiTokenScope]? = nil, clientTokenId: UUID? = nil, clientTokenHash: String? = nil,
+                actor: AdminActor? = nil, requestId: String? = nil) {
         self.orgId = orgId
         self.mobileAppId = mobileAppId
         self.name = name
@@ -32,6 +38,8 @@ public struct AppCreated: Command, Equatable {
         self.tokenScopes = tokenScopes
         self.clientTokenId = clientTokenId
         self.clientTokenHash = clientTokenHash
+        self.actor = actor
+        self.requestId = requestId
     }
 
     /// The scopes of the client token created with an app.
@@ -54,11 +62,19 @@ public struct ApiTokenIssued: Command, Equatable {
     public var tokenHash: String
     public var scopes: [ApiTokenScope]?
 
-    public init(mobileAppId: UUID, tokenId: UUID, tokenHash: String, scopes: [ApiTokenScope]? = nil) {
+    /// Who made the change (nil in commands written before actors were recorded).
+    public var actor: AdminActor?
+    /// The id of the ingest request that wrote the command.
+    public var requestId: String?
+
+    public init(mobileAppId: UUID, tokenId: UUID, tokenHash: String, scopes: [ApiTokenScope]? = nil,
+                actor: AdminActor? = nil, requestId: String? = nil) {
         self.mobileAppId = mobileAppId
         self.tokenId = tokenId
         self.tokenHash = tokenHash
         self.scopes = scopes
+        self.actor = actor
+        self.requestId = requestId
     }
 
     public var recordKey: String { RecordKey.app(mobileAppId) }
@@ -72,9 +88,17 @@ public struct ApiTokenRevoked: Command, Equatable {
     @LowercaseUUID public var mobileAppId: UUID
     @LowercaseUUID public var tokenId: UUID
 
-    public init(mobileAppId: UUID, tokenId: UUID) {
+    /// Who made the change (nil in commands written before actors were recorded).
+    public var actor: AdminActor?
+    /// The id of the ingest request that wrote the command.
+    public var requestId: String?
+
+    public init(mobileAppId: UUID, tokenId: UUID,
+                actor: AdminActor? = nil, requestId: String? = nil) {
         self.mobileAppId = mobileAppId
         self.tokenId = tokenId
+        self.actor = actor
+        self.requestId = requestId
     }
 
     public var recordKey: String { RecordKey.app(mobileAppId) }
@@ -94,13 +118,21 @@ public struct AppSettingsChanged: Command, Equatable {
     /// default).
     public var webhookRetries: Int?
 
+    /// Who made the change (nil in commands written before actors were recorded).
+    public var actor: AdminActor?
+    /// The id of the ingest request that wrote the command.
+    public var requestId: String?
+
     public init(mobileAppId: UUID, name: String? = nil, callbackUrl: String? = nil,
-                callbackHeaders: [String: String]? = nil, webhookRetries: Int? = nil) {
+                callbackHeaders: [String: String]? = nil, webhookRetries: Int? = nil,
+                actor: AdminActor? = nil, requestId: String? = nil) {
         self.mobileAppId = mobileAppId
         self.name = name
         self.callbackUrl = callbackUrl
         self.callbackHeaders = callbackHeaders
         self.webhookRetries = webhookRetries
+        self.actor = actor
+        self.requestId = requestId
     }
 
     public var recordKey: String { RecordKey.app(mobileAppId) }
@@ -117,10 +149,18 @@ public struct PushCredentialsSet: Command, Equatable {
     public var apns: APNsCredentials?
     public var fcm: FCMCredentials?
 
-    public init(mobileAppId: UUID, apns: APNsCredentials? = nil, fcm: FCMCredentials? = nil) {
+    /// Who made the change (nil in commands written before actors were recorded).
+    public var actor: AdminActor?
+    /// The id of the ingest request that wrote the command.
+    public var requestId: String?
+
+    public init(mobileAppId: UUID, apns: APNsCredentials? = nil, fcm: FCMCredentials? = nil,
+                actor: AdminActor? = nil, requestId: String? = nil) {
         self.mobileAppId = mobileAppId
         self.apns = apns
         self.fcm = fcm
+        self.actor = actor
+        self.requestId = requestId
     }
 
     public var recordKey: String { RecordKey.app(mobileAppId) }
@@ -134,10 +174,78 @@ public struct PushCredentialsRemoved: Command, Equatable {
     @LowercaseUUID public var mobileAppId: UUID
     public var provider: PushProvider
 
-    public init(mobileAppId: UUID, provider: PushProvider) {
+    /// Who made the change (nil in commands written before actors were recorded).
+    public var actor: AdminActor?
+    /// The id of the ingest request that wrote the command.
+    public var requestId: String?
+
+    public init(mobileAppId: UUID, provider: PushProvider,
+                actor: AdminActor? = nil, requestId: String? = nil) {
         self.mobileAppId = mobileAppId
         self.provider = provider
+        self.actor = actor
+        self.requestId = requestId
     }
 
     public var recordKey: String { RecordKey.app(mobileAppId) }
+}
+
+/// Who made an admin change: the bootstrap token (`PUSHLINE_ADMIN_TOKEN`, no id, named
+/// `bootstrap`) or a named admin token (its id and name).
+public struct AdminActor: Codable, Sendable, Hashable {
+    /// The admin token's id; nil for the bootstrap token.
+    @LowercaseOptionalUUID public var id: UUID?
+    public var name: String
+
+    public init(id: UUID?, name: String) {
+        self.id = id
+        self.name = name
+    }
+
+    /// The name of the bootstrap token's actor, which no named admin token may take.
+    public static let bootstrapName = "bootstrap"
+    public static let bootstrap = AdminActor(id: nil, name: bootstrapName)
+
+    public var isBootstrap: Bool { id == nil }
+}
+
+/// A named admin token was issued (hash only: the raw token is shown once, by ingest).
+public struct AdminTokenIssued: Command, Equatable {
+    public static let type = CommandType.adminTokenIssued
+    public static let topic = CommandTopic.admin
+
+    @LowercaseUUID public var adminTokenId: UUID
+    public var name: String
+    /// `ApiTokens.hash` of the raw token; the raw token never enters Kafka.
+    public var tokenHash: String
+    public var actor: AdminActor?
+    public var requestId: String?
+
+    public init(adminTokenId: UUID, name: String, tokenHash: String, actor: AdminActor? = nil, requestId: String? = nil) {
+        self.adminTokenId = adminTokenId
+        self.name = name
+        self.tokenHash = tokenHash
+        self.actor = actor
+        self.requestId = requestId
+    }
+
+    public var recordKey: String { RecordKey.adminToken(adminTokenId) }
+}
+
+/// A named admin token was revoked: the admin API refuses it once this is applied.
+public struct AdminTokenRevoked: Command, Equatable {
+    public static let type = CommandType.adminTokenRevoked
+    public static let topic = CommandTopic.admin
+
+    @LowercaseUUID public var adminTokenId: UUID
+    public var actor: AdminActor?
+    public var requestId: String?
+
+    public init(adminTokenId: UUID, actor: AdminActor? = nil, requestId: String? = nil) {
+        self.adminTokenId = adminTokenId
+        self.actor = actor
+        self.requestId = requestId
+    }
+
+    public var recordKey: String { RecordKey.adminToken(adminTokenId) }
 }

@@ -88,6 +88,9 @@ private enum Tag: UInt8 {
     /// `putDelivery` of a send with an idempotency key: the outcome counts, then the key, its
     /// request hash, and the counts of duplicates and conflicts.
     case putKeyedDelivery
+    // Numbered apart from the tags before them, so that tags added elsewhere meanwhile cannot take them.
+    case upsertAdminToken = 40
+    case putAuditEntry = 41
 }
 
 struct ChangelogWriter {
@@ -256,6 +259,15 @@ struct ChangelogWriter {
             byte(Tag.putDeadLetter.rawValue)
             partition(l.partition); int(l.offset); optional(l.type) { $0.string($1) }; string(l.reason)
             optional(l.requestId) { $0.string($1) }; data(l.value); date(l.recordedAt)
+        case .upsertAdminToken(let t):
+            byte(Tag.upsertAdminToken.rawValue)
+            uuid(t.adminTokenId); string(t.name); string(t.tokenHash); bool(t.revoked); date(t.createdAt)
+            optional(t.revokedAt) { $0.date($1) }
+        case .putAuditEntry(let e):
+            byte(Tag.putAuditEntry.rawValue)
+            uuid(e.commandId); date(e.at); string(e.type); optional(e.appId) { $0.uuid($1) }; optional(e.actorId) { $0.uuid($1) }
+            optional(e.actorName) { $0.string($1) }; optional(e.requestId) { $0.string($1) }; string(e.outcome)
+            optional(e.reason) { $0.string($1) }; string(e.changes)
         case .deleteDeadLetter(let k):
             byte(Tag.deleteDeadLetter.rawValue)
             partition(k.partition); int(k.offset)
@@ -489,6 +501,15 @@ struct ChangelogReader {
                                                 recordedAt: try date()))
         case .deleteDeadLetter:
             return .deleteDeadLetter(DeadLetterKey(partition: try partition(), offset: try int()))
+        case .upsertAdminToken:
+            return .upsertAdminToken(AdminTokenRow(adminTokenId: try uuid(), name: try string(), tokenHash: try string(),
+                                                   revoked: try bool(), createdAt: try date(), revokedAt: try optional { try $0.date() }))
+        case .putAuditEntry:
+            return .putAuditEntry(AuditEntryRow(
+                commandId: try uuid(), at: try date(), type: try string(), appId: try optional { try $0.uuid() },
+                actorId: try optional { try $0.uuid() }, actorName: try optional { try $0.string() },
+                requestId: try optional { try $0.string() }, outcome: try string(), reason: try optional { try $0.string() },
+                changes: try string()))
         }
     }
 }

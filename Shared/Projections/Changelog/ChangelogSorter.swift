@@ -390,6 +390,10 @@ extension ChangelogWriter {
             byte(10); partition(l.partition); int(l.offset)
         case .deleteDeadLetter(let k):
             byte(10); partition(k.partition); int(k.offset)
+        case .upsertAdminToken(let t):
+            byte(12); uuid(t.adminTokenId)
+        case .putAuditEntry(let e):
+            byte(13); uuid(e.commandId)
         }
     }
 }

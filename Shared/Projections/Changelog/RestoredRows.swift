@@ -31,11 +31,13 @@ public struct RestoredRows: Sendable {
     public var tracking: [TrackingRow] = []
     public var parks: [(pair: TrackingPair, at: Date)] = []
     public var deadLetters: [DeadLetterRow] = []
+    public var adminTokens: [AdminTokenRow] = []
+    public var audit: [AuditEntryRow] = []
 
     /// Rows in all.
     public var count: Int {
         apps.count + tokens.count + devices.count + statuses.count + outbox.count + pending.count + acks.count
-            + deliveries.count + outcomes.count + tracking.count + parks.count + deadLetters.count
+            + deliveries.count + outcomes.count + tracking.count + parks.count + deadLetters.count + adminTokens.count + audit.count
     }
 
     /// The rows of a chunk of whole groups in group order: the rows of a group that one
@@ -60,6 +62,8 @@ public struct RestoredRows: Sendable {
             case .putDeliveryOutcome(let outcome): outcomes.append(outcome)
             case .parkTracking(let pair, let at): parks.append((pair, at))
             case .putDeadLetter(let letter): deadLetters.append(letter)
+            case .upsertAdminToken(let token): adminTokens.append(token)
+            case .putAuditEntry(let entry): audit.append(entry)
             // Its counts in key order, a repeated key summed.
             case .countTracking: append(RestoredRows(Array(group)))
             case .deleteDevice, .deletePending, .clearPending, .deleteTracking, .unparkTracking, .dropTracking, .deleteDeadLetter:
@@ -81,6 +85,8 @@ public struct RestoredRows: Sendable {
         tracking += other.tracking
         parks += other.parks
         deadLetters += other.deadLetters
+        adminTokens += other.adminTokens
+        audit += other.audit
     }
 
     public init(_ mutations: [Mutation]) {
@@ -113,6 +119,8 @@ public struct RestoredRows: Sendable {
             if let row { if letters[key] == nil { letters[key] = row } } else { letters[key] = nil }
         }
         deadLetters = letters.values.sorted { $0.key < $1.key }
+        adminTokens = plan.adminTokens.values.sorted { KeyOrder.less($0.adminTokenId, $1.adminTokenId) }
+        audit = plan.audit.values.sorted { KeyOrder.less($0.commandId, $1.commandId) }
     }
 
     /// Mutations that write these rows into an empty store.
@@ -126,6 +134,7 @@ public struct RestoredRows: Sendable {
             ]))
         }
         mutations += parks.map { .parkTracking($0.pair, at: $0.at) } + deadLetters.map { .putDeadLetter($0) }
+        mutations += adminTokens.map { .upsertAdminToken($0) } + audit.map { .putAuditEntry($0) }
         return mutations
     }
 

@@ -29,6 +29,36 @@ struct PostgresMutationWriter {
         }
         try await PostgresParkedTracking.write(plan.parks, on: connection, logger: logger)
         try await PostgresDeadLetters.write(plan.deadLetters, on: connection, logger: logger)
+        try await writeAdminTokens(plan.adminTokens.values.sorted { KeyOrder.less($0.adminTokenId, $1.adminTokenId) })
+        try await writeAudit(plan.audit.values.sorted { KeyOrder.less($0.commandId, $1.commandId) })
+    }
+
+    // MARK: - Admin tokens and the audit trail
+
+    private func writeAdminTokens(_ tokens: [AdminTokenRow]) async throws {
+        guard !tokens.isEmpty else { return }
+        try await run("""
+            INSERT INTO admin_tokens (\(unescaped: PostgresRows.adminTokenColumns))
+            SELECT * FROM unnest(\(tokens.map(\.adminTokenId))::uuid[], \(tokens.map(\.name))::text[], \(tokens.map(\.tokenHash))::text[],
+                \(tokens.map(\.revoked))::boolean[], \(tokens.map { ProjectionValues.millis($0.createdAt) })::bigint[],
+                \(PostgresArray(tokens.map { $0.revokedAt.map(ProjectionValues.millis) }))::bigint[])
+            ON CONFLICT (admin_token_id) DO UPDATE SET name = excluded.name, token_hash = excluded.token_hash,
+                revoked = excluded.revoked, created_at = excluded.created_at, revoked_at = excluded.revoked_at
+            """)
+    }
+
+    private func writeAudit(_ entries: [AuditEntryRow]) async throws {
+        guard !entries.isEmpty else { return }
+        try await run("""
+            INSERT INTO audit_log (\(unescaped: PostgresRows.auditColumns))
+            SELECT * FROM unnest(\(entries.map(\.commandId))::uuid[], \(entries.map { ProjectionValues.millis($0.at) })::bigint[],
+                \(entries.map(\.type))::text[], \(PostgresArray(entries.map(\.appId)))::uuid[], \(PostgresArray(entries.map(\.actorId)))::uuid[],
+                \(PostgresArray(entries.map(\.actorName)))::text[], \(PostgresArray(entries.map(\.requestId)))::text[],
+                \(entries.map(\.outcome))::text[], \(PostgresArray(entries.map(\.reason)))::text[], \(entries.map(\.changes))::text[])
+            ON CONFLICT (command_id) DO UPDATE SET at = excluded.at, type = excluded.type, app_id = excluded.app_id,
+                actor_id = excluded.actor_id, actor_name = excluded.actor_name, request_id = excluded.request_id,
+                outcome = excluded.outcome, reason = excluded.reason, changes = excluded.changes
+            """)
     }
 
     private static func key(_ key: PendingKey) -> (UUID, String, String) {

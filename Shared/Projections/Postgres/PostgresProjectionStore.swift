@@ -202,6 +202,50 @@ public final class PostgresProjectionStore: ProjectionStore {
             """).map(PostgresRows.token)
     }
 
+    public func adminTokens(after: UUID?, limit: Int) async throws -> [AdminTokenRow] {
+        let select: PostgresQuery = if let after {
+            """
+            SELECT \(unescaped: PostgresRows.adminTokenColumns) FROM admin_tokens WHERE admin_token_id > \(after)
+            ORDER BY admin_token_id LIMIT \(limit)
+            """
+        } else {
+            "SELECT \(unescaped: PostgresRows.adminTokenColumns) FROM admin_tokens ORDER BY admin_token_id LIMIT \(limit)"
+        }
+        return try await rows(select).map(PostgresRows.adminToken)
+    }
+
+    public func adminToken(id: UUID) async throws -> AdminTokenRow? {
+        try await rows("""
+            SELECT \(unescaped: PostgresRows.adminTokenColumns) FROM admin_tokens WHERE admin_token_id = \(id)
+            """).first.map(PostgresRows.adminToken)
+    }
+
+    public func adminToken(hash: String) async throws -> AdminTokenRow? {
+        try await rows("""
+            SELECT \(unescaped: PostgresRows.adminTokenColumns) FROM admin_tokens WHERE token_hash = \(hash)
+            ORDER BY created_at, admin_token_id LIMIT 1
+            """).first.map(PostgresRows.adminToken)
+    }
+
+    public func auditEntries(_ query: AuditQuery) async throws -> [AuditEntryRow] {
+        // Each filter is bound whether or not it is given (NULL: no filter), so the statement is one.
+        let actorId: UUID? = if case .token(let id)? = query.actor { id } else { nil }
+        let bootstrap = query.actor == .bootstrap
+        let before = query.before
+        return try await rows("""
+            SELECT \(unescaped: PostgresRows.auditColumns) FROM audit_log
+            WHERE (\(query.appId)::uuid IS NULL OR app_id = \(query.appId)::uuid)
+              AND (\(actorId)::uuid IS NULL OR actor_id = \(actorId)::uuid)
+              AND (NOT \(bootstrap)::boolean OR (actor_id IS NULL AND actor_name = \(AdminActor.bootstrapName)))
+              AND (\(query.type)::text IS NULL OR type = \(query.type)::text)
+              AND (\(query.since.map(ProjectionValues.millis))::bigint IS NULL OR at >= \(query.since.map(ProjectionValues.millis))::bigint)
+              AND (\(query.until.map(ProjectionValues.millis))::bigint IS NULL OR at < \(query.until.map(ProjectionValues.millis))::bigint)
+              AND (\(before?.atMillis)::bigint IS NULL
+                   OR at < \(before?.atMillis)::bigint OR (at = \(before?.atMillis)::bigint AND command_id < \(before?.commandId)::uuid))
+            ORDER BY at DESC, command_id DESC LIMIT \(query.limit)
+            """).map(PostgresRows.auditEntry)
+    }
+
     public func devices(app appId: UUID, user userId: String) async throws -> [DeviceRow] {
         try await rows("""
             SELECT \(unescaped: PostgresRows.deviceColumns) FROM devices WHERE app_id = \(appId) AND user_id = \(userId)

@@ -25,6 +25,23 @@ enum PostgresRows {
                            createdAt: ProjectionValues.date(millis: created), scopes: try ProjectionValues.scopes(column: scopes))
     }
 
+    static let adminTokenColumns = "admin_token_id, name, token_hash, revoked, created_at, revoked_at"
+
+    static func adminToken(_ row: PostgresRow) throws -> AdminTokenRow {
+        let (id, name, hash, revoked, created, revokedAt) = try row.decode((UUID, String, String, Bool, Int64, Int64?).self)
+        return AdminTokenRow(adminTokenId: id, name: name, tokenHash: hash, revoked: revoked, createdAt: ProjectionValues.date(millis: created),
+                             revokedAt: revokedAt.map(ProjectionValues.date(millis:)))
+    }
+
+    static let auditColumns = "command_id, at, type, app_id, actor_id, actor_name, request_id, outcome, reason, changes"
+
+    static func auditEntry(_ row: PostgresRow) throws -> AuditEntryRow {
+        let (id, at, type, appId, actorId, actorName, requestId, outcome, reason, changes) =
+            try row.decode((UUID, Int64, String, UUID?, UUID?, String?, String?, String, String?, String).self)
+        return AuditEntryRow(commandId: id, at: ProjectionValues.date(millis: at), type: type, appId: appId, actorId: actorId,
+                             actorName: actorName, requestId: requestId, outcome: outcome, reason: reason, changes: changes)
+    }
+
     /// The SQL of the key a device token is stored under (devices, pending notifications, acks):
     /// the SHA-256 of its UTF-8 bytes, 32 bytes whatever the token's length. `text` is a column or
     /// parameter of type text.

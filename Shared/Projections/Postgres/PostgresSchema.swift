@@ -18,7 +18,8 @@ enum PostgresSchema {
     static let version = 15
 
     /// Versions above the stored one are applied in order.
-    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10), (11, v11), (12, v12), (13, v13), (15, v15)]
+    private static let migrations: [(version: Int, sql: String)] = [(3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10), (11, v11), (12, v12),
+                                                                    (13, v13), (14, v14), (15, v15)]
 
     /// Any fixed number: the lock only serialises openers of one database.
     private static let openLock: Int64 = 0x5075_7368_6c69_6e65  // "Pushline"
@@ -285,4 +286,31 @@ enum PostgresSchema {
         """
     /// API tokens' scopes (`client`, `server` or `client,server`; NULL: a legacy token, every scope).
     private static let v13 = "ALTER TABLE api_tokens ADD COLUMN scopes text COLLATE \"C\""
+    /// Named admin tokens (hash only) and the audit trail of the admin topic
+    /// (docs/ARCHITECTURE.md#audit-trail).
+    private static let v14 = """
+        CREATE TABLE admin_tokens (
+            admin_token_id uuid NOT NULL PRIMARY KEY,
+            name text COLLATE "C" NOT NULL,
+            token_hash text COLLATE "C" NOT NULL,
+            revoked boolean NOT NULL,
+            created_at bigint NOT NULL,
+            revoked_at bigint
+        );
+        CREATE INDEX admin_tokens_by_hash ON admin_tokens (token_hash);
+        CREATE TABLE audit_log (
+            command_id uuid NOT NULL PRIMARY KEY,
+            at bigint NOT NULL,
+            type text COLLATE "C" NOT NULL,
+            app_id uuid,
+            actor_id uuid,
+            actor_name text COLLATE "C",
+            request_id text COLLATE "C",
+            outcome text COLLATE "C" NOT NULL,
+            reason text COLLATE "C",
+            changes text COLLATE "C" NOT NULL
+        );
+        CREATE INDEX audit_log_by_time ON audit_log (at, command_id);
+        CREATE INDEX audit_log_by_app ON audit_log (app_id, at, command_id)
+        """
 }

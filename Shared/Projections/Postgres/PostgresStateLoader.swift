@@ -13,6 +13,7 @@ struct PostgresStateLoader {
     func load(_ query: StateQuery) async throws -> StateSnapshot {
         var snapshot = StateSnapshot()
         try await loadApps(query.appIds, into: &snapshot)
+        try await loadAdminTokens(query.adminTokenIds, into: &snapshot)
         try await loadDevices(query, into: &snapshot)
         try await loadPendingCounts(query, into: &snapshot)
         try await loadPending(query.pendingKeys, into: &snapshot)
@@ -42,6 +43,16 @@ struct PostgresStateLoader {
 
     private func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
         try await connection.rows(query, logger: logger)
+    }
+
+    private func loadAdminTokens(_ ids: Set<UUID>, into snapshot: inout StateSnapshot) async throws {
+        guard !ids.isEmpty else { return }
+        for row in try await rows("""
+            SELECT \(unescaped: PostgresRows.adminTokenColumns) FROM admin_tokens WHERE admin_token_id = ANY(\(Array(ids))::uuid[])
+            """) {
+            let token = try PostgresRows.adminToken(row)
+            snapshot.adminTokens[token.adminTokenId] = token
+        }
     }
 
     private func loadApps(_ appIds: Set<UUID>, into snapshot: inout StateSnapshot) async throws {

@@ -24,6 +24,8 @@ struct SQLiteMutationWriter {
     private var putOutcome: Statement?
     private var countTracking: Statement?
     private var countTrackingMany: Statement?
+    private var upsertAdminToken: Statement?
+    private var putAuditEntry: Statement?
 
     init(db: Database) {
         self.db = db
@@ -127,6 +129,16 @@ struct SQLiteMutationWriter {
             try SQLiteDeadLetters.put(row, in: db)
         case .deleteDeadLetter(let key):
             try SQLiteDeadLetters.delete(key, in: db)
+        case .upsertAdminToken(let token):
+            try statement(\.upsertAdminToken, Self.upsertAdminTokenSQL).execute(arguments: [
+                SQLiteValues.text(token.adminTokenId), token.name, token.tokenHash, token.revoked, SQLiteValues.millis(token.createdAt),
+                token.revokedAt.map(SQLiteValues.millis),
+            ])
+        case .putAuditEntry(let entry):
+            try statement(\.putAuditEntry, Self.putAuditEntrySQL).execute(arguments: [
+                SQLiteValues.text(entry.commandId), SQLiteValues.millis(entry.at), entry.type, entry.appId.map(SQLiteValues.text),
+                entry.actorId.map(SQLiteValues.text), entry.actorName, entry.requestId, entry.outcome, entry.reason, entry.changes,
+            ])
         }
     }
 
@@ -155,6 +167,14 @@ struct SQLiteMutationWriter {
         INSERT INTO api_tokens (token_id, app_id, token_hash, revoked, created_at, scopes) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT (token_id) DO UPDATE SET app_id = excluded.app_id, token_hash = excluded.token_hash,
             revoked = excluded.revoked, created_at = excluded.created_at, scopes = excluded.scopes
+        """
+
+    private static let upsertAdminTokenSQL = """
+        INSERT OR REPLACE INTO admin_tokens (\(SQLiteRows.adminTokenColumns)) VALUES (?, ?, ?, ?, ?, ?)
+        """
+
+    private static let putAuditEntrySQL = """
+        INSERT OR REPLACE INTO audit_log (\(SQLiteRows.auditColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
 
     private static let upsertDeviceSQL = """

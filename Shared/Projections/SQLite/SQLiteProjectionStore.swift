@@ -202,6 +202,58 @@ public final class SQLiteProjectionStore: ProjectionStore {
         }
     }
 
+    public func adminTokens(after: UUID?, limit: Int) async throws -> [AdminTokenRow] {
+        try await reading { db in
+            let select = try db.cachedStatement(sql: """
+                SELECT \(SQLiteRows.adminTokenColumns) FROM admin_tokens WHERE admin_token_id > ? ORDER BY admin_token_id LIMIT ?
+                """)
+            return try Row.fetchAll(select, arguments: [after.map(SQLiteValues.text) ?? "", limit]).map(SQLiteRows.adminToken)
+        }
+    }
+
+    public func adminToken(id: UUID) async throws -> AdminTokenRow? {
+        try await reading { db in
+            let select = try db.cachedStatement(sql: "SELECT \(SQLiteRows.adminTokenColumns) FROM admin_tokens WHERE admin_token_id = ?")
+            return try Row.fetchOne(select, arguments: [SQLiteValues.text(id)]).map(SQLiteRows.adminToken)
+        }
+    }
+
+    public func adminToken(hash: String) async throws -> AdminTokenRow? {
+        try await reading { db in
+            let select = try db.cachedStatement(sql: """
+                SELECT \(SQLiteRows.adminTokenColumns) FROM admin_tokens WHERE token_hash = ? ORDER BY created_at, admin_token_id LIMIT 1
+                """)
+            return try Row.fetchOne(select, arguments: [hash]).map(SQLiteRows.adminToken)
+        }
+    }
+
+    public func auditEntries(_ query: AuditQuery) async throws -> [AuditEntryRow] {
+        try await reading { db in
+            var conditions: [String] = []
+            var arguments: [(any DatabaseValueConvertible)?] = []
+            if let app = query.appId {
+                conditions.append("app_id = ?"); arguments.append(SQLiteValues.text(app))
+            }
+            switch query.actor {
+            case .bootstrap?: conditions.append("actor_id IS NULL AND actor_name = ?"); arguments.append(AdminActor.bootstrapName)
+            case .token(let id)?: conditions.append("actor_id = ?"); arguments.append(SQLiteValues.text(id))
+            case nil: break
+            }
+            if let type = query.type { conditions.append("type = ?"); arguments.append(type) }
+            if let since = query.since { conditions.append("at >= ?"); arguments.append(SQLiteValues.millis(since)) }
+            if let until = query.until { conditions.append("at < ?"); arguments.append(SQLiteValues.millis(until)) }
+            if let before = query.before {
+                conditions.append("(at < ? OR (at = ? AND command_id < ?))")
+                arguments += [before.atMillis, before.atMillis, SQLiteValues.text(before.commandId)]
+            }
+            let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+            arguments.append(query.limit)
+            return try Row.fetchAll(db, sql: """
+                SELECT \(SQLiteRows.auditColumns) FROM audit_log \(filter) ORDER BY at DESC, command_id DESC LIMIT ?
+                """, arguments: StatementArguments(arguments)).map(SQLiteRows.auditEntry)
+        }
+    }
+
     public func devices(app appId: UUID, user userId: String) async throws -> [DeviceRow] {
         try await reading { db in
             let select = try db.cachedStatement(sql: """

@@ -17,6 +17,8 @@ struct SQLiteRestoreLoader {
         for job in rows.outbox { try writer.apply(.enqueueOutbox(job)) }
         for park in rows.parks { try writer.apply(.parkTracking(park.pair, at: park.at)) }
         for letter in rows.deadLetters { try writer.apply(.putDeadLetter(letter)) }
+        for token in rows.adminTokens { try writer.apply(.upsertAdminToken(token)) }
+        for entry in rows.audit { try writer.apply(.putAuditEntry(entry)) }
 
         try insert(rows.devices, into: "devices", SQLiteRows.deviceColumns) { $0.bind($2, from: $1) }
         try insert(rows.statuses, into: "registration_status", SQLiteRows.statusColumns) { $0.bind($2, from: $1) }

@@ -34,6 +34,34 @@ enum SQLiteRows {
             scopes: ProjectionValues.scopes(column: row.decode(atIndex: 5)))
     }
 
+    static let adminTokenColumns = "admin_token_id, name, token_hash, revoked, created_at, revoked_at"
+
+    static func adminToken(_ row: Row) throws -> AdminTokenRow {
+        try AdminTokenRow(
+            adminTokenId: SQLiteValues.uuid(row.decode(atIndex: 0), column: "admin_tokens.admin_token_id"),
+            name: row.decode(atIndex: 1),
+            tokenHash: row.decode(atIndex: 2),
+            revoked: row.decode(atIndex: 3),
+            createdAt: SQLiteValues.date(millis: row.decode(atIndex: 4)),
+            revokedAt: (row.decode(atIndex: 5) as Int64?).map(SQLiteValues.date(millis:)))
+    }
+
+    static let auditColumns = "command_id, at, type, app_id, actor_id, actor_name, request_id, outcome, reason, changes"
+
+    static func auditEntry(_ row: Row) throws -> AuditEntryRow {
+        try AuditEntryRow(
+            commandId: SQLiteValues.uuid(row.decode(atIndex: 0), column: "audit_log.command_id"),
+            at: SQLiteValues.date(millis: row.decode(atIndex: 1)),
+            type: row.decode(atIndex: 2),
+            appId: (row.decode(atIndex: 3) as String?).map { try SQLiteValues.uuid($0, column: "audit_log.app_id") },
+            actorId: (row.decode(atIndex: 4) as String?).map { try SQLiteValues.uuid($0, column: "audit_log.actor_id") },
+            actorName: row.decode(atIndex: 5),
+            requestId: row.decode(atIndex: 6),
+            outcome: row.decode(atIndex: 7),
+            reason: row.decode(atIndex: 8),
+            changes: row.decode(atIndex: 9))
+    }
+
     static let deviceColumns = "app_id, device_token, user_id, platform, version, updated_at"
 
     static func device(_ row: Row) throws -> DeviceRow {

@@ -35,7 +35,7 @@ enum SQLiteSchema {
         var migrator = DatabaseMigrator()
         // Each migration sets `user_version` to its number; no version 4 was ever released.
         for (number, sql) in [(1, v1), (2, v2), (3, v3), (5, v5), (6, v6), (7, v7), (8, v8), (9, v9), (10, v10), (11, v11), (12, v12),
-                              (14, v14)] {
+                              (13, v13), (14, v14)] {
             migrator.registerMigration("v\(number)") { db in
                 try db.execute(sql: sql)
                 try db.execute(sql: "PRAGMA user_version = \(number)")
@@ -284,4 +284,32 @@ enum SQLiteSchema {
         """
     /// API tokens' scopes (`client`, `server` or `client,server`; NULL: a legacy token, every scope).
     private static let v12 = "ALTER TABLE api_tokens ADD COLUMN scopes TEXT"
+    /// Named admin tokens (hash only) and the audit trail of the admin topic
+    /// (docs/ARCHITECTURE.md#audit-trail): one row per admin command, keyed by its envelope id.
+    private static let v13 = """
+        CREATE TABLE admin_tokens (
+            admin_token_id TEXT NOT NULL PRIMARY KEY,
+            name TEXT NOT NULL,
+            token_hash TEXT NOT NULL,
+            revoked INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            revoked_at INTEGER
+        ) STRICT;
+        CREATE INDEX admin_tokens_by_hash ON admin_tokens (token_hash);
+
+        CREATE TABLE audit_log (
+            command_id TEXT NOT NULL PRIMARY KEY,
+            at INTEGER NOT NULL,
+            type TEXT NOT NULL,
+            app_id TEXT,
+            actor_id TEXT,
+            actor_name TEXT,
+            request_id TEXT,
+            outcome TEXT NOT NULL,
+            reason TEXT,
+            changes TEXT NOT NULL
+        ) STRICT;
+        CREATE INDEX audit_log_by_time ON audit_log (at, command_id);
+        CREATE INDEX audit_log_by_app ON audit_log (app_id, at, command_id);
+        """
 }

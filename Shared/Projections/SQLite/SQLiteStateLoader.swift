@@ -12,6 +12,7 @@ struct SQLiteStateLoader {
     func load(_ query: StateQuery) throws -> StateSnapshot {
         var snapshot = StateSnapshot()
         try loadApps(query.appIds, into: &snapshot)
+        try loadAdminTokens(query.adminTokenIds, into: &snapshot)
         try loadDevices(query.deviceKeys, into: &snapshot)
         try loadUsers(query.userKeys, into: &snapshot)
         try loadPendingCounts(query, into: &snapshot)
@@ -104,6 +105,16 @@ struct SQLiteStateLoader {
             try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { row in
                 let token = try SQLiteRows.token(row)
                 snapshot.tokens[token.appId, default: []].append(token)
+            }
+        }
+    }
+
+    private func loadAdminTokens(_ ids: Set<UUID>, into snapshot: inout StateSnapshot) throws {
+        for list in SQLiteInList.split(ids.map(SQLiteValues.text)) {
+            let sql = "SELECT \(SQLiteRows.adminTokenColumns) FROM admin_tokens WHERE admin_token_id IN \(list.placeholders)"
+            try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { row in
+                let token = try SQLiteRows.adminToken(row)
+                snapshot.adminTokens[token.adminTokenId] = token
             }
         }
     }

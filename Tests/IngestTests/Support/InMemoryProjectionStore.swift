@@ -17,6 +17,10 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
     private var pending: [PendingKey: PendingNotificationRow] = [:]
     private var stats: [NotificationKey: DeliveryStatsRow] = [:]
     private var outcomes: [DeliveryOutcomeRow] = []
+    private var adminTokens: [UUID: AdminTokenRow] = [:]
+    private var audit: [AuditEntryRow] = []
+    /// The audit queries asked, in order.
+    private(set) var auditQueries: [AuditQuery] = []
     private var failing = false
     private(set) var commitCount = 0
     /// Every read call so far (`load` and the single-row reads).
@@ -26,6 +30,10 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
     func seed(outcome: DeliveryOutcomeRow) { outcomes.append(outcome) }
     func seed(token: ApiTokenRow) { tokens[token.appId, default: []].append(token) }
     func seed(status: RegistrationStatusRow) { statuses[status.requestId] = status }
+    func seed(adminToken: AdminTokenRow) { adminTokens[adminToken.adminTokenId] = adminToken }
+    func seed(audit entry: AuditEntryRow) { audit.append(entry) }
+    /// Marks the admin token revoked, as the processor does when it applies `AdminTokenRevoked`.
+    func revoke(adminTokenId: UUID) { adminTokens[adminTokenId]?.revoked = true }
     func seed(pending row: PendingNotificationRow) { pending[row.key] = row }
     func seed(stats row: DeliveryStatsRow) {
         stats[NotificationKey(appId: row.delivery.appId, notificationId: row.delivery.deliveryId.uuidString.lowercased())] = row
@@ -120,4 +128,40 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
     }
 
     func createdAt() -> Date { Date(timeIntervalSince1970: 0) }
+
+    func adminTokens(after: UUID?, limit: Int) throws -> [AdminTokenRow] {
+        try check()
+        return adminTokens.values.filter { $0.adminTokenId.lowercasedString > (after?.lowercasedString ?? "") }
+            .sorted { $0.adminTokenId.lowercasedString < $1.adminTokenId.lowercasedString }.prefix(limit).map { $0 }
+    }
+
+    func adminToken(id: UUID) throws -> AdminTokenRow? {
+        try check()
+        return adminTokens[id]
+    }
+
+    func adminToken(hash: String) throws -> AdminTokenRow? {
+        try check()
+        return adminTokens.values.first { $0.tokenHash == hash }
+    }
+
+    /// The filters as the stores apply them, newest first.
+    func auditEntries(_ query: AuditQuery) throws -> [AuditEntryRow] {
+        try check()
+        auditQueries.append(query)
+        func key(_ row: AuditEntryRow) -> (Int64, String) { (AuditCursor(row).atMillis, row.commandId.lowercasedString) }
+        return audit.filter { row in
+            if let app = query.appId, row.appId != app { return false }
+            switch query.actor {
+            case .bootstrap?: if row.actorId != nil || row.actorName != AdminActor.bootstrapName { return false }
+            case .token(let id)?: if row.actorId != id { return false }
+            case nil: break
+            }
+            if let type = query.type, row.type != type { return false }
+            if let since = query.since, row.at < since { return false }
+            if let until = query.until, row.at >= until { return false }
+            if let before = query.before, key(row) >= (before.atMillis, before.commandId.lowercasedString) { return false }
+            return true
+        }.sorted { key($0) > key($1) }.prefix(query.limit).map { $0 }
+    }
 }

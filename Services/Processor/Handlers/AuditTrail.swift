@@ -1,0 +1,108 @@
+import Contracts
+import Foundation
+import Projections
+
+/// The audit trail (docs/ARCHITECTURE.md#audit-trail): every admin command, applied or
+/// rejected, becomes one `audit_log` row keyed by its envelope id, at its log time, with who
+/// made it and a summary of what it changed. Like every table it is a function of the log: the
+/// row is decided from the command, its envelope and the handler's outcome only.
+///
+/// The summary never holds a secret: no token or token hash (token ids only), push credentials
+/// by what `GET …/credentials/{provider}` shows (fingerprint, never the sealed key), callback
+/// header values and the credentials a callback URL may carry (userinfo, query values) redacted.
+protocol AuditedCommand: Command {
+    /// The app the command is about; nil for commands about no app (admin tokens).
+    var auditedApp: UUID? { get }
+    var actor: AdminActor? { get }
+    var requestId: String? { get }
+    /// What the command changed, without any secret.
+    var auditedChanges: [String: JSONValue] { get }
+}
+
+enum AuditTrail {
+    /// What replaces a redacted value.
+    static let redacted = "redacted"
+
+    static func entry(_ command: any AuditedCommand, id: UUID, at: Date, result: HandlerResult) -> AuditEntryRow {
+        let (outcome, reason): (String, String?) = switch result {
+        case .applied: ("applied", nil)
+        case .rejected(let reason): ("rejected", reason)
+        }
+        return AuditEntryRow(commandId: id, at: at, type: type(of: command).type.rawValue, appId: command.auditedApp,
+                             actorId: command.actor?.id, actorName: command.actor?.name, requestId: command.requestId,
+                             outcome: outcome, reason: reason, changes: json(command.auditedChanges))
+    }
+
+    /// Sorted-key JSON, as every JSON Pushline stores.
+    static func json(_ changes: [String: JSONValue]) -> String {
+        // Encoding strings, numbers and objects of them cannot fail.
+        String(decoding: (try? WireJSON.encoder().encode(JSONValue.object(changes))) ?? Data("{}".utf8), as: UTF8.self)
+    }
+
+    /// A callback URL as `RedactedURL` shows it (userinfo and query values redacted); an empty
+    /// URL (the callback removed) stays empty.
+    static func redactedURL(_ text: String) -> String {
+        text.isEmpty ? text : RedactedURL.string(text)
+    }
+
+    /// A `Codable` view as a JSON value.
+    static func value(_ view: some Encodable) -> JSONValue {
+        guard let data = try? WireJSON.encoder().encode(view), let value = try? JSONValue.parse(data) else { return .null }
+        return value
+    }
+}
+
+extension AppCreated: AuditedCommand {
+    var auditedApp: UUID? { mobileAppId }
+    var auditedChanges: [String: JSONValue] {
+        ["orgId": .string(orgId.lowercasedString), "name": .string(name), "tokenId": .string(tokenId.lowercasedString)]
+    }
+}
+
+extension ApiTokenIssued: AuditedCommand {
+    var auditedApp: UUID? { mobileAppId }
+    var auditedChanges: [String: JSONValue] { ["tokenId": .string(tokenId.lowercasedString)] }
+}
+
+extension ApiTokenRevoked: AuditedCommand {
+    var auditedApp: UUID? { mobileAppId }
+    var auditedChanges: [String: JSONValue] { ["tokenId": .string(tokenId.lowercasedString)] }
+}
+
+extension AppSettingsChanged: AuditedCommand {
+    var auditedApp: UUID? { mobileAppId }
+    var auditedChanges: [String: JSONValue] {
+        var changes: [String: JSONValue] = [:]
+        if let name { changes["name"] = .string(name) }
+        if let callbackUrl { changes["callbackUrl"] = .string(AuditTrail.redactedURL(callbackUrl)) }
+        // Header names show what was set; their values are often credentials.
+        if let callbackHeaders { changes["callbackHeaders"] = .object(callbackHeaders.mapValues { _ in .string(AuditTrail.redacted) }) }
+        if let webhookRetries { changes["webhookRetries"] = .number(Double(webhookRetries)) }
+        return changes
+    }
+}
+
+extension PushCredentialsSet: AuditedCommand {
+    var auditedApp: UUID? { mobileAppId }
+    var auditedChanges: [String: JSONValue] {
+        var changes: [String: JSONValue] = [:]
+        if let apns { changes["apns"] = AuditTrail.value(AdminAPI.APNsCredentialsView(apns)) }
+        if let fcm { changes["fcm"] = AuditTrail.value(AdminAPI.FCMCredentialsView(fcm)) }
+        return changes
+    }
+}
+
+extension PushCredentialsRemoved: AuditedCommand {
+    var auditedApp: UUID? { mobileAppId }
+    var auditedChanges: [String: JSONValue] { ["provider": .string(provider.rawValue)] }
+}
+
+extension AdminTokenIssued: AuditedCommand {
+    var auditedApp: UUID? { nil }
+    var auditedChanges: [String: JSONValue] { ["adminTokenId": .string(adminTokenId.lowercasedString), "name": .string(name)] }
+}
+
+extension AdminTokenRevoked: AuditedCommand {
+    var auditedApp: UUID? { nil }
+    var auditedChanges: [String: JSONValue] { ["adminTokenId": .string(adminTokenId.lowercasedString)] }
+}
