@@ -50,6 +50,8 @@ public enum Mutation: Sendable, Equatable {
     case upsertAdminToken(AdminTokenRow)
     /// Writes an audit trail entry (inserts it, or replaces the row of its command id).
     case putAuditEntry(AuditEntryRow)
+    /// The first request of an idempotency key on an admin create (a later one of its key replaces it).
+    case putIdempotencyKey(IdempotencyKeyRow)
 }
 
 /// Moves the stored consumed offset of a partition from `expected` (nil: none stored yet) to

@@ -39,6 +39,7 @@ enum ProjectionDump {
         ("outbox", "id, kind, app_id, url, headers, body, max_attempts", "id"),
         ("admin_tokens", "admin_token_id, name, token_hash, revoked, created_at, revoked_at", "admin_token_id"),
         ("audit_log", "command_id, at, type, app_id, actor_id, actor_name, request_id, outcome, reason, changes", "command_id"),
+        ("idempotency_keys", "scope, idempotency_key, resource_id, request_hash, first_at", "scope, idempotency_key"),
     ]
 
     /// Appends one row's line to `text`.

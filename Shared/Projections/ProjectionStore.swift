@@ -45,6 +45,8 @@ public protocol ProjectionReader: Sendable {
     func adminToken(id: UUID) async throws -> AdminTokenRow?
     /// The named admin token with this hash (revoked too).
     func adminToken(hash: String) async throws -> AdminTokenRow?
+    /// The first request of an idempotency key on an admin create (`IdempotencyKeyRow`).
+    func idempotencyKey(scope: String, key: String) async throws -> IdempotencyKeyRow?
     /// One page of the audit trail, newest first (`AuditQuery`).
     func auditEntries(_ query: AuditQuery) async throws -> [AuditEntryRow]
     /// Statuses of these requests that belong to the app; ids without a stored status are absent.

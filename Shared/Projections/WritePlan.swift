@@ -100,6 +100,7 @@ struct WritePlan {
     var deadLetters: [(key: DeadLetterKey, row: DeadLetterRow?)] = []
     var adminTokens: [UUID: AdminTokenRow] = [:]
     var audit: [UUID: AuditEntryRow] = [:]
+    var idempotencyKeys: [IdempotencyKeyID: IdempotencyKeyRow] = [:]
 
     init(_ mutations: [Mutation]) {
         // Where the last covering delete of each pending key or device happened.
@@ -150,6 +151,7 @@ struct WritePlan {
             case .deleteDeadLetter(let key): deadLetters.append((key, nil))
             case .upsertAdminToken(let token): adminTokens[token.adminTokenId] = token
             case .putAuditEntry(let entry): audit[entry.commandId] = entry
+            case .putIdempotencyKey(let row): idempotencyKeys[IdempotencyKeyID(scope: row.scope, key: row.key)] = row
             }
         }
         if !phase.isEmpty { phases.append(phase) }
@@ -206,6 +208,10 @@ enum KeyOrder {
         compare(a, b) < 0
     }
 
+    static func less(_ a: IdempotencyKeyRow, _ b: IdempotencyKeyRow) -> Bool {
+        a.scope != b.scope ? less(a.scope, b.scope) : less(a.key, b.key)
+    }
+
     /// Compares the UTF-8 bytes (`memcmp`, a shorter prefix first): the generic comparison of
     /// two `UTF8View`s goes byte by byte, and was most of a restore's sorting.
     static func compare(_ a: String, _ b: String) -> Int {
@@ -242,4 +248,10 @@ enum KeyOrder {
         let order = compare(a.1, b.1)
         return order == 0 ? less(a.2, b.2) : order < 0
     }
+}
+
+/// The key of an `idempotency_keys` row.
+struct IdempotencyKeyID: Hashable {
+    var scope: String
+    var key: String
 }

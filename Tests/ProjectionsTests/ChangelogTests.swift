@@ -312,12 +312,14 @@ import Testing
                                              actorId: n % 3 == 0 ? nil : UUID(), actorName: n % 5 == 0 ? nil : text,
                                              requestId: n % 2 == 0 ? nil : other, outcome: text, reason: n % 2 == 0 ? nil : other,
                                              changes: text)),
+                .putIdempotencyKey(IdempotencyKeyRow(scope: other, key: text, resourceId: UUID(), requestHash: n == 3 ? huge : other,
+                                                     firstAt: date)),
             ]
         }
         let rows = RestoredRows(mutations)
         #expect([rows.apps.count, rows.tokens.count, rows.devices.count, rows.statuses.count, rows.outbox.count, rows.pending.count,
                  rows.acks.count, rows.deliveries.count, rows.parks.count, rows.deadLetters.count, rows.adminTokens.count,
-                 rows.audit.count].allSatisfy { $0 == texts.count })
+                 rows.audit.count, rows.idempotencyKeys.count].allSatisfy { $0 == texts.count })
         #expect(rows.tracking.count == 2 * texts.count)
 
         try await withStoreHarness(backend) { h in

@@ -92,7 +92,8 @@ import Testing
                 try await h.execute("""
                     ALTER TABLE deliveries DROP COLUMN idempotency_key, DROP COLUMN request_hash, DROP COLUMN duplicates,
                         DROP COLUMN conflicts
-                    """)  // added by version 15
+                    """)  // added by version 15, with the table below
+                try await h.execute("DROP TABLE idempotency_keys")
                 try await h.execute("DROP TABLE admin_tokens, audit_log")  // added by version 14
                 try await h.execute("UPDATE schema_version SET version = 7")
             }

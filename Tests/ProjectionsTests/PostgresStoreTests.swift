@@ -309,7 +309,7 @@ final class PostgresStoreTests: StoreTestCase {
             SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name
             """)
         let version = try await strings("SELECT version::text FROM schema_version")
-        XCTAssertEqual(tables, ["acks", "admin_tokens", "api_tokens", "apps", "audit_log", "changelog_outbox", "changelog_state", "dead_letters", "deliveries", "delivery_outcomes", "devices", "outbox",
+        XCTAssertEqual(tables, ["acks", "admin_tokens", "api_tokens", "apps", "audit_log", "changelog_outbox", "changelog_state", "dead_letters", "deliveries", "delivery_outcomes", "devices", "idempotency_keys", "outbox",
                                 "outbox_attempts", "parked_tracking", "partition_offsets", "pending_notifications", "registration_status", "restore_indexes", "schema_version",
                                 "store_info", "tracking_events"])
         XCTAssertEqual(version, ["\(PostgresSchema.version)"])
@@ -369,7 +369,8 @@ final class PostgresStoreTests: StoreTestCase {
         try await execute("ALTER TABLE deliveries DROP COLUMN delivered, DROP COLUMN failed, DROP COLUMN unregistered")
         try await execute("""
             ALTER TABLE deliveries DROP COLUMN idempotency_key, DROP COLUMN request_hash, DROP COLUMN duplicates, DROP COLUMN conflicts
-            """)  // added by version 15
+            """)  // added by version 15, with the table below
+        try await execute("DROP TABLE idempotency_keys")
         try await execute("ALTER TABLE api_tokens DROP COLUMN scopes")  // added by version 13
         try await execute("DROP TABLE admin_tokens, audit_log")  // added by version 14
         try await execute("UPDATE schema_version SET version = 6")
@@ -542,10 +543,15 @@ enum MixedMutations {
                                                    webhookRetries: n % 4, createdAt: Fixture.at(seconds()),
                                                    pushCredentials: n % 3 == 0 ? nil : Fixture.pushCredentials(n))))
             case 3..<6:
-                // A third each of API tokens, admin tokens and audit entries, drawing the same random numbers.
+                // A quarter each of API tokens, admin tokens, audit entries and idempotency keys, drawing the
+                // same random numbers.
                 let (k, appId, revoked, at) = (Int.random(in: 0..<keys, using: &random), app(), Bool.random(using: &random),
                                                Fixture.at(seconds()))
-                switch n % 3 {
+                switch n % 4 {
+                case 3:
+                    mutations.append(.putIdempotencyKey(IdempotencyKeyRow(
+                        scope: revoked ? "admin:bootstrap:apps" : "admin:\(key(7)):apps/\(appId)/tokens", key: "key-\(k % 9) é",
+                        resourceId: key(4_000_000 + n), requestHash: "rh\(n)", firstAt: at)))
                 case 0:
                     mutations.append(.upsertAdminToken(AdminTokenRow(adminTokenId: key(2_000_000 + k), name: "admin \(k)", tokenHash: "ah\(n)",
                                                                      revoked: revoked, createdAt: at, revokedAt: revoked ? at : nil)))

@@ -91,6 +91,7 @@ private enum Tag: UInt8 {
     // Numbered apart from the tags before them, so that tags added elsewhere meanwhile cannot take them.
     case upsertAdminToken = 40
     case putAuditEntry = 41
+    case putIdempotencyKey = 42
 }
 
 struct ChangelogWriter {
@@ -268,6 +269,9 @@ struct ChangelogWriter {
             uuid(e.commandId); date(e.at); string(e.type); optional(e.appId) { $0.uuid($1) }; optional(e.actorId) { $0.uuid($1) }
             optional(e.actorName) { $0.string($1) }; optional(e.requestId) { $0.string($1) }; string(e.outcome)
             optional(e.reason) { $0.string($1) }; string(e.changes)
+        case .putIdempotencyKey(let k):
+            byte(Tag.putIdempotencyKey.rawValue)
+            string(k.scope); string(k.key); uuid(k.resourceId); string(k.requestHash); date(k.firstAt)
         case .deleteDeadLetter(let k):
             byte(Tag.deleteDeadLetter.rawValue)
             partition(k.partition); int(k.offset)
@@ -510,6 +514,9 @@ struct ChangelogReader {
                 actorId: try optional { try $0.uuid() }, actorName: try optional { try $0.string() },
                 requestId: try optional { try $0.string() }, outcome: try string(), reason: try optional { try $0.string() },
                 changes: try string()))
+        case .putIdempotencyKey:
+            return .putIdempotencyKey(IdempotencyKeyRow(scope: try string(), key: try string(), resourceId: try uuid(),
+                                                        requestHash: try string(), firstAt: try date()))
         }
     }
 }

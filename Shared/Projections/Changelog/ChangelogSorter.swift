@@ -394,6 +394,8 @@ extension ChangelogWriter {
             byte(12); uuid(t.adminTokenId)
         case .putAuditEntry(let e):
             byte(13); uuid(e.commandId)
+        case .putIdempotencyKey(let k):
+            byte(14); keyText(k.scope); keyText(k.key)
         }
     }
 }

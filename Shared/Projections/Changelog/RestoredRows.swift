@@ -33,11 +33,13 @@ public struct RestoredRows: Sendable {
     public var deadLetters: [DeadLetterRow] = []
     public var adminTokens: [AdminTokenRow] = []
     public var audit: [AuditEntryRow] = []
+    public var idempotencyKeys: [IdempotencyKeyRow] = []
 
     /// Rows in all.
     public var count: Int {
         apps.count + tokens.count + devices.count + statuses.count + outbox.count + pending.count + acks.count
             + deliveries.count + outcomes.count + tracking.count + parks.count + deadLetters.count + adminTokens.count + audit.count
+            + idempotencyKeys.count
     }
 
     /// The rows of a chunk of whole groups in group order: the rows of a group that one
@@ -64,6 +66,7 @@ public struct RestoredRows: Sendable {
             case .putDeadLetter(let letter): deadLetters.append(letter)
             case .upsertAdminToken(let token): adminTokens.append(token)
             case .putAuditEntry(let entry): audit.append(entry)
+            case .putIdempotencyKey(let row): idempotencyKeys.append(row)
             // Its counts in key order, a repeated key summed.
             case .countTracking: append(RestoredRows(Array(group)))
             case .deleteDevice, .deletePending, .clearPending, .deleteTracking, .unparkTracking, .dropTracking, .deleteDeadLetter:
@@ -87,6 +90,7 @@ public struct RestoredRows: Sendable {
         deadLetters += other.deadLetters
         adminTokens += other.adminTokens
         audit += other.audit
+        idempotencyKeys += other.idempotencyKeys
     }
 
     public init(_ mutations: [Mutation]) {
@@ -121,6 +125,7 @@ public struct RestoredRows: Sendable {
         deadLetters = letters.values.sorted { $0.key < $1.key }
         adminTokens = plan.adminTokens.values.sorted { KeyOrder.less($0.adminTokenId, $1.adminTokenId) }
         audit = plan.audit.values.sorted { KeyOrder.less($0.commandId, $1.commandId) }
+        idempotencyKeys = plan.idempotencyKeys.values.sorted(by: KeyOrder.less)
     }
 
     /// Mutations that write these rows into an empty store.
@@ -135,6 +140,7 @@ public struct RestoredRows: Sendable {
         }
         mutations += parks.map { .parkTracking($0.pair, at: $0.at) } + deadLetters.map { .putDeadLetter($0) }
         mutations += adminTokens.map { .upsertAdminToken($0) } + audit.map { .putAuditEntry($0) }
+        mutations += idempotencyKeys.map { .putIdempotencyKey($0) }
         return mutations
     }
 

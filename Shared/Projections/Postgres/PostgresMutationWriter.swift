@@ -31,6 +31,7 @@ struct PostgresMutationWriter {
         try await PostgresDeadLetters.write(plan.deadLetters, on: connection, logger: logger)
         try await writeAdminTokens(plan.adminTokens.values.sorted { KeyOrder.less($0.adminTokenId, $1.adminTokenId) })
         try await writeAudit(plan.audit.values.sorted { KeyOrder.less($0.commandId, $1.commandId) })
+        try await writeIdempotencyKeys(plan.idempotencyKeys.values.sorted(by: KeyOrder.less))
     }
 
     // MARK: - Admin tokens and the audit trail
@@ -44,6 +45,17 @@ struct PostgresMutationWriter {
                 \(PostgresArray(tokens.map { $0.revokedAt.map(ProjectionValues.millis) }))::bigint[])
             ON CONFLICT (admin_token_id) DO UPDATE SET name = excluded.name, token_hash = excluded.token_hash,
                 revoked = excluded.revoked, created_at = excluded.created_at, revoked_at = excluded.revoked_at
+            """)
+    }
+
+    private func writeIdempotencyKeys(_ rows: [IdempotencyKeyRow]) async throws {
+        guard !rows.isEmpty else { return }
+        try await run("""
+            INSERT INTO idempotency_keys (\(unescaped: PostgresRows.idempotencyKeyColumns))
+            SELECT * FROM unnest(\(rows.map(\.scope))::text[], \(rows.map(\.key))::text[], \(rows.map(\.resourceId))::uuid[],
+                \(rows.map(\.requestHash))::text[], \(rows.map { ProjectionValues.millis($0.firstAt) })::bigint[])
+            ON CONFLICT (scope, idempotency_key) DO UPDATE SET resource_id = excluded.resource_id,
+                request_hash = excluded.request_hash, first_at = excluded.first_at
             """)
     }
 

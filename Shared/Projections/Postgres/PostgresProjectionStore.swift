@@ -214,6 +214,12 @@ public final class PostgresProjectionStore: ProjectionStore {
         return try await rows(select).map(PostgresRows.adminToken)
     }
 
+    public func idempotencyKey(scope: String, key: String) async throws -> IdempotencyKeyRow? {
+        try await rows("""
+            SELECT \(unescaped: PostgresRows.idempotencyKeyColumns) FROM idempotency_keys WHERE scope = \(scope) AND idempotency_key = \(key)
+            """).first.map(PostgresRows.idempotencyKey)
+    }
+
     public func adminToken(id: UUID) async throws -> AdminTokenRow? {
         try await rows("""
             SELECT \(unescaped: PostgresRows.adminTokenColumns) FROM admin_tokens WHERE admin_token_id = \(id)

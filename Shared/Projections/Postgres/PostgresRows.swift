@@ -25,6 +25,13 @@ enum PostgresRows {
                            createdAt: ProjectionValues.date(millis: created), scopes: try ProjectionValues.scopes(column: scopes))
     }
 
+    static let idempotencyKeyColumns = "scope, idempotency_key, resource_id, request_hash, first_at"
+
+    static func idempotencyKey(_ row: PostgresRow) throws -> IdempotencyKeyRow {
+        let (scope, key, resource, hash, first) = try row.decode((String, String, UUID, String, Int64).self)
+        return IdempotencyKeyRow(scope: scope, key: key, resourceId: resource, requestHash: hash, firstAt: ProjectionValues.date(millis: first))
+    }
+
     static let adminTokenColumns = "admin_token_id, name, token_hash, revoked, created_at, revoked_at"
 
     static func adminToken(_ row: PostgresRow) throws -> AdminTokenRow {

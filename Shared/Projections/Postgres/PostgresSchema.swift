@@ -276,13 +276,21 @@ enum PostgresSchema {
         CREATE INDEX delivery_outcomes_by_outcome ON delivery_outcomes (app_id, delivery_id, outcome, message_index)
         """
 
-    /// Idempotency keys of sends (docs/API.md#idempotency-keys): the first send's key and body
-    /// hash, and the later sends with that key, beside the delivery.
+    /// Idempotency keys (docs/API.md#idempotency-keys): a send's key and body hash, and the later
+    /// sends with that key, beside the delivery; the first request of a key on an admin create.
     private static let v15 = """
         ALTER TABLE deliveries ADD COLUMN idempotency_key text COLLATE "C";
         ALTER TABLE deliveries ADD COLUMN request_hash text COLLATE "C";
         ALTER TABLE deliveries ADD COLUMN duplicates bigint NOT NULL DEFAULT 0;
-        ALTER TABLE deliveries ADD COLUMN conflicts bigint NOT NULL DEFAULT 0
+        ALTER TABLE deliveries ADD COLUMN conflicts bigint NOT NULL DEFAULT 0;
+        CREATE TABLE idempotency_keys (
+            scope text COLLATE "C" NOT NULL,
+            idempotency_key text COLLATE "C" NOT NULL,
+            resource_id uuid NOT NULL,
+            request_hash text COLLATE "C" NOT NULL,
+            first_at bigint NOT NULL,
+            PRIMARY KEY (scope, idempotency_key)
+        )
         """
     /// API tokens' scopes (`client`, `server` or `client,server`; NULL: a legacy token, every scope).
     private static let v13 = "ALTER TABLE api_tokens ADD COLUMN scopes text COLLATE \"C\""

@@ -26,6 +26,7 @@ struct SQLiteMutationWriter {
     private var countTrackingMany: Statement?
     private var upsertAdminToken: Statement?
     private var putAuditEntry: Statement?
+    private var putIdempotencyKey: Statement?
 
     init(db: Database) {
         self.db = db
@@ -139,6 +140,10 @@ struct SQLiteMutationWriter {
                 SQLiteValues.text(entry.commandId), SQLiteValues.millis(entry.at), entry.type, entry.appId.map(SQLiteValues.text),
                 entry.actorId.map(SQLiteValues.text), entry.actorName, entry.requestId, entry.outcome, entry.reason, entry.changes,
             ])
+        case .putIdempotencyKey(let row):
+            try statement(\.putIdempotencyKey, Self.putIdempotencyKeySQL).execute(arguments: [
+                row.scope, row.key, SQLiteValues.text(row.resourceId), row.requestHash, SQLiteValues.millis(row.firstAt),
+            ])
         }
     }
 
@@ -171,6 +176,10 @@ struct SQLiteMutationWriter {
 
     private static let upsertAdminTokenSQL = """
         INSERT OR REPLACE INTO admin_tokens (\(SQLiteRows.adminTokenColumns)) VALUES (?, ?, ?, ?, ?, ?)
+        """
+
+    private static let putIdempotencyKeySQL = """
+        INSERT OR REPLACE INTO idempotency_keys (\(SQLiteRows.idempotencyKeyColumns)) VALUES (?, ?, ?, ?, ?)
         """
 
     private static let putAuditEntrySQL = """

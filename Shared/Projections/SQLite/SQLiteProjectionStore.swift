@@ -211,6 +211,15 @@ public final class SQLiteProjectionStore: ProjectionStore {
         }
     }
 
+    public func idempotencyKey(scope: String, key: String) async throws -> IdempotencyKeyRow? {
+        try await reading { db in
+            let select = try db.cachedStatement(sql: """
+                SELECT \(SQLiteRows.idempotencyKeyColumns) FROM idempotency_keys WHERE scope = ? AND idempotency_key = ?
+                """)
+            return try Row.fetchOne(select, arguments: [scope, key]).map(SQLiteRows.idempotencyKey)
+        }
+    }
+
     public func adminToken(id: UUID) async throws -> AdminTokenRow? {
         try await reading { db in
             let select = try db.cachedStatement(sql: "SELECT \(SQLiteRows.adminTokenColumns) FROM admin_tokens WHERE admin_token_id = ?")

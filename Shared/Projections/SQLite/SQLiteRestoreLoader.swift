@@ -19,6 +19,7 @@ struct SQLiteRestoreLoader {
         for letter in rows.deadLetters { try writer.apply(.putDeadLetter(letter)) }
         for token in rows.adminTokens { try writer.apply(.upsertAdminToken(token)) }
         for entry in rows.audit { try writer.apply(.putAuditEntry(entry)) }
+        for row in rows.idempotencyKeys { try writer.apply(.putIdempotencyKey(row)) }
 
         try insert(rows.devices, into: "devices", SQLiteRows.deviceColumns) { $0.bind($2, from: $1) }
         try insert(rows.statuses, into: "registration_status", SQLiteRows.statusColumns) { $0.bind($2, from: $1) }

@@ -34,6 +34,15 @@ enum SQLiteRows {
             scopes: ProjectionValues.scopes(column: row.decode(atIndex: 5)))
     }
 
+    static let idempotencyKeyColumns = "scope, idempotency_key, resource_id, request_hash, first_at"
+
+    static func idempotencyKey(_ row: Row) throws -> IdempotencyKeyRow {
+        try IdempotencyKeyRow(
+            scope: row.decode(atIndex: 0), key: row.decode(atIndex: 1),
+            resourceId: SQLiteValues.uuid(row.decode(atIndex: 2), column: "idempotency_keys.resource_id"),
+            requestHash: row.decode(atIndex: 3), firstAt: SQLiteValues.date(millis: row.decode(atIndex: 4)))
+    }
+
     static let adminTokenColumns = "admin_token_id, name, token_hash, revoked, created_at, revoked_at"
 
     static func adminToken(_ row: Row) throws -> AdminTokenRow {

@@ -274,13 +274,21 @@ enum SQLiteSchema {
         CREATE INDEX delivery_outcomes_by_outcome ON delivery_outcomes (app_id, delivery_id, outcome, message_index);
         """
 
-    /// Idempotency keys of sends (docs/API.md#idempotency-keys): the first send's key and body
-    /// hash, and the later sends with that key, beside the delivery.
+    /// Idempotency keys (docs/API.md#idempotency-keys): a send's key and body hash, and the later
+    /// sends with that key, beside the delivery; the first request of a key on an admin create.
     private static let v14 = """
         ALTER TABLE deliveries ADD COLUMN idempotency_key TEXT;
         ALTER TABLE deliveries ADD COLUMN request_hash TEXT;
         ALTER TABLE deliveries ADD COLUMN duplicates INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE deliveries ADD COLUMN conflicts INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE idempotency_keys (
+            scope TEXT NOT NULL,
+            idempotency_key TEXT NOT NULL,
+            resource_id TEXT NOT NULL,
+            request_hash TEXT NOT NULL,
+            first_at INTEGER NOT NULL,
+            PRIMARY KEY (scope, idempotency_key)
+        ) STRICT, WITHOUT ROWID;
         """
     /// API tokens' scopes (`client`, `server` or `client,server`; NULL: a legacy token, every scope).
     private static let v12 = "ALTER TABLE api_tokens ADD COLUMN scopes TEXT"

@@ -21,6 +21,7 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
     private var audit: [AuditEntryRow] = []
     /// The audit queries asked, in order.
     private(set) var auditQueries: [AuditQuery] = []
+    private var idempotencyKeys: [String: IdempotencyKeyRow] = [:]
     private var failing = false
     private(set) var commitCount = 0
     /// Every read call so far (`load` and the single-row reads).
@@ -134,6 +135,13 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
         return adminTokens.values.filter { $0.adminTokenId.lowercasedString > (after?.lowercasedString ?? "") }
             .sorted { $0.adminTokenId.lowercasedString < $1.adminTokenId.lowercasedString }.prefix(limit).map { $0 }
     }
+
+    func idempotencyKey(scope: String, key: String) throws -> IdempotencyKeyRow? {
+        try check()
+        return idempotencyKeys[scope + "\n" + key]
+    }
+
+    func seed(idempotencyKey row: IdempotencyKeyRow) { idempotencyKeys[row.scope + "\n" + row.key] = row }
 
     func adminToken(id: UUID) throws -> AdminTokenRow? {
         try check()
