@@ -87,10 +87,12 @@ public func buildRouter(
         .add(middleware: AdminAuthMiddleware(adminToken: configuration.adminToken, store: store, cache: adminTokenCache))
     let applied = AdminChangeApplied(store: store, timeout: .milliseconds(configuration.adminApplyTimeoutMs),
                                      authCacheTTL: .milliseconds(configuration.authCacheMs))
-    AdminRoutes(writer: writer, store: store, applied: applied, maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
+    AdminRoutes(writer: writer, store: store, applied: applied, idempotencyWindow: configuration.shared.idempotencyWindow,
+                maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
     PushCredentialsRoutes(writer: writer, store: store, applied: applied, secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: admin)
-    AdminTokenRoutes(writer: writer, store: store, applied: applied, maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
+    AdminTokenRoutes(writer: writer, store: store, applied: applied, idempotencyWindow: configuration.shared.idempotencyWindow,
+                     maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
     AuditRoutes(store: store).addRoutes(to: admin)
     return router
 }

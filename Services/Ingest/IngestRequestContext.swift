@@ -17,6 +17,9 @@ public struct IngestRequestContext: RequestContext, RemoteAddressRequestContext 
     var routeScope: RouteScope?
     /// Who is calling an admin route, set by `AdminAuthMiddleware` (nil on every other route).
     var adminActor: AdminActor?
+    /// The admin token that caller presented (kept in memory only): a keyed create derives its
+    /// raw API tokens from it (`AdminCreateKey`).
+    var adminCredential: String?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
@@ -25,5 +28,6 @@ public struct IngestRequestContext: RequestContext, RemoteAddressRequestContext 
         self.authenticatedApp = nil
         self.routeScope = nil
         self.adminActor = nil
+        self.adminCredential = nil
     }
 }

@@ -31,11 +31,33 @@ public enum IdempotencyKeys {
         nameBased("pushline send\n\(app.lowercasedString)\n\(key)")
     }
 
-    /// The delivery id the key names once the window of the send `previous` has passed: each
-    /// reuse of a key after its window derives from the one before, so retries of the reuse
-    /// again agree on one id.
-    public static func nextDeliveryId(after previous: UUID, key: String) -> UUID {
+    /// The id (of a delivery, an app or a token) the key names once the window of the request
+    /// that created `previous` has passed: each reuse of a key after its window derives from the
+    /// one before, so retries of the reuse again agree on one id.
+    public static func nextId(after previous: UUID, key: String) -> UUID {
         nameBased("pushline send after\n\(previous.lowercasedString)\n\(key)")
+    }
+
+    /// The id of what the first admin create with `key` creates (an app, a token): `scope` names
+    /// the caller and the route (`IdempotencyStamp.scope`).
+    public static func resourceId(scope: String, key: String) -> UUID {
+        nameBased("pushline admin create\n\(scope)\n\(key)")
+    }
+
+    /// An id derived from another one for one of its parts (an app's server token, its org).
+    public static func derivedId(of parent: UUID, _ part: String) -> UUID {
+        nameBased("pushline part\n\(parent.lowercasedString)\n\(part)")
+    }
+
+    /// The raw API token a keyed create gives the token `tokenId`: base64url of
+    /// HMAC-SHA256(key: the caller's admin token, message: the token id). A retry with the same
+    /// admin token gets the same raw token back, from any ingest instance, while neither the log
+    /// nor the store holds anything it could be derived from.
+    public static func derivedToken(secret: String, tokenId: UUID) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(for: Data("pushline api token\n\(tokenId.lowercasedString)".utf8),
+                                                  using: SymmetricKey(data: Data(secret.utf8)))
+        return Data(mac).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
     /// Lower-case hex SHA-256 of a request body's bytes: a retry sends the same bytes.
@@ -48,5 +70,22 @@ public enum IdempotencyKeys {
         bytes[6] = (bytes[6] & 0x0f) | 0x80  // version 8
         bytes[8] = (bytes[8] & 0x3f) | 0x80  // RFC 9562 variant
         return bytes.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
+    }
+}
+
+/// What an admin create with an `Idempotency-Key` carries into the log, for the processor to
+/// record (`idempotency_keys`) when it applies the create.
+public struct IdempotencyStamp: Codable, Sendable, Equatable {
+    /// Whose key it is and on which route: `admin:<admin token id or bootstrap>:apps`, or
+    /// `…:apps/<app id>/tokens`. Keys of different callers never meet.
+    public var scope: String
+    public var key: String
+    /// `IdempotencyKeys.requestHash` of the request body.
+    public var requestHash: String
+
+    public init(scope: String, key: String, requestHash: String) {
+        self.scope = scope
+        self.key = key
+        self.requestHash = requestHash
     }
 }

@@ -10,7 +10,7 @@ final class IdempotencyKeysTests: XCTestCase {
     func testTheDerivedIdsArePinned() {
         let first = IdempotencyKeys.deliveryId(app: app, key: "order-42")
         XCTAssertEqual(first.lowercasedString, "9e6e24a8-57ed-8853-baa5-2621bd1b392e")
-        XCTAssertEqual(IdempotencyKeys.nextDeliveryId(after: first, key: "order-42").lowercasedString, "5e839139-cba5-8347-a536-5d7f4c1ece45")
+        XCTAssertEqual(IdempotencyKeys.nextId(after: first, key: "order-42").lowercasedString, "5e839139-cba5-8347-a536-5d7f4c1ece45")
     }
 
     func testIdsAreVersion8AndDifferByAppKeyAndReuse() {
@@ -20,7 +20,7 @@ final class IdempotencyKeysTests: XCTestCase {
         XCTAssertTrue("89ab".contains(Array(text)[19]), "RFC 9562 variant")
         XCTAssertEqual(IdempotencyKeys.deliveryId(app: app, key: "k"), first)
         let others = [IdempotencyKeys.deliveryId(app: UUID(), key: "k"), IdempotencyKeys.deliveryId(app: app, key: "K"),
-                      IdempotencyKeys.nextDeliveryId(after: first, key: "k")]
+                      IdempotencyKeys.nextId(after: first, key: "k")]
         XCTAssertEqual(Set(others + [first]).count, 4)
     }
 

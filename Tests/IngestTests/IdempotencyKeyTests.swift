@@ -87,7 +87,7 @@ final class IdempotencyKeyTests: XCTestCase {
         await harness.seedClientApps()
         let firstId = IdempotencyKeys.deliveryId(app: Fixture.appId, key: "k")
         await seedApplied(harness, key: "k", body: body, at: Date().addingTimeInterval(-25 * 3600))
-        let next = IdempotencyKeys.nextDeliveryId(after: firstId, key: "k")
+        let next = IdempotencyKeys.nextId(after: firstId, key: "k")
         let reuse = try await send(#"{"userId": "u1", "title": "other"}"#, key: "k", harness: harness)
         XCTAssertEqual(try deliveryId(reuse), next)
         await seedApplied(harness, key: "k", body: body, at: Date().addingTimeInterval(-60), id: next)

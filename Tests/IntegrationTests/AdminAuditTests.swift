@@ -155,7 +155,8 @@ final class AdminAuditTests: XCTestCase {
                     ]), token: actor.token, requestId: requestId)
                     type = "admin.app-settings-changed"
                 case 2:
-                    answer = try await call(.POST, "/admin/v1/apps/\(app!)/tokens", token: actor.token, requestId: requestId)
+                    answer = try await call(.POST, "/admin/v1/apps/\(app!)/tokens", json: try body(["scopes": [step % 2 == 0 ? "client" : "server"]]),
+                                            token: actor.token, requestId: requestId)
                     let issued = try decode(AdminAPI.TokenIssuedAnswer.self, answer)
                     rawTokens.append(issued.apiToken)
                     appTokens[app!, default: []].append(issued.tokenId)

@@ -297,7 +297,7 @@ final class NotificationHandlerTests: XCTestCase {
         XCTAssertEqual(handler.apply(first, CommandContext(at: at.addingTimeInterval(3599.999)), to: &s), .rejected("idempotent-repeat"))
         XCTAssertEqual(handler.apply(first, CommandContext(at: at.addingTimeInterval(3600)), to: &s), .rejected("idempotency-key-expired"))
         var reuse = keyed("k", hash: "h2")
-        reuse.deliveryId = IdempotencyKeys.nextDeliveryId(after: first.deliveryId, key: "k")
+        reuse.deliveryId = IdempotencyKeys.nextId(after: first.deliveryId, key: "k")
         XCTAssertEqual(handler.apply(reuse, CommandContext(at: at.addingTimeInterval(3600)), to: &s), .applied)
         XCTAssertEqual(try records(s).map(\.deliveryId), [first.deliveryId, reuse.deliveryId])
     }

@@ -34,6 +34,7 @@ struct AdminAuthMiddleware: RouterMiddleware {
         }
         var context = context
         context.adminActor = actor
+        context.adminCredential = presented
         context.logger[metadataKey: "admin_actor"] = .string(actor.id?.lowercasedString ?? actor.name)
         return try await next(request, context)
     }

@@ -13,6 +13,8 @@ struct AdminRoutes: Sendable {
     let writer: CommandWriter
     let store: any ProjectionReader
     let applied: AdminChangeApplied
+    /// `PUSHLINE_IDEMPOTENCY_WINDOW_HOURS`.
+    let idempotencyWindow: Duration
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
@@ -25,41 +27,94 @@ struct AdminRoutes: Sendable {
     }
 
     /// `POST /admin/v1/apps` → `201 AppCreatedAnswer`: the app with a server token and a client
-    /// token (docs/API.md#token-scopes); the raw tokens are shown only here.
+    /// token (docs/API.md#token-scopes); the raw tokens are shown only here, and again to a retry
+    /// with the same `Idempotency-Key` and admin token (`AdminCreateKey`).
     @Sendable func createApp(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
         let create = try JSONBody.decode(AdminAPI.CreateApp.self, from: body, decoder: WireJSON.decoder())
         let name = try FieldRules.required(create.name?.trimmingCharacters(in: .whitespacesAndNewlines), maxBytes: FieldLimits.shortTextBytes,
                                            field: "name")
-
-        let serverToken = ApiTokens.generate(), clientToken = ApiTokens.generate()
-        let command = AppCreated(orgId: create.orgId ?? UUID(), mobileAppId: UUID(), name: name, tokenId: UUID(),
-                                 tokenHash: ApiTokens.hash(serverToken), tokenScopes: AppCreated.serverTokenScopes,
-                                 clientTokenId: UUID(), clientTokenHash: ApiTokens.hash(clientToken),
-                                 actor: context.adminActor, requestId: context.requestId)
         let encoder = CommandWriter.makeEncoder()
+        let keyed = try AdminCreateKey(request, body: body, route: "apps", context: context)
+
+        var appId = UUID(), orgId = create.orgId ?? UUID()
+        var (serverTokenId, clientTokenId) = (UUID(), UUID())
+        var (serverToken, clientToken) = (ApiTokens.generate(), ApiTokens.generate())
+        if let keyed {
+            switch try await keyed.lookup(in: store, window: idempotencyWindow, context: context) {
+            case .applied(let created):
+                return try await createdAgain(created, keyed: keyed, context: context, encoder: encoder)
+            case .new(let id):
+                appId = id
+                orgId = create.orgId ?? IdempotencyKeys.derivedId(of: id, "org")
+                (serverTokenId, clientTokenId) = Self.tokenIds(of: id)
+                (serverToken, clientToken) = (keyed.token(serverTokenId), keyed.token(clientTokenId))
+            }
+        }
+        let command = AppCreated(orgId: orgId, mobileAppId: appId, name: name, tokenId: serverTokenId,
+                                 tokenHash: ApiTokens.hash(serverToken), tokenScopes: AppCreated.serverTokenScopes,
+                                 clientTokenId: clientTokenId, clientTokenHash: ApiTokens.hash(clientToken),
+                                 actor: context.adminActor, requestId: context.requestId, idempotency: keyed?.stamp)
         try await applied.wait(for: writer.publish([writer.encode(command, encoder: encoder)], context: context),
-                               written: "app \(command.mobileAppId) (its server token \(command.tokenId), client token \(command.clientTokenId!))")
+                               written: "app \(command.mobileAppId) (its server token \(command.tokenId), client token \(clientTokenId))")
         context.logger.info("app created", metadata: ["mobile_app_id": "\(command.mobileAppId)", "org_id": "\(command.orgId)"])
         return try JSONResponse.make(
             AdminAPI.AppCreatedAnswer(orgId: command.orgId, mobileAppId: command.mobileAppId, apiToken: serverToken, tokenId: command.tokenId,
                                       apiTokenScopes: AppCreated.serverTokenScopes, clientToken: clientToken,
-                                      clientTokenId: command.clientTokenId!, clientTokenScopes: AppCreated.clientTokenScopes),
+                                      clientTokenId: clientTokenId, clientTokenScopes: AppCreated.clientTokenScopes),
             status: .created, encoder: encoder, headers: Self.secretHeaders)
     }
 
+    /// The server and client token ids of an app created with an idempotency key.
+    static func tokenIds(of appId: UUID) -> (server: UUID, client: UUID) {
+        (IdempotencyKeys.derivedId(of: appId, "server token"), IdempotencyKeys.derivedId(of: appId, "client token"))
+    }
+
+    /// The answer to a keyed create already applied: the same app and raw tokens.
+    private func createdAgain(_ appId: UUID, keyed: AdminCreateKey, context: IngestRequestContext,
+                              encoder: JSONEncoder) async throws -> Response {
+        let (app, tokens) = try await readStore(context) { (try await store.app(appId), try await store.apiTokens(app: appId)) }
+        guard let app else { throw Self.unknownApp }
+        let (serverTokenId, clientTokenId) = Self.tokenIds(of: appId)
+        let (serverToken, clientToken) = (keyed.token(serverTokenId), keyed.token(clientTokenId))
+        try AdminCreateKey.check(serverToken, against: tokens.first { $0.tokenId == serverTokenId })
+        try AdminCreateKey.check(clientToken, against: tokens.first { $0.tokenId == clientTokenId })
+        var headers = Self.secretHeaders
+        headers[.idempotentReplayed] = "true"
+        return try JSONResponse.make(
+            AdminAPI.AppCreatedAnswer(orgId: app.orgId, mobileAppId: appId, apiToken: serverToken, tokenId: serverTokenId,
+                                      apiTokenScopes: AppCreated.serverTokenScopes, clientToken: clientToken,
+                                      clientTokenId: clientTokenId, clientTokenScopes: AppCreated.clientTokenScopes),
+            status: .created, encoder: encoder, headers: headers)
+    }
+
     /// `POST /admin/v1/apps/{mobileAppId}/tokens` `{"scopes": ["client"|"server", …]}` →
-    /// `201 TokenIssuedAnswer`; 422 naming `scopes` when they are missing, empty or unknown.
+    /// `201 TokenIssuedAnswer`; 422 naming `scopes` when they are missing, empty or unknown. With
+    /// an `Idempotency-Key`, a retry gets the same token (`AdminCreateKey`).
     @Sendable func issueToken(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let mobileAppId = try FieldRules.uuidParameter("mobileAppId", in: context)
-        let scopes = try await Self.requestedScopes(request, limit: maxBodyBytes)
+        let (scopes, body) = try await Self.requestedScopes(request, limit: maxBodyBytes)
         guard try await readStore(context, { try await store.app(mobileAppId) }) != nil else {
             throw Self.unknownApp
         }
-        let token = ApiTokens.generate()
-        let command = ApiTokenIssued(mobileAppId: mobileAppId, tokenId: UUID(), tokenHash: ApiTokens.hash(token), scopes: scopes,
-                                     actor: context.adminActor, requestId: context.requestId)
         let encoder = CommandWriter.makeEncoder()
+        let keyed = try AdminCreateKey(request, body: body, route: "apps/\(mobileAppId.lowercasedString)/tokens", context: context)
+        var tokenId = UUID(), token = ApiTokens.generate()
+        if let keyed {
+            switch try await keyed.lookup(in: store, window: idempotencyWindow, context: context) {
+            case .applied(let issued):
+                let stored = try await readStore(context) { try await store.apiTokens(app: mobileAppId) }.first { $0.tokenId == issued }
+                try AdminCreateKey.check(keyed.token(issued), against: stored)
+                var headers = Self.secretHeaders
+                headers[.idempotentReplayed] = "true"
+                return try JSONResponse.make(AdminAPI.TokenIssuedAnswer(tokenId: issued, apiToken: keyed.token(issued), scopes: stored?.scopes ?? scopes),
+                                             status: .created, encoder: encoder, headers: headers)
+            case .new(let id):
+                (tokenId, token) = (id, keyed.token(id))
+            }
+        }
+        let command = ApiTokenIssued(mobileAppId: mobileAppId, tokenId: tokenId, tokenHash: ApiTokens.hash(token), scopes: scopes,
+                                     actor: context.adminActor, requestId: context.requestId, idempotency: keyed?.stamp)
         try await applied.wait(for: writer.publish([writer.encode(command, encoder: encoder)], context: context),
                                written: "token \(command.tokenId) of app \(mobileAppId)")
         context.logger.info("api token issued", metadata: ["mobile_app_id": "\(mobileAppId)", "token_id": "\(command.tokenId)",
@@ -70,7 +125,7 @@ struct AdminRoutes: Sendable {
 
     /// The scopes of a token to issue, normalized; 422 naming the field when the body has none
     /// (no body at all included: a token's scopes are always chosen) or names an unknown one.
-    static func requestedScopes(_ request: Request, limit: Int) async throws -> [ApiTokenScope] {
+    static func requestedScopes(_ request: Request, limit: Int) async throws -> (scopes: [ApiTokenScope], body: ByteBuffer) {
         let choose = "choose the new token's scopes: {\"scopes\": [\"client\"]} (ships in the mobile app), [\"server\"] (sends; stays on your servers) or both"
         // No body at all (RFC 9112: neither a length nor chunks, or a length of 0).
         let declared = request.headers[.contentLength].flatMap { Int($0) }
@@ -90,7 +145,7 @@ struct AdminRoutes: Sendable {
             }
             scopes.append(scope)
         }
-        return ApiTokenScopes.normalized(scopes)
+        return (ApiTokenScopes.normalized(scopes), body)
     }
 
     /// `DELETE /admin/v1/apps/{mobileAppId}/tokens/{tokenId}` → 202.

@@ -12,6 +12,8 @@ struct AdminTokenRoutes: Sendable {
     let writer: CommandWriter
     let store: any ProjectionReader
     let applied: AdminChangeApplied
+    /// `PUSHLINE_IDEMPOTENCY_WINDOW_HOURS`.
+    let idempotencyWindow: Duration
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
@@ -20,22 +22,56 @@ struct AdminTokenRoutes: Sendable {
         group.delete("admin-tokens/:adminTokenId", use: revoke)
     }
 
-    /// `POST /admin/v1/admin-tokens` `{"name"}` → `201 AdminTokenCreated`.
+    /// `POST /admin/v1/admin-tokens` `{"name"}` → `201 AdminTokenCreated`. With an
+    /// `Idempotency-Key`, a retry gets the same token (`AdminCreateKey`).
     @Sendable func create(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
         let input = try JSONBody.decode(AdminAPI.CreateAdminToken.self, from: body, decoder: WireJSON.decoder())
         let name = try AdminTokenName.validated(input.name)
-        let token = ApiTokens.generate()
-        let command = AdminTokenIssued(adminTokenId: UUID(), name: name, tokenHash: ApiTokens.hash(token),
-                                       actor: context.adminActor, requestId: context.requestId)
+        var (tokenId, token) = (UUID(), ApiTokens.generate())
+        let keyed = try AdminCreateKey(request, body: body, route: "admin-tokens", context: context)
+        if let keyed {
+            switch try await keyed.lookup(in: store, window: idempotencyWindow, context: context) {
+            case .applied(let issued):
+                return try await issuedAgain(issued, keyed: keyed, context: context)
+            case .new(let id):
+                (tokenId, token) = (id, keyed.token(id))
+            }
+        }
+        let command = AdminTokenIssued(adminTokenId: tokenId, name: name, tokenHash: ApiTokens.hash(token),
+                                       actor: context.adminActor, requestId: context.requestId, idempotency: keyed?.stamp)
         let encoder = CommandWriter.makeEncoder()
         let encoded = try writer.encode(command, encoder: encoder)
         try await applied.wait(for: writer.publish([encoded], context: context),
                                written: "admin token \(command.adminTokenId) (\(name))")
         context.logger.info("admin token issued", metadata: ["admin_token_id": "\(command.adminTokenId)", "name": "\(name)"])
-        // The processor records the command's time as the token's creation time.
-        return try JSONResponse.make(AdminAPI.AdminTokenCreated(id: command.adminTokenId, name: name, token: token, createdAt: encoded.at),
-                                     status: .created, encoder: WireJSON.encoder(), headers: [.cacheControl: "no-store"])
+        // The processor records the command's time as the token's creation time (the first
+        // command's, for a keyed retry written before the first was applied).
+        if keyed != nil, let stored = try await readStore(context, { try await store.adminToken(id: tokenId) }) {
+            return try Self.answer(stored, token: token)
+        }
+        return try Self.answer(AdminTokenRow(adminTokenId: tokenId, name: name, tokenHash: command.tokenHash, createdAt: encoded.at),
+                               token: token)
+    }
+
+    /// The answer to a keyed create already applied: the same token.
+    private func issuedAgain(_ id: UUID, keyed: AdminCreateKey, context: IngestRequestContext) async throws -> Response {
+        let token = keyed.token(id)
+        guard let stored = try await readStore(context, { try await store.adminToken(id: id) }),
+              ApiTokens.constantTimeEquals(ApiTokens.hash(token), stored.tokenHash)
+        else {
+            throw IngestError.rejected(.conflict, Problem(
+                error: "this admin token was created with another admin token, and is shown only to the token that made it",
+                field: IdempotencyKeys.header))
+        }
+        var response = try Self.answer(stored, token: token)
+        response.headers[.idempotentReplayed] = "true"
+        return response
+    }
+
+    private static func answer(_ row: AdminTokenRow, token: String) throws -> Response {
+        try JSONResponse.make(AdminAPI.AdminTokenCreated(id: row.adminTokenId, name: row.name, token: token, createdAt: row.createdAt),
+                              status: .created, encoder: WireJSON.encoder(), headers: [.cacheControl: "no-store"])
     }
 
     /// `GET /admin/v1/admin-tokens?limit=1…1000 (100)&after={id}` → `200 AdminTokenList`, ordered by id.

@@ -83,7 +83,7 @@ struct NotificationRoutes: Sendable {
                 }
                 return .applied(deliveryId)
             }
-            deliveryId = IdempotencyKeys.nextDeliveryId(after: deliveryId, key: key)
+            deliveryId = IdempotencyKeys.nextId(after: deliveryId, key: key)
         }
         throw IngestError.rejected(.unprocessableContent, Problem(
             error: "this Idempotency-Key has been reused over \(Self.maxKeyReuses) windows; use a new key", field: IdempotencyKeys.header))

@@ -17,6 +17,13 @@ struct AppCreatedHandler: AdminCommandHandler {
     func app(of c: AppCreated) -> UUID { c.mobileAppId }
 
     func apply(_ c: AppCreated, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+        // A keyed create's app id is its key's: a known one is a retry (or the key with another
+        // body), which must change nothing, not even bring back a token revoked since.
+        if let stamp = c.idempotency {
+            guard state.apps[c.mobileAppId] == nil else { return .rejected("idempotent-repeat") }
+            state.record(IdempotencyKeyRow(scope: stamp.scope, key: stamp.key, resourceId: c.mobileAppId, requestHash: stamp.requestHash,
+                                           firstAt: context.at))
+        }
         // A replayed or repeated creation must not reset settings changed since.
         if state.apps[c.mobileAppId] == nil {
             state.upsert(AppRow(appId: c.mobileAppId, orgId: c.orgId, name: c.name, createdAt: context.at))
@@ -37,6 +44,14 @@ struct ApiTokenIssuedHandler: AdminCommandHandler {
 
     func apply(_ c: ApiTokenIssued, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         guard state.apps[c.mobileAppId] != nil else { return .rejected("unknown-app") }
+        if let stamp = c.idempotency {
+            // The token id is the key's: a known one is a retry, which must not undo a revocation.
+            guard !(state.tokens[c.mobileAppId] ?? []).contains(where: { $0.tokenId == c.tokenId }) else {
+                return .rejected("idempotent-repeat")
+            }
+            state.record(IdempotencyKeyRow(scope: stamp.scope, key: stamp.key, resourceId: c.tokenId, requestHash: stamp.requestHash,
+                                           firstAt: context.at))
+        }
         state.upsert(ApiTokenRow(tokenId: c.tokenId, appId: c.mobileAppId, tokenHash: c.tokenHash, createdAt: context.at,
                                  scopes: c.scopes))
         return .applied
@@ -108,8 +123,13 @@ struct AdminTokenIssuedHandler: CommandHandler {
     func addNeeds(of c: AdminTokenIssued, to query: inout StateQuery) { query.adminTokenIds.insert(c.adminTokenId) }
 
     func apply(_ c: AdminTokenIssued, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
-        // A repeated issue must not undo a revocation applied since.
-        guard state.adminTokens[c.adminTokenId] == nil else { return .applied }
+        // A repeated issue must not undo a revocation applied since. A keyed one's id is its key's,
+        // so a known one is a retry of it.
+        guard state.adminTokens[c.adminTokenId] == nil else { return c.idempotency == nil ? .applied : .rejected("idempotent-repeat") }
+        if let stamp = c.idempotency {
+            state.record(IdempotencyKeyRow(scope: stamp.scope, key: stamp.key, resourceId: c.adminTokenId, requestHash: stamp.requestHash,
+                                           firstAt: context.at))
+        }
         state.upsert(AdminTokenRow(adminTokenId: c.adminTokenId, name: c.name, tokenHash: c.tokenHash, createdAt: context.at))
         return .applied
     }

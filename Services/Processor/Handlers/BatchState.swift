@@ -114,6 +114,12 @@ struct BatchState {
         mutations.append(.putAuditEntry(entry))
     }
 
+    /// Remembers the first request of an admin create's idempotency key (ingest reads it; no
+    /// handler does: the created row's id is the key's).
+    mutating func record(_ key: IdempotencyKeyRow) {
+        mutations.append(.putIdempotencyKey(key))
+    }
+
     /// Stores the device. A device that changes hands loses its pending notifications: they
     /// were meant for the previous user.
     mutating func upsert(_ device: DeviceRow) {

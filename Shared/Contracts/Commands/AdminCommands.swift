@@ -27,9 +27,13 @@ public struct AppCreated: Command, Equatable {
     /// The id of the ingest request that wrote the command.
     public var requestId: String?
 
+    /// Set when the create carried an `Idempotency-Key`: the ids and tokens derive from it.
+    public var idempotency: IdempotencyStamp?
+
     public init(orgId: UUID, mobileAppId: UUID, name: String, tokenId: UUID, tokenHash: String,
                 tokenScopes: [ApiTokenScope]? = nil, clientTokenId: UUID? = nil, clientTokenHash: String? = nil,
-                actor: AdminActor? = nil, requestId: String? = nil) {
+                actor: AdminActor? = nil, requestId: String? = nil, idempotency: IdempotencyStamp? = nil) {
+        self.idempotency = idempotency
         self.orgId = orgId
         self.mobileAppId = mobileAppId
         self.name = name
@@ -67,8 +71,12 @@ public struct ApiTokenIssued: Command, Equatable {
     /// The id of the ingest request that wrote the command.
     public var requestId: String?
 
+    /// Set when the issue carried an `Idempotency-Key`: the token id and raw token derive from it.
+    public var idempotency: IdempotencyStamp?
+
     public init(mobileAppId: UUID, tokenId: UUID, tokenHash: String, scopes: [ApiTokenScope]? = nil,
-                actor: AdminActor? = nil, requestId: String? = nil) {
+                actor: AdminActor? = nil, requestId: String? = nil, idempotency: IdempotencyStamp? = nil) {
+        self.idempotency = idempotency
         self.mobileAppId = mobileAppId
         self.tokenId = tokenId
         self.tokenHash = tokenHash
@@ -220,13 +228,17 @@ public struct AdminTokenIssued: Command, Equatable {
     public var tokenHash: String
     public var actor: AdminActor?
     public var requestId: String?
+    /// Set when the create carried an `Idempotency-Key`: the id and raw token derive from it.
+    public var idempotency: IdempotencyStamp?
 
-    public init(adminTokenId: UUID, name: String, tokenHash: String, actor: AdminActor? = nil, requestId: String? = nil) {
+    public init(adminTokenId: UUID, name: String, tokenHash: String, actor: AdminActor? = nil, requestId: String? = nil,
+                idempotency: IdempotencyStamp? = nil) {
         self.adminTokenId = adminTokenId
         self.name = name
         self.tokenHash = tokenHash
         self.actor = actor
         self.requestId = requestId
+        self.idempotency = idempotency
     }
 
     public var recordKey: String { RecordKey.adminToken(adminTokenId) }
