@@ -323,7 +323,8 @@ public final class SQLiteProjectionStore: ProjectionStore {
     }
 
     public func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow? {
-        try await reading { db in
+        // One statement is its own snapshot: no transaction around it (every keyed send reads this).
+        try await readingOneStatement { db in
             let select = try db.cachedStatement(sql: """
                 SELECT \(SQLiteRows.deliveryColumns) FROM deliveries WHERE app_id = ? AND delivery_id = ?
                 """)
@@ -428,6 +429,16 @@ public final class SQLiteProjectionStore: ProjectionStore {
     private func reading<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await pool.read(body)
+        } catch {
+            throw Self.storeError(error)
+        }
+    }
+
+    /// `reading` without the transaction around it, for a body of one statement, which SQLite
+    /// runs on a snapshot of its own: two statements fewer on a hot read.
+    private func readingOneStatement<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.unsafeRead(body)
         } catch {
             throw Self.storeError(error)
         }
