@@ -10,7 +10,12 @@ public enum ApiTokens {
     public static func generate() -> String {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        return Data(bytes).base64EncodedString()
+        return base64url(Data(bytes))
+    }
+
+    /// `bytes` in base64url without padding: the form of every raw token.
+    public static func base64url(_ bytes: Data) -> String {
+        bytes.base64EncodedString()
             .replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")

@@ -56,8 +56,7 @@ public enum IdempotencyKeys {
     public static func derivedToken(secret: String, tokenId: UUID) -> String {
         let mac = HMAC<SHA256>.authenticationCode(for: Data("pushline api token\n\(tokenId.lowercasedString)".utf8),
                                                   using: SymmetricKey(data: Data(secret.utf8)))
-        return Data(mac).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        return ApiTokens.base64url(Data(mac))
     }
 
     /// Lower-case hex SHA-256 of a request body's bytes: a retry sends the same bytes.

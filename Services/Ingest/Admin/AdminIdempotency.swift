@@ -58,15 +58,18 @@ struct AdminCreateKey: Sendable {
     /// The raw token of `tokenId` for this caller.
     func token(_ tokenId: UUID) -> String { IdempotencyKeys.derivedToken(secret: secret, tokenId: tokenId) }
 
-    /// 409 when a stored token is not the one this caller's admin token derives: the create was
-    /// made with another admin token of the same actor (the bootstrap token was changed since),
-    /// and its raw tokens cannot be shown again.
-    static func check(_ raw: String, against stored: ApiTokenRow?) throws {
-        guard let stored, ApiTokens.constantTimeEquals(ApiTokens.hash(raw), stored.tokenHash) else {
+    /// The stored token row (an API or admin token) when `raw` is its token; 409 when it is not
+    /// the one this caller's admin token derives (or there is none): the create was made with
+    /// another admin token of the same actor (the bootstrap token was changed since), and its raw
+    /// tokens cannot be shown again.
+    @discardableResult
+    static func check<Row>(_ raw: String, against stored: Row?, hash: KeyPath<Row, String>) throws -> Row {
+        guard let stored, ApiTokens.constantTimeEquals(ApiTokens.hash(raw), stored[keyPath: hash]) else {
             throw IngestError.rejected(.conflict, Problem(
                 error: "this create was made with another admin token, and its raw tokens are shown only to the token that made it",
                 field: IdempotencyKeys.header))
         }
+        return stored
     }
 }
 

@@ -77,8 +77,8 @@ struct AdminRoutes: Sendable {
         guard let app else { throw Self.unknownApp }
         let (serverTokenId, clientTokenId) = Self.tokenIds(of: appId)
         let (serverToken, clientToken) = (keyed.token(serverTokenId), keyed.token(clientTokenId))
-        try AdminCreateKey.check(serverToken, against: tokens.first { $0.tokenId == serverTokenId })
-        try AdminCreateKey.check(clientToken, against: tokens.first { $0.tokenId == clientTokenId })
+        try AdminCreateKey.check(serverToken, against: tokens.first { $0.tokenId == serverTokenId }, hash: \.tokenHash)
+        try AdminCreateKey.check(clientToken, against: tokens.first { $0.tokenId == clientTokenId }, hash: \.tokenHash)
         var headers = Self.secretHeaders
         headers[.idempotentReplayed] = "true"
         return try JSONResponse.make(
@@ -103,11 +103,11 @@ struct AdminRoutes: Sendable {
         if let keyed {
             switch try await keyed.lookup(in: store, window: idempotencyWindow, context: context) {
             case .applied(let issued):
-                let stored = try await readStore(context) { try await store.apiTokens(app: mobileAppId) }.first { $0.tokenId == issued }
-                try AdminCreateKey.check(keyed.token(issued), against: stored)
+                let row = try await readStore(context) { try await store.apiTokens(app: mobileAppId) }.first { $0.tokenId == issued }
+                let stored = try AdminCreateKey.check(keyed.token(issued), against: row, hash: \.tokenHash)
                 var headers = Self.secretHeaders
                 headers[.idempotentReplayed] = "true"
-                return try JSONResponse.make(AdminAPI.TokenIssuedAnswer(tokenId: issued, apiToken: keyed.token(issued), scopes: stored?.scopes ?? scopes),
+                return try JSONResponse.make(AdminAPI.TokenIssuedAnswer(tokenId: issued, apiToken: keyed.token(issued), scopes: stored.scopes ?? scopes),
                                              status: .created, encoder: encoder, headers: headers)
             case .new(let id):
                 (tokenId, token) = (id, keyed.token(id))
