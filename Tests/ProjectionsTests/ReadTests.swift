@@ -164,4 +164,30 @@ import Testing
             #expect(notMine == nil)
         }
     }
+
+    /// The read every keyed send makes (`delivery`, on a connection of its own in SQLite): the
+    /// app's row, written by another connection just before, and nothing of another app's.
+    @Test(arguments: StoreBackend.allCases)
+    func testADeliveryReadAloneSeesTheLastCommitOfItsAppOnly(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let mine = Fixture.delivery(app: UUID(), sent: 7)
+            let theirsSameId = Fixture.delivery(app: UUID(), id: mine.deliveryId, kind: .im, managed: false, sent: 1)
+            let theirsOnly = Fixture.delivery(app: theirsSameId.appId)
+            #expect(try await store.delivery(app: mine.appId, deliveryId: mine.deliveryId) == nil)
+            try await store.commit(mutations: [mine, theirsSameId, theirsOnly].map(Mutation.putDelivery), offsets: [])
+            var counted = mine
+            counted.duplicates = 2
+            try await store.commit(mutations: [.putDelivery(counted)], offsets: [])
+
+            // Reads from many tasks at once.
+            let found = try await withThrowingTaskGroup(of: DeliveryRow?.self) { group in
+                for _ in 0..<16 { group.addTask { try await store.delivery(app: mine.appId, deliveryId: mine.deliveryId) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(found == Array(repeating: counted, count: 16))
+            #expect(try await store.delivery(app: theirsSameId.appId, deliveryId: mine.deliveryId) == theirsSameId)
+            #expect(try await store.delivery(app: mine.appId, deliveryId: theirsOnly.deliveryId) == nil)
+        }
+    }
 }

@@ -14,6 +14,8 @@ import Synchronization
 public final class SQLiteProjectionStore: ProjectionStore {
     /// Internal so that tests can inspect tables that have no reading API (attempt history).
     let pool: DatabasePool
+    /// Connections for `delivery`, read on the calling thread.
+    private let inlineReaders: SQLiteInlineReaders
     private let logger: Logger
     /// How much of the file each connection reads through a memory map.
     private static let mapBytes = 1 << 30
@@ -48,6 +50,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
                     """)
             }
             pool = try DatabasePool(path: path, configuration: configuration)
+            inlineReaders = SQLiteInlineReaders(path: path, configuration: configuration)
             try SQLiteSchema.prepare(pool, logger: logger)
             keepsChangelog = try pool.read { db in try SQLiteChangelog.position(in: db) } != nil
         } catch {
@@ -323,13 +326,22 @@ public final class SQLiteProjectionStore: ProjectionStore {
     }
 
     public func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow? {
-        // One statement is its own snapshot: no transaction around it (every keyed send reads this).
-        try await readingOneStatement { db in
-            let select = try db.cachedStatement(sql: """
-                SELECT \(SQLiteRows.deliveryColumns) FROM deliveries WHERE app_id = ? AND delivery_id = ?
-                """)
-            return try Row.fetchOne(select, arguments: [SQLiteValues.text(appId), SQLiteValues.text(deliveryId)])
-                .map(SQLiteRows.delivery)
+        // Every keyed send reads this, and almost always finds nothing: one statement (its own
+        // snapshot, no transaction around it) on the calling thread (`SQLiteInlineReaders`),
+        // bound through SQLite's C API.
+        do {
+            return try inlineReaders.read { db in
+                let select = SQLiteRawStatement(try db.cachedStatement(sql: """
+                    SELECT \(SQLiteRows.deliveryColumns) FROM deliveries WHERE app_id = ? AND delivery_id = ?
+                    """))
+                select.bind(1, appId)
+                select.bind(2, deliveryId)
+                var found: DeliveryRow?
+                try select.forEachRow(in: db) { found = try SQLiteRows.delivery(select, appId: appId) }
+                return found
+            }
+        } catch {
+            throw Self.storeError(error)
         }
     }
 
@@ -429,16 +441,6 @@ public final class SQLiteProjectionStore: ProjectionStore {
     private func reading<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await pool.read(body)
-        } catch {
-            throw Self.storeError(error)
-        }
-    }
-
-    /// `reading` without the transaction around it, for a body of one statement, which SQLite
-    /// runs on a snapshot of its own: two statements fewer on a hot read.
-    private func readingOneStatement<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        do {
-            return try await pool.unsafeRead(body)
         } catch {
             throw Self.storeError(error)
         }

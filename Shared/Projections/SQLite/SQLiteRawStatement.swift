@@ -78,6 +78,11 @@ struct SQLiteRawStatement {
         return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, index))), as: UTF8.self)
     }
 
+    /// Column `index` of the current row as text, nil for a NULL.
+    func optionalText(_ index: Int32) -> String? {
+        sqlite3_column_type(handle, index) == SQLITE_NULL ? nil : text(index)
+    }
+
     func int64(_ index: Int32) -> Int64 {
         sqlite3_column_int64(handle, index)
     }

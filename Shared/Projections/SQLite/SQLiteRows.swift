@@ -146,6 +146,26 @@ enum SQLiteRows {
             conflicts: row.decode(atIndex: 13))
     }
 
+    /// The current row of a statement selecting `deliveryColumns` of `appId`'s deliveries, read
+    /// through SQLite's C API (the read of every keyed send).
+    static func delivery(_ statement: SQLiteRawStatement, appId: UUID) throws -> DeliveryRow {
+        try DeliveryRow(
+            appId: appId,
+            deliveryId: SQLiteValues.uuid(statement.text(1), column: "deliveries.delivery_id"),
+            kind: SQLiteValues.decode(NotificationKind.self, statement.text(2), column: "deliveries.kind"),
+            managed: statement.int64(3) != 0,
+            tracking: statement.int64(4) != 0,
+            sent: Int(statement.int64(5)),
+            createdAt: SQLiteValues.date(millis: statement.int64(6)),
+            delivered: Int(statement.int64(7)),
+            failed: Int(statement.int64(8)),
+            unregistered: Int(statement.int64(9)),
+            idempotencyKey: statement.optionalText(10),
+            requestHash: statement.optionalText(11),
+            duplicates: Int(statement.int64(12)),
+            conflicts: Int(statement.int64(13)))
+    }
+
     static let outcomeColumns = "app_id, delivery_id, message_index, device_token, outcome, reason, reported_at"
 
     static func outcome(_ row: Row) throws -> DeliveryOutcomeRow {
