@@ -19,13 +19,13 @@ public struct RebuildCommand: AsyncParsableCommand {
 
             Switching a running stack over (the old store keeps serving reads meanwhile):
               1. pushline-processor rebuild --store NEW --previous OLD
-                 (replays up to OLD's offsets; repeat it to catch up, it resumes)
+                 (builds up to OLD's offsets; repeat it to catch up, it resumes)
               2. stop the processors that use OLD (ingest keeps accepting), then
                  pushline-processor rebuild --store NEW --previous OLD --switch
-                 (replays the last records, copies OLD's outbox with its delivery progress)
+                 (takes in the last records, copies OLD's outbox with its delivery progress)
               3. start the processors and ingest with PUSHLINE_STORE=NEW.
-            Without --previous (the old store is lost), NEW must be empty and is replayed to the \
-            topics' current end.
+            Without --previous (the old store is lost), NEW must be empty and is built up to the \
+            current end of the changelog (or of the command topics).
             """
     )
 
