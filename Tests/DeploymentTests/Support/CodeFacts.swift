@@ -74,6 +74,23 @@ struct CodeFacts: Equatable {
         return names
     }
 
+    /// Every metric name (a `"pushline_…"` string literal) in the executables' sources.
+    static func metricsOfEveryExecutable(repository: URL) throws -> Set<String> {
+        try Set(swiftSources(["Services", "Shared"], in: repository).flatMap { source in
+            source.matches(of: #/"(pushline_[a-z0-9_]+)"/#).map { String($0.output.1) }
+        })
+    }
+
+    /// The metric names in the first column of the README's metrics table (under "### Metrics").
+    static func metricsTable(inReadme readme: String) -> Set<String> {
+        guard let start = readme.range(of: "\n### Metrics\n") else { return [] }
+        let section = readme[start.upperBound...]
+        let end = section.range(of: "\n#")?.lowerBound ?? section.endIndex
+        return Set(section[..<end].split(separator: "\n").compactMap { line in
+            line.firstMatch(of: #/^\| `(pushline_[a-z0-9_]+)`/#).map { String($0.output.1) }
+        })
+    }
+
     private static func swiftSources(_ folders: [String], in repository: URL) throws -> [String] {
         var sources: [String] = []
         for folder in folders {
