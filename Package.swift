@@ -84,19 +84,47 @@ let package = Package(
             dependencies: ["Contracts", hummingbird, prometheus],
             path: "Shared/Operations"
         ),
+        // The projection model: rows, keys, mutations, state queries, the write plan, the dump
+        // format and the stores' interfaces. Pure values: it links no database driver.
         .target(
             name: "Projections",
+            dependencies: ["Contracts"],
+            path: "Shared/Projections/Model"
+        ),
+        // The changelog's byte format and the restore's external merge sort.
+        .target(
+            name: "ProjectionChangelog",
+            dependencies: ["Projections", "Contracts"],
+            path: "Shared/Projections/Changelog"
+        ),
+        // The SQLite store: connections, transactions, its schema and its own reads.
+        .target(
+            name: "SQLiteProjections",
             dependencies: [
-                "Contracts", "Settings",
-                // A restore computes the SHA-256 keys of device tokens itself (PostgresCopyText).
-                .product(name: "Crypto", package: "swift-crypto"),
+                "Projections", "ProjectionChangelog", "Contracts",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                logging,
+            ],
+            path: "Shared/Projections/SQLite"
+        ),
+        // The PostgreSQL store: connections, transactions, its schema and its own reads.
+        .target(
+            name: "PostgresProjections",
+            dependencies: [
+                "Projections", "ProjectionChangelog", "Contracts",
+                // A restore computes the SHA-256 keys of device tokens itself (PostgresCopyText).
+                .product(name: "Crypto", package: "swift-crypto"),
                 postgresNIO,
                 logging,
-                serviceLifecycle,
             ],
-            path: "Shared/Projections"
+            path: "Shared/Projections/Postgres"
+        ),
+        // Opens the store a location names (a SQLite path or a postgres:// URL), as a Service.
+        .target(
+            name: "ProjectionStores",
+            dependencies: ["Projections", "SQLiteProjections", "PostgresProjections", "Settings", logging, serviceLifecycle],
+            path: "Shared/Projections/Stores"
         ),
         .target(
             name: "Ingest",
@@ -119,7 +147,7 @@ let package = Package(
         .target(
             name: "Processor",
             dependencies: [
-                "Contracts", "Kafka", "Projections", "Settings",
+                "Contracts", "Kafka", "Projections", "ProjectionChangelog", "ProjectionStores", "Settings",
                 logging,
                 metrics,
                 serviceLifecycle,
@@ -133,7 +161,7 @@ let package = Package(
         .target(
             name: "ProcessorServer",
             dependencies: [
-                "Contracts", "Kafka", "Operations", "Processor", "Projections",
+                "Contracts", "Kafka", "Operations", "Processor", "Projections", "ProjectionStores",
                 hummingbird,
                 asyncHTTPClient,
                 logging,
@@ -168,7 +196,7 @@ let package = Package(
         .executableTarget(
             name: "IngestMain",
             // Every module it imports, named: the build recompiles it when one of them changes.
-            dependencies: ["Ingest", "Kafka", "Projections", "Settings", logging, metrics, prometheus, serviceLifecycle, argumentParser,
+            dependencies: ["Ingest", "Kafka", "Projections", "ProjectionStores", "Settings", logging, metrics, prometheus, serviceLifecycle, argumentParser,
                            nioCore, nioPosix],
             path: "Services/IngestMain"
         ),
@@ -179,7 +207,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "SenderMain",
-            dependencies: ["Sender", "Operations", "Projections", "Settings", hummingbird, logging, metrics, prometheus, serviceLifecycle,
+            dependencies: ["Sender", "Operations", "Projections", "ProjectionStores", "Settings", hummingbird, logging, metrics, prometheus, serviceLifecycle,
                            argumentParser],
             path: "Services/SenderMain"
         ),
@@ -209,7 +237,7 @@ let package = Package(
         ),
         // `outbound` (scripts/bench-sender) seals the mocks' credentials into a store: Projections, Settings, the keys' types.
         .executableTarget(name: "LoadGen",
-                          dependencies: ["TestSupport", "Contracts", "Kafka", "Projections", "Settings", logging,
+                          dependencies: ["TestSupport", "Contracts", "Kafka", "Projections", "ProjectionStores", "Settings", logging,
                                          .product(name: "Crypto", package: "swift-crypto"),
                                          .product(name: "_CryptoExtras", package: "swift-crypto")],
                           path: "Tests/LoadGen"),
@@ -232,7 +260,8 @@ let package = Package(
                                                         logging]),
         // The admin CLI's pure parts (arguments, messages, tables); AdminCLITests runs the binary.
         .testTarget(name: "PushlineCLITests", dependencies: ["PushlineCLI", "Contracts"]),
-        .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "Contracts", "TestSupport"]),
+        .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "ProjectionChangelog", "SQLiteProjections", "PostgresProjections",
+                                                          "Contracts", "TestSupport"]),
         .testTarget(
             name: "IngestTests",
             dependencies: ["Ingest", "Contracts", "Kafka", "Projections", "TestSupport",
@@ -242,13 +271,14 @@ let package = Package(
                            prometheus,
                            yams]
         ),
-        .testTarget(name: "ProcessorTests", dependencies: ["Processor", "ProcessorServer", "Contracts", "Projections", "Kafka", "TestSupport",
+        .testTarget(name: "ProcessorTests", dependencies: ["Processor", "ProcessorServer", "Contracts", "Projections", "ProjectionChangelog",
+                                                         "ProjectionStores", "Kafka", "TestSupport",
                                                          prometheus]),
         // Checks Dockerfile and compose/ against the code (variables, routes); reads files only.
         .testTarget(name: "DeploymentTests", dependencies: [yams]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["Contracts", "Kafka", "Projections", "Sender", "TestSupport",
+            dependencies: ["Contracts", "Kafka", "Projections", "ProjectionStores", "SQLiteProjections", "PostgresProjections", "Sender", "TestSupport",
                            asyncHTTPClient,
                            hummingbird]
         ),

@@ -7,6 +7,7 @@ import Metrics
 import NIOCore
 import NIOPosix
 import Projections
+import ProjectionStores
 import Prometheus
 import ServiceLifecycle
 import Settings

@@ -10,6 +10,7 @@ import Operations
 import Prometheus
 import Processor
 import Projections
+import ProjectionStores
 import ServiceLifecycle
 
 /// Builds and runs the processor: topics, projection store, consumer loop, outbox dispatcher

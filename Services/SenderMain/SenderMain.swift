@@ -6,6 +6,7 @@ import Logging
 import Metrics
 import Operations
 import Projections
+import ProjectionStores
 import Prometheus
 import Sender
 import ServiceLifecycle

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOHTTP1
 import Projections
+import ProjectionStores
 import TestSupport
 import XCTest
 

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Projections
+import PostgresProjections
 import TestSupport
 import XCTest
 

@@ -3,6 +3,7 @@ import Foundation
 import Kafka
 import Logging
 import Projections
+import SQLiteProjections
 import TestSupport
 import XCTest
 

@@ -6,6 +6,7 @@ import Foundation
 import Kafka
 import Logging
 import Projections
+import ProjectionStores
 import TestSupport
 import XCTest
 

@@ -5,6 +5,7 @@ import Foundation
 import Kafka
 import Logging
 import Projections
+import ProjectionStores
 import Settings
 import TestSupport
 

@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Logging
 import Projections
+import ProjectionStores
 import Synchronization
 import XCTest
 @testable import Processor

@@ -3,6 +3,8 @@ import Foundation
 import Kafka
 import Logging
 import Projections
+import ProjectionChangelog
+import ProjectionStores
 import TestSupport
 import XCTest
 @testable import Processor

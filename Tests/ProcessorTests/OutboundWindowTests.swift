@@ -3,6 +3,7 @@ import Foundation
 import Kafka
 import Logging
 import Projections
+import ProjectionStores
 import TestSupport
 import XCTest
 @testable import Processor

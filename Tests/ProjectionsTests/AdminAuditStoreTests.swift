@@ -1,6 +1,9 @@
 import Contracts
 import Foundation
 @testable import Projections
+@testable import SQLiteProjections
+@testable import PostgresProjections
+@testable import ProjectionChangelog
 import Testing
 
 /// Named admin tokens and the audit trail in both stores: written, read back, filtered and paged

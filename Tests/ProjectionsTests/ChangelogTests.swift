@@ -1,6 +1,9 @@
 import Contracts
 import Foundation
 @testable import Projections
+@testable import SQLiteProjections
+@testable import PostgresProjections
+@testable import ProjectionChangelog
 import Testing
 
 /// The changelog on the store side: the entry format, the outbox every commit writes to, and a

@@ -1,6 +1,9 @@
 import Contracts
 import Foundation
 @testable import Projections
+@testable import PostgresProjections
+@testable import ProjectionChangelog
+@testable import SQLiteProjections
 import Testing
 
 @Suite(.serialized) struct LoadTests {

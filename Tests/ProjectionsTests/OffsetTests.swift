@@ -2,6 +2,9 @@ import Contracts
 import Foundation
 import GRDB
 @testable import Projections
+@testable import ProjectionChangelog
+@testable import PostgresProjections
+@testable import SQLiteProjections
 import Testing
 
 @Suite(.serialized) struct OffsetTests {

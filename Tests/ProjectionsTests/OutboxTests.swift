@@ -1,6 +1,9 @@
 import Contracts
 import Foundation
 @testable import Projections
+@testable import SQLiteProjections
+@testable import PostgresProjections
+@testable import ProjectionChangelog
 import Testing
 
 @Suite(.serialized) struct OutboxTests {

@@ -2,6 +2,10 @@ import Contracts
 import Foundation
 import Logging
 @testable import Projections
+@testable import ProjectionChangelog
+@testable import PostgresProjections
+@testable import SQLiteProjections
+import ProjectionStores
 import TestSupport
 import XCTest
 

@@ -2,6 +2,9 @@ import Contracts
 import Foundation
 import GRDB
 @testable import Projections
+@testable import PostgresProjections
+@testable import ProjectionChangelog
+@testable import SQLiteProjections
 import XCTest
 
 /// SQLite's own schema handling: file creation, `user_version`, migrations of older files.

@@ -3,6 +3,9 @@ import Foundation
 import GRDB
 import Logging
 @testable import Projections
+@testable import ProjectionChangelog
+@testable import PostgresProjections
+@testable import SQLiteProjections
 import TestSupport
 import Testing
 import XCTest

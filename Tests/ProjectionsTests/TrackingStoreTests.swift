@@ -1,6 +1,9 @@
 import Contracts
 import Foundation
 @testable import Projections
+@testable import SQLiteProjections
+@testable import PostgresProjections
+@testable import ProjectionChangelog
 import Testing
 
 /// The tracking rows (docs/API.md#delivery-statistics) and park marks in a real store: counting,

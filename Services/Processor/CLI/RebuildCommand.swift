@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Projections
+import ProjectionStores
 
 /// `rebuild`: the one definition of the rebuild command, its options and its output, shared
 /// by `pushline-processor rebuild` and the admin CLI's `pushline rebuild`.

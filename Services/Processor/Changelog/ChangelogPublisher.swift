@@ -3,6 +3,7 @@ import Kafka
 import Logging
 import Metrics
 import Projections
+import ProjectionChangelog
 import ServiceLifecycle
 import Synchronization
 

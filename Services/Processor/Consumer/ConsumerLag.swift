@@ -2,6 +2,7 @@ import Foundation
 import Kafka
 import Logging
 import Projections
+import ProjectionStores
 
 /// How far the projection store is behind the command topics, partition by partition: what
 /// `pushline lag` shows.

@@ -3,6 +3,7 @@ import Foundation
 import Kafka
 import Logging
 import Projections
+import ProjectionStores
 
 /// What an operator does with dead letters (`pushline dead-letters`): list them, and apply one
 /// again once its cause is fixed. Both work on the store directly, like `pushline lag`.

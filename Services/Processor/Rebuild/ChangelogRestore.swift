@@ -2,6 +2,7 @@ import Foundation
 import Kafka
 import Logging
 import Projections
+import ProjectionChangelog
 
 /// The rebuild's default source: restores a store from the changelog topic
 /// (docs/ARCHITECTURE.md#changelog-and-restore), writing the entries that another store of the

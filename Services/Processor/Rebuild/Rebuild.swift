@@ -3,6 +3,7 @@ import Foundation
 import Kafka
 import Logging
 import Projections
+import ProjectionStores
 import Synchronization
 
 /// `pushline-processor rebuild`: builds the projections anew from the command topics, from offset

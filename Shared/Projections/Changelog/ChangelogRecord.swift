@@ -1,4 +1,5 @@
 import Foundation
+import Projections
 
 /// A part of a changelog entry as a record of the changelog topic: keyed by the lineage, its
 /// value the entry's sequence number (8 bytes, big-endian), the part's index and the number of

@@ -1,4 +1,5 @@
 import Foundation
+import Projections
 
 /// Puts the mutations of a restore into an empty store in the order of the rows they touch
 /// (docs/ARCHITECTURE.md#changelog-and-restore): B-trees filled in key order append to their
@@ -319,33 +320,19 @@ public final class ChangelogSorter {
     }
 }
 
-/// A part of a sorter's mutations, in group order (`ChangelogSorter.drain`).
-public struct SortedChunk: Sendable {
-    public var mutations: [Mutation]
-    /// Where each group begins in `mutations` (the first one, where a chunk begins inside a group).
-    public var groupStarts: [Int]
-    /// Whether the chunk holds every mutation of each group in it.
-    public var wholeGroups: Bool
-
-    /// The mutations of each group, in order.
-    public var groups: [ArraySlice<Mutation>] {
-        zip(groupStarts, groupStarts.dropFirst() + [mutations.count]).map { mutations[$0..<$1] }
-    }
-}
-
 extension ChangelogWriter {
-    mutating func fixed32(_ value: Int) {
+    package mutating func fixed32(_ value: Int) {
         withUnsafeBytes(of: UInt32(value).littleEndian) { bytes.append(contentsOf: $0) }
     }
 
-    mutating func patch32(at index: Int, _ value: Int) {
+    package mutating func patch32(at index: Int, _ value: Int) {
         withUnsafeBytes(of: UInt32(value).littleEndian) { raw in
             for i in 0..<4 { bytes[index + i] = raw[i] }
         }
     }
 
     /// A text key part: its bytes and a 0 (so that a shorter text sorts first, as in the tables).
-    mutating func keyText(_ value: String) {
+    package mutating func keyText(_ value: String) {
         var s = value
         s.withUTF8 { bytes.append(contentsOf: $0) }
         bytes.append(0)
@@ -353,7 +340,7 @@ extension ChangelogWriter {
 
     /// The mutation's table and the part of the row key that every mutation able to touch the
     /// same row shares, in the table's primary key order (a UUID's bytes order as its text).
-    mutating func groupKey(of mutation: Mutation) {
+    package mutating func groupKey(of mutation: Mutation) {
         switch mutation {
         case .upsertApp(let a):
             byte(1); uuid(a.appId)

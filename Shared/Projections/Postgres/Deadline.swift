@@ -1,3 +1,5 @@
+import ProjectionChangelog
+import Projections
 import Synchronization
 
 /// Runs `work` as a task of its own and returns what it returns or throws, unless `limit`

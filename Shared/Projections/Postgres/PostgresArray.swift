@@ -1,3 +1,5 @@
+import ProjectionChangelog
+import Projections
 import PostgresNIO
 
 /// A one-dimensional array parameter whose elements may be NULL, in PostgreSQL's binary array

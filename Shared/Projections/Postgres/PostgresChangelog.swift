@@ -1,3 +1,5 @@
+import ProjectionChangelog
+import Projections
 import Logging
 import PostgresNIO
 

@@ -1,6 +1,8 @@
 import Contracts
 import Crypto
 import Foundation
+import ProjectionChangelog
+import Projections
 import NIOCore
 
 /// Rows in the text format of `COPY … FROM STDIN`, written straight into a `ByteBuffer`

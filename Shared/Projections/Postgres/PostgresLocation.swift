@@ -1,4 +1,6 @@
 import Foundation
+import ProjectionChangelog
+import Projections
 
 /// Where a PostgreSQL store lives, parsed from a `postgres://` or `postgresql://` URL:
 ///

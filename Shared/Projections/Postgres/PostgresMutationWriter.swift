@@ -1,4 +1,6 @@
 import Foundation
+import ProjectionChangelog
+import Projections
 import Logging
 import PostgresNIO
 

@@ -1,5 +1,7 @@
 import Contracts
 import Foundation
+import ProjectionChangelog
+import Projections
 import Logging
 import PostgresNIO
 import Synchronization

@@ -1,5 +1,7 @@
 import Contracts
 import Foundation
+import ProjectionChangelog
+import Projections
 import PostgresNIO
 
 /// The column lists every PostgreSQL query selects, and the decoding of those rows into model

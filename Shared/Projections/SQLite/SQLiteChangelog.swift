@@ -1,4 +1,6 @@
 import Foundation
+import ProjectionChangelog
+import Projections
 import GRDB
 
 /// The changelog outbox and position of the SQLite store (schema version 9).

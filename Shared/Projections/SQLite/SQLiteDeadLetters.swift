@@ -1,4 +1,6 @@
 import Foundation
+import ProjectionChangelog
+import Projections
 import GRDB
 
 /// Dead letters and the store's creation time, in the SQLite store (schema version 5).

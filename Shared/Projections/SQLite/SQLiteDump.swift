@@ -1,4 +1,6 @@
 import Foundation
+import ProjectionChangelog
+import Projections
 import GRDB
 
 /// `ProjectionDump`'s text, read from SQLite: one read of each table in key order.

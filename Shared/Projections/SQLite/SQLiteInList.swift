@@ -1,3 +1,5 @@
+import ProjectionChangelog
+import Projections
 /// Splits many keys into `IN (?, …)` lists of a few fixed lengths.
 ///
 /// A batch asks for up to thousands of keys. One statement per key costs a round through

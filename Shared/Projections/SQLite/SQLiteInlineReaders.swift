@@ -1,3 +1,5 @@
+import ProjectionChangelog
+import Projections
 import GRDB
 import Synchronization
 

@@ -1,4 +1,6 @@
 import Foundation
+import ProjectionChangelog
+import Projections
 import GRDB
 
 /// Applies the mutations of one commit, in order, inside the commit's write transaction.

@@ -1,3 +1,5 @@
+import ProjectionChangelog
+import Projections
 import GRDB
 
 /// The consumed offsets stored beside the projections, and the check that makes a commit

@@ -1,5 +1,7 @@
 import Contracts
 import Foundation
+import ProjectionChangelog
+import Projections
 import GRDB
 
 /// The dispatcher's side of the outbox: leasing due jobs and recording their attempts.

@@ -1,4 +1,6 @@
 import Foundation
+import ProjectionChangelog
+import Projections
 import GRDB
 
 /// Tracking reports stored before their delivery's send (schema version 6): the pairs' park

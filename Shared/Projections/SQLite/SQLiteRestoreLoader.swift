@@ -1,4 +1,6 @@
 import Foundation
+import ProjectionChangelog
+import Projections
 import GRDB
 
 /// Writes a restore's final rows (`RestoredRows`) into the empty tables `beginRestore`

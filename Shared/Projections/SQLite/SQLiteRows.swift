@@ -1,5 +1,7 @@
 import Contracts
 import Foundation
+import ProjectionChangelog
+import Projections
 import GRDB
 
 /// The column lists every query selects, and the decoding of those rows into model values.

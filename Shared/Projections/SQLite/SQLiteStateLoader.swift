@@ -1,5 +1,7 @@
 import Contracts
 import Foundation
+import ProjectionChangelog
+import Projections
 import GRDB
 
 /// Answers a `StateQuery` inside one read transaction, so the snapshot is consistent.

@@ -1,5 +1,7 @@
 import Contracts
 import Foundation
+import ProjectionChangelog
+import Projections
 
 /// How model values become SQLite column values and back.
 ///

@@ -4,24 +4,24 @@ import Foundation
 /// How model values become stored column values and back, in every backend alike: dates are
 /// integer milliseconds since 1970, header maps sorted-key JSON from the project's one coder
 /// setup, so that the same commits give the same rows (and dumps) in SQLite and PostgreSQL.
-enum ProjectionValues {
+package enum ProjectionValues {
     /// Rounded rather than truncated: a date built from whole milliseconds is often a hair
     /// below them as a `Double`.
-    static func millis(_ date: Date) -> Int64 {
+    package static func millis(_ date: Date) -> Int64 {
         Int64((date.timeIntervalSince1970 * 1000).rounded())
     }
 
-    static func date(millis: Int64) -> Date {
+    package static func date(millis: Int64) -> Date {
         Date(timeIntervalSince1970: Double(millis) / 1000)
     }
 
-    static func headersJSON(_ headers: [String: String]) throws -> String {
+    package static func headersJSON(_ headers: [String: String]) throws -> String {
         // Most jobs and apps carry no extra headers; skip the encoder for them.
         if headers.isEmpty { return "{}" }
         return String(decoding: try encoder.encode(headers), as: UTF8.self)
     }
 
-    static func headers(json: String, column: String) throws -> [String: String] {
+    package static func headers(json: String, column: String) throws -> [String: String] {
         if json == "{}" { return [:] }
         do {
             return try decoder.decode([String: String].self, from: Data(json.utf8))
@@ -31,11 +31,11 @@ enum ProjectionValues {
     }
 
     /// An API token's scopes as stored (`client,server`); NULL for a legacy token.
-    static func scopesColumn(_ scopes: [ApiTokenScope]?) -> String? {
+    package static func scopesColumn(_ scopes: [ApiTokenScope]?) -> String? {
         ApiTokenScopes.column(scopes)
     }
 
-    static func scopes(column: String?) throws -> [ApiTokenScope]? {
+    package static func scopes(column: String?) throws -> [ApiTokenScope]? {
         do {
             return try ApiTokenScopes.parse(column: column)
         } catch {
@@ -44,12 +44,12 @@ enum ProjectionValues {
     }
 
     /// NULL for an app without credentials.
-    static func pushCredentialsJSON(_ credentials: PushCredentials?) throws -> String? {
+    package static func pushCredentialsJSON(_ credentials: PushCredentials?) throws -> String? {
         guard let credentials, !credentials.isEmpty else { return nil }
         return try credentials.storedJSON()
     }
 
-    static func pushCredentials(json: String?) throws -> PushCredentials? {
+    package static func pushCredentials(json: String?) throws -> PushCredentials? {
         guard let json else { return nil }
         do {
             return try PushCredentials.fromStoredJSON(json)
@@ -58,7 +58,7 @@ enum ProjectionValues {
         }
     }
 
-    static func decode<T: RawRepresentable>(_ type: T.Type, _ raw: T.RawValue, column: String) throws -> T {
+    package static func decode<T: RawRepresentable>(_ type: T.Type, _ raw: T.RawValue, column: String) throws -> T {
         guard let value = T(rawValue: raw) else {
             throw ProjectionStoreError.database("column \(column) holds unknown value '\(raw)'")
         }
@@ -72,7 +72,7 @@ enum ProjectionValues {
 extension OutboxAttemptResult {
     /// What this attempt makes of its job, for both stores: its state, the audit record's
     /// outcome, and when it is due next (`stored`, unless the attempt asks for a retry).
-    func settle(nextAttemptAt stored: Int64) -> (state: OutboxState, outcome: WebhookAttemptRecord.Outcome, nextAttemptAt: Int64) {
+    package func settle(nextAttemptAt stored: Int64) -> (state: OutboxState, outcome: WebhookAttemptRecord.Outcome, nextAttemptAt: Int64) {
         switch next {
         case .delivered: (.delivered, .delivered, stored)
         case .retry(let at): (.pending, .retrying, ProjectionValues.millis(at))

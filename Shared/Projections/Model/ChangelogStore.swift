@@ -60,8 +60,8 @@ public protocol ChangelogStore: Sendable {
 /// The secondary indexes of both stores (the same names in each), which a restore drops and
 /// builds again at its end: building an index once over the loaded rows costs far less than
 /// keeping it up to date row by row.
-enum SecondaryIndexes {
-    static let names = [
+package enum SecondaryIndexes {
+    package static let names = [
         "api_tokens_by_app", "api_tokens_by_hash", "devices_by_user", "acks_by_notification", "deliveries_by_id",
         "parked_tracking_by_time", "outbox_due", "delivery_outcomes_by_outcome",
         "admin_tokens_by_hash", "audit_log_by_time", "audit_log_by_app",
@@ -70,6 +70,6 @@ enum SecondaryIndexes {
 
 /// The tables a restore writes, which `beginRestore` empties: an empty store's restore writes
 /// its offsets last, so one that stopped left rows in a store that still looks empty.
-enum RestoredTables {
-    static let names = ProjectionDump.tables.map(\.table) + ["outbox_attempts", "dead_letters"]
+package enum RestoredTables {
+    package static let names = ProjectionDump.tables.map(\.table) + ["outbox_attempts", "dead_letters"]
 }

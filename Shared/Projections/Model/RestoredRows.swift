@@ -163,3 +163,23 @@ public struct RestoredRows: Sendable {
         }
     }
 }
+
+/// A part of a sorter's mutations, in group order (`ChangelogSorter.drain`).
+public struct SortedChunk: Sendable {
+    public var mutations: [Mutation]
+    /// Where each group begins in `mutations` (the first one, where a chunk begins inside a group).
+    public var groupStarts: [Int]
+    /// Whether the chunk holds every mutation of each group in it.
+    public var wholeGroups: Bool
+
+    package init(mutations: [Mutation], groupStarts: [Int], wholeGroups: Bool) {
+        self.mutations = mutations
+        self.groupStarts = groupStarts
+        self.wholeGroups = wholeGroups
+    }
+
+    /// The mutations of each group, in order.
+    public var groups: [ArraySlice<Mutation>] {
+        zip(groupStarts, groupStarts.dropFirst() + [mutations.count]).map { mutations[$0..<$1] }
+    }
+}

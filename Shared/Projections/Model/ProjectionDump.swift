@@ -9,10 +9,10 @@ import Foundation
 /// Outbox jobs appear without their delivery progress, and offsets and their event times not at
 /// all: they legitimately differ between runs that built the same state (a processor's own
 /// progress marks take their event time from its clock).
-enum ProjectionDump {
+package enum ProjectionDump {
     /// A column value as the dump shows it. Booleans are integers (0, 1), UUIDs and dates are
     /// what the stores keep (lower-case text, integer milliseconds).
-    enum Value {
+    package enum Value {
         case null
         case integer(Int64)
         case real(Double)
@@ -23,7 +23,7 @@ enum ProjectionDump {
     /// The dumped tables, in dump order: the column list and the primary key each is ordered by.
     /// Both backends run these as they are (PostgreSQL's text columns compare bytewise, as
     /// SQLite's do).
-    static let tables: [(table: String, columns: String, orderBy: String)] = [
+    package static let tables: [(table: String, columns: String, orderBy: String)] = [
         ("apps", "app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at, push_credentials", "app_id"),
         ("api_tokens", "token_id, app_id, token_hash, revoked, created_at, scopes", "token_id"),
         ("devices", "app_id, device_token, user_id, platform, version, updated_at", "app_id, device_token"),
@@ -43,7 +43,7 @@ enum ProjectionDump {
     ]
 
     /// Appends one row's line to `text`.
-    static func appendLine(table: String, _ columns: some Sequence<(String, Value)>, to text: inout String) {
+    package static func appendLine(table: String, _ columns: some Sequence<(String, Value)>, to text: inout String) {
         text += table
         for (column, value) in columns {
             text += " \(column)=\(render(value))"
@@ -51,7 +51,7 @@ enum ProjectionDump {
         text += "\n"
     }
 
-    static func render(_ value: Value) -> String {
+    package static func render(_ value: Value) -> String {
         switch value {
         case .null: "null"
         case .integer(let n): String(n)

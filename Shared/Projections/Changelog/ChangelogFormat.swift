@@ -1,19 +1,6 @@
 import Contracts
 import Foundation
-
-/// One commit of a store, as its changelog keeps it: the mutations the handlers decided and the
-/// partitions' offsets, in the order the commit wrote them (docs/ARCHITECTURE.md#changelog-and-restore).
-/// A store that starts empty and writes the entries of a changelog one after the other, in
-/// sequence order, holds what the store that committed them held.
-public struct ChangelogEntry: Sendable, Equatable {
-    public var mutations: [Mutation]
-    public var offsets: [OffsetUpdate]
-
-    public init(mutations: [Mutation], offsets: [OffsetUpdate]) {
-        self.mutations = mutations
-        self.offsets = offsets
-    }
-}
+import Projections
 
 /// The entry's bytes: a format byte, then the offsets and the mutations, each mutation a tag
 /// byte and its fields. Integers are variable-length (zig-zag for signed ones), strings and
@@ -22,7 +9,7 @@ public struct ChangelogEntry: Sendable, Equatable {
 /// enumerations their raw value. Compact and cheap both ways: every commit is encoded once,
 /// and a restore decodes the whole log.
 extension ChangelogEntry {
-    static let format: UInt8 = 1
+    package static let format: UInt8 = 1
 
     public func encoded() -> [UInt8] {
         var w = ChangelogWriter()
@@ -94,12 +81,12 @@ private enum Tag: UInt8 {
     case putIdempotencyKey = 42
 }
 
-struct ChangelogWriter {
-    var bytes: [UInt8] = []
+package struct ChangelogWriter {
+    package var bytes: [UInt8] = []
 
-    mutating func byte(_ b: UInt8) { bytes.append(b) }
+    package mutating func byte(_ b: UInt8) { bytes.append(b) }
 
-    mutating func uint(_ value: UInt64) {
+    package mutating func uint(_ value: UInt64) {
         var v = value
         while v >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
@@ -108,11 +95,11 @@ struct ChangelogWriter {
         bytes.append(UInt8(v))
     }
 
-    mutating func int(_ value: Int64) { uint(UInt64(bitPattern: (value << 1) ^ (value >> 63))) }
-    mutating func int(_ value: Int) { int(Int64(value)) }
-    mutating func bool(_ value: Bool) { bytes.append(value ? 1 : 0) }
+    package mutating func int(_ value: Int64) { uint(UInt64(bitPattern: (value << 1) ^ (value >> 63))) }
+    package mutating func int(_ value: Int) { int(Int64(value)) }
+    package mutating func bool(_ value: Bool) { bytes.append(value ? 1 : 0) }
 
-    mutating func string(_ value: String) {
+    package mutating func string(_ value: String) {
         var s = value
         s.withUTF8 { utf8 in
             uint(UInt64(utf8.count))
@@ -120,27 +107,27 @@ struct ChangelogWriter {
         }
     }
 
-    mutating func data(_ value: Data) {
+    package mutating func data(_ value: Data) {
         uint(UInt64(value.count))
         bytes.append(contentsOf: value)
     }
 
-    mutating func uuid(_ value: UUID) {
+    package mutating func uuid(_ value: UUID) {
         withUnsafeBytes(of: value.uuid) { bytes.append(contentsOf: $0) }
     }
 
-    mutating func date(_ value: Date) {
+    package mutating func date(_ value: Date) {
         let bits = value.timeIntervalSince1970.bitPattern
         withUnsafeBytes(of: bits.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
-    mutating func optional<T>(_ value: T?, _ write: (inout ChangelogWriter, T) -> Void) {
+    package mutating func optional<T>(_ value: T?, _ write: (inout ChangelogWriter, T) -> Void) {
         guard let value else { return byte(0) }
         byte(1)
         write(&self, value)
     }
 
-    mutating func headers(_ headers: [String: String]) {
+    package mutating func headers(_ headers: [String: String]) {
         uint(UInt64(headers.count))
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
             string(name)
@@ -148,12 +135,12 @@ struct ChangelogWriter {
         }
     }
 
-    mutating func pair(_ pair: TrackingPair) {
+    package mutating func pair(_ pair: TrackingPair) {
         uuid(pair.deliveryId)
         uuid(pair.appId)
     }
 
-    mutating func job(_ job: OutboxJob) {
+    package mutating func job(_ job: OutboxJob) {
         string(job.id)
         string(job.kind)
         optional(job.appId) { $0.uuid($1) }
@@ -169,12 +156,12 @@ struct ChangelogWriter {
         date(job.createdAt)
     }
 
-    mutating func partition(_ key: PartitionKey) {
+    package mutating func partition(_ key: PartitionKey) {
         string(key.topic)
         int(Int64(key.partition))
     }
 
-    mutating func mutation(_ mutation: Mutation) {
+    package mutating func mutation(_ mutation: Mutation) {
         switch mutation {
         case .upsertApp(let a):
             // An app without credentials keeps the bytes it had before credentials existed.
@@ -279,28 +266,28 @@ struct ChangelogWriter {
     }
 }
 
-struct ChangelogReader {
+package struct ChangelogReader {
     private let bytes: [UInt8]
     private var index = 0
 
     /// Bytes this process encoded from valid strings (a restore's run files) are not validated again.
     private let trusted: Bool
 
-    init(_ bytes: [UInt8], at index: Int = 0, trusted: Bool = false) {
+    package init(_ bytes: [UInt8], at index: Int = 0, trusted: Bool = false) {
         self.bytes = bytes
         self.index = index
         self.trusted = trusted
     }
 
-    var atEnd: Bool { index == bytes.count }
+    package var atEnd: Bool { index == bytes.count }
 
-    mutating func byte() throws -> UInt8 {
+    package mutating func byte() throws -> UInt8 {
         guard index < bytes.count else { throw ChangelogFormatError("truncated") }
         defer { index += 1 }
         return bytes[index]
     }
 
-    mutating func uint() throws -> UInt64 {
+    package mutating func uint() throws -> UInt64 {
         var value: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -312,29 +299,29 @@ struct ChangelogReader {
         }
     }
 
-    mutating func int() throws -> Int64 {
+    package mutating func int() throws -> Int64 {
         let u = try uint()
         return Int64(bitPattern: (u >> 1) ^ (0 &- (u & 1)))
     }
 
-    mutating func int32() throws -> Int32 {
+    package mutating func int32() throws -> Int32 {
         guard let v = Int32(exactly: try int()) else { throw ChangelogFormatError("integer out of range") }
         return v
     }
 
-    mutating func intValue() throws -> Int {
+    package mutating func intValue() throws -> Int {
         guard let v = Int(exactly: try int()) else { throw ChangelogFormatError("integer out of range") }
         return v
     }
 
     /// A count of items that follow, each at least one byte long.
-    mutating func count() throws -> Int {
+    package mutating func count() throws -> Int {
         let n = try uint()
         guard n <= UInt64(bytes.count - index) else { throw ChangelogFormatError("count past the end") }
         return Int(n)
     }
 
-    mutating func bool() throws -> Bool {
+    package mutating func bool() throws -> Bool {
         switch try byte() {
         case 0: false
         case 1: true
@@ -348,7 +335,7 @@ struct ChangelogReader {
         return bytes[index..<index + n]
     }
 
-    mutating func string() throws -> String {
+    package mutating func string() throws -> String {
         let n = try count()
         let s = try slice(n)
         if trusted { return String(decoding: s, as: UTF8.self) }
@@ -356,60 +343,60 @@ struct ChangelogReader {
         return text
     }
 
-    mutating func data() throws -> Data { Data(try slice(try count())) }
+    package mutating func data() throws -> Data { Data(try slice(try count())) }
 
-    mutating func uuid() throws -> UUID {
+    package mutating func uuid() throws -> UUID {
         let s = try slice(16)
         var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &raw) { $0.copyBytes(from: s) }
         return UUID(uuid: raw)
     }
 
-    mutating func date() throws -> Date {
+    package mutating func date() throws -> Date {
         let s = try slice(8)
         var bits: UInt64 = 0
         for (i, b) in s.enumerated() { bits |= UInt64(b) << (8 * UInt64(i)) }
         return Date(timeIntervalSince1970: Double(bitPattern: bits))
     }
 
-    mutating func optional<T>(_ read: (inout ChangelogReader) throws -> T) throws -> T? {
+    package mutating func optional<T>(_ read: (inout ChangelogReader) throws -> T) throws -> T? {
         try bool() ? try read(&self) : nil
     }
 
-    mutating func raw<T: RawRepresentable>(_: T.Type) throws -> T where T.RawValue == String {
+    package mutating func raw<T: RawRepresentable>(_: T.Type) throws -> T where T.RawValue == String {
         let text = try string()
         guard let value = T(rawValue: text) else { throw ChangelogFormatError("unknown value \(text) of \(T.self)") }
         return value
     }
 
-    mutating func action() throws -> TrackingAction {
+    package mutating func action() throws -> TrackingAction {
         guard let action = TrackingAction(rawValue: try intValue()) else { throw ChangelogFormatError("unknown tracking action") }
         return action
     }
 
-    mutating func headers() throws -> [String: String] {
+    package mutating func headers() throws -> [String: String] {
         let n = try count()
         var headers: [String: String] = [:]
         for _ in 0..<n { headers[try string()] = try string() }
         return headers
     }
 
-    mutating func pair() throws -> TrackingPair {
+    package mutating func pair() throws -> TrackingPair {
         TrackingPair(deliveryId: try uuid(), appId: try uuid())
     }
 
-    mutating func job() throws -> OutboxJob {
+    package mutating func job() throws -> OutboxJob {
         OutboxJob(id: try string(), kind: try string(), appId: try optional { try $0.uuid() }, url: try string(), headers: try headers(),
                   body: try data(), maxAttempts: try intValue(), attempts: try intValue(), nextAttemptAt: try date(),
                   state: try raw(OutboxState.self), lastStatus: try optional { try $0.intValue() },
                   lastError: try optional { try $0.string() }, createdAt: try date())
     }
 
-    mutating func partition() throws -> PartitionKey {
+    package mutating func partition() throws -> PartitionKey {
         PartitionKey(topic: try string(), partition: try int32())
     }
 
-    mutating func mutation() throws -> Mutation {
+    package mutating func mutation() throws -> Mutation {
         let tagByte = try byte()
         guard let tag = Tag(rawValue: tagByte) else { throw ChangelogFormatError("unknown mutation tag \(tagByte)") }
         switch tag {

@@ -1,3 +1,6 @@
+import PostgresProjections
+import Projections
+import SQLiteProjections
 import Foundation
 import Logging
 import Settings

@@ -19,14 +19,14 @@ import Foundation
 ///   phase the drops and deletes go first, then the summed counts. A processor's batch writes
 ///   its counts last, so it is one phase;
 /// - park marks: the last mutation of a pair (a park's time, or none after an unpark or drop).
-struct WritePlan {
-    struct TrackingKey: Hashable, Comparable {
-        var deliveryId: UUID
-        var appId: UUID
-        var action: Int32
-        var messageIndex: Int64
+package struct WritePlan {
+    package struct TrackingKey: Hashable, Comparable {
+        package var deliveryId: UUID
+        package var appId: UUID
+        package var action: Int32
+        package var messageIndex: Int64
 
-        init(_ pair: TrackingPair, _ action: TrackingAction, _ messageIndex: Int) {
+        package init(_ pair: TrackingPair, _ action: TrackingAction, _ messageIndex: Int) {
             deliveryId = pair.deliveryId
             appId = pair.appId
             self.action = Int32(action.rawValue)
@@ -34,75 +34,75 @@ struct WritePlan {
         }
 
         /// Primary key order.
-        static func < (a: Self, b: Self) -> Bool {
+        package static func < (a: Self, b: Self) -> Bool {
             let (pa, pb) = (TrackingPair(deliveryId: a.deliveryId, appId: a.appId), TrackingPair(deliveryId: b.deliveryId, appId: b.appId))
             return pa != pb ? KeyOrder.less(pa, pb) : (a.action, a.messageIndex) < (b.action, b.messageIndex)
         }
     }
 
-    struct TrackingPhase {
+    package struct TrackingPhase {
         /// Pairs whose rows and mark go.
-        var drops: [TrackingPair] = []
-        var deletes: [TrackingKey] = []
+        package var drops: [TrackingPair] = []
+        package var deletes: [TrackingKey] = []
         /// Reports per (delivery, app, action, device), summed over the phase.
-        var reports: [TrackingKey: Int64] = [:]
-        var counted: Set<TrackingPair> = []
+        package var reports: [TrackingKey: Int64] = [:]
+        package var counted: Set<TrackingPair> = []
 
-        var isEmpty: Bool { drops.isEmpty && deletes.isEmpty && reports.isEmpty }
+        package var isEmpty: Bool { drops.isEmpty && deletes.isEmpty && reports.isEmpty }
     }
 
-    enum OutboxWrite {
+    package enum OutboxWrite {
         case enqueue(OutboxJob)
         case restore(OutboxJob, lowestAttempts: Int)
     }
 
     /// Text keys compare by their bytes, as the database does (Swift's `String` equality would
     /// merge canonically equivalent spellings that are distinct keys in the table).
-    struct DeviceID: Hashable {
-        var appId: UUID
-        var token: ExactText
+    package struct DeviceID: Hashable {
+        package var appId: UUID
+        package var token: ExactText
 
-        init(_ key: DeviceKey) {
+        package init(_ key: DeviceKey) {
             appId = key.appId
             token = ExactText(key.deviceToken)
         }
     }
 
-    struct PendingID: Hashable {
-        var device: DeviceID
-        var notificationId: ExactText
+    package struct PendingID: Hashable {
+        package var device: DeviceID
+        package var notificationId: ExactText
 
-        init(_ key: PendingKey) {
+        package init(_ key: PendingKey) {
             device = DeviceID(key.device)
             notificationId = ExactText(key.notificationId)
         }
     }
 
-    var apps: [UUID: AppRow] = [:]
-    var tokens: [UUID: ApiTokenRow] = [:]
+    package var apps: [UUID: AppRow] = [:]
+    package var tokens: [UUID: ApiTokenRow] = [:]
     /// nil: deleted.
-    var devices: [DeviceID: (key: DeviceKey, row: DeviceRow?)] = [:]
-    var statuses: [UUID: RegistrationStatusRow] = [:]
-    var outbox: [ExactText: OutboxWrite] = [:]
-    var acks: [PendingID: AckRow] = [:]
-    var pendingDeleted: [PendingID: PendingKey] = [:]
-    var pendingCleared: [DeviceID: DeviceKey] = [:]
+    package var devices: [DeviceID: (key: DeviceKey, row: DeviceRow?)] = [:]
+    package var statuses: [UUID: RegistrationStatusRow] = [:]
+    package var outbox: [ExactText: OutboxWrite] = [:]
+    package var acks: [PendingID: AckRow] = [:]
+    package var pendingDeleted: [PendingID: PendingKey] = [:]
+    package var pendingCleared: [DeviceID: DeviceKey] = [:]
     /// Rows to insert once the deletes ran.
-    var pendingPuts: [PendingID: PendingNotificationRow] = [:]
+    package var pendingPuts: [PendingID: PendingNotificationRow] = [:]
     /// Last row of each (app, delivery).
-    var deliveries: [TrackingPair: DeliveryRow] = [:]
+    package var deliveries: [TrackingPair: DeliveryRow] = [:]
     /// Last outcome of each (app, delivery, device).
-    var outcomes: [DeliveryOutcomeKey: DeliveryOutcomeRow] = [:]
-    var phases: [TrackingPhase] = []
+    package var outcomes: [DeliveryOutcomeKey: DeliveryOutcomeRow] = [:]
+    package var phases: [TrackingPhase] = []
     /// Each pair's last park mark; nil: removed.
-    var parks: [TrackingPair: Date?] = [:]
+    package var parks: [TrackingPair: Date?] = [:]
     /// Dead letters put (a row) or deleted (nil), in order.
-    var deadLetters: [(key: DeadLetterKey, row: DeadLetterRow?)] = []
-    var adminTokens: [UUID: AdminTokenRow] = [:]
-    var audit: [UUID: AuditEntryRow] = [:]
-    var idempotencyKeys: [IdempotencyKeyID: IdempotencyKeyRow] = [:]
+    package var deadLetters: [(key: DeadLetterKey, row: DeadLetterRow?)] = []
+    package var adminTokens: [UUID: AdminTokenRow] = [:]
+    package var audit: [UUID: AuditEntryRow] = [:]
+    package var idempotencyKeys: [IdempotencyKeyID: IdempotencyKeyRow] = [:]
 
-    init(_ mutations: [Mutation]) {
+    package init(_ mutations: [Mutation]) {
         // Where the last covering delete of each pending key or device happened.
         var lastPendingDelete: [PendingID: Int] = [:]
         var lastPendingClear: [DeviceID: Int] = [:]
@@ -168,18 +168,18 @@ struct WritePlan {
 }
 
 /// A text key that equals another only byte for byte, as PostgreSQL compares `COLLATE "C"` text.
-struct ExactText: Hashable {
-    var value: String
+package struct ExactText: Hashable {
+    package var value: String
 
-    init(_ value: String) {
+    package init(_ value: String) {
         self.value = value
     }
 
-    static func == (a: Self, b: Self) -> Bool {
+    package static func == (a: Self, b: Self) -> Bool {
         KeyOrder.compare(a.value, b.value) == 0
     }
 
-    func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         var text = value
         text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
@@ -188,8 +188,8 @@ struct ExactText: Hashable {
 /// The order of primary keys in PostgreSQL (`uuid` bytes, `COLLATE "C"` text bytes), in which
 /// multi-row statements write their rows: two transactions writing overlapping keys then take
 /// their row locks in the same order and do not deadlock on each other.
-enum KeyOrder {
-    static func less(_ a: UUID, _ b: UUID) -> Bool {
+package enum KeyOrder {
+    package static func less(_ a: UUID, _ b: UUID) -> Bool {
         let (x, y) = (words(a), words(b))
         return x.0 != y.0 ? x.0 < y.0 : x.1 < y.1
     }
@@ -204,17 +204,17 @@ enum KeyOrder {
         return (high, low)
     }
 
-    static func less(_ a: String, _ b: String) -> Bool {
+    package static func less(_ a: String, _ b: String) -> Bool {
         compare(a, b) < 0
     }
 
-    static func less(_ a: IdempotencyKeyRow, _ b: IdempotencyKeyRow) -> Bool {
+    package static func less(_ a: IdempotencyKeyRow, _ b: IdempotencyKeyRow) -> Bool {
         a.scope != b.scope ? less(a.scope, b.scope) : less(a.key, b.key)
     }
 
     /// Compares the UTF-8 bytes (`memcmp`, a shorter prefix first): the generic comparison of
     /// two `UTF8View`s goes byte by byte, and was most of a restore's sorting.
-    static func compare(_ a: String, _ b: String) -> Int {
+    package static func compare(_ a: String, _ b: String) -> Int {
         var (a, b) = (a, b)
         return a.withUTF8 { x in
             b.withUTF8 { y in
@@ -226,24 +226,24 @@ enum KeyOrder {
     }
 
     /// (delivery, app) keys of tracking rows and park marks.
-    static func less(_ a: TrackingPair, _ b: TrackingPair) -> Bool {
+    package static func less(_ a: TrackingPair, _ b: TrackingPair) -> Bool {
         a.deliveryId != b.deliveryId ? less(a.deliveryId, b.deliveryId) : less(a.appId, b.appId)
     }
 
     /// (app, delivery, message index) keys of delivery outcomes.
-    static func less(_ a: DeliveryOutcomeKey, _ b: DeliveryOutcomeKey) -> Bool {
+    package static func less(_ a: DeliveryOutcomeKey, _ b: DeliveryOutcomeKey) -> Bool {
         if a.appId != b.appId { return less(a.appId, b.appId) }
         if a.deliveryId != b.deliveryId { return less(a.deliveryId, b.deliveryId) }
         return a.messageIndex < b.messageIndex
     }
 
     /// (UUID, text) keys, e.g. devices by (app, token).
-    static func less(_ a: (UUID, String), _ b: (UUID, String)) -> Bool {
+    package static func less(_ a: (UUID, String), _ b: (UUID, String)) -> Bool {
         a.0 != b.0 ? less(a.0, b.0) : less(a.1, b.1)
     }
 
     /// (UUID, text, text) keys, e.g. pending rows by (app, token, notification).
-    static func less(_ a: (UUID, String, String), _ b: (UUID, String, String)) -> Bool {
+    package static func less(_ a: (UUID, String, String), _ b: (UUID, String, String)) -> Bool {
         if a.0 != b.0 { return less(a.0, b.0) }
         let order = compare(a.1, b.1)
         return order == 0 ? less(a.2, b.2) : order < 0
@@ -251,7 +251,7 @@ enum KeyOrder {
 }
 
 /// The key of an `idempotency_keys` row.
-struct IdempotencyKeyID: Hashable {
-    var scope: String
-    var key: String
+package struct IdempotencyKeyID: Hashable {
+    package var scope: String
+    package var key: String
 }
