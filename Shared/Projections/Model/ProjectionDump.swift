@@ -20,27 +20,11 @@ package enum ProjectionDump {
         case bytes(Data)
     }
 
-    /// The dumped tables, in dump order: the column list and the primary key each is ordered by.
-    /// Both backends run these as they are (PostgreSQL's text columns compare bytewise, as
-    /// SQLite's do).
-    package static let tables: [(table: String, columns: String, orderBy: String)] = [
-        ("apps", "app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at, push_credentials", "app_id"),
-        ("api_tokens", "token_id, app_id, token_hash, revoked, created_at, scopes", "token_id"),
-        ("devices", "app_id, device_token, user_id, platform, version, updated_at", "app_id, device_token"),
-        ("registration_status", "request_id, app_id, status, failure_reason, decided_at", "request_id"),
-        ("pending_notifications", "app_id, device_token, notification_id, delivery_id, sent_at, text, business_id",
-         "app_id, device_token, notification_id"),
-        ("acks", "app_id, device_token, notification_id, business_id, acked_at", "app_id, device_token, notification_id"),
-        ("deliveries", "app_id, delivery_id, kind, managed, tracking, sent, created_at, delivered, failed, unregistered, idempotency_key, request_hash, duplicates, conflicts", "app_id, delivery_id"),
-        ("delivery_outcomes", "app_id, delivery_id, message_index, device_token, outcome, reason, reported_at",
-         "app_id, delivery_id, message_index"),
-        ("tracking_events", "delivery_id, app_id, action, message_index, repeats", "delivery_id, app_id, action, message_index"),
-        ("parked_tracking", "delivery_id, app_id, parked_at", "delivery_id, app_id"),
-        ("outbox", "id, kind, app_id, url, headers, body, max_attempts", "id"),
-        ("admin_tokens", "admin_token_id, name, token_hash, revoked, created_at, revoked_at", "admin_token_id"),
-        ("audit_log", "command_id, at, type, app_id, actor_id, actor_name, request_id, outcome, reason, changes", "command_id"),
-        ("idempotency_keys", "scope, idempotency_key, resource_id, request_hash, first_at", "scope, idempotency_key"),
-    ]
+    /// The dumped tables, in dump order: the columns shown and the primary key each is ordered
+    /// by (`TableCatalog`). Both backends run these as they are (PostgreSQL's text columns
+    /// compare bytewise, as SQLite's do).
+    package static let tables: [(table: String, columns: String, orderBy: String)] =
+        TableCatalog.tables.map { ($0.name, $0.dumpedColumnList, $0.keyList) }
 
     /// Appends one row's line to `text`.
     package static func appendLine(table: String, _ columns: some Sequence<(String, Value)>, to text: inout String) {

@@ -41,7 +41,7 @@ struct PostgresMutationWriter {
     private func writeAdminTokens(_ tokens: [AdminTokenRow]) async throws {
         guard !tokens.isEmpty else { return }
         try await run("""
-            INSERT INTO admin_tokens (\(unescaped: PostgresRows.adminTokenColumns))
+            INSERT INTO admin_tokens (\(unescaped: TableCatalog.adminTokens.columnList))
             SELECT * FROM unnest(\(tokens.map(\.adminTokenId))::uuid[], \(tokens.map(\.name))::text[], \(tokens.map(\.tokenHash))::text[],
                 \(tokens.map(\.revoked))::boolean[], \(tokens.map { ProjectionValues.millis($0.createdAt) })::bigint[],
                 \(PostgresArray(tokens.map { $0.revokedAt.map(ProjectionValues.millis) }))::bigint[])
@@ -53,7 +53,7 @@ struct PostgresMutationWriter {
     private func writeIdempotencyKeys(_ rows: [IdempotencyKeyRow]) async throws {
         guard !rows.isEmpty else { return }
         try await run("""
-            INSERT INTO idempotency_keys (\(unescaped: PostgresRows.idempotencyKeyColumns))
+            INSERT INTO idempotency_keys (\(unescaped: TableCatalog.idempotencyKeys.columnList))
             SELECT * FROM unnest(\(rows.map(\.scope))::text[], \(rows.map(\.key))::text[], \(rows.map(\.resourceId))::uuid[],
                 \(rows.map(\.requestHash))::text[], \(rows.map { ProjectionValues.millis($0.firstAt) })::bigint[])
             ON CONFLICT (scope, idempotency_key) DO UPDATE SET resource_id = excluded.resource_id,
@@ -64,7 +64,7 @@ struct PostgresMutationWriter {
     private func writeAudit(_ entries: [AuditEntryRow]) async throws {
         guard !entries.isEmpty else { return }
         try await run("""
-            INSERT INTO audit_log (\(unescaped: PostgresRows.auditColumns))
+            INSERT INTO audit_log (\(unescaped: TableCatalog.auditLog.columnList))
             SELECT * FROM unnest(\(entries.map(\.commandId))::uuid[], \(entries.map { ProjectionValues.millis($0.at) })::bigint[],
                 \(entries.map(\.type))::text[], \(PostgresArray(entries.map(\.appId)))::uuid[], \(PostgresArray(entries.map(\.actorId)))::uuid[],
                 \(PostgresArray(entries.map(\.actorName)))::text[], \(PostgresArray(entries.map(\.requestId)))::text[],
@@ -256,7 +256,7 @@ struct PostgresMutationWriter {
     private func writeDeliveries(_ deliveries: [DeliveryRow]) async throws {
         guard !deliveries.isEmpty else { return }
         try await run("""
-            INSERT INTO deliveries (\(unescaped: PostgresRows.deliveryColumns))
+            INSERT INTO deliveries (\(unescaped: TableCatalog.deliveries.columnList))
             SELECT * FROM unnest(\(deliveries.map(\.appId))::uuid[], \(deliveries.map(\.deliveryId))::uuid[],
                 \(deliveries.map(\.kind.rawValue))::text[], \(deliveries.map(\.managed))::boolean[],
                 \(deliveries.map(\.tracking))::boolean[], \(deliveries.map { Int64($0.sent) })::bigint[],
@@ -275,7 +275,7 @@ struct PostgresMutationWriter {
     private func writeOutcomes(_ outcomes: [DeliveryOutcomeRow]) async throws {
         guard !outcomes.isEmpty else { return }
         try await run("""
-            INSERT INTO delivery_outcomes (\(unescaped: PostgresRows.outcomeColumns))
+            INSERT INTO delivery_outcomes (\(unescaped: TableCatalog.deliveryOutcomes.columnList))
             SELECT * FROM unnest(\(outcomes.map(\.appId))::uuid[], \(outcomes.map(\.deliveryId))::uuid[],
                 \(outcomes.map { Int64($0.messageIndex) })::bigint[], \(outcomes.map(\.deviceToken))::text[],
                 \(outcomes.map(\.outcome.rawValue))::text[], \(PostgresArray(outcomes.map(\.reason)))::text[],

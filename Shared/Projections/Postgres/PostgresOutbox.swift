@@ -28,7 +28,7 @@ enum PostgresOutbox {
             RETURNING o.id, o.kind, o.app_id, o.url, o.headers, o.body, o.max_attempts, o.attempts, o.next_attempt_at, o.state,
                 o.last_status, o.last_error, o.created_at
             """, logger: logger)
-        // The columns of `PostgresRows.outboxColumns`. RETURNING has no order of its own: oldest
+        // The columns of `TableCatalog.outbox.columnList`. RETURNING has no order of its own: oldest
         // first, as selected.
         return try rows.map(PostgresRows.outboxJob).sorted { a, b in
             if a.nextAttemptAt != b.nextAttemptAt { return a.nextAttemptAt < b.nextAttemptAt }
@@ -69,7 +69,7 @@ enum PostgresOutbox {
     }
 
     static func job(_ id: String, on connection: PostgresConnection, logger: Logger) async throws -> OutboxJob? {
-        try await connection.rows("SELECT \(unescaped: PostgresRows.outboxColumns) FROM outbox WHERE id = \(id)", logger: logger)
+        try await connection.rows("SELECT \(unescaped: TableCatalog.outbox.columnList) FROM outbox WHERE id = \(id)", logger: logger)
             .first.map(PostgresRows.outboxJob)
     }
 
@@ -79,11 +79,11 @@ enum PostgresOutbox {
         let rows: [PostgresRow]
         if let id {
             rows = try await connection.rows("""
-                SELECT \(unescaped: PostgresRows.outboxColumns) FROM outbox WHERE id > \(id) ORDER BY id LIMIT \(Int64(limit))
+                SELECT \(unescaped: TableCatalog.outbox.columnList) FROM outbox WHERE id > \(id) ORDER BY id LIMIT \(Int64(limit))
                 """, logger: logger)
         } else {
             rows = try await connection.rows("""
-                SELECT \(unescaped: PostgresRows.outboxColumns) FROM outbox ORDER BY id LIMIT \(Int64(limit))
+                SELECT \(unescaped: TableCatalog.outbox.columnList) FROM outbox ORDER BY id LIMIT \(Int64(limit))
                 """, logger: logger)
         }
         return try rows.map(PostgresRows.outboxJob)

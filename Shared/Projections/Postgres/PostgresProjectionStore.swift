@@ -186,51 +186,51 @@ public final class PostgresProjectionStore: ProjectionStore {
     }
 
     public func app(_ appId: UUID) async throws -> AppRow? {
-        try await rows("SELECT \(unescaped: PostgresRows.appColumns) FROM apps WHERE app_id = \(appId)").first.map(PostgresRows.app)
+        try await rows("SELECT \(unescaped: TableCatalog.apps.columnList) FROM apps WHERE app_id = \(appId)").first.map(PostgresRows.app)
     }
 
     public func apps(after: UUID?, limit: Int) async throws -> [AppRow] {
         let select: PostgresQuery = if let after {
-            "SELECT \(unescaped: PostgresRows.appColumns) FROM apps WHERE app_id > \(after) ORDER BY app_id LIMIT \(limit)"
+            "SELECT \(unescaped: TableCatalog.apps.columnList) FROM apps WHERE app_id > \(after) ORDER BY app_id LIMIT \(limit)"
         } else {
-            "SELECT \(unescaped: PostgresRows.appColumns) FROM apps ORDER BY app_id LIMIT \(limit)"
+            "SELECT \(unescaped: TableCatalog.apps.columnList) FROM apps ORDER BY app_id LIMIT \(limit)"
         }
         return try await rows(select).map(PostgresRows.app)
     }
 
     public func apiTokens(app appId: UUID) async throws -> [ApiTokenRow] {
         try await rows("""
-            SELECT \(unescaped: PostgresRows.tokenColumns) FROM api_tokens WHERE app_id = \(appId) ORDER BY created_at, token_id
+            SELECT \(unescaped: TableCatalog.apiTokens.columnList) FROM api_tokens WHERE app_id = \(appId) ORDER BY created_at, token_id
             """).map(PostgresRows.token)
     }
 
     public func adminTokens(after: UUID?, limit: Int) async throws -> [AdminTokenRow] {
         let select: PostgresQuery = if let after {
             """
-            SELECT \(unescaped: PostgresRows.adminTokenColumns) FROM admin_tokens WHERE admin_token_id > \(after)
+            SELECT \(unescaped: TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE admin_token_id > \(after)
             ORDER BY admin_token_id LIMIT \(limit)
             """
         } else {
-            "SELECT \(unescaped: PostgresRows.adminTokenColumns) FROM admin_tokens ORDER BY admin_token_id LIMIT \(limit)"
+            "SELECT \(unescaped: TableCatalog.adminTokens.columnList) FROM admin_tokens ORDER BY admin_token_id LIMIT \(limit)"
         }
         return try await rows(select).map(PostgresRows.adminToken)
     }
 
     public func idempotencyKey(scope: String, key: String) async throws -> IdempotencyKeyRow? {
         try await rows("""
-            SELECT \(unescaped: PostgresRows.idempotencyKeyColumns) FROM idempotency_keys WHERE scope = \(scope) AND idempotency_key = \(key)
+            SELECT \(unescaped: TableCatalog.idempotencyKeys.columnList) FROM idempotency_keys WHERE scope = \(scope) AND idempotency_key = \(key)
             """).first.map(PostgresRows.idempotencyKey)
     }
 
     public func adminToken(id: UUID) async throws -> AdminTokenRow? {
         try await rows("""
-            SELECT \(unescaped: PostgresRows.adminTokenColumns) FROM admin_tokens WHERE admin_token_id = \(id)
+            SELECT \(unescaped: TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE admin_token_id = \(id)
             """).first.map(PostgresRows.adminToken)
     }
 
     public func adminToken(hash: String) async throws -> AdminTokenRow? {
         try await rows("""
-            SELECT \(unescaped: PostgresRows.adminTokenColumns) FROM admin_tokens WHERE token_hash = \(hash)
+            SELECT \(unescaped: TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE token_hash = \(hash)
             ORDER BY created_at, admin_token_id LIMIT 1
             """).first.map(PostgresRows.adminToken)
     }
@@ -241,7 +241,7 @@ public final class PostgresProjectionStore: ProjectionStore {
         let bootstrap = query.actor == .bootstrap
         let before = query.before
         return try await rows("""
-            SELECT \(unescaped: PostgresRows.auditColumns) FROM audit_log
+            SELECT \(unescaped: TableCatalog.auditLog.columnList) FROM audit_log
             WHERE (\(query.appId)::uuid IS NULL OR app_id = \(query.appId)::uuid)
               AND (\(actorId)::uuid IS NULL OR actor_id = \(actorId)::uuid)
               AND (NOT \(bootstrap)::boolean OR (actor_id IS NULL AND actor_name = \(AdminActor.bootstrapName)))
@@ -256,14 +256,14 @@ public final class PostgresProjectionStore: ProjectionStore {
 
     public func devices(app appId: UUID, user userId: String) async throws -> [DeviceRow] {
         try await rows("""
-            SELECT \(unescaped: PostgresRows.deviceColumns) FROM devices WHERE app_id = \(appId) AND user_id = \(userId)
+            SELECT \(unescaped: TableCatalog.devices.columnList) FROM devices WHERE app_id = \(appId) AND user_id = \(userId)
             ORDER BY device_token
             """).map(PostgresRows.device)
     }
 
     public func device(_ key: DeviceKey) async throws -> DeviceRow? {
         try await rows("""
-            SELECT \(unescaped: PostgresRows.deviceColumns) FROM devices
+            SELECT \(unescaped: TableCatalog.devices.columnList) FROM devices
             WHERE app_id = \(key.appId) AND token_key = \(tokenKeyOf: key.deviceToken)
             """).first.map(PostgresRows.device)
     }
@@ -272,7 +272,7 @@ public final class PostgresProjectionStore: ProjectionStore {
         guard !requestIds.isEmpty else { return [:] }
         // The app filter is what keeps one app's token from reading another app's statuses.
         let found = try await rows("""
-            SELECT \(unescaped: PostgresRows.statusColumns) FROM registration_status
+            SELECT \(unescaped: TableCatalog.registrationStatus.columnList) FROM registration_status
             WHERE app_id = \(appId) AND request_id = ANY(\(Array(Set(requestIds)))::uuid[])
             """)
         var statuses: [UUID: RegistrationStatusRow] = [:]
@@ -286,14 +286,14 @@ public final class PostgresProjectionStore: ProjectionStore {
     public func apiToken(hash: String) async throws -> ApiTokenRow? {
         // Hashes of generated tokens do not collide; the order only makes the answer stable if they did.
         try await rows("""
-            SELECT \(unescaped: PostgresRows.tokenColumns) FROM api_tokens WHERE token_hash = \(hash)
+            SELECT \(unescaped: TableCatalog.apiTokens.columnList) FROM api_tokens WHERE token_hash = \(hash)
             ORDER BY created_at, token_id LIMIT 1
             """).first.map(PostgresRows.token)
     }
 
     public func pendingNotifications(_ device: DeviceKey) async throws -> [PendingNotificationRow] {
         try await rows("""
-            SELECT \(unescaped: PostgresRows.pendingColumns) FROM pending_notifications
+            SELECT \(unescaped: TableCatalog.pendingNotifications.columnList) FROM pending_notifications
             WHERE app_id = \(device.appId) AND token_key = \(tokenKeyOf: device.deviceToken)
             ORDER BY sent_at, notification_id
             """).map(PostgresRows.pending)
@@ -301,7 +301,7 @@ public final class PostgresProjectionStore: ProjectionStore {
 
     public func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow? {
         try await rows("""
-            SELECT \(unescaped: PostgresRows.deliveryColumns) FROM deliveries WHERE app_id = \(appId) AND delivery_id = \(deliveryId)
+            SELECT \(unescaped: TableCatalog.deliveries.columnList) FROM deliveries WHERE app_id = \(appId) AND delivery_id = \(deliveryId)
             """).first.map(PostgresRows.delivery)
     }
 
@@ -310,7 +310,7 @@ public final class PostgresProjectionStore: ProjectionStore {
         // the bound here also holds while a report and its send race. One row per action
         // counted (one row of NULLs for none), in one statement.
         let found = try await rows("""
-            SELECT \(unescaped: PostgresRows.deliveryColumns), c.action, c.devices, c.repeats FROM deliveries d
+            SELECT \(unescaped: TableCatalog.deliveries.columnList), c.action, c.devices, c.repeats FROM deliveries d
             LEFT JOIN LATERAL (
                 SELECT action, count(*) AS devices, sum(repeats)::bigint AS repeats FROM tracking_events t
                 WHERE d.tracking AND t.delivery_id = d.delivery_id AND t.app_id = d.app_id AND t.message_index < d.sent
@@ -338,7 +338,7 @@ public final class PostgresProjectionStore: ProjectionStore {
                                  limit: Int) async throws -> [DeliveryOutcomeRow] {
         // NULL parameters leave their condition out; one statement for every combination.
         try await rows("""
-            SELECT \(unescaped: PostgresRows.outcomeColumns) FROM delivery_outcomes
+            SELECT \(unescaped: TableCatalog.deliveryOutcomes.columnList) FROM delivery_outcomes
             WHERE app_id = \(appId) AND delivery_id = \(deliveryId)
                 AND (\(outcome?.rawValue)::text IS NULL OR outcome = \(outcome?.rawValue))
                 AND message_index > \(Int64(after ?? -1))

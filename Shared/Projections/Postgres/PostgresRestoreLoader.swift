@@ -30,29 +30,29 @@ struct PostgresRestoreLoader {
         func slice<Row>(_ rows: [Row]) -> ArraySlice<Row> {
             rows[rows.count * part / parts ..< rows.count * (part + 1) / parts]
         }
-        try await copy(slice(rows.devices), into: "devices", PostgresRows.deviceColumns + ", token_key") { text, row in
+        try await copy(slice(rows.devices), into: "devices", TableCatalog.devices.columnList + ", token_key") { text, row in
             text.uuid(row.appId); text.text(row.deviceToken); text.text(row.userId); text.text(row.platform.rawValue)
             text.int(row.version); text.millis(row.updatedAt); text.tokenKey(row.deviceToken)
         }
-        try await copy(slice(rows.statuses), into: "registration_status", PostgresRows.statusColumns) { text, row in
+        try await copy(slice(rows.statuses), into: "registration_status", TableCatalog.registrationStatus.columnList) { text, row in
             text.uuid(row.requestId); text.uuid(row.appId); text.text(row.status.rawValue); text.text(row.failureReason?.rawValue)
             text.millis(row.decidedAt)
         }
-        try await copy(slice(rows.pending), into: "pending_notifications", PostgresRows.pendingColumns + ", token_key") { text, row in
+        try await copy(slice(rows.pending), into: "pending_notifications", TableCatalog.pendingNotifications.columnList + ", token_key") { text, row in
             text.uuid(row.appId); text.text(row.deviceToken); text.text(row.notificationId); text.uuid(row.deliveryId)
             text.millis(row.sentAt); text.text(row.text); text.text(row.businessId); text.tokenKey(row.deviceToken)
         }
-        try await copy(slice(rows.acks), into: "acks", PostgresRows.ackColumns + ", token_key") { text, row in
+        try await copy(slice(rows.acks), into: "acks", TableCatalog.acks.columnList + ", token_key") { text, row in
             text.uuid(row.appId); text.text(row.deviceToken); text.text(row.notificationId); text.text(row.businessId)
             text.millis(row.ackedAt); text.tokenKey(row.deviceToken)
         }
-        try await copy(slice(rows.deliveries), into: "deliveries", PostgresRows.deliveryColumns) { text, row in
+        try await copy(slice(rows.deliveries), into: "deliveries", TableCatalog.deliveries.columnList) { text, row in
             text.uuid(row.appId); text.uuid(row.deliveryId); text.text(row.kind.rawValue); text.bool(row.managed)
             text.bool(row.tracking); text.int(Int64(row.sent)); text.millis(row.createdAt); text.int(Int64(row.delivered))
             text.int(Int64(row.failed)); text.int(Int64(row.unregistered)); text.text(row.idempotencyKey); text.text(row.requestHash)
             text.int(Int64(row.duplicates)); text.int(Int64(row.conflicts))
         }
-        try await copy(slice(rows.outcomes), into: "delivery_outcomes", PostgresRows.outcomeColumns) { text, row in
+        try await copy(slice(rows.outcomes), into: "delivery_outcomes", TableCatalog.deliveryOutcomes.columnList) { text, row in
             text.uuid(row.appId); text.uuid(row.deliveryId); text.int(Int64(row.messageIndex)); text.text(row.deviceToken)
             text.text(row.outcome.rawValue); text.text(row.reason); text.millis(row.reportedAt)
         }

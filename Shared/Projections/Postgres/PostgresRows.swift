@@ -4,12 +4,10 @@ import ProjectionChangelog
 import Projections
 import PostgresNIO
 
-/// The column lists every PostgreSQL query selects, and the decoding of those rows into model
-/// values; each list sits beside its decoder so that the two change together. Columns are
-/// decoded by position, in the order of each list.
+/// The decoding of the rows PostgreSQL queries select into model values. Columns are decoded by
+/// position, in the order of their table's `TableCatalog` entry (whose `columnList` the queries
+/// select).
 enum PostgresRows {
-    static let appColumns = "app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at, push_credentials"
-
     static func app(_ row: PostgresRow) throws -> AppRow {
         let (appId, orgId, name, url, headers, retries, created, credentials) =
             try row.decode((UUID, UUID, String, String?, String, Int, Int64, String?).self)
@@ -19,30 +17,22 @@ enum PostgresRows {
                       pushCredentials: try ProjectionValues.pushCredentials(json: credentials))
     }
 
-    static let tokenColumns = "token_id, app_id, token_hash, revoked, created_at, scopes"
-
     static func token(_ row: PostgresRow) throws -> ApiTokenRow {
         let (tokenId, appId, hash, revoked, created, scopes) = try row.decode((UUID, UUID, String, Bool, Int64, String?).self)
         return ApiTokenRow(tokenId: tokenId, appId: appId, tokenHash: hash, revoked: revoked,
                            createdAt: ProjectionValues.date(millis: created), scopes: try ProjectionValues.scopes(column: scopes))
     }
 
-    static let idempotencyKeyColumns = "scope, idempotency_key, resource_id, request_hash, first_at"
-
     static func idempotencyKey(_ row: PostgresRow) throws -> IdempotencyKeyRow {
         let (scope, key, resource, hash, first) = try row.decode((String, String, UUID, String, Int64).self)
         return IdempotencyKeyRow(scope: scope, key: key, resourceId: resource, requestHash: hash, firstAt: ProjectionValues.date(millis: first))
     }
-
-    static let adminTokenColumns = "admin_token_id, name, token_hash, revoked, created_at, revoked_at"
 
     static func adminToken(_ row: PostgresRow) throws -> AdminTokenRow {
         let (id, name, hash, revoked, created, revokedAt) = try row.decode((UUID, String, String, Bool, Int64, Int64?).self)
         return AdminTokenRow(adminTokenId: id, name: name, tokenHash: hash, revoked: revoked, createdAt: ProjectionValues.date(millis: created),
                              revokedAt: revokedAt.map(ProjectionValues.date(millis:)))
     }
-
-    static let auditColumns = "command_id, at, type, app_id, actor_id, actor_name, request_id, outcome, reason, changes"
 
     static func auditEntry(_ row: PostgresRow) throws -> AuditEntryRow {
         let (id, at, type, appId, actorId, actorName, requestId, outcome, reason, changes) =
@@ -59,16 +49,12 @@ enum PostgresRows {
     static let unnestedTokenKey = tokenKey("k.device_token")
     fileprivate static let tokenKeyPrefix = "sha256(convert_to(", tokenKeySuffix = "::text, 'UTF8'))"
 
-    static let deviceColumns = "app_id, device_token, user_id, platform, version, updated_at"
-
     static func device(_ row: PostgresRow) throws -> DeviceRow {
         let (appId, token, userId, platform, version, updated) = try row.decode((UUID, String, String, String, Int64, Int64).self)
         return DeviceRow(appId: appId, deviceToken: token, userId: userId,
                          platform: try ProjectionValues.decode(Platform.self, platform, column: "devices.platform"),
                          version: version, updatedAt: ProjectionValues.date(millis: updated))
     }
-
-    static let statusColumns = "request_id, app_id, status, failure_reason, decided_at"
 
     static func status(_ row: PostgresRow) throws -> RegistrationStatusRow {
         let (requestId, appId, status, reason, decided) = try row.decode((UUID, UUID, String, String?, Int64).self)
@@ -81,19 +67,12 @@ enum PostgresRows {
             decidedAt: ProjectionValues.date(millis: decided))
     }
 
-    static let pendingColumns = "app_id, device_token, notification_id, delivery_id, sent_at, text, business_id"
-
     static func pending(_ row: PostgresRow) throws -> PendingNotificationRow {
         let (appId, token, nid, deliveryId, sent, text, business) =
             try row.decode((UUID, String, String, UUID, Int64, String, String?).self)
         return PendingNotificationRow(appId: appId, deviceToken: token, notificationId: nid, deliveryId: deliveryId,
                                       sentAt: ProjectionValues.date(millis: sent), text: text, businessId: business)
     }
-
-    /// Acks are read by key only (`PostgresStateLoader`); a restore writes them whole.
-    static let ackColumns = "app_id, device_token, notification_id, business_id, acked_at"
-
-    static let deliveryColumns = "app_id, delivery_id, kind, managed, tracking, sent, created_at, delivered, failed, unregistered, idempotency_key, request_hash, duplicates, conflicts"
 
     static func delivery(_ row: PostgresRow) throws -> DeliveryRow {
         let (appId, deliveryId, kind, managed, tracking, sent, created, delivered, failed, unregistered, key, hash, duplicates,
@@ -104,8 +83,6 @@ enum PostgresRows {
                            delivered: delivered, failed: failed, unregistered: unregistered, idempotencyKey: key,
                            requestHash: hash, duplicates: duplicates, conflicts: conflicts)
     }
-
-    static let outcomeColumns = "app_id, delivery_id, message_index, device_token, outcome, reason, reported_at"
 
     static func outcome(_ row: PostgresRow) throws -> DeliveryOutcomeRow {
         let (appId, deliveryId, index, token, outcome, reason, reported) =
@@ -124,11 +101,6 @@ enum PostgresRows {
                                          action: try ProjectionValues.decode(TrackingAction.self, action, column: "tracking_events.action"),
                                          messageIndex: index, repeats: repeats))
     }
-
-    static let outboxColumns = """
-        id, kind, app_id, url, headers, body, max_attempts, attempts, next_attempt_at, state, \
-        last_status, last_error, created_at
-        """
 
     static func outboxJob(_ row: PostgresRow) throws -> OutboxJob {
         let (id, kind, appId, url, headers, body, maxAttempts, attempts, next, state, lastStatus, lastError, created) =

@@ -50,7 +50,7 @@ struct PostgresStateLoader {
     private func loadAdminTokens(_ ids: Set<UUID>, into snapshot: inout StateSnapshot) async throws {
         guard !ids.isEmpty else { return }
         for row in try await rows("""
-            SELECT \(unescaped: PostgresRows.adminTokenColumns) FROM admin_tokens WHERE admin_token_id = ANY(\(Array(ids))::uuid[])
+            SELECT \(unescaped: TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE admin_token_id = ANY(\(Array(ids))::uuid[])
             """) {
             let token = try PostgresRows.adminToken(row)
             snapshot.adminTokens[token.adminTokenId] = token
@@ -59,7 +59,7 @@ struct PostgresStateLoader {
 
     private func loadApps(_ appIds: Set<UUID>, into snapshot: inout StateSnapshot) async throws {
         guard !appIds.isEmpty else { return }
-        for row in try await rows("SELECT \(unescaped: PostgresRows.appColumns) FROM apps WHERE app_id = ANY(\(Array(appIds))::uuid[])") {
+        for row in try await rows("SELECT \(unescaped: TableCatalog.apps.columnList) FROM apps WHERE app_id = ANY(\(Array(appIds))::uuid[])") {
             let app = try PostgresRows.app(row)
             snapshot.apps[app.appId] = app
             snapshot.tokens[app.appId] = []
@@ -67,7 +67,7 @@ struct PostgresStateLoader {
         // Only apps that exist have tokens worth asking for.
         guard !snapshot.apps.isEmpty else { return }
         for row in try await rows("""
-            SELECT \(unescaped: PostgresRows.tokenColumns) FROM api_tokens WHERE app_id = ANY(\(Array(snapshot.apps.keys))::uuid[])
+            SELECT \(unescaped: TableCatalog.apiTokens.columnList) FROM api_tokens WHERE app_id = ANY(\(Array(snapshot.apps.keys))::uuid[])
             ORDER BY app_id, created_at, token_id
             """) {
             let token = try PostgresRows.token(row)
@@ -80,11 +80,11 @@ struct PostgresStateLoader {
         guard !query.deviceKeys.isEmpty || !query.userKeys.isEmpty else { return }
         let keys = Array(query.deviceKeys), users = Array(query.userKeys)
         let found = try await rows("""
-            SELECT \(unescaped: PostgresRows.deviceColumns) FROM devices d
+            SELECT \(unescaped: TableCatalog.devices.columnList) FROM devices d
             WHERE (d.app_id, d.token_key) IN (SELECT k.app_id, \(unescaped: PostgresRows.unnestedTokenKey)
                 FROM unnest(\(keys.map(\.appId))::uuid[], \(keys.map(\.deviceToken))::text[]) AS k(app_id, device_token))
             UNION
-            SELECT \(unescaped: PostgresRows.deviceColumns) FROM devices d
+            SELECT \(unescaped: TableCatalog.devices.columnList) FROM devices d
             WHERE (d.app_id, d.user_id) IN (SELECT * FROM unnest(\(users.map(\.appId))::uuid[], \(users.map(\.userId))::text[]))
             """)
         snapshot.add(devices: try found.map(PostgresRows.device))
@@ -111,7 +111,7 @@ struct PostgresStateLoader {
         guard !keys.isEmpty else { return }
         let keys = Array(keys)
         for row in try await rows("""
-            SELECT \(unescaped: PostgresRows.pendingColumns) FROM pending_notifications p
+            SELECT \(unescaped: TableCatalog.pendingNotifications.columnList) FROM pending_notifications p
             WHERE (p.app_id, p.token_key, p.notification_id) IN (SELECT k.app_id, \(unescaped: PostgresRows.unnestedTokenKey), k.notification_id
                 FROM unnest(\(keys.map(\.appId))::uuid[], \(keys.map(\.deviceToken))::text[], \(keys.map(\.notificationId))::text[])
                 AS k(app_id, device_token, notification_id))
@@ -151,7 +151,7 @@ struct PostgresStateLoader {
     private func loadDeliveries(_ ids: Set<UUID>, into snapshot: inout StateSnapshot) async throws {
         guard !ids.isEmpty else { return }
         for row in try await rows("""
-            SELECT \(unescaped: PostgresRows.deliveryColumns) FROM deliveries WHERE delivery_id = ANY(\(Array(ids))::uuid[])
+            SELECT \(unescaped: TableCatalog.deliveries.columnList) FROM deliveries WHERE delivery_id = ANY(\(Array(ids))::uuid[])
             """) {
             let delivery = try PostgresRows.delivery(row)
             snapshot.deliveries[delivery.deliveryId] = delivery

@@ -161,84 +161,40 @@ struct SQLiteMutationWriter {
         return statement
     }
 
-    private static let upsertAppSQL = """
-        INSERT INTO apps (app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at, push_credentials)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT (app_id) DO UPDATE SET org_id = excluded.org_id, name = excluded.name,
-            callback_url = excluded.callback_url, callback_headers = excluded.callback_headers,
-            webhook_retries = excluded.webhook_retries, created_at = excluded.created_at,
-            push_credentials = excluded.push_credentials
-        """
+    private static let upsertAppSQL = TableCatalog.apps.sqliteUpsert
 
-    private static let upsertTokenSQL = """
-        INSERT INTO api_tokens (token_id, app_id, token_hash, revoked, created_at, scopes) VALUES (?, ?, ?, ?, ?, ?)
-        ON CONFLICT (token_id) DO UPDATE SET app_id = excluded.app_id, token_hash = excluded.token_hash,
-            revoked = excluded.revoked, created_at = excluded.created_at, scopes = excluded.scopes
-        """
+    private static let upsertTokenSQL = TableCatalog.apiTokens.sqliteUpsert
 
-    private static let upsertAdminTokenSQL = """
-        INSERT OR REPLACE INTO admin_tokens (\(SQLiteRows.adminTokenColumns)) VALUES (?, ?, ?, ?, ?, ?)
-        """
+    private static let upsertAdminTokenSQL = TableCatalog.adminTokens.sqliteUpsert
 
-    private static let putIdempotencyKeySQL = """
-        INSERT OR REPLACE INTO idempotency_keys (\(SQLiteRows.idempotencyKeyColumns)) VALUES (?, ?, ?, ?, ?)
-        """
+    private static let putIdempotencyKeySQL = TableCatalog.idempotencyKeys.sqliteUpsert
 
-    private static let putAuditEntrySQL = """
-        INSERT OR REPLACE INTO audit_log (\(SQLiteRows.auditColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-        """
+    private static let putAuditEntrySQL = TableCatalog.auditLog.sqliteUpsert
 
-    private static let upsertDeviceSQL = """
-        INSERT INTO devices (\(SQLiteRows.deviceColumns)) VALUES (?, ?, ?, ?, ?, ?)
-        ON CONFLICT (app_id, device_token) DO UPDATE SET user_id = excluded.user_id, platform = excluded.platform,
-            version = excluded.version, updated_at = excluded.updated_at
-        """
+    private static let upsertDeviceSQL = TableCatalog.devices.sqliteUpsert
 
-    private static let deleteDeviceSQL = "DELETE FROM devices WHERE app_id = ? AND device_token = ?"
+    private static let deleteDeviceSQL = TableCatalog.devices.sqliteDeleteByKey
 
-    private static let putStatusSQL = """
-        INSERT INTO registration_status (\(SQLiteRows.statusColumns)) VALUES (?, ?, ?, ?, ?)
-        ON CONFLICT (request_id) DO UPDATE SET app_id = excluded.app_id, status = excluded.status,
-            failure_reason = excluded.failure_reason, decided_at = excluded.decided_at
-        """
+    private static let putStatusSQL = TableCatalog.registrationStatus.sqliteUpsert
 
     /// A job id derives from the command that caused it: a replayed command finds its job and
     /// leaves it (and its delivery progress) alone.
-    private static let enqueueSQL = """
-        INSERT OR IGNORE INTO outbox (id, kind, app_id, url, headers, body, max_attempts, attempts,
-            next_attempt_at, state, last_status, last_error, lease_until, created_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)
-        """
+    private static let enqueueSQL = TableCatalog.outbox.sqliteInsertUnlessStored
 
     /// Every column, the lease released.
-    private static let restoreSQL = """
-        INSERT INTO outbox (id, kind, app_id, url, headers, body, max_attempts, attempts,
-            next_attempt_at, state, last_status, last_error, lease_until, created_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)
-        ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, app_id = excluded.app_id, url = excluded.url,
-            headers = excluded.headers, body = excluded.body, max_attempts = excluded.max_attempts,
-            attempts = excluded.attempts, next_attempt_at = excluded.next_attempt_at, state = excluded.state,
-            last_status = excluded.last_status, last_error = excluded.last_error, lease_until = NULL,
-            created_at = excluded.created_at
-        """
+    private static let restoreSQL = TableCatalog.outbox.sqliteUpsert + ", lease_until = NULL"
 
     private static let restoreAttemptsSQL = "DELETE FROM outbox_attempts WHERE job_id = ? AND attempt > ?"
 
     /// Written as decided (`BatchState.addPending` puts a key once).
-    private static let putPendingSQL = """
-        INSERT OR REPLACE INTO pending_notifications (\(SQLiteRows.pendingColumns)) VALUES (?, ?, ?, ?, ?, ?, ?)
-        """
+    private static let putPendingSQL = TableCatalog.pendingNotifications.sqliteUpsert
 
-    private static let deletePendingSQL = """
-        DELETE FROM pending_notifications WHERE app_id = ? AND device_token = ? AND notification_id = ?
-        """
+    private static let deletePendingSQL = TableCatalog.pendingNotifications.sqliteDeleteByKey
 
     private static let clearPendingSQL = "DELETE FROM pending_notifications WHERE app_id = ? AND device_token = ?"
 
     /// Written as decided (`AckHandler` loads the key's ack and writes the first one only).
-    private static let putAckSQL = """
-        INSERT OR REPLACE INTO acks (\(SQLiteRows.ackColumns)) VALUES (?, ?, ?, ?, ?)
-        """
+    private static let putAckSQL = TableCatalog.acks.sqliteUpsert
 
     /// A first report stores the row; every later one of the same (device, action) is a repeat.
     /// `excluded.repeats` is the batch's reports minus one.
@@ -257,14 +213,10 @@ struct SQLiteMutationWriter {
         """
 
     /// Written as decided (`NotificationHandler` refuses a send whose delivery id is known).
-    private static let putDeliverySQL = """
-        INSERT OR REPLACE INTO deliveries (\(SQLiteRows.deliveryColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-        """
+    private static let putDeliverySQL = TableCatalog.deliveries.sqliteUpsert
 
     /// Written as decided (`DeliveryResultHandler` counts the change against the delivery).
-    private static let putOutcomeSQL = """
-        INSERT OR REPLACE INTO delivery_outcomes (\(SQLiteRows.outcomeColumns)) VALUES (?, ?, ?, ?, ?, ?, ?)
-        """
+    private static let putOutcomeSQL = TableCatalog.deliveryOutcomes.sqliteUpsert
 }
 
 /// Rows bound from parameter `start` on, in the order of the column lists of `SQLiteRows`.

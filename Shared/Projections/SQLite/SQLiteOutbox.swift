@@ -15,7 +15,7 @@ enum SQLiteOutbox {
         // The excluded apps as one JSON array argument, so the statement is prepared once.
         let excluded = "[" + excludingApps.map { "\"\(SQLiteValues.text($0))\"" }.joined(separator: ",") + "]"
         let select = try db.cachedStatement(sql: """
-            SELECT \(SQLiteRows.outboxColumns) FROM outbox
+            SELECT \(TableCatalog.outbox.columnList) FROM outbox
             WHERE state = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?)
                 AND (app_id IS NULL OR app_id NOT IN (SELECT value FROM json_each(?)))
             ORDER BY next_attempt_at, created_at, id
@@ -59,7 +59,7 @@ enum SQLiteOutbox {
     }
 
     static func job(_ id: String, in db: Database) throws -> OutboxJob? {
-        let select = try db.cachedStatement(sql: "SELECT \(SQLiteRows.outboxColumns) FROM outbox WHERE id = ?")
+        let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.outbox.columnList) FROM outbox WHERE id = ?")
         return try Row.fetchOne(select, arguments: [id]).map(SQLiteRows.outboxJob)
     }
 
@@ -67,10 +67,10 @@ enum SQLiteOutbox {
         guard limit > 0 else { return [] }
         // BINARY collation: byte order of the UTF-8 ids.
         if let id {
-            let select = try db.cachedStatement(sql: "SELECT \(SQLiteRows.outboxColumns) FROM outbox WHERE id > ? ORDER BY id LIMIT ?")
+            let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.outbox.columnList) FROM outbox WHERE id > ? ORDER BY id LIMIT ?")
             return try Row.fetchAll(select, arguments: [id, limit]).map(SQLiteRows.outboxJob)
         }
-        let select = try db.cachedStatement(sql: "SELECT \(SQLiteRows.outboxColumns) FROM outbox ORDER BY id LIMIT ?")
+        let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.outbox.columnList) FROM outbox ORDER BY id LIMIT ?")
         return try Row.fetchAll(select, arguments: [limit]).map(SQLiteRows.outboxJob)
     }
 

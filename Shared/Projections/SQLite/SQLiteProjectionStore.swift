@@ -186,14 +186,14 @@ public final class SQLiteProjectionStore: ProjectionStore {
 
     public func app(_ appId: UUID) async throws -> AppRow? {
         try await reading { db in
-            let select = try db.cachedStatement(sql: "SELECT \(SQLiteRows.appColumns) FROM apps WHERE app_id = ?")
+            let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.apps.columnList) FROM apps WHERE app_id = ?")
             return try Row.fetchOne(select, arguments: [SQLiteValues.text(appId)]).map(SQLiteRows.app)
         }
     }
 
     public func apps(after: UUID?, limit: Int) async throws -> [AppRow] {
         try await reading { db in
-            let select = try db.cachedStatement(sql: "SELECT \(SQLiteRows.appColumns) FROM apps WHERE app_id > ? ORDER BY app_id LIMIT ?")
+            let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.apps.columnList) FROM apps WHERE app_id > ? ORDER BY app_id LIMIT ?")
             return try Row.fetchAll(select, arguments: [after.map(SQLiteValues.text) ?? "", limit]).map(SQLiteRows.app)
         }
     }
@@ -201,7 +201,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
     public func apiTokens(app appId: UUID) async throws -> [ApiTokenRow] {
         try await reading { db in
             let select = try db.cachedStatement(sql: """
-                SELECT \(SQLiteRows.tokenColumns) FROM api_tokens WHERE app_id = ? ORDER BY created_at, token_id
+                SELECT \(TableCatalog.apiTokens.columnList) FROM api_tokens WHERE app_id = ? ORDER BY created_at, token_id
                 """)
             return try Row.fetchAll(select, arguments: [SQLiteValues.text(appId)]).map(SQLiteRows.token)
         }
@@ -210,7 +210,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
     public func adminTokens(after: UUID?, limit: Int) async throws -> [AdminTokenRow] {
         try await reading { db in
             let select = try db.cachedStatement(sql: """
-                SELECT \(SQLiteRows.adminTokenColumns) FROM admin_tokens WHERE admin_token_id > ? ORDER BY admin_token_id LIMIT ?
+                SELECT \(TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE admin_token_id > ? ORDER BY admin_token_id LIMIT ?
                 """)
             return try Row.fetchAll(select, arguments: [after.map(SQLiteValues.text) ?? "", limit]).map(SQLiteRows.adminToken)
         }
@@ -219,7 +219,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
     public func idempotencyKey(scope: String, key: String) async throws -> IdempotencyKeyRow? {
         try await reading { db in
             let select = try db.cachedStatement(sql: """
-                SELECT \(SQLiteRows.idempotencyKeyColumns) FROM idempotency_keys WHERE scope = ? AND idempotency_key = ?
+                SELECT \(TableCatalog.idempotencyKeys.columnList) FROM idempotency_keys WHERE scope = ? AND idempotency_key = ?
                 """)
             return try Row.fetchOne(select, arguments: [scope, key]).map(SQLiteRows.idempotencyKey)
         }
@@ -227,7 +227,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
 
     public func adminToken(id: UUID) async throws -> AdminTokenRow? {
         try await reading { db in
-            let select = try db.cachedStatement(sql: "SELECT \(SQLiteRows.adminTokenColumns) FROM admin_tokens WHERE admin_token_id = ?")
+            let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE admin_token_id = ?")
             return try Row.fetchOne(select, arguments: [SQLiteValues.text(id)]).map(SQLiteRows.adminToken)
         }
     }
@@ -235,7 +235,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
     public func adminToken(hash: String) async throws -> AdminTokenRow? {
         try await reading { db in
             let select = try db.cachedStatement(sql: """
-                SELECT \(SQLiteRows.adminTokenColumns) FROM admin_tokens WHERE token_hash = ? ORDER BY created_at, admin_token_id LIMIT 1
+                SELECT \(TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE token_hash = ? ORDER BY created_at, admin_token_id LIMIT 1
                 """)
             return try Row.fetchOne(select, arguments: [hash]).map(SQLiteRows.adminToken)
         }
@@ -263,7 +263,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
             let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
             arguments.append(query.limit)
             return try Row.fetchAll(db, sql: """
-                SELECT \(SQLiteRows.auditColumns) FROM audit_log \(filter) ORDER BY at DESC, command_id DESC LIMIT ?
+                SELECT \(TableCatalog.auditLog.columnList) FROM audit_log \(filter) ORDER BY at DESC, command_id DESC LIMIT ?
                 """, arguments: StatementArguments(arguments)).map(SQLiteRows.auditEntry)
         }
     }
@@ -271,7 +271,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
     public func devices(app appId: UUID, user userId: String) async throws -> [DeviceRow] {
         try await reading { db in
             let select = try db.cachedStatement(sql: """
-                SELECT \(SQLiteRows.deviceColumns) FROM devices WHERE app_id = ? AND user_id = ? ORDER BY device_token
+                SELECT \(TableCatalog.devices.columnList) FROM devices WHERE app_id = ? AND user_id = ? ORDER BY device_token
                 """)
             return try Row.fetchAll(select, arguments: [SQLiteValues.text(appId), userId]).map { try SQLiteRows.device($0) }
         }
@@ -280,7 +280,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
     public func device(_ key: DeviceKey) async throws -> DeviceRow? {
         try await reading { db in
             let select = try db.cachedStatement(sql: """
-                SELECT \(SQLiteRows.deviceColumns) FROM devices WHERE app_id = ? AND device_token = ?
+                SELECT \(TableCatalog.devices.columnList) FROM devices WHERE app_id = ? AND device_token = ?
                 """)
             return try Row.fetchOne(select, arguments: [SQLiteValues.text(key.appId), key.deviceToken]).map { try SQLiteRows.device($0) }
         }
@@ -293,7 +293,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
             for list in SQLiteInList.split(Array(Set(requestIds.map(SQLiteValues.text)))) {
                 // The app filter is what keeps one app's token from reading another app's statuses.
                 let select = try db.cachedStatement(sql: """
-                    SELECT \(SQLiteRows.statusColumns) FROM registration_status
+                    SELECT \(TableCatalog.registrationStatus.columnList) FROM registration_status
                     WHERE app_id = ? AND request_id IN \(list.placeholders)
                     """)
                 let rows = try Row.fetchCursor(select, arguments: StatementArguments([app] + list.values))
@@ -310,7 +310,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
         try await reading { db in
             // Hashes of generated tokens do not collide; the order only makes the answer stable if they did.
             let select = try db.cachedStatement(sql: """
-                SELECT \(SQLiteRows.tokenColumns) FROM api_tokens WHERE token_hash = ? ORDER BY created_at, token_id LIMIT 1
+                SELECT \(TableCatalog.apiTokens.columnList) FROM api_tokens WHERE token_hash = ? ORDER BY created_at, token_id LIMIT 1
                 """)
             return try Row.fetchOne(select, arguments: [hash]).map(SQLiteRows.token)
         }
@@ -319,7 +319,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
     public func pendingNotifications(_ device: DeviceKey) async throws -> [PendingNotificationRow] {
         try await reading { db in
             let select = try db.cachedStatement(sql: """
-                SELECT \(SQLiteRows.pendingColumns) FROM pending_notifications WHERE app_id = ? AND device_token = ?
+                SELECT \(TableCatalog.pendingNotifications.columnList) FROM pending_notifications WHERE app_id = ? AND device_token = ?
                 ORDER BY sent_at, notification_id
                 """)
             return try Row.fetchAll(select, arguments: [SQLiteValues.text(device.appId), device.deviceToken])
@@ -334,7 +334,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
         do {
             return try inlineReaders.read { db in
                 let select = SQLiteRawStatement(try db.cachedStatement(sql: """
-                    SELECT \(SQLiteRows.deliveryColumns) FROM deliveries WHERE app_id = ? AND delivery_id = ?
+                    SELECT \(TableCatalog.deliveries.columnList) FROM deliveries WHERE app_id = ? AND delivery_id = ?
                     """))
                 select.bind(1, appId)
                 select.bind(2, deliveryId)
@@ -350,7 +350,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
     public func deliveryStats(app appId: UUID, deliveryId: UUID) async throws -> DeliveryStatsRow? {
         try await reading { db -> DeliveryStatsRow? in
             let select = try db.cachedStatement(sql: """
-                SELECT \(SQLiteRows.deliveryColumns) FROM deliveries WHERE app_id = ? AND delivery_id = ?
+                SELECT \(TableCatalog.deliveries.columnList) FROM deliveries WHERE app_id = ? AND delivery_id = ?
                 """)
             let app = SQLiteValues.text(appId), delivery = SQLiteValues.text(deliveryId)
             guard let row = try Row.fetchOne(select, arguments: [app, delivery]).map(SQLiteRows.delivery) else { return nil }
@@ -380,7 +380,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
     public func deliveryOutcomes(app appId: UUID, deliveryId: UUID, outcome: DeliveryOutcome?, after: Int?,
                                  limit: Int) async throws -> [DeliveryOutcomeRow] {
         try await reading { db in
-            var sql = "SELECT \(SQLiteRows.outcomeColumns) FROM delivery_outcomes WHERE app_id = ? AND delivery_id = ?"
+            var sql = "SELECT \(TableCatalog.deliveryOutcomes.columnList) FROM delivery_outcomes WHERE app_id = ? AND delivery_id = ?"
             var arguments: [(any DatabaseValueConvertible)?] = [SQLiteValues.text(appId), SQLiteValues.text(deliveryId)]
             if let outcome {
                 sql += " AND outcome = ?"

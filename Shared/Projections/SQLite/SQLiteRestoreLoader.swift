@@ -23,12 +23,12 @@ struct SQLiteRestoreLoader {
         for entry in rows.audit { try writer.apply(.putAuditEntry(entry)) }
         for row in rows.idempotencyKeys { try writer.apply(.putIdempotencyKey(row)) }
 
-        try insert(rows.devices, into: "devices", SQLiteRows.deviceColumns) { $0.bind($2, from: $1) }
-        try insert(rows.statuses, into: "registration_status", SQLiteRows.statusColumns) { $0.bind($2, from: $1) }
-        try insert(rows.pending, into: "pending_notifications", SQLiteRows.pendingColumns) { $0.bind($2, from: $1) }
-        try insert(rows.acks, into: "acks", SQLiteRows.ackColumns) { $0.bind($2, from: $1) }
-        try insert(rows.deliveries, into: "deliveries", SQLiteRows.deliveryColumns) { $0.bind($2, from: $1) }
-        try insert(rows.outcomes, into: "delivery_outcomes", SQLiteRows.outcomeColumns) { $0.bind($2, from: $1) }
+        try insert(rows.devices, into: "devices", TableCatalog.devices.columnList) { $0.bind($2, from: $1) }
+        try insert(rows.statuses, into: "registration_status", TableCatalog.registrationStatus.columnList) { $0.bind($2, from: $1) }
+        try insert(rows.pending, into: "pending_notifications", TableCatalog.pendingNotifications.columnList) { $0.bind($2, from: $1) }
+        try insert(rows.acks, into: "acks", TableCatalog.acks.columnList) { $0.bind($2, from: $1) }
+        try insert(rows.deliveries, into: "deliveries", TableCatalog.deliveries.columnList) { $0.bind($2, from: $1) }
+        try insert(rows.outcomes, into: "delivery_outcomes", TableCatalog.deliveryOutcomes.columnList) { $0.bind($2, from: $1) }
         try insert(rows.tracking, into: "tracking_events", "delivery_id, \(SQLiteRows.trackedColumns)") { s, start, row in
             s.bind(start, row.deliveryId); s.bind(start + 1, row.appId); s.bind(start + 2, Int64(row.action))
             s.bind(start + 3, row.messageIndex); s.bind(start + 4, row.repeats)

@@ -4,14 +4,12 @@ import ProjectionChangelog
 import Projections
 import GRDB
 
-/// The column lists every query selects, and the decoding of those rows into model values.
+/// The decoding of the rows queries select into model values.
 ///
-/// Columns are read by position, in the order of each `columns` list, which keeps decoding
-/// of large batches cheap; each list sits beside its decoder so that the two change together.
-/// Decoding throws (rather than traps) on a value of the wrong type.
+/// Columns are read by position, in the order of their table's `TableCatalog` entry (whose
+/// `columnList` the queries select), which keeps decoding of large batches cheap. Decoding
+/// throws (rather than traps) on a value of the wrong type.
 enum SQLiteRows {
-    static let appColumns = "app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at, push_credentials"
-
     static func app(_ row: Row) throws -> AppRow {
         try AppRow(
             appId: SQLiteValues.uuid(row.decode(atIndex: 0), column: "apps.app_id"),
@@ -24,8 +22,6 @@ enum SQLiteRows {
             pushCredentials: ProjectionValues.pushCredentials(json: row.decode(atIndex: 7)))
     }
 
-    static let tokenColumns = "token_id, app_id, token_hash, revoked, created_at, scopes"
-
     static func token(_ row: Row) throws -> ApiTokenRow {
         try ApiTokenRow(
             tokenId: SQLiteValues.uuid(row.decode(atIndex: 0), column: "api_tokens.token_id"),
@@ -36,16 +32,12 @@ enum SQLiteRows {
             scopes: ProjectionValues.scopes(column: row.decode(atIndex: 5)))
     }
 
-    static let idempotencyKeyColumns = "scope, idempotency_key, resource_id, request_hash, first_at"
-
     static func idempotencyKey(_ row: Row) throws -> IdempotencyKeyRow {
         try IdempotencyKeyRow(
             scope: row.decode(atIndex: 0), key: row.decode(atIndex: 1),
             resourceId: SQLiteValues.uuid(row.decode(atIndex: 2), column: "idempotency_keys.resource_id"),
             requestHash: row.decode(atIndex: 3), firstAt: SQLiteValues.date(millis: row.decode(atIndex: 4)))
     }
-
-    static let adminTokenColumns = "admin_token_id, name, token_hash, revoked, created_at, revoked_at"
 
     static func adminToken(_ row: Row) throws -> AdminTokenRow {
         try AdminTokenRow(
@@ -56,8 +48,6 @@ enum SQLiteRows {
             createdAt: SQLiteValues.date(millis: row.decode(atIndex: 4)),
             revokedAt: (row.decode(atIndex: 5) as Int64?).map(SQLiteValues.date(millis:)))
     }
-
-    static let auditColumns = "command_id, at, type, app_id, actor_id, actor_name, request_id, outcome, reason, changes"
 
     static func auditEntry(_ row: Row) throws -> AuditEntryRow {
         try AuditEntryRow(
@@ -73,8 +63,6 @@ enum SQLiteRows {
             changes: row.decode(atIndex: 9))
     }
 
-    static let deviceColumns = "app_id, device_token, user_id, platform, version, updated_at"
-
     static func device(_ row: Row) throws -> DeviceRow {
         try DeviceRow(
             appId: SQLiteValues.uuid(row.decode(atIndex: 0), column: "devices.app_id"),
@@ -85,7 +73,7 @@ enum SQLiteRows {
             updatedAt: SQLiteValues.date(millis: row.decode(atIndex: 5)))
     }
 
-    /// The current row of a statement selecting `deviceColumns`, read through SQLite's C API
+    /// The current row of a statement selecting `TableCatalog.devices.columnList`, read through SQLite's C API
     /// (the loads of many devices: a send to many users reads 100,000). `appId`: the app the
     /// query selected on, which spares parsing the column's UUID text on every row.
     static func device(_ statement: SQLiteRawStatement, appId: UUID) throws -> DeviceRow {
@@ -97,8 +85,6 @@ enum SQLiteRows {
             version: statement.int64(4),
             updatedAt: SQLiteValues.date(millis: statement.int64(5)))
     }
-
-    static let statusColumns = "request_id, app_id, status, failure_reason, decided_at"
 
     static func status(_ row: Row) throws -> RegistrationStatusRow {
         let reason: String? = try row.decode(atIndex: 3)
@@ -112,8 +98,6 @@ enum SQLiteRows {
             decidedAt: SQLiteValues.date(millis: row.decode(atIndex: 4)))
     }
 
-    static let pendingColumns = "app_id, device_token, notification_id, delivery_id, sent_at, text, business_id"
-
     static func pending(_ row: Row) throws -> PendingNotificationRow {
         try PendingNotificationRow(
             appId: SQLiteValues.uuid(row.decode(atIndex: 0), column: "pending_notifications.app_id"),
@@ -124,11 +108,6 @@ enum SQLiteRows {
             text: row.decode(atIndex: 5),
             businessId: row.decode(atIndex: 6))
     }
-
-    /// Acks are only read back as keys (`StateSnapshot.acks`) and dumped.
-    static let ackColumns = "app_id, device_token, notification_id, business_id, acked_at"
-
-    static let deliveryColumns = "app_id, delivery_id, kind, managed, tracking, sent, created_at, delivered, failed, unregistered, idempotency_key, request_hash, duplicates, conflicts"
 
     static func delivery(_ row: Row) throws -> DeliveryRow {
         try DeliveryRow(
@@ -148,7 +127,7 @@ enum SQLiteRows {
             conflicts: row.decode(atIndex: 13))
     }
 
-    /// The current row of a statement selecting `deliveryColumns` of `appId`'s deliveries, read
+    /// The current row of a statement selecting `TableCatalog.deliveries.columnList` of `appId`'s deliveries, read
     /// through SQLite's C API (the read of every keyed send).
     static func delivery(_ statement: SQLiteRawStatement, appId: UUID) throws -> DeliveryRow {
         try DeliveryRow(
@@ -167,8 +146,6 @@ enum SQLiteRows {
             duplicates: Int(statement.int64(12)),
             conflicts: Int(statement.int64(13)))
     }
-
-    static let outcomeColumns = "app_id, delivery_id, message_index, device_token, outcome, reason, reported_at"
 
     static func outcome(_ row: Row) throws -> DeliveryOutcomeRow {
         try DeliveryOutcomeRow(
@@ -190,11 +167,6 @@ enum SQLiteRows {
             messageIndex: row.decode(atIndex: start + 2),
             repeats: row.decode(atIndex: start + 3))
     }
-
-    static let outboxColumns = """
-        id, kind, app_id, url, headers, body, max_attempts, attempts, next_attempt_at, state, \
-        last_status, last_error, created_at
-        """
 
     static func outboxJob(_ row: Row) throws -> OutboxJob {
         let appId: String? = try row.decode(atIndex: 2)

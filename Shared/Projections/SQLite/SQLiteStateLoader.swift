@@ -48,7 +48,7 @@ struct SQLiteStateLoader {
 
     private func loadDeliveries(_ ids: Set<UUID>, into snapshot: inout StateSnapshot) throws {
         for list in SQLiteInList.split(ids.map(SQLiteValues.text)) {
-            let sql = "SELECT \(SQLiteRows.deliveryColumns) FROM deliveries WHERE delivery_id IN \(list.placeholders)"
+            let sql = "SELECT \(TableCatalog.deliveries.columnList) FROM deliveries WHERE delivery_id IN \(list.placeholders)"
             try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { row in
                 let delivery = try SQLiteRows.delivery(row)
                 snapshot.deliveries[delivery.deliveryId] = delivery
@@ -91,7 +91,7 @@ struct SQLiteStateLoader {
 
     private func loadApps(_ appIds: Set<UUID>, into snapshot: inout StateSnapshot) throws {
         for list in SQLiteInList.split(appIds.map(SQLiteValues.text)) {
-            let sql = "SELECT \(SQLiteRows.appColumns) FROM apps WHERE app_id IN \(list.placeholders)"
+            let sql = "SELECT \(TableCatalog.apps.columnList) FROM apps WHERE app_id IN \(list.placeholders)"
             try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { row in
                 let app = try SQLiteRows.app(row)
                 snapshot.apps[app.appId] = app
@@ -101,7 +101,7 @@ struct SQLiteStateLoader {
         // Only apps that exist have tokens worth asking for.
         for list in SQLiteInList.split(snapshot.apps.keys.map(SQLiteValues.text)) {
             let sql = """
-                SELECT \(SQLiteRows.tokenColumns) FROM api_tokens WHERE app_id IN \(list.placeholders)
+                SELECT \(TableCatalog.apiTokens.columnList) FROM api_tokens WHERE app_id IN \(list.placeholders)
                 ORDER BY app_id, created_at, token_id
                 """
             try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { row in
@@ -113,7 +113,7 @@ struct SQLiteStateLoader {
 
     private func loadAdminTokens(_ ids: Set<UUID>, into snapshot: inout StateSnapshot) throws {
         for list in SQLiteInList.split(ids.map(SQLiteValues.text)) {
-            let sql = "SELECT \(SQLiteRows.adminTokenColumns) FROM admin_tokens WHERE admin_token_id IN \(list.placeholders)"
+            let sql = "SELECT \(TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE admin_token_id IN \(list.placeholders)"
             try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { row in
                 let token = try SQLiteRows.adminToken(row)
                 snapshot.adminTokens[token.adminTokenId] = token
@@ -153,7 +153,7 @@ struct SQLiteStateLoader {
         var rows: [DeviceRow] = []
         for list in SQLiteInList.split(values) {
             let statement = SQLiteRawStatement(try db.cachedStatement(sql: """
-                SELECT \(SQLiteRows.deviceColumns) FROM devices
+                SELECT \(TableCatalog.devices.columnList) FROM devices
                 WHERE app_id = ? AND \(column) IN \(list.placeholders)
                 """))
             statement.bind(1, appId)
@@ -192,7 +192,7 @@ struct SQLiteStateLoader {
     /// Keys are grouped by notification: a managed send asks for one notification on many
     /// devices, which then share IN lists; acks ask for a few keys only.
     private func loadPending(_ keys: Set<PendingKey>, into snapshot: inout StateSnapshot) throws {
-        try forEachRow(of: keys, select: "SELECT \(SQLiteRows.pendingColumns) FROM pending_notifications") { _, row in
+        try forEachRow(of: keys, select: "SELECT \(TableCatalog.pendingNotifications.columnList) FROM pending_notifications") { _, row in
             let pending = try SQLiteRows.pending(row)
             snapshot.pending[pending.key] = pending
         }

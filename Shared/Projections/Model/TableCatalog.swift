@@ -1,0 +1,176 @@
+import Foundation
+
+/// A column of a projected table as both stores keep it: its name, what it holds, and whether
+/// it may be NULL. The stores' declared types follow from the kind (docs/ARCHITECTURE.md#the-store-catalog).
+public struct CatalogColumn: Sendable, Equatable {
+    /// What a column holds, in both stores: UUIDs as lower-case text in SQLite and `uuid` in
+    /// PostgreSQL, dates as integer milliseconds since 1970, flags as 0/1 in SQLite.
+    public enum Kind: Sendable, Equatable {
+        case uuid, text, integer, boolean, millis, bytes
+    }
+
+    public var name: String
+    public var kind: Kind
+    public var nullable: Bool
+    /// Whether the dump shows it. Delivery progress (an outbox job's attempts and state) is
+    /// not: it legitimately differs between runs that built the same state.
+    public var dumped: Bool
+
+    public init(_ name: String, _ kind: Kind, nullable: Bool = false, dumped: Bool = true) {
+        self.name = name
+        self.kind = kind
+        self.nullable = nullable
+        self.dumped = dumped
+    }
+}
+
+/// A projected table, described once: its name, its primary key and its columns in the order
+/// every statement lists them. Both stores' column lists, upserts and the dump are built from
+/// it; the migrations that create it are in each store's schema, and a test holds the two
+/// together on both stores.
+public struct CatalogTable: Sendable, Equatable {
+    public var name: String
+    /// The primary key's columns, in key order (the dump's row order).
+    public var key: [String]
+    public var columns: [CatalogColumn]
+
+    public init(_ name: String, key: [String], _ columns: [CatalogColumn]) {
+        precondition(key.allSatisfy { k in columns.contains { $0.name == k } }, "\(name): key columns must be columns")
+        self.name = name
+        self.key = key
+        self.columns = columns
+    }
+
+    /// `a, b, c`: every column, in order.
+    public var columnList: String { columns.map(\.name).joined(separator: ", ") }
+
+    /// The columns the dump shows, in order.
+    public var dumpedColumnList: String { columns.filter(\.dumped).map(\.name).joined(separator: ", ") }
+
+    public var keyList: String { key.joined(separator: ", ") }
+
+    /// `INSERT INTO t (columns) VALUES (?, …) ON CONFLICT (key) DO UPDATE SET c = excluded.c, …`:
+    /// writes a whole row, replacing the row of its key. SQLite's parameters are `?`, bound in
+    /// column order.
+    public var sqliteUpsert: String {
+        "INSERT INTO \(name) (\(columnList)) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+            + " ON CONFLICT (\(keyList)) DO \(updateSet)"
+    }
+
+    /// Inserts a whole row; a row whose key is stored already is left as it is.
+    public var sqliteInsertUnlessStored: String {
+        "INSERT INTO \(name) (\(columnList)) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+            + " ON CONFLICT (\(keyList)) DO NOTHING"
+    }
+
+    /// `DELETE FROM t WHERE k1 = ? AND …`: the row of one key, bound in key order.
+    public var sqliteDeleteByKey: String {
+        "DELETE FROM \(name) WHERE " + key.map { "\($0) = ?" }.joined(separator: " AND ")
+    }
+
+    /// `DO UPDATE SET` every column outside the key (`DO NOTHING` when there is none).
+    public var updateSet: String {
+        let rest = columns.filter { !key.contains($0.name) }
+        return rest.isEmpty ? "NOTHING" : "UPDATE SET " + rest.map { "\($0.name) = excluded.\($0.name)" }.joined(separator: ", ")
+    }
+}
+
+/// Every projected table, once. Adding a column is its row type, one line here and one migration.
+public enum TableCatalog {
+    public static let apps = CatalogTable("apps", key: ["app_id"], [
+        .init("app_id", .uuid), .init("org_id", .uuid), .init("name", .text), .init("callback_url", .text, nullable: true),
+        // Sorted-key JSON (`ProjectionValues.headersJSON`).
+        .init("callback_headers", .text), .init("webhook_retries", .integer), .init("created_at", .millis),
+        // `PushCredentials` as JSON, secrets sealed; NULL: none.
+        .init("push_credentials", .text, nullable: true),
+    ])
+
+    public static let apiTokens = CatalogTable("api_tokens", key: ["token_id"], [
+        .init("token_id", .uuid), .init("app_id", .uuid), .init("token_hash", .text), .init("revoked", .boolean),
+        .init("created_at", .millis),
+        // `client`, `server` or `client,server`; NULL: a legacy token, every scope.
+        .init("scopes", .text, nullable: true),
+    ])
+
+    public static let devices = CatalogTable("devices", key: ["app_id", "device_token"], [
+        .init("app_id", .uuid), .init("device_token", .text), .init("user_id", .text), .init("platform", .text),
+        .init("version", .integer), .init("updated_at", .millis),
+    ])
+
+    public static let registrationStatus = CatalogTable("registration_status", key: ["request_id"], [
+        .init("request_id", .uuid), .init("app_id", .uuid), .init("status", .text), .init("failure_reason", .text, nullable: true),
+        .init("decided_at", .millis),
+    ])
+
+    public static let pendingNotifications = CatalogTable("pending_notifications", key: ["app_id", "device_token", "notification_id"], [
+        .init("app_id", .uuid), .init("device_token", .text), .init("notification_id", .text), .init("delivery_id", .uuid),
+        .init("sent_at", .millis), .init("text", .text), .init("business_id", .text, nullable: true),
+    ])
+
+    public static let acks = CatalogTable("acks", key: ["app_id", "device_token", "notification_id"], [
+        .init("app_id", .uuid), .init("device_token", .text), .init("notification_id", .text),
+        .init("business_id", .text, nullable: true), .init("acked_at", .millis),
+    ])
+
+    public static let deliveries = CatalogTable("deliveries", key: ["app_id", "delivery_id"], [
+        .init("app_id", .uuid), .init("delivery_id", .uuid), .init("kind", .text), .init("managed", .boolean),
+        .init("tracking", .boolean), .init("sent", .integer), .init("created_at", .millis),
+        .init("delivered", .integer), .init("failed", .integer), .init("unregistered", .integer),
+        .init("idempotency_key", .text, nullable: true), .init("request_hash", .text, nullable: true),
+        .init("duplicates", .integer), .init("conflicts", .integer),
+    ])
+
+    public static let deliveryOutcomes = CatalogTable("delivery_outcomes", key: ["app_id", "delivery_id", "message_index"], [
+        .init("app_id", .uuid), .init("delivery_id", .uuid), .init("message_index", .integer), .init("device_token", .text),
+        .init("outcome", .text), .init("reason", .text, nullable: true), .init("reported_at", .millis),
+    ])
+
+    public static let trackingEvents = CatalogTable("tracking_events", key: ["delivery_id", "app_id", "action", "message_index"], [
+        .init("delivery_id", .uuid), .init("app_id", .uuid), .init("action", .integer), .init("message_index", .integer),
+        // Reports after the first.
+        .init("repeats", .integer),
+    ])
+
+    public static let parkedTracking = CatalogTable("parked_tracking", key: ["delivery_id", "app_id"], [
+        .init("delivery_id", .uuid), .init("app_id", .uuid), .init("parked_at", .millis),
+    ])
+
+    public static let outbox = CatalogTable("outbox", key: ["id"], [
+        .init("id", .text), .init("kind", .text), .init("app_id", .uuid, nullable: true), .init("url", .text),
+        .init("headers", .text), .init("body", .bytes), .init("max_attempts", .integer),
+        .init("attempts", .integer, dumped: false), .init("next_attempt_at", .millis, dumped: false),
+        .init("state", .text, dumped: false), .init("last_status", .integer, nullable: true, dumped: false),
+        .init("last_error", .text, nullable: true, dumped: false), .init("created_at", .millis, dumped: false),
+    ])
+
+    public static let adminTokens = CatalogTable("admin_tokens", key: ["admin_token_id"], [
+        .init("admin_token_id", .uuid), .init("name", .text), .init("token_hash", .text), .init("revoked", .boolean),
+        .init("created_at", .millis), .init("revoked_at", .millis, nullable: true),
+    ])
+
+    public static let auditLog = CatalogTable("audit_log", key: ["command_id"], [
+        .init("command_id", .uuid), .init("at", .millis), .init("type", .text), .init("app_id", .uuid, nullable: true),
+        .init("actor_id", .uuid, nullable: true), .init("actor_name", .text, nullable: true),
+        .init("request_id", .text, nullable: true), .init("outcome", .text), .init("reason", .text, nullable: true),
+        .init("changes", .text),
+    ])
+
+    public static let idempotencyKeys = CatalogTable("idempotency_keys", key: ["scope", "idempotency_key"], [
+        .init("scope", .text), .init("idempotency_key", .text), .init("resource_id", .uuid), .init("request_hash", .text),
+        .init("first_at", .millis),
+    ])
+
+    /// The projected tables in dump order.
+    public static let tables: [CatalogTable] = [
+        apps, apiTokens, devices, registrationStatus, pendingNotifications, acks, deliveries, deliveryOutcomes,
+        trackingEvents, parkedTracking, outbox, adminTokens, auditLog, idempotencyKeys,
+    ]
+
+    /// Columns a store keeps beside a table's catalog columns, for its own work; no row type
+    /// carries them. Both stores: an outbox job's lease. PostgreSQL: the SHA-256 key of a device
+    /// token (a B-tree entry holds at most about 2,700 bytes, and a token may have 4,096).
+    public static let storeColumns: [String: Set<String>] = ["outbox": ["lease_until"]]
+    public static let postgresStoreColumns: [String: Set<String>] = [
+        "outbox": ["lease_until"], "devices": ["token_key"], "pending_notifications": ["token_key"], "acks": ["token_key"],
+    ]
+}
