@@ -52,15 +52,13 @@ public struct CatalogTable: Sendable, Equatable {
     /// `INSERT INTO t (columns) VALUES (?, …) ON CONFLICT (key) DO UPDATE SET c = excluded.c, …`:
     /// writes a whole row, replacing the row of its key. SQLite's parameters are `?`, bound in
     /// column order.
-    public var sqliteUpsert: String {
-        "INSERT INTO \(name) (\(columnList)) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
-            + " ON CONFLICT (\(keyList)) DO \(updateSet)"
-    }
+    public var sqliteUpsert: String { sqliteInsert + " ON CONFLICT (\(keyList)) DO \(updateSet)" }
 
     /// Inserts a whole row; a row whose key is stored already is left as it is.
-    public var sqliteInsertUnlessStored: String {
+    public var sqliteInsertUnlessStored: String { sqliteInsert + " ON CONFLICT (\(keyList)) DO NOTHING" }
+
+    private var sqliteInsert: String {
         "INSERT INTO \(name) (\(columnList)) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
-            + " ON CONFLICT (\(keyList)) DO NOTHING"
     }
 
     /// `DELETE FROM t WHERE k1 = ? AND …`: the row of one key, bound in key order.
@@ -68,7 +66,7 @@ public struct CatalogTable: Sendable, Equatable {
         "DELETE FROM \(name) WHERE " + key.map { "\($0) = ?" }.joined(separator: " AND ")
     }
 
-    /// `DO UPDATE SET` every column outside the key (`DO NOTHING` when there is none).
+    /// `UPDATE SET` every column outside the key (`NOTHING` when there is none), for `ON CONFLICT … DO`.
     public var updateSet: String {
         let rest = columns.filter { !key.contains($0.name) }
         return rest.isEmpty ? "NOTHING" : "UPDATE SET " + rest.map { "\($0.name) = excluded.\($0.name)" }.joined(separator: ", ")

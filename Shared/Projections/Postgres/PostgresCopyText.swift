@@ -17,7 +17,7 @@ import NIOCore
 /// carriage return: a value holds any Unicode the API accepts), and NULL is `\N`; every other
 /// byte, UTF-8 included, stands for itself. The backslash of a `bytea`'s `\x` is doubled for
 /// the same reason.
-struct PostgresCopyText {
+struct PostgresCopyText: ColumnWriter {
     private(set) var buffer: ByteBuffer
 
     init(capacity: Int) {
@@ -122,6 +122,18 @@ struct PostgresCopyText {
 
     mutating func text(_ value: String?) {
         if let value { text(value) } else { null() }
+    }
+
+    /// `bytea` in its hex form (`\\x…`, the backslash escaped).
+    mutating func bytes(_ value: Data) {
+        buffer.writeInteger(Self.backslash)
+        buffer.writeInteger(Self.backslash)
+        buffer.writeInteger(UInt8(ascii: "x"))
+        for byte in value {
+            buffer.writeInteger(UUIDHex.digit(byte >> 4))
+            buffer.writeInteger(UUIDHex.digit(byte & 0x0f))
+        }
+        buffer.writeInteger(Self.tab)
     }
 
     /// `PostgresRows.tokenKey` of `token`: the SHA-256 of its UTF-8 bytes, as `bytea` hex.

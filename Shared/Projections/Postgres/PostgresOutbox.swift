@@ -30,7 +30,7 @@ enum PostgresOutbox {
             """, logger: logger)
         // The columns of `TableCatalog.outbox.columnList`. RETURNING has no order of its own: oldest
         // first, as selected.
-        return try rows.map(PostgresRows.outboxJob).sorted { a, b in
+        return try rows.map(OutboxJob.init(postgres:)).sorted { a, b in
             if a.nextAttemptAt != b.nextAttemptAt { return a.nextAttemptAt < b.nextAttemptAt }
             if a.createdAt != b.createdAt { return a.createdAt < b.createdAt }
             return KeyOrder.less(a.id, b.id)
@@ -70,7 +70,7 @@ enum PostgresOutbox {
 
     static func job(_ id: String, on connection: PostgresConnection, logger: Logger) async throws -> OutboxJob? {
         try await connection.rows("SELECT \(unescaped: TableCatalog.outbox.columnList) FROM outbox WHERE id = \(id)", logger: logger)
-            .first.map(PostgresRows.outboxJob)
+            .first.map(OutboxJob.init(postgres:))
     }
 
     /// `id` compares bytewise (`COLLATE "C"`), as SQLite's BINARY does.
@@ -86,7 +86,7 @@ enum PostgresOutbox {
                 SELECT \(unescaped: TableCatalog.outbox.columnList) FROM outbox ORDER BY id LIMIT \(Int64(limit))
                 """, logger: logger)
         }
-        return try rows.map(PostgresRows.outboxJob)
+        return try rows.map(OutboxJob.init(postgres:))
     }
 
     static func nextDue(on connection: PostgresConnection, logger: Logger) async throws -> Date? {

@@ -186,7 +186,7 @@ public final class PostgresProjectionStore: ProjectionStore {
     }
 
     public func app(_ appId: UUID) async throws -> AppRow? {
-        try await rows("SELECT \(unescaped: TableCatalog.apps.columnList) FROM apps WHERE app_id = \(appId)").first.map(PostgresRows.app)
+        try await rows("SELECT \(unescaped: TableCatalog.apps.columnList) FROM apps WHERE app_id = \(appId)").first.map(AppRow.init(postgres:))
     }
 
     public func apps(after: UUID?, limit: Int) async throws -> [AppRow] {
@@ -195,13 +195,13 @@ public final class PostgresProjectionStore: ProjectionStore {
         } else {
             "SELECT \(unescaped: TableCatalog.apps.columnList) FROM apps ORDER BY app_id LIMIT \(limit)"
         }
-        return try await rows(select).map(PostgresRows.app)
+        return try await rows(select).map(AppRow.init(postgres:))
     }
 
     public func apiTokens(app appId: UUID) async throws -> [ApiTokenRow] {
         try await rows("""
             SELECT \(unescaped: TableCatalog.apiTokens.columnList) FROM api_tokens WHERE app_id = \(appId) ORDER BY created_at, token_id
-            """).map(PostgresRows.token)
+            """).map(ApiTokenRow.init(postgres:))
     }
 
     public func adminTokens(after: UUID?, limit: Int) async throws -> [AdminTokenRow] {
@@ -213,26 +213,26 @@ public final class PostgresProjectionStore: ProjectionStore {
         } else {
             "SELECT \(unescaped: TableCatalog.adminTokens.columnList) FROM admin_tokens ORDER BY admin_token_id LIMIT \(limit)"
         }
-        return try await rows(select).map(PostgresRows.adminToken)
+        return try await rows(select).map(AdminTokenRow.init(postgres:))
     }
 
     public func idempotencyKey(scope: String, key: String) async throws -> IdempotencyKeyRow? {
         try await rows("""
             SELECT \(unescaped: TableCatalog.idempotencyKeys.columnList) FROM idempotency_keys WHERE scope = \(scope) AND idempotency_key = \(key)
-            """).first.map(PostgresRows.idempotencyKey)
+            """).first.map(IdempotencyKeyRow.init(postgres:))
     }
 
     public func adminToken(id: UUID) async throws -> AdminTokenRow? {
         try await rows("""
             SELECT \(unescaped: TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE admin_token_id = \(id)
-            """).first.map(PostgresRows.adminToken)
+            """).first.map(AdminTokenRow.init(postgres:))
     }
 
     public func adminToken(hash: String) async throws -> AdminTokenRow? {
         try await rows("""
             SELECT \(unescaped: TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE token_hash = \(hash)
             ORDER BY created_at, admin_token_id LIMIT 1
-            """).first.map(PostgresRows.adminToken)
+            """).first.map(AdminTokenRow.init(postgres:))
     }
 
     public func auditEntries(_ query: AuditQuery) async throws -> [AuditEntryRow] {
@@ -251,21 +251,21 @@ public final class PostgresProjectionStore: ProjectionStore {
               AND (\(before?.atMillis)::bigint IS NULL
                    OR at < \(before?.atMillis)::bigint OR (at = \(before?.atMillis)::bigint AND command_id < \(before?.commandId)::uuid))
             ORDER BY at DESC, command_id DESC LIMIT \(query.limit)
-            """).map(PostgresRows.auditEntry)
+            """).map(AuditEntryRow.init(postgres:))
     }
 
     public func devices(app appId: UUID, user userId: String) async throws -> [DeviceRow] {
         try await rows("""
             SELECT \(unescaped: TableCatalog.devices.columnList) FROM devices WHERE app_id = \(appId) AND user_id = \(userId)
             ORDER BY device_token
-            """).map(PostgresRows.device)
+            """).map(DeviceRow.init(postgres:))
     }
 
     public func device(_ key: DeviceKey) async throws -> DeviceRow? {
         try await rows("""
             SELECT \(unescaped: TableCatalog.devices.columnList) FROM devices
             WHERE app_id = \(key.appId) AND token_key = \(tokenKeyOf: key.deviceToken)
-            """).first.map(PostgresRows.device)
+            """).first.map(DeviceRow.init(postgres:))
     }
 
     public func registrationStatuses(app appId: UUID, requestIds: [UUID]) async throws -> [UUID: RegistrationStatusRow] {
@@ -277,7 +277,7 @@ public final class PostgresProjectionStore: ProjectionStore {
             """)
         var statuses: [UUID: RegistrationStatusRow] = [:]
         for row in found {
-            let status = try PostgresRows.status(row)
+            let status = try RegistrationStatusRow(postgres: row)
             statuses[status.requestId] = status
         }
         return statuses
@@ -288,7 +288,7 @@ public final class PostgresProjectionStore: ProjectionStore {
         try await rows("""
             SELECT \(unescaped: TableCatalog.apiTokens.columnList) FROM api_tokens WHERE token_hash = \(hash)
             ORDER BY created_at, token_id LIMIT 1
-            """).first.map(PostgresRows.token)
+            """).first.map(ApiTokenRow.init(postgres:))
     }
 
     public func pendingNotifications(_ device: DeviceKey) async throws -> [PendingNotificationRow] {
@@ -296,13 +296,13 @@ public final class PostgresProjectionStore: ProjectionStore {
             SELECT \(unescaped: TableCatalog.pendingNotifications.columnList) FROM pending_notifications
             WHERE app_id = \(device.appId) AND token_key = \(tokenKeyOf: device.deviceToken)
             ORDER BY sent_at, notification_id
-            """).map(PostgresRows.pending)
+            """).map(PendingNotificationRow.init(postgres:))
     }
 
     public func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow? {
         try await rows("""
             SELECT \(unescaped: TableCatalog.deliveries.columnList) FROM deliveries WHERE app_id = \(appId) AND delivery_id = \(deliveryId)
-            """).first.map(PostgresRows.delivery)
+            """).first.map(DeliveryRow.init(postgres:))
     }
 
     public func deliveryStats(app appId: UUID, deliveryId: UUID) async throws -> DeliveryStatsRow? {
@@ -318,7 +318,7 @@ public final class PostgresProjectionStore: ProjectionStore {
             WHERE d.app_id = \(appId) AND d.delivery_id = \(deliveryId)
             """)
         guard let first = found.first else { return nil }
-        var stats = DeliveryStatsRow(delivery: try PostgresRows.delivery(first))
+        var stats = DeliveryStatsRow(delivery: try DeliveryRow(postgres: first))
         for row in found {
             let cells = row.makeRandomAccess()
             // After the delivery's fourteen columns.
@@ -343,7 +343,7 @@ public final class PostgresProjectionStore: ProjectionStore {
                 AND (\(outcome?.rawValue)::text IS NULL OR outcome = \(outcome?.rawValue))
                 AND message_index > \(Int64(after ?? -1))
             ORDER BY message_index LIMIT \(Int64(limit))
-            """).map(PostgresRows.outcome)
+            """).map(DeliveryOutcomeRow.init(postgres:))
     }
 
     public func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date, excludingApps: Set<UUID>) async throws -> [OutboxJob] {

@@ -52,7 +52,7 @@ struct PostgresStateLoader {
         for row in try await rows("""
             SELECT \(unescaped: TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE admin_token_id = ANY(\(Array(ids))::uuid[])
             """) {
-            let token = try PostgresRows.adminToken(row)
+            let token = try AdminTokenRow(postgres: row)
             snapshot.adminTokens[token.adminTokenId] = token
         }
     }
@@ -60,7 +60,7 @@ struct PostgresStateLoader {
     private func loadApps(_ appIds: Set<UUID>, into snapshot: inout StateSnapshot) async throws {
         guard !appIds.isEmpty else { return }
         for row in try await rows("SELECT \(unescaped: TableCatalog.apps.columnList) FROM apps WHERE app_id = ANY(\(Array(appIds))::uuid[])") {
-            let app = try PostgresRows.app(row)
+            let app = try AppRow(postgres: row)
             snapshot.apps[app.appId] = app
             snapshot.tokens[app.appId] = []
         }
@@ -70,7 +70,7 @@ struct PostgresStateLoader {
             SELECT \(unescaped: TableCatalog.apiTokens.columnList) FROM api_tokens WHERE app_id = ANY(\(Array(snapshot.apps.keys))::uuid[])
             ORDER BY app_id, created_at, token_id
             """) {
-            let token = try PostgresRows.token(row)
+            let token = try ApiTokenRow(postgres: row)
             snapshot.tokens[token.appId, default: []].append(token)
         }
     }
@@ -87,7 +87,7 @@ struct PostgresStateLoader {
             SELECT \(unescaped: TableCatalog.devices.columnList) FROM devices d
             WHERE (d.app_id, d.user_id) IN (SELECT * FROM unnest(\(users.map(\.appId))::uuid[], \(users.map(\.userId))::text[]))
             """)
-        snapshot.add(devices: try found.map(PostgresRows.device))
+        snapshot.add(devices: try found.map(DeviceRow.init(postgres:)))
     }
 
     /// Counts the pending rows of every loaded device the query asks counts for, in one grouped
@@ -116,7 +116,7 @@ struct PostgresStateLoader {
                 FROM unnest(\(keys.map(\.appId))::uuid[], \(keys.map(\.deviceToken))::text[], \(keys.map(\.notificationId))::text[])
                 AS k(app_id, device_token, notification_id))
             """) {
-            let pending = try PostgresRows.pending(row)
+            let pending = try PendingNotificationRow(postgres: row)
             snapshot.pending[pending.key] = pending
         }
     }
@@ -153,7 +153,7 @@ struct PostgresStateLoader {
         for row in try await rows("""
             SELECT \(unescaped: TableCatalog.deliveries.columnList) FROM deliveries WHERE delivery_id = ANY(\(Array(ids))::uuid[])
             """) {
-            let delivery = try PostgresRows.delivery(row)
+            let delivery = try DeliveryRow(postgres: row)
             snapshot.deliveries[delivery.deliveryId] = delivery
         }
     }

@@ -37,46 +37,28 @@ struct SQLiteMutationWriter {
     mutating func apply(_ mutation: Mutation) throws {
         switch mutation {
         case .upsertApp(let app):
-            try statement(\.upsertApp, Self.upsertAppSQL).execute(arguments: [
-                SQLiteValues.text(app.appId), SQLiteValues.text(app.orgId), app.name, app.callbackUrl,
-                try SQLiteValues.headersJSON(app.callbackHeaders), app.webhookRetries, SQLiteValues.millis(app.createdAt),
-                try ProjectionValues.pushCredentialsJSON(app.pushCredentials),
-            ])
+            try put(app, \.upsertApp)
         case .upsertApiToken(let token):
-            try statement(\.upsertToken, Self.upsertTokenSQL).execute(arguments: [
-                SQLiteValues.text(token.tokenId), SQLiteValues.text(token.appId), token.tokenHash, token.revoked,
-                SQLiteValues.millis(token.createdAt), ProjectionValues.scopesColumn(token.scopes),
-            ])
+            try put(token, \.upsertToken)
         case .upsertDevice(let device):
-            let s = try raw(\.upsertDevice, Self.upsertDeviceSQL)
-            s.bind(device, from: 1)
-            try s.run(in: db)
+            try put(device, \.upsertDevice)
         case .deleteDevice(let key):
             // The device row only: its pending rows go with an explicit `.clearPending`.
             let s = try raw(\.deleteDevice, Self.deleteDeviceSQL)
             s.bind(1, key.appId); s.bind(2, key.deviceToken)
             try s.run(in: db)
         case .putRegistrationStatus(let status):
-            let s = try raw(\.putStatus, Self.putStatusSQL)
-            s.bind(status, from: 1)
-            try s.run(in: db)
+            try put(status, \.putStatus)
         case .enqueueOutbox(let job):
-            try statement(\.enqueue, Self.enqueueSQL).execute(arguments: [
-                job.id, job.kind, job.appId.map(SQLiteValues.text), job.url, try SQLiteValues.headersJSON(job.headers),
-                job.body, job.maxAttempts, job.attempts, SQLiteValues.millis(job.nextAttemptAt), job.state.rawValue,
-                job.lastStatus, job.lastError, SQLiteValues.millis(job.createdAt),
-            ])
+            // A job id derives from the command that caused it: a replayed command finds its job and
+            // leaves it (and its delivery progress) alone.
+            try write(job, \.enqueue, TableCatalog.outbox.sqliteInsertUnlessStored)
         case .restoreOutbox(let job):
-            try statement(\.restore, Self.restoreSQL).execute(arguments: [
-                job.id, job.kind, job.appId.map(SQLiteValues.text), job.url, try SQLiteValues.headersJSON(job.headers),
-                job.body, job.maxAttempts, job.attempts, SQLiteValues.millis(job.nextAttemptAt), job.state.rawValue,
-                job.lastStatus, job.lastError, SQLiteValues.millis(job.createdAt),
-            ])
+            // Every column, the lease released.
+            try write(job, \.restore, TableCatalog.outbox.sqliteUpsert + ", lease_until = NULL")
             try statement(\.restoreAttempts, Self.restoreAttemptsSQL).execute(arguments: [job.id, job.attempts])
         case .putPending(let pending):
-            let s = try raw(\.putPending, Self.putPendingSQL)
-            s.bind(pending, from: 1)
-            try s.run(in: db)
+            try put(pending, \.putPending)
         case .deletePending(let key):
             let s = try raw(\.deletePending, Self.deletePendingSQL)
             s.bind(1, key.appId); s.bind(2, key.deviceToken); s.bind(3, key.notificationId)
@@ -86,17 +68,11 @@ struct SQLiteMutationWriter {
             s.bind(1, key.appId); s.bind(2, key.deviceToken)
             try s.run(in: db)
         case .putAck(let ack):
-            let s = try raw(\.putAck, Self.putAckSQL)
-            s.bind(ack, from: 1)
-            try s.run(in: db)
+            try put(ack, \.putAck)
         case .putDelivery(let delivery):
-            let s = try raw(\.putDelivery, Self.putDeliverySQL)
-            s.bind(delivery, from: 1)
-            try s.run(in: db)
+            try put(delivery, \.putDelivery)
         case .putDeliveryOutcome(let outcome):
-            let s = try raw(\.putOutcome, Self.putOutcomeSQL)
-            s.bind(outcome, from: 1)
-            try s.run(in: db)
+            try put(outcome, \.putOutcome)
         case .countTracking(let batch):
             // Rows go in statements of `trackingRowsPerStatement`, the ids bound once per statement
             // (?1, ?2); the remainder one by one.
@@ -133,68 +109,45 @@ struct SQLiteMutationWriter {
         case .deleteDeadLetter(let key):
             try SQLiteDeadLetters.delete(key, in: db)
         case .upsertAdminToken(let token):
-            try statement(\.upsertAdminToken, Self.upsertAdminTokenSQL).execute(arguments: [
-                SQLiteValues.text(token.adminTokenId), token.name, token.tokenHash, token.revoked, SQLiteValues.millis(token.createdAt),
-                token.revokedAt.map(SQLiteValues.millis),
-            ])
+            try put(token, \.upsertAdminToken)
         case .putAuditEntry(let entry):
-            try statement(\.putAuditEntry, Self.putAuditEntrySQL).execute(arguments: [
-                SQLiteValues.text(entry.commandId), SQLiteValues.millis(entry.at), entry.type, entry.appId.map(SQLiteValues.text),
-                entry.actorId.map(SQLiteValues.text), entry.actorName, entry.requestId, entry.outcome, entry.reason, entry.changes,
-            ])
+            try put(entry, \.putAuditEntry)
         case .putIdempotencyKey(let row):
-            try statement(\.putIdempotencyKey, Self.putIdempotencyKeySQL).execute(arguments: [
-                row.scope, row.key, SQLiteValues.text(row.resourceId), row.requestHash, SQLiteValues.millis(row.firstAt),
-            ])
+            try put(row, \.putIdempotencyKey)
         }
     }
 
-    /// The statement of `slot`, to be run through the C API (`SQLiteRawStatement`).
-    private mutating func raw(_ slot: WritableKeyPath<Self, Statement?>, _ sql: String) throws -> SQLiteRawStatement {
-        SQLiteRawStatement(try statement(slot, sql))
+    /// Writes the whole row, replacing the row of its key (`CatalogTable.sqliteUpsert`).
+    private mutating func put<Row: CatalogRow>(_ row: Row, _ slot: WritableKeyPath<Self, Statement?>) throws {
+        try write(row, slot, Row.table.sqliteUpsert)
     }
 
-    private mutating func statement(_ slot: WritableKeyPath<Self, Statement?>, _ sql: String) throws -> Statement {
+    private mutating func write(_ row: some CatalogRow, _ slot: WritableKeyPath<Self, Statement?>,
+                                _ sql: @autoclosure () -> String) throws {
+        let s = try raw(slot, sql())
+        try row.bind(to: s)
+        try s.run(in: db)
+    }
+
+    /// The statement of `slot`, to be run through the C API (`SQLiteRawStatement`).
+    private mutating func raw(_ slot: WritableKeyPath<Self, Statement?>, _ sql: @autoclosure () -> String) throws -> SQLiteRawStatement {
+        SQLiteRawStatement(try statement(slot, sql()))
+    }
+
+    private mutating func statement(_ slot: WritableKeyPath<Self, Statement?>, _ sql: @autoclosure () -> String) throws -> Statement {
         if let statement = self[keyPath: slot] { return statement }
-        let statement = try db.cachedStatement(sql: sql)
+        let statement = try db.cachedStatement(sql: sql())
         self[keyPath: slot] = statement
         return statement
     }
 
-    private static let upsertAppSQL = TableCatalog.apps.sqliteUpsert
-
-    private static let upsertTokenSQL = TableCatalog.apiTokens.sqliteUpsert
-
-    private static let upsertAdminTokenSQL = TableCatalog.adminTokens.sqliteUpsert
-
-    private static let putIdempotencyKeySQL = TableCatalog.idempotencyKeys.sqliteUpsert
-
-    private static let putAuditEntrySQL = TableCatalog.auditLog.sqliteUpsert
-
-    private static let upsertDeviceSQL = TableCatalog.devices.sqliteUpsert
-
     private static let deleteDeviceSQL = TableCatalog.devices.sqliteDeleteByKey
 
-    private static let putStatusSQL = TableCatalog.registrationStatus.sqliteUpsert
-
-    /// A job id derives from the command that caused it: a replayed command finds its job and
-    /// leaves it (and its delivery progress) alone.
-    private static let enqueueSQL = TableCatalog.outbox.sqliteInsertUnlessStored
-
-    /// Every column, the lease released.
-    private static let restoreSQL = TableCatalog.outbox.sqliteUpsert + ", lease_until = NULL"
-
     private static let restoreAttemptsSQL = "DELETE FROM outbox_attempts WHERE job_id = ? AND attempt > ?"
-
-    /// Written as decided (`BatchState.addPending` puts a key once).
-    private static let putPendingSQL = TableCatalog.pendingNotifications.sqliteUpsert
 
     private static let deletePendingSQL = TableCatalog.pendingNotifications.sqliteDeleteByKey
 
     private static let clearPendingSQL = "DELETE FROM pending_notifications WHERE app_id = ? AND device_token = ?"
-
-    /// Written as decided (`AckHandler` loads the key's ack and writes the first one only).
-    private static let putAckSQL = TableCatalog.acks.sqliteUpsert
 
     /// A first report stores the row; every later one of the same (device, action) is a repeat.
     /// `excluded.repeats` is the batch's reports minus one.
@@ -212,47 +165,4 @@ struct SQLiteMutationWriter {
         ON CONFLICT (delivery_id, app_id, action, message_index) DO UPDATE SET repeats = repeats + excluded.repeats + 1
         """
 
-    /// Written as decided (`NotificationHandler` refuses a send whose delivery id is known).
-    private static let putDeliverySQL = TableCatalog.deliveries.sqliteUpsert
-
-    /// Written as decided (`DeliveryResultHandler` counts the change against the delivery).
-    private static let putOutcomeSQL = TableCatalog.deliveryOutcomes.sqliteUpsert
-}
-
-/// Rows bound from parameter `start` on, in the order of the column lists of `SQLiteRows`.
-extension SQLiteRawStatement {
-    func bind(_ device: DeviceRow, from start: Int32) {
-        bind(start, device.appId); bind(start + 1, device.deviceToken); bind(start + 2, device.userId)
-        bind(start + 3, device.platform.rawValue); bind(start + 4, device.version); bind(start + 5, device.updatedAt)
-    }
-
-    func bind(_ status: RegistrationStatusRow, from start: Int32) {
-        bind(start, status.requestId); bind(start + 1, status.appId); bind(start + 2, status.status.rawValue)
-        bind(start + 3, status.failureReason?.rawValue); bind(start + 4, status.decidedAt)
-    }
-
-    func bind(_ pending: PendingNotificationRow, from start: Int32) {
-        bind(start, pending.appId); bind(start + 1, pending.deviceToken); bind(start + 2, pending.notificationId)
-        bind(start + 3, pending.deliveryId); bind(start + 4, pending.sentAt); bind(start + 5, pending.text)
-        bind(start + 6, pending.businessId)
-    }
-
-    func bind(_ ack: AckRow, from start: Int32) {
-        bind(start, ack.appId); bind(start + 1, ack.deviceToken); bind(start + 2, ack.notificationId); bind(start + 3, ack.businessId)
-        bind(start + 4, ack.ackedAt)
-    }
-
-    func bind(_ delivery: DeliveryRow, from start: Int32) {
-        bind(start, delivery.appId); bind(start + 1, delivery.deliveryId); bind(start + 2, delivery.kind.rawValue)
-        bind(start + 3, delivery.managed); bind(start + 4, delivery.tracking); bind(start + 5, delivery.sent)
-        bind(start + 6, delivery.createdAt); bind(start + 7, delivery.delivered); bind(start + 8, delivery.failed)
-        bind(start + 9, delivery.unregistered); bind(start + 10, delivery.idempotencyKey); bind(start + 11, delivery.requestHash)
-        bind(start + 12, delivery.duplicates); bind(start + 13, delivery.conflicts)
-    }
-
-    func bind(_ outcome: DeliveryOutcomeRow, from start: Int32) {
-        bind(start, outcome.appId); bind(start + 1, outcome.deliveryId); bind(start + 2, outcome.messageIndex)
-        bind(start + 3, outcome.deviceToken); bind(start + 4, outcome.outcome.rawValue); bind(start + 5, outcome.reason)
-        bind(start + 6, outcome.reportedAt)
-    }
 }

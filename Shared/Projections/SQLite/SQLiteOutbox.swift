@@ -21,7 +21,7 @@ enum SQLiteOutbox {
             ORDER BY next_attempt_at, created_at, id
             LIMIT ?
             """)
-        let jobs = try Row.fetchAll(select, arguments: [nowMillis, nowMillis, excluded, limit]).map(SQLiteRows.outboxJob)
+        let jobs = try Row.fetchAll(select, arguments: [nowMillis, nowMillis, excluded, limit]).map(OutboxJob.init(sqlite:))
         let lease = try db.cachedStatement(sql: "UPDATE outbox SET lease_until = ? WHERE id = ?")
         let until = SQLiteValues.millis(leaseUntil)
         for job in jobs {
@@ -60,7 +60,7 @@ enum SQLiteOutbox {
 
     static func job(_ id: String, in db: Database) throws -> OutboxJob? {
         let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.outbox.columnList) FROM outbox WHERE id = ?")
-        return try Row.fetchOne(select, arguments: [id]).map(SQLiteRows.outboxJob)
+        return try Row.fetchOne(select, arguments: [id]).map(OutboxJob.init(sqlite:))
     }
 
     static func jobs(after id: String?, limit: Int, in db: Database) throws -> [OutboxJob] {
@@ -68,10 +68,10 @@ enum SQLiteOutbox {
         // BINARY collation: byte order of the UTF-8 ids.
         if let id {
             let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.outbox.columnList) FROM outbox WHERE id > ? ORDER BY id LIMIT ?")
-            return try Row.fetchAll(select, arguments: [id, limit]).map(SQLiteRows.outboxJob)
+            return try Row.fetchAll(select, arguments: [id, limit]).map(OutboxJob.init(sqlite:))
         }
         let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.outbox.columnList) FROM outbox ORDER BY id LIMIT ?")
-        return try Row.fetchAll(select, arguments: [limit]).map(SQLiteRows.outboxJob)
+        return try Row.fetchAll(select, arguments: [limit]).map(OutboxJob.init(sqlite:))
     }
 
     static func nextDue(in db: Database) throws -> Date? {

@@ -187,14 +187,14 @@ public final class SQLiteProjectionStore: ProjectionStore {
     public func app(_ appId: UUID) async throws -> AppRow? {
         try await reading { db in
             let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.apps.columnList) FROM apps WHERE app_id = ?")
-            return try Row.fetchOne(select, arguments: [SQLiteValues.text(appId)]).map(SQLiteRows.app)
+            return try Row.fetchOne(select, arguments: [SQLiteValues.text(appId)]).map(AppRow.init(sqlite:))
         }
     }
 
     public func apps(after: UUID?, limit: Int) async throws -> [AppRow] {
         try await reading { db in
             let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.apps.columnList) FROM apps WHERE app_id > ? ORDER BY app_id LIMIT ?")
-            return try Row.fetchAll(select, arguments: [after.map(SQLiteValues.text) ?? "", limit]).map(SQLiteRows.app)
+            return try Row.fetchAll(select, arguments: [after.map(SQLiteValues.text) ?? "", limit]).map(AppRow.init(sqlite:))
         }
     }
 
@@ -203,7 +203,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
             let select = try db.cachedStatement(sql: """
                 SELECT \(TableCatalog.apiTokens.columnList) FROM api_tokens WHERE app_id = ? ORDER BY created_at, token_id
                 """)
-            return try Row.fetchAll(select, arguments: [SQLiteValues.text(appId)]).map(SQLiteRows.token)
+            return try Row.fetchAll(select, arguments: [SQLiteValues.text(appId)]).map(ApiTokenRow.init(sqlite:))
         }
     }
 
@@ -212,7 +212,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
             let select = try db.cachedStatement(sql: """
                 SELECT \(TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE admin_token_id > ? ORDER BY admin_token_id LIMIT ?
                 """)
-            return try Row.fetchAll(select, arguments: [after.map(SQLiteValues.text) ?? "", limit]).map(SQLiteRows.adminToken)
+            return try Row.fetchAll(select, arguments: [after.map(SQLiteValues.text) ?? "", limit]).map(AdminTokenRow.init(sqlite:))
         }
     }
 
@@ -221,14 +221,14 @@ public final class SQLiteProjectionStore: ProjectionStore {
             let select = try db.cachedStatement(sql: """
                 SELECT \(TableCatalog.idempotencyKeys.columnList) FROM idempotency_keys WHERE scope = ? AND idempotency_key = ?
                 """)
-            return try Row.fetchOne(select, arguments: [scope, key]).map(SQLiteRows.idempotencyKey)
+            return try Row.fetchOne(select, arguments: [scope, key]).map(IdempotencyKeyRow.init(sqlite:))
         }
     }
 
     public func adminToken(id: UUID) async throws -> AdminTokenRow? {
         try await reading { db in
             let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE admin_token_id = ?")
-            return try Row.fetchOne(select, arguments: [SQLiteValues.text(id)]).map(SQLiteRows.adminToken)
+            return try Row.fetchOne(select, arguments: [SQLiteValues.text(id)]).map(AdminTokenRow.init(sqlite:))
         }
     }
 
@@ -237,7 +237,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
             let select = try db.cachedStatement(sql: """
                 SELECT \(TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE token_hash = ? ORDER BY created_at, admin_token_id LIMIT 1
                 """)
-            return try Row.fetchOne(select, arguments: [hash]).map(SQLiteRows.adminToken)
+            return try Row.fetchOne(select, arguments: [hash]).map(AdminTokenRow.init(sqlite:))
         }
     }
 
@@ -264,7 +264,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
             arguments.append(query.limit)
             return try Row.fetchAll(db, sql: """
                 SELECT \(TableCatalog.auditLog.columnList) FROM audit_log \(filter) ORDER BY at DESC, command_id DESC LIMIT ?
-                """, arguments: StatementArguments(arguments)).map(SQLiteRows.auditEntry)
+                """, arguments: StatementArguments(arguments)).map(AuditEntryRow.init(sqlite:))
         }
     }
 
@@ -273,7 +273,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
             let select = try db.cachedStatement(sql: """
                 SELECT \(TableCatalog.devices.columnList) FROM devices WHERE app_id = ? AND user_id = ? ORDER BY device_token
                 """)
-            return try Row.fetchAll(select, arguments: [SQLiteValues.text(appId), userId]).map { try SQLiteRows.device($0) }
+            return try Row.fetchAll(select, arguments: [SQLiteValues.text(appId), userId]).map { try DeviceRow(sqlite: $0) }
         }
     }
 
@@ -282,7 +282,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
             let select = try db.cachedStatement(sql: """
                 SELECT \(TableCatalog.devices.columnList) FROM devices WHERE app_id = ? AND device_token = ?
                 """)
-            return try Row.fetchOne(select, arguments: [SQLiteValues.text(key.appId), key.deviceToken]).map { try SQLiteRows.device($0) }
+            return try Row.fetchOne(select, arguments: [SQLiteValues.text(key.appId), key.deviceToken]).map { try DeviceRow(sqlite: $0) }
         }
     }
 
@@ -298,7 +298,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
                     """)
                 let rows = try Row.fetchCursor(select, arguments: StatementArguments([app] + list.values))
                 while let row = try rows.next() {
-                    let status = try SQLiteRows.status(row)
+                    let status = try RegistrationStatusRow(sqlite: row)
                     statuses[status.requestId] = status
                 }
             }
@@ -312,7 +312,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
             let select = try db.cachedStatement(sql: """
                 SELECT \(TableCatalog.apiTokens.columnList) FROM api_tokens WHERE token_hash = ? ORDER BY created_at, token_id LIMIT 1
                 """)
-            return try Row.fetchOne(select, arguments: [hash]).map(SQLiteRows.token)
+            return try Row.fetchOne(select, arguments: [hash]).map(ApiTokenRow.init(sqlite:))
         }
     }
 
@@ -323,7 +323,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
                 ORDER BY sent_at, notification_id
                 """)
             return try Row.fetchAll(select, arguments: [SQLiteValues.text(device.appId), device.deviceToken])
-                .map(SQLiteRows.pending)
+                .map(PendingNotificationRow.init(sqlite:))
         }
     }
 
@@ -339,7 +339,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
                 select.bind(1, appId)
                 select.bind(2, deliveryId)
                 var found: DeliveryRow?
-                try select.forEachRow(in: db) { found = try SQLiteRows.delivery(select, appId: appId) }
+                try select.forEachRow(in: db) { found = try DeliveryRow(sqlite: select, firstUUID: appId) }
                 return found
             }
         } catch {
@@ -353,7 +353,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
                 SELECT \(TableCatalog.deliveries.columnList) FROM deliveries WHERE app_id = ? AND delivery_id = ?
                 """)
             let app = SQLiteValues.text(appId), delivery = SQLiteValues.text(deliveryId)
-            guard let row = try Row.fetchOne(select, arguments: [app, delivery]).map(SQLiteRows.delivery) else { return nil }
+            guard let row = try Row.fetchOne(select, arguments: [app, delivery]).map(DeliveryRow.init(sqlite:)) else { return nil }
             var stats = DeliveryStatsRow(delivery: row)
             guard row.tracking else { return stats }
             // Rows past the sent count or of another app are discarded when the send is
@@ -392,7 +392,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
             }
             sql += " ORDER BY message_index LIMIT ?"
             arguments.append(limit)
-            return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: StatementArguments(arguments)).map(SQLiteRows.outcome)
+            return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: StatementArguments(arguments)).map(DeliveryOutcomeRow.init(sqlite:))
         }
     }
 

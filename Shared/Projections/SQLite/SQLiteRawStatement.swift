@@ -53,6 +53,12 @@ struct SQLiteRawStatement {
     func bind(_ index: Int32, _ value: Bool) { bind(index, Int64(value ? 1 : 0)) }
     func bind(_ index: Int32, _ date: Date) { bind(index, SQLiteValues.millis(date)) }
 
+    func bind(_ index: Int32, _ data: Data) {
+        data.withUnsafeBytes { bytes in
+            _ = sqlite3_bind_blob(handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count), Self.transient)
+        }
+    }
+
     func bindNull(_ index: Int32) {
         _ = sqlite3_bind_null(handle, index)
     }
@@ -82,7 +88,17 @@ struct SQLiteRawStatement {
 
     /// Column `index` of the current row as text, nil for a NULL.
     func optionalText(_ index: Int32) -> String? {
-        sqlite3_column_type(handle, index) == SQLITE_NULL ? nil : text(index)
+        isNull(index) ? nil : text(index)
+    }
+
+    func isNull(_ index: Int32) -> Bool {
+        sqlite3_column_type(handle, index) == SQLITE_NULL
+    }
+
+    /// Column `index` of the current row as bytes (a NULL reads as empty).
+    func blob(_ index: Int32) -> Data {
+        guard let bytes = sqlite3_column_blob(handle, index) else { return Data() }
+        return Data(bytes: bytes, count: Int(sqlite3_column_bytes(handle, index)))
     }
 
     func int64(_ index: Int32) -> Int64 {

@@ -23,32 +23,29 @@ struct SQLiteRestoreLoader {
         for entry in rows.audit { try writer.apply(.putAuditEntry(entry)) }
         for row in rows.idempotencyKeys { try writer.apply(.putIdempotencyKey(row)) }
 
-        try insert(rows.devices, into: "devices", TableCatalog.devices.columnList) { $0.bind($2, from: $1) }
-        try insert(rows.statuses, into: "registration_status", TableCatalog.registrationStatus.columnList) { $0.bind($2, from: $1) }
-        try insert(rows.pending, into: "pending_notifications", TableCatalog.pendingNotifications.columnList) { $0.bind($2, from: $1) }
-        try insert(rows.acks, into: "acks", TableCatalog.acks.columnList) { $0.bind($2, from: $1) }
-        try insert(rows.deliveries, into: "deliveries", TableCatalog.deliveries.columnList) { $0.bind($2, from: $1) }
-        try insert(rows.outcomes, into: "delivery_outcomes", TableCatalog.deliveryOutcomes.columnList) { $0.bind($2, from: $1) }
-        try insert(rows.tracking, into: "tracking_events", "delivery_id, \(SQLiteRows.trackedColumns)") { s, start, row in
-            s.bind(start, row.deliveryId); s.bind(start + 1, row.appId); s.bind(start + 2, Int64(row.action))
-            s.bind(start + 3, row.messageIndex); s.bind(start + 4, row.repeats)
-        }
+        try insert(rows.devices)
+        try insert(rows.statuses)
+        try insert(rows.pending)
+        try insert(rows.acks)
+        try insert(rows.deliveries)
+        try insert(rows.outcomes)
+        try insert(rows.tracking)
     }
 
-    /// Inserts `rows` into `table`: `bind` binds one row's values from the parameter it is given.
-    private func insert<Row>(_ rows: [Row], into table: String, _ columnList: String,
-                             bind: (SQLiteRawStatement, Int32, Row) -> Void) throws {
-        let columns = columnList.split(separator: ",").count
+    /// Inserts `rows` into their table.
+    private func insert<Row: CatalogRow>(_ rows: [Row]) throws {
+        let table = Row.table
+        let columns = table.columns.count
         func statement(rows: Int) throws -> SQLiteRawStatement {
             let values = "(" + Array(repeating: "?", count: columns).joined(separator: ", ") + ")"
-            let sql = "INSERT INTO \(table) (\(columnList)) VALUES " + Array(repeating: values, count: rows).joined(separator: ", ")
+            let sql = "INSERT INTO \(table.name) (\(table.columnList)) VALUES " + Array(repeating: values, count: rows).joined(separator: ", ")
             return SQLiteRawStatement(try db.cachedStatement(sql: sql))
         }
         var start = 0
         if rows.count >= Self.rowsPerStatement {
             let many = try statement(rows: Self.rowsPerStatement)
             while rows.count - start >= Self.rowsPerStatement {
-                for i in 0..<Self.rowsPerStatement { bind(many, Int32(1 + i * columns), rows[start + i]) }
+                for i in 0..<Self.rowsPerStatement { try rows[start + i].bind(to: many, from: Int32(1 + i * columns)) }
                 try many.run(in: db)
                 start += Self.rowsPerStatement
             }
@@ -56,7 +53,7 @@ struct SQLiteRestoreLoader {
         guard start < rows.count else { return }
         let one = try statement(rows: 1)
         for row in rows[start...] {
-            bind(one, 1, row)
+            try row.bind(to: one)
             try one.run(in: db)
         }
     }

@@ -50,7 +50,7 @@ struct SQLiteStateLoader {
         for list in SQLiteInList.split(ids.map(SQLiteValues.text)) {
             let sql = "SELECT \(TableCatalog.deliveries.columnList) FROM deliveries WHERE delivery_id IN \(list.placeholders)"
             try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { row in
-                let delivery = try SQLiteRows.delivery(row)
+                let delivery = try DeliveryRow(sqlite: row)
                 snapshot.deliveries[delivery.deliveryId] = delivery
             }
         }
@@ -93,7 +93,7 @@ struct SQLiteStateLoader {
         for list in SQLiteInList.split(appIds.map(SQLiteValues.text)) {
             let sql = "SELECT \(TableCatalog.apps.columnList) FROM apps WHERE app_id IN \(list.placeholders)"
             try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { row in
-                let app = try SQLiteRows.app(row)
+                let app = try AppRow(sqlite: row)
                 snapshot.apps[app.appId] = app
                 snapshot.tokens[app.appId] = []
             }
@@ -105,7 +105,7 @@ struct SQLiteStateLoader {
                 ORDER BY app_id, created_at, token_id
                 """
             try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { row in
-                let token = try SQLiteRows.token(row)
+                let token = try ApiTokenRow(sqlite: row)
                 snapshot.tokens[token.appId, default: []].append(token)
             }
         }
@@ -115,7 +115,7 @@ struct SQLiteStateLoader {
         for list in SQLiteInList.split(ids.map(SQLiteValues.text)) {
             let sql = "SELECT \(TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE admin_token_id IN \(list.placeholders)"
             try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { row in
-                let token = try SQLiteRows.adminToken(row)
+                let token = try AdminTokenRow(sqlite: row)
                 snapshot.adminTokens[token.adminTokenId] = token
             }
         }
@@ -158,7 +158,7 @@ struct SQLiteStateLoader {
                 """))
             statement.bind(1, appId)
             for (index, value) in list.values.enumerated() { statement.bind(Int32(index + 2), value) }
-            try statement.forEachRow(in: db) { rows.append(try SQLiteRows.device(statement, appId: appId)) }
+            try statement.forEachRow(in: db) { rows.append(try DeviceRow(sqlite: statement, firstUUID: appId)) }
         }
         return rows
     }
@@ -193,7 +193,7 @@ struct SQLiteStateLoader {
     /// devices, which then share IN lists; acks ask for a few keys only.
     private func loadPending(_ keys: Set<PendingKey>, into snapshot: inout StateSnapshot) throws {
         try forEachRow(of: keys, select: "SELECT \(TableCatalog.pendingNotifications.columnList) FROM pending_notifications") { _, row in
-            let pending = try SQLiteRows.pending(row)
+            let pending = try PendingNotificationRow(sqlite: row)
             snapshot.pending[pending.key] = pending
         }
     }

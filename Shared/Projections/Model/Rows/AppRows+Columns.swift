@@ -1,0 +1,34 @@
+import Contracts
+import Foundation
+
+// The columns of `TableCatalog.apps` and `TableCatalog.apiTokens`, in catalog order.
+
+extension AppRow: CatalogRow {
+    public static var table: CatalogTable { TableCatalog.apps }
+
+    public func writeColumns(to columns: inout some ColumnWriter) throws {
+        columns.uuid(appId); columns.uuid(orgId); columns.text(name); columns.text(callbackUrl)
+        columns.text(try ProjectionValues.headersJSON(callbackHeaders)); columns.int(webhookRetries); columns.millis(createdAt)
+        columns.text(try ProjectionValues.pushCredentialsJSON(pushCredentials))
+    }
+
+    public init(columns: inout some ColumnReader) throws {
+        self.init(appId: try columns.uuid(), orgId: try columns.uuid(), name: try columns.text(), callbackUrl: try columns.optionalText(),
+                  callbackHeaders: try columns.headers(), webhookRetries: try columns.intValue(), createdAt: try columns.millis(),
+                  pushCredentials: try ProjectionValues.pushCredentials(json: try columns.optionalText()))
+    }
+}
+
+extension ApiTokenRow: CatalogRow {
+    public static var table: CatalogTable { TableCatalog.apiTokens }
+
+    public func writeColumns(to columns: inout some ColumnWriter) throws {
+        columns.uuid(tokenId); columns.uuid(appId); columns.text(tokenHash); columns.bool(revoked); columns.millis(createdAt)
+        columns.text(ProjectionValues.scopesColumn(scopes))
+    }
+
+    public init(columns: inout some ColumnReader) throws {
+        self.init(tokenId: try columns.uuid(), appId: try columns.uuid(), tokenHash: try columns.text(), revoked: try columns.bool(),
+                  createdAt: try columns.millis(), scopes: try ProjectionValues.scopes(column: try columns.optionalText()))
+    }
+}

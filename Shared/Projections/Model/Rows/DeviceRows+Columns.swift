@@ -1,0 +1,32 @@
+import Contracts
+import Foundation
+
+// The columns of `TableCatalog.devices` and `TableCatalog.registrationStatus`, in catalog order.
+
+extension DeviceRow: CatalogRow {
+    public static var table: CatalogTable { TableCatalog.devices }
+
+    public func writeColumns(to columns: inout some ColumnWriter) throws {
+        columns.uuid(appId); columns.text(deviceToken); columns.text(userId); columns.text(platform.rawValue)
+        columns.int(version); columns.millis(updatedAt)
+    }
+
+    public init(columns: inout some ColumnReader) throws {
+        self.init(appId: try columns.uuid(), deviceToken: try columns.text(), userId: try columns.text(),
+                  platform: try columns.raw(Platform.self), version: try columns.int(), updatedAt: try columns.millis())
+    }
+}
+
+extension RegistrationStatusRow: CatalogRow {
+    public static var table: CatalogTable { TableCatalog.registrationStatus }
+
+    public func writeColumns(to columns: inout some ColumnWriter) throws {
+        columns.uuid(requestId); columns.uuid(appId); columns.text(status.rawValue); columns.text(failureReason?.rawValue)
+        columns.millis(decidedAt)
+    }
+
+    public init(columns: inout some ColumnReader) throws {
+        self.init(requestId: try columns.uuid(), appId: try columns.uuid(), status: try columns.raw(DeviceRegistrationAPI.Status.self),
+                  failureReason: try columns.optionalRaw(DeviceRegistrationAPI.FailureReason.self), decidedAt: try columns.millis())
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import Projections
+
+/// Binds a row's columns to a statement's parameters, from `index` on, as SQLite keeps them:
+/// UUIDs as lower-case text, dates as milliseconds, flags as 0/1.
+struct SQLiteColumnBinder: ColumnWriter {
+    let statement: SQLiteRawStatement
+    var index: Int32
+
+    init(_ statement: SQLiteRawStatement, from index: Int32 = 1) {
+        self.statement = statement
+        self.index = index
+    }
+
+    mutating func null() { statement.bindNull(index); index += 1 }
+    mutating func uuid(_ value: UUID) { statement.bind(index, value); index += 1 }
+    mutating func text(_ value: String) { statement.bind(index, value); index += 1 }
+    mutating func int(_ value: Int64) { statement.bind(index, value); index += 1 }
+    mutating func bool(_ value: Bool) { statement.bind(index, value); index += 1 }
+    mutating func millis(_ value: Date) { statement.bind(index, value); index += 1 }
+    mutating func bytes(_ value: Data) { statement.bind(index, value); index += 1 }
+}
+
+/// Reads a row's columns from a GRDB row that selected its table's `columnList`.
+struct SQLiteRowColumns: ColumnReader {
+    let row: Row
+    let table: CatalogTable
+    private(set) var index: Int
+
+    init(_ row: Row, _ table: CatalogTable, from index: Int = 0) {
+        self.row = row
+        self.table = table
+        self.index = index
+    }
+
+    var column: String { "\(table.name).\(index < table.columns.count ? table.columns[index].name : "#\(index)")" }
+
+    mutating func nextIsNull() throws -> Bool {
+        guard row.hasNull(atIndex: index) else { return false }
+        index += 1
+        return true
+    }
+
+    mutating func uuid() throws -> UUID { let name = column; return try SQLiteValues.uuid(next(), column: name) }
+    mutating func text() throws -> String { try next() }
+    mutating func int() throws -> Int64 { try next() }
+    mutating func bool() throws -> Bool { try next() }
+    mutating func millis() throws -> Date { SQLiteValues.date(millis: try next()) }
+    mutating func bytes() throws -> Data { try next() }
+
+    private mutating func next<T: DatabaseValueConvertible>() throws -> T {
+        defer { index += 1 }
+        return try row.decode(atIndex: index)
+    }
+}
+
+/// Reads a row's columns from the current row of a statement run through SQLite's C API (the
+/// loads of many rows at once). `firstUUID`: the value of the first column when the query selected
+/// on it (a send's devices are all of one app), which spares parsing its text on every row.
+struct SQLiteStatementColumns: ColumnReader {
+    let statement: SQLiteRawStatement
+    let table: CatalogTable
+    let firstUUID: UUID?
+    private(set) var index: Int32 = 0
+
+    init(_ statement: SQLiteRawStatement, _ table: CatalogTable, firstUUID: UUID? = nil) {
+        self.statement = statement
+        self.table = table
+        self.firstUUID = firstUUID
+    }
+
+    var column: String { "\(table.name).\(Int(index) < table.columns.count ? table.columns[Int(index)].name : "#\(index)")" }
+
+    mutating func nextIsNull() throws -> Bool {
+        guard statement.isNull(index) else { return false }
+        index += 1
+        return true
+    }
+
+    mutating func uuid() throws -> UUID {
+        defer { index += 1 }
+        if index == 0, let firstUUID { return firstUUID }
+        return try SQLiteValues.uuid(statement.text(index), column: column)
+    }
+
+    mutating func text() throws -> String { defer { index += 1 }; return statement.text(index) }
+    mutating func int() throws -> Int64 { defer { index += 1 }; return statement.int64(index) }
+    mutating func bool() throws -> Bool { defer { index += 1 }; return statement.int64(index) != 0 }
+    mutating func millis() throws -> Date { defer { index += 1 }; return SQLiteValues.date(millis: statement.int64(index)) }
+    mutating func bytes() throws -> Data { defer { index += 1 }; return statement.blob(index) }
+}
+
+extension CatalogRow {
+    /// A row of `Self.table` that a query selected as its `columnList`.
+    init(sqlite row: Row) throws {
+        var columns = SQLiteRowColumns(row, Self.table)
+        try self.init(columns: &columns)
+    }
+
+    /// The current row of `statement`, which selected `Self.table.columnList` (`firstUUID`:
+    /// `SQLiteStatementColumns`).
+    init(sqlite statement: SQLiteRawStatement, firstUUID: UUID? = nil) throws {
+        var columns = SQLiteStatementColumns(statement, Self.table, firstUUID: firstUUID)
+        try self.init(columns: &columns)
+    }
+
+    /// Binds the row's columns to `statement` from parameter `index` on.
+    func bind(to statement: SQLiteRawStatement, from index: Int32 = 1) throws {
+        var binder = SQLiteColumnBinder(statement, from: index)
+        try writeColumns(to: &binder)
+    }
+}
