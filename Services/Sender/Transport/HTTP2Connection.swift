@@ -9,27 +9,24 @@ import Synchronization
 /// One HTTP/2 connection and the handler that runs its streams, after `NIOHTTP2Handler` (used
 /// without a stream multiplexer).
 ///
-/// Everything but `execute`, `connect`, `close` and `acceptsRequests` runs on the connection's
-/// event loop, which is what makes it `@unchecked Sendable`. There:
-/// - A request's stream ID is the next odd number when its `HEADERS` are written (then one
-///   `DATA` frame with `END_STREAM`); requests that come while connecting wait in order.
-///   Beyond the server's `SETTINGS_MAX_CONCURRENT_STREAMS`, `NIOHTTP2Handler` holds new streams
+/// What the connection knows of its requests and streams, and what it does about each thing that
+/// happens, is `HTTP2ConnectionStateMachine`'s; this handler turns the channel's events, the
+/// requests and the timers into its calls, and carries out the actions it returns. Everything but
+/// `execute`, `connect`, `close` and `acceptsRequests` runs on the connection's event loop, which
+/// is what makes it `@unchecked Sendable`. There:
+/// - Requests written together are flushed together, once the event loop has run what it has
+///   queued; what is written while reading is flushed when the read completes.
+/// - Beyond the server's `SETTINGS_MAX_CONCURRENT_STREAMS`, `NIOHTTP2Handler` holds new streams
 ///   back (its concurrent stream buffer) until others close.
-/// - Answers are gathered per stream until `END_STREAM`: `:status`, `retry-after`, the body up
-///   to `Settings.maxBodyBytes`. Open streams are kept in ID order, which is also the order of
-///   their deadlines: one timer for the oldest does for all.
 /// - Inbound flow control: `NIOHTTP2Handler` sends no `WINDOW_UPDATE` of its own (the stream
-///   multiplexer and child channels do that, and there are none here), so the connection window
-///   is raised to `Settings.connectionWindow` at the start and topped up whenever it falls below
-///   half of it. Stream windows are never topped up: each stream starts with
+///   multiplexer and child channels do that, and there are none here), so the state machine asks
+///   for the connection's. Stream windows are never topped up: each stream starts with
 ///   `Settings.streamWindow`, more than the largest body a stream may have.
-/// - Failures: `RST_STREAM` fails its request; `GOAWAY` fails the streams above its last stream
-///   ID and retires the connection (no new streams, closed once the others are answered); the
-///   connection closing, or any error on it, fails everything open. `HTTP2Transport` replaces a
-///   retired or closed connection on the next request.
+/// - `HTTP2Transport` replaces a retired or closed connection on the next request.
 final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
+    private typealias StateMachine = HTTP2ConnectionStateMachine<CheckedContinuation<HTTP2Response, any Error>>
 
     /// The connection's sizes.
     struct Settings: Sendable {
@@ -46,32 +43,6 @@ final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
         init() {}
     }
 
-    /// A request waiting for the connection, or for its stream to be opened.
-    private struct Request {
-        /// Names the request for cancelling it.
-        var id: UInt64
-        var headers: HPACKHeaders
-        var body: ByteBuffer
-        var deadline: NIODeadline
-        var continuation: CheckedContinuation<HTTP2Response, any Error>
-    }
-
-    /// An open stream and what its answer has brought so far.
-    private struct OpenStream {
-        var request: UInt64
-        var continuation: CheckedContinuation<HTTP2Response, any Error>
-        var deadline: NIODeadline
-        var status: Int?
-        var retryAfter: String?
-        var body: ByteBuffer?
-    }
-
-    private enum Phase {
-        case connecting
-        case active
-        case closed(HTTP2TransportError)
-    }
-
     let endpoint: HTTP2Endpoint
     let eventLoop: any EventLoop
     private let settings: Settings
@@ -80,31 +51,18 @@ final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
     private let closedPromise: EventLoopPromise<Void>
 
     // On the event loop only.
-    private var phase = Phase.connecting
+    private var state: StateMachine
     private var context: ChannelHandlerContext?
-    private var waiting = CircularBuffer<Request>()
-    /// Streams by ID: the first is `firstStreamID`, each next one 2 higher; nil once answered.
-    /// The first is never nil (answered ones at the front are dropped; behind a slow one they
-    /// stay, at most a timeout's worth).
-    private var streams = CircularBuffer<OpenStream?>(initialCapacity: 128)
-    private var firstStreamID = HTTP2StreamID(1)
-    private var nextStreamID = HTTP2StreamID(1)
-    private var openStreams = 0
-    /// Why no new stream is opened (`GOAWAY`, IDs used up); nil while they are.
-    private var retired: HTTP2TransportError?
     private var timer: Scheduled<Void>?
     private var connectGuard: Scheduled<Void>?
-    private var handshakeDone = false
-    private var windowUpdateInFlight = false
     private var flushScheduled = false
     private var flushAfterRead = false
-    private var lastError: String?
-    private var closeSignalled = false
 
     init(endpoint: HTTP2Endpoint, eventLoop: any EventLoop, settings: Settings) {
         self.endpoint = endpoint
         self.eventLoop = eventLoop
         self.settings = settings
+        state = StateMachine(settings: settings)
         closedPromise = eventLoop.makePromise()
     }
 
@@ -120,7 +78,7 @@ final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 guard !Task.isCancelled else { return continuation.resume(throwing: HTTP2TransportError.cancelled) }
-                let request = Request(id: id, headers: headers, body: body, deadline: deadline, continuation: continuation)
+                let request = StateMachine.Request(id: id, headers: headers, body: body, deadline: deadline, waiter: continuation)
                 if eventLoop.inEventLoop {
                     submit(request)
                 } else {
@@ -163,162 +121,41 @@ final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
                 switch result {
                 case .success(let channel):
                     // Closed (shut down) while connecting.
-                    if case .closed = self.phase { channel.close(promise: nil) }
+                    if self.state.isClosed { channel.close(promise: nil) }
                 case .failure(let error):
-                    self.fail(everything: .connectFailed(self.lastError ?? "\(error)"))
-                    self.signalClosed()
+                    self.run(self.state.connectFailed("\(error)"))
                 }
             }
     }
 
     /// Fails what is open and waiting with `shutDown`, closes the connection and waits until it is closed.
     func close() async {
-        eventLoop.execute {
-            self.fail(everything: .shutDown)
-            self.context?.close(promise: nil)
-        }
+        eventLoop.execute { self.run(self.state.shutDown()) }
         try? await closedPromise.futureResult.get()
     }
 
     // MARK: Requests
 
-    private func submit(_ request: Request) {
-        switch phase {
-        case .closed(.shutDown):
-            request.continuation.resume(throwing: HTTP2TransportError.shutDown)
-        case .closed(let error):
-            request.continuation.resume(throwing: HTTP2TransportError.notSent(error.description))
-        case .connecting:
-            waiting.append(request)
-        case .active:
-            if let retired {
-                request.continuation.resume(throwing: HTTP2TransportError.notSent(retired.description))
-            } else {
-                open(request)
-                scheduleFlush()
-            }
-        }
+    private func submit(_ request: StateMachine.Request) {
+        guard let action = state.submit(request) else { return }
+        run(action)
+        if case .open = action { scheduleFlush() }
     }
 
-    /// Writes the request's `HEADERS` and `DATA` on the next stream ID (not flushed).
-    private func open(_ request: Request) {
-        guard let context else { return request.continuation.resume(throwing: HTTP2TransportError.connectionClosed(lastError)) }
-        let id = nextStreamID
-        if streams.isEmpty { firstStreamID = id }
-        streams.append(OpenStream(request: request.id, continuation: request.continuation, deadline: request.deadline))
-        openStreams += 1
-        context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: request.headers)))), promise: nil)
-        context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
-                      promise: nil)
-        if Int(id) > Int(Int32.max) - 2 {
-            retire(.streamIDsUsedUp)
-        } else {
-            nextStreamID = id.advanced(by: 2)
-        }
-        armTimer()
-    }
-
-    /// Where the stream `id` is in `streams`, if it is open.
-    private func index(of id: HTTP2StreamID) -> CircularBuffer<OpenStream?>.Index? {
-        let offset = Int(id) - Int(firstStreamID)
-        guard offset >= 0, offset & 1 == 0, offset >> 1 < streams.count else { return nil }
-        let index = streams.index(streams.startIndex, offsetBy: offset >> 1)
-        return streams[index] == nil ? nil : index
-    }
-
-    /// Ends the stream at `index` with `result`; closes a retired connection with nothing left open.
-    private func finish(_ index: CircularBuffer<OpenStream?>.Index, _ result: Result<HTTP2Response, HTTP2TransportError>) {
-        guard let stream = streams[index] else { return }
-        streams[index] = nil
-        openStreams -= 1
-        while let first = streams.first, first == nil {
-            streams.removeFirst()
-            firstStreamID = firstStreamID.advanced(by: 2)
-        }
-        stream.continuation.resume(with: result)
-        if retired != nil, openStreams == 0 { context?.close(promise: nil) }
-    }
-
-    /// Ends the stream at `index` with `error` and resets it (`RST_STREAM CANCEL`).
-    private func reset(_ index: CircularBuffer<OpenStream?>.Index, _ error: HTTP2TransportError) {
-        let id = firstStreamID.advanced(by: 2 * streams.distance(from: streams.startIndex, to: index))
-        // Finished first: writing the RST_STREAM closes the stream in `NIOHTTP2Handler`, which
-        // tells this handler at once (StreamClosedEvent).
-        finish(index, .failure(error))
-        context?.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.cancel))), promise: nil)
-    }
-
-    /// Fails the request `id` with `cancelled`, resetting its stream if it has one.
     private func cancel(_ id: UInt64) {
-        if let waiter = waiting.firstIndex(where: { $0.id == id }) {
-            waiting.remove(at: waiter).continuation.resume(throwing: HTTP2TransportError.cancelled)
-        } else if let index = streams.firstIndex(where: { $0?.request == id }) {
-            reset(index, .cancelled)
-            context?.flush()
-        }
+        run(state.cancel(request: id))
     }
 
-    /// No new streams: what is open goes on, and the connection closes when it is done.
-    private func retire(_ reason: HTTP2TransportError) {
-        guard retired == nil else { return }
-        retired = reason
-        accepting.store(false, ordering: .relaxed)
-    }
-
-    /// Fails every open and waiting request with `error`; the connection takes no more.
-    private func fail(everything error: HTTP2TransportError) {
-        if case .closed = phase { return }
-        phase = .closed(error)
-        accepting.store(false, ordering: .relaxed)
-        timer?.cancel()
-        timer = nil
-        connectGuard?.cancel()
-        connectGuard = nil
-        let open = streams, queued = waiting
-        streams.removeAll()
-        waiting.removeAll()
-        openStreams = 0
-        firstStreamID = nextStreamID
-        for stream in open { stream?.continuation.resume(throwing: error) }
-        for request in queued { request.continuation.resume(throwing: error) }
-    }
-
-    private func signalClosed() {
-        guard !closeSignalled else { return }
-        closeSignalled = true
-        closedPromise.succeed()
-    }
-
-    // MARK: Timeouts
-
-    /// Arms the timer for the oldest open stream's deadline, unless it is armed.
-    private func armTimer() {
-        guard timer == nil, let first = streams.first, let deadline = first?.deadline else { return }
-        timer = eventLoop.scheduleTask(deadline: deadline) { self.timerFired() }
-    }
-
-    /// Resets the streams whose deadline passed, oldest first, and arms the timer again.
+    /// Resets the streams whose deadline passed, and arms the timer again.
     private func timerFired() {
         timer = nil
-        let now = NIODeadline.now()
-        var expired = false
-        while let first = streams.first, let stream = first, stream.deadline <= now {
-            reset(streams.startIndex, .timedOut)
-            expired = true
-        }
-        if expired { context?.flush() }
-        armTimer()
+        run(state.timerFired(now: .now()))
     }
 
     private func connectTimedOut() {
         connectGuard = nil
-        guard !handshakeDone else { return }
-        lastError = "connecting timed out"
-        fail(everything: .connectFailed("timed out"))
-        context?.close(promise: nil)
+        run(state.connectTimedOut())
     }
-
-    // MARK: Flushing
 
     /// Flushes once the event loop has run what it has queued: requests sent together go out together.
     private func scheduleFlush() {
@@ -330,24 +167,64 @@ final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
-    // MARK: Flow control
+    // MARK: The state machine's actions
 
-    /// Tops the connection's inbound window up to `Settings.connectionWindow` when it is below
-    /// half of it. One update at a time: until it is written, `NIOHTTP2Handler` still reports the
-    /// window without it.
-    private func windowChanged(_ size: Int) {
-        guard !windowUpdateInFlight, size < settings.connectionWindow / 2 else { return }
-        sendWindowUpdate(settings.connectionWindow - size)
+    private func run(_ actions: [StateMachine.Action]) {
+        for action in actions { run(action) }
     }
 
-    private func sendWindowUpdate(_ increment: Int) {
-        guard let context else { return }
-        windowUpdateInFlight = true
-        let written = eventLoop.makePromise(of: Void.self)
-        written.futureResult.whenComplete { _ in self.windowUpdateInFlight = false }
-        context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
-                      promise: written)
-        flushAfterRead = true
+    private func run(_ action: StateMachine.Action?) {
+        guard let action else { return }
+        switch action {
+        case .open(let opening):
+            // The channel is active: the context is there until it is inactive, which closes the state machine.
+            context?.write(wrapOutboundOut(HTTP2Frame(streamID: opening.streamID, payload: .headers(.init(headers: opening.headers)))),
+                           promise: nil)
+            context?.write(wrapOutboundOut(HTTP2Frame(streamID: opening.streamID,
+                                                      payload: .data(.init(data: .byteBuffer(opening.body), endStream: true)))),
+                           promise: nil)
+            if opening.stopAccepting { accepting.store(false, ordering: .relaxed) }
+            if let deadline = opening.armTimer { armTimer(deadline) }
+        case .complete(let continuation, let result, let close, let reset):
+            continuation.resume(with: result)
+            if close { context?.close(promise: nil) }
+            if let reset {
+                // The stream is finished first: writing the RST_STREAM closes it in
+                // `NIOHTTP2Handler`, which tells this handler at once (StreamClosedEvent).
+                context?.write(wrapOutboundOut(HTTP2Frame(streamID: reset, payload: .rstStream(.cancel))), promise: nil)
+                flushAfterRead = true
+            }
+        case .writeWindowUpdate(let increment):
+            guard let context else { return }
+            let written = eventLoop.makePromise(of: Void.self)
+            written.futureResult.whenComplete { _ in self.state.windowUpdateWritten() }
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
+                          promise: written)
+            flushAfterRead = true
+        case .armTimer(let deadline):
+            armTimer(deadline)
+        case .cancelTimers:
+            timer?.cancel()
+            timer = nil
+            connectGuard?.cancel()
+            connectGuard = nil
+        case .cancelConnectTimeout:
+            connectGuard?.cancel()
+            connectGuard = nil
+        case .stopAccepting:
+            accepting.store(false, ordering: .relaxed)
+        case .flush:
+            context?.flush()
+            flushAfterRead = false
+        case .close:
+            context?.close(promise: nil)
+        case .signalClosed:
+            closedPromise.succeed()
+        }
+    }
+
+    private func armTimer(_ deadline: NIODeadline) {
+        timer = eventLoop.scheduleTask(deadline: deadline) { self.timerFired() }
     }
 
     // MARK: Channel events
@@ -361,57 +238,26 @@ final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        // `NIOHTTP2Handler` has written the preface (its SETTINGS) before passing this on.
-        guard case .connecting = phase else {
-            context.close(promise: nil)
-            return context.fireChannelActive()
-        }
-        phase = .active
-        // A connection's window starts at 65,535 bytes whatever the SETTINGS say (RFC 9113, 6.9.2).
-        if settings.connectionWindow > 65_535 { sendWindowUpdate(settings.connectionWindow - 65_535) }
-        let now = NIODeadline.now()
-        while let request = waiting.popFirst() {
-            if request.deadline <= now {
-                request.continuation.resume(throwing: HTTP2TransportError.timedOut)
-            } else {
-                open(request)
-            }
-        }
-        context.flush()
-        flushAfterRead = false
+        run(state.channelActive(now: .now()))
         context.fireChannelActive()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        fail(everything: .connectionClosed(lastError))
-        signalClosed()
+        run(state.channelInactive())
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A connection error (the handler has sent GOAWAY), TLS, I/O; also a stream error, which
-        // a conforming server does not cause: the connection is closed and made again.
-        if lastError == nil { lastError = "\(error)" }
-        context.close(promise: nil)
+        run(state.errorCaught("\(error)"))
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let update = event as? NIOHTTP2WindowUpdatedEvent {
-            if update.streamID == .rootStream, let size = update.inboundWindowSize { windowChanged(size) }
+            if update.streamID == .rootStream, let size = update.inboundWindowSize { run(state.inboundWindowChanged(to: size)) }
         } else if let closed = event as? StreamClosedEvent {
-            // Closed without the answer read: reset by the server, or by GOAWAY (already failed).
-            if let index = index(of: closed.streamID) {
-                finish(index, .failure(closed.reason.map { .streamReset($0) } ?? .badResponse("the stream closed without an answer")))
-            }
+            run(state.streamClosed(closed.streamID, reason: closed.reason))
         } else if case TLSUserEvent.handshakeCompleted(let negotiated)? = event as? TLSUserEvent {
-            handshakeDone = true
-            connectGuard?.cancel()
-            connectGuard = nil
-            if negotiated != "h2" {
-                lastError = "ALPN \(negotiated ?? "none")"
-                fail(everything: .notHTTP2(negotiated: negotiated))
-                context.close(promise: nil)
-            }
+            run(state.handshakeCompleted(negotiated: negotiated))
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -420,13 +266,14 @@ final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
         let frame = unwrapInboundIn(data)
         switch frame.payload {
         case .headers(let headers):
-            received(headers, on: frame.streamID)
+            run(state.receivedHeaders(headers.headers, endStream: headers.endStream, on: frame.streamID))
         case .data(let data):
-            received(data, on: frame.streamID)
+            guard case .byteBuffer(let bytes) = data.data else { return }
+            run(state.receivedData(bytes, endStream: data.endStream, on: frame.streamID))
         case .rstStream(let code):
-            if let index = index(of: frame.streamID) { finish(index, .failure(.streamReset(code))) }
+            run(state.receivedReset(code, on: frame.streamID))
         case .goAway(let lastStreamID, let code, _):
-            receivedGoAway(lastStreamID: lastStreamID, code: code)
+            run(state.receivedGoAway(lastStreamID: lastStreamID, code: code))
         default:
             // SETTINGS, PING, WINDOW_UPDATE: `NIOHTTP2Handler` has dealt with them.
             break
@@ -439,67 +286,5 @@ final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
             context.flush()
         }
         context.fireChannelReadComplete()
-    }
-
-    // MARK: Answers
-
-    private func received(_ frame: HTTP2Frame.FramePayload.Headers, on id: HTTP2StreamID) {
-        guard let index = index(of: id) else { return }
-        if streams[index]?.status == nil {
-            guard let text = frame.headers.first(name: ":status"), let status = Int(text) else {
-                return reset(index, .badResponse("no :status"))
-            }
-            // 1xx: an interim answer; the final one follows.
-            if status < 200 {
-                if frame.endStream { finish(index, .failure(.badResponse("only an interim answer"))) }
-                return
-            }
-            streams[index]?.status = status
-            streams[index]?.retryAfter = frame.headers.first(name: "retry-after")
-        }
-        // END_STREAM on the first HEADERS (no body) or on trailers.
-        if frame.endStream { complete(index) }
-    }
-
-    private func received(_ frame: HTTP2Frame.FramePayload.Data, on id: HTTP2StreamID) {
-        guard let index = index(of: id), case .byteBuffer(var bytes) = frame.data else { return }
-        if bytes.readableBytes > 0 {
-            // Taken out while it grows, so that the buffer is not shared (and copied) on the way.
-            guard var stream = streams[index] else { return }
-            let length = (stream.body?.readableBytes ?? 0) + bytes.readableBytes
-            if length > settings.maxBodyBytes {
-                reset(index, .responseTooLarge(limit: settings.maxBodyBytes))
-                flushAfterRead = true
-                return
-            }
-            streams[index] = nil
-            // Copied: a slice would keep the connection's read buffer alive.
-            if stream.body == nil { stream.body = context?.channel.allocator.buffer(capacity: bytes.readableBytes) ?? ByteBuffer() }
-            stream.body?.writeBuffer(&bytes)
-            streams[index] = stream
-        }
-        if frame.endStream { complete(index) }
-    }
-
-    private func complete(_ index: CircularBuffer<OpenStream?>.Index) {
-        guard let stream = streams[index] else { return }
-        guard let status = stream.status else { return finish(index, .failure(.badResponse("no HEADERS"))) }
-        finish(index, .success(HTTP2Response(status: status, retryAfter: stream.retryAfter, body: stream.body)))
-    }
-
-    /// The server takes no new streams and will not answer those above `lastStreamID`: they
-    /// fail, the rest are answered, then the connection closes.
-    private func receivedGoAway(lastStreamID: HTTP2StreamID, code: HTTP2ErrorCode) {
-        retire(.goingAway(code))
-        var unanswered: [HTTP2StreamID] = []
-        for offset in stride(from: streams.count - 1, through: 0, by: -1) {
-            let id = firstStreamID.advanced(by: 2 * offset)
-            guard id > lastStreamID else { break }
-            if streams[streams.index(streams.startIndex, offsetBy: offset)] != nil { unanswered.append(id) }
-        }
-        for id in unanswered {
-            if let index = index(of: id) { finish(index, .failure(.goingAway(code))) }
-        }
-        if openStreams == 0 { context?.close(promise: nil) }
     }
 }
