@@ -230,6 +230,19 @@ final class HTTP2ConnectionStateMachineTests: XCTestCase {
         XCTAssertEqual(machine.openStreams, 1)
     }
 
+    // MARK: Stream IDs
+
+    func testTheLastStreamIDRetiresTheConnectionWhichClosesOnceItIsAnswered() {
+        let last = HTTP2StreamID(Int(Int32.max))
+        var machine = active(firstStreamID: last.advanced(by: -2))
+        XCTAssertEqual(machine.submit(request("a", id: 1)), Self.open("a", last.advanced(by: -2), armTimer: now + .seconds(10)))
+        XCTAssertEqual(machine.submit(request("b", id: 2)), Self.open("b", last, stopAccepting: true))
+        XCTAssertEqual(machine.submit(request("c", id: 3)), Self.failed("c", .notSent(HTTP2TransportError.streamIDsUsedUp.description)))
+        XCTAssertEqual(machine.receivedHeaders(Self.status(200), endStream: true, on: last), Self.answered("b", 200))
+        XCTAssertEqual(machine.receivedHeaders(Self.status(200), endStream: true, on: last.advanced(by: -2)),
+                       Self.answered("a", 200, close: true))
+    }
+
     // MARK: Timeouts and cancelling
 
     func testTheTimerFailsAndResetsTheExpiredStreamsOldestFirstAndIsArmedForTheNext() {

@@ -374,7 +374,8 @@ struct HTTP2ConnectionStateMachine<Waiter> {
         openStreams -= 1
         while let first = streams.first, first == nil {
             streams.removeFirst()
-            firstStreamID = firstStreamID.advanced(by: 2)
+            // Emptied, the next to open is first: past the last stream ID there is none to count to.
+            firstStreamID = streams.isEmpty ? nextStreamID : firstStreamID.advanced(by: 2)
         }
         return .complete(stream.waiter, result, close: retired != nil && openStreams == 0, reset: reset)
     }
