@@ -177,7 +177,8 @@ final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
         guard let action else { return }
         switch action {
         case .open(let opening):
-            // The channel is active: the context is there until it is inactive, which closes the state machine.
+            // Only on an active channel, whose context stays until it is inactive (which closes
+            // the state machine: nothing is opened after).
             context?.write(wrapOutboundOut(HTTP2Frame(streamID: opening.streamID, payload: .headers(.init(headers: opening.headers)))),
                            promise: nil)
             context?.write(wrapOutboundOut(HTTP2Frame(streamID: opening.streamID,
@@ -189,8 +190,8 @@ final class HTTP2Connection: ChannelInboundHandler, @unchecked Sendable {
             continuation.resume(with: result)
             if close { context?.close(promise: nil) }
             if let reset {
-                // The stream is finished first: writing the RST_STREAM closes it in
-                // `NIOHTTP2Handler`, which tells this handler at once (StreamClosedEvent).
+                // The state machine has finished the stream already: writing the RST_STREAM closes
+                // it in `NIOHTTP2Handler`, which tells this handler at once (StreamClosedEvent).
                 context?.write(wrapOutboundOut(HTTP2Frame(streamID: reset, payload: .rstStream(.cancel))), promise: nil)
                 flushAfterRead = true
             }
