@@ -1,23 +1,6 @@
 import Contracts
 import Foundation
 
-/// What one attempt's answer means for the push, the device and the app
-/// (docs/ARCHITECTURE.md#delivery).
-public enum AttemptOutcome: Sendable, Equatable {
-    case delivered
-    /// The token is dead: the processor retires the device unless it registered again after
-    /// `since` (APNs's timestamp; nil: the time of the attempt).
-    case unregistered(reason: String, since: Date?)
-    /// The app's credentials were refused: its sending pauses until they are replaced; the
-    /// device is not at fault.
-    case credentialsRejected(reason: String)
-    /// Worth another attempt later (throttled, provider errors): after `retryAfter` when the
-    /// provider said so.
-    case retry(reason: String, retryAfter: TimeInterval?)
-    /// Refused for good (another 4xx).
-    case failed(status: Int, reason: String)
-}
-
 public enum ProviderAnswers {
     /// Reads an APNs answer: its status and the `reason` (and `timestamp`) of its JSON body.
     public static func apns(status: Int, body: Data, retryAfter: String? = nil) -> AttemptOutcome {
@@ -81,27 +64,5 @@ public enum ProviderAnswers {
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         return formatter.date(from: trimmed).map { max(0, $0.timeIntervalSince(now)) }
-    }
-}
-
-/// When to try again: exponential back-off with full jitter (`base × 2^(attempt−1)`, capped,
-/// a uniform draw below it), never sooner than the provider's `Retry-After`.
-public struct RetryPolicy: Sendable, Equatable {
-    public var base: TimeInterval
-    public var cap: TimeInterval
-
-    public init(base: TimeInterval = 1, cap: TimeInterval = 300) {
-        self.base = base
-        self.cap = cap
-    }
-
-    /// The wait before attempt `attempt + 1`, after `attempt` (≥ 1) failed attempts.
-    public func delay(afterAttempt attempt: Int, retryAfter: TimeInterval?,
-                      using random: inout some RandomNumberGenerator) -> TimeInterval {
-        let ceiling = min(cap, base * pow(2, Double(max(0, attempt - 1))))
-        let jittered = Double.random(in: 0...ceiling, using: &random)
-        guard let retryAfter else { return jittered }
-        // Honoured, plus a little spread so that throttled senders do not return together.
-        return retryAfter + Double.random(in: 0...(max(retryAfter, base) * 0.1), using: &random)
     }
 }
