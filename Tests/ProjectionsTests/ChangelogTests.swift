@@ -33,38 +33,87 @@ import Testing
         #expect(try ChangelogEntry(decoding: ChangelogEntry(mutations: [], offsets: []).encoded()) == ChangelogEntry(mutations: [], offsets: []))
     }
 
-    @Test func testAnAppWithoutPushCredentialsKeepsTheEntryOfBeforeCredentials() throws {
-        let app = Fixture.app()
-        var withCredentials = app
-        withCredentials.pushCredentials = Fixture.pushCredentials(2)
-        let plain = ChangelogEntry(mutations: [.upsertApp(app)], offsets: []).encoded()
-        let tagged = ChangelogEntry(mutations: [.upsertApp(withCredentials)], offsets: []).encoded()
-        // The entries differ first at the mutation's tag: 1 (the app as before) against 20.
-        let first = try #require(plain.indices.first { plain[$0] != tagged[$0] })
-        #expect(plain[first] == 1)
-        #expect(tagged[first] == 20)
-        #expect(try ChangelogEntry(decoding: plain).mutations == [.upsertApp(app)])
-        #expect(try ChangelogEntry(decoding: tagged).mutations == [.upsertApp(withCredentials)])
+    /// An entry written before rows came from the catalog (every row kind under its tags 1–42:
+    /// an app with and without push credentials, a legacy and a scoped token, a delivery with
+    /// and without outcomes and a key) still decodes to its mutations.
+    @Test func testAnEntryOfTheTagsBeforeTheCatalogStillDecodes() throws {
+        let bytes = try #require(Self.hexBytes(Self.legacyEntry.joined()))
+        let entry = try ChangelogEntry(decoding: bytes)
+        #expect(entry.offsets == [OffsetUpdate(partition: PartitionKey(topic: "pushline.commands.registration", partition: 3), expected: 41,
+                                               next: 42, eventTime: 1_763_800_000_123)])
+        #expect(entry.mutations == LegacyChangelogFixtures.mutations)
+        // The same mutations written today: every row under its catalog tag, and the same mutations back.
+        let today = ChangelogEntry(mutations: LegacyChangelogFixtures.mutations, offsets: entry.offsets)
+        #expect(try ChangelogEntry(decoding: today.encoded()) == today)
+        #expect(today.encoded() != bytes)
     }
 
-    @Test func testALegacyTokenKeepsTheEntryOfBeforeScopesAndAScopedOneIsTagged() throws {
-        let legacy = ApiTokenRow(tokenId: UUID(), appId: UUID(), tokenHash: "h", createdAt: Fixture.at(1))
-        var scoped = legacy
-        scoped.scopes = [.client]
-        let plain = ChangelogEntry(mutations: [.upsertApiToken(legacy)], offsets: []).encoded()
-        let tagged = ChangelogEntry(mutations: [.upsertApiToken(scoped)], offsets: []).encoded()
-        // The entries differ first at the mutation's tag: 2 (the token as before) against 23.
-        let first = try #require(plain.indices.first { plain[$0] != tagged[$0] })
-        #expect(plain[first] == 2)
-        #expect(tagged[first] == 23)
-        #expect(try ChangelogEntry(decoding: plain).mutations == [.upsertApiToken(legacy)])
-        #expect(try ChangelogEntry(decoding: tagged).mutations == [.upsertApiToken(scoped)])
-        for scopes: [ApiTokenScope] in [[.server], [.client, .server]] {
-            scoped.scopes = scopes
-            #expect(try ChangelogEntry(decoding: ChangelogEntry(mutations: [.upsertApiToken(scoped)], offsets: []).encoded()).mutations
-                    == [.upsertApiToken(scoped)])
-        }
+    /// A row's columns past those an entry holds read as NULL (a column added after the entry was
+    /// written); a column it cannot do without, or one more than this code knows, is refused.
+    @Test func testARowEntryWithFewerOrMoreColumnsIsReadAsNullOrRefused() throws {
+        let ack = AckRow(appId: UUID(), deviceToken: "t", notificationId: "n", businessId: "b", ackedAt: Fixture.at(1))
+        let bytes = ChangelogEntry(mutations: [.putAck(ack)], offsets: []).encoded()
+        // format, no offsets, one mutation, the ack's tag, then its column count.
+        let countAt = 4
+        #expect(bytes[countAt] == UInt8(TableCatalog.acks.columns.count))
+        var fewer = bytes
+        fewer[countAt] -= 1
+        // The last column (acked_at) is not nullable: refused, not read as a default.
+        #expect(throws: ChangelogFormatError.self) { try ChangelogEntry(decoding: fewer.dropLast(8)) }
+        var more = bytes
+        more[countAt] += 1
+        #expect(throws: ChangelogFormatError.self) { try ChangelogEntry(decoding: more + [0]) }
+        var noBusiness = ack
+        noBusiness.businessId = nil
+        #expect(try ChangelogEntry(decoding: ChangelogEntry(mutations: [.putAck(noBusiness)], offsets: []).encoded()).mutations
+                == [.putAck(noBusiness)])
     }
+
+    private static func hexBytes(_ hex: String) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            let next = hex.index(index, offsetBy: 2)
+            guard let byte = UInt8(hex[index..<next], radix: 16) else { return nil }
+            bytes.append(byte)
+            index = next
+        }
+        return bytes
+    }
+
+    /// `LegacyChangelogFixtures.mutations` and one offset, as the changelog wrote them before rows
+    /// came from the catalog.
+    private static let legacyEntry = [
+        "01011e707573686c696e652e636f6d6d616e64732e726567697374726174696f6e0601525401f699e1aad56611016f1c1a52",
+        "52d44f0b9a436b3f8f3e2a100a9e2f3b1c4d4e5f8a6b7c8d9e0f1a2b03617070011768747470733a2f2f6578616d706c652e",
+        "746573742f63620103582d41013104b4e607f05c48da41146f1c1a5252d44f0b9a436b3f8f3e2a100a9e2f3b1c4d4e5f8a6b",
+        "7c8d9e0f1a2b10776974682063726564656e7469616c73000000b4e607f05c48da41f4027b2261706e73223a7b2262756e64",
+        "6c654964223a22636f6d2e6578616d706c652e61707032222c22656e7669726f6e6d656e74223a2270726f64756374696f6e",
+        "222c2266696e6765727072696e74223a225348413235363a66702f322b222c226b65794964223a224b455932222c22707269",
+        "766174654b6579223a7b22626f78223a22626f785c225c5c2f32c3a9222c226b65794964223a226b32227d2c227465616d49",
+        "64223a225445414d32227d2c2266636d223a7b22636c69656e74456d61696c223a22614070726f6a6563742d322e69616d22",
+        "2c2266696e6765727072696e74223a225348413235363a32222c22707269766174654b65794964223a22696432222c227072",
+        "6f6a6563744964223a2270726f6a6563742d32222c22736572766963654163636f756e74223a7b22626f78223a227361e280",
+        "a832222c226b65794964223a226b32227d2c22746f6b656e557269223a2268747470733a2f2f6f61757468322e746573742f",
+        "746f6b656e227d7d020a9e2f3b1c4d4e5f8a6b7c8d9e0f1a2b6f1c1a5252d44f0b9a436b3f8f3e2a10046861736801b4e607",
+        "f05c48da41170a9e2f3b1c4d4e5f8a6b7c8d9e0f1a2b6f1c1a5252d44f0b9a436b3f8f3e2a10046861736800b4e607f05c48",
+        "da4106636c69656e74036f1c1a5252d44f0b9a436b3f8f3e2a1005746f6b656e047573657207616e64726f696406b4e607f0",
+        "5c48da41050a9e2f3b1c4d4e5f8a6b7c8d9e0f1a2b6f1c1a5252d44f0b9a436b3f8f3e2a10064661696c6564011244657669",
+        "6365546f6b656e546f6f4c6f6e67b4e607f05c48da4106036a6f6213726567697374726174696f6e2d737461747573016f1c",
+        "1a5252d44f0b9a436b3f8f3e2a101668747470733a2f2f6578616d706c652e746573742f680101410162030001ff0600b4e6",
+        "07f05c48da410770656e64696e670000b4e607f05c48da4107046a6f62320863616c6c6261636b00017500000202b4e607f0",
+        "5c48da41066661696c656401e8070104626f6f6db4e607f05c48da41086f1c1a5252d44f0b9a436b3f8f3e2a1005746f6b65",
+        "6e026e310a9e2f3b1c4d4e5f8a6b7c8d9e0f1a2bb4e607f05c48da410568656c6c6f0101620b6f1c1a5252d44f0b9a436b3f",
+        "8f3e2a1005746f6b656e026e3100b4e607f05c48da410c6f1c1a5252d44f0b9a436b3f8f3e2a100a9e2f3b1c4d4e5f8a6b7c",
+        "8d9e0f1a2b05616c657274010008b4e607f05c48da41156f1c1a5252d44f0b9a436b3f8f3e2a100a9e2f3b1c4d4e5f8a6b7c",
+        "8d9e0f1a2b067469636b6574000108b4e607f05c48da41020402186f1c1a5252d44f0b9a436b3f8f3e2a100a9e2f3b1c4d4e",
+        "5f8a6b7c8d9e0f1a2b02696d000002b4e607f05c48da4100000001036b65790104686173680402166f1c1a5252d44f0b9a43",
+        "6b3f8f3e2a100a9e2f3b1c4d4e5f8a6b7c8d9e0f1a2b0e05746f6b656e066661696c6564010e426164446576696365546f6b",
+        "656eb4e607f05c48da41280a9e2f3b1c4d4e5f8a6b7c8d9e0f1a2b036f7073016801b4e607f05c48da4101b4e607f05c48da",
+        "41290a9e2f3b1c4d4e5f8a6b7c8d9e0f1a2bb4e607f05c48da410a41707043726561746564016f1c1a5252d44f0b9a436b3f",
+        "8f3e2a100001036f7073010172076170706c69656400027b7d2a0461707073016b6f1c1a5252d44f0b9a436b3f8f3e2a1001",
+        "68b4e607f05c48da41",
+    ]
 
     @Test func testATruncatedOrAlteredEntryIsRefusedRatherThanMisread() throws {
         var random = SeededRandom(seed: 12)

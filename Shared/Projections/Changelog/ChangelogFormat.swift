@@ -3,7 +3,8 @@ import Foundation
 import Projections
 
 /// The entry's bytes: a format byte, then the offsets and the mutations, each mutation a tag
-/// byte and its fields. Integers are variable-length (zig-zag for signed ones), strings and
+/// byte and its fields; a mutation that writes a whole row has its row's catalog columns as its
+/// fields (`ChangelogColumns`). Integers are variable-length (zig-zag for signed ones), strings and
 /// bytes are a length and their bytes, UUIDs their 16 bytes, dates the bit pattern of their
 /// `timeIntervalSince1970` (so a date comes back as exactly the value the store rounded),
 /// enumerations their raw value. Compact and cheap both ways: every commit is encoded once,
@@ -79,6 +80,10 @@ private enum Tag: UInt8 {
     case upsertAdminToken = 40
     case putAuditEntry = 41
     case putIdempotencyKey = 42
+    /// The mutations that write a whole row, the row as its catalog columns (`ChangelogColumns`):
+    /// a row gains a column without a tag of its own. The tags above stay readable.
+    case upsertAppRow = 50, upsertApiTokenRow, upsertDeviceRow, putRegistrationStatusRow, enqueueOutboxRow, restoreOutboxRow
+    case putPendingRow, putAckRow, putDeliveryRow, putDeliveryOutcomeRow, upsertAdminTokenRow, putAuditEntryRow, putIdempotencyKeyRow
 }
 
 package struct ChangelogWriter {
@@ -127,33 +132,26 @@ package struct ChangelogWriter {
         write(&self, value)
     }
 
-    package mutating func headers(_ headers: [String: String]) {
-        uint(UInt64(headers.count))
-        for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
-            string(name)
-            string(value)
-        }
-    }
 
     package mutating func pair(_ pair: TrackingPair) {
         uuid(pair.deliveryId)
         uuid(pair.appId)
     }
 
-    package mutating func job(_ job: OutboxJob) {
-        string(job.id)
-        string(job.kind)
-        optional(job.appId) { $0.uuid($1) }
-        string(job.url)
-        headers(job.headers)
-        data(job.body)
-        int(job.maxAttempts)
-        int(job.attempts)
-        date(job.nextAttemptAt)
-        string(job.state.rawValue)
-        optional(job.lastStatus) { $0.int($1) }
-        optional(job.lastError) { $0.string($1) }
-        date(job.createdAt)
+
+    /// A whole row: its tag, then its catalog columns (`ChangelogColumns`).
+    fileprivate mutating func row<Row: CatalogRow>(_ tag: Tag, _ row: Row) {
+        byte(tag.rawValue)
+        var columns = ChangelogColumns(table: Row.table)
+        swap(&columns.writer.bytes, &bytes)
+        defer { swap(&columns.writer.bytes, &bytes) }
+        columns.writer.uint(UInt64(Row.table.columns.count))
+        do {
+            try row.writeColumns(to: &columns)
+        } catch {
+            // Only JSON of strings and enumerations is encoded on the way, which cannot fail.
+            preconditionFailure("\(Row.table.name) row cannot be encoded: \(error)")
+        }
     }
 
     package mutating func partition(_ key: PartitionKey) {
@@ -163,65 +161,28 @@ package struct ChangelogWriter {
 
     package mutating func mutation(_ mutation: Mutation) {
         switch mutation {
-        case .upsertApp(let a):
-            // An app without credentials keeps the bytes it had before credentials existed.
-            // (Encoding a value of strings and enums to JSON cannot fail.)
-            let credentials = try! ProjectionValues.pushCredentialsJSON(a.pushCredentials)
-            byte(credentials == nil ? Tag.upsertApp.rawValue : Tag.upsertAppWithCredentials.rawValue)
-            uuid(a.appId); uuid(a.orgId); string(a.name); optional(a.callbackUrl) { $0.string($1) }
-            headers(a.callbackHeaders); int(a.webhookRetries); date(a.createdAt)
-            if let credentials { string(credentials) }
-        case .upsertApiToken(let t):
-            // A legacy token (no scopes) keeps the bytes it had before scopes existed.
-            let scopes = ProjectionValues.scopesColumn(t.scopes)
-            byte(scopes == nil ? Tag.upsertApiToken.rawValue : Tag.upsertApiTokenWithScopes.rawValue)
-            uuid(t.tokenId); uuid(t.appId); string(t.tokenHash); bool(t.revoked); date(t.createdAt)
-            if let scopes { string(scopes) }
-        case .upsertDevice(let d):
-            byte(Tag.upsertDevice.rawValue)
-            uuid(d.appId); string(d.deviceToken); string(d.userId); string(d.platform.rawValue); int(d.version); date(d.updatedAt)
+        case .upsertApp(let row): self.row(.upsertAppRow, row)
+        case .upsertApiToken(let row): self.row(.upsertApiTokenRow, row)
+        case .upsertDevice(let row): self.row(.upsertDeviceRow, row)
+        case .putRegistrationStatus(let row): self.row(.putRegistrationStatusRow, row)
+        case .enqueueOutbox(let row): self.row(.enqueueOutboxRow, row)
+        case .restoreOutbox(let row): self.row(.restoreOutboxRow, row)
+        case .putPending(let row): self.row(.putPendingRow, row)
+        case .putAck(let row): self.row(.putAckRow, row)
+        case .putDelivery(let row): self.row(.putDeliveryRow, row)
+        case .putDeliveryOutcome(let row): self.row(.putDeliveryOutcomeRow, row)
+        case .upsertAdminToken(let row): self.row(.upsertAdminTokenRow, row)
+        case .putAuditEntry(let row): self.row(.putAuditEntryRow, row)
+        case .putIdempotencyKey(let row): self.row(.putIdempotencyKeyRow, row)
         case .deleteDevice(let k):
             byte(Tag.deleteDevice.rawValue)
             uuid(k.appId); string(k.deviceToken)
-        case .putRegistrationStatus(let s):
-            byte(Tag.putRegistrationStatus.rawValue)
-            uuid(s.requestId); uuid(s.appId); string(s.status.rawValue); optional(s.failureReason) { $0.string($1.rawValue) }
-            date(s.decidedAt)
-        case .enqueueOutbox(let j):
-            byte(Tag.enqueueOutbox.rawValue)
-            job(j)
-        case .restoreOutbox(let j):
-            byte(Tag.restoreOutbox.rawValue)
-            job(j)
-        case .putPending(let p):
-            byte(Tag.putPending.rawValue)
-            uuid(p.appId); string(p.deviceToken); string(p.notificationId); uuid(p.deliveryId); date(p.sentAt); string(p.text)
-            optional(p.businessId) { $0.string($1) }
         case .deletePending(let k):
             byte(Tag.deletePending.rawValue)
             uuid(k.appId); string(k.deviceToken); string(k.notificationId)
         case .clearPending(let k):
             byte(Tag.clearPending.rawValue)
             uuid(k.appId); string(k.deviceToken)
-        case .putAck(let a):
-            byte(Tag.putAck.rawValue)
-            uuid(a.appId); string(a.deviceToken); string(a.notificationId); optional(a.businessId) { $0.string($1) }; date(a.ackedAt)
-        case .putDelivery(let d):
-            // A delivery without reported outcomes keeps the bytes it had before outcomes existed.
-            let keyed = d.idempotencyKey != nil || d.requestHash != nil || d.duplicates != 0 || d.conflicts != 0
-            let counted = keyed || d.delivered != 0 || d.failed != 0 || d.unregistered != 0
-            byte(keyed ? Tag.putKeyedDelivery.rawValue : counted ? Tag.putDeliveryWithOutcomes.rawValue : Tag.putDelivery.rawValue)
-            uuid(d.appId); uuid(d.deliveryId); string(d.kind.rawValue); bool(d.managed); bool(d.tracking); int(d.sent); date(d.createdAt)
-            if counted { int(d.delivered); int(d.failed); int(d.unregistered) }
-            if keyed {
-                optional(d.idempotencyKey) { $0.string($1) }; optional(d.requestHash) { $0.string($1) }
-                int(d.duplicates); int(d.conflicts)
-            }
-        case .putDeliveryOutcome(let o):
-            byte(Tag.putDeliveryOutcome.rawValue)
-            uuid(o.appId); uuid(o.deliveryId); int(o.messageIndex); string(o.deviceToken); string(o.outcome.rawValue)
-            optional(o.reason) { $0.string($1) }
-            date(o.reportedAt)
         case .countTracking(let c):
             byte(Tag.countTracking.rawValue)
             uuid(c.appId); uuid(c.deliveryId); uint(UInt64(c.counts.count))
@@ -247,18 +208,6 @@ package struct ChangelogWriter {
             byte(Tag.putDeadLetter.rawValue)
             partition(l.partition); int(l.offset); optional(l.type) { $0.string($1) }; string(l.reason)
             optional(l.requestId) { $0.string($1) }; data(l.value); date(l.recordedAt)
-        case .upsertAdminToken(let t):
-            byte(Tag.upsertAdminToken.rawValue)
-            uuid(t.adminTokenId); string(t.name); string(t.tokenHash); bool(t.revoked); date(t.createdAt)
-            optional(t.revokedAt) { $0.date($1) }
-        case .putAuditEntry(let e):
-            byte(Tag.putAuditEntry.rawValue)
-            uuid(e.commandId); date(e.at); string(e.type); optional(e.appId) { $0.uuid($1) }; optional(e.actorId) { $0.uuid($1) }
-            optional(e.actorName) { $0.string($1) }; optional(e.requestId) { $0.string($1) }; string(e.outcome)
-            optional(e.reason) { $0.string($1) }; string(e.changes)
-        case .putIdempotencyKey(let k):
-            byte(Tag.putIdempotencyKey.rawValue)
-            string(k.scope); string(k.key); uuid(k.resourceId); string(k.requestHash); date(k.firstAt)
         case .deleteDeadLetter(let k):
             byte(Tag.deleteDeadLetter.rawValue)
             partition(k.partition); int(k.offset)
@@ -392,6 +341,26 @@ package struct ChangelogReader {
                   lastError: try optional { try $0.string() }, createdAt: try date())
     }
 
+    /// A whole row (`ChangelogWriter.row`).
+    private mutating func row<Row: CatalogRow>() throws -> Row {
+        let count = try count()
+        var columns = ChangelogColumns.Reader(reader: self, table: Row.table)
+        columns.count = count
+        let row: Row
+        do {
+            row = try Row(columns: &columns)
+        } catch let error as ChangelogFormatError {
+            throw error
+        } catch {
+            throw ChangelogFormatError("\(Row.table.name) row: \(error)")
+        }
+        guard columns.index == columns.count else {
+            throw ChangelogFormatError("\(Row.table.name) row has \(columns.count) columns, \(columns.index) known")
+        }
+        self = columns.reader
+        return row
+    }
+
     package mutating func partition() throws -> PartitionKey {
         PartitionKey(topic: try string(), partition: try int32())
     }
@@ -400,6 +369,20 @@ package struct ChangelogReader {
         let tagByte = try byte()
         guard let tag = Tag(rawValue: tagByte) else { throw ChangelogFormatError("unknown mutation tag \(tagByte)") }
         switch tag {
+        case .upsertAppRow: return .upsertApp(try row())
+        case .upsertApiTokenRow: return .upsertApiToken(try row())
+        case .upsertDeviceRow: return .upsertDevice(try row())
+        case .putRegistrationStatusRow: return .putRegistrationStatus(try row())
+        case .enqueueOutboxRow: return .enqueueOutbox(try row())
+        case .restoreOutboxRow: return .restoreOutbox(try row())
+        case .putPendingRow: return .putPending(try row())
+        case .putAckRow: return .putAck(try row())
+        case .putDeliveryRow: return .putDelivery(try row())
+        case .putDeliveryOutcomeRow: return .putDeliveryOutcome(try row())
+        case .upsertAdminTokenRow: return .upsertAdminToken(try row())
+        case .putAuditEntryRow: return .putAuditEntry(try row())
+        case .putIdempotencyKeyRow: return .putIdempotencyKey(try row())
+        // Entries written before rows came from the catalog.
         case .upsertApp, .upsertAppWithCredentials:
             var app = AppRow(appId: try uuid(), orgId: try uuid(), name: try string(), callbackUrl: try optional { try $0.string() },
                              callbackHeaders: try headers(), webhookRetries: try intValue(), createdAt: try date())
