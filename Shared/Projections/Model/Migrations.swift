@@ -1,0 +1,573 @@
+/// The schema of the projection stores: one list of steps, each numbered once, with its SQLite
+/// and its PostgreSQL form side by side.
+///
+/// A store's schema version is the number of the last step applied to it (SQLite:
+/// `PRAGMA user_version`; PostgreSQL: the one row of `schema_version`). Opening a store applies
+/// the steps above its version, in order, and refuses a store whose version is above the last
+/// step here: it was written by newer code, whose tables this code could misread or damage.
+///
+/// A new step takes the next number and both forms, or nil for a dialect that needs no such
+/// change, saying why. A step that has shipped is never edited: stores that applied it do not
+/// run it again.
+///
+/// The numbers are those the PostgreSQL store has always recorded. The two stores were numbered
+/// apart until version 15: the SQLite store has no step 7, and recorded steps 8 to 15 as 7 to
+/// 14 (`Step.sqliteIdentifier` keeps the names its files know them by). No version 4 was ever
+/// released. The PostgreSQL store started at version 3, with one step that created what steps
+/// 1 to 3 create.
+enum ProjectionMigrations {
+    /// One change of the schema.
+    struct Step: Sendable {
+        /// The store's schema version once the step is applied.
+        let number: Int
+        /// The statements for SQLite, separated by `;`; nil: SQLite needs no such step.
+        let sqlite: String?
+        /// The statements for PostgreSQL, separated by `;` (none inside a statement); nil:
+        /// PostgreSQL needs no such step.
+        let postgres: String?
+        /// The name GRDB's migrator records the step under in a SQLite file (`grdb_migrations`):
+        /// `v` and the number the SQLite store gave the step when it shipped.
+        let sqliteIdentifier: String
+
+        init(_ number: Int, sqliteIdentifier: String? = nil, sqlite: String?, postgres: String?) {
+            self.number = number
+            self.sqlite = sqlite
+            self.postgres = postgres
+            self.sqliteIdentifier = sqliteIdentifier ?? "v\(number)"
+        }
+    }
+
+    /// Every step, in order.
+    static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15]
+
+    /// The newest schema version, which this code creates and understands: the last step's.
+    static let version = steps[steps.count - 1].number
+
+    /// The registrations (apps, their API tokens, devices and registration statuses), the
+    /// partitions' offsets and the webhook outbox.
+    ///
+    /// SQLite's tables are STRICT, so that SQLite rejects a value of the wrong type instead of
+    /// storing it. PostgreSQL's types are listed on `PostgresSchema`.
+    static let v1 = Step(1, sqlite: """
+        CREATE TABLE apps (
+            app_id TEXT NOT NULL PRIMARY KEY,
+            org_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            callback_url TEXT,
+            callback_headers TEXT NOT NULL,
+            webhook_retries INTEGER NOT NULL,
+            created_at INTEGER NOT NULL
+        ) STRICT;
+
+        CREATE TABLE api_tokens (
+            token_id TEXT NOT NULL PRIMARY KEY,
+            app_id TEXT NOT NULL,
+            token_hash TEXT NOT NULL,
+            revoked INTEGER NOT NULL,
+            created_at INTEGER NOT NULL
+        ) STRICT;
+        CREATE INDEX api_tokens_by_app ON api_tokens (app_id);
+
+        CREATE TABLE devices (
+            app_id TEXT NOT NULL,
+            device_token TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (app_id, device_token)
+        ) STRICT;
+        CREATE INDEX devices_by_user ON devices (app_id, user_id);
+
+        CREATE TABLE registration_status (
+            request_id TEXT NOT NULL PRIMARY KEY,
+            app_id TEXT NOT NULL,
+            status TEXT NOT NULL,
+            failure_reason TEXT,
+            decided_at INTEGER NOT NULL
+        ) STRICT;
+
+        CREATE TABLE partition_offsets (
+            topic TEXT NOT NULL,
+            "partition" INTEGER NOT NULL,
+            next_offset INTEGER NOT NULL,
+            PRIMARY KEY (topic, "partition")
+        ) STRICT, WITHOUT ROWID;
+
+        CREATE TABLE outbox (
+            id TEXT NOT NULL PRIMARY KEY,
+            kind TEXT NOT NULL,
+            app_id TEXT,
+            url TEXT NOT NULL,
+            headers TEXT NOT NULL,
+            body BLOB NOT NULL,
+            max_attempts INTEGER NOT NULL,
+            attempts INTEGER NOT NULL,
+            next_attempt_at INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            last_status INTEGER,
+            last_error TEXT,
+            lease_until INTEGER,
+            created_at INTEGER NOT NULL
+        ) STRICT;
+        CREATE INDEX outbox_due ON outbox (state, next_attempt_at);
+
+        CREATE TABLE outbox_attempts (
+            job_id TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            at INTEGER NOT NULL,
+            http_status INTEGER,
+            error TEXT,
+            outcome TEXT NOT NULL,
+            PRIMARY KEY (job_id, attempt)
+        ) STRICT, WITHOUT ROWID;
+        """, postgres: """
+        CREATE TABLE apps (
+            app_id uuid NOT NULL PRIMARY KEY,
+            org_id uuid NOT NULL,
+            name text COLLATE "C" NOT NULL,
+            callback_url text COLLATE "C",
+            callback_headers text COLLATE "C" NOT NULL,
+            webhook_retries bigint NOT NULL,
+            created_at bigint NOT NULL
+        );
+
+        CREATE TABLE api_tokens (
+            token_id uuid NOT NULL PRIMARY KEY,
+            app_id uuid NOT NULL,
+            token_hash text COLLATE "C" NOT NULL,
+            revoked boolean NOT NULL,
+            created_at bigint NOT NULL
+        );
+        CREATE INDEX api_tokens_by_app ON api_tokens (app_id);
+
+        CREATE TABLE devices (
+            app_id uuid NOT NULL,
+            device_token text COLLATE "C" NOT NULL,
+            user_id text COLLATE "C" NOT NULL,
+            platform text COLLATE "C" NOT NULL,
+            version bigint NOT NULL,
+            updated_at bigint NOT NULL,
+            PRIMARY KEY (app_id, device_token)
+        );
+        CREATE INDEX devices_by_user ON devices (app_id, user_id);
+
+        CREATE TABLE registration_status (
+            request_id uuid NOT NULL PRIMARY KEY,
+            app_id uuid NOT NULL,
+            status text COLLATE "C" NOT NULL,
+            failure_reason text COLLATE "C",
+            decided_at bigint NOT NULL
+        );
+
+        CREATE TABLE partition_offsets (
+            topic text COLLATE "C" NOT NULL,
+            "partition" integer NOT NULL,
+            next_offset bigint NOT NULL,
+            PRIMARY KEY (topic, "partition")
+        );
+
+        CREATE TABLE outbox (
+            id text COLLATE "C" NOT NULL PRIMARY KEY,
+            kind text COLLATE "C" NOT NULL,
+            app_id uuid,
+            url text COLLATE "C" NOT NULL,
+            headers text COLLATE "C" NOT NULL,
+            body bytea NOT NULL,
+            max_attempts bigint NOT NULL,
+            attempts bigint NOT NULL,
+            next_attempt_at bigint NOT NULL,
+            state text COLLATE "C" NOT NULL,
+            last_status bigint,
+            last_error text COLLATE "C",
+            lease_until bigint,
+            created_at bigint NOT NULL
+        );
+        CREATE INDEX outbox_due ON outbox (state, next_attempt_at);
+
+        CREATE TABLE outbox_attempts (
+            job_id text COLLATE "C" NOT NULL,
+            attempt bigint NOT NULL,
+            at bigint NOT NULL,
+            http_status bigint,
+            error text COLLATE "C",
+            outcome text COLLATE "C" NOT NULL,
+            PRIMARY KEY (job_id, attempt)
+        )
+        """)
+
+    /// Managed notifications: pending rows, acks and deliveries; and API tokens found by hash.
+    ///
+    /// Pending rows and acks are keyed by device first (and in SQLite kept WITHOUT ROWID), so a
+    /// device's rows lie together in the primary key: counting them (`GROUP BY device_token`),
+    /// listing them and clearing them are each one range of the key. A device's list is ordered
+    /// by `sent_at` when read; it is short (its badge), so no second index is kept for that
+    /// order. Acks are also looked up per notification; that index carries the device token
+    /// (the primary key rides along in a WITHOUT ROWID index), so it answers on its own.
+    static let v2 = Step(2, sqlite: """
+        CREATE TABLE pending_notifications (
+            app_id TEXT NOT NULL,
+            device_token TEXT NOT NULL,
+            notification_id TEXT NOT NULL,
+            delivery_id TEXT NOT NULL,
+            sent_at INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            business_id TEXT,
+            PRIMARY KEY (app_id, device_token, notification_id)
+        ) STRICT, WITHOUT ROWID;
+
+        CREATE TABLE acks (
+            app_id TEXT NOT NULL,
+            device_token TEXT NOT NULL,
+            notification_id TEXT NOT NULL,
+            business_id TEXT,
+            acked_at INTEGER NOT NULL,
+            PRIMARY KEY (app_id, device_token, notification_id)
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX acks_by_notification ON acks (app_id, notification_id);
+
+        CREATE TABLE deliveries (
+            app_id TEXT NOT NULL,
+            delivery_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            managed INTEGER NOT NULL,
+            tracking INTEGER NOT NULL,
+            sent INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (app_id, delivery_id)
+        ) STRICT, WITHOUT ROWID;
+
+        CREATE INDEX api_tokens_by_hash ON api_tokens (token_hash);
+        """, postgres: """
+        CREATE TABLE pending_notifications (
+            app_id uuid NOT NULL,
+            device_token text COLLATE "C" NOT NULL,
+            notification_id text COLLATE "C" NOT NULL,
+            delivery_id uuid NOT NULL,
+            sent_at bigint NOT NULL,
+            text text COLLATE "C" NOT NULL,
+            business_id text COLLATE "C",
+            PRIMARY KEY (app_id, device_token, notification_id)
+        );
+
+        CREATE TABLE acks (
+            app_id uuid NOT NULL,
+            device_token text COLLATE "C" NOT NULL,
+            notification_id text COLLATE "C" NOT NULL,
+            business_id text COLLATE "C",
+            acked_at bigint NOT NULL,
+            PRIMARY KEY (app_id, device_token, notification_id)
+        );
+        CREATE INDEX acks_by_notification ON acks (app_id, notification_id);
+
+        CREATE TABLE deliveries (
+            app_id uuid NOT NULL,
+            delivery_id uuid NOT NULL,
+            kind text COLLATE "C" NOT NULL,
+            managed boolean NOT NULL,
+            tracking boolean NOT NULL,
+            sent bigint NOT NULL,
+            created_at bigint NOT NULL,
+            PRIMARY KEY (app_id, delivery_id)
+        );
+
+        CREATE INDEX api_tokens_by_hash ON api_tokens (token_hash)
+        """)
+
+    /// Engagement tracking: one row per (delivery, app, action, device), the device named by its
+    /// message index, with the number of repeated reports.
+    ///
+    /// Keyed by delivery first, so that a delivery's statistics, and the check of rows reported
+    /// before the send, are each one range of the key. `app_id` is part of the key because a
+    /// report names an app and a delivery that need not match: until the send is applied, the
+    /// pair is not known to be valid. Deliveries get an index by id alone for the same reason.
+    ///
+    /// The first PostgreSQL stores were created at this version, by one step that ran what steps
+    /// 1 to 3 run.
+    static let v3 = Step(3, sqlite: """
+        CREATE TABLE tracking_events (
+            delivery_id TEXT NOT NULL,
+            app_id TEXT NOT NULL,
+            action INTEGER NOT NULL,
+            message_index INTEGER NOT NULL,
+            repeats INTEGER NOT NULL,
+            PRIMARY KEY (delivery_id, app_id, action, message_index)
+        ) STRICT, WITHOUT ROWID;
+
+        CREATE INDEX deliveries_by_id ON deliveries (delivery_id);
+        """, postgres: """
+        CREATE TABLE tracking_events (
+            delivery_id uuid NOT NULL,
+            app_id uuid NOT NULL,
+            action integer NOT NULL,
+            message_index bigint NOT NULL,
+            repeats bigint NOT NULL,
+            PRIMARY KEY (delivery_id, app_id, action, message_index)
+        );
+
+        CREATE INDEX deliveries_by_id ON deliveries (delivery_id)
+        """)
+
+    /// Dead letters (records the store refused for good, set aside so their partition moves
+    /// on) and the store's creation time (one row, written by the first open).
+    static let v5 = Step(5, sqlite: """
+        CREATE TABLE dead_letters (
+            topic TEXT NOT NULL,
+            "partition" INTEGER NOT NULL,
+            "offset" INTEGER NOT NULL,
+            type TEXT,
+            reason TEXT NOT NULL,
+            request_id TEXT,
+            value BLOB NOT NULL,
+            recorded_at INTEGER NOT NULL,
+            PRIMARY KEY (topic, "partition", "offset")
+        ) STRICT, WITHOUT ROWID;
+
+        CREATE TABLE store_info (
+            singleton INTEGER NOT NULL PRIMARY KEY CHECK (singleton = 1),
+            created_at INTEGER NOT NULL
+        ) STRICT;
+        """, postgres: """
+        CREATE TABLE dead_letters (
+            topic text COLLATE "C" NOT NULL,
+            "partition" integer NOT NULL,
+            "offset" bigint NOT NULL,
+            type text COLLATE "C",
+            reason text COLLATE "C" NOT NULL,
+            request_id text COLLATE "C",
+            value bytea NOT NULL,
+            recorded_at bigint NOT NULL,
+            PRIMARY KEY (topic, "partition", "offset")
+        );
+
+        CREATE TABLE store_info (
+            singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+            created_at bigint NOT NULL
+        )
+        """)
+
+    /// Tracking reports parked before their delivery's send: when each (delivery, app) was
+    /// parked, so that reports whose send never comes expire (`TrackingHandler`).
+    static let v6 = Step(6, sqlite: """
+        CREATE TABLE parked_tracking (
+            delivery_id TEXT NOT NULL,
+            app_id TEXT NOT NULL,
+            parked_at INTEGER NOT NULL,
+            PRIMARY KEY (delivery_id, app_id)
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX parked_tracking_by_time ON parked_tracking (parked_at);
+        """, postgres: """
+        CREATE TABLE parked_tracking (
+            delivery_id uuid NOT NULL,
+            app_id uuid NOT NULL,
+            parked_at bigint NOT NULL,
+            PRIMARY KEY (delivery_id, app_id)
+        );
+        CREATE INDEX parked_tracking_by_time ON parked_tracking (parked_at)
+        """)
+
+    /// PostgreSQL keys device tokens by their SHA-256 (`token_key`, computed as
+    /// `PostgresRows.tokenKey` does), not by their text: a B-tree entry there holds at most about
+    /// 2,700 bytes, and a token may have 4,096. The token itself stays a column, read and dumped
+    /// as before.
+    ///
+    /// SQLite needs no such step: an index entry of any length fits (it overflows to further
+    /// pages), so its tables stay keyed by the token's text.
+    static let v7 = Step(7, sqlite: nil, postgres: ["devices", "pending_notifications", "acks"].map { (table: String) -> String in
+        let key = table == "devices" ? "app_id, token_key" : "app_id, token_key, notification_id"
+        return """
+            ALTER TABLE \(table) ADD COLUMN token_key bytea;
+            UPDATE \(table) SET token_key = sha256(convert_to(device_token::text, 'UTF8'));
+            ALTER TABLE \(table) ALTER COLUMN token_key SET NOT NULL;
+            ALTER TABLE \(table) DROP CONSTRAINT \(table)_pkey;
+            ALTER TABLE \(table) ADD PRIMARY KEY (\(key))
+            """
+    }.joined(separator: ";\n"))
+
+    /// Each partition's event time beside its next offset (docs/ARCHITECTURE.md#state-is-a-function-of-the-log).
+    static let v8 = Step(8, sqliteIdentifier: "v7", sqlite: """
+        ALTER TABLE partition_offsets ADD COLUMN event_time INTEGER NOT NULL DEFAULT 0
+        """, postgres: """
+        ALTER TABLE partition_offsets ADD COLUMN event_time bigint NOT NULL DEFAULT 0
+        """)
+
+    /// A park mark stays only while its delivery has no row: the send that settles a pair now
+    /// removes its mark, and an older store kept marks of settled pairs until they expired.
+    static let v9 = Step(9, sqliteIdentifier: "v8", sqlite: """
+        DELETE FROM parked_tracking WHERE EXISTS (SELECT 1 FROM deliveries d WHERE d.delivery_id = parked_tracking.delivery_id)
+        """, postgres: """
+        DELETE FROM parked_tracking p WHERE EXISTS (SELECT 1 FROM deliveries d WHERE d.delivery_id = p.delivery_id)
+        """)
+
+    /// The changelog (docs/ARCHITECTURE.md#changelog-and-restore): the store's lineage and the
+    /// number of its last commit, the committed entries not yet published, and the indexes a
+    /// restore set aside until its end (kept, so a restore that stopped builds them when it is
+    /// run again). A store that has consumed nothing yet starts a lineage; one that holds state
+    /// from before keeps no changelog, since its history before this version is not in it.
+    static let v10 = Step(10, sqliteIdentifier: "v9", sqlite: """
+        CREATE TABLE changelog_state (
+            singleton INTEGER NOT NULL PRIMARY KEY CHECK (singleton = 1),
+            lineage TEXT NOT NULL,
+            seq INTEGER NOT NULL
+        ) STRICT;
+        INSERT INTO changelog_state (singleton, lineage, seq)
+            SELECT 1, lower(hex(randomblob(16))), 0 WHERE NOT EXISTS (SELECT 1 FROM partition_offsets);
+
+        CREATE TABLE changelog_outbox (
+            seq INTEGER NOT NULL PRIMARY KEY,
+            payload BLOB NOT NULL
+        ) STRICT;
+
+        CREATE TABLE restore_indexes (
+            name TEXT NOT NULL PRIMARY KEY,
+            definition TEXT NOT NULL
+        ) STRICT;
+        """, postgres: """
+        CREATE TABLE changelog_state (
+            singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+            lineage text COLLATE "C" NOT NULL,
+            seq bigint NOT NULL
+        );
+        INSERT INTO changelog_state (singleton, lineage, seq)
+            SELECT true, md5(random()::text || clock_timestamp()::text), 0 WHERE NOT EXISTS (SELECT 1 FROM partition_offsets);
+        CREATE TABLE changelog_outbox (
+            seq bigint NOT NULL PRIMARY KEY,
+            payload bytea NOT NULL
+        );
+        CREATE TABLE restore_indexes (
+            name text COLLATE "C" NOT NULL PRIMARY KEY,
+            definition text COLLATE "C" NOT NULL
+        )
+        """)
+
+    /// Apps' push credentials (`PushCredentials` as JSON, secrets sealed; NULL: none).
+    static let v11 = Step(11, sqliteIdentifier: "v10", sqlite: """
+        ALTER TABLE apps ADD COLUMN push_credentials TEXT
+        """, postgres: """
+        ALTER TABLE apps ADD COLUMN push_credentials text COLLATE "C"
+        """)
+
+    /// What the sender reported of each push (docs/ARCHITECTURE.md#delivery): each device's last
+    /// outcome of a delivery, by message index, and the counts per outcome beside the delivery.
+    static let v12 = Step(12, sqliteIdentifier: "v11", sqlite: """
+        ALTER TABLE deliveries ADD COLUMN delivered INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE deliveries ADD COLUMN failed INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE deliveries ADD COLUMN unregistered INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE delivery_outcomes (
+            app_id TEXT NOT NULL,
+            delivery_id TEXT NOT NULL,
+            message_index INTEGER NOT NULL,
+            device_token TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            reason TEXT,
+            reported_at INTEGER NOT NULL,
+            PRIMARY KEY (app_id, delivery_id, message_index)
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX delivery_outcomes_by_outcome ON delivery_outcomes (app_id, delivery_id, outcome, message_index);
+        """, postgres: """
+        ALTER TABLE deliveries ADD COLUMN delivered bigint NOT NULL DEFAULT 0;
+        ALTER TABLE deliveries ADD COLUMN failed bigint NOT NULL DEFAULT 0;
+        ALTER TABLE deliveries ADD COLUMN unregistered bigint NOT NULL DEFAULT 0;
+        CREATE TABLE delivery_outcomes (
+            app_id uuid NOT NULL,
+            delivery_id uuid NOT NULL,
+            message_index bigint NOT NULL,
+            device_token text COLLATE "C" NOT NULL,
+            outcome text COLLATE "C" NOT NULL,
+            reason text COLLATE "C",
+            reported_at bigint NOT NULL,
+            PRIMARY KEY (app_id, delivery_id, message_index)
+        );
+        CREATE INDEX delivery_outcomes_by_outcome ON delivery_outcomes (app_id, delivery_id, outcome, message_index)
+        """)
+
+    /// API tokens' scopes (`client`, `server` or `client,server`; NULL: a legacy token, every scope).
+    static let v13 = Step(13, sqliteIdentifier: "v12", sqlite: """
+        ALTER TABLE api_tokens ADD COLUMN scopes TEXT
+        """, postgres: """
+        ALTER TABLE api_tokens ADD COLUMN scopes text COLLATE "C"
+        """)
+
+    /// Named admin tokens (hash only) and the audit trail of the admin topic
+    /// (docs/ARCHITECTURE.md#audit-trail): one row per admin command, keyed by its envelope id.
+    static let v14 = Step(14, sqliteIdentifier: "v13", sqlite: """
+        CREATE TABLE admin_tokens (
+            admin_token_id TEXT NOT NULL PRIMARY KEY,
+            name TEXT NOT NULL,
+            token_hash TEXT NOT NULL,
+            revoked INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            revoked_at INTEGER
+        ) STRICT;
+        CREATE INDEX admin_tokens_by_hash ON admin_tokens (token_hash);
+
+        CREATE TABLE audit_log (
+            command_id TEXT NOT NULL PRIMARY KEY,
+            at INTEGER NOT NULL,
+            type TEXT NOT NULL,
+            app_id TEXT,
+            actor_id TEXT,
+            actor_name TEXT,
+            request_id TEXT,
+            outcome TEXT NOT NULL,
+            reason TEXT,
+            changes TEXT NOT NULL
+        ) STRICT;
+        CREATE INDEX audit_log_by_time ON audit_log (at, command_id);
+        CREATE INDEX audit_log_by_app ON audit_log (app_id, at, command_id);
+        """, postgres: """
+        CREATE TABLE admin_tokens (
+            admin_token_id uuid NOT NULL PRIMARY KEY,
+            name text COLLATE "C" NOT NULL,
+            token_hash text COLLATE "C" NOT NULL,
+            revoked boolean NOT NULL,
+            created_at bigint NOT NULL,
+            revoked_at bigint
+        );
+        CREATE INDEX admin_tokens_by_hash ON admin_tokens (token_hash);
+        CREATE TABLE audit_log (
+            command_id uuid NOT NULL PRIMARY KEY,
+            at bigint NOT NULL,
+            type text COLLATE "C" NOT NULL,
+            app_id uuid,
+            actor_id uuid,
+            actor_name text COLLATE "C",
+            request_id text COLLATE "C",
+            outcome text COLLATE "C" NOT NULL,
+            reason text COLLATE "C",
+            changes text COLLATE "C" NOT NULL
+        );
+        CREATE INDEX audit_log_by_time ON audit_log (at, command_id);
+        CREATE INDEX audit_log_by_app ON audit_log (app_id, at, command_id)
+        """)
+
+    /// Idempotency keys (docs/API.md#idempotency-keys): a send's key and body hash, and the later
+    /// sends with that key, beside the delivery; the first request of a key on an admin create.
+    static let v15 = Step(15, sqliteIdentifier: "v14", sqlite: """
+        ALTER TABLE deliveries ADD COLUMN idempotency_key TEXT;
+        ALTER TABLE deliveries ADD COLUMN request_hash TEXT;
+        ALTER TABLE deliveries ADD COLUMN duplicates INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE deliveries ADD COLUMN conflicts INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE idempotency_keys (
+            scope TEXT NOT NULL,
+            idempotency_key TEXT NOT NULL,
+            resource_id TEXT NOT NULL,
+            request_hash TEXT NOT NULL,
+            first_at INTEGER NOT NULL,
+            PRIMARY KEY (scope, idempotency_key)
+        ) STRICT, WITHOUT ROWID;
+        """, postgres: """
+        ALTER TABLE deliveries ADD COLUMN idempotency_key text COLLATE "C";
+        ALTER TABLE deliveries ADD COLUMN request_hash text COLLATE "C";
+        ALTER TABLE deliveries ADD COLUMN duplicates bigint NOT NULL DEFAULT 0;
+        ALTER TABLE deliveries ADD COLUMN conflicts bigint NOT NULL DEFAULT 0;
+        CREATE TABLE idempotency_keys (
+            scope text COLLATE "C" NOT NULL,
+            idempotency_key text COLLATE "C" NOT NULL,
+            resource_id uuid NOT NULL,
+            request_hash text COLLATE "C" NOT NULL,
+            first_at bigint NOT NULL,
+            PRIMARY KEY (scope, idempotency_key)
+        )
+        """)
+}
