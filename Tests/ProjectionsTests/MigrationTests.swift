@@ -4,6 +4,9 @@ import GRDB
 import Logging
 import PostgresNIO
 @testable import Projections
+@testable import ProjectionChangelog
+@testable import PostgresProjections
+@testable import SQLiteProjections
 import Testing
 
 /// The one migration list (`ProjectionMigrations`) and the upgrade in place of a store of each

@@ -15,21 +15,21 @@
 /// 14 (`Step.sqliteIdentifier` keeps the names its files know them by). No version 4 was ever
 /// released. The PostgreSQL store started at version 3, with one step that created what steps
 /// 1 to 3 create.
-enum ProjectionMigrations {
+package enum ProjectionMigrations {
     /// One change of the schema.
-    struct Step: Sendable {
+    package struct Step: Sendable {
         /// The store's schema version once the step is applied.
-        let number: Int
+        package let number: Int
         /// The statements for SQLite, separated by `;`; nil: SQLite needs no such step.
-        let sqlite: String?
+        package let sqlite: String?
         /// The statements for PostgreSQL, separated by `;` (none inside a statement); nil:
         /// PostgreSQL needs no such step.
-        let postgres: String?
+        package let postgres: String?
         /// The name GRDB's migrator records the step under in a SQLite file (`grdb_migrations`):
         /// `v` and the number the SQLite store gave the step when it shipped.
-        let sqliteIdentifier: String
+        package let sqliteIdentifier: String
 
-        init(_ number: Int, sqliteIdentifier: String? = nil, sqlite: String?, postgres: String?) {
+        package init(_ number: Int, sqliteIdentifier: String? = nil, sqlite: String?, postgres: String?) {
             self.number = number
             self.sqlite = sqlite
             self.postgres = postgres
@@ -38,17 +38,17 @@ enum ProjectionMigrations {
     }
 
     /// Every step, in order.
-    static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15]
+    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15]
 
     /// The newest schema version, which this code creates and understands: the last step's.
-    static let version = steps[steps.count - 1].number
+    package static let version = steps[steps.count - 1].number
 
     /// The registrations (apps, their API tokens, devices and registration statuses), the
     /// partitions' offsets and the webhook outbox.
     ///
     /// SQLite's tables are STRICT, so that SQLite rejects a value of the wrong type instead of
     /// storing it. PostgreSQL's types are listed on `PostgresSchema`.
-    static let v1 = Step(1, sqlite: """
+    package static let v1 = Step(1, sqlite: """
         CREATE TABLE apps (
             app_id TEXT NOT NULL PRIMARY KEY,
             org_id TEXT NOT NULL,
@@ -284,7 +284,7 @@ enum ProjectionMigrations {
     ///
     /// The first PostgreSQL stores were created at this version, by one step that ran what steps
     /// 1 to 3 run.
-    static let v3 = Step(3, sqlite: """
+    package static let v3 = Step(3, sqlite: """
         CREATE TABLE tracking_events (
             delivery_id TEXT NOT NULL,
             app_id TEXT NOT NULL,
@@ -348,7 +348,7 @@ enum ProjectionMigrations {
 
     /// Tracking reports parked before their delivery's send: when each (delivery, app) was
     /// parked, so that reports whose send never comes expire (`TrackingHandler`).
-    static let v6 = Step(6, sqlite: """
+    package static let v6 = Step(6, sqlite: """
         CREATE TABLE parked_tracking (
             delivery_id TEXT NOT NULL,
             app_id TEXT NOT NULL,
@@ -385,7 +385,7 @@ enum ProjectionMigrations {
     }.joined(separator: ";\n"))
 
     /// Each partition's event time beside its next offset (docs/ARCHITECTURE.md#state-is-a-function-of-the-log).
-    static let v8 = Step(8, sqliteIdentifier: "v7", sqlite: """
+    package static let v8 = Step(8, sqliteIdentifier: "v7", sqlite: """
         ALTER TABLE partition_offsets ADD COLUMN event_time INTEGER NOT NULL DEFAULT 0
         """, postgres: """
         ALTER TABLE partition_offsets ADD COLUMN event_time bigint NOT NULL DEFAULT 0
@@ -404,7 +404,7 @@ enum ProjectionMigrations {
     /// restore set aside until its end (kept, so a restore that stopped builds them when it is
     /// run again). A store that has consumed nothing yet starts a lineage; one that holds state
     /// from before keeps no changelog, since its history before this version is not in it.
-    static let v10 = Step(10, sqliteIdentifier: "v9", sqlite: """
+    package static let v10 = Step(10, sqliteIdentifier: "v9", sqlite: """
         CREATE TABLE changelog_state (
             singleton INTEGER NOT NULL PRIMARY KEY CHECK (singleton = 1),
             lineage TEXT NOT NULL,
@@ -449,7 +449,7 @@ enum ProjectionMigrations {
 
     /// What the sender reported of each push (docs/ARCHITECTURE.md#delivery): each device's last
     /// outcome of a delivery, by message index, and the counts per outcome beside the delivery.
-    static let v12 = Step(12, sqliteIdentifier: "v11", sqlite: """
+    package static let v12 = Step(12, sqliteIdentifier: "v11", sqlite: """
         ALTER TABLE deliveries ADD COLUMN delivered INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE deliveries ADD COLUMN failed INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE deliveries ADD COLUMN unregistered INTEGER NOT NULL DEFAULT 0;
@@ -490,7 +490,7 @@ enum ProjectionMigrations {
 
     /// Named admin tokens (hash only) and the audit trail of the admin topic
     /// (docs/ARCHITECTURE.md#audit-trail): one row per admin command, keyed by its envelope id.
-    static let v14 = Step(14, sqliteIdentifier: "v13", sqlite: """
+    package static let v14 = Step(14, sqliteIdentifier: "v13", sqlite: """
         CREATE TABLE admin_tokens (
             admin_token_id TEXT NOT NULL PRIMARY KEY,
             name TEXT NOT NULL,
