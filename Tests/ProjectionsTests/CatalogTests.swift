@@ -33,9 +33,9 @@ import Testing
     @Test func testTheStatementsBuiltFromAnEntryNameEveryColumnOnceAndUpdateAllButTheKey() {
         let devices = TableCatalog.devices
         #expect(devices.sqliteUpsert == """
-            INSERT INTO devices (app_id, device_token, user_id, platform, version, updated_at) VALUES (?, ?, ?, ?, ?, ?) \
+            INSERT INTO devices (app_id, device_token, user_id, platform, version, updated_at, time_zone) VALUES (?, ?, ?, ?, ?, ?, ?) \
             ON CONFLICT (app_id, device_token) DO UPDATE SET user_id = excluded.user_id, platform = excluded.platform, \
-            version = excluded.version, updated_at = excluded.updated_at
+            version = excluded.version, updated_at = excluded.updated_at, time_zone = excluded.time_zone
             """)
         #expect(devices.sqliteDeleteByKey == "DELETE FROM devices WHERE app_id = ? AND device_token = ?")
         #expect(TableCatalog.parkedTracking.sqliteInsertUnlessStored.hasSuffix("ON CONFLICT (delivery_id, app_id) DO NOTHING"))
@@ -55,6 +55,8 @@ import Testing
         try Self.roundTrip(Fixture.token(app: app, revoked: true))
         try Self.roundTrip(ApiTokenRow(tokenId: UUID(), appId: app, tokenHash: "h", createdAt: at, scopes: [.client]))
         try Self.roundTrip(Fixture.device(app: app, token: "t", user: "u", platform: .android, version: 4))
+        try Self.roundTrip(DeviceRow(appId: app, deviceToken: "t", userId: "u", platform: .ios, version: 1, updatedAt: at,
+                                     timeZone: "America/Sao_Paulo"))
         try Self.roundTrip(Fixture.status(app: app))
         try Self.roundTrip(RegistrationStatusRow(requestId: UUID(), appId: app, status: .Failed, failureReason: .DeviceTokenTooLong, decidedAt: at))
         try Self.roundTrip(Fixture.pending(app: app, token: "t", nid: "n"))

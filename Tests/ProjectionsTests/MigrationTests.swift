@@ -251,6 +251,7 @@ private enum Seed {
         Row(table: "devices", since: 1, columns: [
             text("app_id", app), text("device_token", token), text("user_id", "alice"), text("platform", "ios"), integer("version", 1),
             integer("updated_at", 1_763_800_001_123), hidden("token_key", .tokenKey(token), since: 7),
+            text("time_zone", "Europe/Lisbon", since: 16),
         ]),
         Row(table: "registration_status", since: 1, columns: [
             text("request_id", "00000000-0000-0000-0000-0000000000f1"), text("app_id", app), text("status", "Failed"),

@@ -98,6 +98,7 @@ import Testing
                     """)  // added by version 15, with the table below
                 try await h.execute("DROP TABLE idempotency_keys")
                 try await h.execute("DROP TABLE admin_tokens, audit_log")  // added by version 14
+                try await h.execute("ALTER TABLE devices DROP COLUMN time_zone")  // added by version 16
                 try await h.execute("UPDATE schema_version SET version = 7")
             }
             let version = backend == .sqlite ? "PRAGMA user_version" : "SELECT version::text FROM schema_version"

@@ -377,6 +377,7 @@ final class PostgresStoreTests: StoreTestCase {
         try await execute("DROP TABLE idempotency_keys")
         try await execute("ALTER TABLE api_tokens DROP COLUMN scopes")  // added by version 13
         try await execute("DROP TABLE admin_tokens, audit_log")  // added by version 14
+        try await execute("ALTER TABLE devices DROP COLUMN time_zone")  // added by version 16
         try await execute("UPDATE schema_version SET version = 6")
 
         let migrated = try await openStore()

@@ -32,7 +32,7 @@ final class SchemaTests: StoreTestCase {
             let pool = try DatabasePool(path: path())
             try SQLiteSchema.migrator.migrate(pool, upTo: "v1")
             try await pool.write { db in
-                // The app and the token by hand, as version 1 had their columns; the rest with today's writer.
+                // The rows by hand, as version 1 had their columns.
                 try db.execute(sql: """
                     INSERT INTO apps (app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at)
                     VALUES (?, ?, ?, NULL, '{}', 0, ?)
@@ -41,10 +41,10 @@ final class SchemaTests: StoreTestCase {
                     INSERT INTO api_tokens (token_id, app_id, token_hash, revoked, created_at) VALUES (?, ?, ?, 0, ?)
                     """, arguments: [SQLiteValues.text(token.tokenId), SQLiteValues.text(token.appId), token.tokenHash,
                                      SQLiteValues.millis(token.createdAt)])
-                var writer = SQLiteMutationWriter(db: db)
-                for mutation in [Mutation.upsertDevice(device)] {
-                    try writer.apply(mutation)
-                }
+                try db.execute(sql: """
+                    INSERT INTO devices (app_id, device_token, user_id, platform, version, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+                    """, arguments: [SQLiteValues.text(device.appId), device.deviceToken, device.userId, device.platform.rawValue,
+                                     device.version, SQLiteValues.millis(device.updatedAt)])
                 let p0 = Fixture.partition(0)
                 try db.execute(sql: "INSERT INTO partition_offsets (topic, \"partition\", next_offset) VALUES (?, ?, 7)",
                                arguments: [p0.topic, p0.partition])

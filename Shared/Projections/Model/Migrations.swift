@@ -38,7 +38,7 @@ package enum ProjectionMigrations {
     }
 
     /// Every step, in order.
-    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15]
+    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16]
 
     /// The newest schema version, which this code creates and understands: the last step's.
     package static let version = steps[steps.count - 1].number
@@ -570,4 +570,9 @@ package enum ProjectionMigrations {
             PRIMARY KEY (scope, idempotency_key)
         )
         """)
+
+    /// Each device's time zone, as its last registration gave it (an IANA name; NULL: not given),
+    /// for sends at the device's local time.
+    package static let v16 = Step(16, sqlite: "ALTER TABLE devices ADD COLUMN time_zone TEXT",
+                                  postgres: "ALTER TABLE devices ADD COLUMN time_zone text COLLATE \"C\"")
 }

@@ -93,6 +93,8 @@ public enum TableCatalog {
     public static let devices = CatalogTable("devices", key: ["app_id", "device_token"], [
         .init("app_id", .uuid), .init("device_token", .text), .init("user_id", .text), .init("platform", .text),
         .init("version", .integer), .init("updated_at", .millis),
+        // An IANA time zone name, as the last registration gave it; NULL: not given.
+        .init("time_zone", .text, nullable: true),
     ])
 
     public static let registrationStatus = CatalogTable("registration_status", key: ["request_id"], [

@@ -8,12 +8,13 @@ extension DeviceRow: CatalogRow {
 
     public func writeColumns(to columns: inout some ColumnWriter) throws {
         columns.uuid(appId); columns.text(deviceToken); columns.text(userId); columns.text(platform.rawValue)
-        columns.int(version); columns.millis(updatedAt)
+        columns.int(version); columns.millis(updatedAt); columns.text(timeZone)
     }
 
     public init(columns: inout some ColumnReader) throws {
         self.init(appId: try columns.uuid(), deviceToken: try columns.text(), userId: try columns.text(),
-                  platform: try columns.raw(Platform.self), version: try columns.int(), updatedAt: try columns.millis())
+                  platform: try columns.raw(Platform.self), version: try columns.int(), updatedAt: try columns.millis(),
+                  timeZone: try columns.optionalText())
     }
 }
 

@@ -10,14 +10,19 @@ public struct DeviceRow: Sendable, Equatable, Codable {
     /// 1 when first registered, +1 on every later change of the row (e.g. moving to another user).
     public var version: Int64
     public var updatedAt: Date
+    /// The device's time zone (an IANA name, e.g. `Europe/Lisbon`), as its last registration
+    /// gave it; nil when that registration gave none.
+    public var timeZone: String?
 
-    public init(appId: UUID, deviceToken: String, userId: String, platform: Platform, version: Int64, updatedAt: Date) {
+    public init(appId: UUID, deviceToken: String, userId: String, platform: Platform, version: Int64, updatedAt: Date,
+                timeZone: String? = nil) {
         self.appId = appId
         self.deviceToken = deviceToken
         self.userId = userId
         self.platform = platform
         self.version = version
         self.updatedAt = updatedAt
+        self.timeZone = timeZone
     }
 
     public var key: DeviceKey { DeviceKey(appId: appId, deviceToken: deviceToken) }
