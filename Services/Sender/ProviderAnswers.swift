@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import WireCodec
 
 /// What one attempt's answer means for the push, the device and the app
 /// (docs/ARCHITECTURE.md#delivery).

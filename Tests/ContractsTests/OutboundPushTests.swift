@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import WireCodec
 import XCTest
 
 /// `OutboundPush.read`, the sender's reading of outbound records: whatever path it takes, it

@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import WireCodec
 import XCTest
 
 /// `POST /v1/apps/{mobileAppId}/notifications` (docs/API.md#sending-notifications): one

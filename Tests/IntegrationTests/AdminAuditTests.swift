@@ -4,6 +4,7 @@ import Logging
 import NIOHTTP1
 import Projections
 import TestSupport
+import WireCodec
 import XCTest
 
 /// Named admin tokens and the audit log on the real stack: a named token works, is listed, is

@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import Projections
 import TestSupport
+import WireCodec
 import XCTest
 
 /// The `pushline` admin CLI, run as the built binary against the real stack (Tansu, ingest,

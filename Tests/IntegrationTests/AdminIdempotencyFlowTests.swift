@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Projections
 import TestSupport
+import WireCodec
 import XCTest
 
 /// Retried admin creates on the real stack (docs/API.md#idempotency-keys): an app or a token

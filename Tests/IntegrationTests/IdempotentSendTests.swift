@@ -4,6 +4,7 @@ import Logging
 import Projections
 import Synchronization
 import TestSupport
+import WireCodec
 import XCTest
 
 /// Sends with an `Idempotency-Key` retried as clients retry (docs/API.md#idempotency-keys): through

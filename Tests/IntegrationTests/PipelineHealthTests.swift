@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Projections
 import TestSupport
+import WireCodec
 import XCTest
 
 /// No single input stops the pipeline unseen, with the real services, broker and stores: a

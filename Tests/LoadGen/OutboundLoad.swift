@@ -7,6 +7,7 @@ import Logging
 import Projections
 import Settings
 import TestSupport
+import WireCodec
 
 /// `pushline-loadgen outbound`: the input of `scripts/bench-sender`, made without ingest or the
 /// processor. One app is put into the projection store with the APNs and FCM credentials that

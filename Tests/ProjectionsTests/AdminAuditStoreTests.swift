@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 @testable import Projections
 import Testing
+import WireCodec
 
 /// Named admin tokens and the audit trail in both stores: written, read back, filtered and paged
 /// alike, loaded for a batch, dumped, and restored from the changelog's final rows.

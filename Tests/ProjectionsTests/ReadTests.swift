@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 @testable import Projections
 import Testing
+import WireCodec
 
 @Suite(.serialized) struct ReadTests {
     @Test(arguments: StoreBackend.allCases)

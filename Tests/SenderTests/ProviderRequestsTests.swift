@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 @testable import Sender
+import WireCodec
 import XCTest
 
 /// Outbound records as the processor renders them, turned into APNs and FCM requests.

@@ -4,6 +4,7 @@ import Kafka
 import Logging
 import Projections
 import Synchronization
+import WireCodec
 
 /// `pushline-processor rebuild`: builds the projections anew from the command topics, from offset
 /// 0, into a new store (docs/ARCHITECTURE.md#replay-and-rebuild), and switches over to it without

@@ -1,4 +1,5 @@
 import Foundation
+import WireCodec
 
 /// An outbound record as the sender reads it (docs/ARCHITECTURE.md#delivery): its fields, and
 /// its payload as the bytes the processor rendered, which become the provider request as they

@@ -2,6 +2,7 @@ import Contracts
 import Crypto
 import Foundation
 import NIOCore
+import WireCodec
 
 /// Rows in the text format of `COPY … FROM STDIN`, written straight into a `ByteBuffer`
 /// (docs/ARCHITECTURE.md#changelog-and-restore): no value becomes a `String` or a boxed

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import WireCodec
 
 /// `ProjectionDump`'s text, read from PostgreSQL, byte for byte what SQLite's store dumps for
 /// the same content: UUIDs as lower-case text, booleans as 0 and 1, bodies as SQLite shows its

@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import WireCodec
 
 /// How model values become SQLite column values and back.
 ///
