@@ -66,12 +66,23 @@ let package = Package(
         // Pushline's JSON as bytes: the coder setup, RFC 3339 dates, lower-case UUIDs, and the
         // hand-written writer and reader of the hottest shapes. No shape of its own.
         .target(name: "WireCodec", path: "Shared/WireCodec"),
-        // The wire shapes: commands, HTTP bodies, topics, record headers; the hot ones with their
-        // hand-written reader and writer beside them.
+        // The wire shapes: commands, HTTP bodies, topics, record headers, the outbound record; the
+        // hot ones with their hand-written reader and writer beside them.
         .target(
             name: "Contracts",
             dependencies: ["WireCodec", .product(name: "Crypto", package: "swift-crypto")],
             path: "Shared/Contracts"
+        ),
+        // What the processor writes for devices and apps: push payloads, outbound records rendered
+        // per device, message ids, app callback bodies.
+        .target(
+            name: "OutboundRendering",
+            dependencies: [
+                "Contracts", "WireCodec",
+                // Message ids: a per-delivery seed from SHA-256.
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Shared/OutboundRendering"
         ),
         // The settings every executable reads, through one reader (README, "Configuration").
         .target(
@@ -107,6 +118,8 @@ let package = Package(
             name: "Ingest",
             dependencies: [
                 "Contracts", "Kafka", "Operations", "Projections", "Settings", "WireCodec",
+                // A send's payloads are rendered once to check their size (PushPayload, MessageId).
+                "OutboundRendering",
                 // Push credentials: P-256 (Crypto) and RSA (_CryptoExtras) keys are checked before they are sealed.
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -124,7 +137,7 @@ let package = Package(
         .target(
             name: "Processor",
             dependencies: [
-                "Contracts", "Kafka", "Projections", "Settings", "WireCodec",
+                "Contracts", "Kafka", "OutboundRendering", "Projections", "Settings", "WireCodec",
                 logging,
                 metrics,
                 serviceLifecycle,
@@ -197,7 +210,7 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
-            dependencies: ["Kafka", "Contracts", "WireCodec", asyncHTTPClient,
+            dependencies: ["Kafka", "Contracts", "OutboundRendering", "WireCodec", asyncHTTPClient,
                            hummingbird,
                            postgresNIO,
                            logging,
@@ -214,7 +227,7 @@ let package = Package(
         ),
         // `outbound` (scripts/bench-sender) seals the mocks' credentials into a store: Projections, Settings, the keys' types.
         .executableTarget(name: "LoadGen",
-                          dependencies: ["TestSupport", "Contracts", "Kafka", "Projections", "Settings", "WireCodec", logging,
+                          dependencies: ["TestSupport", "Contracts", "Kafka", "OutboundRendering", "Projections", "Settings", "WireCodec", logging,
                                          .product(name: "Crypto", package: "swift-crypto"),
                                          .product(name: "_CryptoExtras", package: "swift-crypto")],
                           path: "Tests/LoadGen"),
@@ -224,6 +237,8 @@ let package = Package(
                           path: "Tests/PushMocksMain"),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "SenderTests", dependencies: ["Sender", "Contracts", "Kafka", "TestSupport", "WireCodec",
+                                                      // The requests are built from records the processor's rendering writes.
+                                                      "OutboundRendering",
                                                       .product(name: "Crypto", package: "swift-crypto"),
                                                       .product(name: "_CryptoExtras", package: "swift-crypto"),
                                                       // ScriptedHTTP2Server: GOAWAY, RST_STREAM and cut connections on cue.
@@ -233,6 +248,8 @@ let package = Package(
                                                       .product(name: "NIOHPACK", package: "swift-nio-http2")]),
         .testTarget(name: "WireCodecTests", dependencies: ["WireCodec"]),
         .testTarget(name: "ContractsTests", dependencies: ["Contracts", "WireCodec", .product(name: "Crypto", package: "swift-crypto")]),
+        // The sender's reading of outbound records (Contracts) is checked against the records rendered here.
+        .testTarget(name: "OutboundRenderingTests", dependencies: ["OutboundRendering", "Contracts", "WireCodec"]),
         // Ingest and the processor read the same shared settings.
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "Ingest", "Processor", "Contracts",
                                                         logging]),
@@ -241,20 +258,21 @@ let package = Package(
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "Contracts", "TestSupport", "WireCodec"]),
         .testTarget(
             name: "IngestTests",
-            dependencies: ["Ingest", "Contracts", "Kafka", "Projections", "TestSupport", "WireCodec",
+            dependencies: ["Ingest", "Contracts", "Kafka", "OutboundRendering", "Projections", "TestSupport", "WireCodec",
                            .product(name: "HummingbirdTesting", package: "hummingbird"),
                            logging,
                            metrics,
                            prometheus,
                            yams]
         ),
-        .testTarget(name: "ProcessorTests", dependencies: ["Processor", "ProcessorServer", "Contracts", "Projections", "Kafka", "TestSupport", "WireCodec",
+        .testTarget(name: "ProcessorTests", dependencies: ["Processor", "ProcessorServer", "Contracts", "OutboundRendering", "Projections", "Kafka",
+                                                         "TestSupport", "WireCodec",
                                                          prometheus]),
         // Checks Dockerfile and compose/ against the code (variables, routes); reads files only.
         .testTarget(name: "DeploymentTests", dependencies: [yams]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["Contracts", "Kafka", "Projections", "Sender", "TestSupport", "WireCodec",
+            dependencies: ["Contracts", "Kafka", "OutboundRendering", "Projections", "Sender", "TestSupport", "WireCodec",
                            asyncHTTPClient,
                            hummingbird]
         ),

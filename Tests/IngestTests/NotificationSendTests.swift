@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import OutboundRendering
 import WireCodec
 import XCTest
 

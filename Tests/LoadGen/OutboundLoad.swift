@@ -4,6 +4,7 @@ import Crypto
 import Foundation
 import Kafka
 import Logging
+import OutboundRendering
 import Projections
 import Settings
 import TestSupport

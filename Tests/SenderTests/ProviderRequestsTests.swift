@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import OutboundRendering
 @testable import Sender
 import WireCodec
 import XCTest

@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Kafka
 import Logging
+import OutboundRendering
 import WireCodec
 
 /// A deterministic mixed command stream for scale-out, replay and benchmark runs: the same

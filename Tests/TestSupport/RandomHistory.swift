@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import OutboundRendering
 import WireCodec
 
 /// A seeded random history of commands of every kind, written to race: tokens issued and
