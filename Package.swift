@@ -63,10 +63,26 @@ let package = Package(
             dependencies: ["CRdKafka", logging, serviceLifecycle],
             path: "Shared/Kafka"
         ),
+        // Pushline's JSON as bytes: the coder setup, RFC 3339 dates, lower-case UUIDs, and the
+        // hand-written writer and reader of the hottest shapes. No shape of its own.
+        .target(name: "WireCodec", path: "Shared/WireCodec"),
+        // The wire shapes: commands, HTTP bodies, topics, record headers, the outbound record; the
+        // hot ones with their hand-written reader and writer beside them.
         .target(
             name: "Contracts",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["WireCodec", .product(name: "Crypto", package: "swift-crypto")],
             path: "Shared/Contracts"
+        ),
+        // What the processor writes for devices and apps: push payloads, outbound records rendered
+        // per device, message ids, app callback bodies.
+        .target(
+            name: "OutboundRendering",
+            dependencies: [
+                "Contracts", "WireCodec",
+                // Message ids: a per-delivery seed from SHA-256.
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Shared/OutboundRendering"
         ),
         // The settings every executable reads, through one reader (README, "Configuration").
         .target(
@@ -81,27 +97,27 @@ let package = Package(
         // The /health and /metrics routes every service serves.
         .target(
             name: "Operations",
-            dependencies: ["Contracts", hummingbird, prometheus],
+            dependencies: ["Contracts", "WireCodec", hummingbird, prometheus],
             path: "Shared/Operations"
         ),
         // The projection model: rows, keys, mutations, state queries, the write plan, the dump
         // format and the stores' interfaces. Pure values: it links no database driver.
         .target(
             name: "Projections",
-            dependencies: ["Contracts"],
+            dependencies: ["Contracts", "WireCodec"],
             path: "Shared/Projections/Model"
         ),
         // The changelog's byte format and the restore's external merge sort.
         .target(
             name: "ProjectionChangelog",
-            dependencies: ["Projections", "Contracts"],
+            dependencies: ["Projections", "Contracts", "WireCodec"],
             path: "Shared/Projections/Changelog"
         ),
         // The SQLite store: connections, transactions, its schema and its own reads.
         .target(
             name: "SQLiteProjections",
             dependencies: [
-                "Projections", "ProjectionChangelog", "Contracts",
+                "Projections", "ProjectionChangelog", "Contracts", "WireCodec",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 logging,
@@ -112,7 +128,7 @@ let package = Package(
         .target(
             name: "PostgresProjections",
             dependencies: [
-                "Projections", "ProjectionChangelog", "Contracts",
+                "Projections", "ProjectionChangelog", "Contracts", "WireCodec",
                 // A restore computes the SHA-256 keys of device tokens itself (PostgresCopyText).
                 .product(name: "Crypto", package: "swift-crypto"),
                 postgresNIO,
@@ -129,7 +145,9 @@ let package = Package(
         .target(
             name: "Ingest",
             dependencies: [
-                "Contracts", "Kafka", "Operations", "Projections", "Settings",
+                "Contracts", "Kafka", "Operations", "Projections", "Settings", "WireCodec",
+                // A send's payloads are rendered once to check their size (PushPayload, MessageId).
+                "OutboundRendering",
                 // Push credentials: P-256 (Crypto) and RSA (_CryptoExtras) keys are checked before they are sealed.
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -147,7 +165,7 @@ let package = Package(
         .target(
             name: "Processor",
             dependencies: [
-                "Contracts", "Kafka", "Projections", "ProjectionChangelog", "ProjectionStores", "Settings",
+                "Contracts", "Kafka", "OutboundRendering", "Projections", "ProjectionChangelog", "ProjectionStores", "Settings", "WireCodec",
                 logging,
                 metrics,
                 serviceLifecycle,
@@ -161,7 +179,7 @@ let package = Package(
         .target(
             name: "ProcessorServer",
             dependencies: [
-                "Contracts", "Kafka", "Operations", "Processor", "Projections", "ProjectionStores",
+                "Contracts", "Kafka", "Operations", "Processor", "Projections", "ProjectionStores", "WireCodec",
                 hummingbird,
                 asyncHTTPClient,
                 logging,
@@ -175,7 +193,7 @@ let package = Package(
         .target(
             name: "Sender",
             dependencies: [
-                "Contracts", "Kafka", "Settings",
+                "Contracts", "Kafka", "Settings", "WireCodec",
                 metrics,
                 serviceLifecycle,
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -213,14 +231,14 @@ let package = Package(
         ),
         .executableTarget(
             name: "PushlineCLI",
-            dependencies: ["Processor", "Contracts", "Projections", "Settings",
+            dependencies: ["Processor", "Contracts", "Projections", "Settings", "WireCodec",
                            argumentParser,
                            asyncHTTPClient],
             path: "Services/PushlineCLI"
         ),
         .target(
             name: "TestSupport",
-            dependencies: ["Kafka", "Contracts", asyncHTTPClient,
+            dependencies: ["Kafka", "Contracts", "OutboundRendering", "WireCodec", asyncHTTPClient,
                            hummingbird,
                            postgresNIO,
                            logging,
@@ -237,7 +255,8 @@ let package = Package(
         ),
         // `outbound` (scripts/bench-sender) seals the mocks' credentials into a store: Projections, Settings, the keys' types.
         .executableTarget(name: "LoadGen",
-                          dependencies: ["TestSupport", "Contracts", "Kafka", "Projections", "ProjectionStores", "Settings", logging,
+                          dependencies: ["TestSupport", "Contracts", "Kafka", "OutboundRendering", "Projections", "ProjectionStores", "Settings",
+                                         "WireCodec", logging,
                                          .product(name: "Crypto", package: "swift-crypto"),
                                          .product(name: "_CryptoExtras", package: "swift-crypto")],
                           path: "Tests/LoadGen"),
@@ -246,7 +265,9 @@ let package = Package(
                                          .product(name: "Crypto", package: "swift-crypto")],
                           path: "Tests/PushMocksMain"),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
-        .testTarget(name: "SenderTests", dependencies: ["Sender", "Contracts", "Kafka", "TestSupport",
+        .testTarget(name: "SenderTests", dependencies: ["Sender", "Contracts", "Kafka", "TestSupport", "WireCodec",
+                                                      // The requests are built from records the processor's rendering writes.
+                                                      "OutboundRendering",
                                                       .product(name: "Crypto", package: "swift-crypto"),
                                                       .product(name: "_CryptoExtras", package: "swift-crypto"),
                                                       // ScriptedHTTP2Server: GOAWAY, RST_STREAM and cut connections on cue.
@@ -254,31 +275,35 @@ let package = Package(
                                                       .product(name: "NIOSSL", package: "swift-nio-ssl"),
                                                       .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                                                       .product(name: "NIOHPACK", package: "swift-nio-http2")]),
-        .testTarget(name: "ContractsTests", dependencies: ["Contracts", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "WireCodecTests", dependencies: ["WireCodec"]),
+        .testTarget(name: "ContractsTests", dependencies: ["Contracts", "WireCodec", .product(name: "Crypto", package: "swift-crypto")]),
+        // The sender's reading of outbound records (Contracts) is checked against the records rendered here.
+        .testTarget(name: "OutboundRenderingTests", dependencies: ["OutboundRendering", "Contracts", "WireCodec"]),
         // Ingest and the processor read the same shared settings.
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "Ingest", "Processor", "Contracts",
                                                         logging]),
         // The admin CLI's pure parts (arguments, messages, tables); AdminCLITests runs the binary.
-        .testTarget(name: "PushlineCLITests", dependencies: ["PushlineCLI", "Contracts"]),
+        .testTarget(name: "PushlineCLITests", dependencies: ["PushlineCLI", "Contracts", "WireCodec"]),
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "ProjectionChangelog", "SQLiteProjections", "PostgresProjections",
-                                                          "Contracts", "TestSupport"]),
+                                                          "Contracts", "TestSupport", "WireCodec"]),
         .testTarget(
             name: "IngestTests",
-            dependencies: ["Ingest", "Contracts", "Kafka", "Projections", "TestSupport",
+            dependencies: ["Ingest", "Contracts", "Kafka", "OutboundRendering", "Projections", "TestSupport", "WireCodec",
                            .product(name: "HummingbirdTesting", package: "hummingbird"),
                            logging,
                            metrics,
                            prometheus,
                            yams]
         ),
-        .testTarget(name: "ProcessorTests", dependencies: ["Processor", "ProcessorServer", "Contracts", "Projections", "ProjectionChangelog",
-                                                         "ProjectionStores", "Kafka", "TestSupport",
+        .testTarget(name: "ProcessorTests", dependencies: ["Processor", "ProcessorServer", "Contracts", "OutboundRendering", "Projections",
+                                                         "ProjectionChangelog", "ProjectionStores", "Kafka", "TestSupport", "WireCodec",
                                                          prometheus]),
         // Checks Dockerfile and compose/ against the code (variables, routes); reads files only.
         .testTarget(name: "DeploymentTests", dependencies: [yams]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["Contracts", "Kafka", "Projections", "ProjectionStores", "SQLiteProjections", "PostgresProjections", "Sender", "TestSupport",
+            dependencies: ["Contracts", "Kafka", "OutboundRendering", "Projections", "ProjectionStores", "SQLiteProjections", "PostgresProjections",
+                           "Sender", "TestSupport", "WireCodec",
                            asyncHTTPClient,
                            hummingbird]
         ),

@@ -3,6 +3,7 @@ import Contracts
 import Foundation
 import NIOCore
 import NIOHTTP1
+import WireCodec
 
 /// Calls the ingest's admin API (`/admin/v1/…`) with the admin token and turns every answer
 /// that is not the expected one into a `CLIError` an operator can act on. Shapes are the

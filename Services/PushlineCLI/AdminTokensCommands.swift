@@ -1,6 +1,7 @@
 import ArgumentParser
 import Contracts
 import Foundation
+import WireCodec
 
 /// `pushline admin-tokens …`: named admin tokens through the admin API.
 struct AdminTokens: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Contracts
 import Foundation
+import WireCodec
 
 extension Apps {
     /// `pushline apps credentials …`: an app's APNs and FCM credentials.

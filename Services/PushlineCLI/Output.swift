@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import WireCodec
 
 /// How `pushline` prints: text for people, `--json` for scripts (sorted keys, one document).
 enum Output {

@@ -1,6 +1,7 @@
 import Contracts
 import Crypto
 import Foundation
+import WireCodec
 
 /// One push to APNs: the path, headers and body of a `POST` to the provider API
 /// (docs/ARCHITECTURE.md#delivery). The `authorization` header is added when it is sent.

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Synchronization
+import WireCodec
 
 /// Opens apps' sealed credentials for sending (docs/ARCHITECTURE.md#delivery) and keeps each
 /// opened key, parsed, for as long as the app's credentials stay the same: a key is opened and

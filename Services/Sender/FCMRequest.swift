@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import WireCodec
 
 /// One push to FCM HTTP v1: `POST /v1/projects/{project}/messages:send` with
 /// `{"message": {"token", "data", "android": {"priority", "collapse_key", "ttl"}}}`. Pushline's

@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import WireCodec
 
 public enum ProviderAnswers {
     /// Reads an APNs answer: its status and the `reason` (and `timestamp`) of its JSON body.

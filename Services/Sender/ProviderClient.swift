@@ -5,6 +5,7 @@ import NIOCore
 import NIOHPACK
 import NIOSSL
 import Synchronization
+import WireCodec
 
 /// The HTTP side of delivery: APNs pushes and FCM messages over the sender's own HTTP/2
 /// transport (`HTTP2Transport`: one TLS connection per provider host, many streams on it), and

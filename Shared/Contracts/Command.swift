@@ -1,4 +1,5 @@
 import Foundation
+import WireCodec
 
 /// The type names of every command Pushline writes to Kafka. The raw value is the envelope's
 /// `type` and the record header `type`.
@@ -79,28 +80,10 @@ public struct EncodedCommand: Sendable {
         self.type = C.type.rawValue
         self.version = C.version
         if let command = command as? any HandWrittenCommand {
-            self.value = Self.envelope(command, type: C.type.rawValue, version: C.version, id: id, at: at)
+            self.value = command.envelope(id: id, at: at)
         } else {
             self.value = try encoder.encode(Envelope(v: C.version, type: C.type.rawValue, id: id, at: at, payload: command))
         }
-    }
-
-    /// The envelope `WireJSON.encoder()` writes, by hand: `{"at":…,"id":…,"payload":…,"type":…,"v":…}`.
-    private static func envelope(_ command: any HandWrittenCommand, type: String, version: Int, id: UUID, at: Date) -> Data {
-        var writer = JSONWriter(capacity: 512)
-        writer.beginObject()
-        writer.key("at")
-        writer.date(at)
-        writer.key("id")
-        writer.uuid(id)
-        writer.key("payload")
-        command.writePayload(to: &writer)
-        writer.key("type")
-        writer.string(type)
-        writer.key("v")
-        writer.int(version)
-        writer.endObject()
-        return writer.data
     }
 }
 
@@ -109,6 +92,10 @@ public struct EncodedCommand: Sendable {
 /// (docs/BENCHMARKS.md, "Ingest"). The bytes are the ones `WireJSON.encoder()` writes — keys in
 /// sorted order, nil fields left out — so readers cannot tell the two apart
 /// (`HandWrittenCommandsTests` compares them).
+///
+/// Each command's `writePayload` sits beside the command, as its synthesized `Codable`
+/// conformance would encode it. A field added to one of these types is added there too:
+/// `HandWrittenCommandsTests.testHandWrittenCommandsAreWhatTheEncoderWrites` fails until it is.
 public protocol HandWrittenCommand: Command {
     /// Writes the payload object.
     func writePayload(to writer: inout JSONWriter)

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import WireCodec
 
 /// The `Idempotency-Key` of a send (docs/API.md#idempotency-keys): its rules, the delivery id it
 /// names, and the hash that tells a retry from a different request with the same key.

@@ -1,4 +1,5 @@
 import Foundation
+import WireCodec
 
 /// A progress mark: a record a processor appends to a command partition that has nothing new,
 /// stating that the partition's event time has reached `at`. It changes no state; it only lets

@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import Prometheus
+import WireCodec
 
 /// The operations routes every Pushline service serves, one way: `GET /health` answers 200
 /// `{"status":"ok"}`, or 503 `{"status":"unavailable"}` with a `reason` when the service gives

@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import WireCodec
 import XCTest
 
 /// `FastEnvelope` against `WireJSON.decoder()`: whatever the fast path returns is what

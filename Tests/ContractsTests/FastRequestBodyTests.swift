@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import WireCodec
 import XCTest
 
 /// `FastRequestBody` returns exactly what `JSONDecoder` decodes, or nothing: a differential test

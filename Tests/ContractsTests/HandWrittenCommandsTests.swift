@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import WireCodec
 import XCTest
 
 /// The commands ingest writes by hand (`HandWrittenCommand`) are byte for byte what

@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import WireCodec
 import XCTest
 
 /// The ids a key names must never change: ingest instances of different versions, and a rebuild

@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import WireCodec
 import XCTest
 
 /// Every UUID in Pushline's JSON is written in lower case — HTTP answers and commands alike —

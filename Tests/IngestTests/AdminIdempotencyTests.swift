@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Projections
+import WireCodec
 import XCTest
 @testable import Ingest
 

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import Ingest
 import Projections
 import TestSupport
+import WireCodec
 import XCTest
 
 /// Named admin tokens (`/admin/v1/admin-tokens`), the actor every admin command records, and

@@ -2,6 +2,8 @@ import Contracts
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import OutboundRendering
+import WireCodec
 import XCTest
 
 /// `POST /v1/apps/{mobileAppId}/notifications` (docs/API.md#sending-notifications): one

@@ -7,6 +7,7 @@ import HummingbirdTesting
 import Ingest
 import Projections
 import TestSupport
+import WireCodec
 import XCTest
 
 /// `PUT/GET/DELETE /admin/v1/apps/{id}/credentials/{apns|fcm}`: keys are checked, sealed before

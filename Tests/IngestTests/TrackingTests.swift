@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Projections
+import WireCodec
 import XCTest
 
 /// `POST /v1/apps/{id}/tracking` and `GET /v1/apps/{id}/deliveries/{deliveryId}`

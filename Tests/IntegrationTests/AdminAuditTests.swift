@@ -5,6 +5,7 @@ import NIOHTTP1
 import Projections
 import ProjectionStores
 import TestSupport
+import WireCodec
 import XCTest
 
 /// Named admin tokens and the audit log on the real stack: a named token works, is listed, is

@@ -7,6 +7,7 @@ import Logging
 import Projections
 import SQLiteProjections
 import TestSupport
+import WireCodec
 import XCTest
 
 /// The `pushline` admin CLI, run as the built binary against the real stack (Tansu, ingest,

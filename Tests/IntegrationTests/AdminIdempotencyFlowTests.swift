@@ -4,6 +4,7 @@ import Logging
 import Projections
 import SQLiteProjections
 import TestSupport
+import WireCodec
 import XCTest
 
 /// Retried admin creates on the real stack (docs/API.md#idempotency-keys): an app or a token

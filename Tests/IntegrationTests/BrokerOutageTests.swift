@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Synchronization
 import TestSupport
+import WireCodec
 import XCTest
 
 /// With the broker gone, ingest never answers a false 2xx: it answers 503 + Retry-After once the

@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Sender
 import TestSupport
+import WireCodec
 import XCTest
 
 /// Delivery end to end on the real stack: ingest, processor and `pushline-sender` executables,

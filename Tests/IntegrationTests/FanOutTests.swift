@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Contracts
 import Foundation
+import OutboundRendering
 import TestSupport
 import XCTest
 

@@ -5,6 +5,7 @@ import Projections
 import SQLiteProjections
 import Synchronization
 import TestSupport
+import WireCodec
 import XCTest
 
 /// Sends with an `Idempotency-Key` retried as clients retry (docs/API.md#idempotency-keys): through

@@ -6,6 +6,7 @@ import Foundation
 import Kafka
 import Logging
 import TestSupport
+import WireCodec
 import XCTest
 
 /// Sends, managed notifications, acks and callbacks (docs/API.md#sending-notifications) through the

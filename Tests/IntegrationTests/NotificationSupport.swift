@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import NIOHTTP1
 import TestSupport
+import WireCodec
 import XCTest
 
 /// Calls of the Bearer-authenticated client routes and readers of the outbound topic.

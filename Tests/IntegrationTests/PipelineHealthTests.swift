@@ -3,6 +3,7 @@ import Foundation
 import Projections
 import ProjectionStores
 import TestSupport
+import WireCodec
 import XCTest
 
 /// No single input stops the pipeline unseen, with the real services, broker and stores: a

@@ -7,6 +7,7 @@ import NIOCore
 import NIOHTTP1
 import NIOSSL
 import TestSupport
+import WireCodec
 import XCTest
 
 /// The mock APNs and FCM servers answer as Apple's and Google's documentation says, over real

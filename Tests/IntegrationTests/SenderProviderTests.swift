@@ -1,6 +1,7 @@
 import Contracts
 import Crypto
 import Foundation
+import OutboundRendering
 import Sender
 import TestSupport
 import XCTest

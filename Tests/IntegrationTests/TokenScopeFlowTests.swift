@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import NIOHTTP1
 import TestSupport
+import WireCodec
 import XCTest
 
 /// Token scopes on the real stack (docs/API.md#token-scopes): the client token of a new app is

@@ -4,6 +4,7 @@ import Glibc
 import Contracts
 import Foundation
 import Logging
+import OutboundRendering
 import Projections
 import SQLiteProjections
 import TestSupport

@@ -4,10 +4,12 @@ import Crypto
 import Foundation
 import Kafka
 import Logging
+import OutboundRendering
 import Projections
 import ProjectionStores
 import Settings
 import TestSupport
+import WireCodec
 
 /// `pushline-loadgen outbound`: the input of `scripts/bench-sender`, made without ingest or the
 /// processor. One app is put into the projection store with the APNs and FCM credentials that

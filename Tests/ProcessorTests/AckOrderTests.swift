@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Logging
 import Projections
+import WireCodec
 import XCTest
 @testable import Processor
 

@@ -4,6 +4,7 @@ import Logging
 import Projections
 import ProjectionStores
 import TestSupport
+import WireCodec
 import XCTest
 @testable import Processor
 

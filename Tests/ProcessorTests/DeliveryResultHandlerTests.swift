@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import OutboundRendering
 import Projections
 import XCTest
 @testable import Processor

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Projections
 import ProjectionStores
+import WireCodec
 import XCTest
 @testable import Processor
 

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 @testable import Processor
+import WireCodec
 import XCTest
 
 /// `HandlerRegistry`: one handler per command type; the decoder reads every type and progress marks.

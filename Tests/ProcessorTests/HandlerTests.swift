@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Projections
+import WireCodec
 import XCTest
 @testable import Processor
 

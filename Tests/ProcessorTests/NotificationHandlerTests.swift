@@ -1,6 +1,8 @@
 import Contracts
 import Foundation
+import OutboundRendering
 import Projections
+import WireCodec
 import XCTest
 @testable import Processor
 

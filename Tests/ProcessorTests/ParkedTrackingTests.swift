@@ -1,9 +1,11 @@
 import Contracts
 import Foundation
 import Logging
+import OutboundRendering
 import Projections
 import ProjectionStores
 import TestSupport
+import WireCodec
 import XCTest
 @testable import Processor
 

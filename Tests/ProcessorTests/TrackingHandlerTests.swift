@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Logging
+import OutboundRendering
 import Projections
 import XCTest
 @testable import Processor

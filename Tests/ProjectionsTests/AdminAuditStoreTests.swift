@@ -5,6 +5,7 @@ import Foundation
 @testable import PostgresProjections
 @testable import ProjectionChangelog
 import Testing
+import WireCodec
 
 /// Named admin tokens and the audit trail in both stores: written, read back, filtered and paged
 /// alike, loaded for a batch, dumped, and restored from the changelog's final rows.

@@ -5,6 +5,7 @@ import Foundation
 @testable import PostgresProjections
 @testable import ProjectionChangelog
 import Testing
+import WireCodec
 
 @Suite(.serialized) struct ReadTests {
     @Test(arguments: StoreBackend.allCases)

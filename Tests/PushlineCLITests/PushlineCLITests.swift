@@ -1,6 +1,7 @@
 import ArgumentParser
 import Contracts
 import Foundation
+import WireCodec
 import XCTest
 @testable import PushlineCLI
 

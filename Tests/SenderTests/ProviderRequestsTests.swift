@@ -1,6 +1,8 @@
 import Contracts
 import Foundation
+import OutboundRendering
 @testable import Sender
+import WireCodec
 import XCTest
 
 /// Outbound records as the processor renders them, turned into APNs and FCM requests.

@@ -2,6 +2,8 @@ import Contracts
 import Foundation
 import Kafka
 import Logging
+import OutboundRendering
+import WireCodec
 
 /// A deterministic mixed command stream for scale-out, replay and benchmark runs: the same
 /// seed and sizes give the same commands, ids and timestamps byte for byte, so that stores

@@ -1,5 +1,7 @@
 import Contracts
 import Foundation
+import OutboundRendering
+import WireCodec
 
 /// A seeded random history of commands of every kind, written to race: tokens issued and
 /// revoked, app settings changed, registrations and cleanups around sends, tokens moving between

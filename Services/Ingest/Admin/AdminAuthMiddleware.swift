@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import Projections
 import Synchronization
+import WireCodec
 
 /// Guards the admin API (docs/API.md#admin-tokens): `Authorization: Bearer <token>` where the
 /// token is the bootstrap token (`PUSHLINE_ADMIN_TOKEN`, compared in constant time; empty: no

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import Projections
+import WireCodec
 
 /// An `Idempotency-Key` on an admin route that creates something (an app, an API token): the
 /// key's scope (the caller and the route), the body's hash, and the caller's admin token, from

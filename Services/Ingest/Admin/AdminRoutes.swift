@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import Projections
+import WireCodec
 
 /// The admin API (docs/API.md#admin-api) under `/admin/v1`, behind `AdminAuthMiddleware`: apps,
 /// their API tokens and settings. Changes are commands like everything else (the app table is a

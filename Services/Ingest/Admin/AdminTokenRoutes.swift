@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import Projections
+import WireCodec
 
 /// Named admin tokens under `/admin/v1/admin-tokens` (docs/API.md#admin-tokens): issued, listed
 /// and revoked by any admin (the bootstrap token or a named one). As for API tokens, ingest

@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import Projections
+import WireCodec
 
 /// `GET /admin/v1/audit` (docs/API.md#audit-log): the audit trail the processor builds from the
 /// admin topic, read from the projection store, newest first. Filters: `app`, `actor` (an admin

@@ -5,6 +5,7 @@ import Foundation
 import Hummingbird
 import Projections
 import Settings
+import WireCodec
 
 /// An app's APNs and FCM credentials under `/admin/v1/apps/{mobileAppId}/credentials/{apns|fcm}`
 /// (docs/API.md#push-credentials). The secret of a `PUT` (the `.p8` key, the service account) is

@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import Projections
+import WireCodec
 
 /// The BW managed-notification routes (docs/API.md#managed-notifications-and-acknowledgements): a
 /// device acknowledges a notification, and lists the ones it has not acknowledged yet.

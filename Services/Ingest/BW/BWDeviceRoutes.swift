@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import Projections
+import WireCodec
 
 /// The BW-style device service (docs/API.md#bw-device-service), mounted per app at
 /// `/bwmi/v1/apps/{mobileAppId}` behind `AppAuthMiddleware` (the original serves one app per server

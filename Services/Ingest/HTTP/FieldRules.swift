@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Hummingbird
+import WireCodec
 
 /// The field rules shared by every dialect; each failure is a 400 naming the field.
 enum FieldRules {

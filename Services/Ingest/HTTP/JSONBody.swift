@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Hummingbird
+import WireCodec
 
 /// Reads and decodes JSON request bodies under ingest's rules, before any command exists:
 /// 415 unless the body is `application/json` (UTF-8), 413 past the size limit (checked on

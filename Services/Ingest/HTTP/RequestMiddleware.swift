@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import Logging
+import WireCodec
 
 /// Wraps every route: gives the request its id (from `x-request-id` when sane, else a new one),
 /// turns every error into a JSON `Problem` answer, echoes the id and counts the answer.

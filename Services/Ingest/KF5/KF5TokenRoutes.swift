@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Hummingbird
+import WireCodec
 
 /// The KF5 SDK's token calls (docs/API.md#kf5-sdk-token-api), mounted per app at
 /// `/kf5/v1/apps/{mobileAppId}` behind `AppAuthMiddleware`: `saveToken` is `POST /tokens` (201, a

@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import Projections
+import WireCodec
 
 /// The send API (docs/API.md#sending-notifications), mounted at `/v1/apps/{mobileAppId}` behind
 /// `AppAuthMiddleware`: `POST …/notifications` → `202 {"deliveryId"}` once the

@@ -1,5 +1,7 @@
 import Contracts
 import Foundation
+import OutboundRendering
+import WireCodec
 
 /// The rules of a send request (docs/API.md#sending-notifications). Each failure is a 400 naming
 /// the field; nothing is published for a request that fails any of them.

@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Kafka
 import Logging
+import WireCodec
 
 /// Turns the commands of one request into records and hands them to the `CommandPublisher` in
 /// one call, so that a 2xx is only ever answered after the broker acknowledged all of them.

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Hummingbird
+import WireCodec
 
 /// `POST …/devices/cleanup` (one object) and `POST …/devices/cleanup/batch` (one object or an
 /// array of 1…100): each becomes one `DeviceCleanupRequested`; the answer is an empty 202.

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Hummingbird
+import WireCodec
 
 /// `POST …/devices` and `POST …/devices/batch`: each registration becomes one
 /// `DeviceRegistrationRequested`; the answer is 202, with the `RegistrationRequestId`s when the

@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import Projections
+import WireCodec
 
 /// `POST …/devices/status` (and `…/status/`): the stored outcome of each tracked registration,
 /// in request order.

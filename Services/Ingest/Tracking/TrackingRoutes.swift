@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import Projections
+import WireCodec
 
 /// Engagement tracking (docs/API.md#engagement-tracking), mounted at `/v1/apps/{mobileAppId}`
 /// behind `AppAuthMiddleware`:

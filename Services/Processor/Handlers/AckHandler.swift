@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import OutboundRendering
 import Projections
 
 /// Applies a device's acknowledgement (docs/API.md#managed-notifications-and-acknowledgements):

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Projections
+import WireCodec
 
 /// The audit trail (docs/ARCHITECTURE.md#audit-trail): every admin command, applied or
 /// rejected, becomes one `audit_log` row keyed by its envelope id, at its log time, with who

@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import OutboundRendering
 import Projections
 
 /// The projection rows one batch works on: loaded once from the store, then changed in memory

@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import OutboundRendering
 import Projections
 
 /// The sender's report of one push (docs/ARCHITECTURE.md#delivery): the device's outcome is

@@ -1,7 +1,9 @@
 import Contracts
 import Foundation
+import OutboundRendering
 import Projections
 import Settings
+import WireCodec
 
 /// Applies a send (docs/API.md#sending-notifications): resolves the target to the app's devices as
 /// they are now, writes one outbound record per device, makes a managed notification pending on

@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Projections
 import Settings
+import WireCodec
 
 /// A decoded command with the envelope facts the handlers need, and the handler of its type.
 /// Handlers use the envelope's `id` and `at` rather than the clock, so a replay decides exactly

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Projections
+import WireCodec
 
 /// Decides the outcome of a device registration (docs/API.md#registration-outcomes) and records its
 /// effects: the device row, the tracked status, and the status webhook as an outbox job.

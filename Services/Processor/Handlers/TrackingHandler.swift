@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import OutboundRendering
 import Projections
 
 /// What became of one tracking event.

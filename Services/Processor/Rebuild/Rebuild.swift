@@ -5,6 +5,7 @@ import Logging
 import Projections
 import ProjectionStores
 import Synchronization
+import WireCodec
 
 /// `pushline-processor rebuild`: builds the projections anew from the command topics, from offset
 /// 0, into a new store (docs/ARCHITECTURE.md#replay-and-rebuild), and switches over to it without

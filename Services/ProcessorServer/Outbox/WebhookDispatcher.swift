@@ -10,6 +10,7 @@ import Processor
 import Projections
 import ServiceLifecycle
 import Synchronization
+import WireCodec
 
 /// Sends the outbox's webhook and callback jobs and records every attempt.
 ///

@@ -5,6 +5,7 @@ import Logging
 import Metrics
 import ServiceLifecycle
 import Synchronization
+import WireCodec
 
 /// The sender's consumer (docs/ARCHITECTURE.md#delivery): a member of the sender group on the
 /// outbound topic that pushes every record through `Pusher`, reports each record's outcome to

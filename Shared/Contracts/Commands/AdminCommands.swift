@@ -1,4 +1,5 @@
 import Foundation
+import WireCodec
 
 /// An app was created in an org, with its first API tokens (hashes only): the server token
 /// (`tokenId`, `tokenHash`, scopes `tokenScopes`) and the client token that ships in the app

@@ -1,4 +1,5 @@
 import Foundation
+import WireCodec
 
 /// How one push ended at its provider.
 public enum DeliveryOutcome: String, Codable, Sendable, CaseIterable {
@@ -50,4 +51,33 @@ public struct DeliveryResultReported: Command, Equatable {
     }
 
     public var recordKey: String { RecordKey.device(app: mobileAppId, token: deviceToken) }
+}
+
+extension DeliveryResultReported: HandWrittenCommand {
+    public func writePayload(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("attempts")
+        writer.int(attempts)
+        if let deliveryId {
+            writer.key("deliveryId")
+            writer.uuid(deliveryId)
+        }
+        writer.key("deviceToken")
+        writer.string(deviceToken)
+        if let invalidSince {
+            writer.key("invalidSince")
+            writer.date(invalidSince)
+        }
+        writer.key("messageId")
+        writer.string(messageId)
+        writer.key("mobileAppId")
+        writer.uuid(mobileAppId)
+        writer.key("outcome")
+        writer.string(outcome.rawValue)
+        writer.key("platform")
+        writer.string(platform.rawValue)
+        writer.field("reason", reason)
+        writer.field("status", status)
+        writer.endObject()
+    }
 }

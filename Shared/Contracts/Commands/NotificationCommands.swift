@@ -1,4 +1,5 @@
 import Foundation
+import WireCodec
 
 /// Who a notification goes to: the devices of some users of the app, or some device tokens of
 /// the app. Exactly one list is non-empty (ingest checks it).
@@ -73,6 +74,30 @@ public struct NotificationContent: Codable, Sendable, Equatable {
     public var alertText: String { text ?? body ?? title ?? "" }
 }
 
+extension NotificationContent {
+    fileprivate func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.field("badge", badge)
+        writer.field("body", body)
+        writer.field("category", category)
+        writer.field("collapseKey", collapseKey)
+        writer.field("contentAvailable", contentAvailable)
+        if let custom {
+            writer.key("custom")
+            writer.object(custom)
+        }
+        writer.field("mediaAttachmentUrl", mediaAttachmentUrl)
+        writer.field("mutableContent", mutableContent)
+        writer.field("priority", priority?.rawValue)
+        writer.field("sound", sound)
+        writer.field("text", text)
+        writer.field("timeToLive", timeToLive)
+        writer.field("title", title)
+        writer.field("uri", uri)
+        writer.endObject()
+    }
+}
+
 /// A send request (`POST /v1/apps/{id}/notifications`), accepted by ingest after checking the
 /// app's API token. The processor resolves the target to the app's devices when it applies
 /// the command and writes one outbound record per device.
@@ -132,6 +157,37 @@ public struct NotificationRequested: Command, Equatable {
     }
 }
 
+extension NotificationRequested: HandWrittenCommand {
+    public func writePayload(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.field("businessId", businessId)
+        writer.key("content")
+        content.write(to: &writer)
+        writer.key("deliveryId")
+        writer.uuid(deliveryId)
+        writer.field("idempotencyKey", idempotencyKey)
+        writer.key("kind")
+        writer.string(kind.rawValue)
+        writer.key("managed")
+        writer.bool(managed)
+        writer.field("message", message)
+        writer.key("mobileAppId")
+        writer.uuid(mobileAppId)
+        writer.field("requestHash", requestHash)
+        writer.key("target")
+        writer.beginObject()
+        writer.key("deviceTokens")
+        writer.strings(target.deviceTokens)
+        writer.key("userIds")
+        writer.strings(target.userIds)
+        writer.endObject()
+        writer.field("ticketId", ticketId)
+        writer.key("tracking")
+        writer.bool(tracking)
+        writer.endObject()
+    }
+}
+
 /// A device acknowledged a managed notification (BW `PUT /acks`): it is no longer pending on
 /// that device, whichever of the two commands is applied first.
 public struct NotificationAcknowledged: Command, Equatable {
@@ -153,4 +209,36 @@ public struct NotificationAcknowledged: Command, Equatable {
 
     /// Keyed by device: the acks of one device stay in order.
     public var recordKey: String { RecordKey.device(app: mobileAppId, token: deviceToken) }
+}
+
+extension NotificationAcknowledged: WireDecodable {
+    private enum Key: String, CaseIterable { case mobileAppId, notificationId, deviceToken, businessId }
+    private static let keys = WireKeys<Key>()
+
+    public init?(wire reader: inout WireReader) {
+        var mobileAppId: UUID?, notificationId: String?, deviceToken: String?, businessId: String?
+        guard reader.object(Self.keys, { reader, key in
+            switch key {
+            case .mobileAppId: reader.read(&mobileAppId)
+            case .notificationId: reader.read(&notificationId)
+            case .deviceToken: reader.read(&deviceToken)
+            case .businessId: reader.readOptional(&businessId)
+            }
+        }), let mobileAppId, let notificationId, let deviceToken else { return nil }
+        self.init(mobileAppId: mobileAppId, notificationId: notificationId, deviceToken: deviceToken, businessId: businessId)
+    }
+}
+
+extension NotificationAcknowledged: HandWrittenCommand {
+    public func writePayload(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.field("businessId", businessId)
+        writer.key("deviceToken")
+        writer.string(deviceToken)
+        writer.key("mobileAppId")
+        writer.uuid(mobileAppId)
+        writer.key("notificationId")
+        writer.string(notificationId)
+        writer.endObject()
+    }
 }

@@ -1,10 +1,13 @@
 import Foundation
+import WireCodec
 
 /// A device platform, decided by which token field the client sent.
 public enum Platform: String, Codable, Sendable, CaseIterable {
     case ios
     case android
 }
+
+extension Platform: WireDecodable {}
 
 /// Where and how to deliver the status webhook of one registration.
 public struct StatusCallback: Codable, Sendable, Equatable {
@@ -17,6 +20,23 @@ public struct StatusCallback: Codable, Sendable, Equatable {
         self.url = url
         self.headers = headers
         self.signature = signature
+    }
+}
+
+extension StatusCallback: WireDecodable {
+    private enum Key: String, CaseIterable { case url, headers, signature }
+    private static let keys = WireKeys<Key>()
+
+    public init?(wire reader: inout WireReader) {
+        var url: String?, headers: [String: String]?, signature: String?
+        guard reader.object(Self.keys, { reader, key in
+            switch key {
+            case .url: reader.read(&url)
+            case .headers: reader.read(&headers)
+            case .signature: reader.read(&signature)
+            }
+        }), let url, let headers, let signature else { return nil }
+        self.init(url: url, headers: headers, signature: signature)
     }
 }
 
@@ -54,6 +74,69 @@ public struct DeviceRegistrationRequested: Command, Equatable {
     public var recordKey: String { RecordKey.user(app: mobileAppId, user: userId) }
 }
 
+extension DeviceRegistrationRequested: WireDecodable {
+    private enum Key: String, CaseIterable {
+        case registrationRequestId, orgId, mobileAppId, userId, platform, deviceToken, apiTokenHash, trackStatus, callback
+    }
+    private static let keys = WireKeys<Key>()
+
+    public init?(wire reader: inout WireReader) {
+        var registrationRequestId: UUID?, orgId: UUID?, mobileAppId: UUID?, userId: String?, platform: Platform?
+        var deviceToken: String?, apiTokenHash: String?, trackStatus: Bool?, callback: StatusCallback?
+        guard reader.object(Self.keys, { reader, key in
+            switch key {
+            case .registrationRequestId: reader.read(&registrationRequestId)
+            case .orgId: reader.read(&orgId)
+            case .mobileAppId: reader.read(&mobileAppId)
+            case .userId: reader.read(&userId)
+            case .platform: reader.read(&platform)
+            case .deviceToken: reader.read(&deviceToken)
+            case .apiTokenHash: reader.read(&apiTokenHash)
+            case .trackStatus: reader.read(&trackStatus)
+            case .callback: reader.readOptional(&callback)
+            }
+        }), let registrationRequestId, let orgId, let mobileAppId, let userId, let platform, let deviceToken, let apiTokenHash,
+              let trackStatus else { return nil }
+        self.init(registrationRequestId: registrationRequestId, orgId: orgId, mobileAppId: mobileAppId, userId: userId,
+                  platform: platform, deviceToken: deviceToken, apiTokenHash: apiTokenHash, trackStatus: trackStatus,
+                  callback: callback)
+    }
+}
+
+extension DeviceRegistrationRequested: HandWrittenCommand {
+    public func writePayload(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("apiTokenHash")
+        writer.string(apiTokenHash)
+        if let callback {
+            writer.key("callback")
+            writer.beginObject()
+            writer.key("headers")
+            writer.object(callback.headers)
+            writer.key("signature")
+            writer.string(callback.signature)
+            writer.key("url")
+            writer.string(callback.url)
+            writer.endObject()
+        }
+        writer.key("deviceToken")
+        writer.string(deviceToken)
+        writer.key("mobileAppId")
+        writer.uuid(mobileAppId)
+        writer.key("orgId")
+        writer.uuid(orgId)
+        writer.key("platform")
+        writer.string(platform.rawValue)
+        writer.key("registrationRequestId")
+        writer.uuid(registrationRequestId)
+        writer.key("trackStatus")
+        writer.bool(trackStatus)
+        writer.key("userId")
+        writer.string(userId)
+        writer.endObject()
+    }
+}
+
 /// A device cleanup (the registration API's `devices/cleanup` and `cleanup/batch`, BW `DELETE
 /// devices`, KF5 `DELETE tokens`): removes the (app, user, token) row, or every device of the user
 /// in the app when `deviceToken` is absent.
@@ -76,4 +159,39 @@ public struct DeviceCleanupRequested: Command, Equatable {
     }
 
     public var recordKey: String { RecordKey.user(app: mobileAppId, user: userId) }
+}
+
+extension DeviceCleanupRequested: WireDecodable {
+    private enum Key: String, CaseIterable { case orgId, mobileAppId, userId, deviceToken, apiTokenHash }
+    private static let keys = WireKeys<Key>()
+
+    public init?(wire reader: inout WireReader) {
+        var orgId: UUID?, mobileAppId: UUID?, userId: String?, deviceToken: String?, apiTokenHash: String?
+        guard reader.object(Self.keys, { reader, key in
+            switch key {
+            case .orgId: reader.read(&orgId)
+            case .mobileAppId: reader.read(&mobileAppId)
+            case .userId: reader.read(&userId)
+            case .deviceToken: reader.readOptional(&deviceToken)
+            case .apiTokenHash: reader.read(&apiTokenHash)
+            }
+        }), let orgId, let mobileAppId, let userId, let apiTokenHash else { return nil }
+        self.init(orgId: orgId, mobileAppId: mobileAppId, userId: userId, deviceToken: deviceToken, apiTokenHash: apiTokenHash)
+    }
+}
+
+extension DeviceCleanupRequested: HandWrittenCommand {
+    public func writePayload(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("apiTokenHash")
+        writer.string(apiTokenHash)
+        writer.field("deviceToken", deviceToken)
+        writer.key("mobileAppId")
+        writer.uuid(mobileAppId)
+        writer.key("orgId")
+        writer.uuid(orgId)
+        writer.key("userId")
+        writer.string(userId)
+        writer.endObject()
+    }
 }

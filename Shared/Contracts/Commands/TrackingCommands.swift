@@ -1,4 +1,5 @@
 import Foundation
+import WireCodec
 
 /// What a device reports about a notification. The raw values are the tracking SDK's action codes.
 public enum TrackingAction: Int, Codable, Sendable, CaseIterable, Comparable {
@@ -11,6 +12,8 @@ public enum TrackingAction: Int, Codable, Sendable, CaseIterable, Comparable {
 
     public static func < (a: TrackingAction, b: TrackingAction) -> Bool { a.rawValue < b.rawValue }
 }
+
+extension TrackingAction: WireDecodable {}
 
 /// One device's report: its `_mId` (the broadlogId) and what happened.
 ///
@@ -42,6 +45,15 @@ public struct TrackingEvent: Codable, Sendable, Equatable {
     }
 }
 
+extension TrackingEvent: WireDecodable {
+    /// The pair `[broadlogId, action]`, as `init(from:)` reads it.
+    public init?(wire reader: inout WireReader) {
+        guard reader.consume("["), let broadlogId = String(wire: &reader), reader.consume(","),
+              let action = TrackingAction(wire: &reader), reader.consume("]") else { return nil }
+        self.init(broadlogId: broadlogId, action: action)
+    }
+}
+
 /// The tracking events of one request that concern one delivery
 /// (`POST /v1/apps/{id}/tracking`). A request reporting on several deliveries becomes one
 /// command per delivery, in the order their first events appeared.
@@ -66,4 +78,41 @@ public struct TrackingReported: Command, Equatable {
     }
 
     public var recordKey: String { RecordKey.delivery(app: mobileAppId, delivery: deliveryId) }
+}
+
+extension TrackingReported: WireDecodable {
+    private enum Key: String, CaseIterable { case mobileAppId, deliveryId, events }
+    private static let keys = WireKeys<Key>()
+
+    public init?(wire reader: inout WireReader) {
+        var mobileAppId: UUID?, deliveryId: UUID?, events: [TrackingEvent]?
+        guard reader.object(Self.keys, { reader, key in
+            switch key {
+            case .mobileAppId: reader.read(&mobileAppId)
+            case .deliveryId: reader.read(&deliveryId)
+            case .events: reader.read(&events)
+            }
+        }), let mobileAppId, let deliveryId, let events else { return nil }
+        self.init(mobileAppId: mobileAppId, deliveryId: deliveryId, events: events)
+    }
+}
+
+extension TrackingReported: HandWrittenCommand {
+    public func writePayload(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("deliveryId")
+        writer.uuid(deliveryId)
+        writer.key("events")
+        writer.beginArray()
+        for event in events {
+            writer.beginArray()
+            writer.string(event.broadlogId)
+            writer.int(event.action.rawValue)
+            writer.endArray()
+        }
+        writer.endArray()
+        writer.key("mobileAppId")
+        writer.uuid(mobileAppId)
+        writer.endObject()
+    }
 }

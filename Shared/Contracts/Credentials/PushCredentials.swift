@@ -1,4 +1,5 @@
 import Foundation
+import WireCodec
 
 /// The push services Pushline delivers through.
 public enum PushProvider: String, Codable, Sendable, CaseIterable {

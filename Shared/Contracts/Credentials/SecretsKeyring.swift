@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import WireCodec
 
 /// A secret sealed with AES-256-GCM under one of the deployment's keys.
 public struct SealedSecret: Codable, Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Foundation
+import WireCodec
 
 /// Wire shapes of the admin API (`/admin/v1/…`, guarded by the admin bearer token).
 public enum AdminAPI {

@@ -1,4 +1,5 @@
 import Foundation
+import WireCodec
 
 /// Wire shapes of named admin tokens and the audit log (docs/API.md#admin-tokens,
 /// docs/API.md#audit-log).

@@ -1,4 +1,5 @@
 import Foundation
+import WireCodec
 
 /// Wire shapes of the BW-style device service (docs/API.md#bw-device-service), mounted per app
 /// under `/bwmi/v1/apps/{mobileAppId}` and authenticated with `Authorization: Bearer <api token>`.
@@ -116,5 +117,55 @@ public enum BWDeviceAPI {
         let domain = parts[1]
         guard domain.contains("."), domain.first != ".", domain.last != "." else { return nil }
         return trimmed.lowercased()
+    }
+}
+
+extension BWDeviceAPI.Device: WireDecodable {
+    private enum Key: String, CaseIterable { case deviceId, type, user }
+    private static let keys = WireKeys<Key>()
+
+    public init?(wire reader: inout WireReader) {
+        var deviceId: String?, type: String?, user: BWDeviceAPI.User?
+        guard reader.object(Self.keys, { reader, key in
+            switch key {
+            case .deviceId: reader.readOptional(&deviceId)
+            case .type: reader.readOptional(&type)
+            case .user: reader.readOptional(&user)
+            }
+        }) else { return nil }
+        self.init(deviceId: deviceId, type: type, user: user)
+    }
+}
+
+extension BWDeviceAPI.User: WireDecodable {
+    private enum Key: String, CaseIterable { case phone, email }
+    private static let keys = WireKeys<Key>()
+
+    public init?(wire reader: inout WireReader) {
+        var phone: String?, email: String?
+        guard reader.object(Self.keys, { reader, key in
+            switch key {
+            case .phone: reader.readOptional(&phone)
+            case .email: reader.readOptional(&email)
+            }
+        }) else { return nil }
+        self.init(phone: phone, email: email)
+    }
+}
+
+extension BWDeviceAPI.Ack: WireDecodable {
+    private enum Key: String, CaseIterable { case nid, did, bid }
+    private static let keys = WireKeys<Key>()
+
+    public init?(wire reader: inout WireReader) {
+        var nid: String?, did: String?, bid: String?
+        guard reader.object(Self.keys, { reader, key in
+            switch key {
+            case .nid: reader.readOptional(&nid)
+            case .did: reader.readOptional(&did)
+            case .bid: reader.readOptional(&bid)
+            }
+        }) else { return nil }
+        self.init(nid: nid, did: did, bid: bid)
     }
 }

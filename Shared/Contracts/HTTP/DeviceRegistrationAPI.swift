@@ -1,4 +1,5 @@
 import Foundation
+import WireCodec
 
 /// Wire shapes of the device registration API (docs/API.md#device-registration-api)
 /// (`/api/v1.0/orgs/{orgId}/pushdeviceregistration/…`). Field names are PascalCase, exactly as
@@ -95,6 +96,43 @@ public enum DeviceRegistrationAPI {
             self.Signature = Signature
             self.FailureReason = FailureReason
         }
+    }
+}
+
+extension DeviceRegistrationAPI.Registration: WireDecodable {
+    private enum Key: String, CaseIterable { case MobileAppId, UserId, ApiToken, ApnsDeviceToken, FcmDeviceToken }
+    private static let keys = WireKeys<Key>()
+
+    public init?(wire reader: inout WireReader) {
+        var mobileAppId: String?, userId: String?, apiToken: String?, apns: String?, fcm: String?
+        guard reader.object(Self.keys, { reader, key in
+            switch key {
+            case .MobileAppId: reader.readOptional(&mobileAppId)
+            case .UserId: reader.readOptional(&userId)
+            case .ApiToken: reader.readOptional(&apiToken)
+            case .ApnsDeviceToken: reader.readOptional(&apns)
+            case .FcmDeviceToken: reader.readOptional(&fcm)
+            }
+        }) else { return nil }
+        self.init(MobileAppId: mobileAppId, UserId: userId, ApiToken: apiToken, ApnsDeviceToken: apns, FcmDeviceToken: fcm)
+    }
+}
+
+extension DeviceRegistrationAPI.Cleanup: WireDecodable {
+    private enum Key: String, CaseIterable { case MobileAppId, ApiToken, UserId, DeviceToken }
+    private static let keys = WireKeys<Key>()
+
+    public init?(wire reader: inout WireReader) {
+        var mobileAppId: String?, apiToken: String?, userId: String?, deviceToken: String?
+        guard reader.object(Self.keys, { reader, key in
+            switch key {
+            case .MobileAppId: reader.readOptional(&mobileAppId)
+            case .ApiToken: reader.readOptional(&apiToken)
+            case .UserId: reader.readOptional(&userId)
+            case .DeviceToken: reader.readOptional(&deviceToken)
+            }
+        }) else { return nil }
+        self.init(MobileAppId: mobileAppId, ApiToken: apiToken, UserId: userId, DeviceToken: deviceToken)
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import WireCodec
 
 /// Wire shapes of the send API, `POST /v1/apps/{mobileAppId}/notifications`
 /// (docs/API.md#sending-notifications, `Authorization: Bearer <api token>`). Every field is

@@ -1,4 +1,5 @@
 import Foundation
+import WireCodec
 
 /// The engagement tracking routes (docs/API.md#engagement-tracking).
 public enum TrackingAPI {

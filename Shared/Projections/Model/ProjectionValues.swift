@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import WireCodec
 
 /// How model values become stored column values and back, in every backend alike: dates are
 /// integer milliseconds since 1970, header maps sorted-key JSON from the project's one coder

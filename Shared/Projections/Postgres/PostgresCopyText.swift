@@ -4,6 +4,7 @@ import Foundation
 import ProjectionChangelog
 import Projections
 import NIOCore
+import WireCodec
 
 /// Rows in the text format of `COPY … FROM STDIN`, written straight into a `ByteBuffer`
 /// (docs/ARCHITECTURE.md#changelog-and-restore): no value becomes a `String` or a boxed

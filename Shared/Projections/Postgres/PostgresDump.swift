@@ -3,6 +3,7 @@ import ProjectionChangelog
 import Projections
 import Logging
 import PostgresNIO
+import WireCodec
 
 /// `ProjectionDump`'s text, read from PostgreSQL, byte for byte what SQLite's store dumps for
 /// the same content: UUIDs as lower-case text, booleans as 0 and 1, bodies as SQLite shows its

@@ -4,6 +4,7 @@ import ProjectionChangelog
 import Projections
 import GRDB
 import GRDBSQLite
+import WireCodec
 
 /// A prepared statement run through SQLite's C API: values bound one by one from the caller's
 /// own bytes, then stepped and reset. The writer's hot mutations go through it (binding an

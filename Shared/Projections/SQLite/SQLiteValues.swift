@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import ProjectionChangelog
 import Projections
+import WireCodec
 
 /// How model values become SQLite column values and back.
 ///

@@ -7,6 +7,7 @@ import Logging
 import Metrics
 import Prometheus
 import Projections
+import WireCodec
 import XCTest
 
 /// The process-wide metrics backend of the tests: swift-metrics can be bootstrapped only once,

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Projections
+import WireCodec
 
 /// An in-memory store for ingest — the reads of `ProjectionReader`, and a `BatchStore` only to
 /// count commits — holding apps, tokens, registration statuses, pending

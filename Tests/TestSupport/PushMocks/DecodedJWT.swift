@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import WireCodec
 
 /// A JSON Web Token in compact serialization (`header.claims.signature`), split and decoded but
 /// not trusted.

@@ -5,6 +5,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import Synchronization
+import WireCodec
 
 /// A stand-in for Google's OAuth 2.0 token endpoint and the FCM HTTP v1 API together, that a
 /// sender under test reaches over real HTTP/2 and TLS, and that checks each request as Google

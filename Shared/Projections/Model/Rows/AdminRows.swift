@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import WireCodec
 
 /// A named admin token (docs/API.md#admin-tokens); only its hash is ever stored.
 public struct AdminTokenRow: Sendable, Equatable, Codable {

@@ -1,4 +1,6 @@
+import Contracts
 import Foundation
+import WireCodec
 
 /// The body of the app callback (docs/API.md#app-callbacks), POSTed once per user for `ticket` and
 /// `im` notifications:

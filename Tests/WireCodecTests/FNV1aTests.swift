@@ -1,4 +1,4 @@
-import Contracts
+import WireCodec
 import XCTest
 
 final class FNV1aTests: XCTestCase {

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import WireCodec
 
 /// Message ids (`_mId`, the broadlogId devices report in tracking): one per device of a delivery
 /// (docs/API.md#outbound-payloads).

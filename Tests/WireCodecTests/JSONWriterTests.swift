@@ -1,5 +1,5 @@
-import Contracts
 import Foundation
+import WireCodec
 import XCTest
 
 final class JSONWriterTests: XCTestCase {

@@ -1,5 +1,7 @@
 import Contracts
 import Foundation
+import OutboundRendering
+import WireCodec
 import XCTest
 
 /// The template's per-device records are byte-identical to a full render.

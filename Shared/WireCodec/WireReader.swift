@@ -1,28 +1,35 @@
 import Foundation
 
 /// A JSON reader over the bytes of a record, for the hand-written decoding of the hottest
-/// commands (`FastEnvelope`).
+/// commands (`FastEnvelope`), request bodies (`FastRequestBody`) and outbound records (`OutboundPush`).
 ///
 /// It reads only what it can read exactly as `JSONDecoder` does, and gives up (nil or false) on
 /// anything else: escapes, numbers other than plain integers, unknown or repeated keys. Giving
 /// up is not an error: the caller then decodes with `JSONDecoder`, which decides.
-struct WireReader {
-    private let bytes: UnsafeBufferPointer<UInt8>
-    private var at = 0
+///
+/// The readers of each shape are written in other modules, beside the shape, and run on the
+/// hottest paths: everything here is `@inlinable`, so they compile it as if it were their own
+/// (the closures and generic reads specialised).
+public struct WireReader {
+    @usableFromInline let bytes: UnsafeBufferPointer<UInt8>
+    @usableFromInline var at = 0
 
     /// `bytes` must stay valid while the reader is used.
-    init(_ bytes: UnsafeBufferPointer<UInt8>) {
+    @inlinable
+    public init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
     }
 
     /// Whether nothing but whitespace is left.
-    mutating func atEnd() -> Bool {
+    @inlinable
+    public mutating func atEnd() -> Bool {
         skipWhitespace()
         return at == bytes.count
     }
 
     /// Skips whitespace, then consumes `character` if it comes next.
-    mutating func consume(_ character: Unicode.Scalar) -> Bool {
+    @inlinable
+    public mutating func consume(_ character: Unicode.Scalar) -> Bool {
         skipWhitespace()
         guard at < bytes.count, bytes[at] == UInt8(ascii: character) else { return false }
         at += 1
@@ -30,7 +37,8 @@ struct WireReader {
     }
 
     /// Skips whitespace, then consumes `word` (`true`, `null`…) if it comes next.
-    mutating func consume(word: StaticString) -> Bool {
+    @inlinable
+    public mutating func consume(word: StaticString) -> Bool {
         skipWhitespace()
         let count = word.utf8CodeUnitCount
         guard bytes.count - at >= count,
@@ -42,7 +50,8 @@ struct WireReader {
 
     /// The bytes between the quotes of a string without escapes or control characters, not
     /// checked for UTF-8; nil for any other value (unescaping is left to `JSONDecoder`).
-    mutating func rawString() -> UnsafeBufferPointer<UInt8>? {
+    @inlinable
+    public mutating func rawString() -> UnsafeBufferPointer<UInt8>? {
         guard consume("\"") else { return nil }
         let start = at
         while at < bytes.count {
@@ -55,12 +64,14 @@ struct WireReader {
     }
 
     /// A string read by `rawString()` that is valid UTF-8.
-    mutating func string() -> String? {
+    @inlinable
+    public mutating func string() -> String? {
         rawString().flatMap(Self.string(utf8:))
     }
 
     /// `utf8` as a `String` if it is valid UTF-8 (which `JSONDecoder` requires).
-    static func string(utf8: UnsafeBufferPointer<UInt8>) -> String? {
+    @inlinable
+    public static func string(utf8: UnsafeBufferPointer<UInt8>) -> String? {
         var string = String(decoding: utf8, as: UTF8.self)
         // Decoding repairs invalid UTF-8: it is valid when nothing was repaired.
         return string.withUTF8 { same($0, utf8) } ? string : nil
@@ -68,7 +79,8 @@ struct WireReader {
 
     /// A non-negative integer of at most 18 digits (surely an `Int`), with no sign, fraction or
     /// exponent; nil for any other value.
-    mutating func int() -> Int? {
+    @inlinable
+    public mutating func int() -> Int? {
         skipWhitespace()
         let start = at
         var value = 0
@@ -85,7 +97,8 @@ struct WireReader {
 
     /// Reads an object, calling `member` with each key's bytes (not checked for UTF-8) to read
     /// its value; false when the object is malformed or `member` gives up.
-    mutating func members(_ member: (inout WireReader, UnsafeBufferPointer<UInt8>) -> Bool) -> Bool {
+    @inlinable
+    public mutating func members(_ member: (inout WireReader, UnsafeBufferPointer<UInt8>) -> Bool) -> Bool {
         guard consume("{") else { return false }
         if consume("}") { return true }
         repeat {
@@ -96,7 +109,8 @@ struct WireReader {
 
     /// Reads an object whose keys are all among `keys`, none twice, calling `value` to read
     /// each value. Which keys are required is the caller's to check.
-    mutating func object<Key>(_ keys: WireKeys<Key>, _ value: (inout WireReader, Key) -> Bool) -> Bool {
+    @inlinable
+    public mutating func object<Key>(_ keys: WireKeys<Key>, _ value: (inout WireReader, Key) -> Bool) -> Bool {
         var seen: UInt64 = 0
         return members { reader, name in
             guard let index = keys.index(of: name), seen & (1 << index) == 0 else { return false }
@@ -106,7 +120,8 @@ struct WireReader {
     }
 
     /// Reads an array, calling `element` to read each element.
-    mutating func elements(_ element: (inout WireReader) -> Bool) -> Bool {
+    @inlinable
+    public mutating func elements(_ element: (inout WireReader) -> Bool) -> Bool {
         guard consume("[") else { return false }
         if consume("]") { return true }
         repeat {
@@ -116,13 +131,15 @@ struct WireReader {
     }
 
     /// Reads a `T` into `value`.
-    mutating func read<T: WireDecodable>(_ value: inout T?) -> Bool {
+    @inlinable
+    public mutating func read<T: WireDecodable>(_ value: inout T?) -> Bool {
         value = T(wire: &self)
         return value != nil
     }
 
     /// Reads `null` (which leaves `value` nil, as if the key were absent) or a `T` into `value`.
-    mutating func readOptional<T: WireDecodable>(_ value: inout T?) -> Bool {
+    @inlinable
+    public mutating func readOptional<T: WireDecodable>(_ value: inout T?) -> Bool {
         consume(word: "null") || read(&value)
     }
 
@@ -130,7 +147,8 @@ struct WireReader {
     /// and gives the bytes it spans, for passing a part of a record on as it was written. Its
     /// structure is checked, not what JSON requires of its contents (escapes, UTF-8, number
     /// syntax): nil when it is not a value; an object's keys must be without escapes.
-    mutating func skipValue() -> Range<Int>? {
+    @inlinable
+    public mutating func skipValue() -> Range<Int>? {
         skipWhitespace()
         let start = at
         guard at < bytes.count else { return nil }
@@ -162,12 +180,14 @@ struct WireReader {
     }
 
     /// Skips one value (`skipValue`) into `range`.
-    mutating func span(_ range: inout Range<Int>?) -> Bool {
+    @inlinable
+    public mutating func span(_ range: inout Range<Int>?) -> Bool {
         range = skipValue()
         return range != nil
     }
 
-    private mutating func skipWhitespace() {
+    @inlinable
+    mutating func skipWhitespace() {
         while at < bytes.count, bytes[at] == 0x20 || bytes[at] == 0x0a || bytes[at] == 0x0d || bytes[at] == 0x09 {
             at += 1
         }
@@ -175,43 +195,49 @@ struct WireReader {
 }
 
 /// The keys of one object shape, as bytes to compare a record's keys with.
-struct WireKeys<Key: RawRepresentable & CaseIterable & Sendable>: Sendable where Key.RawValue == String {
-    private let keys: [(key: Key, utf8: [UInt8])]
+public struct WireKeys<Key: RawRepresentable & CaseIterable & Sendable>: Sendable where Key.RawValue == String {
+    @usableFromInline let keys: [(key: Key, utf8: [UInt8])]
 
-    init() {
+    @inlinable
+    public init() {
         keys = Key.allCases.map { ($0, Array($0.rawValue.utf8)) }
         precondition(keys.count <= 64, "WireReader.object tracks keys in 64 bits")
     }
 
-    func index(of name: UnsafeBufferPointer<UInt8>) -> Int? {
+    @inlinable
+    public func index(of name: UnsafeBufferPointer<UInt8>) -> Int? {
         keys.firstIndex { key in key.utf8.withUnsafeBufferPointer { same($0, name) } }
     }
 
-    subscript(index: Int) -> Key { keys[index].key }
+    @inlinable
+    public subscript(index: Int) -> Key { keys[index].key }
 }
 
 /// A value `WireReader` reads by hand: `init?(wire:)` yields exactly what `JSONDecoder` would
 /// decode, or nil when the reader gives up.
-protocol WireDecodable {
+public protocol WireDecodable {
     init?(wire reader: inout WireReader)
 }
 
 extension String: WireDecodable {
-    init?(wire reader: inout WireReader) {
+    @inlinable
+    public init?(wire reader: inout WireReader) {
         guard let string = reader.string() else { return nil }
         self = string
     }
 }
 
 extension Int: WireDecodable {
-    init?(wire reader: inout WireReader) {
+    @inlinable
+    public init?(wire reader: inout WireReader) {
         guard let int = reader.int() else { return nil }
         self = int
     }
 }
 
 extension Bool: WireDecodable {
-    init?(wire reader: inout WireReader) {
+    @inlinable
+    public init?(wire reader: inout WireReader) {
         if reader.consume(word: "true") {
             self = true
         } else if reader.consume(word: "false") {
@@ -223,7 +249,8 @@ extension Bool: WireDecodable {
 }
 
 extension UUID: WireDecodable {
-    init?(wire reader: inout WireReader) {
+    @inlinable
+    public init?(wire reader: inout WireReader) {
         guard let text = reader.rawString(), let uuid = UUIDHex.parse(text) else { return nil }
         self = uuid
     }
@@ -231,14 +258,15 @@ extension UUID: WireDecodable {
 
 extension Date: WireDecodable {
     /// The dates of `WireJSON`: what `RFC3339.date(from:)` reads without Foundation.
-    init?(wire reader: inout WireReader) {
+    public init?(wire reader: inout WireReader) {
         guard let text = reader.rawString(), case .date(let date) = RFC3339.utcDate(text) else { return nil }
         self = date
     }
 }
 
 extension Array: WireDecodable where Element: WireDecodable {
-    init?(wire reader: inout WireReader) {
+    @inlinable
+    public init?(wire reader: inout WireReader) {
         var array: [Element] = []
         guard reader.elements({ reader in
             guard let element = Element(wire: &reader) else { return false }
@@ -250,7 +278,8 @@ extension Array: WireDecodable where Element: WireDecodable {
 }
 
 extension Dictionary: WireDecodable where Key == String, Value: WireDecodable {
-    init?(wire reader: inout WireReader) {
+    @inlinable
+    public init?(wire reader: inout WireReader) {
         var dictionary: [String: Value] = [:]
         guard reader.members({ reader, name in
             // A repeated key (also one only canonically equal as a `String`) is left to JSONDecoder.
@@ -264,14 +293,16 @@ extension Dictionary: WireDecodable where Key == String, Value: WireDecodable {
 
 /// Enums with raw values are read as their raw value, like their `Codable` default.
 extension WireDecodable where Self: RawRepresentable, RawValue: WireDecodable {
-    init?(wire reader: inout WireReader) {
+    @inlinable
+    public init?(wire reader: inout WireReader) {
         guard let raw = RawValue(wire: &reader) else { return nil }
         self.init(rawValue: raw)
     }
 }
 
 /// Whether two byte buffers hold the same bytes.
-private func same(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+@inlinable
+func same(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
     guard a.count == b.count else { return false }
     return a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0
 }

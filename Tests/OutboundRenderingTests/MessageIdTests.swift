@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import OutboundRendering
 import XCTest
 
 final class MessageIdTests: XCTestCase {

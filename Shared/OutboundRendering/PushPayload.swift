@@ -1,4 +1,6 @@
+import Contracts
 import Foundation
+import WireCodec
 
 /// The APNs and FCM payloads of a notification, with the BW keys of managed notifications
 /// (docs/API.md#outbound-payloads). A key whose value is absent is not written.
@@ -47,7 +49,7 @@ public enum PushPayload {
 
     /// The BW `timestamp` (and `ns` time): milliseconds since 1970, rounded like `RFC3339`.
     public static func epochMillis(_ date: Date) -> Int {
-        Int((date.timeIntervalSince1970 * 1000).rounded())
+        Int(RFC3339.milliseconds(date))
     }
 
     private static func renderAPNs(_ n: NotificationRequested, messageId: String, sentAt: Date, managedBadge: Int?,

@@ -1,4 +1,53 @@
 import Foundation
+import WireCodec
+
+/// The value of one record on the `outbound` topic, keyed by device token
+/// (docs/API.md#outbound-payloads):
+/// `{"mobileAppId","deviceToken","platform","deliveryId" (absent on badge updates),"messageId",`
+/// `"collapseKey","priority","expiresAt" (each when the send has one),"payload":{…}}`.
+///
+/// Written by hand into one buffer, payload included: a record per device is the processor's
+/// hottest output. Its keys are listed once, `Key`: the writer here, the sender's reader
+/// (`OutboundPush`) and the decoder's view (`OutboundRecordView`) below all name them from it.
+/// The payload and the records of a send are rendered in `OutboundRendering`.
+public enum OutboundRecord {
+    /// The record's keys, in the order the writer writes them.
+    public enum Key: String, CodingKey, CaseIterable, Sendable {
+        case mobileAppId, deviceToken, platform, deliveryId, messageId, collapseKey, priority, expiresAt, payload
+    }
+
+    /// Writes one record into `w`; `payload` writes the platform payload (`PushPayload`).
+    /// - Returns: the payload's size in bytes, to check against `PushPayload.maxBytes`.
+    @discardableResult
+    public static func encode(mobileAppId: UUID, deviceToken: String, platform: Platform, deliveryId: UUID?,
+                              messageId: String, options: NotificationContent? = nil, sentAt: Date? = nil,
+                              into w: inout JSONWriter, payload: (inout JSONWriter) -> Void) -> Int {
+        w.beginObject()
+        w.key(Key.mobileAppId.rawValue)
+        w.uuid(mobileAppId)
+        w.field(Key.deviceToken.rawValue, deviceToken)
+        w.field(Key.platform.rawValue, platform.rawValue)
+        if let deliveryId {
+            w.key(Key.deliveryId.rawValue)
+            w.uuid(deliveryId)
+        }
+        w.field(Key.messageId.rawValue, messageId)
+        if let options {
+            // The delivery options the sender maps to each provider's fields.
+            w.field(Key.collapseKey.rawValue, options.collapseKey)
+            w.field(Key.priority.rawValue, options.priority?.rawValue)
+            if let ttl = options.timeToLive, let sentAt {
+                w.field(Key.expiresAt.rawValue, Int(RFC3339.milliseconds(sentAt)) + ttl * 1000)
+            }
+        }
+        w.key(Key.payload.rawValue)
+        let start = w.bytes.count
+        payload(&w)
+        let size = w.bytes.count - start
+        w.endObject()
+        return size
+    }
+}
 
 /// An outbound record as the sender reads it (docs/ARCHITECTURE.md#delivery): its fields, and
 /// its payload as the bytes the processor rendered, which become the provider request as they
@@ -78,10 +127,7 @@ public struct OutboundPush: Sendable, Equatable {
     }
 }
 
-private enum OutboundKey: String, CaseIterable {
-    case mobileAppId, deviceToken, platform, deliveryId, messageId, collapseKey, priority, expiresAt, payload
-}
-private let outboundKeys = WireKeys<OutboundKey>()
+private let outboundKeys = WireKeys<OutboundRecord.Key>()
 
 private enum PayloadKey: String, CaseIterable { case aps, data, priority, collapseKey }
 private let payloadKeys = WireKeys<PayloadKey>()
@@ -154,5 +200,28 @@ extension OutboundPush.PayloadContents {
         self.data = data.map { Data(UnsafeBufferPointer(rebasing: bytes[$0])) }
         self.priority = priority
         self.collapseKey = collapseKey
+    }
+}
+
+/// An outbound record as read back by consumers and tests.
+public struct OutboundRecordView: Decodable, Sendable, Equatable {
+    private typealias CodingKeys = OutboundRecord.Key
+
+    public var mobileAppId: UUID
+    public var deviceToken: String
+    public var platform: Platform
+    public var deliveryId: UUID?
+    public var messageId: String
+    public var collapseKey: String?
+    public var priority: NotificationPriority?
+    /// Milliseconds since 1970: the send's time plus its `timeToLive`.
+    public var expiresAt: Int64?
+    public var payload: JSONValue
+
+    /// When the push expires, if the send said.
+    public var expiry: Date? { expiresAt.map { Date(timeIntervalSince1970: TimeInterval($0) / 1000) } }
+
+    public static func decode(_ data: Data) throws -> OutboundRecordView {
+        try JSONDecoder().decode(OutboundRecordView.self, from: data)
     }
 }

@@ -1,5 +1,7 @@
 import Contracts
 import Foundation
+import OutboundRendering
+import WireCodec
 import XCTest
 
 /// `OutboundPush.read`, the sender's reading of outbound records: whatever path it takes, it

@@ -1,5 +1,7 @@
 import Contracts
 import Foundation
+import OutboundRendering
+import WireCodec
 import XCTest
 
 final class AppCallbackTests: XCTestCase {

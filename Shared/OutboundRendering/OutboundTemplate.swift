@@ -1,4 +1,6 @@
+import Contracts
 import Foundation
+import WireCodec
 
 /// The outbound records of one send for one platform (and one managed badge), rendered once with
 /// placeholders where the device token and message id go, then written per device by copying
@@ -83,5 +85,12 @@ public struct OutboundTemplate: Sendable {
         }
         parts.append(.bytes(Array(rendered[start...])))
         return tokens == 1 && messages == 2 ? parts : nil
+    }
+}
+
+extension JSONWriter {
+    /// Appends the message id `index` of `series`, without quotes or separator.
+    fileprivate mutating func appendMessageId(_ series: MessageId.Series, index: Int) {
+        appendVerbatim { series.append(index: index, to: &$0) }
     }
 }
