@@ -1,7 +1,6 @@
 import Contracts
 import Foundation
 import Projections
-import Settings
 
 /// Applies a send (docs/API.md#sending-notifications): resolves the target to the app's devices as
 /// they are now, writes one outbound record per device, makes a managed notification pending on
@@ -16,7 +15,7 @@ struct NotificationHandler: CommandHandler {
     /// (`PUSHLINE_IDEMPOTENCY_WINDOW_HOURS`).
     let idempotencyWindow: Duration
 
-    init(idempotencyWindow: Duration = SharedSettings().idempotencyWindow) {
+    init(idempotencyWindow: Duration = DecisionRules.default.idempotencyWindow) {
         self.idempotencyWindow = idempotencyWindow
     }
 
