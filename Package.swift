@@ -68,7 +68,7 @@ let package = Package(
             dependencies: [.product(name: "Crypto", package: "swift-crypto")],
             path: "Shared/Contracts"
         ),
-        // The settings every executable reads, through one reader (README, "Configuration").
+        // The settings every executable reads, through one reader (docs/CONFIGURATION.md).
         .target(
             name: "Settings",
             dependencies: [

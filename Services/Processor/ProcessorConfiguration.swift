@@ -4,7 +4,7 @@ import Logging
 import Settings
 
 /// Everything the processor is configured with: one value, read from the environment and the
-/// command line by `fromEnvironment` (the README's configuration table lists each variable).
+/// command line by `fromEnvironment` (docs/CONFIGURATION.md lists each variable).
 public struct ProcessorConfiguration: Sendable {
     /// The settings every executable shares: broker, topics, store, logging.
     public var shared = SharedSettings()

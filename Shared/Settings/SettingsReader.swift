@@ -5,7 +5,7 @@ import Foundation
 /// and the flags it was started with, and every configuration value is parsed through it, so a
 /// variable means the same thing to every service that reads it.
 ///
-/// The names are the environment variables of the README's configuration table. Flags given on
+/// The names are the environment variables of docs/CONFIGURATION.md's table. Flags given on
 /// the command line are a provider in front of the environment (a flag wins over its variable).
 /// A variable set to the empty string counts as unset — the default applies — except where a
 /// setting says the empty string is a value of its own (`string(_:default:emptyIsValue:)`).
