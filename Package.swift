@@ -244,8 +244,10 @@ let package = Package(
         ),
         .testTarget(name: "ProcessorTests", dependencies: ["Processor", "ProcessorServer", "Contracts", "Projections", "Kafka", "TestSupport",
                                                          prometheus]),
-        // Checks Dockerfile and compose/ against the code (variables, routes); reads files only.
-        .testTarget(name: "DeploymentTests", dependencies: [yams]),
+        // Checks Dockerfile, compose/ and the docs' tables against the code (variables, defaults,
+        // routes, metrics, scripts); it reads files, and the executables' configurations as they
+        // read an environment. Nothing is started.
+        .testTarget(name: "DeploymentTests", dependencies: [yams, logging, "Settings", "Ingest", "Processor", "Sender", "PushlineCLI"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["Contracts", "Kafka", "Projections", "Sender", "TestSupport",
