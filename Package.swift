@@ -84,7 +84,7 @@ let package = Package(
             ],
             path: "Shared/OutboundRendering"
         ),
-        // The settings every executable reads, through one reader (README, "Configuration").
+        // The settings every executable reads, through one reader (docs/CONFIGURATION.md).
         .target(
             name: "Settings",
             dependencies: [
@@ -298,8 +298,10 @@ let package = Package(
         .testTarget(name: "ProcessorTests", dependencies: ["Processor", "ProcessorServer", "Contracts", "OutboundRendering", "Projections",
                                                          "ProjectionChangelog", "ProjectionStores", "Kafka", "TestSupport", "WireCodec",
                                                          prometheus]),
-        // Checks Dockerfile and compose/ against the code (variables, routes); reads files only.
-        .testTarget(name: "DeploymentTests", dependencies: [yams]),
+        // Checks Dockerfile, compose/ and the docs' tables against the code (variables, defaults,
+        // routes, metrics, scripts); it reads files, and the executables' configurations as they
+        // read an environment. Nothing is started.
+        .testTarget(name: "DeploymentTests", dependencies: [yams, logging, "Settings", "Ingest", "Processor", "Sender", "PushlineCLI"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["Contracts", "Kafka", "OutboundRendering", "Projections", "ProjectionStores", "SQLiteProjections", "PostgresProjections",

@@ -4,7 +4,7 @@ import Settings
 /// Everything the ingest service needs to know about its deployment, as one value.
 ///
 /// Built by `IngestMain` from the environment and its flags (`fromEnvironment(_:overrides:)`) or by
-/// tests directly; the defaults are the one-machine stack (README, "Configuration").
+/// tests directly; the defaults are the one-machine stack (docs/CONFIGURATION.md).
 public struct IngestConfiguration: Sendable {
     /// The settings every executable shares: broker, topics, store, logging.
     public var shared = SharedSettings()
@@ -76,7 +76,7 @@ public struct IngestConfiguration: Sendable {
     /// `PUSHLINE_INGEST_PORT` (default `8080`), `PUSHLINE_ADMIN_TOKEN` (required, non-empty),
     /// `PUSHLINE_AUTH_CACHE_MS` (default 1000, 0…3600000), the rate limits
     /// `PUSHLINE_RATE_LIMIT_{APP,SOURCE}_{PER_SECOND,BURST}` (requests per second 0…1000000, 0 = off;
-    /// burst 1…1000000) and the producer and HTTP settings of the README's configuration table.
+    /// burst 1…1000000) and the producer and HTTP settings of docs/CONFIGURATION.md.
     /// `overrides` are the command-line flags, by the variable each replaces.
     /// Throws `IngestError.invalidConfiguration` naming the variable at fault.
     public static func fromEnvironment(_ env: [String: String], overrides: [String: String?] = [:]) throws -> IngestConfiguration {

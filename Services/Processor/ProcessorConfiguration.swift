@@ -4,7 +4,7 @@ import Logging
 import Settings
 
 /// Everything the processor is configured with: one value, read from the environment and the
-/// command line by `fromEnvironment` (the README's configuration table lists each variable).
+/// command line by `fromEnvironment` (docs/CONFIGURATION.md lists each variable).
 public struct ProcessorConfiguration: Sendable {
     /// The settings every executable shares: broker, topics, store, logging.
     public var shared = SharedSettings()
@@ -18,13 +18,11 @@ public struct ProcessorConfiguration: Sendable {
     public static let batchSizes = 1...100_000
     public var webhookConcurrency = 32
     public var webhookTimeoutMs = 5_000
-    /// The most devices one user of an app keeps; a registration past it retires the user's
-    /// devices registered longest ago (`PUSHLINE_MAX_DEVICES_PER_USER`). Live processors and
-    /// rebuilds of one log must use the same value.
-    public var maxDevicesPerUser = 100
-    /// How long tracking reports of a delivery whose send has not been applied are kept, counted
-    /// in command times (`PUSHLINE_TRACKING_PARK_TTL_MS`, default a day).
-    public var trackingParkTtlMs = 86_400_000
+    /// The most devices one user of an app keeps (`DecisionRules.maxDevicesPerUser`). Live
+    /// processors and rebuilds of one log must use the same value.
+    public var maxDevicesPerUser = DecisionRules.default.maxDevicesPerUser
+    /// How long tracking reports of an unapplied send are kept (`DecisionRules.trackingParkTtlMs`).
+    public var trackingParkTtlMs = DecisionRules.default.trackingParkTtlMs
     /// Webhook attempts in flight for one app at most, so one app's slow receiver cannot hold
     /// every slot (`PUSHLINE_WEBHOOK_APP_CONCURRENCY`).
     public var webhookAppConcurrency = 4
@@ -45,6 +43,12 @@ public struct ProcessorConfiguration: Sendable {
     }
 
     public init() {}
+
+    /// The settings among these that change what the processor decides, as its handlers take them.
+    public var decisionRules: DecisionRules {
+        DecisionRules(maxDevicesPerUser: maxDevicesPerUser, trackingParkTtlMs: trackingParkTtlMs,
+                      idempotencyWindowHours: shared.idempotencyWindowHours)
+    }
 
     /// Reads the shared settings and the processor's own. `overrides` are command-line flags, by
     /// the variable each replaces; `defaultLogLevel` applies when `PUSHLINE_LOG_LEVEL` is unset.

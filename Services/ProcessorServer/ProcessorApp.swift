@@ -18,7 +18,7 @@ import ServiceLifecycle
 /// SIGTERM/SIGINT (the in-flight batch is finished, the group is left cleanly).
 public enum ProcessorApp {
     public static func run(configuration: ProcessorConfiguration, metrics: PrometheusCollectorRegistry,
-                           verifier: any DeviceTokenVerifier = TokenFormatVerifier(), logger: Logger) async throws {
+                           verifier: any DeviceTokenVerifier = DecisionRules.defaultVerifier, logger: Logger) async throws {
         try await configuration.shared.createMissingTopics()
         let store = try await ProjectionStoreFactory.open(configuration.shared.store, logger: logger)
 

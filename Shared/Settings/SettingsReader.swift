@@ -5,7 +5,7 @@ import Foundation
 /// and the flags it was started with, and every configuration value is parsed through it, so a
 /// variable means the same thing to every service that reads it.
 ///
-/// The names are the environment variables of the README's configuration table. Flags given on
+/// The names are the environment variables of docs/CONFIGURATION.md's table. Flags given on
 /// the command line are a provider in front of the environment (a flag wins over its variable).
 /// A variable set to the empty string counts as unset — the default applies — except where a
 /// setting says the empty string is a value of its own (`string(_:default:emptyIsValue:)`).
@@ -31,24 +31,32 @@ public struct SettingsReader: Sendable {
 
     /// The raw value of `name`; nil when it is unset.
     public func raw(_ name: String) -> String? {
+        SettingsReads.record(name, .none)
+        return lookup(name)
+    }
+
+    private func lookup(_ name: String) -> String? {
         reader.string(forKey: ConfigKey([name]), isSecret: true)
     }
 
     /// The value of `name`, or `value` when it is unset or empty — unless `emptyIsValue`, when
     /// an empty variable is the empty string.
     public func string(_ name: String, default value: String, emptyIsValue: Bool = false) -> String {
-        guard let raw = raw(name), emptyIsValue || !raw.isEmpty else { return value }
+        SettingsReads.record(name, .value(value))
+        guard let raw = lookup(name), emptyIsValue || !raw.isEmpty else { return value }
         return raw
     }
 
     /// The value of `name`, which must be set and not empty; `why` completes the error message.
     public func required(_ name: String, _ why: String) throws -> String {
-        guard let raw = raw(name), !raw.isEmpty else { throw ConfigurationError("\(name) is required: \(why)") }
+        SettingsReads.record(name, .required)
+        guard let raw = lookup(name), !raw.isEmpty else { throw ConfigurationError("\(name) is required: \(why)") }
         return raw
     }
 
     public func int(_ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
-        guard let raw = raw(name), !raw.isEmpty else { return value }
+        SettingsReads.record(name, .value(String(value)))
+        guard let raw = lookup(name), !raw.isEmpty else { return value }
         guard let v = Int(raw), range.contains(v) else {
             throw ConfigurationError("\(name)=\(raw) is not an integer in \(range.lowerBound)...\(range.upperBound)")
         }
@@ -57,7 +65,8 @@ public struct SettingsReader: Sendable {
 
     /// `true`/`false` (also `1`/`0`, `yes`/`no`), any case.
     public func bool(_ name: String, default value: Bool) throws -> Bool {
-        guard let raw = raw(name), !raw.isEmpty else { return value }
+        SettingsReads.record(name, .value(String(value)))
+        guard let raw = lookup(name), !raw.isEmpty else { return value }
         switch raw.lowercased() {
         case "true", "1", "yes": return true
         case "false", "0", "no": return false
@@ -67,7 +76,8 @@ public struct SettingsReader: Sendable {
 
     /// `key=value;key=value` → dictionary.
     public func properties(_ name: String) throws -> [String: String] {
-        guard let raw = raw(name), !raw.isEmpty else { return [:] }
+        SettingsReads.record(name, .none)
+        guard let raw = lookup(name), !raw.isEmpty else { return [:] }
         var out: [String: String] = [:]
         for (index, pair) in raw.split(separator: ";").enumerated() where !pair.trimmingCharacters(in: .whitespaces).isEmpty {
             let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }

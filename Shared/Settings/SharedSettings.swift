@@ -3,7 +3,7 @@ import Logging
 
 /// The settings every Pushline executable shares — the broker, the topics, the store, logging —
 /// read by one function, so that ingest, the processor and the `pushline` CLI cannot come to
-/// disagree on, say, the topic names (README, "Configuration").
+/// disagree on, say, the topic names (docs/CONFIGURATION.md).
 public struct SharedSettings: Sendable, Equatable {
     /// Kafka bootstrap servers.
     public var brokers = "127.0.0.1:9092"

@@ -1,8 +1,9 @@
 import Foundation
 import XCTest
 
-/// The README names every script (in the repository layout's `scripts/` line) and names no script
-/// that does not exist, so that a script added, renamed or removed without the README fails here.
+/// The README names every script (in the repository layout's `scripts/` line), and neither it nor
+/// a page of docs/ names a script that does not exist, so that a script added, renamed or removed
+/// without the docs fails here.
 final class ScriptsListTests: XCTestCase {
     func testTheReadmeNamesEveryScriptAndEveryScriptItNamesExists() throws {
         let readme = try String(contentsOf: DeploymentTests.repository.appendingPathComponent("README.md"), encoding: .utf8)
@@ -12,6 +13,11 @@ final class ScriptsListTests: XCTestCase {
 
         XCTAssertEqual(Self.paths(inReadme: readme).subtracting(present).sorted(), [], "named in the README but not in scripts/")
         XCTAssertEqual(present.subtracting(Self.layoutList(inReadme: readme)).sorted(), [], "in scripts/ but not in the README's layout")
+        let docs = DeploymentTests.repository.appendingPathComponent("docs")
+        for page in try FileManager.default.contentsOfDirectory(atPath: docs.path) where page.hasSuffix(".md") {
+            let text = try String(contentsOf: docs.appendingPathComponent(page), encoding: .utf8)
+            XCTAssertEqual(Self.paths(inReadme: text).subtracting(present).sorted(), [], "named in docs/\(page) but not in scripts/")
+        }
     }
 
     func testScriptsAreReadFromPathsAndFromTheLayoutLine() {

@@ -25,7 +25,7 @@ final class DeviceCapTests: ApplierTestCase {
     func testARegistrationPastTheCapRetiresTheDevicesRegisteredLongestAgo() async throws {
         let store = try await ProjectionStoreFactory.open("sqlite:" + directory.appendingPathComponent("cap.sqlite").path, logger: Logger(label: "test"))
         let applier = BatchApplier(store: store, outbound: RecordingOutbound(), verifier: TokenFormatVerifier(), logger: Logger(label: "test"),
-                                   maxDevicesPerUser: 3)
+                                   rules: DecisionRules(maxDevicesPerUser: 3))
         let admin = try record(AppCreated(orgId: org, mobileAppId: appId, name: "a", tokenId: tokenId, tokenHash: tokenHash), partition: 0, offset: 0)
         var positions = try await applier.apply([admin], expected: [:])
         // Four devices over two batches, then device 1 registered again (it is the newest now),
@@ -53,7 +53,7 @@ final class DeviceCapTests: ApplierTestCase {
             let store = try await ProjectionStoreFactory.open("sqlite:" + directory.appendingPathComponent("\(name).sqlite").path,
                                                               logger: Logger(label: "test"))
             let applier = BatchApplier(store: store, outbound: RecordingOutbound(), verifier: TokenFormatVerifier(),
-                                       logger: Logger(label: "test"), maxDevicesPerUser: 2)
+                                       logger: Logger(label: "test"), rules: DecisionRules(maxDevicesPerUser: 2))
             var positions = try await applier.apply([admin], expected: [:])
             var records = try (0..<7).map { try registration($0, second: TimeInterval($0), offset: Int64($0)) }[...]
             for size in sizes {

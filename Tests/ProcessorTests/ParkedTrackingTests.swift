@@ -26,7 +26,7 @@ final class ParkedTrackingTests: ApplierTestCase {
         let store = try await ProjectionStoreFactory.open("sqlite:" + directory.appendingPathComponent("parked.sqlite").path,
                                                           logger: Logger(label: "test"))
         let applier = BatchApplier(store: store, outbound: RecordingOutbound(), verifier: TokenFormatVerifier(), logger: Logger(label: "test"),
-                                   trackingParkTime: .seconds(24 * 3600))
+                                   rules: DecisionRules(trackingParkTtlMs: 24 * 3600 * 1000))
         let forged = UUID(), other = UUID()
         var positions = try await applier.apply([try report(forged, hoursAfter: 0, offset: 0)], expected: [:])
         let parked = try await store.load(StateQuery(trackedDeliveries: [forged]))

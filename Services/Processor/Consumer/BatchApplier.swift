@@ -74,21 +74,19 @@ final class BatchApplier: Sendable {
 
     /// The most outbound records handed to the producer at once (`outboundWindow(forQueue:)`).
     private let outboundWindow: Int
-    /// How long reports of a delivery whose send has not been applied are kept (`PUSHLINE_TRACKING_PARK_TTL_MS`).
+    /// How long reports of a delivery whose send has not been applied are kept (`DecisionRules.trackingParkTtlMs`).
     private let trackingParkTime: Duration
 
     init(store: any BatchStore, outbound: any OutboundPublisher, verifier: any DeviceTokenVerifier, logger: Logger,
          replaying: Bool = false, retryDelays: [Duration] = [.milliseconds(50), .milliseconds(200), .milliseconds(800)],
          outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages),
-         maxDevicesPerUser: Int = ProcessorConfiguration().maxDevicesPerUser,
-         trackingParkTime: Duration = .milliseconds(ProcessorConfiguration().trackingParkTtlMs),
-         idempotencyWindow: Duration = SharedSettings().idempotencyWindow) {
-        self.trackingParkTime = trackingParkTime
+         rules: DecisionRules = .default) {
+        self.trackingParkTime = rules.trackingParkTime
         self.outboundWindow = max(1, outboundWindow)
         self.replaying = replaying
         self.store = store
         self.outbound = outbound
-        self.handlers = .standard(verifier: verifier, maxDevicesPerUser: maxDevicesPerUser, idempotencyWindow: idempotencyWindow)
+        self.handlers = .standard(verifier: verifier, rules: rules)
         self.logger = logger
         self.retryDelays = retryDelays
     }

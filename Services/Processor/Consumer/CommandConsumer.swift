@@ -28,19 +28,14 @@ public final class CommandConsumer: Service, Sendable {
     init(configuration: KafkaConsumerConfiguration, topics: [String], leaseTopic: String, store: any BatchStore,
          outbound: any OutboundPublisher,
          verifier: any DeviceTokenVerifier, logger: Logger,
-         outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages),
-         maxDevicesPerUser: Int = ProcessorConfiguration().maxDevicesPerUser,
-         trackingParkTime: Duration = .milliseconds(ProcessorConfiguration().trackingParkTtlMs),
-         idempotencyWindow: Duration = SharedSettings().idempotencyWindow,
-         stallAfter: Duration = .seconds(60), acceptExistingLog: Bool = false, marks: ProgressMarks?,
+         outboundWindow: Int, rules: DecisionRules, stallAfter: Duration, acceptExistingLog: Bool, marks: ProgressMarks?,
          onApplied: @escaping @Sendable () -> Void) {
         self.configuration = configuration
         self.lease = ProcessorLease(configuration: configuration, topic: leaseTopic, logger: logger)
         self.watch = Mutex(ProgressWatch(stallAfter: stallAfter))
         self.acceptExistingLog = acceptExistingLog
         let applier = BatchApplier(store: store, outbound: outbound, verifier: verifier, logger: logger,
-                                   outboundWindow: outboundWindow, maxDevicesPerUser: maxDevicesPerUser,
-                                   trackingParkTime: trackingParkTime, idempotencyWindow: idempotencyWindow)
+                                   outboundWindow: outboundWindow, rules: rules)
         self.loop = ApplyLoop(store: store, topics: topics, applier: applier, unseenStart: nil,
                               maxBatch: configuration.maxBatchSize, marks: marks, logger: logger)
         self.onApplied = onApplied
@@ -59,9 +54,7 @@ public final class CommandConsumer: Service, Sendable {
                         outbound: KafkaOutboundPublisher(producer: producer, topic: configuration.shared.topics.outbound),
                         verifier: verifier, logger: logger,
                         outboundWindow: BatchApplier.outboundWindow(forQueue: configuration.producerQueueMessages),
-                        maxDevicesPerUser: configuration.maxDevicesPerUser,
-                        trackingParkTime: .milliseconds(configuration.trackingParkTtlMs),
-                        idempotencyWindow: configuration.shared.idempotencyWindow,
+                        rules: configuration.decisionRules,
                         stallAfter: .milliseconds(configuration.stallTimeoutMs),
                         acceptExistingLog: configuration.acceptExistingLog,
                         marks: ProgressMarks(producer: producer),

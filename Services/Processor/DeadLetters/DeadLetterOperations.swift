@@ -33,15 +33,13 @@ public enum DeadLetterOperations {
     /// letter is removed in the same transaction as its state. If the store still refuses it,
     /// the error is thrown and the dead letter stays.
     public static func reapply(_ key: DeadLetterKey, configuration: ProcessorConfiguration,
-                               verifier: any DeviceTokenVerifier = TokenFormatVerifier(), logger: Logger) async throws -> DeadLetterReapplied {
+                               verifier: any DeviceTokenVerifier = DecisionRules.defaultVerifier, logger: Logger) async throws -> DeadLetterReapplied {
         try await ProjectionStoreFactory.withStore(configuration.shared.store, logger: logger) { store in
             guard let letter = try await store.deadLetter(key) else { throw NotFound(key: key) }
             let producer = try KafkaProducer(configuration: configuration.shared.producerConfiguration(clientId: "pushline-dead-letters"),
                                              logger: logger)
             let applier = BatchApplier(store: store, outbound: KafkaOutboundPublisher(producer: producer, topic: configuration.shared.topics.outbound),
-                                       verifier: verifier, logger: logger, maxDevicesPerUser: configuration.maxDevicesPerUser,
-                                       trackingParkTime: .milliseconds(configuration.trackingParkTtlMs),
-                                       idempotencyWindow: configuration.shared.idempotencyWindow)
+                                       verifier: verifier, logger: logger, rules: configuration.decisionRules)
             do {
                 let result = try await applier.reapply(letter)
                 await producer.shutdown()

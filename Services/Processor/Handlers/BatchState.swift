@@ -42,7 +42,7 @@ struct BatchState {
     private(set) var mutations: [Mutation] = []
     private(set) var outbound: [OutboundMessage] = []
 
-    init(_ snapshot: StateSnapshot, trackingParkTime: Duration = .milliseconds(ProcessorConfiguration().trackingParkTtlMs)) {
+    init(_ snapshot: StateSnapshot, trackingParkTime: Duration = DecisionRules.default.trackingParkTime) {
         self.trackingParkTime = trackingParkTime.inSeconds
         apps = snapshot.apps
         tokens = snapshot.tokens

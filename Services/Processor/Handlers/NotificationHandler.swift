@@ -2,7 +2,6 @@ import Contracts
 import Foundation
 import OutboundRendering
 import Projections
-import Settings
 import WireCodec
 
 /// Applies a send (docs/API.md#sending-notifications): resolves the target to the app's devices as
@@ -18,7 +17,7 @@ struct NotificationHandler: CommandHandler {
     /// (`PUSHLINE_IDEMPOTENCY_WINDOW_HOURS`).
     let idempotencyWindow: Duration
 
-    init(idempotencyWindow: Duration = SharedSettings().idempotencyWindow) {
+    init(idempotencyWindow: Duration = DecisionRules.default.idempotencyWindow) {
         self.idempotencyWindow = idempotencyWindow
     }
 

@@ -1,7 +1,6 @@
 import Contracts
 import Foundation
 import Projections
-import Settings
 import WireCodec
 
 /// A decoded command with the envelope facts the handlers need, and the handler of its type.
@@ -36,11 +35,10 @@ struct ProcessorCommand: Sendable {
 struct HandlerRegistry: Sendable {
     private var handlers: [CommandType: any RegisteredHandler] = [:]
 
-    /// The processor's handlers. `verifier` and `maxDevicesPerUser` configure registrations,
-    /// `idempotencyWindow` sends.
-    static func standard(verifier: any DeviceTokenVerifier = TokenFormatVerifier(),
-                         maxDevicesPerUser: Int = ProcessorConfiguration().maxDevicesPerUser,
-                         idempotencyWindow: Duration = SharedSettings().idempotencyWindow) -> HandlerRegistry {
+    /// The processor's handlers. `verifier` checks registrations' tokens; `rules` set the
+    /// registrations' per-user cap and the sends' idempotency window.
+    static func standard(verifier: any DeviceTokenVerifier = DecisionRules.defaultVerifier,
+                         rules: DecisionRules = .default) -> HandlerRegistry {
         var registry = HandlerRegistry()
         registry.register(AppCreatedHandler())
         registry.register(ApiTokenIssuedHandler())
@@ -48,9 +46,9 @@ struct HandlerRegistry: Sendable {
         registry.register(AppSettingsChangedHandler())
         registry.register(PushCredentialsSetHandler())
         registry.register(PushCredentialsRemovedHandler())
-        registry.register(RegistrationHandler(verifier: verifier, maxDevicesPerUser: maxDevicesPerUser))
+        registry.register(RegistrationHandler(verifier: verifier, maxDevicesPerUser: rules.maxDevicesPerUser))
         registry.register(CleanupHandler())
-        registry.register(NotificationHandler(idempotencyWindow: idempotencyWindow))
+        registry.register(NotificationHandler(idempotencyWindow: rules.idempotencyWindow))
         registry.register(AckHandler())
         registry.register(TrackingHandler())
         registry.register(DeliveryResultHandler())

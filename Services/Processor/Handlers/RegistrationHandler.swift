@@ -13,7 +13,7 @@ struct RegistrationHandler: CommandHandler {
     let maxDevicesPerUser: Int
     private let encoder = WireJSON.encoder()
 
-    init(verifier: any DeviceTokenVerifier, maxDevicesPerUser: Int = ProcessorConfiguration().maxDevicesPerUser) {
+    init(verifier: any DeviceTokenVerifier, maxDevicesPerUser: Int = DecisionRules.default.maxDevicesPerUser) {
         self.verifier = verifier
         self.maxDevicesPerUser = max(1, maxDevicesPerUser)
     }

@@ -109,7 +109,7 @@ public enum Rebuild {
     }
 
     public static func run(configuration: ProcessorConfiguration, options: Options = Options(),
-                           verifier: any DeviceTokenVerifier = TokenFormatVerifier(), logger: Logger) async throws -> Summary {
+                           verifier: any DeviceTokenVerifier = DecisionRules.defaultVerifier, logger: Logger) async throws -> Summary {
         if options.switchOver && options.previous == nil { throw Failure.switchNeedsPrevious }
         if options.join && options.source != .commands { throw Failure.joinNeedsCommands }
         // A topic nobody wrote yet is created (empty), as `serve` does, rather than waited for.
@@ -229,9 +229,7 @@ public enum Rebuild {
                                       store: store, outbound: outbound, verifier: verifier, logger: logger,
                                       limits: target, partitions: Array(target.keys),
                                       leaseTopic: options.join ? configuration.shared.topics.processorLease : nil,
-                                      closesAtLimits: closesAtLimits, maxDevicesPerUser: configuration.maxDevicesPerUser,
-                                      trackingParkTime: .milliseconds(configuration.trackingParkTtlMs),
-                                      idempotencyWindow: configuration.shared.idempotencyWindow)
+                                      closesAtLimits: closesAtLimits, rules: configuration.decisionRules)
         let clock = ContinuousClock()
         let began = clock.now
         logger.info("replaying the command topics", metadata: ["topics": "\(topics)"])

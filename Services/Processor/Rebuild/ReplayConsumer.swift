@@ -28,16 +28,14 @@ final class ReplayConsumer: Sendable {
     ///     yet either — they wait for progress marks — are left for them.
     init(configuration: KafkaConsumerConfiguration, topics: [String], store: any BatchStore, outbound: any OutboundPublisher,
          verifier: any DeviceTokenVerifier, logger: Logger, limits: [PartitionKey: Int64], partitions: [PartitionKey],
-         leaseTopic: String?, closesAtLimits: Bool, maxDevicesPerUser: Int, trackingParkTime: Duration,
-         idempotencyWindow: Duration) {
+         leaseTopic: String?, closesAtLimits: Bool, rules: DecisionRules) {
         self.configuration = configuration
         self.limits = limits
         self.partitions = partitions
         self.lease = leaseTopic.map { ProcessorLease(configuration: configuration, topic: $0, logger: logger) }
         self.closesAtLimits = closesAtLimits
         let applier = BatchApplier(store: store, outbound: outbound, verifier: verifier, logger: logger, replaying: true,
-                                   maxDevicesPerUser: maxDevicesPerUser, trackingParkTime: trackingParkTime,
-                                   idempotencyWindow: idempotencyWindow)
+                                   rules: rules)
         loop = ApplyLoop(store: store, topics: topics, applier: applier, unseenStart: 0, maxBatch: configuration.maxBatchSize,
                          marks: nil, logger: logger)
     }

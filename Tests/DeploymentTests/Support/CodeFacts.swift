@@ -60,18 +60,12 @@ struct CodeFacts: Equatable {
         try Set(swiftSources(["Services", "Shared"], in: repository).flatMap { variableNames(in: $0) })
     }
 
-    /// The `PUSHLINE_…` names in the first column of the README's configuration table (the
-    /// table under "## Configuration"; a row may name two, `A` / `B`).
-    static func configurationTable(inReadme readme: String) -> Set<String> {
-        guard let start = readme.range(of: "\n## Configuration\n") else { return [] }
-        let section = readme[start.upperBound...]
-        let end = section.range(of: "\n## ")?.lowerBound ?? section.endIndex
-        var names: Set<String> = []
-        for line in section[..<end].split(separator: "\n") where line.hasPrefix("| `PUSHLINE_") {
-            let firstCell = line.dropFirst(2).prefix { $0 != "|" }
-            names.formUnion(firstCell.matches(of: #/`(PUSHLINE_[A-Z0-9_]+)`/#).map { String($0.output.1) })
-        }
-        return names
+    /// The `PUSHLINE_…` names in the first column of the configuration table (the table whose
+    /// first header is "Variable"; a row may name two, `A` / `B`).
+    static func configurationTable(in document: String) -> Set<String> {
+        Set(MarkdownTable.rows(in: document, firstHeader: "Variable").flatMap { row in
+            (row.first ?? "").matches(of: #/`(PUSHLINE_[A-Z0-9_]+)`/#).map { String($0.output.1) }
+        })
     }
 
     /// Every metric name (a `"pushline_…"` string literal) in the executables' sources.
@@ -81,17 +75,20 @@ struct CodeFacts: Equatable {
         })
     }
 
-    /// The metric names in the first column of the README's metrics table (under "### Metrics").
-    static func metricsTable(inReadme readme: String) -> Set<String> {
-        guard let start = readme.range(of: "\n### Metrics\n") else { return [] }
-        let section = readme[start.upperBound...]
-        let end = section.range(of: "\n#")?.lowerBound ?? section.endIndex
-        return Set(section[..<end].split(separator: "\n").compactMap { line in
-            line.firstMatch(of: #/^\| `(pushline_[a-z0-9_]+)`/#).map { String($0.output.1) }
+    /// The metric names in the first column of the metrics table (the table whose first header
+    /// is "Metric").
+    static func metricsTable(in document: String) -> Set<String> {
+        Set(MarkdownTable.rows(in: document, firstHeader: "Metric").compactMap { row in
+            (row.first ?? "").wholeMatch(of: #/`(pushline_[a-z0-9_]+)`/#).map { String($0.output.1) }
         })
     }
 
-    private static func swiftSources(_ folders: [String], in repository: URL) throws -> [String] {
+    /// The text of a file of the repository (`docs/CONFIGURATION.md`).
+    static func document(_ path: String, repository: URL = DeploymentTests.repository) throws -> String {
+        try String(contentsOf: repository.appendingPathComponent(path), encoding: .utf8)
+    }
+
+    static func swiftSources(_ folders: [String], in repository: URL) throws -> [String] {
         var sources: [String] = []
         for folder in folders {
             let root = repository.appendingPathComponent(folder)
