@@ -24,6 +24,9 @@ public enum FieldLimits {
     public static let messageBytes = 4_096
     /// A tracking `broadlogId` (`<position>-<16 hex>` for Pushline's own).
     public static let broadlogIdBytes = 64
+    /// A device's time zone, an IANA name such as `America/Argentina/Buenos_Aires` (the
+    /// registration API's `TimeZone`); the longest in use has 32 bytes.
+    public static let timeZoneBytes = 64
     /// A callback URL (`x-ms-callback-url`, an app's `callbackUrl`) or a media URL.
     public static let urlBytes = 2_048
     /// Callback headers (`x-ms-callback-url-headers`, an app's `callbackHeaders`): how many, and

@@ -32,7 +32,7 @@ final class HandWrittenCommandsTests: XCTestCase {
             try check(DeviceRegistrationRequested(
                 registrationRequestId: .random(), orgId: .random(), mobileAppId: .random(), userId: text(&random),
                 platform: Bool.random(using: &random) ? .ios : .android, deviceToken: text(&random), apiTokenHash: text(&random),
-                trackStatus: Bool.random(using: &random), callback: callback))
+                trackStatus: Bool.random(using: &random), callback: callback, timeZone: maybe(text(&random))))
             try check(DeviceCleanupRequested(orgId: .random(), mobileAppId: .random(), userId: text(&random),
                                              deviceToken: maybe(text(&random)), apiTokenHash: text(&random)))
             try check(NotificationAcknowledged(mobileAppId: .random(), notificationId: text(&random), deviceToken: text(&random),

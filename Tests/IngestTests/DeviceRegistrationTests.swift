@@ -46,6 +46,30 @@ final class DeviceRegistrationTests: XCTestCase {
         XCTAssertEqual(command.userId, "user-2")
     }
 
+    func testATimeZoneOfIANAFormTravelsWithTheCommandAndAnyOtherIsA400() async throws {
+        let harness = await Harness.withClientApps()
+        for zone in ["Europe/Lisbon", "America/Argentina/Buenos_Aires", "Etc/GMT+3", "UTC"] {
+            let response = try await harness.test { client in
+                try await client.post(Fixture.devices(), object: Fixture.registration(timeZone: zone))
+            }
+            XCTAssertEqual(response.status, .accepted, zone)
+            let command = try await harness.published(DeviceRegistrationRequested.self).last
+            XCTAssertEqual(command?.timeZone, zone)
+        }
+        _ = try await harness.test { client in try await client.post(Fixture.devices(), object: Fixture.registration(timeZone: "")) }
+        let withoutZone = try await harness.published(DeviceRegistrationRequested.self).last
+        XCTAssertNil(withoutZone?.timeZone, "an empty TimeZone counts as not sent")
+        let before = await harness.publisher.calls.count
+        for zone in ["/Europe", "Europe/", "Europe//Lisbon", "1Europe", "Europe/Lis bon", "Europe/Lisbão", "../etc/passwd", "Europe\\Lisbon"] {
+            let refused = try await harness.test { client in
+                try await client.post(Fixture.devices(), object: Fixture.registration(timeZone: zone))
+            }
+            try assertProblem(refused, .badRequest, field: "TimeZone")
+        }
+        let after = await harness.publisher.calls.count
+        XCTAssertEqual(after, before, "a refused time zone writes nothing")
+    }
+
     func testTrackedRegistrationAnswersTheRegistrationRequestIdOfItsCommand() async throws {
         let harness = await Harness.withClientApps()
         let response = try await harness.test { client in

@@ -30,6 +30,9 @@ final class FieldLimitsTests: XCTestCase {
         Case(name: "registration ApiToken", limit: FieldLimits.apiTokenBytes, field: "ApiToken", success: .accepted) { client, value in
             try await client.post(Fixture.devices(), object: Fixture.registration(token: value))
         },
+        Case(name: "registration TimeZone", limit: FieldLimits.timeZoneBytes, field: "TimeZone", success: .accepted) { client, value in
+            try await client.post(Fixture.devices(), object: Fixture.registration(timeZone: value))
+        },
         Case(name: "registration cleanup UserId", limit: FieldLimits.userIdBytes, field: "UserId", success: .accepted) { client, value in
             try await client.post(Fixture.devices() + "/cleanup", object: Fixture.cleanup(user: value))
         },

@@ -23,9 +23,11 @@ final class HandlerTests: XCTestCase {
     }
 
     private func registration(user: String = "u", token: String? = nil, platform: Platform = .ios, hash: String? = nil,
-                              track: Bool = true, callback: StatusCallback? = nil, org: UUID? = nil) -> DeviceRegistrationRequested {
+                              track: Bool = true, callback: StatusCallback? = nil, org: UUID? = nil,
+                              timeZone: String? = nil) -> DeviceRegistrationRequested {
         DeviceRegistrationRequested(registrationRequestId: UUID(), orgId: org ?? self.org, mobileAppId: appId, userId: user, platform: platform,
-                                    deviceToken: token ?? apns, apiTokenHash: hash ?? tokenHash, trackStatus: track, callback: callback)
+                                    deviceToken: token ?? apns, apiTokenHash: hash ?? tokenHash, trackStatus: track, callback: callback,
+                                    timeZone: timeZone)
     }
 
     private let handler = RegistrationHandler(verifier: TokenFormatVerifier())
@@ -43,6 +45,21 @@ final class HandlerTests: XCTestCase {
         var s = state()
         _ = handler.apply(registration(), CommandContext(at: at), to: &s)
         XCTAssertEqual(handler.apply(registration(), CommandContext(at: at), to: &s), .rejected("DuplicateExists"))
+    }
+
+    func testATimeZoneIsStoredKeptWhenNoneIsGivenAndAnotherOneIsAChange() {
+        var s = state()
+        let key = DeviceKey(appId: appId, deviceToken: apns)
+        XCTAssertEqual(handler.apply(registration(timeZone: "Europe/Lisbon"), CommandContext(at: at), to: &s), .applied)
+        XCTAssertEqual(s.devices[key]?.timeZone, "Europe/Lisbon")
+        XCTAssertEqual(handler.apply(registration(), CommandContext(at: at), to: &s), .rejected("DuplicateExists"), "none given: no change")
+        XCTAssertEqual(handler.apply(registration(timeZone: "Europe/Lisbon"), CommandContext(at: at), to: &s), .rejected("DuplicateExists"))
+        XCTAssertEqual(s.devices[key]?.timeZone, "Europe/Lisbon")
+        XCTAssertEqual(handler.apply(registration(timeZone: "Asia/Tokyo"), CommandContext(at: at), to: &s), .applied)
+        XCTAssertEqual(s.devices[key]?.timeZone, "Asia/Tokyo")
+        XCTAssertEqual(s.devices[key]?.version, 2)
+        XCTAssertEqual(handler.apply(registration(user: "other"), CommandContext(at: at), to: &s), .applied)
+        XCTAssertEqual(s.devices[key]?.timeZone, "Asia/Tokyo", "moving to another user without a time zone keeps the device's")
     }
 
     func testTokenOfAnotherUserMovesAndBumpsVersion() {

@@ -31,6 +31,29 @@ enum FieldRules {
         return text
     }
 
+    /// An IANA time zone name, by its form: ASCII letters, digits, `_`, `+` and `-`, in parts joined
+    /// by `/`, the first starting with a letter (`Europe/Lisbon`, `Etc/GMT+3`, `UTC`), at most
+    /// `FieldLimits.timeZoneBytes`. Checked by form, not against a time zone database, so a zone
+    /// created after this build is accepted too.
+    static func timeZone(_ value: String, field: @autoclosure () -> String) throws -> String {
+        try bounded(value, maxBytes: FieldLimits.timeZoneBytes, field: field())
+        let parts = value.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        let wellFormed = parts.allSatisfy { part in
+            !part.isEmpty && part.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                     UInt8(ascii: "_"), UInt8(ascii: "+"), UInt8(ascii: "-"): true
+                default: false
+                }
+            }
+        } && value.utf8.first.map { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) } == true
+        guard wellFormed else {
+            let field = field()
+            throw IngestError.badRequest("\(lastComponent(of: field)) must be an IANA time zone name, such as Europe/Lisbon", field: field)
+        }
+        return value
+    }
+
     /// At most `maxBytes` UTF-8 bytes (`FieldLimits`).
     static func bounded(_ value: String, maxBytes: Int, field: @autoclosure () -> String) throws {
         guard value.utf8.count <= maxBytes else {

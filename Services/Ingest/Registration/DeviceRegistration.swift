@@ -78,9 +78,13 @@ extension DeviceRegistrationRequested {
                                          field: RegistrationRoutes.field("ApnsDeviceToken|FcmDeviceToken", index: index))
         }
 
+        let timeZone = try registration.TimeZone.nonEmpty.map {
+            try FieldRules.timeZone($0, field: RegistrationRoutes.field("TimeZone", index: index))
+        }
+
         self.init(registrationRequestId: .random(), orgId: orgId, mobileAppId: mobileAppId, userId: userId,
                   platform: platform, deviceToken: deviceToken, apiTokenHash: tokenHashes.hash(apiToken),
-                  trackStatus: headers.trackStatus, callback: headers.callback(apiToken: apiToken))
+                  trackStatus: headers.trackStatus, callback: headers.callback(apiToken: apiToken), timeZone: timeZone)
     }
 }
 

@@ -40,9 +40,10 @@ struct RegistrationHandler: CommandHandler {
         let failure = context.storeFailed ? .FailedToStoreDevice : decide(c, state: state)
         if failure == nil {
             let key = DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken)
-            let version = (state.devices[key]?.version ?? 0) + 1
+            let existing = state.devices[key]
             state.upsert(DeviceRow(appId: c.mobileAppId, deviceToken: c.deviceToken, userId: c.userId,
-                                   platform: c.platform, version: version, updatedAt: at))
+                                   platform: c.platform, version: (existing?.version ?? 0) + 1, updatedAt: at,
+                                   timeZone: c.timeZone ?? existing?.timeZone))
             retireOldestDevices(of: UserKey(appId: c.mobileAppId, userId: c.userId), keeping: key, in: &state)
         }
         let status: DeviceRegistrationAPI.Status = failure == nil ? .Success : .Failed
@@ -76,7 +77,10 @@ struct RegistrationHandler: CommandHandler {
         if c.deviceToken.utf8.count > DeviceRegistrationAPI.maxDeviceTokenBytes { return .DeviceTokenTooLong }
         if !verifier.verify(token: c.deviceToken, platform: c.platform) { return .DryRunSendingFailed }
         let existing = state.devices[DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken)]
-        if let existing, existing.userId == c.userId, existing.platform == c.platform { return .DuplicateExists }
+        // A registration without a time zone leaves the stored one; a new one is a change.
+        if let existing, existing.userId == c.userId, existing.platform == c.platform, c.timeZone == nil || c.timeZone == existing.timeZone {
+            return .DuplicateExists
+        }
         return nil
     }
 

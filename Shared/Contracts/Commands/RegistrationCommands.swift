@@ -57,9 +57,11 @@ public struct DeviceRegistrationRequested: Command, Equatable {
     public var apiTokenHash: String
     public var trackStatus: Bool
     public var callback: StatusCallback?
+    /// The device's time zone, an IANA name, when the registration gave one.
+    public var timeZone: String?
 
     public init(registrationRequestId: UUID, orgId: UUID, mobileAppId: UUID, userId: String, platform: Platform,
-                deviceToken: String, apiTokenHash: String, trackStatus: Bool, callback: StatusCallback?) {
+                deviceToken: String, apiTokenHash: String, trackStatus: Bool, callback: StatusCallback?, timeZone: String? = nil) {
         self.registrationRequestId = registrationRequestId
         self.orgId = orgId
         self.mobileAppId = mobileAppId
@@ -69,6 +71,7 @@ public struct DeviceRegistrationRequested: Command, Equatable {
         self.apiTokenHash = apiTokenHash
         self.trackStatus = trackStatus
         self.callback = callback
+        self.timeZone = timeZone
     }
 
     public var recordKey: String { RecordKey.user(app: mobileAppId, user: userId) }
@@ -76,13 +79,13 @@ public struct DeviceRegistrationRequested: Command, Equatable {
 
 extension DeviceRegistrationRequested: WireDecodable {
     private enum Key: String, CaseIterable {
-        case registrationRequestId, orgId, mobileAppId, userId, platform, deviceToken, apiTokenHash, trackStatus, callback
+        case registrationRequestId, orgId, mobileAppId, userId, platform, deviceToken, apiTokenHash, trackStatus, callback, timeZone
     }
     private static let keys = WireKeys<Key>()
 
     public init?(wire reader: inout WireReader) {
         var registrationRequestId: UUID?, orgId: UUID?, mobileAppId: UUID?, userId: String?, platform: Platform?
-        var deviceToken: String?, apiTokenHash: String?, trackStatus: Bool?, callback: StatusCallback?
+        var deviceToken: String?, apiTokenHash: String?, trackStatus: Bool?, callback: StatusCallback?, timeZone: String?
         guard reader.object(Self.keys, { reader, key in
             switch key {
             case .registrationRequestId: reader.read(&registrationRequestId)
@@ -94,12 +97,13 @@ extension DeviceRegistrationRequested: WireDecodable {
             case .apiTokenHash: reader.read(&apiTokenHash)
             case .trackStatus: reader.read(&trackStatus)
             case .callback: reader.readOptional(&callback)
+            case .timeZone: reader.readOptional(&timeZone)
             }
         }), let registrationRequestId, let orgId, let mobileAppId, let userId, let platform, let deviceToken, let apiTokenHash,
               let trackStatus else { return nil }
         self.init(registrationRequestId: registrationRequestId, orgId: orgId, mobileAppId: mobileAppId, userId: userId,
                   platform: platform, deviceToken: deviceToken, apiTokenHash: apiTokenHash, trackStatus: trackStatus,
-                  callback: callback)
+                  callback: callback, timeZone: timeZone)
     }
 }
 
@@ -129,6 +133,10 @@ extension DeviceRegistrationRequested: HandWrittenCommand {
         writer.string(platform.rawValue)
         writer.key("registrationRequestId")
         writer.uuid(registrationRequestId)
+        if let timeZone {
+            writer.key("timeZone")
+            writer.string(timeZone)
+        }
         writer.key("trackStatus")
         writer.bool(trackStatus)
         writer.key("userId")

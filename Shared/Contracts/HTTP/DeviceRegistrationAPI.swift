@@ -21,13 +21,17 @@ public enum DeviceRegistrationAPI {
         public var ApiToken: String?
         public var ApnsDeviceToken: String?
         public var FcmDeviceToken: String?
+        /// The device's time zone, an IANA name (`Europe/Lisbon`); optional.
+        public var TimeZone: String?
 
-        public init(MobileAppId: String?, UserId: String?, ApiToken: String?, ApnsDeviceToken: String? = nil, FcmDeviceToken: String? = nil) {
+        public init(MobileAppId: String?, UserId: String?, ApiToken: String?, ApnsDeviceToken: String? = nil, FcmDeviceToken: String? = nil,
+                    TimeZone: String? = nil) {
             self.MobileAppId = MobileAppId
             self.UserId = UserId
             self.ApiToken = ApiToken
             self.ApnsDeviceToken = ApnsDeviceToken
             self.FcmDeviceToken = FcmDeviceToken
+            self.TimeZone = TimeZone
         }
     }
 
@@ -100,11 +104,11 @@ public enum DeviceRegistrationAPI {
 }
 
 extension DeviceRegistrationAPI.Registration: WireDecodable {
-    private enum Key: String, CaseIterable { case MobileAppId, UserId, ApiToken, ApnsDeviceToken, FcmDeviceToken }
+    private enum Key: String, CaseIterable { case MobileAppId, UserId, ApiToken, ApnsDeviceToken, FcmDeviceToken, TimeZone }
     private static let keys = WireKeys<Key>()
 
     public init?(wire reader: inout WireReader) {
-        var mobileAppId: String?, userId: String?, apiToken: String?, apns: String?, fcm: String?
+        var mobileAppId: String?, userId: String?, apiToken: String?, apns: String?, fcm: String?, timeZone: String?
         guard reader.object(Self.keys, { reader, key in
             switch key {
             case .MobileAppId: reader.readOptional(&mobileAppId)
@@ -112,9 +116,11 @@ extension DeviceRegistrationAPI.Registration: WireDecodable {
             case .ApiToken: reader.readOptional(&apiToken)
             case .ApnsDeviceToken: reader.readOptional(&apns)
             case .FcmDeviceToken: reader.readOptional(&fcm)
+            case .TimeZone: reader.readOptional(&timeZone)
             }
         }) else { return nil }
-        self.init(MobileAppId: mobileAppId, UserId: userId, ApiToken: apiToken, ApnsDeviceToken: apns, FcmDeviceToken: fcm)
+        self.init(MobileAppId: mobileAppId, UserId: userId, ApiToken: apiToken, ApnsDeviceToken: apns, FcmDeviceToken: fcm,
+                  TimeZone: timeZone)
     }
 }
 

@@ -92,9 +92,9 @@ enum Fixture {
 
     /// A registration API registration as a JSON object (`nil` values are left out).
     static func registration(app: UUID? = appId, user: String? = "user-1", token: String? = rawToken,
-                             apns: String? = apnsToken, fcm: String? = nil) -> [String: Any] {
+                             apns: String? = apnsToken, fcm: String? = nil, timeZone: String? = nil) -> [String: Any] {
         present(["MobileAppId": app?.uuidString, "UserId": user, "ApiToken": token,
-                 "ApnsDeviceToken": apns, "FcmDeviceToken": fcm])
+                 "ApnsDeviceToken": apns, "FcmDeviceToken": fcm, "TimeZone": timeZone])
     }
 
     static func cleanup(app: UUID? = appId, user: String? = "user-1", token: String? = rawToken,
