@@ -160,19 +160,28 @@ let package = Package(
             // Served at GET /openapi.yaml; compiled into the binary, so there is no bundle to ship.
             resources: [.embedInCode("Ops/openapi.yaml")]
         ),
-        // The processor's core: consumer loop, handlers, rebuild, dead letters, its configuration
-        // and options — everything the `pushline` CLI needs too, without an HTTP stack.
+        // The command handlers: what each command decides, from the state it loaded, as mutations
+        // and outputs. Pure: the projection model and the wire shapes, no driver, no broker.
+        .target(
+            name: "Handlers",
+            dependencies: ["Contracts", "OutboundRendering", "Projections", "WireCodec"],
+            path: "Services/Processor/Handlers"
+        ),
+        // The processor's core: consumer loop, rebuild, dead letters, its configuration and
+        // options — everything the `pushline` CLI needs too, without an HTTP stack.
         .target(
             name: "Processor",
             dependencies: [
-                "Contracts", "Kafka", "OutboundRendering", "Projections", "ProjectionChangelog", "ProjectionStores", "Settings", "WireCodec",
+                "Contracts", "Handlers", "Kafka", "OutboundRendering", "Projections", "ProjectionChangelog", "ProjectionStores", "Settings",
+                "WireCodec",
                 logging,
                 metrics,
                 serviceLifecycle,
                 // The commands `pushline-processor` and `pushline` share (ProcessorOptions, RebuildCommand).
                 argumentParser,
             ],
-            path: "Services/Processor"
+            path: "Services/Processor",
+            exclude: ["Handlers"]
         ),
         // The long-running processor service: the core plus the webhook dispatcher and the
         // /health and /metrics server.
@@ -280,7 +289,7 @@ let package = Package(
         // The sender's reading of outbound records (Contracts) is checked against the records rendered here.
         .testTarget(name: "OutboundRenderingTests", dependencies: ["OutboundRendering", "Contracts", "WireCodec"]),
         // Ingest and the processor read the same shared settings.
-        .testTarget(name: "SettingsTests", dependencies: ["Settings", "Ingest", "Processor", "Contracts",
+        .testTarget(name: "SettingsTests", dependencies: ["Settings", "Ingest", "Handlers", "Processor", "Contracts",
                                                         logging]),
         // The admin CLI's pure parts (arguments, messages, tables); AdminCLITests runs the binary.
         .testTarget(name: "PushlineCLITests", dependencies: ["PushlineCLI", "Contracts", "WireCodec"]),
@@ -295,13 +304,13 @@ let package = Package(
                            prometheus,
                            yams]
         ),
-        .testTarget(name: "ProcessorTests", dependencies: ["Processor", "ProcessorServer", "Contracts", "OutboundRendering", "Projections",
+        .testTarget(name: "ProcessorTests", dependencies: ["Handlers", "Processor", "ProcessorServer", "Contracts", "OutboundRendering", "Projections",
                                                          "ProjectionChangelog", "ProjectionStores", "Kafka", "TestSupport", "WireCodec",
                                                          prometheus]),
         // Checks Dockerfile, compose/ and the docs' tables against the code (variables, defaults,
         // routes, metrics, scripts); it reads files, and the executables' configurations as they
         // read an environment. Nothing is started.
-        .testTarget(name: "DeploymentTests", dependencies: [yams, logging, "Settings", "Ingest", "Processor", "Sender", "PushlineCLI"]),
+        .testTarget(name: "DeploymentTests", dependencies: [yams, logging, "Settings", "Ingest", "Handlers", "Processor", "Sender", "PushlineCLI"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["Contracts", "Kafka", "OutboundRendering", "Projections", "ProjectionStores", "SQLiteProjections", "PostgresProjections",

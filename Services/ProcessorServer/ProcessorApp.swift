@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Contracts
 import Foundation
+import Handlers
 import Hummingbird
 import Kafka
 import Logging

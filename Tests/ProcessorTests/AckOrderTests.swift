@@ -5,6 +5,7 @@ import Projections
 import WireCodec
 import XCTest
 @testable import Processor
+@testable import Handlers
 
 /// A notification and its ack travel on different partitions, so either may be applied first.
 /// Through the real applier and a real SQLite store, both orders must end in the same tables

@@ -4,6 +4,7 @@ import Projections
 import WireCodec
 import XCTest
 @testable import Processor
+@testable import Handlers
 
 /// Named admin tokens and the audit trail, decided in memory: each admin command, applied or
 /// rejected, becomes one audit row of its envelope id and time, with its actor and no secret.

@@ -4,6 +4,7 @@ import Projections
 import WireCodec
 import XCTest
 @testable import Processor
+@testable import Handlers
 
 /// Keyed admin creates (docs/API.md#idempotency-keys), decided in memory: the first creates and
 /// remembers its key; a repeat of the key's id changes nothing, not even a revocation since.

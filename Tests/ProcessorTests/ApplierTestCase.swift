@@ -7,6 +7,7 @@ import Synchronization
 import WireCodec
 import XCTest
 @testable import Processor
+@testable import Handlers
 
 /// Collects what the applier publishes to the outbound topic.
 final class RecordingOutbound: OutboundPublisher {

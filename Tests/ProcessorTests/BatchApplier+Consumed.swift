@@ -1,5 +1,6 @@
 import Projections
 @testable import Processor
+@testable import Handlers
 
 extension BatchApplier {
     /// Applies consumed records in the order given, each with its `at` as its event time: what

@@ -8,6 +8,7 @@ import ProjectionStores
 import TestSupport
 import XCTest
 @testable import Processor
+@testable import Handlers
 
 /// The changelog between a store and a restore, on a real broker: entries published again after
 /// a crash between publishing and dropping them, entries split over several records, and a

@@ -1,6 +1,7 @@
 import Projections
 import Prometheus
 @testable import Processor
+@testable import Handlers
 import XCTest
 
 /// The consumer lag gauges as Prometheus shows them.

@@ -1,5 +1,6 @@
 import Kafka
 import Processor
+@testable import Handlers
 import Projections
 import XCTest
 

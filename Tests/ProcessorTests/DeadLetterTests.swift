@@ -7,6 +7,7 @@ import TestSupport
 import WireCodec
 import XCTest
 @testable import Processor
+@testable import Handlers
 
 /// A record the store refuses for good goes to the dead letters and its partition moves on, on
 /// both stores; a dead letter can be applied again once its cause is gone. The refusal is a real

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Processor
+@testable import Handlers
 import Settings
 import XCTest
 

@@ -4,6 +4,7 @@ import OutboundRendering
 import Projections
 import XCTest
 @testable import Processor
+@testable import Handlers
 
 /// The sender's reports, decided in memory: outcomes counted once per device (the last report
 /// stays), dead tokens retired unless registered again after they died.

@@ -6,6 +6,7 @@ import ProjectionStores
 import WireCodec
 import XCTest
 @testable import Processor
+@testable import Handlers
 
 /// A user keeps at most `maxDevicesPerUser` devices: a registration past it retires the user's
 /// devices registered longest ago, by command time, through the real applier and SQLite, across

@@ -6,6 +6,7 @@ import ProjectionStores
 import TestSupport
 import XCTest
 @testable import Processor
+@testable import Handlers
 @testable import ProcessorServer
 
 /// A real webhook receiver on 127.0.0.1, a real SQLite store in a temporary directory and an

@@ -4,6 +4,7 @@ import Projections
 import WireCodec
 import XCTest
 @testable import Processor
+@testable import Handlers
 
 /// The registration rules (docs/API.md#registration-outcomes), decided in memory (no store, no
 /// broker).

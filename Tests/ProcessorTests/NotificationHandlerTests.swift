@@ -5,6 +5,7 @@ import Projections
 import WireCodec
 import XCTest
 @testable import Processor
+@testable import Handlers
 
 /// The notification rules (docs/API.md#sending-notifications), decided in memory (no store, no
 /// broker).

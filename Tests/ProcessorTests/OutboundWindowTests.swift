@@ -7,6 +7,7 @@ import ProjectionStores
 import TestSupport
 import XCTest
 @testable import Processor
+@testable import Handlers
 
 /// A fan-out larger than the producer's local queue is published in windows that fit it, and
 /// completes, every record once — against a real broker (before, the whole fan-out was handed

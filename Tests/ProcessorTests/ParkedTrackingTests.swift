@@ -8,6 +8,7 @@ import TestSupport
 import WireCodec
 import XCTest
 @testable import Processor
+@testable import Handlers
 
 /// Reports of a delivery whose send never comes are kept for the park time, counted in command
 /// times: through the real applier and SQLite, a report newer by more than that time expires them.

@@ -1,6 +1,7 @@
 import Projections
 import XCTest
 @testable import Processor
+@testable import Handlers
 
 /// Which owned partitions count as stalled for `/health`: records waiting and no progress for
 /// the stall time, with made-up instants.

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 @testable import Processor
+@testable import Handlers
 import Projections
 import XCTest
 

@@ -6,6 +6,7 @@ import ProjectionStores
 import Synchronization
 import XCTest
 @testable import Processor
+@testable import Handlers
 
 /// A log handler that keeps every line with its metadata.
 private final class CapturedLogs: Sendable {

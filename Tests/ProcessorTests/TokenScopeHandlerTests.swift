@@ -4,6 +4,7 @@ import Projections
 import WireCodec
 import XCTest
 @testable import Processor
+@testable import Handlers
 
 /// Token scopes in the processor (docs/API.md#token-scopes): the admin commands record each
 /// token's scopes (none for records from before scopes: legacy), and registrations and cleanups

@@ -5,6 +5,7 @@ import OutboundRendering
 import Projections
 import XCTest
 @testable import Processor
+@testable import Handlers
 
 /// The tracking rules (docs/API.md#engagement-tracking), decided in memory: what is counted, parked
 /// or rejected.

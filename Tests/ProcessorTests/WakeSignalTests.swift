@@ -1,4 +1,5 @@
 @testable import Processor
+@testable import Handlers
 import XCTest
 
 /// `WakeSignal`: waiting for a wake-up with a deadline, without sleeping in a loop.

@@ -6,6 +6,7 @@ import Synchronization
 import TestSupport
 import XCTest
 @testable import Processor
+@testable import Handlers
 @testable import ProcessorServer
 
 /// Receivers cannot hold the dispatcher: a whole-attempt deadline, a per-app cap on attempts in

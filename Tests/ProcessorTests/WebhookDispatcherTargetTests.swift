@@ -5,6 +5,7 @@ import Projections
 import TestSupport
 import XCTest
 @testable import Processor
+@testable import Handlers
 @testable import ProcessorServer
 
 /// The dispatcher against a real receiver on 127.0.0.1 and a real SQLite store: the target

@@ -1,5 +1,6 @@
 import XCTest
 @testable import Processor
+@testable import Handlers
 @testable import ProcessorServer
 
 /// Which webhook and callback targets the production policy refuses, and why.

@@ -2,6 +2,7 @@ import Contracts
 import Ingest
 import Logging
 import Processor
+@testable import Handlers
 import Settings
 import XCTest
 

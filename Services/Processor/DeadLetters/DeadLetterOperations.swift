@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import Handlers
 import Kafka
 import Logging
 import Projections

@@ -7,8 +7,8 @@ import Projections
 /// the notification is no longer pending on it, and the device is sent its new badge. The ack is
 /// kept, so that a notification applied after it (they may travel on different partitions) is
 /// not made pending. The first ack of a (device, notification) is the one kept.
-struct AckHandler: CommandHandler {
-    func addNeeds(of c: NotificationAcknowledged, to query: inout StateQuery) {
+package struct AckHandler: CommandHandler {
+    package func addNeeds(of c: NotificationAcknowledged, to query: inout StateQuery) {
         query.appIds.insert(c.mobileAppId)
         query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken))
         query.pendingCountDevices.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken))
@@ -17,7 +17,7 @@ struct AckHandler: CommandHandler {
         query.ackKeys.insert(key)
     }
 
-    func apply(_ c: NotificationAcknowledged, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+    package func apply(_ c: NotificationAcknowledged, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         guard state.apps[c.mobileAppId] != nil else { return .rejected("unknown-app") }
         let key = PendingKey(appId: c.mobileAppId, deviceToken: c.deviceToken, notificationId: c.notificationId)
         // An ack of a device the app does not have leaves nothing behind: anyone holding the

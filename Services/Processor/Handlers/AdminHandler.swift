@@ -4,19 +4,19 @@ import Projections
 
 /// The handler of an admin command: the app table is a projection of the admin topic like any
 /// other. Admin commands need only their app's row.
-protocol AdminCommandHandler: CommandHandler {
+package protocol AdminCommandHandler: CommandHandler {
     /// The app the command is about.
     func app(of command: Handled) -> UUID
 }
 
 extension AdminCommandHandler {
-    func addNeeds(of command: Handled, to query: inout StateQuery) { query.appIds.insert(app(of: command)) }
+    package func addNeeds(of command: Handled, to query: inout StateQuery) { query.appIds.insert(app(of: command)) }
 }
 
-struct AppCreatedHandler: AdminCommandHandler {
-    func app(of c: AppCreated) -> UUID { c.mobileAppId }
+package struct AppCreatedHandler: AdminCommandHandler {
+    package func app(of c: AppCreated) -> UUID { c.mobileAppId }
 
-    func apply(_ c: AppCreated, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+    package func apply(_ c: AppCreated, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         // A keyed create's app id is its key's: a known one is a retry (or the key with another
         // body), which must change nothing, not even bring back a token revoked since.
         if let stamp = c.idempotency {
@@ -39,10 +39,10 @@ struct AppCreatedHandler: AdminCommandHandler {
     }
 }
 
-struct ApiTokenIssuedHandler: AdminCommandHandler {
-    func app(of c: ApiTokenIssued) -> UUID { c.mobileAppId }
+package struct ApiTokenIssuedHandler: AdminCommandHandler {
+    package func app(of c: ApiTokenIssued) -> UUID { c.mobileAppId }
 
-    func apply(_ c: ApiTokenIssued, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+    package func apply(_ c: ApiTokenIssued, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         guard state.apps[c.mobileAppId] != nil else { return .rejected("unknown-app") }
         if let stamp = c.idempotency {
             // The token id is the key's: a known one is a retry, which must not undo a revocation.
@@ -58,10 +58,10 @@ struct ApiTokenIssuedHandler: AdminCommandHandler {
     }
 }
 
-struct ApiTokenRevokedHandler: AdminCommandHandler {
-    func app(of c: ApiTokenRevoked) -> UUID { c.mobileAppId }
+package struct ApiTokenRevokedHandler: AdminCommandHandler {
+    package func app(of c: ApiTokenRevoked) -> UUID { c.mobileAppId }
 
-    func apply(_ c: ApiTokenRevoked, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+    package func apply(_ c: ApiTokenRevoked, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         guard var token = state.tokens[c.mobileAppId]?.first(where: { $0.tokenId == c.tokenId }) else {
             return .rejected("unknown-token")
         }
@@ -72,10 +72,10 @@ struct ApiTokenRevokedHandler: AdminCommandHandler {
     }
 }
 
-struct AppSettingsChangedHandler: AdminCommandHandler {
-    func app(of c: AppSettingsChanged) -> UUID { c.mobileAppId }
+package struct AppSettingsChangedHandler: AdminCommandHandler {
+    package func app(of c: AppSettingsChanged) -> UUID { c.mobileAppId }
 
-    func apply(_ c: AppSettingsChanged, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+    package func apply(_ c: AppSettingsChanged, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         guard var app = state.apps[c.mobileAppId] else { return .rejected("unknown-app") }
         if let name = c.name { app.name = name }
         if let url = c.callbackUrl { app.callbackUrl = url.isEmpty ? nil : url }
@@ -86,10 +86,10 @@ struct AppSettingsChangedHandler: AdminCommandHandler {
     }
 }
 
-struct PushCredentialsSetHandler: AdminCommandHandler {
-    func app(of c: PushCredentialsSet) -> UUID { c.mobileAppId }
+package struct PushCredentialsSetHandler: AdminCommandHandler {
+    package func app(of c: PushCredentialsSet) -> UUID { c.mobileAppId }
 
-    func apply(_ c: PushCredentialsSet, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+    package func apply(_ c: PushCredentialsSet, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         guard var app = state.apps[c.mobileAppId] else { return .rejected("unknown-app") }
         // Ingest writes exactly one provider per command; a record with neither changes nothing.
         guard c.apns != nil || c.fcm != nil else { return .rejected("no-credentials") }
@@ -102,10 +102,10 @@ struct PushCredentialsSetHandler: AdminCommandHandler {
     }
 }
 
-struct PushCredentialsRemovedHandler: AdminCommandHandler {
-    func app(of c: PushCredentialsRemoved) -> UUID { c.mobileAppId }
+package struct PushCredentialsRemovedHandler: AdminCommandHandler {
+    package func app(of c: PushCredentialsRemoved) -> UUID { c.mobileAppId }
 
-    func apply(_ c: PushCredentialsRemoved, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+    package func apply(_ c: PushCredentialsRemoved, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         guard var app = state.apps[c.mobileAppId] else { return .rejected("unknown-app") }
         var credentials = app.pushCredentials ?? PushCredentials()
         switch c.provider {
@@ -119,10 +119,10 @@ struct PushCredentialsRemovedHandler: AdminCommandHandler {
     }
 }
 
-struct AdminTokenIssuedHandler: CommandHandler {
-    func addNeeds(of c: AdminTokenIssued, to query: inout StateQuery) { query.adminTokenIds.insert(c.adminTokenId) }
+package struct AdminTokenIssuedHandler: CommandHandler {
+    package func addNeeds(of c: AdminTokenIssued, to query: inout StateQuery) { query.adminTokenIds.insert(c.adminTokenId) }
 
-    func apply(_ c: AdminTokenIssued, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+    package func apply(_ c: AdminTokenIssued, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         // A repeated issue must not undo a revocation applied since. A keyed one's id is its key's,
         // so a known one is a retry of it.
         guard state.adminTokens[c.adminTokenId] == nil else { return c.idempotency == nil ? .applied : .rejected("idempotent-repeat") }
@@ -135,10 +135,10 @@ struct AdminTokenIssuedHandler: CommandHandler {
     }
 }
 
-struct AdminTokenRevokedHandler: CommandHandler {
-    func addNeeds(of c: AdminTokenRevoked, to query: inout StateQuery) { query.adminTokenIds.insert(c.adminTokenId) }
+package struct AdminTokenRevokedHandler: CommandHandler {
+    package func addNeeds(of c: AdminTokenRevoked, to query: inout StateQuery) { query.adminTokenIds.insert(c.adminTokenId) }
 
-    func apply(_ c: AdminTokenRevoked, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+    package func apply(_ c: AdminTokenRevoked, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         guard var token = state.adminTokens[c.adminTokenId] else { return .rejected("unknown-admin-token") }
         guard !token.revoked else { return .applied }
         token.revoked = true

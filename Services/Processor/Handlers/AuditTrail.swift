@@ -11,7 +11,7 @@ import WireCodec
 /// The summary never holds a secret: no token or token hash (token ids only), push credentials
 /// by what `GET …/credentials/{provider}` shows (fingerprint, never the sealed key), callback
 /// header values and the credentials a callback URL may carry (userinfo, query values) redacted.
-protocol AuditedCommand: Command {
+package protocol AuditedCommand: Command {
     /// The app the command is about; nil for commands about no app (admin tokens).
     var auditedApp: UUID? { get }
     var actor: AdminActor? { get }
@@ -20,11 +20,11 @@ protocol AuditedCommand: Command {
     var auditedChanges: [String: JSONValue] { get }
 }
 
-enum AuditTrail {
+package enum AuditTrail {
     /// What replaces a redacted value.
-    static let redacted = "redacted"
+    package static let redacted = "redacted"
 
-    static func entry(_ command: any AuditedCommand, id: UUID, at: Date, result: HandlerResult) -> AuditEntryRow {
+    package static func entry(_ command: any AuditedCommand, id: UUID, at: Date, result: HandlerResult) -> AuditEntryRow {
         let (outcome, reason): (String, String?) = switch result {
         case .applied: ("applied", nil)
         case .rejected(let reason): ("rejected", reason)
@@ -35,44 +35,44 @@ enum AuditTrail {
     }
 
     /// Sorted-key JSON, as every JSON Pushline stores.
-    static func json(_ changes: [String: JSONValue]) -> String {
+    package static func json(_ changes: [String: JSONValue]) -> String {
         // Encoding strings, numbers and objects of them cannot fail.
         String(decoding: (try? WireJSON.encoder().encode(JSONValue.object(changes))) ?? Data("{}".utf8), as: UTF8.self)
     }
 
     /// A callback URL as `RedactedURL` shows it (userinfo and query values redacted); an empty
     /// URL (the callback removed) stays empty.
-    static func redactedURL(_ text: String) -> String {
+    package static func redactedURL(_ text: String) -> String {
         text.isEmpty ? text : RedactedURL.string(text)
     }
 
     /// A `Codable` view as a JSON value.
-    static func value(_ view: some Encodable) -> JSONValue {
+    package static func value(_ view: some Encodable) -> JSONValue {
         guard let data = try? WireJSON.encoder().encode(view), let value = try? JSONValue.parse(data) else { return .null }
         return value
     }
 }
 
 extension AppCreated: AuditedCommand {
-    var auditedApp: UUID? { mobileAppId }
-    var auditedChanges: [String: JSONValue] {
+    package var auditedApp: UUID? { mobileAppId }
+    package var auditedChanges: [String: JSONValue] {
         ["orgId": .string(orgId.lowercasedString), "name": .string(name), "tokenId": .string(tokenId.lowercasedString)]
     }
 }
 
 extension ApiTokenIssued: AuditedCommand {
-    var auditedApp: UUID? { mobileAppId }
-    var auditedChanges: [String: JSONValue] { ["tokenId": .string(tokenId.lowercasedString)] }
+    package var auditedApp: UUID? { mobileAppId }
+    package var auditedChanges: [String: JSONValue] { ["tokenId": .string(tokenId.lowercasedString)] }
 }
 
 extension ApiTokenRevoked: AuditedCommand {
-    var auditedApp: UUID? { mobileAppId }
-    var auditedChanges: [String: JSONValue] { ["tokenId": .string(tokenId.lowercasedString)] }
+    package var auditedApp: UUID? { mobileAppId }
+    package var auditedChanges: [String: JSONValue] { ["tokenId": .string(tokenId.lowercasedString)] }
 }
 
 extension AppSettingsChanged: AuditedCommand {
-    var auditedApp: UUID? { mobileAppId }
-    var auditedChanges: [String: JSONValue] {
+    package var auditedApp: UUID? { mobileAppId }
+    package var auditedChanges: [String: JSONValue] {
         var changes: [String: JSONValue] = [:]
         if let name { changes["name"] = .string(name) }
         if let callbackUrl { changes["callbackUrl"] = .string(AuditTrail.redactedURL(callbackUrl)) }
@@ -84,8 +84,8 @@ extension AppSettingsChanged: AuditedCommand {
 }
 
 extension PushCredentialsSet: AuditedCommand {
-    var auditedApp: UUID? { mobileAppId }
-    var auditedChanges: [String: JSONValue] {
+    package var auditedApp: UUID? { mobileAppId }
+    package var auditedChanges: [String: JSONValue] {
         var changes: [String: JSONValue] = [:]
         if let apns { changes["apns"] = AuditTrail.value(AdminAPI.APNsCredentialsView(apns)) }
         if let fcm { changes["fcm"] = AuditTrail.value(AdminAPI.FCMCredentialsView(fcm)) }
@@ -94,16 +94,16 @@ extension PushCredentialsSet: AuditedCommand {
 }
 
 extension PushCredentialsRemoved: AuditedCommand {
-    var auditedApp: UUID? { mobileAppId }
-    var auditedChanges: [String: JSONValue] { ["provider": .string(provider.rawValue)] }
+    package var auditedApp: UUID? { mobileAppId }
+    package var auditedChanges: [String: JSONValue] { ["provider": .string(provider.rawValue)] }
 }
 
 extension AdminTokenIssued: AuditedCommand {
-    var auditedApp: UUID? { nil }
-    var auditedChanges: [String: JSONValue] { ["adminTokenId": .string(adminTokenId.lowercasedString), "name": .string(name)] }
+    package var auditedApp: UUID? { nil }
+    package var auditedChanges: [String: JSONValue] { ["adminTokenId": .string(adminTokenId.lowercasedString), "name": .string(name)] }
 }
 
 extension AdminTokenRevoked: AuditedCommand {
-    var auditedApp: UUID? { nil }
-    var auditedChanges: [String: JSONValue] { ["adminTokenId": .string(adminTokenId.lowercasedString)] }
+    package var auditedApp: UUID? { nil }
+    package var auditedChanges: [String: JSONValue] { ["adminTokenId": .string(adminTokenId.lowercasedString)] }
 }

@@ -7,11 +7,11 @@ import Projections
 /// by the handlers in command order, so that later commands of the batch see the effects of
 /// earlier ones. Every change is also recorded as a `Mutation` for the batch's single commit,
 /// and every outbound record the batch writes is collected in `outbound`.
-struct BatchState {
-    private(set) var apps: [UUID: AppRow]
-    private(set) var tokens: [UUID: [ApiTokenRow]]
-    private(set) var adminTokens: [UUID: AdminTokenRow]
-    private(set) var devices: [DeviceKey: DeviceRow]
+package struct BatchState {
+    package private(set) var apps: [UUID: AppRow]
+    package private(set) var tokens: [UUID: [ApiTokenRow]]
+    package private(set) var adminTokens: [UUID: AdminTokenRow]
+    package private(set) var devices: [DeviceKey: DeviceRow]
     /// The rows of `devices` by user, so that resolving a user costs its devices only and no
     /// lookup per device.
     private var devicesByUser: [UserKey: [DeviceRow]] = [:]
@@ -32,17 +32,17 @@ struct BatchState {
     /// How long parked reports wait for their send, in event time.
     private let trackingParkTime: TimeInterval
     /// The newest command time applied so far: the batch's clock (`advance(to:)`).
-    private(set) var eventTime = Date.distantPast
+    package private(set) var eventTime = Date.distantPast
     /// Tracking events by outcome, for the batch's metrics.
-    private(set) var trackingOutcomes: [TrackingOutcome: Int] = [:]
+    package private(set) var trackingOutcomes: [TrackingOutcome: Int] = [:]
     /// Reports gathered for `finishTracking`: per delivery, then app, the number of each
     /// (action, device); `trackingOrder` is the order pairs were first reported on.
     private var trackingReports: [UUID: [UUID: [TrackingRowKey: Int]]] = [:]
     private var trackingOrder: [TrackingPair] = []
-    private(set) var mutations: [Mutation] = []
-    private(set) var outbound: [OutboundMessage] = []
+    package private(set) var mutations: [Mutation] = []
+    package private(set) var outbound: [OutboundMessage] = []
 
-    init(_ snapshot: StateSnapshot, trackingParkTime: Duration = DecisionRules.default.trackingParkTime) {
+    package init(_ snapshot: StateSnapshot, trackingParkTime: Duration = DecisionRules.default.trackingParkTime) {
         self.trackingParkTime = trackingParkTime.inSeconds
         apps = snapshot.apps
         tokens = snapshot.tokens
@@ -61,7 +61,7 @@ struct BatchState {
     }
 
     /// How a command's token is judged (`authorization`).
-    enum TokenVerdict: Equatable {
+    package enum TokenVerdict: Equatable {
         case authorized
         /// No such app in the org, or not one of its live tokens.
         case invalid
@@ -71,7 +71,7 @@ struct BatchState {
 
     /// Whether the app exists in `orgId` (when given), `tokenHash` is one of its live tokens and
     /// that token has `scope` (a legacy token has every scope), as of this point of the log.
-    func authorization(app appId: UUID, org orgId: UUID?, tokenHash: String, scope: ApiTokenScope) -> TokenVerdict {
+    package func authorization(app appId: UUID, org orgId: UUID?, tokenHash: String, scope: ApiTokenScope) -> TokenVerdict {
         guard let app = apps[appId] else { return .invalid }
         if let orgId, app.orgId != orgId { return .invalid }
         // Compares with every live token, not stopping at a match.
@@ -84,21 +84,21 @@ struct BatchState {
     }
 
     /// True when `authorization` is `.authorized`.
-    func authorizes(app appId: UUID, org orgId: UUID?, tokenHash: String, scope: ApiTokenScope) -> Bool {
+    package func authorizes(app appId: UUID, org orgId: UUID?, tokenHash: String, scope: ApiTokenScope) -> Bool {
         authorization(app: appId, org: orgId, tokenHash: tokenHash, scope: scope) == .authorized
     }
 
     /// The user's devices, ordered by token (a stable order: message ids follow it).
-    func devices(of user: UserKey) -> [DeviceRow] {
+    package func devices(of user: UserKey) -> [DeviceRow] {
         (devicesByUser[user] ?? []).sorted { $0.deviceToken < $1.deviceToken }
     }
 
-    mutating func upsert(_ app: AppRow) {
+    package mutating func upsert(_ app: AppRow) {
         apps[app.appId] = app
         mutations.append(.upsertApp(app))
     }
 
-    mutating func upsert(_ token: ApiTokenRow) {
+    package mutating func upsert(_ token: ApiTokenRow) {
         var list = tokens[token.appId] ?? []
         list.removeAll { $0.tokenId == token.tokenId }
         list.append(token)
@@ -106,24 +106,24 @@ struct BatchState {
         mutations.append(.upsertApiToken(token))
     }
 
-    mutating func upsert(_ token: AdminTokenRow) {
+    package mutating func upsert(_ token: AdminTokenRow) {
         adminTokens[token.adminTokenId] = token
         mutations.append(.upsertAdminToken(token))
     }
 
-    mutating func record(_ entry: AuditEntryRow) {
+    package mutating func record(_ entry: AuditEntryRow) {
         mutations.append(.putAuditEntry(entry))
     }
 
     /// Remembers the first request of an admin create's idempotency key (ingest reads it; no
     /// handler does: the created row's id is the key's).
-    mutating func record(_ key: IdempotencyKeyRow) {
+    package mutating func record(_ key: IdempotencyKeyRow) {
         mutations.append(.putIdempotencyKey(key))
     }
 
     /// Stores the device. A device that changes hands loses its pending notifications: they
     /// were meant for the previous user.
-    mutating func upsert(_ device: DeviceRow) {
+    package mutating func upsert(_ device: DeviceRow) {
         let previous = devices[device.key]
         if let previous, previous.userId != device.userId {
             unindex(previous)
@@ -140,7 +140,7 @@ struct BatchState {
     }
 
     /// Deletes the device and its pending notifications: nothing more is sent to it.
-    mutating func delete(_ key: DeviceKey) {
+    package mutating func delete(_ key: DeviceKey) {
         guard let previous = devices.removeValue(forKey: key) else { return }
         unindex(previous)
         clearPending(key)
@@ -151,11 +151,11 @@ struct BatchState {
         devicesByUser[UserKey(appId: device.appId, userId: device.userId)]?.removeAll { $0.deviceToken == device.deviceToken }
     }
 
-    mutating func record(_ status: RegistrationStatusRow) {
+    package mutating func record(_ status: RegistrationStatusRow) {
         mutations.append(.putRegistrationStatus(status))
     }
 
-    mutating func enqueue(_ job: OutboxJob) {
+    package mutating func enqueue(_ job: OutboxJob) {
         mutations.append(.enqueueOutbox(job))
     }
 
@@ -163,19 +163,19 @@ struct BatchState {
 
     /// The device's badge: its number of pending notifications. Known for the devices whose
     /// counts the batch's query asked for (`StateQuery.pendingCountDevices`/`Users`).
-    func pendingCount(_ device: DeviceKey) -> Int { pendingCounts[device] ?? 0 }
+    package func pendingCount(_ device: DeviceKey) -> Int { pendingCounts[device] ?? 0 }
 
-    func isAcknowledged(_ key: PendingKey) -> Bool { acks.contains(key) }
+    package func isAcknowledged(_ key: PendingKey) -> Bool { acks.contains(key) }
 
     /// Makes the notification pending on the device (once).
-    mutating func addPending(_ row: PendingNotificationRow) {
+    package mutating func addPending(_ row: PendingNotificationRow) {
         guard pending[row.key] == nil else { return }
         pending[row.key] = row
         pendingCounts[row.key.device, default: 0] += 1
         mutations.append(.putPending(row))
     }
 
-    mutating func removePending(_ key: PendingKey) {
+    package mutating func removePending(_ key: PendingKey) {
         guard pending.removeValue(forKey: key) != nil else { return }
         pendingCounts[key.device, default: 1] -= 1
         mutations.append(.deletePending(key))
@@ -189,24 +189,24 @@ struct BatchState {
     }
 
     /// Stores the ack unless one of its key is known (loaded or recorded): the first one stays.
-    mutating func recordAck(_ ack: AckRow) {
+    package mutating func recordAck(_ ack: AckRow) {
         guard acks.insert(ack.key).inserted else { return }
         mutations.append(.putAck(ack))
     }
 
     /// Stores the delivery of a send (the handler refuses a known delivery id).
-    mutating func record(_ delivery: DeliveryRow) {
+    package mutating func record(_ delivery: DeliveryRow) {
         deliveries[delivery.deliveryId] = delivery
         mutations.append(.putDelivery(delivery))
     }
 
-    func delivery(_ deliveryId: UUID) -> DeliveryRow? { deliveries[deliveryId] }
+    package func delivery(_ deliveryId: UUID) -> DeliveryRow? { deliveries[deliveryId] }
 
     // MARK: - Delivery outcomes
 
     /// Stores a device's outcome of its delivery (the last report stays) and moves the device
     /// between the delivery's counts; the delivery row is written once, by `finishOutcomes`.
-    mutating func record(_ outcome: DeliveryOutcomeRow) {
+    package mutating func record(_ outcome: DeliveryOutcomeRow) {
         let previous = outcomes.updateValue(outcome.outcome, forKey: outcome.key)
         mutations.append(.putDeliveryOutcome(outcome))
         guard previous != outcome.outcome, var delivery = deliveries[outcome.deliveryId] else { return }
@@ -216,7 +216,7 @@ struct BatchState {
     }
 
     /// Writes the deliveries whose counts the batch changed.
-    mutating func finishOutcomes() {
+    package mutating func finishOutcomes() {
         for deliveryId in recounted {
             if let delivery = deliveries[deliveryId] { mutations.append(.putDelivery(delivery)) }
         }
@@ -226,13 +226,13 @@ struct BatchState {
     // MARK: - Tracking
 
     /// Moves the batch's clock to a command's time (it never goes back). *Before* each command.
-    mutating func advance(to at: Date) {
+    package mutating func advance(to at: Date) {
         if at > eventTime { eventTime = at }
     }
 
     /// The pairs of a delivery that have reports stored or gathered before its send, or a park
     /// mark, in app id order.
-    func trackingPairs(of deliveryId: UUID) -> [TrackingPair] {
+    package func trackingPairs(of deliveryId: UUID) -> [TrackingPair] {
         var apps = Set<UUID>()
         if let parked = parks[deliveryId] { apps.formUnion(parked.keys) }
         for event in tracked[deliveryId] ?? [] { apps.insert(event.appId) }
@@ -241,7 +241,7 @@ struct BatchState {
     }
 
     /// The pair's reports so far, stored and gathered: the number of each (action, device).
-    func trackingReports(of pair: TrackingPair) -> [TrackingRowKey: Int] {
+    package func trackingReports(of pair: TrackingPair) -> [TrackingRowKey: Int] {
         var reports = trackingReports[pair.deliveryId]?[pair.appId] ?? [:]
         for event in tracked[pair.deliveryId] ?? [] where event.appId == pair.appId {
             reports[event.key, default: 0] += 1 + event.repeats
@@ -251,7 +251,7 @@ struct BatchState {
 
     /// Counts a report; reports are gathered per pair and written by `finishTracking`. A report
     /// parked before its delivery's send marks its pair parked since the report's time.
-    mutating func countTracking(_ pair: TrackingPair, _ key: TrackingRowKey, outcome: TrackingOutcome, at: Date) {
+    package mutating func countTracking(_ pair: TrackingPair, _ key: TrackingRowKey, outcome: TrackingOutcome, at: Date) {
         if outcome == .parked, parks[pair.deliveryId]?[pair.appId] == nil {
             parks[pair.deliveryId, default: [:]][pair.appId] = at
             mutations.append(.parkTracking(pair, at: at))
@@ -263,7 +263,7 @@ struct BatchState {
 
     /// Drops the pair when its park time has passed by the batch's clock; true if it did.
     @discardableResult
-    mutating func expireIfDue(_ pair: TrackingPair) -> Bool {
+    package mutating func expireIfDue(_ pair: TrackingPair) -> Bool {
         guard let parkedAt = parks[pair.deliveryId]?[pair.appId], hasExpired(parkedAt) else { return false }
         dropTracking(pair)
         return true
@@ -274,7 +274,7 @@ struct BatchState {
     }
 
     /// Deletes these rows of the pair, stored or gathered.
-    mutating func deleteTracking(_ pair: TrackingPair, _ keys: Set<TrackingRowKey>) {
+    package mutating func deleteTracking(_ pair: TrackingPair, _ keys: Set<TrackingRowKey>) {
         var stored: [TrackingRowKey] = []
         tracked[pair.deliveryId]?.removeAll { event in
             guard event.appId == pair.appId, keys.contains(event.key) else { return false }
@@ -286,7 +286,7 @@ struct BatchState {
     }
 
     /// Deletes every report of the pair, stored or gathered, and its park mark.
-    mutating func dropTracking(_ pair: TrackingPair) {
+    package mutating func dropTracking(_ pair: TrackingPair) {
         tracked[pair.deliveryId]?.removeAll { $0.appId == pair.appId }
         trackingReports[pair.deliveryId]?[pair.appId] = nil
         parks[pair.deliveryId]?[pair.appId] = nil
@@ -294,7 +294,7 @@ struct BatchState {
     }
 
     /// The pair's reports are its delivery's now: its park mark goes.
-    mutating func unparkTracking(_ pair: TrackingPair) {
+    package mutating func unparkTracking(_ pair: TrackingPair) {
         tracked[pair.deliveryId]?.removeAll { $0.appId == pair.appId }
         guard parks[pair.deliveryId]?.removeValue(forKey: pair.appId) != nil else { return }
         mutations.append(.unparkTracking(pair))
@@ -304,7 +304,7 @@ struct BatchState {
     /// clock (as the next command would), then writes the gathered reports, one mutation per
     /// pair in the order the batch first reported on them. A batch that repeats a report
     /// writes it once, with its number of reports.
-    mutating func finishTracking() {
+    package mutating func finishTracking() {
         var expired: [TrackingPair] = []
         for (deliveryId, apps) in parks {
             for (appId, parkedAt) in apps where hasExpired(parkedAt) { expired.append(TrackingPair(deliveryId: deliveryId, appId: appId)) }
@@ -324,15 +324,15 @@ struct BatchState {
         trackingReports = [:]
     }
 
-    mutating func rejectTracking(_ reason: TrackingOutcome.Reason, events: Int = 1) {
+    package mutating func rejectTracking(_ reason: TrackingOutcome.Reason, events: Int = 1) {
         trackingOutcomes[.rejected(reason), default: 0] += events
     }
 
-    mutating func emit(_ message: OutboundMessage) {
+    package mutating func emit(_ message: OutboundMessage) {
         outbound.append(message)
     }
 
-    mutating func reserveOutbound(_ count: Int) {
+    package mutating func reserveOutbound(_ count: Int) {
         outbound.reserveCapacity(outbound.count + count)
     }
 }
@@ -341,32 +341,32 @@ struct BatchState {
 ///
 /// A send's records are kept as (template, position) and rendered when they are published,
 /// by several tasks at once and while earlier records are already on the wire.
-struct OutboundMessage: Sendable, Equatable {
-    enum Kind: String, Sendable {
+package struct OutboundMessage: Sendable, Equatable {
+    package enum Kind: String, Sendable {
         case push, badgeUpdate = "badge-update"
     }
 
-    enum Body: Sendable {
+    package enum Body: Sendable {
         case rendered(Data)
         case template(OutboundTemplate, index: Int)
     }
 
-    var kind: Kind
-    var deviceToken: String
-    var body: Body
+    package var kind: Kind
+    package var deviceToken: String
+    package var body: Body
 
-    init(kind: Kind, deviceToken: String, value: Data) {
+    package init(kind: Kind, deviceToken: String, value: Data) {
         self.init(kind: kind, deviceToken: deviceToken, body: .rendered(value))
     }
 
-    init(kind: Kind, deviceToken: String, body: Body) {
+    package init(kind: Kind, deviceToken: String, body: Body) {
         self.kind = kind
         self.deviceToken = deviceToken
         self.body = body
     }
 
     /// The record value.
-    var value: Data {
+    package var value: Data {
         switch body {
         case .rendered(let data): data
         case .template(let template, let index): template.record(deviceToken: deviceToken, index: index)
@@ -374,14 +374,14 @@ struct OutboundMessage: Sendable, Equatable {
     }
 
     /// Appends the record value to `bytes`.
-    func writeValue(appendingTo bytes: inout [UInt8]) {
+    package func writeValue(appendingTo bytes: inout [UInt8]) {
         switch body {
         case .rendered(let data): bytes.append(contentsOf: data)
         case .template(let template, let index): template.render(deviceToken: deviceToken, index: index, appendingTo: &bytes)
         }
     }
 
-    static func == (a: OutboundMessage, b: OutboundMessage) -> Bool {
+    package static func == (a: OutboundMessage, b: OutboundMessage) -> Bool {
         a.kind == b.kind && a.deviceToken == b.deviceToken && a.value == b.value
     }
 }

@@ -3,8 +3,8 @@ import Projections
 
 /// Removes the (app, user, token) device, or every device of the user when no token is given.
 /// Removing nothing is not an error.
-struct CleanupHandler: CommandHandler {
-    func addNeeds(of c: DeviceCleanupRequested, to query: inout StateQuery) {
+package struct CleanupHandler: CommandHandler {
+    package func addNeeds(of c: DeviceCleanupRequested, to query: inout StateQuery) {
         query.appIds.insert(c.mobileAppId)
         if let token = c.deviceToken {
             query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: token))
@@ -13,7 +13,7 @@ struct CleanupHandler: CommandHandler {
         }
     }
 
-    func apply(_ c: DeviceCleanupRequested, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+    package func apply(_ c: DeviceCleanupRequested, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         switch state.authorization(app: c.mobileAppId, org: c.orgId, tokenHash: c.apiTokenHash, scope: .client) {
         case .authorized: break
         case .invalid: return .rejected("invalid-api-token")

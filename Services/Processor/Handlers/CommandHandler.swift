@@ -8,7 +8,7 @@ import Projections
 ///
 /// A new command type is a `Command` in Contracts, one handler, and one line in
 /// `HandlerRegistry.standard`.
-protocol CommandHandler: Sendable {
+package protocol CommandHandler: Sendable {
     associatedtype Handled: Command
     /// Adds the rows `command` needs to decide its outcome to the batch's one read.
     func addNeeds(of command: Handled, to query: inout StateQuery)
@@ -17,16 +17,16 @@ protocol CommandHandler: Sendable {
 }
 
 /// The envelope facts a handler may use besides the payload.
-struct CommandContext: Sendable {
+package struct CommandContext: Sendable {
     /// The command's id (the envelope's `id`): seeds ids derived from the command.
-    var id: UUID
+    package var id: UUID
     /// The command's time (the envelope's `at`): every time a handler records.
-    var at: Date
+    package var at: Date
     /// The store refused this command's writes for good; the handler records the failure it
     /// can (a registration becomes `FailedToStoreDevice`) instead of the effects.
-    var storeFailed = false
+    package var storeFailed = false
 
-    init(id: UUID = UUID(), at: Date, storeFailed: Bool = false) {
+    package init(id: UUID = UUID(), at: Date, storeFailed: Bool = false) {
         self.id = id
         self.at = at
         self.storeFailed = storeFailed
@@ -34,7 +34,7 @@ struct CommandContext: Sendable {
 }
 
 /// What a handler did with a command, for metrics and logs.
-enum HandlerResult: Equatable {
+package enum HandlerResult: Equatable {
     case applied
     /// Not applied, by rule (e.g. an invalid API token); the reason is a metric label.
     case rejected(String)

@@ -10,8 +10,8 @@ import Projections
 /// In event order a report comes after the send it reports on: the sender's records are
 /// appended after the progress marks that let the processor apply the send, and count as no
 /// earlier than them.
-struct DeliveryResultHandler: CommandHandler {
-    func addNeeds(of c: DeliveryResultReported, to query: inout StateQuery) {
+package struct DeliveryResultHandler: CommandHandler {
+    package func addNeeds(of c: DeliveryResultReported, to query: inout StateQuery) {
         query.appIds.insert(c.mobileAppId)
         if c.outcome == .unregistered { query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken)) }
         if let key = Self.outcomeKey(c) {
@@ -20,7 +20,7 @@ struct DeliveryResultHandler: CommandHandler {
         }
     }
 
-    func apply(_ c: DeliveryResultReported, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+    package func apply(_ c: DeliveryResultReported, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         guard state.apps[c.mobileAppId] != nil else { return .rejected("unknown-app") }
         if c.outcome == .unregistered { retire(c, context, &state) }
         // A badge update belongs to no delivery: only its device is concerned.

@@ -12,16 +12,16 @@ import WireCodec
 /// Everything derives from the command and the loaded rows — message ids from the delivery id
 /// and the device's position, the timestamp from the command's time — so applying the same
 /// command to the same state again writes byte-identical records.
-struct NotificationHandler: CommandHandler {
+package struct NotificationHandler: CommandHandler {
     /// How long an idempotency key names its first send, in command times
     /// (`PUSHLINE_IDEMPOTENCY_WINDOW_HOURS`).
-    let idempotencyWindow: Duration
+    package let idempotencyWindow: Duration
 
-    init(idempotencyWindow: Duration = DecisionRules.default.idempotencyWindow) {
+    package init(idempotencyWindow: Duration = DecisionRules.default.idempotencyWindow) {
         self.idempotencyWindow = idempotencyWindow
     }
 
-    func addNeeds(of c: NotificationRequested, to query: inout StateQuery) {
+    package func addNeeds(of c: NotificationRequested, to query: inout StateQuery) {
         query.appIds.insert(c.mobileAppId)
         query.deliveryIds.insert(c.deliveryId)
         for user in c.target.userIds { query.userKeys.insert(UserKey(appId: c.mobileAppId, userId: user)) }
@@ -36,7 +36,7 @@ struct NotificationHandler: CommandHandler {
         }
     }
 
-    func apply(_ c: NotificationRequested, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+    package func apply(_ c: NotificationRequested, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         let at = context.at
         guard let app = state.apps[c.mobileAppId] else { return .rejected("unknown-app") }
         // A send without a key has a new random delivery id; with a key, the id is the key's, so
@@ -97,7 +97,7 @@ struct NotificationHandler: CommandHandler {
     /// The target's devices, each once, in a stable order that fixes the message ids: user by
     /// user as listed, each user's devices by token; or the tokens as listed. Tokens the app
     /// does not know are skipped.
-    static func resolve(_ target: NotificationTarget, app: UUID, in state: BatchState) -> [DeviceRow] {
+    package static func resolve(_ target: NotificationTarget, app: UUID, in state: BatchState) -> [DeviceRow] {
         var devices: [DeviceRow] = []
         if !target.userIds.isEmpty {
             var seen = Set<String>(minimumCapacity: target.userIds.count)

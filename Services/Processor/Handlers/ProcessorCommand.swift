@@ -6,22 +6,22 @@ import WireCodec
 /// A decoded command with the envelope facts the handlers need, and the handler of its type.
 /// Handlers use the envelope's `id` and `at` rather than the clock, so a replay decides exactly
 /// what the first run did.
-struct ProcessorCommand: Sendable {
-    var id: UUID
-    var at: Date
-    let payload: any Command
+package struct ProcessorCommand: Sendable {
+    package var id: UUID
+    package var at: Date
+    package let payload: any Command
     fileprivate let handler: any RegisteredHandler
 
-    var type: CommandType { Swift.type(of: payload).type }
+    package var type: CommandType { Swift.type(of: payload).type }
 
     /// Adds the rows this command needs to decide its outcome.
-    func addNeeds(to query: inout StateQuery) {
+    package func addNeeds(to query: inout StateQuery) {
         handler.addNeeds(of: payload, to: &query)
     }
 
     /// Runs the command's handler; `storeFailed`: see `CommandContext.storeFailed`. An admin
     /// command, applied or rejected, also gets its audit trail entry (`AuditTrail`).
-    func apply(to state: inout BatchState, storeFailed: Bool = false) -> HandlerResult {
+    package func apply(to state: inout BatchState, storeFailed: Bool = false) -> HandlerResult {
         let result = handler.apply(payload, CommandContext(id: id, at: at, storeFailed: storeFailed), to: &state)
         if let audited = payload as? any AuditedCommand {
             state.record(AuditTrail.entry(audited, id: id, at: at, result: result))
@@ -32,12 +32,12 @@ struct ProcessorCommand: Sendable {
 
 /// The handler of every command type the processor applies, by type: the one table to extend
 /// when a command type is added.
-struct HandlerRegistry: Sendable {
+package struct HandlerRegistry: Sendable {
     private var handlers: [CommandType: any RegisteredHandler] = [:]
 
     /// The processor's handlers. `verifier` checks registrations' tokens; `rules` set the
     /// registrations' per-user cap and the sends' idempotency window.
-    static func standard(verifier: any DeviceTokenVerifier = DecisionRules.defaultVerifier,
+    package static func standard(verifier: any DeviceTokenVerifier = DecisionRules.defaultVerifier,
                          rules: DecisionRules = .default) -> HandlerRegistry {
         var registry = HandlerRegistry()
         registry.register(AppCreatedHandler())
@@ -58,23 +58,23 @@ struct HandlerRegistry: Sendable {
     }
 
     /// Adds `handler` for its command type; a type has one handler.
-    mutating func register<H: CommandHandler>(_ handler: H) {
+    package mutating func register<H: CommandHandler>(_ handler: H) {
         precondition(handlers[H.Handled.type] == nil, "two handlers for \(H.Handled.type.rawValue)")
         handlers[H.Handled.type] = Registered(handler: handler)
     }
 
     /// The command types with a handler.
-    var types: Set<CommandType> { Set(handlers.keys) }
+    package var types: Set<CommandType> { Set(handlers.keys) }
 
     /// The command types whose commands get an audit trail entry (`AuditedCommand`).
-    var auditedTypes: Set<CommandType> { Set(handlers.filter { $0.value.isAudited }.keys) }
+    package var auditedTypes: Set<CommandType> { Set(handlers.filter { $0.value.isAudited }.keys) }
 
     fileprivate subscript(type: CommandType) -> (any RegisteredHandler)? { handlers[type] }
 }
 
 /// Turns consumed records into commands. Unknown types and versions are reported, never fatal.
-struct CommandDecoder {
-    enum Outcome {
+package struct CommandDecoder {
+    package enum Outcome {
         case command(ProcessorCommand)
         case unknownType(String)
         case unsupportedVersion(type: String, version: Int)
@@ -83,7 +83,7 @@ struct CommandDecoder {
         case progressMark(at: Date)
 
         /// The envelope's time, when the record decoded.
-        var at: Date? {
+        package var at: Date? {
             switch self {
             case .command(let c): c.at
             case .progressMark(let at): at
@@ -92,7 +92,7 @@ struct CommandDecoder {
         }
 
         /// One line for an operator: the command's type and id, or why it could not be read.
-        var summary: String {
+        package var summary: String {
             switch self {
             case .command(let c): "\(c.type.rawValue) \(c.id.lowercasedString)"
             case .unknownType(let t): "unknown type \(t)"
@@ -106,11 +106,11 @@ struct CommandDecoder {
     private let registry: HandlerRegistry
     private let decoder = WireJSON.decoder()
 
-    init(registry: HandlerRegistry = .standard()) {
+    package init(registry: HandlerRegistry = .standard()) {
         self.registry = registry
     }
 
-    func decode(type typeName: String?, version: Int?, value: Data) -> Outcome {
+    package func decode(type typeName: String?, version: Int?, value: Data) -> Outcome {
         if typeName == ProgressMark.type {
             guard let at = ProgressMark.at(in: value) else { return .malformed(type: ProgressMark.type, error: "not a progress mark") }
             return .progressMark(at: at)

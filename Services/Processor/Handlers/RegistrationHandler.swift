@@ -5,20 +5,20 @@ import WireCodec
 
 /// Decides the outcome of a device registration (docs/API.md#registration-outcomes) and records its
 /// effects: the device row, the tracked status, and the status webhook as an outbox job.
-struct RegistrationHandler: CommandHandler {
-    typealias Reason = DeviceRegistrationAPI.FailureReason
+package struct RegistrationHandler: CommandHandler {
+    package typealias Reason = DeviceRegistrationAPI.FailureReason
 
-    let verifier: any DeviceTokenVerifier
+    package let verifier: any DeviceTokenVerifier
     /// The most devices one user of an app keeps (`PUSHLINE_MAX_DEVICES_PER_USER`).
-    let maxDevicesPerUser: Int
+    package let maxDevicesPerUser: Int
     private let encoder = WireJSON.encoder()
 
-    init(verifier: any DeviceTokenVerifier, maxDevicesPerUser: Int = DecisionRules.default.maxDevicesPerUser) {
+    package init(verifier: any DeviceTokenVerifier, maxDevicesPerUser: Int = DecisionRules.default.maxDevicesPerUser) {
         self.verifier = verifier
         self.maxDevicesPerUser = max(1, maxDevicesPerUser)
     }
 
-    func addNeeds(of c: DeviceRegistrationRequested, to query: inout StateQuery) {
+    package func addNeeds(of c: DeviceRegistrationRequested, to query: inout StateQuery) {
         query.appIds.insert(c.mobileAppId)
         query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken))
         // The user's devices, for the per-user cap.
@@ -27,7 +27,7 @@ struct RegistrationHandler: CommandHandler {
 
     /// With `context.storeFailed` (the store rejected this registration's device write after
     /// retries) the outcome is `FailedToStoreDevice` and the device row is left as it was.
-    func apply(_ c: DeviceRegistrationRequested, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+    package func apply(_ c: DeviceRegistrationRequested, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         let at = context.at
         // Forged or stale tokens get no history and no webhook: no work for an attacker
         // (docs/API.md#forged-requests).

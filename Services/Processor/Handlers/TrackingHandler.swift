@@ -4,14 +4,14 @@ import OutboundRendering
 import Projections
 
 /// What became of one tracking event.
-enum TrackingOutcome: Hashable, Sendable {
+package enum TrackingOutcome: Hashable, Sendable {
     /// Stored against its known delivery: a device's first report of the action, or a repeat.
     case counted
     /// Stored before its delivery's send was applied; the send settles it.
     case parked
     case rejected(Reason)
 
-    enum Reason: String, Sendable {
+    package enum Reason: String, Sendable {
         /// The delivery was sent with tracking off.
         case trackingOff = "tracking-off"
         /// The delivery id belongs to another app.
@@ -20,7 +20,7 @@ enum TrackingOutcome: Hashable, Sendable {
         case foreignBroadlog = "foreign-broadlog"
     }
 
-    var label: String {
+    package var label: String {
         switch self {
         case .counted: "counted"
         case .parked: "parked"
@@ -44,13 +44,13 @@ enum TrackingOutcome: Hashable, Sendable {
 /// A broadlogId is checked against the delivery id alone (`MessageId`'s check digits), so a
 /// foreign id is refused even before its delivery is known; only "past the sent count" needs
 /// the delivery row.
-struct TrackingHandler: CommandHandler {
-    func addNeeds(of c: TrackingReported, to query: inout StateQuery) {
+package struct TrackingHandler: CommandHandler {
+    package func addNeeds(of c: TrackingReported, to query: inout StateQuery) {
         query.deliveryIds.insert(c.deliveryId)
         query.parkedDeliveries.insert(c.deliveryId)
     }
 
-    func apply(_ c: TrackingReported, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+    package func apply(_ c: TrackingReported, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         let at = context.at
         let pair = TrackingPair(deliveryId: c.deliveryId, appId: c.mobileAppId)
         let delivery = state.delivery(c.deliveryId)
@@ -84,7 +84,7 @@ struct TrackingHandler: CommandHandler {
     /// Called when a send is applied, before its delivery is recorded: each pair reported on
     /// before it is dropped if its park time passed, refused whole if it is another app's or
     /// the send has tracking off, and otherwise taken, less the reports past the sent count.
-    static func settle(_ delivery: DeliveryRow, state: inout BatchState) {
+    package static func settle(_ delivery: DeliveryRow, state: inout BatchState) {
         for pair in state.trackingPairs(of: delivery.deliveryId) {
             if state.expireIfDue(pair) { continue }
             let reports = state.trackingReports(of: pair)

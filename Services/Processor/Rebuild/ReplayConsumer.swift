@@ -1,4 +1,5 @@
 import Foundation
+import Handlers
 import Kafka
 import Logging
 import Projections

@@ -2,6 +2,7 @@ import Foundation
 import Ingest
 import Logging
 import Processor
+@testable import Handlers
 @testable import PushlineCLI
 import Sender
 import Settings
