@@ -87,10 +87,6 @@ struct SQLiteRawStatement {
         return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, index))), as: UTF8.self)
     }
 
-    /// Column `index` of the current row as text, nil for a NULL.
-    func optionalText(_ index: Int32) -> String? {
-        isNull(index) ? nil : text(index)
-    }
 
     func isNull(_ index: Int32) -> Bool {
         sqlite3_column_type(handle, index) == SQLITE_NULL

@@ -24,12 +24,6 @@ enum SQLiteValues {
 
     static func date(millis: Int64) -> Date { ProjectionValues.date(millis: millis) }
 
-    static func headersJSON(_ headers: [String: String]) throws -> String { try ProjectionValues.headersJSON(headers) }
-
-    static func headers(json: String, column: String) throws -> [String: String] {
-        try ProjectionValues.headers(json: json, column: column)
-    }
-
     static func decode<T: RawRepresentable>(_ type: T.Type, _ raw: T.RawValue, column: String) throws -> T {
         try ProjectionValues.decode(type, raw, column: column)
     }
