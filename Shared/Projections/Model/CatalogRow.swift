@@ -14,12 +14,12 @@ public protocol ColumnWriter {
 }
 
 extension ColumnWriter {
-    public mutating func uuid(_ value: UUID?) { if let value { uuid(value) } else { null() } }
-    public mutating func text(_ value: String?) { if let value { text(value) } else { null() } }
-    public mutating func int(_ value: Int64?) { if let value { int(value) } else { null() } }
-    public mutating func int(_ value: Int) { int(Int64(value)) }
-    public mutating func int(_ value: Int?) { int(value.map(Int64.init)) }
-    public mutating func millis(_ value: Date?) { if let value { millis(value) } else { null() } }
+    @inlinable public mutating func uuid(_ value: UUID?) { if let value { uuid(value) } else { null() } }
+    @inlinable public mutating func text(_ value: String?) { if let value { text(value) } else { null() } }
+    @inlinable public mutating func int(_ value: Int64?) { if let value { int(value) } else { null() } }
+    @inlinable public mutating func int(_ value: Int) { int(Int64(value)) }
+    @inlinable public mutating func int(_ value: Int?) { int(value.map(Int64.init)) }
+    @inlinable public mutating func millis(_ value: Date?) { if let value { millis(value) } else { null() } }
 }
 
 /// Gives a row's column values in catalog order, read from a stored row.
@@ -37,11 +37,11 @@ public protocol ColumnReader {
 }
 
 extension ColumnReader {
-    public mutating func optionalUUID() throws -> UUID? { try nextIsNull() ? nil : uuid() }
-    public mutating func optionalText() throws -> String? { try nextIsNull() ? nil : text() }
-    public mutating func optionalInt() throws -> Int64? { try nextIsNull() ? nil : int() }
-    public mutating func optionalMillis() throws -> Date? { try nextIsNull() ? nil : millis() }
-    public mutating func intValue() throws -> Int { Int(try int()) }
+    @inlinable public mutating func optionalUUID() throws -> UUID? { try nextIsNull() ? nil : uuid() }
+    @inlinable public mutating func optionalText() throws -> String? { try nextIsNull() ? nil : text() }
+    @inlinable public mutating func optionalInt() throws -> Int64? { try nextIsNull() ? nil : int() }
+    @inlinable public mutating func optionalMillis() throws -> Date? { try nextIsNull() ? nil : millis() }
+    @inlinable public mutating func intValue() throws -> Int { Int(try int()) }
 
     /// An enumeration stored as its raw text.
     public mutating func raw<T: RawRepresentable>(_: T.Type) throws -> T where T.RawValue == String {

@@ -6,12 +6,12 @@ import Foundation
 extension DeviceRow: CatalogRow {
     public static var table: CatalogTable { TableCatalog.devices }
 
-    public func writeColumns(to columns: inout some ColumnWriter) throws {
+    @inlinable public func writeColumns(to columns: inout some ColumnWriter) throws {
         columns.uuid(appId); columns.text(deviceToken); columns.text(userId); columns.text(platform.rawValue)
         columns.int(version); columns.millis(updatedAt); columns.text(timeZone)
     }
 
-    public init(columns: inout some ColumnReader) throws {
+    @inlinable public init(columns: inout some ColumnReader) throws {
         self.init(appId: try columns.uuid(), deviceToken: try columns.text(), userId: try columns.text(),
                   platform: try columns.raw(Platform.self), version: try columns.int(), updatedAt: try columns.millis(),
                   timeZone: try columns.optionalText())
@@ -21,12 +21,12 @@ extension DeviceRow: CatalogRow {
 extension RegistrationStatusRow: CatalogRow {
     public static var table: CatalogTable { TableCatalog.registrationStatus }
 
-    public func writeColumns(to columns: inout some ColumnWriter) throws {
+    @inlinable public func writeColumns(to columns: inout some ColumnWriter) throws {
         columns.uuid(requestId); columns.uuid(appId); columns.text(status.rawValue); columns.text(failureReason?.rawValue)
         columns.millis(decidedAt)
     }
 
-    public init(columns: inout some ColumnReader) throws {
+    @inlinable public init(columns: inout some ColumnReader) throws {
         self.init(requestId: try columns.uuid(), appId: try columns.uuid(), status: try columns.raw(DeviceRegistrationAPI.Status.self),
                   failureReason: try columns.optionalRaw(DeviceRegistrationAPI.FailureReason.self), decidedAt: try columns.millis())
     }

@@ -7,12 +7,12 @@ import Foundation
 extension PendingNotificationRow: CatalogRow {
     public static var table: CatalogTable { TableCatalog.pendingNotifications }
 
-    public func writeColumns(to columns: inout some ColumnWriter) throws {
+    @inlinable public func writeColumns(to columns: inout some ColumnWriter) throws {
         columns.uuid(appId); columns.text(deviceToken); columns.text(notificationId); columns.uuid(deliveryId)
         columns.millis(sentAt); columns.text(text); columns.text(businessId)
     }
 
-    public init(columns: inout some ColumnReader) throws {
+    @inlinable public init(columns: inout some ColumnReader) throws {
         self.init(appId: try columns.uuid(), deviceToken: try columns.text(), notificationId: try columns.text(),
                   deliveryId: try columns.uuid(), sentAt: try columns.millis(), text: try columns.text(),
                   businessId: try columns.optionalText())
@@ -22,11 +22,11 @@ extension PendingNotificationRow: CatalogRow {
 extension AckRow: CatalogRow {
     public static var table: CatalogTable { TableCatalog.acks }
 
-    public func writeColumns(to columns: inout some ColumnWriter) throws {
+    @inlinable public func writeColumns(to columns: inout some ColumnWriter) throws {
         columns.uuid(appId); columns.text(deviceToken); columns.text(notificationId); columns.text(businessId); columns.millis(ackedAt)
     }
 
-    public init(columns: inout some ColumnReader) throws {
+    @inlinable public init(columns: inout some ColumnReader) throws {
         self.init(appId: try columns.uuid(), deviceToken: try columns.text(), notificationId: try columns.text(),
                   businessId: try columns.optionalText(), ackedAt: try columns.millis())
     }
@@ -35,13 +35,13 @@ extension AckRow: CatalogRow {
 extension DeliveryRow: CatalogRow {
     public static var table: CatalogTable { TableCatalog.deliveries }
 
-    public func writeColumns(to columns: inout some ColumnWriter) throws {
+    @inlinable public func writeColumns(to columns: inout some ColumnWriter) throws {
         columns.uuid(appId); columns.uuid(deliveryId); columns.text(kind.rawValue); columns.bool(managed); columns.bool(tracking)
         columns.int(sent); columns.millis(createdAt); columns.int(delivered); columns.int(failed); columns.int(unregistered)
         columns.text(idempotencyKey); columns.text(requestHash); columns.int(duplicates); columns.int(conflicts)
     }
 
-    public init(columns: inout some ColumnReader) throws {
+    @inlinable public init(columns: inout some ColumnReader) throws {
         self.init(appId: try columns.uuid(), deliveryId: try columns.uuid(), kind: try columns.raw(NotificationKind.self),
                   managed: try columns.bool(), tracking: try columns.bool(), sent: try columns.intValue(), createdAt: try columns.millis(),
                   delivered: try columns.intValue(), failed: try columns.intValue(), unregistered: try columns.intValue(),
@@ -53,12 +53,12 @@ extension DeliveryRow: CatalogRow {
 extension DeliveryOutcomeRow: CatalogRow {
     public static var table: CatalogTable { TableCatalog.deliveryOutcomes }
 
-    public func writeColumns(to columns: inout some ColumnWriter) throws {
+    @inlinable public func writeColumns(to columns: inout some ColumnWriter) throws {
         columns.uuid(appId); columns.uuid(deliveryId); columns.int(messageIndex); columns.text(deviceToken)
         columns.text(outcome.rawValue); columns.text(reason); columns.millis(reportedAt)
     }
 
-    public init(columns: inout some ColumnReader) throws {
+    @inlinable public init(columns: inout some ColumnReader) throws {
         self.init(appId: try columns.uuid(), deliveryId: try columns.uuid(), messageIndex: try columns.intValue(),
                   deviceToken: try columns.text(), outcome: try columns.raw(DeliveryOutcome.self), reason: try columns.optionalText(),
                   reportedAt: try columns.millis())

@@ -5,7 +5,7 @@ import Foundation
 extension RestoredRows.TrackingRow: CatalogRow {
     public static var table: CatalogTable { TableCatalog.trackingEvents }
 
-    public func writeColumns(to columns: inout some ColumnWriter) throws {
+    @inlinable public func writeColumns(to columns: inout some ColumnWriter) throws {
         columns.uuid(deliveryId); columns.uuid(appId); columns.int(Int64(action)); columns.int(messageIndex); columns.int(repeats)
     }
 
