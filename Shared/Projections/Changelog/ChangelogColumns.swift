@@ -52,7 +52,7 @@ struct ChangelogColumns: ColumnWriter {
             self.table = table
         }
 
-        var column: String { "\(table.name).\(index < table.columns.count ? table.columns[index].name : "#\(index)")" }
+        var column: String { table.columnName(at: index) }
 
         mutating func nextIsNull() throws -> Bool {
             if index >= count {

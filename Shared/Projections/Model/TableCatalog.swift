@@ -49,6 +49,11 @@ public struct CatalogTable: Sendable, Equatable {
 
     public var keyList: String { key.joined(separator: ", ") }
 
+    /// `table.column` of the column at `index`, for errors (`#index` past the last column).
+    public func columnName(at index: Int) -> String {
+        "\(name).\(index < columns.count ? columns[index].name : "#\(index)")"
+    }
+
     /// `INSERT INTO t (columns) VALUES (?, …) ON CONFLICT (key) DO UPDATE SET c = excluded.c, …`:
     /// writes a whole row, replacing the row of its key. SQLite's parameters are `?`, bound in
     /// column order.

@@ -14,7 +14,7 @@ struct PostgresRowColumns: ColumnReader {
         self.table = table
     }
 
-    var column: String { "\(table.name).\(index < table.columns.count ? table.columns[index].name : "#\(index)")" }
+    var column: String { table.columnName(at: index) }
 
     mutating func nextIsNull() throws -> Bool {
         guard row[index].bytes == nil else { return false }

@@ -43,7 +43,7 @@ struct PostgresRestoreLoader {
     private func copy<Row: CatalogRow>(_ rows: ArraySlice<Row>) async throws {
         guard !rows.isEmpty else { return }
         let table = Row.table
-        let byTokenKey = TableCatalog.postgresStoreColumns[table.name]?.contains("token_key") == true
+        let byTokenKey = PostgresRows.keyedByToken(table)
         let names = table.columns.map(\.name) + (byTokenKey ? ["token_key"] : [])
         try await connection.copyFrom(table: table.name, columns: names, logger: logger) { writer in
             var text = PostgresCopyText(capacity: Self.sendBytes + (64 << 10))

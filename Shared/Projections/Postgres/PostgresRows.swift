@@ -15,13 +15,18 @@ enum PostgresRows {
     static let unnestedTokenKey = tokenKey("k.device_token")
     fileprivate static let tokenKeyPrefix = "sha256(convert_to(", tokenKeySuffix = "::text, 'UTF8'))"
 
+    /// Whether PostgreSQL keys `table` by its device token's `tokenKey`, a column it keeps beside
+    /// the catalog's (`TableCatalog.postgresStoreColumns`).
+    static func keyedByToken(_ table: CatalogTable) -> Bool {
+        TableCatalog.postgresStoreColumns[table.name]?.contains("token_key") == true
+    }
+
     /// `INSERT INTO t (columns) SELECT … FROM unnest(arguments) ON CONFLICT (key) DO …`: whole rows
     /// of `table` from array parameters (`PostgresColumnArrays`). A table keyed by a device token
     /// stores the token's `tokenKey` beside it and is keyed by that. `onConflict`: the action after
     /// `ON CONFLICT (key)`; by default every column outside the key is replaced.
     static func upsert(_ table: CatalogTable, arguments: String, onConflict: String? = nil) -> String {
-        let byTokenKey = TableCatalog.postgresStoreColumns[table.name]?.contains("token_key") == true
-        guard byTokenKey else {
+        guard keyedByToken(table) else {
             return "INSERT INTO \(table.name) (\(table.columnList)) SELECT * FROM unnest(\(arguments))"
                 + " ON CONFLICT (\(table.keyList)) " + (onConflict ?? "DO \(table.updateSet)")
         }

@@ -35,7 +35,7 @@ struct SQLiteRowColumns: ColumnReader {
         self.index = index
     }
 
-    var column: String { "\(table.name).\(index < table.columns.count ? table.columns[index].name : "#\(index)")" }
+    var column: String { table.columnName(at: index) }
 
     mutating func nextIsNull() throws -> Bool {
         guard row.hasNull(atIndex: index) else { return false }
@@ -71,7 +71,7 @@ struct SQLiteStatementColumns: ColumnReader {
         self.firstUUID = firstUUID
     }
 
-    var column: String { "\(table.name).\(Int(index) < table.columns.count ? table.columns[Int(index)].name : "#\(index)")" }
+    var column: String { table.columnName(at: Int(index)) }
 
     mutating func nextIsNull() throws -> Bool {
         guard statement.isNull(index) else { return false }
