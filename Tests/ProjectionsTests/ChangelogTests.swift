@@ -278,9 +278,10 @@ import Testing
                 try await sorter.drain(chunk: chunk) { chunk in
                     if chunk.wholeGroups {
                         await whole.increment()
-                        // Folded group by group, and all at once: the same rows.
+                        // Folded all at once, and group by group in group order: the same rows, so
+                        // each table's in key order.
                         let rows = RestoredRows(chunk)
-                        #expect(rows.mutations == RestoredRows(chunk.mutations).mutations)
+                        #expect(rows.mutations == Self.concatenated(chunk.groups.map { RestoredRows(Array($0)) }).mutations)
                         try await store.restore(rows: rows)
                     } else {
                         await cut.increment()
@@ -417,6 +418,18 @@ import Testing
         }
     }
 
+    /// Each table's rows of `parts`, one after the other.
+    static func concatenated(_ parts: [RestoredRows]) -> RestoredRows {
+        var all = RestoredRows([])
+        for part in parts {
+            all.apps += part.apps; all.tokens += part.tokens; all.devices += part.devices; all.statuses += part.statuses
+            all.outbox += part.outbox; all.pending += part.pending; all.acks += part.acks; all.deliveries += part.deliveries
+            all.outcomes += part.outcomes; all.tracking += part.tracking; all.parks += part.parks; all.deadLetters += part.deadLetters
+            all.adminTokens += part.adminTokens; all.audit += part.audit; all.idempotencyKeys += part.idempotencyKeys
+        }
+        return all
+    }
+
     /// The primary keys of the tables a PostgreSQL restore copies into, by name.
     static let primaryKeys = """
         SELECT conname::text FROM pg_constraint WHERE contype = 'p' AND conname = ANY('{\(PostgresChangelog.restoredKeys.keys.joined(separator: ","))}')
@@ -437,8 +450,8 @@ import Testing
         // Each group's mutations in log order; groups in key order.
         func key(_ m: Mutation) -> [UInt8] {
             var w = ChangelogWriter()
-            w.groupKey(of: m)
-            return w.bytes
+            w.sortRecord(m)
+            return Array(w.bytes[4..<(4 + ChangelogSorter.fixed32(w.bytes, at: 0))])
         }
         let keys = out.map(key)
         #expect(zip(keys, keys.dropFirst()).allSatisfy { !$1.lexicographicallyPrecedes($0) })

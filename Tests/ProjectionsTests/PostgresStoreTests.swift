@@ -242,22 +242,29 @@ final class PostgresStoreTests: StoreTestCase {
     }
 
     /// Many small commits of random mutations over few keys, so that a commit often touches a
-    /// key several times: the grouped statements must end where SQLite's one-by-one writes do.
-    func testRandomCommitsOverFewKeysEndAsInSQLite() async throws {
+    /// key several times: both stores' grouped writes (`WritePlan`) must end where the same
+    /// mutations committed one at a time do.
+    func testRandomCommitsOverFewKeysEndAsCommittedOneByOne() async throws {
         var random = SeededRandom(seed: 2024)
         let postgres = try await openStore()
         let sqlite = try openSQLiteStore()
+        let oneByOne = try openSQLiteStore("one-by-one.sqlite")
         for _ in 0..<60 {
             let mutations = MixedMutations.make(count: Int.random(in: 1...80, using: &random), keys: 6, using: &random)
             try await postgres.commit(mutations: mutations, offsets: [])
             try await sqlite.commit(mutations: mutations, offsets: [])
+            for mutation in mutations { try await oneByOne.commit(mutations: [mutation], offsets: []) }
         }
+        let expected = try await oneByOne.dump()
         let postgresDump = try await postgres.dump()
         let sqliteDump = try await sqlite.dump()
-        XCTAssertEqual(postgresDump, sqliteDump)
+        XCTAssertEqual(postgresDump, expected)
+        XCTAssertEqual(sqliteDump, expected)
+        let expectedJobs = try await oneByOne.outboxJobs(after: nil, limit: 1_000)
         let postgresJobs = try await postgres.outboxJobs(after: nil, limit: 1_000)
         let sqliteJobs = try await sqlite.outboxJobs(after: nil, limit: 1_000)
-        XCTAssertEqual(postgresJobs, sqliteJobs)
+        XCTAssertEqual(postgresJobs, expectedJobs)
+        XCTAssertEqual(sqliteJobs, expectedJobs)
     }
 
     /// Key order is byte order whatever the database's own collation (here ICU English, where

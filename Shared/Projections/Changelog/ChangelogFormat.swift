@@ -160,58 +160,126 @@ package struct ChangelogWriter {
     }
 
     package mutating func mutation(_ mutation: Mutation) {
+        encode(mutation, keyed: false)
+    }
+
+    /// A record of a restore's sort (`ChangelogSorter`): `[key length: 4][group key][mutation
+    /// length: 4][mutation]`.
+    package mutating func sortRecord(_ mutation: Mutation) {
+        let start = bytes.count
+        encode(mutation, keyed: true)
+        let key = ChangelogSorter.fixed32(bytes, at: start)
+        patch32(at: start + 4 + key, bytes.count - (start + 8 + key))
+    }
+
+    /// The one place a mutation is switched over for the changelog. `keyed`: first its group
+    /// key (`key`), then a place for its length.
+    ///
+    /// A group key is the mutation's table and the part of the row key that every mutation able
+    /// to touch the same row shares, in the table's primary key order (a UUID's bytes order as
+    /// its text): a device's pending rows are one group, since a clear removes them all; a
+    /// tracking pair's rows and park mark are one; a delivery's outcomes are one.
+    private mutating func encode(_ mutation: Mutation, keyed: Bool) {
         switch mutation {
-        case .upsertApp(let row): self.row(.upsertAppRow, row)
-        case .upsertApiToken(let row): self.row(.upsertApiTokenRow, row)
-        case .upsertDevice(let row): self.row(.upsertDeviceRow, row)
-        case .putRegistrationStatus(let row): self.row(.putRegistrationStatusRow, row)
-        case .enqueueOutbox(let row): self.row(.enqueueOutboxRow, row)
-        case .restoreOutbox(let row): self.row(.restoreOutboxRow, row)
-        case .putPending(let row): self.row(.putPendingRow, row)
-        case .putAck(let row): self.row(.putAckRow, row)
-        case .putDelivery(let row): self.row(.putDeliveryRow, row)
-        case .putDeliveryOutcome(let row): self.row(.putDeliveryOutcomeRow, row)
-        case .upsertAdminToken(let row): self.row(.upsertAdminTokenRow, row)
-        case .putAuditEntry(let row): self.row(.putAuditEntryRow, row)
-        case .putIdempotencyKey(let row): self.row(.putIdempotencyKeyRow, row)
+        case .upsertApp(let row):
+            key(keyed, 1) { $0.uuid(row.appId) }
+            self.row(.upsertAppRow, row)
+        case .upsertApiToken(let row):
+            key(keyed, 2) { $0.uuid(row.tokenId) }
+            self.row(.upsertApiTokenRow, row)
+        case .upsertDevice(let row):
+            key(keyed, 3) { $0.uuid(row.appId); $0.keyText(row.deviceToken) }
+            self.row(.upsertDeviceRow, row)
         case .deleteDevice(let k):
+            key(keyed, 3) { $0.uuid(k.appId); $0.keyText(k.deviceToken) }
             byte(Tag.deleteDevice.rawValue)
             uuid(k.appId); string(k.deviceToken)
+        case .putRegistrationStatus(let row):
+            key(keyed, 4) { $0.uuid(row.requestId) }
+            self.row(.putRegistrationStatusRow, row)
+        case .enqueueOutbox(let row):
+            key(keyed, 5) { $0.keyText(row.id) }
+            self.row(.enqueueOutboxRow, row)
+        case .restoreOutbox(let row):
+            key(keyed, 5) { $0.keyText(row.id) }
+            self.row(.restoreOutboxRow, row)
+        case .putPending(let row):
+            key(keyed, 6) { $0.uuid(row.appId); $0.keyText(row.deviceToken) }
+            self.row(.putPendingRow, row)
         case .deletePending(let k):
+            key(keyed, 6) { $0.uuid(k.appId); $0.keyText(k.deviceToken) }
             byte(Tag.deletePending.rawValue)
             uuid(k.appId); string(k.deviceToken); string(k.notificationId)
         case .clearPending(let k):
+            key(keyed, 6) { $0.uuid(k.appId); $0.keyText(k.deviceToken) }
             byte(Tag.clearPending.rawValue)
             uuid(k.appId); string(k.deviceToken)
+        case .putAck(let row):
+            key(keyed, 7) { $0.uuid(row.appId); $0.keyText(row.deviceToken); $0.keyText(row.notificationId) }
+            self.row(.putAckRow, row)
+        case .putDelivery(let row):
+            key(keyed, 8) { $0.uuid(row.appId); $0.uuid(row.deliveryId) }
+            self.row(.putDeliveryRow, row)
+        case .putDeliveryOutcome(let row):
+            key(keyed, 11) { $0.uuid(row.appId); $0.uuid(row.deliveryId) }
+            self.row(.putDeliveryOutcomeRow, row)
         case .countTracking(let c):
+            key(keyed, 9) { $0.uuid(c.deliveryId); $0.uuid(c.appId) }
             byte(Tag.countTracking.rawValue)
             uuid(c.appId); uuid(c.deliveryId); uint(UInt64(c.counts.count))
             for count in c.counts {
                 int(count.action.rawValue); int(count.messageIndex); int(count.reports)
             }
         case .deleteTracking(let p, let keys):
+            key(keyed, 9) { $0.pair(p) }
             byte(Tag.deleteTracking.rawValue)
             pair(p); uint(UInt64(keys.count))
             for key in keys {
                 int(key.action.rawValue); int(key.messageIndex)
             }
         case .parkTracking(let p, let at):
+            key(keyed, 9) { $0.pair(p) }
             byte(Tag.parkTracking.rawValue)
             pair(p); date(at)
         case .unparkTracking(let p):
+            key(keyed, 9) { $0.pair(p) }
             byte(Tag.unparkTracking.rawValue)
             pair(p)
         case .dropTracking(let p):
+            key(keyed, 9) { $0.pair(p) }
             byte(Tag.dropTracking.rawValue)
             pair(p)
         case .putDeadLetter(let l):
+            key(keyed, 10) { $0.partition(l.partition); $0.int(l.offset) }
             byte(Tag.putDeadLetter.rawValue)
             partition(l.partition); int(l.offset); optional(l.type) { $0.string($1) }; string(l.reason)
             optional(l.requestId) { $0.string($1) }; data(l.value); date(l.recordedAt)
         case .deleteDeadLetter(let k):
+            key(keyed, 10) { $0.partition(k.partition); $0.int(k.offset) }
             byte(Tag.deleteDeadLetter.rawValue)
             partition(k.partition); int(k.offset)
+        case .upsertAdminToken(let row):
+            key(keyed, 12) { $0.uuid(row.adminTokenId) }
+            self.row(.upsertAdminTokenRow, row)
+        case .putAuditEntry(let row):
+            key(keyed, 13) { $0.uuid(row.commandId) }
+            self.row(.putAuditEntryRow, row)
+        case .putIdempotencyKey(let row):
+            key(keyed, 14) { $0.keyText(row.scope); $0.keyText(row.key) }
+            self.row(.putIdempotencyKeyRow, row)
         }
+    }
+
+    /// When `keyed`: a group key, the group's table `group` then `parts`, with its length before
+    /// it and a place for the mutation's length after it.
+    private mutating func key(_ keyed: Bool, _ group: UInt8, _ parts: (inout ChangelogWriter) -> Void) {
+        guard keyed else { return }
+        fixed32(0)
+        let start = bytes.count
+        byte(group)
+        parts(&self)
+        patch32(at: start - 4, bytes.count - start)
+        fixed32(0)
     }
 }
 

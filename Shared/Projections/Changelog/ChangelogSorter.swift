@@ -6,10 +6,9 @@ import Projections
 /// last page, where filled in log order every write seeks a random page.
 ///
 /// Reordering is exact because the stores decide nothing: mutations of different rows commute,
-/// and every mutation gets a *group* key — its table and the part of the row key that every
-/// mutation able to touch the same row shares (a device's pending rows are one group, since a
-/// clear removes them all; a tracking pair's rows and mark are one). Mutations of one group keep
-/// their log order. Two groups that happen to share a key only keep more of the log order.
+/// and every mutation gets a *group* key (`ChangelogWriter.sortRecord`) — its table and the part
+/// of the row key that every mutation able to touch the same row shares. Mutations of one group
+/// keep their log order. Two groups that happen to share a key only keep more of the log order.
 ///
 /// Memory is bounded: mutations are kept encoded (the changelog's own format) in a buffer of
 /// half `memoryLimit`; a full buffer is sorted and written to a run file in `directory` in the
@@ -47,17 +46,11 @@ public final class ChangelogSorter {
         // Allocated once: growing by doubling would copy it and leave more of it resident.
         if writer.bytes.capacity == 0 { writer.bytes.reserveCapacity(bufferBytes + (1 << 20)) }
         let start = writer.bytes.count
-        writer.fixed32(0)
-        let keyStart = writer.bytes.count
-        writer.groupKey(of: mutation)
-        writer.patch32(at: keyStart - 4, writer.bytes.count - keyStart)
+        writer.sortRecord(mutation)
+        let keyStart = start + 4, keyEnd = keyStart + Self.fixed32(writer.bytes, at: start)
         var prefix: UInt64 = 0
-        for i in 0..<8 { prefix = prefix << 8 | UInt64(keyStart + i < writer.bytes.count ? writer.bytes[keyStart + i] : 0) }
+        for i in 0..<8 { prefix = prefix << 8 | UInt64(keyStart + i < keyEnd ? writer.bytes[keyStart + i] : 0) }
         starts.append((prefix, start))
-        writer.fixed32(0)
-        let mutationStart = writer.bytes.count
-        writer.mutation(mutation)
-        writer.patch32(at: mutationStart - 4, writer.bytes.count - mutationStart)
         count += 1
         if writer.bytes.count >= bufferBytes { try await spill() }
     }
@@ -336,53 +329,5 @@ extension ChangelogWriter {
         var s = value
         s.withUTF8 { bytes.append(contentsOf: $0) }
         bytes.append(0)
-    }
-
-    /// The mutation's table and the part of the row key that every mutation able to touch the
-    /// same row shares, in the table's primary key order (a UUID's bytes order as its text).
-    package mutating func groupKey(of mutation: Mutation) {
-        switch mutation {
-        case .upsertApp(let a):
-            byte(1); uuid(a.appId)
-        case .upsertApiToken(let t):
-            byte(2); uuid(t.tokenId)
-        case .upsertDevice(let d):
-            byte(3); uuid(d.appId); keyText(d.deviceToken)
-        case .deleteDevice(let k):
-            byte(3); uuid(k.appId); keyText(k.deviceToken)
-        case .putRegistrationStatus(let s):
-            byte(4); uuid(s.requestId)
-        case .enqueueOutbox(let j), .restoreOutbox(let j):
-            byte(5); keyText(j.id)
-        // A device's pending rows are one group: a clear removes them all.
-        case .putPending(let p):
-            byte(6); uuid(p.appId); keyText(p.deviceToken)
-        case .deletePending(let k):
-            byte(6); uuid(k.appId); keyText(k.deviceToken)
-        case .clearPending(let k):
-            byte(6); uuid(k.appId); keyText(k.deviceToken)
-        case .putAck(let a):
-            byte(7); uuid(a.appId); keyText(a.deviceToken); keyText(a.notificationId)
-        case .putDelivery(let d):
-            byte(8); uuid(d.appId); uuid(d.deliveryId)
-        // A delivery's outcomes are one group, ordered by message index when it is folded.
-        case .putDeliveryOutcome(let o):
-            byte(11); uuid(o.appId); uuid(o.deliveryId)
-        // A tracking pair's rows and park mark are one group: a drop removes them all.
-        case .countTracking(let c):
-            byte(9); uuid(c.deliveryId); uuid(c.appId)
-        case .deleteTracking(let p, _), .parkTracking(let p, _), .unparkTracking(let p), .dropTracking(let p):
-            byte(9); uuid(p.deliveryId); uuid(p.appId)
-        case .putDeadLetter(let l):
-            byte(10); partition(l.partition); int(l.offset)
-        case .deleteDeadLetter(let k):
-            byte(10); partition(k.partition); int(k.offset)
-        case .upsertAdminToken(let t):
-            byte(12); uuid(t.adminTokenId)
-        case .putAuditEntry(let e):
-            byte(13); uuid(e.commandId)
-        case .putIdempotencyKey(let k):
-            byte(14); keyText(k.scope); keyText(k.key)
-        }
     }
 }

@@ -42,90 +42,41 @@ public struct RestoredRows: Sendable {
             + idempotencyKeys.count
     }
 
-    /// The rows of a chunk of whole groups in group order: the rows of a group that one
-    /// mutation leaves are taken as they are, in the chunk's order, which is key order; a group of
-    /// several mutations is folded on its own (`init(_:)`).
+    /// The rows of a chunk of whole groups. The chunk comes in group order, which is key order,
+    /// so the plan's rows (`LastByKey`: in the order their keys first came) are in order but for
+    /// the keys inside a group; its sort is then about one comparison a row.
     public init(_ chunk: SortedChunk) {
-        precondition(chunk.wholeGroups, "final rows need every mutation of their rows")
-        for group in chunk.groups {
-            guard group.count == 1 else {
-                append(RestoredRows(Array(group)))
-                continue
-            }
-            switch group.first! {
-            case .upsertApp(let app): apps.append(app)
-            case .upsertApiToken(let token): tokens.append(token)
-            case .upsertDevice(let device): devices.append(device)
-            case .putRegistrationStatus(let status): statuses.append(status)
-            case .enqueueOutbox(let job), .restoreOutbox(let job): outbox.append(job)
-            case .putPending(let row): pending.append(row)
-            case .putAck(let ack): acks.append(ack)
-            case .putDelivery(let delivery): deliveries.append(delivery)
-            case .putDeliveryOutcome(let outcome): outcomes.append(outcome)
-            case .parkTracking(let pair, let at): parks.append((pair, at))
-            case .putDeadLetter(let letter): deadLetters.append(letter)
-            case .upsertAdminToken(let token): adminTokens.append(token)
-            case .putAuditEntry(let entry): audit.append(entry)
-            case .putIdempotencyKey(let row): idempotencyKeys.append(row)
-            // Its counts in key order, a repeated key summed.
-            case .countTracking: append(RestoredRows(Array(group)))
-            case .deleteDevice, .deletePending, .clearPending, .deleteTracking, .unparkTracking, .dropTracking, .deleteDeadLetter:
-                break
-            }
-        }
-    }
-
-    private mutating func append(_ other: RestoredRows) {
-        apps += other.apps
-        tokens += other.tokens
-        devices += other.devices
-        statuses += other.statuses
-        outbox += other.outbox
-        pending += other.pending
-        acks += other.acks
-        deliveries += other.deliveries
-        outcomes += other.outcomes
-        tracking += other.tracking
-        parks += other.parks
-        deadLetters += other.deadLetters
-        adminTokens += other.adminTokens
-        audit += other.audit
-        idempotencyKeys += other.idempotencyKeys
+        var plan = WritePlan(chunk)
+        plan.sortByKey()
+        self.init(sorted: plan)
     }
 
     public init(_ mutations: [Mutation]) {
-        let plan = WritePlan(mutations)
-        apps = plan.apps.values.sorted { KeyOrder.less($0.appId, $1.appId) }
-        tokens = plan.tokens.values.sorted { KeyOrder.less($0.tokenId, $1.tokenId) }
-        devices = plan.devices.values.compactMap(\.row).sorted { KeyOrder.less(($0.appId, $0.deviceToken), ($1.appId, $1.deviceToken)) }
-        statuses = plan.statuses.values.sorted { KeyOrder.less($0.requestId, $1.requestId) }
-        outbox = plan.outbox.values.map { write in
-            switch write {
-            case .enqueue(let job), .restore(let job, _): job
-            }
-        }.sorted { KeyOrder.less($0.id, $1.id) }
+        self.init(sorted: WritePlan.inKeyOrder(mutations))
+    }
+
+    private init(sorted plan: borrowing WritePlan) {
+        apps = plan.apps.values
+        tokens = plan.tokens.values
+        devices = plan.devices.values.compactMap(\.row)
+        statuses = plan.statuses.values
+        outbox = plan.outbox.values.map(\.job)
         // Deletes and clears remove nothing from an empty table: the puts after them remain.
-        pending = plan.pendingPuts.values.sorted {
-            KeyOrder.less(($0.appId, $0.deviceToken, $0.notificationId), ($1.appId, $1.deviceToken, $1.notificationId))
-        }
-        acks = plan.acks.values.sorted {
-            KeyOrder.less(($0.appId, $0.deviceToken, $0.notificationId), ($1.appId, $1.deviceToken, $1.notificationId))
-        }
-        deliveries = plan.deliveries.values.sorted {
-            $0.appId != $1.appId ? KeyOrder.less($0.appId, $1.appId) : KeyOrder.less($0.deliveryId, $1.deliveryId)
-        }
-        outcomes = plan.outcomes.values.sorted { KeyOrder.less($0.key, $1.key) }
+        pending = plan.pendingPuts.values
+        acks = plan.acks.values
+        deliveries = plan.deliveries.values
+        outcomes = plan.outcomes.values
         tracking = Self.tracking(plan.phases)
-        parks = plan.parks.compactMap { pair, at in at.map { (pair, $0) } }.sorted { KeyOrder.less($0.pair, $1.pair) }
+        parks = plan.parks.values.compactMap { park in park.at.map { (park.pair, $0) } }
         var letters: [DeadLetterKey: DeadLetterRow] = [:]
         for (key, row) in plan.deadLetters {
             // A put leaves an existing row as it is; a delete removes it.
             if let row { if letters[key] == nil { letters[key] = row } } else { letters[key] = nil }
         }
         deadLetters = letters.values.sorted { $0.key < $1.key }
-        adminTokens = plan.adminTokens.values.sorted { KeyOrder.less($0.adminTokenId, $1.adminTokenId) }
-        audit = plan.audit.values.sorted { KeyOrder.less($0.commandId, $1.commandId) }
-        idempotencyKeys = plan.idempotencyKeys.values.sorted(by: KeyOrder.less)
+        adminTokens = plan.adminTokens.values
+        audit = plan.audit.values
+        idempotencyKeys = plan.idempotencyKeys.values
     }
 
     /// Mutations that write these rows into an empty store.
@@ -148,18 +99,37 @@ public struct RestoredRows: Sendable {
     /// rows, a delete its keys, and a count stores a new key with its reports less one, or adds
     /// its reports to a key counted before.
     private static func tracking(_ phases: [WritePlan.TrackingPhase]) -> [TrackingRow] {
+        // One phase (a restore's chunk has one unless a pair is counted, then deleted): its
+        // drops and deletes, which go first, find nothing.
+        if phases.count == 1 {
+            return rows(phases[0].reports.values.map { ($0.key, $0.reports - 1) })
+        }
         var repeats: [WritePlan.TrackingKey: Int64] = [:]
+        // The keys in the order they were first counted: a chunk's are in order but within a pair.
+        var order: [WritePlan.TrackingKey] = []
         for phase in phases {
             if !phase.drops.isEmpty {
                 let dropped = Set(phase.drops)
                 repeats = repeats.filter { !dropped.contains(TrackingPair(deliveryId: $0.key.deliveryId, appId: $0.key.appId)) }
             }
             for key in phase.deletes { repeats[key] = nil }
-            for (key, reports) in phase.reports { repeats[key] = repeats[key].map { $0 + reports } ?? reports - 1 }
+            for (key, reports) in phase.reports.values {
+                if let counted = repeats[key] {
+                    repeats[key] = counted + reports
+                } else {
+                    repeats[key] = reports - 1
+                    order.append(key)
+                }
+            }
         }
-        return repeats.sorted { $0.key < $1.key }.map {
-            TrackingRow(deliveryId: $0.key.deliveryId, appId: $0.key.appId, action: $0.key.action, messageIndex: $0.key.messageIndex,
-                        repeats: $0.value)
+        // A key dropped and counted again is listed twice: its row goes at the first.
+        return rows(order.compactMap { key in repeats.removeValue(forKey: key).map { (key, $0) } })
+    }
+
+    /// Rows of (key, repeats) in key order.
+    private static func rows(_ repeats: [(WritePlan.TrackingKey, Int64)]) -> [TrackingRow] {
+        repeats.sorted { $0.0 < $1.0 }.map { key, repeats in
+            TrackingRow(deliveryId: key.deliveryId, appId: key.appId, action: key.action, messageIndex: key.messageIndex, repeats: repeats)
         }
     }
 }

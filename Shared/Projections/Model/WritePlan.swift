@@ -1,8 +1,11 @@
 import Contracts
 import Foundation
 
-/// The mutations of one commit, grouped by kind so that each group is written by one
-/// multi-row statement, with a result equal to applying the mutations one by one in order.
+/// The mutations of one commit, grouped by table and key, with a result equal to applying the
+/// mutations one by one in order: what both stores write (PostgreSQL each group as one
+/// multi-row statement, SQLite row by row), and what a restore loads (`RestoredRows`). It is
+/// the one place a `Mutation` is switched over for writing (`add`); the changelog's is
+/// `ChangelogWriter.encode`.
 ///
 /// Grouping is exact because mutations of different tables commute, and within a table the
 /// final state of a key follows from a few facts about its mutations:
@@ -19,8 +22,8 @@ import Foundation
 ///   phase the drops and deletes go first, then the summed counts. A processor's batch writes
 ///   its counts last, so it is one phase;
 /// - park marks: the last mutation of a pair (a park's time, or none after an unpark or drop).
-package struct WritePlan {
-    package struct TrackingKey: Hashable, Comparable {
+package struct WritePlan: Sendable {
+    package struct TrackingKey: Hashable, Comparable, Sendable {
         package var deliveryId: UUID
         package var appId: UUID
         package var action: Int32
@@ -40,25 +43,31 @@ package struct WritePlan {
         }
     }
 
-    package struct TrackingPhase {
+    package struct TrackingPhase: Sendable {
         /// Pairs whose rows and mark go.
         package var drops: [TrackingPair] = []
         package var deletes: [TrackingKey] = []
         /// Reports per (delivery, app, action, device), summed over the phase.
-        package var reports: [TrackingKey: Int64] = [:]
+        package var reports = LastByKey<TrackingKey, (key: TrackingKey, reports: Int64)>()
         package var counted: Set<TrackingPair> = []
 
         package var isEmpty: Bool { drops.isEmpty && deletes.isEmpty && reports.isEmpty }
     }
 
-    package enum OutboxWrite {
+    package enum OutboxWrite: Sendable {
         case enqueue(OutboxJob)
         case restore(OutboxJob, lowestAttempts: Int)
+
+        package var job: OutboxJob {
+            switch self {
+            case .enqueue(let job), .restore(let job, _): job
+            }
+        }
     }
 
     /// Text keys compare by their bytes, as the database does (Swift's `String` equality would
     /// merge canonically equivalent spellings that are distinct keys in the table).
-    package struct DeviceID: Hashable {
+    package struct DeviceID: Hashable, Sendable {
         package var appId: UUID
         package var token: ExactText
 
@@ -68,7 +77,7 @@ package struct WritePlan {
         }
     }
 
-    package struct PendingID: Hashable {
+    package struct PendingID: Hashable, Sendable {
         package var device: DeviceID
         package var notificationId: ExactText
 
@@ -78,97 +87,245 @@ package struct WritePlan {
         }
     }
 
-    package var apps: [UUID: AppRow] = [:]
-    package var tokens: [UUID: ApiTokenRow] = [:]
+    package var apps = LastByKey<UUID, AppRow>()
+    package var tokens = LastByKey<UUID, ApiTokenRow>()
     /// nil: deleted.
-    package var devices: [DeviceID: (key: DeviceKey, row: DeviceRow?)] = [:]
-    package var statuses: [UUID: RegistrationStatusRow] = [:]
-    package var outbox: [ExactText: OutboxWrite] = [:]
-    package var acks: [PendingID: AckRow] = [:]
-    package var pendingDeleted: [PendingID: PendingKey] = [:]
-    package var pendingCleared: [DeviceID: DeviceKey] = [:]
+    package var devices = LastByKey<DeviceID, (key: DeviceKey, row: DeviceRow?)>()
+    package var statuses = LastByKey<UUID, RegistrationStatusRow>()
+    package var outbox = LastByKey<ExactText, OutboxWrite>()
+    package var acks = LastByKey<PendingID, AckRow>()
+    package var pendingDeleted = LastByKey<PendingID, PendingKey>()
+    package var pendingCleared = LastByKey<DeviceID, DeviceKey>()
     /// Rows to insert once the deletes ran.
-    package var pendingPuts: [PendingID: PendingNotificationRow] = [:]
+    package var pendingPuts = LastByKey<PendingID, PendingNotificationRow>()
     /// Last row of each (app, delivery).
-    package var deliveries: [TrackingPair: DeliveryRow] = [:]
+    package var deliveries = LastByKey<TrackingPair, DeliveryRow>()
     /// Last outcome of each (app, delivery, device).
-    package var outcomes: [DeliveryOutcomeKey: DeliveryOutcomeRow] = [:]
+    package var outcomes = LastByKey<DeliveryOutcomeKey, DeliveryOutcomeRow>()
     package var phases: [TrackingPhase] = []
     /// Each pair's last park mark; nil: removed.
-    package var parks: [TrackingPair: Date?] = [:]
+    package var parks = LastByKey<TrackingPair, (pair: TrackingPair, at: Date?)>()
     /// Dead letters put (a row) or deleted (nil), in order.
     package var deadLetters: [(key: DeadLetterKey, row: DeadLetterRow?)] = []
-    package var adminTokens: [UUID: AdminTokenRow] = [:]
-    package var audit: [UUID: AuditEntryRow] = [:]
-    package var idempotencyKeys: [IdempotencyKeyID: IdempotencyKeyRow] = [:]
+    package var adminTokens = LastByKey<UUID, AdminTokenRow>()
+    package var audit = LastByKey<UUID, AuditEntryRow>()
+    package var idempotencyKeys = LastByKey<IdempotencyKeyID, IdempotencyKeyRow>()
 
-    package init(_ mutations: [Mutation]) {
-        // Where the last covering delete of each pending key or device happened.
-        var lastPendingDelete: [PendingID: Int] = [:]
-        var lastPendingClear: [DeviceID: Int] = [:]
-        var pendingPutsInOrder: [(index: Int, row: PendingNotificationRow)] = []
-        var phase = TrackingPhase()
-
-        for (index, mutation) in mutations.enumerated() {
-            switch mutation {
-            case .upsertApp(let app): apps[app.appId] = app
-            case .upsertApiToken(let token): tokens[token.tokenId] = token
-            case .upsertDevice(let device): devices[DeviceID(device.key)] = (device.key, device)
-            case .deleteDevice(let key): devices[DeviceID(key)] = (key, nil)
-            case .putRegistrationStatus(let status): statuses[status.requestId] = status
-            case .enqueueOutbox(let job):
-                if outbox[ExactText(job.id)] == nil { outbox[ExactText(job.id)] = .enqueue(job) }
-            case .restoreOutbox(let job):
-                var lowest = job.attempts
-                if case .restore(_, let earlier) = outbox[ExactText(job.id)] { lowest = min(lowest, earlier) }
-                outbox[ExactText(job.id)] = .restore(job, lowestAttempts: lowest)
-            case .putPending(let row): pendingPutsInOrder.append((index, row))
-            case .deletePending(let key):
-                pendingDeleted[PendingID(key)] = key
-                lastPendingDelete[PendingID(key)] = index
-            case .clearPending(let device):
-                pendingCleared[DeviceID(device)] = device
-                lastPendingClear[DeviceID(device)] = index
-            case .putAck(let ack): acks[PendingID(ack.key)] = ack
-            case .putDelivery(let delivery): deliveries[TrackingPair(deliveryId: delivery.deliveryId, appId: delivery.appId)] = delivery
-            case .putDeliveryOutcome(let outcome): outcomes[outcome.key] = outcome
-            case .countTracking(let batch):
-                let pair = TrackingPair(deliveryId: batch.deliveryId, appId: batch.appId)
-                phase.counted.insert(pair)
-                for count in batch.counts {
-                    phase.reports[TrackingKey(pair, count.action, count.messageIndex), default: 0] += Int64(count.reports)
-                }
-            case .deleteTracking(let pair, let keys):
-                if phase.counted.contains(pair) { phases.append(phase); phase = TrackingPhase() }
-                phase.deletes += keys.map { TrackingKey(pair, $0.action, $0.messageIndex) }
-            case .dropTracking(let pair):
-                if phase.counted.contains(pair) { phases.append(phase); phase = TrackingPhase() }
-                phase.drops.append(pair)
-                parks[pair] = .some(nil)
-            case .parkTracking(let pair, let at): parks[pair] = at
-            case .unparkTracking(let pair): parks[pair] = .some(nil)
-            case .putDeadLetter(let row): deadLetters.append((row.key, row))
-            case .deleteDeadLetter(let key): deadLetters.append((key, nil))
-            case .upsertAdminToken(let token): adminTokens[token.adminTokenId] = token
-            case .putAuditEntry(let entry): audit[entry.commandId] = entry
-            case .putIdempotencyKey(let row): idempotencyKeys[IdempotencyKeyID(scope: row.scope, key: row.key)] = row
+    /// The outbox writes by kind: jobs inserted unless their id is stored, and jobs written whole
+    /// with the attempt count above which their recorded attempts go.
+    package var outboxByKind: (enqueued: [OutboxJob], restored: [(job: OutboxJob, lowestAttempts: Int)]) {
+        var enqueued: [OutboxJob] = [], restored: [(job: OutboxJob, lowestAttempts: Int)] = []
+        for write in outbox.values {
+            switch write {
+            case .enqueue(let job): enqueued.append(job)
+            case .restore(let job, let lowest): restored.append((job, lowest))
             }
         }
-        if !phase.isEmpty { phases.append(phase) }
+        return (enqueued, restored)
+    }
 
-        for (index, row) in pendingPutsInOrder {
-            let id = PendingID(row.key)
-            let deletedAt = max(lastPendingDelete[id] ?? -1, lastPendingClear[id.device] ?? -1)
-            // Only puts after the last covering delete survive it; of those, the last one.
-            guard index > deletedAt else { continue }
-            pendingPuts[id] = row
+    /// The plan of `mutations`, sorted (`sortByKey`).
+    package static func inKeyOrder(_ mutations: [Mutation]) -> WritePlan {
+        var plan = WritePlan(mutations)
+        plan.sortByKey()
+        return plan
+    }
+
+    /// Puts every table's rows in primary key order (`KeyOrder`): the order PostgreSQL writes
+    /// them in, and a restore loads them in. The last step: a sorted plan takes no more mutations.
+    package mutating func sortByKey() {
+        apps.sort { KeyOrder.less($0.appId, $1.appId) }
+        tokens.sort { KeyOrder.less($0.tokenId, $1.tokenId) }
+        devices.sort { KeyOrder.less(($0.key.appId, $0.key.deviceToken), ($1.key.appId, $1.key.deviceToken)) }
+        statuses.sort { KeyOrder.less($0.requestId, $1.requestId) }
+        outbox.sort { KeyOrder.less($0.job.id, $1.job.id) }
+        pendingCleared.sort { KeyOrder.less(($0.appId, $0.deviceToken), ($1.appId, $1.deviceToken)) }
+        pendingDeleted.sort { KeyOrder.less($0, $1) }
+        pendingPuts.sort { KeyOrder.less($0.key, $1.key) }
+        acks.sort { KeyOrder.less($0.key, $1.key) }
+        deliveries.sort { $0.appId != $1.appId ? KeyOrder.less($0.appId, $1.appId) : KeyOrder.less($0.deliveryId, $1.deliveryId) }
+        outcomes.sort { KeyOrder.less($0.key, $1.key) }
+        parks.sort { KeyOrder.less($0.pair, $1.pair) }
+        adminTokens.sort { KeyOrder.less($0.adminTokenId, $1.adminTokenId) }
+        audit.sort { KeyOrder.less($0.commandId, $1.commandId) }
+        idempotencyKeys.sort(by: KeyOrder.less)
+    }
+
+    package init(_ mutations: [Mutation]) {
+        var fold = Fold()
+        for (index, mutation) in mutations.enumerated() { add(mutation, at: index, alone: false, &fold) }
+        finish(fold)
+    }
+
+    /// The plan of a chunk of whole groups (`ChangelogSorter`). A group of one mutation is the
+    /// only one of its rows in the chunk, so its row is taken without a look-up; most are.
+    package init(_ chunk: SortedChunk) {
+        precondition(chunk.wholeGroups, "a chunk's plan needs every mutation of its rows")
+        var fold = Fold()
+        let ends = chunk.groupStarts.dropFirst() + [chunk.mutations.count]
+        for (start, end) in zip(chunk.groupStarts, ends) {
+            let alone = end - start == 1
+            for index in start..<end { add(chunk.mutations[index], at: index, alone: alone, &fold) }
+            // Groups share no rows: the keys of one are not asked for again, so the look-ups
+            // stay the size of a group.
+            if !alone { endGroup(&fold) }
+        }
+        finish(fold)
+    }
+
+    /// What the fold needs until its end.
+    private struct Fold {
+        /// Where the last covering delete of each pending key or device happened.
+        var lastPendingDelete: [PendingID: Int] = [:]
+        var lastPendingClear: [DeviceID: Int] = [:]
+        var pendingPuts: [(index: Int, row: PendingNotificationRow)] = []
+        var phase = TrackingPhase()
+    }
+
+    /// The one place a mutation is switched over for writing: both stores write a plan, and a
+    /// restore's rows are a plan's. `alone`: no other mutation of the plan touches its rows.
+    private mutating func add(_ mutation: Mutation, at index: Int, alone: Bool, _ fold: inout Fold) {
+        switch mutation {
+        case .upsertApp(let app): apps.put(app, at: app.appId, alone: alone)
+        case .upsertApiToken(let token): tokens.put(token, at: token.tokenId, alone: alone)
+        case .upsertDevice(let device): devices.put((device.key, device), at: DeviceID(device.key), alone: alone)
+        case .deleteDevice(let key): devices.put((key, nil), at: DeviceID(key), alone: alone)
+        case .putRegistrationStatus(let status): statuses.put(status, at: status.requestId, alone: alone)
+        case .enqueueOutbox(let job):
+            // An enqueue finds a job that was enqueued or restored before it, and leaves it.
+            outbox.update(at: ExactText(job.id), default: .enqueue(job), alone: alone) { _ in }
+        case .restoreOutbox(let job):
+            outbox.update(at: ExactText(job.id), default: .restore(job, lowestAttempts: job.attempts), alone: alone) { write in
+                var lowest = job.attempts
+                if case .restore(_, let earlier) = write { lowest = min(lowest, earlier) }
+                write = .restore(job, lowestAttempts: lowest)
+            }
+        case .putPending(let row):
+            if alone { pendingPuts.put(row, at: PendingID(row.key), alone: true) } else { fold.pendingPuts.append((index, row)) }
+        case .deletePending(let key):
+            pendingDeleted.put(key, at: PendingID(key), alone: alone)
+            if !alone { fold.lastPendingDelete[PendingID(key)] = index }
+        case .clearPending(let device):
+            pendingCleared.put(device, at: DeviceID(device), alone: alone)
+            if !alone { fold.lastPendingClear[DeviceID(device)] = index }
+        case .putAck(let ack): acks.put(ack, at: PendingID(ack.key), alone: alone)
+        case .putDelivery(let delivery):
+            deliveries.put(delivery, at: TrackingPair(deliveryId: delivery.deliveryId, appId: delivery.appId), alone: alone)
+        case .putDeliveryOutcome(let outcome): outcomes.put(outcome, at: outcome.key, alone: alone)
+        case .countTracking(let batch):
+            let pair = TrackingPair(deliveryId: batch.deliveryId, appId: batch.appId)
+            // Only a later delete or drop of the pair asks; none follows a count alone.
+            if !alone { fold.phase.counted.insert(pair) }
+            for count in batch.counts {
+                let key = TrackingKey(pair, count.action, count.messageIndex)
+                fold.phase.reports.update(at: key, default: (key, Int64(count.reports))) { $0.reports += Int64(count.reports) }
+            }
+            // No other mutation counts the pair: its keys are not asked for again.
+            if alone { fold.phase.reports.forgetKeys() }
+        case .deleteTracking(let pair, let keys):
+            if fold.phase.counted.contains(pair) { phases.append(fold.phase); fold.phase = TrackingPhase() }
+            fold.phase.deletes += keys.map { TrackingKey(pair, $0.action, $0.messageIndex) }
+        case .dropTracking(let pair):
+            if fold.phase.counted.contains(pair) { phases.append(fold.phase); fold.phase = TrackingPhase() }
+            fold.phase.drops.append(pair)
+            parks.put((pair, nil), at: pair, alone: alone)
+        case .parkTracking(let pair, let at): parks.put((pair, at), at: pair, alone: alone)
+        case .unparkTracking(let pair): parks.put((pair, nil), at: pair, alone: alone)
+        case .putDeadLetter(let row): deadLetters.append((row.key, row))
+        case .deleteDeadLetter(let key): deadLetters.append((key, nil))
+        case .upsertAdminToken(let token): adminTokens.put(token, at: token.adminTokenId, alone: alone)
+        case .putAuditEntry(let entry): audit.put(entry, at: entry.commandId, alone: alone)
+        case .putIdempotencyKey(let row): idempotencyKeys.put(row, at: IdempotencyKeyID(scope: row.scope, key: row.key), alone: alone)
         }
     }
 
+    private mutating func finish(_ fold: Fold) {
+        if !fold.phase.isEmpty { phases.append(fold.phase) }
+        putPending(fold)
+    }
+
+    /// The pending puts after the last delete covering them; of those, the last one of a key.
+    private mutating func putPending(_ fold: Fold) {
+        let deletes = !fold.lastPendingDelete.isEmpty || !fold.lastPendingClear.isEmpty
+        for (index, row) in fold.pendingPuts {
+            let id = PendingID(row.key)
+            if deletes {
+                let deletedAt = max(fold.lastPendingDelete[id] ?? -1, fold.lastPendingClear[id.device] ?? -1)
+                guard index > deletedAt else { continue }
+            }
+            pendingPuts.put(row, at: id)
+        }
+    }
+
+    /// Settles a group of a chunk and forgets its keys (`init(_: SortedChunk)`).
+    private mutating func endGroup(_ fold: inout Fold) {
+        putPending(fold)
+        fold.pendingPuts.removeAll(keepingCapacity: true)
+        fold.lastPendingDelete.removeAll(keepingCapacity: true)
+        fold.lastPendingClear.removeAll(keepingCapacity: true)
+        fold.phase.counted.removeAll(keepingCapacity: true)
+        fold.phase.reports.forgetKeys()
+        apps.forgetKeys(); tokens.forgetKeys(); devices.forgetKeys(); statuses.forgetKeys(); outbox.forgetKeys()
+        acks.forgetKeys(); pendingDeleted.forgetKeys(); pendingCleared.forgetKeys(); pendingPuts.forgetKeys()
+        deliveries.forgetKeys(); outcomes.forgetKeys(); parks.forgetKeys(); adminTokens.forgetKeys(); audit.forgetKeys()
+        idempotencyKeys.forgetKeys()
+    }
+}
+
+/// The last value put under each key, in the order the keys first came: the rows of a restore's
+/// chunk, which comes in key order, are then in key order already.
+package struct LastByKey<Key: Hashable, Value> {
+    private var slots: [Key: Int] = [:]
+    package private(set) var values: [Value] = []
+
+    package init() {}
+
+    package var isEmpty: Bool { values.isEmpty }
+
+    package subscript(key: Key) -> Value? { slots[key].map { values[$0] } }
+
+    /// Puts `value` as the last of `key`. `alone`: no other put of the plan names its key, which
+    /// is then not kept (nor made).
+    package mutating func put(_ value: Value, at key: @autoclosure () -> Key, alone: Bool = false) {
+        guard !alone else { return values.append(value) }
+        let slot = slot(key())
+        if slot < values.count { values[slot] = value } else { values.append(value) }
+    }
+
+    /// Changes the value of `key` if it has one, else puts `initial` (`alone`: as `put`).
+    package mutating func update(at key: @autoclosure () -> Key, default initial: @autoclosure () -> Value, alone: Bool = false,
+                                 _ change: (inout Value) -> Void) {
+        guard !alone else { return values.append(initial()) }
+        let slot = slot(key())
+        if slot < values.count { change(&values[slot]) } else { values.append(initial()) }
+    }
+
+    /// The slot of `key`; a new key is given the next one (`values.count`). One look-up.
+    private mutating func slot(_ key: Key) -> Int {
+        Self.read(&slots[key, default: values.count])
+    }
+
+    private static func read(_ slot: inout Int) -> Int { slot }
+}
+
+extension LastByKey: Sendable where Key: Sendable, Value: Sendable {}
+
+extension LastByKey {
+    /// Orders the values; their keys are forgotten, so no put may follow.
+    package mutating func sort(by less: (Value, Value) -> Bool) {
+        slots = [:]
+        values.sort(by: less)
+    }
+
+    /// Forgets the keys put so far, keeping their values: a later put of one of them would add
+    /// a second value.
+    package mutating func forgetKeys() {
+        if !slots.isEmpty { slots.removeAll(keepingCapacity: true) }
+    }
 }
 
 /// A text key that equals another only byte for byte, as PostgreSQL compares `COLLATE "C"` text.
-package struct ExactText: Hashable {
+package struct ExactText: Hashable, Sendable {
     package var value: String
 
     package init(_ value: String) {
@@ -242,6 +399,11 @@ package enum KeyOrder {
         a.0 != b.0 ? less(a.0, b.0) : less(a.1, b.1)
     }
 
+    /// Keys of pending rows and acks: (app, token, notification).
+    package static func less(_ a: PendingKey, _ b: PendingKey) -> Bool {
+        less((a.appId, a.deviceToken, a.notificationId), (b.appId, b.deviceToken, b.notificationId))
+    }
+
     /// (UUID, text, text) keys, e.g. pending rows by (app, token, notification).
     package static func less(_ a: (UUID, String, String), _ b: (UUID, String, String)) -> Bool {
         if a.0 != b.0 { return less(a.0, b.0) }
@@ -251,7 +413,7 @@ package enum KeyOrder {
 }
 
 /// The key of an `idempotency_keys` row.
-package struct IdempotencyKeyID: Hashable {
+package struct IdempotencyKeyID: Hashable, Sendable {
     package var scope: String
     package var key: String
 }

@@ -13,33 +13,25 @@ struct PostgresMutationWriter {
     let connection: PostgresConnection
     let logger: Logger
 
+    /// Writes `plan`, its rows in key order (`WritePlan.sortByKey()`).
     func write(_ plan: WritePlan) async throws {
-        try await put(plan.apps.values.sorted { KeyOrder.less($0.appId, $1.appId) })
-        try await put(plan.tokens.values.sorted { KeyOrder.less($0.tokenId, $1.tokenId) })
-        try await writeDevices(plan.devices.values.sorted { KeyOrder.less(($0.key.appId, $0.key.deviceToken),
-                                                                          ($1.key.appId, $1.key.deviceToken)) })
-        try await put(plan.statuses.values.sorted { KeyOrder.less($0.requestId, $1.requestId) })
-        try await writeOutbox(plan.outbox.values.sorted { KeyOrder.less($0.job.id, $1.job.id) })
+        try await put(plan.apps.values)
+        try await put(plan.tokens.values)
+        try await writeDevices(plan.devices.values)
+        try await put(plan.statuses.values)
+        try await writeOutbox(plan)
         try await writePending(plan)
-        try await put(plan.acks.values.sorted { KeyOrder.less(Self.key($0.key), Self.key($1.key)) })
-        try await put(plan.deliveries.values.sorted {
-            $0.appId != $1.appId ? KeyOrder.less($0.appId, $1.appId) : KeyOrder.less($0.deliveryId, $1.deliveryId)
-        })
-        try await put(plan.outcomes.values.sorted { KeyOrder.less($0.key, $1.key) })
+        try await put(plan.acks.values)
+        try await put(plan.deliveries.values)
+        try await put(plan.outcomes.values)
         for phase in plan.phases {
             try await writeTracking(phase)
         }
-        try await PostgresParkedTracking.write(plan.parks, on: connection, logger: logger)
+        try await PostgresParkedTracking.write(plan.parks.values, on: connection, logger: logger)
         try await PostgresDeadLetters.write(plan.deadLetters, on: connection, logger: logger)
-        try await put(plan.adminTokens.values.sorted { KeyOrder.less($0.adminTokenId, $1.adminTokenId) })
-        try await put(plan.audit.values.sorted { KeyOrder.less($0.commandId, $1.commandId) })
-        try await put(plan.idempotencyKeys.values.sorted(by: KeyOrder.less))
-    }
-
-    // MARK: - Admin tokens and the audit trail
-
-    private static func key(_ key: PendingKey) -> (UUID, String, String) {
-        (key.appId, key.deviceToken, key.notificationId)
+        try await put(plan.adminTokens.values)
+        try await put(plan.audit.values)
+        try await put(plan.idempotencyKeys.values)
     }
 
     /// Writes whole rows of one table in one statement; by default each replaces the row of its key.
@@ -75,25 +67,17 @@ struct PostgresMutationWriter {
 
     // MARK: - Outbox
 
-    private func writeOutbox(_ writes: [WritePlan.OutboxWrite]) async throws {
-        var enqueued: [OutboxJob] = [], restored: [OutboxJob] = [], lowestAttempts: [Int64] = []
-        for write in writes {
-            switch write {
-            case .enqueue(let job): enqueued.append(job)
-            case .restore(let job, let lowest):
-                restored.append(job)
-                lowestAttempts.append(Int64(lowest))
-            }
-        }
+    private func writeOutbox(_ plan: WritePlan) async throws {
+        let (enqueued, restored) = plan.outboxByKind
         if !enqueued.isEmpty {
             // A job id derives from the command that caused it: a replayed command finds its job
             // and leaves it (and its delivery progress) alone.
             try await put(enqueued, onConflict: "DO NOTHING")
         }
         if !restored.isEmpty {
-            try await put(restored, onConflict: "DO \(TableCatalog.outbox.updateSet), lease_until = NULL")
+            try await put(restored.map(\.job), onConflict: "DO \(TableCatalog.outbox.updateSet), lease_until = NULL")
             try await run("""
-                DELETE FROM outbox_attempts a USING unnest(\(restored.map(\.id))::text[], \(lowestAttempts)::bigint[])
+                DELETE FROM outbox_attempts a USING unnest(\(restored.map(\.job.id))::text[], \(restored.map { Int64($0.lowestAttempts) })::bigint[])
                     AS k(job_id, attempts)
                 WHERE a.job_id = k.job_id AND a.attempt > k.attempts
                 """)
@@ -103,7 +87,7 @@ struct PostgresMutationWriter {
     // MARK: - Managed notifications
 
     private func writePending(_ plan: WritePlan) async throws {
-        let cleared = plan.pendingCleared.values.sorted { KeyOrder.less(($0.appId, $0.deviceToken), ($1.appId, $1.deviceToken)) }
+        let cleared = plan.pendingCleared.values
         if !cleared.isEmpty {
             try await run("""
                 DELETE FROM pending_notifications p USING unnest(\(cleared.map(\.appId))::uuid[], \(cleared.map(\.deviceToken))::text[])
@@ -111,7 +95,7 @@ struct PostgresMutationWriter {
                 WHERE p.app_id = k.app_id AND p.token_key = \(unescaped: PostgresRows.unnestedTokenKey)
                 """)
         }
-        let deleted = plan.pendingDeleted.values.sorted { KeyOrder.less(Self.key($0), Self.key($1)) }
+        let deleted = plan.pendingDeleted.values
         if !deleted.isEmpty {
             try await run("""
                 DELETE FROM pending_notifications p USING unnest(\(deleted.map(\.appId))::uuid[],
@@ -120,7 +104,7 @@ struct PostgresMutationWriter {
                 WHERE p.app_id = k.app_id AND p.token_key = \(unescaped: PostgresRows.unnestedTokenKey) AND p.notification_id = k.notification_id
                 """)
         }
-        try await put(plan.pendingPuts.values.sorted { KeyOrder.less(Self.key($0.key), Self.key($1.key)) })
+        try await put(plan.pendingPuts.values)
     }
 
     // MARK: - Deliveries and tracking
@@ -144,7 +128,7 @@ struct PostgresMutationWriter {
                     AND t.message_index = k.message_index
                 """)
         }
-        let counts = phase.reports.sorted { $0.key < $1.key }
+        let counts = phase.reports.values.sorted { $0.key < $1.key }
         guard !counts.isEmpty else { return }
         // A first report stores the row; every later one of the same (device, action) is a
         // repeat. `excluded.repeats` is the phase's reports minus one.
@@ -152,17 +136,9 @@ struct PostgresMutationWriter {
             INSERT INTO tracking_events (delivery_id, app_id, action, message_index, repeats)
             SELECT * FROM unnest(\(counts.map(\.key.deliveryId))::uuid[], \(counts.map(\.key.appId))::uuid[],
                 \(counts.map(\.key.action))::integer[], \(counts.map(\.key.messageIndex))::bigint[],
-                \(counts.map { $0.value - 1 })::bigint[])
+                \(counts.map { $0.reports - 1 })::bigint[])
             ON CONFLICT (delivery_id, app_id, action, message_index)
             DO UPDATE SET repeats = tracking_events.repeats + excluded.repeats + 1
             """)
-    }
-}
-
-extension WritePlan.OutboxWrite {
-    var job: OutboxJob {
-        switch self {
-        case .enqueue(let job), .restore(let job, _): job
-        }
     }
 }

@@ -7,10 +7,10 @@ import PostgresNIO
 /// The park marks of tracking reports stored before their delivery's send (schema version 6),
 /// in the PostgreSQL store: each pair's last mark, or none.
 enum PostgresParkedTracking {
-    static func write(_ parks: [TrackingPair: Date?], on connection: PostgresConnection, logger: Logger) async throws {
+    /// Writes each pair's mark, in key order.
+    static func write(_ parks: [(pair: TrackingPair, at: Date?)], on connection: PostgresConnection, logger: Logger) async throws {
         guard !parks.isEmpty else { return }
-        let sorted = parks.sorted { KeyOrder.less($0.key, $1.key) }
-        let removed = sorted.filter { $0.value == nil }.map(\.key)
+        let removed = parks.filter { $0.at == nil }.map(\.pair)
         if !removed.isEmpty {
             try await connection.run("""
                 DELETE FROM parked_tracking p USING unnest(\(removed.map(\.deliveryId))::uuid[], \(removed.map(\.appId))::uuid[])
@@ -18,7 +18,7 @@ enum PostgresParkedTracking {
                 WHERE p.delivery_id = k.delivery_id AND p.app_id = k.app_id
                 """, logger: logger)
         }
-        let marks = sorted.compactMap { entry in entry.value.map { (pair: entry.key, at: $0) } }
+        let marks = parks.compactMap { entry in entry.at.map { (pair: entry.pair, at: $0) } }
         guard !marks.isEmpty else { return }
         try await connection.run("""
             INSERT INTO parked_tracking (delivery_id, app_id, parked_at)

@@ -72,7 +72,7 @@ public final class PostgresProjectionStore: ProjectionStore {
     }
 
     public func commit(mutations: [Mutation], offsets: [OffsetUpdate]) async throws {
-        let plan = WritePlan(mutations)
+        let plan = WritePlan.inKeyOrder(mutations)
         let entry = keepsChangelog.withLock { $0 } ? ChangelogEntry(mutations: mutations, offsets: offsets).encoded() : nil
         try await session("BEGIN") { connection in
             try await PostgresOffsets.move(offsets, on: connection, logger: self.logger)
@@ -105,7 +105,7 @@ public final class PostgresProjectionStore: ProjectionStore {
     }
 
     public func restore(_ entries: [ChangelogEntry], offsets: [OffsetUpdate], lineage: String, through seq: Int64) async throws {
-        let plans = entries.map { WritePlan($0.mutations) }
+        let plans = entries.map { WritePlan.inKeyOrder($0.mutations) }
         let writes = entries.contains { !$0.mutations.isEmpty }
         try await session("BEGIN") { connection in
             // Durability is the restore's to give at its end: a restore that stops is run again.

@@ -25,7 +25,7 @@ struct PostgresRestoreLoader {
         if part == 0 {
             var rare = rows
             (rare.devices, rare.statuses, rare.pending, rare.acks, rare.deliveries, rare.outcomes, rare.tracking) = ([], [], [], [], [], [], [])
-            try await PostgresMutationWriter(connection: connection, logger: logger).write(WritePlan(rare.mutations))
+            try await PostgresMutationWriter(connection: connection, logger: logger).write(WritePlan.inKeyOrder(rare.mutations))
         }
         func slice<Row>(_ rows: [Row]) -> ArraySlice<Row> {
             rows[rows.count * part / parts ..< rows.count * (part + 1) / parts]

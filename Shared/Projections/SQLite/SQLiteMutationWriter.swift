@@ -3,166 +3,160 @@ import ProjectionChangelog
 import Projections
 import GRDB
 
-/// Applies the mutations of one commit, in order, inside the commit's write transaction.
+/// Writes one commit's mutations inside its write transaction: their `WritePlan`, table by
+/// table, as PostgreSQL writes it.
 ///
-/// This is the processor's hot path: every statement is prepared once per connection
-/// (GRDB's statement cache) and looked up once per commit, and the arguments are bound
-/// directly, so a mutation costs one `sqlite3_step`.
+/// This is the processor's hot path: each table's statement is looked up once per commit
+/// (GRDB's statement cache) and the arguments are bound directly, so a row costs one
+/// `sqlite3_step`. A key written several times in a commit is written once.
 struct SQLiteMutationWriter {
-    private let db: Database
-    private var upsertApp: Statement?
-    private var upsertToken: Statement?
-    private var upsertDevice: Statement?
-    private var deleteDevice: Statement?
-    private var putStatus: Statement?
-    private var enqueue: Statement?
-    private var restore: Statement?
-    private var restoreAttempts: Statement?
-    private var putPending: Statement?
-    private var deletePending: Statement?
-    private var clearPending: Statement?
-    private var putAck: Statement?
-    private var putDelivery: Statement?
-    private var putOutcome: Statement?
-    private var countTracking: Statement?
-    private var countTrackingMany: Statement?
-    private var upsertAdminToken: Statement?
-    private var putAuditEntry: Statement?
-    private var putIdempotencyKey: Statement?
+    let db: Database
 
-    init(db: Database) {
-        self.db = db
+    func write(_ plan: WritePlan) throws {
+        try put(plan.apps.values)
+        try put(plan.tokens.values)
+        try writeDevices(plan.devices.values)
+        try put(plan.statuses.values)
+        try writeOutbox(plan)
+        try writePending(plan)
+        try put(plan.acks.values)
+        try put(plan.deliveries.values)
+        try put(plan.outcomes.values)
+        for phase in plan.phases {
+            try writeTracking(phase)
+        }
+        for park in plan.parks.values {
+            if let at = park.at {
+                try SQLiteParkedTracking.park(park.pair, at: at, in: db)
+            } else {
+                try SQLiteParkedTracking.unpark(park.pair, in: db)
+            }
+        }
+        for (key, row) in plan.deadLetters {
+            if let row { try SQLiteDeadLetters.put(row, in: db) } else { try SQLiteDeadLetters.delete(key, in: db) }
+        }
+        try put(plan.adminTokens.values)
+        try put(plan.audit.values)
+        try put(plan.idempotencyKeys.values)
     }
 
-    mutating func apply(_ mutation: Mutation) throws {
-        switch mutation {
-        case .upsertApp(let app):
-            try put(app, \.upsertApp)
-        case .upsertApiToken(let token):
-            try put(token, \.upsertToken)
-        case .upsertDevice(let device):
-            try put(device, \.upsertDevice)
-        case .deleteDevice(let key):
-            // The device row only: its pending rows go with an explicit `.clearPending`.
-            let s = try raw(\.deleteDevice, Self.deleteDeviceSQL)
-            s.bind(1, key.appId); s.bind(2, key.deviceToken)
-            try s.run(in: db)
-        case .putRegistrationStatus(let status):
-            try put(status, \.putStatus)
-        case .enqueueOutbox(let job):
-            // A job id derives from the command that caused it: a replayed command finds its job and
-            // leaves it (and its delivery progress) alone.
-            try write(job, \.enqueue, TableCatalog.outbox.sqliteInsertUnlessStored)
-        case .restoreOutbox(let job):
-            // Every column, the lease released.
-            try write(job, \.restore, TableCatalog.outbox.sqliteUpsert + ", lease_until = NULL")
-            try statement(\.restoreAttempts, Self.restoreAttemptsSQL).execute(arguments: [job.id, job.attempts])
-        case .putPending(let pending):
-            try put(pending, \.putPending)
-        case .deletePending(let key):
-            let s = try raw(\.deletePending, Self.deletePendingSQL)
-            s.bind(1, key.appId); s.bind(2, key.deviceToken); s.bind(3, key.notificationId)
-            try s.run(in: db)
-        case .clearPending(let key):
-            let s = try raw(\.clearPending, Self.clearPendingSQL)
-            s.bind(1, key.appId); s.bind(2, key.deviceToken)
-            try s.run(in: db)
-        case .putAck(let ack):
-            try put(ack, \.putAck)
-        case .putDelivery(let delivery):
-            try put(delivery, \.putDelivery)
-        case .putDeliveryOutcome(let outcome):
-            try put(outcome, \.putOutcome)
-        case .countTracking(let batch):
-            // Rows go in statements of `trackingRowsPerStatement`, the ids bound once per statement
-            // (?1, ?2); the remainder one by one.
-            let counts = batch.counts
-            var start = 0
-            if counts.count >= Self.trackingRowsPerStatement {
-                let many = try raw(\.countTrackingMany, Self.countTrackingManySQL)
-                while counts.count - start >= Self.trackingRowsPerStatement {
-                    many.bind(1, batch.deliveryId); many.bind(2, batch.appId)
-                    for (i, count) in counts[start..<(start + Self.trackingRowsPerStatement)].enumerated() {
-                        let at = Int32(3 + 3 * i)
-                        many.bind(at, count.action.rawValue); many.bind(at + 1, count.messageIndex); many.bind(at + 2, count.reports - 1)
-                    }
-                    try many.run(in: db)
-                    start += Self.trackingRowsPerStatement
-                }
-            }
-            let one = try raw(\.countTracking, Self.countTrackingSQL)
-            for count in counts[start...] {
-                one.bind(1, batch.deliveryId); one.bind(2, batch.appId); one.bind(3, count.action.rawValue); one.bind(4, count.messageIndex)
-                one.bind(5, count.reports - 1)
-                try one.run(in: db)
-            }
-        case .deleteTracking(let pair, let keys):
-            try SQLiteParkedTracking.delete(keys, of: pair, in: db)
-        case .parkTracking(let pair, let at):
-            try SQLiteParkedTracking.park(pair, at: at, in: db)
-        case .unparkTracking(let pair):
-            try SQLiteParkedTracking.unpark(pair, in: db)
-        case .dropTracking(let pair):
-            try SQLiteParkedTracking.drop(pair, in: db)
-        case .putDeadLetter(let row):
-            try SQLiteDeadLetters.put(row, in: db)
-        case .deleteDeadLetter(let key):
-            try SQLiteDeadLetters.delete(key, in: db)
-        case .upsertAdminToken(let token):
-            try put(token, \.upsertAdminToken)
-        case .putAuditEntry(let entry):
-            try put(entry, \.putAuditEntry)
-        case .putIdempotencyKey(let row):
-            try put(row, \.putIdempotencyKey)
+    /// Writes whole rows of one table; by default each replaces the row of its key
+    /// (`CatalogTable.sqliteUpsert`).
+    private func put<Row: CatalogRow>(_ rows: [Row], _ sql: @autoclosure () -> String = Row.table.sqliteUpsert) throws {
+        guard !rows.isEmpty else { return }
+        let statement = try raw(sql())
+        for row in rows {
+            try row.bind(to: statement)
+            try statement.run(in: db)
         }
     }
 
-    /// Writes the whole row, replacing the row of its key (`CatalogTable.sqliteUpsert`).
-    private mutating func put<Row: CatalogRow>(_ row: Row, _ slot: WritableKeyPath<Self, Statement?>) throws {
-        try write(row, slot, Row.table.sqliteUpsert)
+    /// The cached statement of `sql`, to be run through the C API (`SQLiteRawStatement`).
+    private func raw(_ sql: String) throws -> SQLiteRawStatement {
+        SQLiteRawStatement(try db.cachedStatement(sql: sql))
     }
 
-    private mutating func write(_ row: some CatalogRow, _ slot: WritableKeyPath<Self, Statement?>,
-                                _ sql: @autoclosure () -> String) throws {
-        let s = try raw(slot, sql())
-        try row.bind(to: s)
-        try s.run(in: db)
+    private func writeDevices(_ devices: [(key: DeviceKey, row: DeviceRow?)]) throws {
+        let deleted = devices.filter { $0.row == nil }
+        if !deleted.isEmpty {
+            // The device row only: its pending rows go with an explicit `.clearPending`.
+            let delete = try raw(TableCatalog.devices.sqliteDeleteByKey)
+            for (key, _) in deleted {
+                delete.bind(1, key.appId); delete.bind(2, key.deviceToken)
+                try delete.run(in: db)
+            }
+        }
+        try put(devices.compactMap(\.row))
     }
 
-    /// The statement of `slot`, to be run through the C API (`SQLiteRawStatement`).
-    private mutating func raw(_ slot: WritableKeyPath<Self, Statement?>, _ sql: @autoclosure () -> String) throws -> SQLiteRawStatement {
-        SQLiteRawStatement(try statement(slot, sql()))
+    private func writeOutbox(_ plan: WritePlan) throws {
+        let (enqueued, restored) = plan.outboxByKind
+        // A job id derives from the command that caused it: a replayed command finds its job and
+        // leaves it (and its delivery progress) alone.
+        try put(enqueued, TableCatalog.outbox.sqliteInsertUnlessStored)
+        // Every column, the lease released; the attempts numbered above the restored count go.
+        try put(restored.map(\.job), TableCatalog.outbox.sqliteUpsert + ", lease_until = NULL")
+        guard !restored.isEmpty else { return }
+        let attempts = try raw("DELETE FROM outbox_attempts WHERE job_id = ? AND attempt > ?")
+        for (job, lowest) in restored {
+            attempts.bind(1, job.id); attempts.bind(2, lowest)
+            try attempts.run(in: db)
+        }
     }
 
-    private mutating func statement(_ slot: WritableKeyPath<Self, Statement?>, _ sql: @autoclosure () -> String) throws -> Statement {
-        if let statement = self[keyPath: slot] { return statement }
-        let statement = try db.cachedStatement(sql: sql())
-        self[keyPath: slot] = statement
-        return statement
+    private func writePending(_ plan: WritePlan) throws {
+        if !plan.pendingCleared.isEmpty {
+            let clear = try raw("DELETE FROM pending_notifications WHERE app_id = ? AND device_token = ?")
+            for key in plan.pendingCleared.values {
+                clear.bind(1, key.appId); clear.bind(2, key.deviceToken)
+                try clear.run(in: db)
+            }
+        }
+        if !plan.pendingDeleted.isEmpty {
+            let delete = try raw(TableCatalog.pendingNotifications.sqliteDeleteByKey)
+            for key in plan.pendingDeleted.values {
+                delete.bind(1, key.appId); delete.bind(2, key.deviceToken); delete.bind(3, key.notificationId)
+                try delete.run(in: db)
+            }
+        }
+        try put(plan.pendingPuts.values)
     }
 
-    private static let deleteDeviceSQL = TableCatalog.devices.sqliteDeleteByKey
+    private func writeTracking(_ phase: WritePlan.TrackingPhase) throws {
+        if !phase.drops.isEmpty {
+            let drop = try raw("DELETE FROM tracking_events WHERE delivery_id = ? AND app_id = ?")
+            for pair in phase.drops {
+                drop.bind(1, pair.deliveryId); drop.bind(2, pair.appId)
+                try drop.run(in: db)
+            }
+        }
+        if !phase.deletes.isEmpty {
+            let delete = try raw(TableCatalog.trackingEvents.sqliteDeleteByKey)
+            for key in phase.deletes {
+                delete.bind(1, key.deliveryId); delete.bind(2, key.appId); delete.bind(3, Int64(key.action)); delete.bind(4, key.messageIndex)
+                try delete.run(in: db)
+            }
+        }
+        // Rows go in statements of `trackingRowsPerStatement`; the remainder one by one.
+        let counts = phase.reports.values
+        var start = 0
+        if counts.count >= Self.trackingRowsPerStatement {
+            let many = try raw(Self.countTrackingManySQL)
+            while counts.count - start >= Self.trackingRowsPerStatement {
+                for (i, count) in counts[start..<(start + Self.trackingRowsPerStatement)].enumerated() {
+                    bind(count, to: many, from: Int32(1 + 5 * i))
+                }
+                try many.run(in: db)
+                start += Self.trackingRowsPerStatement
+            }
+        }
+        guard start < counts.count else { return }
+        let one = try raw(Self.countTrackingOneSQL)
+        for count in counts[start...] {
+            bind(count, to: one, from: 1)
+            try one.run(in: db)
+        }
+    }
 
-    private static let restoreAttemptsSQL = "DELETE FROM outbox_attempts WHERE job_id = ? AND attempt > ?"
-
-    private static let deletePendingSQL = TableCatalog.pendingNotifications.sqliteDeleteByKey
-
-    private static let clearPendingSQL = "DELETE FROM pending_notifications WHERE app_id = ? AND device_token = ?"
-
-    /// A first report stores the row; every later one of the same (device, action) is a repeat.
-    /// `excluded.repeats` is the batch's reports minus one.
-    private static let countTrackingSQL = """
-        INSERT INTO tracking_events (delivery_id, \(SQLiteRows.trackedColumns)) VALUES (?, ?, ?, ?, ?)
-        ON CONFLICT (delivery_id, app_id, action, message_index) DO UPDATE SET repeats = repeats + excluded.repeats + 1
-        """
+    private func bind(_ count: (key: WritePlan.TrackingKey, reports: Int64), to statement: SQLiteRawStatement, from index: Int32) {
+        statement.bind(index, count.key.deliveryId); statement.bind(index + 1, count.key.appId)
+        statement.bind(index + 2, Int64(count.key.action)); statement.bind(index + 3, count.key.messageIndex)
+        statement.bind(index + 4, count.reports - 1)
+    }
 
     /// Multi-row inserts cost far less per row than one statement per row.
     static let trackingRowsPerStatement = 64
 
-    private static let countTrackingManySQL = """
+    /// A first report stores the row; every later one of the same (device, action) is a repeat.
+    /// `excluded.repeats` is the phase's reports minus one.
+    private static let countTrackingOneSQL = countTrackingSQL(rows: 1)
+    private static let countTrackingManySQL = countTrackingSQL(rows: trackingRowsPerStatement)
+
+    private static func countTrackingSQL(rows: Int) -> String {
+        """
         INSERT INTO tracking_events (delivery_id, \(SQLiteRows.trackedColumns)) VALUES
-        \((0..<trackingRowsPerStatement).map { "(?1, ?2, ?\(3 + 3 * $0), ?\(4 + 3 * $0), ?\(5 + 3 * $0))" }.joined(separator: ", "))
+        \(Array(repeating: "(?, ?, ?, ?, ?)", count: rows).joined(separator: ", "))
         ON CONFLICT (delivery_id, app_id, action, message_index) DO UPDATE SET repeats = repeats + excluded.repeats + 1
         """
-
+    }
 }

@@ -95,14 +95,12 @@ public final class SQLiteProjectionStore: ProjectionStore {
     static let concurrentUsers = 512
 
     public func commit(mutations: [Mutation], offsets: [OffsetUpdate]) async throws {
+        let plan = WritePlan(mutations)
         let entry = keepsChangelog ? ChangelogEntry(mutations: mutations, offsets: offsets).encoded() : nil
         try await writing { db in
             let conflicts = try SQLiteOffsets.conflicts(offsets, in: db)
             guard conflicts.isEmpty else { throw ProjectionStoreError.offsetConflict(conflicts) }
-            var writer = SQLiteMutationWriter(db: db)
-            for mutation in mutations {
-                try writer.apply(mutation)
-            }
+            try SQLiteMutationWriter(db: db).write(plan)
             try SQLiteOffsets.store(offsets, in: db)
             if let entry { try SQLiteChangelog.append(entry, in: db) }
         }
@@ -142,13 +140,12 @@ public final class SQLiteProjectionStore: ProjectionStore {
     }
 
     public func restore(_ entries: [ChangelogEntry], offsets: [OffsetUpdate], lineage: String, through seq: Int64) async throws {
+        let plans = entries.map { WritePlan($0.mutations) }
         try await writing { db in
             let conflicts = try SQLiteOffsets.conflicts(offsets, in: db)
             guard conflicts.isEmpty else { throw ProjectionStoreError.offsetConflict(conflicts) }
-            var writer = SQLiteMutationWriter(db: db)
-            for entry in entries {
-                for mutation in entry.mutations { try writer.apply(mutation) }
-            }
+            let writer = SQLiteMutationWriter(db: db)
+            for plan in plans { try writer.write(plan) }
             try SQLiteOffsets.store(offsets, in: db)
             try SQLiteChangelog.setPosition(ChangelogPosition(lineage: lineage, seq: seq), in: db)
         }

@@ -12,24 +12,21 @@ struct SQLiteRestoreLoader {
     static let rowsPerStatement = 50
 
     func load(_ rows: RestoredRows) throws {
-        // Few rows: written as the processor writes them.
-        var writer = SQLiteMutationWriter(db: db)
-        for app in rows.apps { try writer.apply(.upsertApp(app)) }
-        for token in rows.tokens { try writer.apply(.upsertApiToken(token)) }
-        for job in rows.outbox { try writer.apply(.enqueueOutbox(job)) }
-        for park in rows.parks { try writer.apply(.parkTracking(park.pair, at: park.at)) }
-        for letter in rows.deadLetters { try writer.apply(.putDeadLetter(letter)) }
-        for token in rows.adminTokens { try writer.apply(.upsertAdminToken(token)) }
-        for entry in rows.audit { try writer.apply(.putAuditEntry(entry)) }
-        for row in rows.idempotencyKeys { try writer.apply(.putIdempotencyKey(row)) }
-
+        for park in rows.parks { try SQLiteParkedTracking.park(park.pair, at: park.at, in: db) }
+        for letter in rows.deadLetters { try SQLiteDeadLetters.put(letter, in: db) }
+        try insert(rows.apps)
+        try insert(rows.tokens)
         try insert(rows.devices)
         try insert(rows.statuses)
+        try insert(rows.outbox)
         try insert(rows.pending)
         try insert(rows.acks)
         try insert(rows.deliveries)
         try insert(rows.outcomes)
         try insert(rows.tracking)
+        try insert(rows.adminTokens)
+        try insert(rows.audit)
+        try insert(rows.idempotencyKeys)
     }
 
     /// Inserts `rows` into their table.
