@@ -40,8 +40,47 @@ final class RebalanceAndRebuildTests: XCTestCase {
         XCTAssertEqual(RebuildProgress.duration(3_725), "1h02m")
     }
 
+    /// A lone rebuild stops following the store's offsets by cancellation once its consumer is
+    /// done; a cancelled read of the store ends the following, it does not fail the rebuild.
+    func testFollowingTheOffsetsEndsQuietlyWhenCancelledInARead() async throws {
+        let (reads, reading) = AsyncStream<Void>.makeStream()
+        let progress = RebuildProgress(start: [:], target: [p0: 10])
+        let following = Task {
+            try await Rebuild.followOffsets({
+                reading.yield()
+                try await Task.sleep(for: .seconds(3_600))
+                return [:]
+            }, until: nil, progress: progress)
+        }
+        var iterator = reads.makeAsyncIterator()
+        _ = await iterator.next()
+        following.cancel()
+        let ended = try await following.value
+        XCTAssertNil(ended)
+    }
+
+    func testFollowingTheOffsetsOfAJoinEndsWhenTheStoreHoldsTheTarget() async throws {
+        let progress = RebuildProgress(start: [:], target: [p0: 10])
+        let reads = Reads()
+        let p0 = p0
+        let ended = try await Rebuild.followOffsets({ [p0: Int64(5 * (await reads.next()))] }, until: [p0: 10], progress: progress)
+        XCTAssertEqual(ended, 0)
+        let count = await reads.count
+        XCTAssertEqual(count, 2, "the second read found the target")
+        XCTAssertEqual(progress.done, 10)
+    }
+
     func testStoreTagsAreStableAndDifferPerStore() {
         XCTAssertEqual(Rebuild.storeTag("sqlite:a.sqlite"), Rebuild.storeTag("sqlite:a.sqlite"))
         XCTAssertNotEqual(Rebuild.storeTag("sqlite:a.sqlite"), Rebuild.storeTag("sqlite:b.sqlite"))
+    }
+}
+
+private actor Reads {
+    private(set) var count = 0
+
+    func next() -> Int {
+        count += 1
+        return count
     }
 }

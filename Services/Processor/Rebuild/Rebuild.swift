@@ -202,6 +202,25 @@ public enum Rebuild {
         return summary
     }
 
+    /// Records the store's offsets in `progress` every 100 ms until cancelled (nil), or until the
+    /// store holds `target` (0). Cancellation ends it wherever it finds it, in a read of the store
+    /// too: a read cancelled as the consumer finished used to fail the whole rebuild.
+    static func followOffsets(_ offsets: @Sendable () async throws -> [PartitionKey: Int64], until target: [PartitionKey: Int64]?,
+                              progress: RebuildProgress) async throws -> Int? {
+        while !Task.isCancelled {
+            let stored: [PartitionKey: Int64]
+            do {
+                stored = try await offsets()
+            } catch where Task.isCancelled {
+                return nil
+            }
+            progress.record(stored)
+            if let target, target.allSatisfy({ (stored[$0.key] ?? 0) >= $0.value }) { return 0 }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return nil
+    }
+
     /// Carries the previous store's outbox over, then checks that the previous store stood still.
     private static func switchOver(from previous: any ProjectionStore, to store: any BatchStore, target: [PartitionKey: Int64],
                                    topics: [String], summary: inout Summary) async throws {
@@ -241,13 +260,7 @@ public enum Rebuild {
             }
             tasks.addTask {
                 // Stopped by cancellation once a lone rebuild's consumer is done.
-                while !Task.isCancelled {
-                    let stored = try await store.offsets(topics: topics)
-                    progress.record(stored)
-                    if options.join && target.allSatisfy({ (stored[$0.key] ?? 0) >= $0.value }) { return 0 }
-                    try? await Task.sleep(for: .milliseconds(100))
-                }
-                return nil
+                try await followOffsets({ try await store.offsets(topics: topics) }, until: options.join ? target : nil, progress: progress)
             }
             let ended = try await tasks.next() ?? nil
             tasks.cancelAll()
