@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import GRDB
+import Synchronization
 @testable import Projections
 @testable import PostgresProjections
 @testable import ProjectionChangelog
@@ -21,6 +22,26 @@ final class SchemaTests: StoreTestCase {
         XCTAssertEqual(tables, ["acks", "admin_tokens", "api_tokens", "apps", "audit_log", "changelog_outbox", "changelog_state", "dead_letters", "deliveries", "delivery_outcomes", "devices", "idempotency_keys", "outbox",
                                 "outbox_attempts", "parked_tracking", "partition_offsets", "pending_notifications", "registration_status", "restore_indexes",
                                 "store_info", "tracking_events"])
+    }
+
+    /// Processors started at the same moment on one new file all open it: they take turns at
+    /// setting WAL mode and migrating (one of two exited with "database is locked" before).
+    func testStoresOpenedAtOnceOnOneNewFileAllOpenIt() async throws {
+        for round in 0..<20 {
+            let file = path("at-once-\(round).sqlite")
+            let failures = Mutex<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 6) { _ in
+                do {
+                    _ = try SQLiteProjectionStore(path: file, logger: Self.logger)
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+            XCTAssertEqual(failures.withLock { $0 }, [], "round \(round)")
+            let store = try SQLiteProjectionStore(path: file, logger: Self.logger)
+            let version = try await store.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") }
+            XCTAssertEqual(version, SQLiteSchema.version)
+        }
     }
 
     func testAVersionOneStoreIsMigratedToTheCurrentVersionKeepingItsRows() async throws {

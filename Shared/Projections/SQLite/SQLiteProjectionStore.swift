@@ -1,5 +1,8 @@
 import Contracts
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import ProjectionChangelog
 import Projections
 import GRDB
@@ -51,14 +54,34 @@ public final class SQLiteProjectionStore: ProjectionStore {
                     PRAGMA wal_autocheckpoint = 8000;
                     """)
             }
-            pool = try DatabasePool(path: path, configuration: configuration)
+            // Processes opening one new file at once would race to set it to WAL (which SQLite
+            // may refuse at once as locked, without waiting) and to migrate it: they take turns.
+            (pool, keepsChangelog) = try Self.inTurn(directory) {
+                let pool = try DatabasePool(path: path, configuration: configuration)
+                try SQLiteSchema.prepare(pool, logger: logger)
+                return (pool, try pool.read { db in try SQLiteChangelog.position(in: db) } != nil)
+            }
             inlineReaders = SQLiteInlineReaders(path: path, configuration: configuration)
-            try SQLiteSchema.prepare(pool, logger: logger)
-            keepsChangelog = try pool.read { db in try SQLiteChangelog.position(in: db) } != nil
         } catch {
             throw Self.storeError(error)
         }
         logger.debug("projection store opened", metadata: ["path": "\(path)"])
+    }
+
+    /// Runs `body` while holding an exclusive `flock` on `directory`, which every process opening
+    /// a store in it takes (waiting for the lock, not for a time); the lock goes with the call.
+    private static func inTurn<T>(_ directory: URL, _ body: () throws -> T) throws -> T {
+        let descriptor = open(directory.path, O_RDONLY)
+        guard descriptor >= 0 else { return try body() }
+        defer {
+            #if canImport(Glibc)
+            _ = Glibc.close(descriptor)
+            #else
+            _ = Darwin.close(descriptor)
+            #endif
+        }
+        while flock(descriptor, LOCK_EX) != 0 && errno == EINTR {}
+        return try body()
     }
 
     public func close() async {
