@@ -282,8 +282,6 @@ package struct LastByKey<Key: Hashable, Value> {
 
     package var isEmpty: Bool { values.isEmpty }
 
-    package subscript(key: Key) -> Value? { slots[key].map { values[$0] } }
-
     /// Puts `value` as the last of `key`. `alone`: no other put of the plan names its key, which
     /// is then not kept (nor made).
     package mutating func put(_ value: Value, at key: @autoclosure () -> Key, alone: Bool = false) {
