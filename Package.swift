@@ -273,7 +273,7 @@ let package = Package(
                           dependencies: ["TestSupport", "Contracts", argumentParser, serviceLifecycle, logging,
                                          .product(name: "Crypto", package: "swift-crypto")],
                           path: "Tests/PushMocksMain"),
-        .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
+        .testTarget(name: "KafkaTests", dependencies: ["Kafka", "Contracts", "TestSupport"]),
         .testTarget(name: "SenderTests", dependencies: ["Sender", "Contracts", "Kafka", "TestSupport", "WireCodec",
                                                       // The requests are built from records the processor's rendering writes.
                                                       "OutboundRendering",

@@ -49,17 +49,45 @@ extension Command {
     public static var version: Int { 1 }
 }
 
-/// Record keys. Registration commands are keyed by (app, user) so that every command for one
-/// user of one app lands in one partition, in order.
+/// A command about one app. Every command of an app shares one record key, the app's id, so
+/// that an app's commands land in one partition index of every command topic (the topics have
+/// the same partition count): that index is the app's *shard*, and one processor applies it
+/// alone (docs/ARCHITECTURE.md#scale-out). No decision about an app depends on another app's
+/// commands, so shards are applied side by side and the state is still a function of the log.
+public protocol AppScopedCommand: Command {
+    var mobileAppId: UUID { get }
+}
+
+extension AppScopedCommand {
+    public var recordKey: String { RecordKey.app(mobileAppId) }
+}
+
+/// Record keys.
 public enum RecordKey {
-    public static func user(app: UUID, user: String) -> String { "\(app.lowercasedString)/\(user)" }
     public static func app(_ app: UUID) -> String { app.lowercasedString }
-    public static func delivery(app: UUID, delivery: UUID) -> String {
-        "\(app.lowercasedString)/delivery:\(delivery.lowercasedString)"
-    }
-    public static func device(app: UUID, token: String) -> String { "\(app.lowercasedString)/device:\(token)" }
     /// A named admin token's issue and revocation share a key, so they stay in order.
     public static func adminToken(_ id: UUID) -> String { "admin-token:\(id.lowercasedString)" }
+
+    /// The partition a key lands in, of a topic of `partitions` partitions: librdkafka's default
+    /// partitioner (`consistent_random`), the CRC-32 of the key's bytes modulo the count.
+    public static func partition(of key: String, partitions: Int) -> Int32 {
+        Int32(CRC32.checksum(Array(key.utf8)) % UInt32(max(1, partitions)))
+    }
+}
+
+/// CRC-32 (IEEE 802.3, as zlib and librdkafka compute it).
+public enum CRC32 {
+    private static let table: [UInt32] = (0..<256).map { n in
+        var c = UInt32(n)
+        for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
+        return c
+    }
+
+    public static func checksum(_ bytes: some Sequence<UInt8>) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for b in bytes { crc = table[Int((crc ^ UInt32(b)) & 0xFF)] ^ (crc >> 8) }
+        return crc ^ 0xFFFF_FFFF
+    }
 }
 
 /// A command ready to produce: topic, key, headers and the encoded envelope.

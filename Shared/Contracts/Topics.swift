@@ -9,24 +9,26 @@ public struct Topics: Sendable, Hashable {
         self.prefix = prefix
     }
 
-    /// Registrations and cleanups from every HTTP dialect, keyed by (app, user).
+    /// Registrations and cleanups from every HTTP dialect. Every command topic is keyed by app
+    /// (`AppScopedCommand`).
     public var registration: String { prefix + "commands.registration" }
     /// Notification sends and acknowledgements.
     public var notification: String { prefix + "commands.notification" }
-    /// Engagement tracking events, keyed by delivery id.
+    /// Engagement tracking events.
     public var tracking: String { prefix + "commands.tracking" }
     /// App, token and settings changes made through the admin API, keyed by app.
     public var admin: String { prefix + "commands.admin" }
-    /// The outcome of every push the sender attempted (delivered, failed, token dead), keyed by
-    /// device: the processor counts them and retires dead devices.
+    /// The outcome of every push the sender attempted (delivered, failed, token dead): the
+    /// processor counts them and retires dead devices.
     public var delivery: String { prefix + "commands.delivery" }
     /// Per-device APNs/FCM payloads for whatever talks to Apple and Google.
     public var outbound: String { prefix + "outbound" }
     /// One record per webhook or callback attempt, for audit.
     public var webhooks: String { prefix + "webhooks" }
 
-    /// One partition, never written: the processor group member that owns it is the active
-    /// processor (docs/ARCHITECTURE.md#scale-out).
+    /// Never written; as many partitions as a command topic: the processor group member that owns
+    /// partition i applies shard i, the partitions i of every command topic
+    /// (docs/ARCHITECTURE.md#scale-out).
     public var processorLease: String { prefix + "processor-lease" }
 
     /// The changelog of the projection stores: every commit's mutations and offsets, for restoring
@@ -39,6 +41,6 @@ public struct Topics: Sendable, Hashable {
 
     /// Every topic with the partition count it is created with when missing.
     public func all(commandPartitions: Int = 12, outputPartitions: Int = 12) -> [(name: String, partitions: Int)] {
-        commandTopics.map { ($0, commandPartitions) } + [(outbound, outputPartitions), (webhooks, outputPartitions), (processorLease, 1), (changelog, 1)]
+        commandTopics.map { ($0, commandPartitions) } + [(outbound, outputPartitions), (webhooks, outputPartitions), (processorLease, commandPartitions), (changelog, 1)]
     }
 }

@@ -29,12 +29,19 @@ final class ContractsTests: XCTestCase {
         XCTAssertFalse(ApiTokens.constantTimeEquals("abc", "abcd"))
     }
 
+    func testKeysArePartitionedAsLibrdkafkaDoesByCRC32() {
+        XCTAssertEqual(CRC32.checksum(Array("123456789".utf8)), 0xCBF4_3926, "the check value of CRC-32/ISO-HDLC")
+        XCTAssertEqual(CRC32.checksum([]), 0)
+        XCTAssertEqual(RecordKey.partition(of: "123456789", partitions: 12), Int32(0xCBF4_3926 % 12))
+        XCTAssertEqual(RecordKey.partition(of: "anything", partitions: 1), 0)
+    }
+
     func testEnvelopeHasTheVersionedShapeAndRoundTrips() throws {
         let command = DeviceCleanupRequested(orgId: UUID(), mobileAppId: UUID(), userId: "u", deviceToken: nil, apiTokenHash: "h")
         let at = Date(timeIntervalSince1970: 1_795_000_000.5)
         let encoded = try EncodedCommand(command, topics: Topics(prefix: "x."), at: at, encoder: WireJSON.encoder())
         XCTAssertEqual(encoded.topic, "x.commands.registration")
-        XCTAssertEqual(encoded.key, "\(command.mobileAppId.uuidString.lowercased())/u")
+        XCTAssertEqual(encoded.key, command.mobileAppId.uuidString.lowercased(), "keyed by app")
         XCTAssertEqual(encoded.type, "registration.device-cleanup-requested")
         let object = try JSONSerialization.jsonObject(with: encoded.value) as! [String: Any]
         XCTAssertEqual(Set(object.keys), ["v", "type", "id", "at", "payload"])
@@ -45,7 +52,7 @@ final class ContractsTests: XCTestCase {
         XCTAssertEqual(back.at.timeIntervalSince1970, at.timeIntervalSince1970, accuracy: 0.001)
     }
 
-    func testTrackingEventsTravelAsPairsKeyedByDelivery() throws {
+    func testTrackingEventsTravelAsPairsKeyedByApp() throws {
         let app = UUID(uuidString: "00000000-0000-0000-0000-0000000000a1")!
         let delivery = UUID(uuidString: "0A1868E6-04C9-4D3B-8125-2F9597F68E78")!
         let command = TrackingReported(mobileAppId: app, deliveryId: delivery, events: [
@@ -53,7 +60,7 @@ final class ContractsTests: XCTestCase {
         ])
         let encoded = try EncodedCommand(command, topics: Topics(), encoder: WireJSON.encoder())
         XCTAssertEqual(encoded.topic, "pushline.commands.tracking")
-        XCTAssertEqual(encoded.key, "00000000-0000-0000-0000-0000000000a1/delivery:0a1868e6-04c9-4d3b-8125-2f9597f68e78")
+        XCTAssertEqual(encoded.key, "00000000-0000-0000-0000-0000000000a1")
         XCTAssertEqual(encoded.type, "tracking.reported")
         let payload = try XCTUnwrap((try JSONSerialization.jsonObject(with: encoded.value) as? [String: Any])?["payload"] as? [String: Any])
         XCTAssertEqual(payload["events"] as? [[AnyHashable]], [["0-a9a7cfeaf8da1fa1", 7], ["7-\"q\"", 1]])
@@ -64,19 +71,24 @@ final class ContractsTests: XCTestCase {
         }
     }
 
-    func testRegistrationsOfOneUserShareAKeyAndTopicsHaveTheirNames() {
+    func testEveryCommandOfAnAppSharesItsKeyAndTopicsHaveTheirNames() {
         let app = UUID()
-        let a = DeviceRegistrationRequested(registrationRequestId: UUID(), orgId: UUID(), mobileAppId: app, userId: "u", platform: .ios,
-                                            deviceToken: "t1", apiTokenHash: "h", trackStatus: false, callback: nil)
-        var b = a
-        b.deviceToken = "t2"
-        XCTAssertEqual(a.recordKey, b.recordKey)
+        let commands: [any Command] = [
+            DeviceRegistrationRequested(registrationRequestId: UUID(), orgId: UUID(), mobileAppId: app, userId: "u", platform: .ios,
+                                        deviceToken: "t1", apiTokenHash: "h", trackStatus: false, callback: nil),
+            DeviceCleanupRequested(orgId: UUID(), mobileAppId: app, userId: "v", deviceToken: nil, apiTokenHash: "h"),
+            NotificationAcknowledged(mobileAppId: app, notificationId: "n", deviceToken: "t2"),
+            TrackingReported(mobileAppId: app, deliveryId: UUID(), events: []),
+            ApiTokenRevoked(mobileAppId: app, tokenId: UUID()),
+        ]
+        XCTAssertEqual(Set(commands.map(\.recordKey)), [app.lowercasedString], "an app's commands land in one partition index")
         let topics = Topics()
         XCTAssertEqual(topics.commandTopics, ["pushline.commands.admin", "pushline.commands.registration",
                                               "pushline.commands.notification", "pushline.commands.tracking",
                                               "pushline.commands.delivery"])
         XCTAssertEqual(topics.all().map(\.name).count, 9)
-        XCTAssertEqual(topics.all().first { $0.name == "pushline.processor-lease" }?.partitions, 1, "one lease: one partition")
+        XCTAssertEqual(topics.all(commandPartitions: 7).first { $0.name == "pushline.processor-lease" }?.partitions, 7,
+                       "a lease partition per shard")
         XCTAssertEqual(topics.all().first { $0.name == "pushline.changelog" }?.partitions, 1, "one changelog partition: entries in order")
     }
 }

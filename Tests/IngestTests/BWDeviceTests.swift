@@ -9,7 +9,7 @@ import XCTest
 
 /// The BW device service (docs/API.md#bw-device-service) under `/bwmi/v1/apps/{mobileAppId}`.
 final class BWDeviceTests: XCTestCase {
-    private let userKey = "\(Fixture.appKey)/tel:+19883999901"
+    private let appKey = Fixture.appKey
 
     // MARK: PUT /devices
 
@@ -27,7 +27,7 @@ final class BWDeviceTests: XCTestCase {
             trackStatus: false, callback: nil))
         let encoded = await harness.publisher.commands
         XCTAssertEqual(encoded.map(\.topic), ["pushline.commands.registration"])
-        XCTAssertEqual(encoded.map(\.key), [userKey])
+        XCTAssertEqual(encoded.map(\.key), [appKey])
         XCTAssertNil(String(decoding: encoded[0].value, as: UTF8.self).range(of: Fixture.rawToken))
     }
 
@@ -116,7 +116,7 @@ final class BWDeviceTests: XCTestCase {
                                               deviceToken: Fixture.apnsToken, apiTokenHash: Fixture.rawTokenHash)
         XCTAssertEqual(commands, [expected, expected, expected])
         let keys = await harness.publisher.commands.map(\.key)
-        XCTAssertEqual(keys, [userKey, userKey, userKey])
+        XCTAssertEqual(keys, [appKey, appKey, appKey])
     }
 
     func testInvalidDeregistrationsAre400() async throws {
@@ -168,7 +168,7 @@ final class BWDeviceTests: XCTestCase {
                                                          deviceToken: Fixture.apnsToken, businessId: "USER_TRANSACTION"))
         let encoded = await harness.publisher.commands
         XCTAssertEqual(encoded.map(\.topic), ["pushline.commands.notification"])
-        XCTAssertEqual(encoded.map(\.key), ["\(Fixture.appKey)/device:\(Fixture.apnsToken)"])
+        XCTAssertEqual(encoded.map(\.key), [Fixture.appKey])
     }
 
     func testAnAckWithoutBid() async throws {

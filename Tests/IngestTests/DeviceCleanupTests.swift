@@ -17,7 +17,7 @@ final class DeviceCleanupTests: XCTestCase {
         XCTAssertEqual(command, DeviceCleanupRequested(orgId: Fixture.orgId, mobileAppId: Fixture.appId, userId: "user-1",
                                                        deviceToken: Fixture.apnsToken, apiTokenHash: Fixture.rawTokenHash))
         let encoded = await harness.publisher.commands
-        XCTAssertEqual(encoded.map(\.key), ["\(Fixture.appId.uuidString.lowercased())/user-1"])
+        XCTAssertEqual(encoded.map(\.key), [Fixture.appKey])
         XCTAssertNil(String(decoding: encoded[0].value, as: UTF8.self).range(of: Fixture.rawToken))
     }
 

@@ -20,7 +20,7 @@ final class DeviceRegistrationTests: XCTestCase {
         XCTAssertEqual(calls.first?.commands.count, 1)
         let encoded = try XCTUnwrap(calls.first?.commands.first)
         XCTAssertEqual(encoded.topic, "pushline.commands.registration")
-        XCTAssertEqual(encoded.key, "\(Fixture.appId.uuidString.lowercased())/user-1")
+        XCTAssertEqual(encoded.key, Fixture.appId.uuidString.lowercased(), "keyed by app")
         let command = try payload(DeviceRegistrationRequested.self, of: encoded)
         XCTAssertEqual(command.orgId, Fixture.orgId)
         XCTAssertEqual(command.mobileAppId, Fixture.appId)

@@ -27,7 +27,7 @@ final class KF5TokenTests: XCTestCase {
             registrationRequestId: command.registrationRequestId, orgId: Fixture.orgId, mobileAppId: Fixture.appId, userId: "123",
             platform: .ios, deviceToken: Fixture.apnsToken, apiTokenHash: Fixture.rawTokenHash, trackStatus: false, callback: nil))
         let encoded = await harness.publisher.commands
-        XCTAssertEqual(encoded.map(\.key), ["\(Fixture.appKey)/123"])
+        XCTAssertEqual(encoded.map(\.key), [Fixture.appKey])
         XCTAssertEqual(encoded.map(\.topic), ["pushline.commands.registration"])
     }
 
@@ -83,7 +83,7 @@ final class KF5TokenTests: XCTestCase {
         XCTAssertEqual(command, DeviceCleanupRequested(orgId: Fixture.orgId, mobileAppId: Fixture.appId, userId: "123",
                                                        deviceToken: "any-token-format", apiTokenHash: Fixture.rawTokenHash))
         let keys = await harness.publisher.commands.map(\.key)
-        XCTAssertEqual(keys, ["\(Fixture.appKey)/123"])
+        XCTAssertEqual(keys, [Fixture.appKey])
     }
 
     func testInvalidDeletesAre400() async throws {

@@ -45,7 +45,7 @@ final class NotificationSendTests: XCTestCase {
             managed: true, businessId: "GATE_CHANGE", tracking: false, kind: .alert))
         let encoded = await harness.publisher.commands
         XCTAssertEqual(encoded.map(\.topic), ["pushline.commands.notification"])
-        XCTAssertEqual(encoded.map(\.key), ["\(Fixture.appKey)/user-1"], "a send to one user shares the user's partition")
+        XCTAssertEqual(encoded.map(\.key), [Fixture.appKey], "a send shares its app's partition")
         XCTAssertEqual(encoded.map(\.type), ["notification.requested"])
     }
 
@@ -58,7 +58,7 @@ final class NotificationSendTests: XCTestCase {
                                                       target: NotificationTarget(userIds: ["a", "b"]),
                                                       content: NotificationContent(body: "hello")))
         let keys = await harness.publisher.commands.map(\.key)
-        XCTAssertEqual(keys, ["\(Fixture.appKey)/delivery:\(deliveryId.uuidString.lowercased())"])
+        XCTAssertEqual(keys, [Fixture.appKey])
     }
 
     func testASendToDeviceTokensTargetsThem() async throws {

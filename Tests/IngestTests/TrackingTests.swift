@@ -32,7 +32,7 @@ final class TrackingTests: XCTestCase {
                                                  events: [TrackingEvent(broadlogId: "3-00112233aabbccdd", action: .impression)]))
         let encoded = await harness.publisher.commands
         XCTAssertEqual(encoded.map(\.topic), ["pushline.commands.tracking"])
-        XCTAssertEqual(encoded.map(\.key), ["\(Fixture.appKey)/delivery:0a1868e6-04c9-4d3b-8125-2f9597f68e78"])
+        XCTAssertEqual(encoded.map(\.key), [Fixture.appKey])
         XCTAssertEqual(encoded.map(\.type), ["tracking.reported"])
     }
 

@@ -95,11 +95,7 @@ final class DeliveryRig: @unchecked Sendable {
 
     /// The value of one series of sender `index`'s /metrics (`name{labels}`), 0 when absent.
     func senderMetric(_ series: String, sender index: Int = 0) async throws -> Double {
-        let text = try await HTTPClientHelpers.get("http://127.0.0.1:\(senders[index].port)/metrics").text
-        for line in text.split(separator: "\n") where line.hasPrefix(series + " ") {
-            return Double(line.split(separator: " ").last ?? "") ?? 0
-        }
-        return 0
+        try await HTTPClientHelpers.metric(series, of: "http://127.0.0.1:\(senders[index].port)")
     }
 
     // MARK: - Credentials

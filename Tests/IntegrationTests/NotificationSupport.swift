@@ -104,11 +104,7 @@ extension PushlineStack {
 
     /// The value of one series of the processor's /metrics (`name{labels}`), 0 when absent.
     func processorMetric(_ series: String) async throws -> Double {
-        let text = try await HTTPClientHelpers.get("\(processorURL)/metrics").text
-        for line in text.split(separator: "\n") where line.hasPrefix(series + " ") {
-            return Double(line.split(separator: " ").last ?? "") ?? 0
-        }
-        return 0
+        try await HTTPClientHelpers.metric(series, of: processorURL)
     }
 
     /// The BW pending list of a device.

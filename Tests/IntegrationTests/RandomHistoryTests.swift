@@ -58,8 +58,8 @@ final class RandomHistoryTests: XCTestCase {
         for (index, burst) in bursts.enumerated() {
             try await MixedStream.produce(burst, brokers: broker.bootstrapServers)
             if index == bursts.count / 2 {
-                try await eventually("one of the three holds the lease") { (try? three.active()) != nil }
-                try await three.processors[try three.active()].stop(signal: SIGKILL)
+                try await eventually("one of the three holds shards") { !three.holders().isEmpty }
+                try await three.processors[three.holders()[0]].stop(signal: SIGKILL)
             }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -83,6 +83,7 @@ final class RandomHistoryTests: XCTestCase {
         // lineage that published last.
         let rebuilds: [(what: String, arguments: [String])] = [
             ("replayed from the commands", ["--from", "commands"]),
+            ("replayed from the commands by two processes sharing the shards", ["--from", "commands", "--join", "--batch", "20"]),
             ("restored from the changelog of the one on SQLite", ["--previous", one.storeLocation]),
             ("restored from the changelog of the three on PostgreSQL, one killed", ["--previous", three.storeLocation]),
             ("restored from the changelog of the late one", ["--previous", late.storeLocation]),
@@ -90,7 +91,8 @@ final class RandomHistoryTests: XCTestCase {
         ]
         for (index, rebuild) in rebuilds.enumerated() {
             let rebuiltPath = ScaleOutTests.temporaryPath("history-rebuilt-\(index)")
-            try await self.rebuild(into: "sqlite:\(rebuiltPath)", arguments: rebuild.arguments, broker: broker)
+            try await self.rebuild(into: "sqlite:\(rebuiltPath)", arguments: rebuild.arguments, broker: broker,
+                                   processes: rebuild.arguments.contains("--join") ? 2 : 1)
             let rebuilt = try SQLiteProjectionStore(path: rebuiltPath, logger: Logger(label: "test"))
             ScaleOutTests.assertSameDump(try await rebuilt.dump(), reference, "seed \(seed): \(rebuild.what) vs live")
             await rebuilt.close()
@@ -119,15 +121,24 @@ final class RandomHistoryTests: XCTestCase {
         }
     }
 
-    private func rebuild(into store: String, arguments: [String], broker: TestBroker) async throws {
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("history-rebuild-\(UUID().uuidString).log").path
+    /// Runs `processes` rebuilds into `store` at once (with `--join`, they share its shards).
+    private func rebuild(into store: String, arguments: [String], broker: TestBroker, processes: Int = 1) async throws {
         let executable = ServiceProcess.binDirectory.appendingPathComponent("pushline-processor").path
-        let pid = try ProcessRunner.spawn(executable, ["rebuild", "--quiet"] + arguments, environment: [
-            "PUSHLINE_KAFKA_BROKERS": broker.bootstrapServers, "PUSHLINE_STORE": store, "PUSHLINE_LOG_LEVEL": "info",
-        ], standardOutput: log, standardError: log, append: true)
-        let status = await ProcessRunner.waitForExit(pid)
-        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        try? FileManager.default.removeItem(atPath: log)
-        guard status == 0 else { throw TestFailure("rebuild exited with \(status):\n\(output)") }
+        let logs = (0..<processes).map { _ in
+            FileManager.default.temporaryDirectory.appendingPathComponent("history-rebuild-\(UUID().uuidString).log").path
+        }
+        let pids = try logs.map { log in
+            try ProcessRunner.spawn(executable, ["rebuild", "--quiet"] + arguments, environment: [
+                "PUSHLINE_KAFKA_BROKERS": broker.bootstrapServers, "PUSHLINE_STORE": store, "PUSHLINE_LOG_LEVEL": "info",
+            ], standardOutput: log, standardError: log, append: true)
+        }
+        var failures: [String] = []
+        for (pid, log) in zip(pids, logs) {
+            let status = await ProcessRunner.waitForExit(pid)
+            let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            try? FileManager.default.removeItem(atPath: log)
+            if status != 0 { failures.append("rebuild exited with \(status):\n\(output)") }
+        }
+        guard failures.isEmpty else { throw TestFailure(failures.joined(separator: "\n")) }
     }
 }

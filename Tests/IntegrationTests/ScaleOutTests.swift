@@ -10,10 +10,11 @@ import ProjectionStores
 import TestSupport
 import XCTest
 
-/// Processors scaled out (docs/ARCHITECTURE.md#scale-out): one mixed stream of more than 50,000
-/// commands over 12 partitions, applied by one processor, by three in one consumer group, and by
-/// three of which one is SIGKILLed in the middle, each on a fresh broker and a fresh PostgreSQL
-/// database, ends in identical tables — and in the same tables as one processor on SQLite.
+/// Processors scaled out (docs/ARCHITECTURE.md#scale-out): mixed streams of twelve apps, more than
+/// 50,000 commands over 12 partitions, applied by one processor, by three in one consumer group
+/// (each applying its shards), and by three of which one is SIGKILLed in the middle, each on a
+/// fresh broker and a fresh PostgreSQL database, end in identical tables — and in the same tables
+/// as one processor on SQLite.
 final class ScaleOutTests: XCTestCase {
     private var fleets: [ProcessorFleet] = []
 
@@ -21,19 +22,26 @@ final class ScaleOutTests: XCTestCase {
         for fleet in fleets { await fleet.stop() }
     }
 
-    private static let sizes = MixedStream.Sizes.about(51_000)
+    private static let sizes = MixedStream.Sizes.about(51_000 / 12)
 
     func testOneThreeAndThreeWithAKilledProcessorBuildIdenticalTables() async throws {
-        let stream = MixedStream(seed: 7, sizes: Self.sizes)
-        let phases = try stream.commandsByPhase()
+        var phases: [MixedStream.Phase: [EncodedCommand]] = [:]
+        for seed in 7..<19 {
+            for (phase, commands) in try MixedStream(seed: UInt64(seed), sizes: Self.sizes).commandsByPhase() {
+                phases[phase, default: []] += commands
+            }
+        }
         let total = phases.values.map(\.count).reduce(0, +)
         XCTAssertGreaterThanOrEqual(total, 50_000)
 
         let postgres = try await PostgresServer.shared()
-        let reference = try await run(stream, phases, processors: 1, store: "sqlite:\(Self.temporaryPath("scale-sqlite"))").dump
-        let one = try await run(stream, phases, processors: 1, store: try await postgres.createDatabase("t_\(UInt32.random(in: 0...UInt32.max))")).dump
-        let three = try await run(stream, phases, processors: 3, store: try await postgres.createDatabase("t_\(UInt32.random(in: 0...UInt32.max))")).dump
-        let killed = try await run(stream, phases, processors: 3, store: try await postgres.createDatabase("t_\(UInt32.random(in: 0...UInt32.max))"),
+        let reference = try await run(phases, processors: 1, store: "sqlite:\(Self.temporaryPath("scale-sqlite"))").dump
+        let one = try await run(phases, processors: 1, store: try await postgres.createDatabase("t_\(UInt32.random(in: 0...UInt32.max))")).dump
+        let threeRun = try await run(phases, processors: 3, store: try await postgres.createDatabase("t_\(UInt32.random(in: 0...UInt32.max))"))
+        let three = threeRun.dump
+        XCTAssertGreaterThanOrEqual(threeRun.appliedBy.filter { $0 > 0 }.count, 2,
+                                    "the three shared the work: records applied by each, \(threeRun.appliedBy)")
+        let killed = try await run(phases, processors: 3, store: try await postgres.createDatabase("t_\(UInt32.random(in: 0...UInt32.max))"),
                                    disruption: Self.killOne).dump
 
         // Sanity: every table the stream touches has rows.
@@ -57,8 +65,8 @@ final class ScaleOutTests: XCTestCase {
     /// Produces the stream phase by phase into a fresh broker, each phase once the previous one is
     /// applied, with `processors` processors on `store`; returns the store's dump and the
     /// processors' logs.
-    private func run(_ stream: MixedStream, _ phases: [MixedStream.Phase: [EncodedCommand]], processors: Int, store: String,
-                     disruption: Disruption? = nil) async throws -> (dump: String, logs: String) {
+    private func run(_ phases: [MixedStream.Phase: [EncodedCommand]], processors: Int, store: String,
+                     disruption: Disruption? = nil) async throws -> (dump: String, logs: String, appliedBy: [Double]) {
         let fleet = try await ProcessorFleet.start(processors: processors, store: store,
                                                    environment: disruption == nil ? [:] : ["PUSHLINE_MAX_BATCH": "100"])
         fleets.append(fleet)
@@ -78,13 +86,15 @@ final class ScaleOutTests: XCTestCase {
         }
         let dump = try await fleet.store.dump()
         let logs = fleet.fullLogs()
+        let appliedBy = await fleet.appliedByEach().map { $0 ?? 0 }
         await fleet.stop()
-        return (dump, logs)
+        return (dump, logs, appliedBy)
     }
 
-    /// The active processor is killed: a standby takes the lease over and carries on.
+    /// A processor holding shards is killed: the others take its shards over and carry on.
     private static let killOne = Disruption(phase: .registration) { fleet in
-        try await fleet.processors[try fleet.active()].stop(signal: SIGKILL)
+        guard let holder = fleet.holders().first else { throw TestFailure("no processor holds shards:\n\(fleet.logs())") }
+        try await fleet.processors[holder].stop(signal: SIGKILL)
     }
 
     /// PostgreSQL stopped for a few seconds while the processors apply registrations.
@@ -93,13 +103,13 @@ final class ScaleOutTests: XCTestCase {
         let phases = try stream.commandsByPhase()
         let server = try await PostgresServer.start()
         do {
-            let reference = try await run(stream, phases, processors: 1, store: "sqlite:\(Self.temporaryPath("restart-sqlite"))")
+            let reference = try await run(phases, processors: 1, store: "sqlite:\(Self.temporaryPath("restart-sqlite"))")
             let outage = Disruption(phase: .registration) { fleet in
                 try await server.pause()
                 try await Task.sleep(for: .seconds(3))
                 try await server.resume()
             }
-            let restarted = try await run(stream, phases, processors: 2, store: try await server.createDatabase("restart"),
+            let restarted = try await run(phases, processors: 2, store: try await server.createDatabase("restart"),
                                           disruption: outage)
             XCTAssertTrue(restarted.logs.contains("store unavailable; retrying"), "the processors met the outage")
             Self.assertSameDump(restarted.dump, reference.dump, "2 processors through a PostgreSQL restart vs 1 on SQLite")
@@ -208,15 +218,23 @@ final class ProcessorFleet: @unchecked Sendable {
         }
     }
 
-    /// The processor that holds the group's lease now, by its log.
-    func active() throws -> Int {
-        let holders = processors.indices.filter { index in
+    /// The processors that hold shards now, by their logs.
+    func holders() -> [Int] {
+        processors.indices.filter { index in
             let log = (try? String(contentsOf: processors[index].logURL, encoding: .utf8)) ?? ""
-            guard let took = log.range(of: "took the processor lease", options: .backwards) else { return false }
-            return log.range(of: "gave the processor lease up", options: .backwards).map { $0.lowerBound < took.lowerBound } ?? true
+            guard let took = log.range(of: "took shards", options: .backwards) else { return false }
+            return log.range(of: "gave shards up", options: .backwards).map { $0.lowerBound < took.lowerBound } ?? true
         }
-        guard holders.count == 1 else { throw TestFailure("\(holders.count) processors hold the lease:\n\(logs())") }
-        return holders[0]
+    }
+
+    /// The records each processor applied since it started (its
+    /// `pushline_processor_records_consumed_total`); nil for one that is not running.
+    func appliedByEach() async -> [Double?] {
+        var out: [Double?] = []
+        for port in ports {
+            out.append(try? await HTTPClientHelpers.metric("pushline_processor_records_consumed_total", of: "http://127.0.0.1:\(port)"))
+        }
+        return out
     }
 
     /// Every processor's whole log.

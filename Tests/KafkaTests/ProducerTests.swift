@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 import Kafka
 import Logging
@@ -35,6 +36,18 @@ final class ProducerTests: XCTestCase {
         let lines = try await broker.kcat(["-C", "-t", "single", "-e", "-q", "-f", "%o|%k|%s|%h\n"])
             .split(separator: "\n").map(String.init)
         XCTAssertEqual(lines, ["0|user-1|hello|type=greeting,v=1", "1||world|"])
+    }
+
+    /// Shards rest on knowing where librdkafka's partitioner puts a key (`RecordKey.partition`):
+    /// the processor checks that every command is in its app's shard.
+    func testKeysLandInThePartitionRecordKeyComputes() async throws {
+        try await KafkaAdmin.createTopics([("keyed", 12)], bootstrapServers: broker.bootstrapServers)
+        let producer = try KafkaProducer.make(broker)
+        let keys = (0..<200).map { _ in RecordKey.app(UUID()) } + ["a", "admin-token:x", "ü/😀"]
+        let reports = try await producer.send(keys.map { KafkaProducerRecord(topic: "keyed", key: $0, value: Data("v".utf8)) })
+        await producer.shutdown()
+        XCTAssertEqual(reports.map(\.partition), keys.map { RecordKey.partition(of: $0, partitions: 12) })
+        XCTAssertGreaterThan(Set(reports.map(\.partition)).count, 6, "the keys spread over the partitions")
     }
 
     func testSendingABatchReturnsReportsInRecordOrderWithIncreasingOffsets() async throws {

@@ -32,7 +32,8 @@ final class TrackingHandlerTests: XCTestCase {
             snapshot.parkedTracking[TrackingPair(deliveryId: deliveryId, appId: event.appId)] = parkedAt ?? at
         }
         var state = BatchState(snapshot, trackingParkTime: parkTime)
-        state.advance(to: at)
+        state.advance(to: at, app: appId)
+        state.advance(to: at, app: otherApp)
         return state
     }
 
@@ -83,16 +84,17 @@ final class TrackingHandlerTests: XCTestCase {
         XCTAssertEqual(s.trackingOutcomes, [.counted: 1, .rejected(.foreignBroadlog): 4])
     }
 
-    func testTrackingOffAndAnotherAppsDeliveryRejectEveryEvent() {
+    func testTrackingOffRejectsEveryEventAndAnotherAppsDeliveryIsOneThisAppHasNotSent() {
         var off = state(delivery(tracking: false))
         XCTAssertEqual(TrackingHandler().apply(report([(id(0), .impression), (id(1), .open)]), CommandContext(at: at), to: &off), .rejected("tracking-off"))
         XCTAssertTrue(off.mutations.isEmpty)
         XCTAssertEqual(off.trackingOutcomes, [.rejected(.trackingOff): 2])
 
         var foreign = state(delivery(app: otherApp))
-        XCTAssertEqual(TrackingHandler().apply(report([(id(0), .impression)]), CommandContext(at: at), to: &foreign), .rejected("unknown-delivery"))
-        XCTAssertTrue(foreign.mutations.isEmpty)
-        XCTAssertEqual(foreign.trackingOutcomes, [.rejected(.unknownDelivery): 1])
+        XCTAssertEqual(TrackingHandler().apply(report([(id(0), .impression)]), CommandContext(at: at), to: &foreign), .applied)
+        XCTAssertEqual(foreign.mutations, [.parkTracking(mine, at: at)],
+                       "parked as if unknown: the other app's row is another processor's, and is not looked at")
+        XCTAssertEqual(foreign.trackingOutcomes, [.parked: 1])
     }
 
     func testEventsBeforeTheirSendAreParkedUnlessTheIdCannotBeTheDeliverys() {
@@ -113,15 +115,14 @@ final class TrackingHandlerTests: XCTestCase {
         ]
         var s = state(tracked: tracked)
         TrackingHandler.settle(delivery(sent: 3), state: &s)
-        XCTAssertEqual(s.trackingOutcomes, [.rejected(.foreignBroadlog): 2, .rejected(.unknownDelivery): 1])
-        XCTAssertEqual(s.mutations, [.deleteTracking(mine, [TrackingRowKey(action: .click, messageIndex: 3)]), .unparkTracking(mine),
-                                     .dropTracking(theirs)],
-                       "the rows it cannot own go by their keys, another app's pair whole; its own pair is its delivery's now")
+        XCTAssertEqual(s.trackingOutcomes, [.rejected(.foreignBroadlog): 2])
+        XCTAssertEqual(s.mutations, [.deleteTracking(mine, [TrackingRowKey(action: .click, messageIndex: 3)]), .unparkTracking(mine)],
+                       "the rows it cannot own go by their keys; its own pair is its delivery's now; another app's is left to expire")
 
         var off = state(tracked: tracked)
         TrackingHandler.settle(delivery(tracking: false), state: &off)
-        XCTAssertEqual(off.trackingOutcomes, [.rejected(.trackingOff): 1 + 5 + 2, .rejected(.unknownDelivery): 1])
-        XCTAssertEqual(off.mutations, [.dropTracking(mine), .dropTracking(theirs)])
+        XCTAssertEqual(off.trackingOutcomes, [.rejected(.trackingOff): 1 + 5 + 2])
+        XCTAssertEqual(off.mutations, [.dropTracking(mine)])
     }
 
     /// The reports a batch gathered before its send are written after it (`finishTracking`):
@@ -133,10 +134,11 @@ final class TrackingHandlerTests: XCTestCase {
         TrackingHandler.settle(delivery(sent: 3), state: &s)
         s.finishTracking()
         XCTAssertEqual(s.mutations, [
-            .parkTracking(mine, at: at), .parkTracking(theirs, at: at), .unparkTracking(mine), .dropTracking(theirs),
+            .parkTracking(mine, at: at), .parkTracking(theirs, at: at), .unparkTracking(mine),
             .countTracking(TrackingCounts(appId: appId, deliveryId: deliveryId, counts: [key(0, .open, reports: 2)])),
+            .countTracking(TrackingCounts(appId: otherApp, deliveryId: deliveryId, counts: [key(1, .click)])),
         ])
-        XCTAssertEqual(s.trackingOutcomes, [.parked: 4, .rejected(.foreignBroadlog): 1, .rejected(.unknownDelivery): 1])
+        XCTAssertEqual(s.trackingOutcomes, [.parked: 4, .rejected(.foreignBroadlog): 1])
     }
 
     /// Parked reports expire by the batch's clock (command times): at the first command more
@@ -146,17 +148,17 @@ final class TrackingHandlerTests: XCTestCase {
         let later = at.addingTimeInterval(3601)
 
         var send = state(tracked: tracked, parkedAt: at)
-        send.advance(to: at.addingTimeInterval(3600))
+        send.advance(to: at.addingTimeInterval(3600), app: appId)
         TrackingHandler.settle(delivery(sent: 3), state: &send)
         XCTAssertEqual(send.mutations, [.unparkTracking(mine)], "within the park time: the send takes them")
 
         var late = state(tracked: tracked, parkedAt: at)
-        late.advance(to: later)
+        late.advance(to: later, app: appId)
         TrackingHandler.settle(delivery(sent: 3), state: &late)
         XCTAssertEqual(late.mutations, [.dropTracking(mine)], "past it: gone before the send")
 
         var again = state(tracked: tracked, parkedAt: at)
-        again.advance(to: later)
+        again.advance(to: later, app: appId)
         _ = TrackingHandler().apply(report([(id(1), .click)]), CommandContext(at: later), to: &again)
         again.finishTracking()
         XCTAssertEqual(again.mutations, [
@@ -165,9 +167,14 @@ final class TrackingHandlerTests: XCTestCase {
         ], "a report past the park time parks anew, without the expired ones")
 
         var idle = state(tracked: tracked, parkedAt: at)
-        idle.advance(to: later)
+        idle.advance(to: later, app: appId)
         idle.finishTracking()
-        XCTAssertEqual(idle.mutations, [.dropTracking(mine)], "the batch's last command expires what no command touched")
+        XCTAssertEqual(idle.mutations, [.dropTracking(mine)], "the app's last command expires what no command touched")
+
+        var otherClock = state(tracked: tracked, parkedAt: at)
+        otherClock.advance(to: later, app: otherApp)
+        otherClock.finishTracking()
+        XCTAssertEqual(otherClock.mutations, [], "another app's commands move its own clock only")
     }
 }
 
@@ -232,7 +239,7 @@ final class TrackingOrderTests: ApplierTestCase {
             XCTAssertEqual(other.stats, sendFirst.stats)
             XCTAssertEqual(other.dump, sendFirst.dump)
         }
-        XCTAssertEqual(sendFirst.dump.components(separatedBy: "\n").filter { $0.hasPrefix("tracking_events ") }.count, 4,
-                       "only the counted (device, action) rows are kept")
+        XCTAssertEqual(sendFirst.dump.components(separatedBy: "\n").filter { $0.hasPrefix("tracking_events ") }.count, 5,
+                       "only the counted (device, action) rows are kept, and the other app's report, parked under that app")
     }
 }

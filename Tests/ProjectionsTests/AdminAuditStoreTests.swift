@@ -53,6 +53,25 @@ import WireCodec
         }
     }
 
+    /// Creates of one idempotency key in two windows may be two apps, of two shards, committed in
+    /// either order: the newest first request is the one the key names, in one commit or two.
+    @Test(arguments: StoreBackend.allCases)
+    func testAnIdempotencyKeyNamesItsNewestFirstRequestInEveryOrder(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let older = IdempotencyKeyRow(scope: "admin:bootstrap:apps", key: "k", resourceId: UUID(), requestHash: "a", firstAt: Fixture.at(1))
+            var newer = older
+            newer.resourceId = UUID()
+            newer.requestHash = "b"
+            newer.firstAt = Fixture.at(90_000)
+            for (name, commits) in [("newer-last", [[older], [newer]]), ("newer-first", [[newer], [older]]),
+                                    ("one-commit", [[newer, older]])] {
+                let store = try await h.openStore(name)
+                for rows in commits { try await store.commit(mutations: rows.map { .putIdempotencyKey($0) }, offsets: []) }
+                #expect(try await store.idempotencyKey(scope: older.scope, key: "k") == newer, "\(name)")
+            }
+        }
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func testTheAuditTrailIsNewestFirstFilteredAndPagedByItsCursor(_ backend: StoreBackend) async throws {
         try await withStoreHarness(backend) { h in

@@ -30,6 +30,16 @@ public enum HTTPClientHelpers {
         try await request(.GET, url, headers: headers)
     }
 
+    /// The value of one series (`name{labels}`) of the `/metrics` of the service at `base`, 0 when
+    /// absent.
+    public static func metric(_ series: String, of base: String) async throws -> Double {
+        let text = try await get("\(base)/metrics").text
+        for line in text.split(separator: "\n") where line.hasPrefix(series + " ") {
+            return Double(line.split(separator: " ").last ?? "") ?? 0
+        }
+        return 0
+    }
+
     public static func post<T: Encodable>(_ url: String, json: T, headers: [String: String] = [:]) async throws -> Answer {
         try await request(.POST, url, body: try JSONEncoder().encode(json), headers: headers)
     }

@@ -39,7 +39,8 @@ public struct RandomHistory: Sendable {
             String(format: "%016llx", seed) + String(format: "%032x", app) + String(format: "%016x", n)
         }
 
-        for a in 0..<2 {
+        // Several apps, so that several processors have shards to apply (an app is one shard).
+        for a in 0..<6 {
             let token = (id: random.uuid(), hash: ApiTokens.hash("history-\(seed)-\(a)-0"))
             let app = App(org: random.uuid(), id: random.uuid(), tokens: [token], sends: [])
             try add(AppCreated(orgId: app.org, mobileAppId: app.id, name: "history \(a)", tokenId: token.id, tokenHash: token.hash))

@@ -220,13 +220,14 @@ final class BatchApplier: Sendable {
             newest = max(newest, c.at)
         }
         // Parked tracking that may expire in this batch: marks older than the park time before
-        // its newest command (`TrackingHandler`).
+        // its newest command (`TrackingHandler`); of those, only the marks of apps whose own
+        // clock passes them expire.
         if !ordered.isEmpty { query.parkedBefore = newest.addingTimeInterval(-trackingParkTime.inSeconds) }
         let loadStart = ContinuousClock.now
         var state = BatchState(try await store.load(query), trackingParkTime: trackingParkTime)
         let loadTime = ContinuousClock.now - loadStart
         for (c, requestId) in ordered {
-            state.advance(to: c.at)
+            if let app = c.app { state.advance(to: c.at, app: app) }
             let result = c.apply(to: &state, storeFailed: storeFailed)
             tally.count(c.type, result)
             if case .rejected(let reason) = result {

@@ -9,9 +9,9 @@ import Settings
 import ServiceLifecycle
 import Synchronization
 
-/// The live processor's consumer: a member of the processor group that, while it holds the
-/// group's lease (`ProcessorLease`), reads every command partition and applies the log in event
-/// order through the `ApplyLoop`, reports its lag, and tells `/health` whether it makes progress.
+/// The live processor's consumer: a member of the processor group that reads the command
+/// partitions of the shards it holds (`ProcessorLease`), applies them in event order through the
+/// `ApplyLoop`, reports its lag, and tells `/health` whether it makes progress.
 /// Webhook sending is left to the outbox dispatcher, so slow receivers never slow consumption.
 public final class CommandConsumer: Service, Sendable {
     private let configuration: KafkaConsumerConfiguration
@@ -77,7 +77,7 @@ public final class CommandConsumer: Service, Sendable {
         defer { state.set(false) }
         do {
             try await cancelWhenGracefulShutdown {
-                try await self.lease.run { try await self.applyLog(storeCreatedAt: storeCreatedAt) }
+                try await self.lease.run { share in try await self.applyLog(share, storeCreatedAt: storeCreatedAt) }
             }
         } catch is CancellationError {
             // graceful shutdown
@@ -87,11 +87,15 @@ public final class CommandConsumer: Service, Sendable {
         }
     }
 
-    /// Applies every command partition until cancelled (the lease is gone, or the processor stops),
-    /// finishing the batch in flight first.
-    private func applyLog(storeCreatedAt: Date?) async throws {
-        let partitions = try await KafkaAdmin.partitions(of: loop.topics, bootstrapServers: configuration.bootstrapServers,
-                                                         properties: configuration.properties).map(PartitionKey.init)
+    /// Applies the command partitions of `share` until cancelled (a rebalance, or the processor
+    /// stops), finishing the batch in flight first.
+    private func applyLog(_ share: ShardShare, storeCreatedAt: Date?) async throws {
+        let all = try await KafkaAdmin.partitions(of: loop.topics, bootstrapServers: configuration.bootstrapServers,
+                                                  properties: configuration.properties).map(PartitionKey.init)
+        let partitions = share.partitions(of: all)
+        // Beside other processors, every command must be in its app's shard.
+        let counts = partitions.count == all.count ? nil : Dictionary(grouping: all, by: \.topic).mapValues(\.count)
+        logger.info("applying shards", metadata: ["lease_partitions": "\(share)", "partitions": "\(partitions.count) of \(all.count)"])
         // The applied offsets are the store's; those committed to Kafka are for tools only, under
         // a group of their own (the processor group's members hold the lease, not the partitions).
         var readerConfiguration = configuration
@@ -109,6 +113,7 @@ public final class CommandConsumer: Service, Sendable {
                         if let storeCreatedAt {
                             try ExistingLogRefused.check(admitted, expected: expected, storeCreatedAt: storeCreatedAt)
                         }
+                        if let counts { try MisplacedCommand.check(admitted, partitions: counts) }
                     }
                     if applied { self.onApplied() }
                 }

@@ -1,26 +1,50 @@
+import Contracts
 import Foundation
 import Kafka
 import Logging
 import Metrics
+import Projections
 import Synchronization
 
-/// One active processor per group, the others standing by: the member of the group that owns the
-/// one partition of the lease topic applies the whole log; when it stops or dies, the consumer
-/// group hands the lease to another member, which carries on from the store's offsets.
+/// The shards a processor holds: shard i is partition i of every command topic, and its owner
+/// is the member of the processor group that holds partition i modulo the lease topic's count of
+/// the lease topic. So with as many lease partitions as command partitions (what the processor
+/// creates) every member applies its own shards side by side; a lease topic of one partition (a
+/// deployment from before shards) makes one member the owner of every shard.
+struct ShardShare: Sendable, Equatable, CustomStringConvertible {
+    /// The lease partitions held.
+    var held: Set<Int32>
+    /// The lease topic's partition count.
+    var leasePartitions: Int
+
+    /// Every shard, as a lone rebuild applies them.
+    static let all = ShardShare(held: [0], leasePartitions: 1)
+
+    func owns(shard: Int32) -> Bool { held.contains(shard % Int32(max(1, leasePartitions))) }
+
+    var description: String { held.sorted().map(String.init).joined(separator: ",") + " of \(leasePartitions)" }
+}
+
+/// The processor group's lease: each member of the group owns the shards of the lease topic's
+/// partitions it is assigned (`ShardShare`) and applies them; when members join, leave or die,
+/// the consumer group hands their lease partitions round again, and each new owner carries on
+/// from the store's offsets.
 ///
-/// Commands are applied in one event order over every command partition
-/// (docs/ARCHITECTURE.md#state-is-a-function-of-the-log), so their decisions cannot be split
-/// between processors without making each wait for the others' partitions, record by record; a
-/// standby is what a second processor adds. The offsets' compare-and-set still settles a member
-/// that lost the lease mid-batch (its commit is refused).
+/// An app's commands all land in one shard (`AppScopedCommand`), and no decision reads another
+/// app's rows, so shards are applied side by side and the state is still the same function of
+/// the log (docs/ARCHITECTURE.md#scale-out). A member gives its shards up only once its batch in
+/// flight is committed; the offsets' compare-and-set still settles one that lost them mid-batch
+/// (its commit is refused).
 final class ProcessorLease: Sendable {
     private let configuration: KafkaConsumerConfiguration
     private let topic: String
     private let logger: Logger
     private let state = Mutex<State>(State())
     private let activeGauge = Gauge(label: "pushline_processor_active")
+    private let sharesGauge = Gauge(label: "pushline_processor_lease_partitions")
 
     private struct State {
+        var held: Set<Int32> = []
         var work: Task<Void, any Error>?
         var failure: (any Error)?
         var waiter: CheckedContinuation<Void, any Error>?
@@ -33,22 +57,25 @@ final class ProcessorLease: Sendable {
         self.logger = logger
     }
 
-    /// Runs `work` whenever this process holds the lease, cancelling it (and waiting for it to
-    /// finish its batch) when the lease is revoked, until the calling task is cancelled. Throws
-    /// the first error `work` throws.
-    func run(_ work: @escaping @Sendable () async throws -> Void) async throws {
+    /// Runs `work` with the shards this process holds, whenever it holds any: cancelling it (and
+    /// waiting for it to finish its batch) and starting it again with the new share at every
+    /// rebalance, until the calling task is cancelled. Throws the first error `work` throws.
+    func run(_ work: @escaping @Sendable (ShardShare) async throws -> Void) async throws {
         activeGauge.record(0)
+        sharesGauge.record(0)
+        let count = try await KafkaAdmin.partitions(of: [topic], bootstrapServers: configuration.bootstrapServers,
+                                                    properties: configuration.properties).count
         let membership = try KafkaConsumer(configuration: configuration, topics: [topic], rebalance: KafkaRebalanceHandler(
-            // Partition 0 is the lease, should the topic have been created with more.
             onAssign: { partitions in
-                if partitions.contains(where: { $0.partition == 0 }) { self.start(work) }
+                await self.change(count: count, work) { $0.formUnion(partitions.map(\.partition)) }
                 return [:]
             },
             onRevoke: { partitions in
-                if partitions.contains(where: { $0.partition == 0 }) { await self.stop() }
+                await self.change(count: count, work) { $0.subtract(partitions.map(\.partition)) }
             }
         ), logger: logger)
-        logger.info("standing by for the processor lease", metadata: ["group": "\(configuration.groupId)"])
+        logger.info("joined the processor group: waiting for shards", metadata: ["group": "\(configuration.groupId)",
+                                                                                  "lease_partitions": "\(count)"])
         do {
             // The lease topic holds no records: its batches are waited on only so that the
             // membership's failure (a vanished broker, say) ends the wait too.
@@ -70,14 +97,25 @@ final class ProcessorLease: Sendable {
         await membership.close()
     }
 
-    private func start(_ work: @escaping @Sendable () async throws -> Void) {
+    /// Stops the work of the old share and starts it with the new one, if any.
+    private func change(count: Int, _ work: @escaping @Sendable (ShardShare) async throws -> Void, _ update: (inout Set<Int32>) -> Void) async {
+        let (before, after) = state.withLock { state in
+            let before = state.held
+            update(&state.held)
+            return (before, state.held)
+        }
+        guard before != after else { return }
+        await stop()
+        guard !after.isEmpty else { return }
+        let share = ShardShare(held: after, leasePartitions: count)
         state.withLock { state in
             guard state.work == nil else { return }
-            logger.info("took the processor lease: applying the log", metadata: ["group": "\(configuration.groupId)"])
+            logger.info("took shards: applying them", metadata: ["group": "\(configuration.groupId)", "lease_partitions": "\(share)"])
             activeGauge.record(1)
+            sharesGauge.record(Double(after.count))
             state.work = Task {
                 do {
-                    try await work()
+                    try await work(share)
                 } catch is CancellationError {
                     // revoked or shutting down
                 } catch {
@@ -96,7 +134,8 @@ final class ProcessorLease: Sendable {
         work.cancel()
         _ = await work.result
         activeGauge.record(0)
-        logger.info("gave the processor lease up", metadata: ["group": "\(configuration.groupId)"])
+        sharesGauge.record(0)
+        logger.info("gave shards up", metadata: ["group": "\(configuration.groupId)"])
     }
 
     private func fail(_ error: any Error) {
@@ -129,5 +168,46 @@ final class ProcessorLease: Sendable {
             }
             waiter?.resume(throwing: CancellationError())
         }
+    }
+}
+
+extension ShardShare {
+    /// The partitions of `all` (every command partition) that this share applies. Command topics
+    /// of unequal partition counts are not co-partitioned: then they are one shard, shard 0.
+    func partitions(of all: [PartitionKey]) -> [PartitionKey] {
+        let coPartitioned = Set(Dictionary(grouping: all, by: \.topic).values.map(\.count)).count <= 1
+        return all.filter { owns(shard: coPartitioned ? $0.partition : 0) }
+    }
+}
+
+/// A command in a partition its key does not lead to: the log was written with other keys (by a
+/// Pushline from before shards, or another producer), so its partitions are not shards, and
+/// applying part of them beside other processors would decide its commands against state that
+/// depends on their timing. One processor that holds every shard applies such a log exactly.
+struct MisplacedCommand: Error, CustomStringConvertible {
+    var partition: PartitionKey
+    var offset: Int64
+    var key: String
+    var expected: Int32
+
+    /// Throws for the first command of `records` whose key leads to another partition of a topic
+    /// of `partitions[topic]` partitions.
+    static func check(_ records: [DecodedRecord], partitions: [String: Int]) throws {
+        for record in records {
+            guard case .command(let c) = record.outcome, let count = partitions[record.partition.topic] else { continue }
+            let key = c.payload.recordKey
+            let expected = RecordKey.partition(of: key, partitions: count)
+            guard expected == record.partition.partition else {
+                throw MisplacedCommand(partition: record.partition, offset: record.offset, key: key, expected: expected)
+            }
+        }
+    }
+
+    var description: String {
+        "the command at \(partition) offset \(offset) has the key \(key), which leads to partition \(expected): this log's "
+            + "partitions are not shards (it was written before commands were keyed by app, or by another producer), and "
+            + "applying it in shards beside other processors would not be exact. Apply it with one processor of the group "
+            + "(which then holds every shard), or rebuild the store with `pushline-processor rebuild`, which reads it whole "
+            + "(docs/ARCHITECTURE.md#scale-out)."
     }
 }

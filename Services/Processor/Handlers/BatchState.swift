@@ -31,8 +31,10 @@ package struct BatchState {
     private var parks: [UUID: [UUID: Date]] = [:]
     /// How long parked reports wait for their send, in event time.
     private let trackingParkTime: TimeInterval
-    /// The newest command time applied so far: the batch's clock (`advance(to:)`).
-    package private(set) var eventTime = Date.distantPast
+    /// The newest command time applied so far of each app: the apps' clocks (`advance(to:app:)`).
+    /// Each app has its own, so that what expires in an app depends on that app's commands
+    /// alone, whichever apps a processor applies beside it (docs/ARCHITECTURE.md#scale-out).
+    private var clocks: [UUID: Date] = [:]
     /// Tracking events by outcome, for the batch's metrics.
     package private(set) var trackingOutcomes: [TrackingOutcome: Int] = [:]
     /// Reports gathered for `finishTracking`: per delivery, then app, the number of each
@@ -225,9 +227,10 @@ package struct BatchState {
 
     // MARK: - Tracking
 
-    /// Moves the batch's clock to a command's time (it never goes back). *Before* each command.
-    package mutating func advance(to at: Date) {
-        if at > eventTime { eventTime = at }
+    /// Moves the clock of the command's app to its time (it never goes back). *Before* each
+    /// command.
+    package mutating func advance(to at: Date, app: UUID) {
+        if at > clocks[app] ?? .distantPast { clocks[app] = at }
     }
 
     /// The pairs of a delivery that have reports stored or gathered before its send, or a park
@@ -261,16 +264,17 @@ package struct BatchState {
         trackingOutcomes[outcome, default: 0] += 1
     }
 
-    /// Drops the pair when its park time has passed by the batch's clock; true if it did.
+    /// Drops the pair when its park time has passed by its app's clock; true if it did.
     @discardableResult
     package mutating func expireIfDue(_ pair: TrackingPair) -> Bool {
-        guard let parkedAt = parks[pair.deliveryId]?[pair.appId], hasExpired(parkedAt) else { return false }
+        guard let parkedAt = parks[pair.deliveryId]?[pair.appId], hasExpired(parkedAt, app: pair.appId) else { return false }
         dropTracking(pair)
         return true
     }
 
-    private func hasExpired(_ parkedAt: Date) -> Bool {
-        parkedAt < eventTime.addingTimeInterval(-trackingParkTime)
+    private func hasExpired(_ parkedAt: Date, app: UUID) -> Bool {
+        guard let clock = clocks[app] else { return false }
+        return parkedAt < clock.addingTimeInterval(-trackingParkTime)
     }
 
     /// Deletes these rows of the pair, stored or gathered.
@@ -300,14 +304,15 @@ package struct BatchState {
         mutations.append(.unparkTracking(pair))
     }
 
-    /// Ends the batch's tracking: drops the pairs whose park time has passed by the batch's
-    /// clock (as the next command would), then writes the gathered reports, one mutation per
+    /// Ends the batch's tracking: drops the pairs whose park time has passed by their app's
+    /// clock (as the app's next command would; an app without a command in the batch keeps its
+    /// pairs), then writes the gathered reports, one mutation per
     /// pair in the order the batch first reported on them. A batch that repeats a report
     /// writes it once, with its number of reports.
     package mutating func finishTracking() {
         var expired: [TrackingPair] = []
         for (deliveryId, apps) in parks {
-            for (appId, parkedAt) in apps where hasExpired(parkedAt) { expired.append(TrackingPair(deliveryId: deliveryId, appId: appId)) }
+            for (appId, parkedAt) in apps where hasExpired(parkedAt, app: appId) { expired.append(TrackingPair(deliveryId: deliveryId, appId: appId)) }
         }
         for pair in expired.sorted(by: { ($0.deliveryId.uuidString, $0.appId.uuidString) < ($1.deliveryId.uuidString, $1.appId.uuidString) }) {
             dropTracking(pair)

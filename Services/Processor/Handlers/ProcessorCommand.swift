@@ -14,6 +14,9 @@ package struct ProcessorCommand: Sendable {
 
     package var type: CommandType { Swift.type(of: payload).type }
 
+    /// The app the command is about; nil for the few that are about none (admin tokens).
+    package var app: UUID? { (payload as? any AppScopedCommand)?.mobileAppId }
+
     /// Adds the rows this command needs to decide its outcome.
     package func addNeeds(to query: inout StateQuery) {
         handler.addNeeds(of: payload, to: &query)

@@ -14,8 +14,6 @@ package enum TrackingOutcome: Hashable, Sendable {
     package enum Reason: String, Sendable {
         /// The delivery was sent with tracking off.
         case trackingOff = "tracking-off"
-        /// The delivery id belongs to another app.
-        case unknownDelivery = "unknown-delivery"
         /// The broadlogId is not one the delivery sent.
         case foreignBroadlog = "foreign-broadlog"
     }
@@ -31,14 +29,14 @@ package enum TrackingOutcome: Hashable, Sendable {
 
 /// Applies engagement reports (docs/API.md#engagement-tracking).
 ///
-/// Counts must come out exact whatever the order of arrival, and the tracking topic is keyed
-/// by delivery while sends travel on the notification topic, so a report may be applied before
-/// its send. Hence the rule: a report is only ever *stored* as a (delivery, app, action,
+/// Counts must come out exact whatever the order of arrival, and reports travel on the
+/// tracking topic while sends travel on the notification topic, so a report may be applied
+/// before its send. Hence the rule: a report is only ever *stored* as a (delivery, app, action,
 /// device) row, with a repeat count, and statistics are read from those rows bounded by the
 /// delivery row. A report whose delivery is known is checked at once; one whose delivery is
 /// not known yet is stored and its (delivery, app) pair marked parked, and the send, when
 /// applied, deletes what it cannot own and takes the rest. Reports whose send does not come
-/// within the park time, counted in command times, are dropped. Every one of these decisions
+/// within the park time, counted in the app's command times, are dropped. Every one of these decisions
 /// is made here, over the rows the batch loaded; the stores only write them.
 ///
 /// A broadlogId is checked against the delivery id alone (`MessageId`'s check digits), so a
@@ -53,12 +51,11 @@ package struct TrackingHandler: CommandHandler {
     package func apply(_ c: TrackingReported, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         let at = context.at
         let pair = TrackingPair(deliveryId: c.deliveryId, appId: c.mobileAppId)
-        let delivery = state.delivery(c.deliveryId)
+        // Another app's delivery is one this app never sent: its row, applied by whichever
+        // processor has that app, is not looked at, so the decision depends on this app's
+        // commands alone. The reports park, and expire unless this app sends that id.
+        let delivery = state.delivery(c.deliveryId).flatMap { $0.appId == c.mobileAppId ? $0 : nil }
         if let delivery {
-            guard delivery.appId == c.mobileAppId else {
-                state.rejectTracking(.unknownDelivery, events: c.events.count)
-                return .rejected(TrackingOutcome.Reason.unknownDelivery.rawValue)
-            }
             guard delivery.tracking else {
                 state.rejectTracking(.trackingOff, events: c.events.count)
                 return .rejected(TrackingOutcome.Reason.trackingOff.rawValue)
@@ -81,15 +78,16 @@ package struct TrackingHandler: CommandHandler {
         return stored > 0 ? .applied : .rejected(TrackingOutcome.Reason.foreignBroadlog.rawValue)
     }
 
-    /// Called when a send is applied, before its delivery is recorded: each pair reported on
-    /// before it is dropped if its park time passed, refused whole if it is another app's or
-    /// the send has tracking off, and otherwise taken, less the reports past the sent count.
+    /// Called when a send is applied, before its delivery is recorded: the app's pair reported
+    /// on before it is dropped if its park time passed, refused whole if the send has tracking
+    /// off, and otherwise taken, less the reports past the sent count. Other apps' reports on the
+    /// same id are theirs: left parked, to expire by their own app's clock.
     package static func settle(_ delivery: DeliveryRow, state: inout BatchState) {
-        for pair in state.trackingPairs(of: delivery.deliveryId) {
+        for pair in state.trackingPairs(of: delivery.deliveryId) where pair.appId == delivery.appId {
             if state.expireIfDue(pair) { continue }
             let reports = state.trackingReports(of: pair)
-            if pair.appId != delivery.appId || !delivery.tracking {
-                state.rejectTracking(pair.appId != delivery.appId ? .unknownDelivery : .trackingOff, events: reports.values.reduce(0, +))
+            if !delivery.tracking {
+                state.rejectTracking(.trackingOff, events: reports.values.reduce(0, +))
                 state.dropTracking(pair)
                 continue
             }

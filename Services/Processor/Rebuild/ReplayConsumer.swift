@@ -20,9 +20,9 @@ final class ReplayConsumer: Sendable {
     ///   - limits: Records at or past a partition's limit are not applied (none of a partition
     ///     without one).
     ///   - partitions: Every command partition.
-    ///   - leaseTopic: With one, rebuilds into the same store (`--join`) take turns: the one that
-    ///     holds the lease of the configuration's group applies, the others stand by; nil: a lone
-    ///     rebuild.
+    ///   - leaseTopic: With one, rebuilds into the same store (`--join`) share the work: each
+    ///     applies the shards it holds in the configuration's group (`ProcessorLease`); nil: a lone
+    ///     rebuild, which applies every partition.
     ///   - closesAtLimits: The limits are where a serving store stands, so a partition at its
     ///     limit holds nothing back: every record the serving store applied is applied. Without
     ///     it (the limits are the log's ends), records that the live processors could not decide
@@ -46,20 +46,31 @@ final class ReplayConsumer: Sendable {
     /// watches the store, which another member may be the one to fill).
     @discardableResult
     func run() async throws -> Int {
-        guard let lease else { return try await replay() }
-        try await lease.run { _ = try await self.replay() }
+        guard let lease else { return try await replay(partitions) }
+        try await lease.run { share in
+            let all = try await KafkaAdmin.partitions(of: self.loop.topics, bootstrapServers: self.configuration.bootstrapServers,
+                                                      properties: self.configuration.properties).map(PartitionKey.init)
+            let shares = Set(share.partitions(of: all))
+            let mine = self.partitions.filter(shares.contains)
+            let counts = shares.count == all.count ? nil : Dictionary(grouping: all, by: \.topic).mapValues(\.count)
+            _ = try await self.replay(mine, misplaced: counts)
+        }
         return 0
     }
 
-    private func replay() async throws -> Int {
+    /// `misplaced`: the partition counts of the topics, when `partitions` are some shards of
+    /// them, whose commands must then be in their apps' shards (`MisplacedCommand`).
+    private func replay(_ partitions: [PartitionKey], misplaced: [String: Int]? = nil) async throws -> Int {
         let consumer = try await loop.makeConsumer(configuration, partitions: partitions)
         defer { loop.release(partitions) }
         do {
             var waiting = 0
-            if try await !settle(consumer) {
+            if try await !settle(consumer, partitions) {
                 for try await batch in consumer.batches() {
-                    _ = try await loop.apply(batch, consumer: consumer, limits: limits)
-                    if try await settle(consumer) { break }
+                    _ = try await loop.apply(batch, consumer: consumer, limits: limits) { admitted, _ in
+                        if let misplaced { try MisplacedCommand.check(admitted, partitions: misplaced) }
+                    }
+                    if try await settle(consumer, partitions) { break }
                 }
             }
             waiting = loop.order.withLock { $0.buffered }
@@ -77,7 +88,7 @@ final class ReplayConsumer: Sendable {
 
     /// Closes the partitions that reached their limits (when the limits are a serving store's) and
     /// applies what that frees; true when a lone rebuild has nothing more to read.
-    private func settle(_ consumer: KafkaConsumer) async throws -> Bool {
+    private func settle(_ consumer: KafkaConsumer, _ partitions: [PartitionKey]) async throws -> Bool {
         let reached = loop.order.withLock { order in
             order.claimed.filter { (order.next($0) ?? 0) >= limits[$0] ?? 0 }
         }

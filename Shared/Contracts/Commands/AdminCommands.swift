@@ -7,7 +7,7 @@ import WireCodec
 ///
 /// Records written before token scopes existed have neither `tokenScopes` nor a client token:
 /// their one token is a legacy token, with every scope.
-public struct AppCreated: Command, Equatable {
+public struct AppCreated: AppScopedCommand, Equatable {
     public static let type = CommandType.appCreated
     public static let topic = CommandTopic.admin
 
@@ -53,12 +53,11 @@ public struct AppCreated: Command, Equatable {
     /// backend that registers devices itself needs one token.
     public static let serverTokenScopes: [ApiTokenScope] = [.client, .server]
 
-    public var recordKey: String { RecordKey.app(mobileAppId) }
 }
 
 /// A further API token was issued for an app, with its scopes (nil in records from before
 /// scopes: a legacy token, with every scope).
-public struct ApiTokenIssued: Command, Equatable {
+public struct ApiTokenIssued: AppScopedCommand, Equatable {
     public static let type = CommandType.apiTokenIssued
     public static let topic = CommandTopic.admin
 
@@ -85,12 +84,10 @@ public struct ApiTokenIssued: Command, Equatable {
         self.actor = actor
         self.requestId = requestId
     }
-
-    public var recordKey: String { RecordKey.app(mobileAppId) }
 }
 
 /// An API token was revoked; requests carrying it are treated as unauthenticated from then on.
-public struct ApiTokenRevoked: Command, Equatable {
+public struct ApiTokenRevoked: AppScopedCommand, Equatable {
     public static let type = CommandType.apiTokenRevoked
     public static let topic = CommandTopic.admin
 
@@ -109,13 +106,11 @@ public struct ApiTokenRevoked: Command, Equatable {
         self.actor = actor
         self.requestId = requestId
     }
-
-    public var recordKey: String { RecordKey.app(mobileAppId) }
 }
 
 /// App settings changed. A field that is `nil` is left as it was; an empty `callbackUrl`
 /// removes the callback.
-public struct AppSettingsChanged: Command, Equatable {
+public struct AppSettingsChanged: AppScopedCommand, Equatable {
     public static let type = CommandType.appSettingsChanged
     public static let topic = CommandTopic.admin
 
@@ -143,14 +138,12 @@ public struct AppSettingsChanged: Command, Equatable {
         self.actor = actor
         self.requestId = requestId
     }
-
-    public var recordKey: String { RecordKey.app(mobileAppId) }
 }
 
 /// An app's credentials for one push provider were set (replacing any before): exactly one of
 /// `apns` and `fcm` is present. The secret inside is sealed (`SecretsKeyring`); it never enters
 /// Kafka in clear.
-public struct PushCredentialsSet: Command, Equatable {
+public struct PushCredentialsSet: AppScopedCommand, Equatable {
     public static let type = CommandType.pushCredentialsSet
     public static let topic = CommandTopic.admin
 
@@ -171,12 +164,10 @@ public struct PushCredentialsSet: Command, Equatable {
         self.actor = actor
         self.requestId = requestId
     }
-
-    public var recordKey: String { RecordKey.app(mobileAppId) }
 }
 
 /// An app's credentials for one push provider were removed.
-public struct PushCredentialsRemoved: Command, Equatable {
+public struct PushCredentialsRemoved: AppScopedCommand, Equatable {
     public static let type = CommandType.pushCredentialsRemoved
     public static let topic = CommandTopic.admin
 
@@ -195,8 +186,6 @@ public struct PushCredentialsRemoved: Command, Equatable {
         self.actor = actor
         self.requestId = requestId
     }
-
-    public var recordKey: String { RecordKey.app(mobileAppId) }
 }
 
 /// Who made an admin change: the bootstrap token (`PUSHLINE_ADMIN_TOKEN`, no id, named

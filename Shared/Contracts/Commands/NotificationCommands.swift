@@ -101,7 +101,7 @@ extension NotificationContent {
 /// A send request (`POST /v1/apps/{id}/notifications`), accepted by ingest after checking the
 /// app's API token. The processor resolves the target to the app's devices when it applies
 /// the command and writes one outbound record per device.
-public struct NotificationRequested: Command, Equatable {
+public struct NotificationRequested: AppScopedCommand, Equatable {
     public static let type = CommandType.notificationRequested
     public static let topic = CommandTopic.notification
 
@@ -146,15 +146,6 @@ public struct NotificationRequested: Command, Equatable {
     /// The notification id (`nid`) of a managed notification: its delivery id.
     public var notificationId: String { deliveryId.lowercasedString }
 
-    /// A send to one user is keyed by (app, user), so the sends to one user stay in order; any
-    /// other send is keyed by its delivery id, which spreads large sends over the partitions
-    /// (docs/ARCHITECTURE.md#keys-and-ordering).
-    public var recordKey: String {
-        if target.deviceTokens.isEmpty, target.userIds.count == 1 {
-            return RecordKey.user(app: mobileAppId, user: target.userIds[0])
-        }
-        return RecordKey.delivery(app: mobileAppId, delivery: deliveryId)
-    }
 }
 
 extension NotificationRequested: HandWrittenCommand {
@@ -190,7 +181,7 @@ extension NotificationRequested: HandWrittenCommand {
 
 /// A device acknowledged a managed notification (BW `PUT /acks`): it is no longer pending on
 /// that device, whichever of the two commands is applied first.
-public struct NotificationAcknowledged: Command, Equatable {
+public struct NotificationAcknowledged: AppScopedCommand, Equatable {
     public static let type = CommandType.notificationAcknowledged
     public static let topic = CommandTopic.notification
 
@@ -206,9 +197,6 @@ public struct NotificationAcknowledged: Command, Equatable {
         self.deviceToken = deviceToken
         self.businessId = businessId
     }
-
-    /// Keyed by device: the acks of one device stay in order.
-    public var recordKey: String { RecordKey.device(app: mobileAppId, token: deviceToken) }
 }
 
 extension NotificationAcknowledged: WireDecodable {

@@ -42,7 +42,7 @@ extension StatusCallback: WireDecodable {
 
 /// A device registration, one per device: the registration API's `devices` and `devices/batch`, BW
 /// `PUT devices`, KF5 `POST tokens`.
-public struct DeviceRegistrationRequested: Command, Equatable {
+public struct DeviceRegistrationRequested: AppScopedCommand, Equatable {
     public static let type = CommandType.deviceRegistrationRequested
     public static let topic = CommandTopic.registration
 
@@ -73,8 +73,6 @@ public struct DeviceRegistrationRequested: Command, Equatable {
         self.callback = callback
         self.timeZone = timeZone
     }
-
-    public var recordKey: String { RecordKey.user(app: mobileAppId, user: userId) }
 }
 
 extension DeviceRegistrationRequested: WireDecodable {
@@ -148,7 +146,7 @@ extension DeviceRegistrationRequested: HandWrittenCommand {
 /// A device cleanup (the registration API's `devices/cleanup` and `cleanup/batch`, BW `DELETE
 /// devices`, KF5 `DELETE tokens`): removes the (app, user, token) row, or every device of the user
 /// in the app when `deviceToken` is absent.
-public struct DeviceCleanupRequested: Command, Equatable {
+public struct DeviceCleanupRequested: AppScopedCommand, Equatable {
     public static let type = CommandType.deviceCleanupRequested
     public static let topic = CommandTopic.registration
 
@@ -165,8 +163,6 @@ public struct DeviceCleanupRequested: Command, Equatable {
         self.deviceToken = deviceToken
         self.apiTokenHash = apiTokenHash
     }
-
-    public var recordKey: String { RecordKey.user(app: mobileAppId, user: userId) }
 }
 
 extension DeviceCleanupRequested: WireDecodable {

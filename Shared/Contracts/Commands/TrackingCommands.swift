@@ -58,11 +58,12 @@ extension TrackingEvent: WireDecodable {
 /// (`POST /v1/apps/{id}/tracking`). A request reporting on several deliveries becomes one
 /// command per delivery, in the order their first events appeared.
 ///
-/// Keyed by delivery (docs/ARCHITECTURE.md#keys-and-ordering): all events of a delivery are applied
-/// by one processor, in order, so deduplicating them needs no coordination. Whether the delivery
+/// Keyed by app, like every command of an app (docs/ARCHITECTURE.md#keys-and-ordering): all events
+/// of a delivery are applied by one processor, in order, so deduplicating them needs no
+/// coordination. Whether the delivery
 /// exists, had tracking on, and sent the broadlogId is decided by the processor, not here: the
 /// events may legitimately be applied before the send they report on.
-public struct TrackingReported: Command, Equatable {
+public struct TrackingReported: AppScopedCommand, Equatable {
     public static let type = CommandType.trackingReported
     public static let topic = CommandTopic.tracking
 
@@ -76,8 +77,6 @@ public struct TrackingReported: Command, Equatable {
         self.deliveryId = deliveryId
         self.events = events
     }
-
-    public var recordKey: String { RecordKey.delivery(app: mobileAppId, delivery: deliveryId) }
 }
 
 extension TrackingReported: WireDecodable {

@@ -33,12 +33,18 @@ public struct CatalogTable: Sendable, Equatable {
     /// The primary key's columns, in key order (the dump's row order).
     public var key: [String]
     public var columns: [CatalogColumn]
+    /// A column by which a stored row is replaced only by a newer one (a greater value), so that
+    /// rows of one key written by processors of different shards end the same in whatever order
+    /// they commit; nil: the last write wins.
+    public var newerBy: String?
 
-    public init(_ name: String, key: [String], _ columns: [CatalogColumn]) {
+    public init(_ name: String, key: [String], newerBy: String? = nil, _ columns: [CatalogColumn]) {
         precondition(key.allSatisfy { k in columns.contains { $0.name == k } }, "\(name): key columns must be columns")
+        precondition(newerBy.map { n in columns.contains { $0.name == n } } ?? true, "\(name): newerBy must be a column")
         self.name = name
         self.key = key
         self.columns = columns
+        self.newerBy = newerBy
     }
 
     /// `a, b, c`: every column, in order.
@@ -74,7 +80,9 @@ public struct CatalogTable: Sendable, Equatable {
     /// `UPDATE SET` every column outside the key (`NOTHING` when there is none), for `ON CONFLICT … DO`.
     public var updateSet: String {
         let rest = columns.filter { !key.contains($0.name) }
-        return rest.isEmpty ? "NOTHING" : "UPDATE SET " + rest.map { "\($0.name) = excluded.\($0.name)" }.joined(separator: ", ")
+        guard !rest.isEmpty else { return "NOTHING" }
+        let set = "UPDATE SET " + rest.map { "\($0.name) = excluded.\($0.name)" }.joined(separator: ", ")
+        return set + (newerBy.map { " WHERE excluded.\($0) > \(name).\($0)" } ?? "")
     }
 }
 
@@ -160,7 +168,9 @@ public enum TableCatalog {
         .init("changes", .text),
     ])
 
-    public static let idempotencyKeys = CatalogTable("idempotency_keys", key: ["scope", "idempotency_key"], [
+    /// A key names the first create of its window; a key whose window ended names the next one,
+    /// which may be another app, of another shard: the newest first request wins.
+    public static let idempotencyKeys = CatalogTable("idempotency_keys", key: ["scope", "idempotency_key"], newerBy: "first_at", [
         .init("scope", .text), .init("idempotency_key", .text), .init("resource_id", .uuid), .init("request_hash", .text),
         .init("first_at", .millis),
     ])

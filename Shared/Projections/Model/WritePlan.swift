@@ -235,7 +235,11 @@ package struct WritePlan: Sendable {
         case .deleteDeadLetter(let key): deadLetters.append((key, nil))
         case .upsertAdminToken(let token): adminTokens.put(token, at: token.adminTokenId, alone: alone)
         case .putAuditEntry(let entry): audit.put(entry, at: entry.commandId, alone: alone)
-        case .putIdempotencyKey(let row): idempotencyKeys.put(row, at: IdempotencyKeyID(scope: row.scope, key: row.key), alone: alone)
+        case .putIdempotencyKey(let row):
+            // The newest first request wins, as in the stores (`CatalogTable.newerBy`).
+            idempotencyKeys.update(at: IdempotencyKeyID(scope: row.scope, key: row.key), default: row, alone: alone) { stored in
+                if row.firstAt > stored.firstAt { stored = row }
+            }
         }
     }
 

@@ -73,8 +73,6 @@ enum DeploymentValidator {
     static let sharedSettings = ["PUSHLINE_KAFKA_BROKERS", "PUSHLINE_TOPIC_PREFIX", "PUSHLINE_PARTITIONS",
                                  "PUSHLINE_STORE", "PUSHLINE_KAFKA_PROPERTIES"]
 
-    /// The most processors a deployment runs: one active, the others standing by (docs/ARCHITECTURE.md#scale-out).
-    static let mostProcessors = 5
 
     static func problems(in files: DeploymentFiles, code: CodeFacts) -> [DeploymentProblem] {
         let check = Checker(code: code, dockerfile: DockerfileModel(text: files.dockerfile))
@@ -203,9 +201,12 @@ private final class Checker {
         }
         if let processor = compose.services["processor"] {
             let replicas = processor.replicas ?? 1
-            expect(replicas >= 2, .replicas, "processor runs \(replicas) replica(s); the deployment needs one standing by to take over")
-            expect(replicas <= DeploymentValidator.mostProcessors, .replicas,
-                   "processor runs \(replicas) replicas: one applies, the others stand by, and more than \(DeploymentValidator.mostProcessors) only slow the group's rebalances")
+            // Each applies its shards; one shard is one partition of every command topic
+            // (docs/ARCHITECTURE.md#scale-out).
+            let shards = processor.environment["PUSHLINE_PARTITIONS"].flatMap { Int($0) } ?? 12
+            expect(replicas >= 2, .replicas, "processor runs \(replicas) replica(s); the deployment needs a second to take its shards over")
+            expect(replicas <= shards, .replicas,
+                   "processor runs \(replicas) replicas for \(shards) shards (PUSHLINE_PARTITIONS): the ones past \(shards) get no shard and only stand by")
         }
     }
 
