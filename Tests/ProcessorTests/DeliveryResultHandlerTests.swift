@@ -16,7 +16,7 @@ final class DeliveryResultHandlerTests: XCTestCase {
     private func state(registeredAt: Date? = nil, outcomes: [Int: DeliveryOutcome] = [:]) -> BatchState {
         var snapshot = StateSnapshot()
         snapshot.apps[appId] = AppRow(appId: appId, orgId: UUID(), name: "a", createdAt: at)
-        snapshot.deliveries[deliveryId] = DeliveryRow(appId: appId, deliveryId: deliveryId, kind: .alert, managed: false, tracking: false,
+        snapshot.deliveries[DeliveryKey(appId: appId, deliveryId: deliveryId)] = DeliveryRow(appId: appId, deliveryId: deliveryId, kind: .alert, managed: false, tracking: false,
                                                       sent: 4, createdAt: at)
         if let registeredAt {
             let device = DeviceRow(appId: appId, deviceToken: token(1), userId: "u", platform: .ios, version: 1, updatedAt: registeredAt)
@@ -24,7 +24,7 @@ final class DeliveryResultHandlerTests: XCTestCase {
         }
         for (index, outcome) in outcomes {
             snapshot.outcomes[DeliveryOutcomeKey(appId: appId, deliveryId: deliveryId, messageIndex: index)] = outcome
-            snapshot.deliveries[deliveryId]?[count: outcome] += 1
+            snapshot.deliveries[DeliveryKey(appId: appId, deliveryId: deliveryId)]?[count: outcome] += 1
         }
         return BatchState(snapshot)
     }
@@ -40,7 +40,7 @@ final class DeliveryResultHandlerTests: XCTestCase {
     }
 
     private func counts(_ state: BatchState) -> [Int] {
-        let d = state.delivery(deliveryId)!
+        let d = state.delivery(deliveryId, app: appId)!
         return [d.delivered, d.failed, d.unregistered]
     }
 

@@ -99,11 +99,16 @@ final class NotificationHandlerTests: XCTestCase {
         XCTAssertEqual(delivery.sent, 0)
     }
 
-    /// Ingest gives every send a new delivery id: a second command with a known one is a copied
-    /// record, refused whole (whichever app it names), so the store never has to choose a row.
+    /// Ingest gives every send a new delivery id: a second command of the app with a known one is
+    /// a copied record, refused whole. Another app's delivery of the same id is not looked at (it
+    /// is another shard's): the send is this app's own delivery.
     func testASendWhoseDeliveryIdIsKnownIsRefusedAndWritesNothing() {
         let c = send(managed: true)
-        for owner in [appId, UUID()] {
+        var other = state(devices: [device(iosA)])
+        other.record(DeliveryRow(appId: UUID(), deliveryId: c.deliveryId, kind: .alert, managed: false, tracking: true, sent: 1, createdAt: at))
+        XCTAssertEqual(NotificationHandler().apply(c, CommandContext(at: at), to: &other), .applied)
+        XCTAssertEqual(other.outbound.count, 1)
+        for owner in [appId] {
             var s = state(devices: [device(iosA)])
             s.record(DeliveryRow(appId: owner, deliveryId: c.deliveryId, kind: .alert, managed: false, tracking: true, sent: 1, createdAt: at))
             let before = s.mutations

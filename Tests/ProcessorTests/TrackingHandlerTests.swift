@@ -26,7 +26,7 @@ final class TrackingHandlerTests: XCTestCase {
     private func state(_ delivery: DeliveryRow? = nil, tracked: [TrackedEvent] = [], parkedAt: Date? = nil,
                        parkTime: Duration = .seconds(3600)) -> BatchState {
         var snapshot = StateSnapshot()
-        if let delivery { snapshot.deliveries[delivery.deliveryId] = delivery }
+        if let delivery { snapshot.deliveries[delivery.key] = delivery }
         if !tracked.isEmpty { snapshot.trackedEvents[deliveryId] = tracked }
         for event in tracked {
             snapshot.parkedTracking[TrackingPair(deliveryId: deliveryId, appId: event.appId)] = parkedAt ?? at

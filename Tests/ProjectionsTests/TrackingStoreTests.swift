@@ -158,7 +158,7 @@ import Testing
             try await store.commit(mutations: [.putDelivery(a), .putDelivery(b)], offsets: [])
             let ids = Set((0..<600).map { _ in UUID() }).union([a.deliveryId, b.deliveryId])
             let snapshot = try await store.load(StateQuery(deliveryIds: ids))
-            #expect(snapshot.deliveries == [a.deliveryId: a, b.deliveryId: b])
+            #expect(snapshot.deliveries == [a.key: a, b.key: b])
         }
     }
 

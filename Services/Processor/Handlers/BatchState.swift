@@ -18,12 +18,12 @@ package struct BatchState {
     private var pendingCounts: [DeviceKey: Int]
     private var pending: [PendingKey: PendingNotificationRow]
     private var acks: Set<PendingKey>
-    /// Deliveries by id (whichever app sent them): the loaded ones and those sent in this batch.
-    private var deliveries: [UUID: DeliveryRow]
+    /// Deliveries by app and id: the loaded ones and those sent in this batch.
+    private var deliveries: [DeliveryKey: DeliveryRow]
     /// Each loaded or recorded device outcome of a delivery.
     private var outcomes: [DeliveryOutcomeKey: DeliveryOutcome]
     /// Deliveries whose outcome counts changed in the batch, in the order they first did.
-    private var recounted: [UUID] = []
+    private var recounted: [DeliveryKey] = []
     /// Tracking rows stored before their delivery's send, for the sends of this batch.
     private var tracked: [UUID: [TrackedEvent]]
     /// Park marks by delivery, then app: those loaded (of the batch's deliveries, and every one
@@ -198,11 +198,13 @@ package struct BatchState {
 
     /// Stores the delivery of a send (the handler refuses a known delivery id).
     package mutating func record(_ delivery: DeliveryRow) {
-        deliveries[delivery.deliveryId] = delivery
+        deliveries[delivery.key] = delivery
         mutations.append(.putDelivery(delivery))
     }
 
-    package func delivery(_ deliveryId: UUID) -> DeliveryRow? { deliveries[deliveryId] }
+    /// The app's delivery of this id. Another app's of the same id is not looked at: it is
+    /// another processor's to apply (docs/ARCHITECTURE.md#scale-out).
+    package func delivery(_ deliveryId: UUID, app: UUID) -> DeliveryRow? { deliveries[DeliveryKey(appId: app, deliveryId: deliveryId)] }
 
     // MARK: - Delivery outcomes
 
@@ -211,16 +213,17 @@ package struct BatchState {
     package mutating func record(_ outcome: DeliveryOutcomeRow) {
         let previous = outcomes.updateValue(outcome.outcome, forKey: outcome.key)
         mutations.append(.putDeliveryOutcome(outcome))
-        guard previous != outcome.outcome, var delivery = deliveries[outcome.deliveryId] else { return }
+        let key = DeliveryKey(appId: outcome.appId, deliveryId: outcome.deliveryId)
+        guard previous != outcome.outcome, var delivery = deliveries[key] else { return }
         delivery.recount(from: previous, to: outcome.outcome)
-        deliveries[outcome.deliveryId] = delivery
-        if !recounted.contains(outcome.deliveryId) { recounted.append(outcome.deliveryId) }
+        deliveries[key] = delivery
+        if !recounted.contains(key) { recounted.append(key) }
     }
 
     /// Writes the deliveries whose counts the batch changed.
     package mutating func finishOutcomes() {
-        for deliveryId in recounted {
-            if let delivery = deliveries[deliveryId] { mutations.append(.putDelivery(delivery)) }
+        for key in recounted {
+            if let delivery = deliveries[key] { mutations.append(.putDelivery(delivery)) }
         }
         recounted = []
     }

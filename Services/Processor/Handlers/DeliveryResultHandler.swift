@@ -25,7 +25,7 @@ package struct DeliveryResultHandler: CommandHandler {
         if c.outcome == .unregistered { retire(c, context, &state) }
         // A badge update belongs to no delivery: only its device is concerned.
         guard c.deliveryId != nil else { return .applied }
-        guard let key = Self.outcomeKey(c), let delivery = state.delivery(key.deliveryId), delivery.appId == c.mobileAppId,
+        guard let key = Self.outcomeKey(c), let delivery = state.delivery(key.deliveryId, app: c.mobileAppId),
               key.messageIndex < delivery.sent
         else { return c.outcome == .unregistered ? .applied : .rejected("unknown-delivery") }
         state.record(DeliveryOutcomeRow(appId: c.mobileAppId, deliveryId: key.deliveryId, messageIndex: key.messageIndex,

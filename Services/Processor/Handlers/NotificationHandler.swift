@@ -41,7 +41,7 @@ package struct NotificationHandler: CommandHandler {
         guard let app = state.apps[c.mobileAppId] else { return .rejected("unknown-app") }
         // A send without a key has a new random delivery id; with a key, the id is the key's, so
         // a known id is a retry or a reuse of the key: it is counted, never sent again.
-        if let known = state.delivery(c.deliveryId) { return repeated(c, of: known, at: at, state: &state) }
+        if let known = state.delivery(c.deliveryId, app: c.mobileAppId) { return repeated(c, of: known, at: at, state: &state) }
         let devices = Self.resolve(c.target, app: c.mobileAppId, in: state)
         state.reserveOutbound(devices.count)
         // One template per platform (and per badge, for a managed send): each device's record is
@@ -76,7 +76,7 @@ package struct NotificationHandler: CommandHandler {
     /// retry ingest could not tell, or a copied record of a send without a key) is refused. None
     /// is sent.
     private func repeated(_ c: NotificationRequested, of known: DeliveryRow, at: Date, state: inout BatchState) -> HandlerResult {
-        guard let key = c.idempotencyKey, known.idempotencyKey == key, known.appId == c.mobileAppId else {
+        guard let key = c.idempotencyKey, known.idempotencyKey == key else {
             return .rejected("duplicate-delivery")
         }
         guard at < known.createdAt.addingTimeInterval(idempotencyWindow.inSeconds) else {

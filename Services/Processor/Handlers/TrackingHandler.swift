@@ -51,10 +51,9 @@ package struct TrackingHandler: CommandHandler {
     package func apply(_ c: TrackingReported, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         let at = context.at
         let pair = TrackingPair(deliveryId: c.deliveryId, appId: c.mobileAppId)
-        // Another app's delivery is one this app never sent: its row, applied by whichever
-        // processor has that app, is not looked at, so the decision depends on this app's
-        // commands alone. The reports park, and expire unless this app sends that id.
-        let delivery = state.delivery(c.deliveryId).flatMap { $0.appId == c.mobileAppId ? $0 : nil }
+        // Another app's delivery of this id is one this app never sent: the reports park, and
+        // expire unless this app sends that id.
+        let delivery = state.delivery(c.deliveryId, app: c.mobileAppId)
         if let delivery {
             guard delivery.tracking else {
                 state.rejectTracking(.trackingOff, events: c.events.count)

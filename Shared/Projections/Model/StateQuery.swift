@@ -18,7 +18,8 @@ public struct StateQuery: Sendable, Equatable {
     /// need badges (an unmanaged one) does not ask.
     public var pendingCountDevices: Set<DeviceKey> = []
     public var pendingCountUsers: Set<UserKey> = []
-    /// The delivery rows of these delivery ids, whichever app sent them.
+    /// The delivery rows of these delivery ids, of every app that used the id (a handler reads its
+    /// own app's).
     public var deliveryIds: Set<UUID> = []
     /// The tracking rows already stored for these deliveries (reported before their send).
     public var trackedDeliveries: Set<UUID> = []
@@ -73,8 +74,8 @@ public struct StateSnapshot: Sendable, Equatable {
     public var pending: [PendingKey: PendingNotificationRow] = [:]
     /// The acks of the requested notifications and keys, as (app, device, nid) keys.
     public var acks: Set<PendingKey> = []
-    /// The requested deliveries that exist, by delivery id.
-    public var deliveries: [UUID: DeliveryRow] = [:]
+    /// The requested deliveries that exist, of every app that used the id.
+    public var deliveries: [DeliveryKey: DeliveryRow] = [:]
     /// The stored tracking rows of the requested `trackedDeliveries` that have any.
     public var trackedEvents: [UUID: [TrackedEvent]] = [:]
     /// The requested park marks (`parkedDeliveries`, `parkedBefore`) that exist: when each pair
@@ -87,7 +88,7 @@ public struct StateSnapshot: Sendable, Equatable {
 
     public init(apps: [UUID: AppRow] = [:], tokens: [UUID: [ApiTokenRow]] = [:], devices: [DeviceKey: DeviceRow] = [:],
                 pendingCounts: [DeviceKey: Int] = [:], pending: [PendingKey: PendingNotificationRow] = [:], acks: Set<PendingKey> = [],
-                deliveries: [UUID: DeliveryRow] = [:], trackedEvents: [UUID: [TrackedEvent]] = [:],
+                deliveries: [DeliveryKey: DeliveryRow] = [:], trackedEvents: [UUID: [TrackedEvent]] = [:],
                 parkedTracking: [TrackingPair: Date] = [:]) {
         self.apps = apps
         self.tokens = tokens

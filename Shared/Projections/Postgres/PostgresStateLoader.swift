@@ -154,7 +154,7 @@ struct PostgresStateLoader {
             SELECT \(unescaped: TableCatalog.deliveries.columnList) FROM deliveries WHERE delivery_id = ANY(\(Array(ids))::uuid[])
             """) {
             let delivery = try DeliveryRow(postgres: row)
-            snapshot.deliveries[delivery.deliveryId] = delivery
+            snapshot.deliveries[delivery.key] = delivery
         }
     }
 

@@ -51,7 +51,7 @@ struct SQLiteStateLoader {
             let sql = "SELECT \(TableCatalog.deliveries.columnList) FROM deliveries WHERE delivery_id IN \(list.placeholders)"
             try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { row in
                 let delivery = try DeliveryRow(sqlite: row)
-                snapshot.deliveries[delivery.deliveryId] = delivery
+                snapshot.deliveries[delivery.key] = delivery
             }
         }
     }

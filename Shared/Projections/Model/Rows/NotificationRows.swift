@@ -55,6 +55,7 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
     public var appId: UUID
     public var deliveryId: UUID
     public var kind: NotificationKind
+    public var key: DeliveryKey { DeliveryKey(appId: appId, deliveryId: deliveryId) }
     public var managed: Bool
     public var tracking: Bool
     /// Outbound records written (one per resolved device).
@@ -141,6 +142,17 @@ public struct DeliveryOutcomeRow: Sendable, Equatable, Codable {
     }
 
     public var key: DeliveryOutcomeKey { DeliveryOutcomeKey(appId: appId, deliveryId: deliveryId, messageIndex: messageIndex) }
+}
+
+/// A delivery's key: its id is its app's (another app may use the same id for its own).
+public struct DeliveryKey: Hashable, Sendable {
+    public var appId: UUID
+    public var deliveryId: UUID
+
+    public init(appId: UUID, deliveryId: UUID) {
+        self.appId = appId
+        self.deliveryId = deliveryId
+    }
 }
 
 public struct DeliveryOutcomeKey: Hashable, Sendable, Codable {
