@@ -94,7 +94,7 @@ final class PipelineHealthTests: XCTestCase {
             answer = health.text
             return health.status == 503
         }
-        XCTAssertTrue(answer.contains("projection store has been unavailable") || answer.contains("no progress on partitions"), answer)
+        XCTAssertTrue(answer.contains("projection store has been unavailable") || answer.contains("no progress on shard"), answer)
         try await server.resume()
         try await eventually("processor healthy again", timeout: .seconds(90)) {
             try await HTTPClientHelpers.get("\(stack.processorURL)/health").status == 200

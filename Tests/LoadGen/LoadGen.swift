@@ -10,6 +10,11 @@ import TestSupport
 /// mark on every partition past the stream's end — the input of `scripts/bench-processor`:
 ///
 ///   pushline-loadgen --brokers 127.0.0.1:9092 --commands 1000000 [--seed 1] [--prefix pushline.] [--partitions 12]
+///                    [--apps 1]
+///
+/// With `--apps N`, the commands are N apps' streams of mixed sizes (app i's share is
+/// proportional to 1/√(i+1), so the largest has about ten times the smallest's), written phase by
+/// phase: what shards spread over processors (docs/ARCHITECTURE.md#scale-out).
 ///
 /// `pushline-loadgen outbound …` writes the sender's input instead (`OutboundLoad`).
 @main
@@ -31,25 +36,31 @@ struct LoadGen {
 
     static func mixed(_ arguments: ArraySlice<String>) async throws {
         let options = try options(arguments, defaults: ["--brokers": "127.0.0.1:9092", "--commands": "100000", "--seed": "1",
-                                                        "--prefix": "pushline.", "--partitions": "12"])
+                                                        "--prefix": "pushline.", "--partitions": "12", "--apps": "1"])
         guard let commands = Int(options["--commands"]!), commands > 0, let seed = UInt64(options["--seed"]!),
-              let partitions = Int(options["--partitions"]!), partitions > 0 else {
-            throw LoadGenError("--commands, --seed and --partitions take positive numbers")
+              let partitions = Int(options["--partitions"]!), partitions > 0, let apps = Int(options["--apps"]!), apps > 0 else {
+            throw LoadGenError("--commands, --seed, --partitions and --apps take positive numbers")
         }
         let brokers = options["--brokers"]!
         let topics = Topics(prefix: options["--prefix"]!)
         try await KafkaAdmin.createTopics(topics.commandTopics.map { ($0, partitions) }, bootstrapServers: brokers)
-        let stream = MixedStream(seed: seed, sizes: .about(commands), topics: topics)
+        let weights = (0..<apps).map { 1 / Double($0 + 1).squareRoot() }
+        let streams = weights.enumerated().map { i, weight in
+            // Seeds far apart: MixedStream derives its ids from the seed plus small counts.
+            MixedStream(seed: apps == 1 ? seed : seed &* 1_000_003 &+ UInt64(i) &* 0x9E37_79B9,
+                        sizes: .about(max(300, Int(Double(commands) * weight / weights.reduce(0, +)))), topics: topics)
+        }
         var total = 0
         for phase in MixedStream.Phase.allCases {
-            let encoded = try stream.commands(phase)
+            let encoded = try streams.flatMap { try $0.commands(phase) }
             try await MixedStream.produce(encoded, brokers: brokers)
             total += encoded.count
             print("\(phase.rawValue) \(encoded.count)")
         }
+        if apps > 1 { print("apps \(apps)") }
         // As a live processor would have: the log's end is past every command.
-        let marks = try await MixedStream.produceProgressMarks(at: stream.end, topics: topics.commandTopics, partitions: partitions,
-                                                               brokers: brokers)
+        let marks = try await MixedStream.produceProgressMarks(at: streams.map(\.end).max()!, topics: topics.commandTopics,
+                                                               partitions: partitions, brokers: brokers)
         total += marks
         print("progress-marks \(marks)")
         print("total \(total)")

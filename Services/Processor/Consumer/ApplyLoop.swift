@@ -30,6 +30,8 @@ final class ApplyLoop: Sendable {
     /// When each partition last delivered a command: a partition that did lately is about to
     /// deliver more and is waited for rather than marked.
     private let lastArrival = Mutex<[PartitionKey: ContinuousClock.Instant]>([:])
+    /// Records read from the log (progress marks and records read again after a seek included).
+    private let fetched = Counter(label: "pushline_processor_records_fetched_total")
 
     init(store: any BatchStore, topics: [String], applier: BatchApplier, unseenStart: Int64?, maxBatch: Int,
          marks: ProgressMarks?, logger: Logger) {
@@ -86,6 +88,7 @@ final class ApplyLoop: Sendable {
     /// from, and may refuse it by throwing. Returns whether anything was applied.
     func apply(_ batch: [KafkaConsumerMessage], consumer: KafkaConsumer, limits: [PartitionKey: Int64]? = nil,
                check: ([DecodedRecord], [PartitionKey: Int64]) throws -> Void = { _, _ in }) async throws -> Bool {
+        fetched.increment(by: batch.count)
         var records = Self.records(batch)
         if let limits { records.removeAll { $0.offset >= limits[$0.partition] ?? 0 } }
         let decodeStart = ContinuousClock.now

@@ -166,7 +166,9 @@ public enum Readiness: Equatable, Sendable {
         case .notRunning: "the consumer is not running"
         case .storeUnavailable(let duration): "the projection store has been unavailable for \(duration.components.seconds) s"
         case .stalled(let partitions):
-            "no progress on partitions with records waiting: \(partitions.map(\.description).joined(separator: ", "))"
+            "no progress on shard\(Set(partitions.map(\.partition)).count == 1 ? "" : "s") "
+                + Set(partitions.map(\.partition)).sorted().map(String.init).joined(separator: ", ")
+                + ", whose partitions have records waiting: \(partitions.map(\.description).joined(separator: ", "))"
         }
     }
 }

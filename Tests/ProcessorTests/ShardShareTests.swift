@@ -1,0 +1,74 @@
+import Contracts
+import Foundation
+import Projections
+import WireCodec
+import XCTest
+@testable import Handlers
+@testable import Processor
+
+/// Shards (docs/ARCHITECTURE.md#scale-out): which partitions a processor's lease partitions give
+/// it, the refusal of a command outside its app's shard, and `/health` naming stalled shards.
+final class ShardShareTests: XCTestCase {
+    private let topics = Topics()
+
+    private func partitions(_ counts: [Int]) -> [PartitionKey] {
+        zip(topics.commandTopics, counts).flatMap { topic, count in (0..<Int32(count)).map { PartitionKey(topic: topic, partition: $0) } }
+    }
+
+    func testALeasePartitionOwnsTheShardsOfItsResidueInEveryTopic() {
+        let all = partitions([12, 12, 12, 12, 12])
+        let share = ShardShare(held: [1, 3], leasePartitions: 4)
+        let mine = share.partitions(of: all)
+        XCTAssertEqual(Set(mine.map(\.partition)), [1, 3, 5, 7, 9, 11])
+        XCTAssertEqual(mine.count, 6 * 5, "the same shards of every command topic")
+        XCTAssertEqual(ShardShare.all.partitions(of: all), all)
+        XCTAssertEqual(ShardShare(held: [0], leasePartitions: 1).partitions(of: all), all, "a one-partition lease: every shard")
+
+        // Shares of one lease split the partitions: each once.
+        let shares = (0..<5).map { ShardShare(held: [Int32($0)], leasePartitions: 5).partitions(of: all) }
+        XCTAssertEqual(shares.flatMap { $0 }.count, all.count)
+        XCTAssertEqual(Set(shares.flatMap { $0 }), Set(all))
+    }
+
+    func testTopicsOfUnequalPartitionCountsAreOneShard() {
+        let all = partitions([12, 12, 6, 12, 12])
+        XCTAssertEqual(ShardShare(held: [0], leasePartitions: 3).partitions(of: all), all)
+        XCTAssertEqual(ShardShare(held: [1, 2], leasePartitions: 3).partitions(of: all), [])
+    }
+
+    private func decoded<C: Command>(_ command: C, partition: Int32) throws -> DecodedRecord {
+        let encoded = try EncodedCommand(command, topics: topics, at: Date(), encoder: WireJSON.encoder())
+        let outcome = CommandDecoder().decode(type: encoded.type, version: encoded.version, value: encoded.value)
+        return DecodedRecord(partition: PartitionKey(topic: encoded.topic, partition: partition), offset: 7, requestId: nil,
+                             outcome: outcome, type: encoded.type, value: encoded.value, timestamp: nil, at: nil)
+    }
+
+    func testACommandOutsideItsAppsShardIsRefused() throws {
+        let app = UUID()
+        let command = DeviceCleanupRequested(orgId: UUID(), mobileAppId: app, userId: "u", deviceToken: nil, apiTokenHash: "h")
+        let shard = RecordKey.partition(of: app.lowercasedString, partitions: 12)
+        let counts = Dictionary(uniqueKeysWithValues: topics.commandTopics.map { ($0, 12) })
+
+        XCTAssertNoThrow(try MisplacedCommand.check([try decoded(command, partition: shard)], partitions: counts))
+        let elsewhere = (shard + 1) % 12
+        XCTAssertThrowsError(try MisplacedCommand.check([try decoded(command, partition: elsewhere)], partitions: counts)) { error in
+            let misplaced = error as? MisplacedCommand
+            XCTAssertEqual(misplaced?.expected, shard)
+            XCTAssertEqual(misplaced?.partition, PartitionKey(topic: topics.registration, partition: elsewhere))
+            XCTAssertTrue("\(error)".contains("Apply it with one processor"), "\(error)")
+        }
+        // A progress mark is no command: it may be anywhere.
+        let mark = DecodedRecord(partition: PartitionKey(topic: topics.registration, partition: elsewhere), offset: 8, requestId: nil,
+                                 outcome: .progressMark(at: Date()), type: ProgressMark.type, value: Data(), timestamp: nil, at: 0)
+        XCTAssertNoThrow(try MisplacedCommand.check([mark], partitions: counts))
+    }
+
+    func testHealthNamesTheShardsThatStall() {
+        let stalled = Readiness.stalled([PartitionKey(topic: topics.registration, partition: 3),
+                                         PartitionKey(topic: topics.notification, partition: 3),
+                                         PartitionKey(topic: topics.tracking, partition: 7)])
+        XCTAssertTrue(stalled.problem?.hasPrefix("no progress on shards 3, 7, whose partitions have records waiting") == true,
+                      stalled.problem ?? "nil")
+        XCTAssertTrue(Readiness.stalled([PartitionKey(topic: topics.admin, partition: 5)]).problem?.hasPrefix("no progress on shard 5,") == true)
+    }
+}
