@@ -1,9 +1,13 @@
 import ArgumentParser
+import AsyncHTTPClient
 import Foundation
 import Processor
+import WireCodec
 
 /// `pushline lag`: per command topic partition, the broker's end offset, the offset the
-/// projection store has applied up to, and the difference.
+/// projection store has applied up to, and the difference; per shard, and per processor when
+/// their URLs are given; with `--watch`, again every few seconds, with the rate and the time to
+/// catch up.
 struct Lag: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show each command topic partition's end offset, the store's applied offset and the lag.",
@@ -14,32 +18,89 @@ struct Lag: AsyncParsableCommand {
             LAG = END - APPLIED: the records the processors have not applied yet (0 when caught up; a \
             negative lag means the store is ahead of the log, i.e. the broker lost records).
 
+            --watch measures again every --interval seconds and prints, per shard (partition i of \
+            every command topic, which one processor applies), the lag, the records applied per \
+            second since the last sample and the time to catch up at that rate. Each --processor \
+            URL (a processor's health and metrics address, repeatable) adds that processor's shards, \
+            lag and rate, read from its /metrics.
+
             Reads the processor's configuration: PUSHLINE_KAFKA_BROKERS, PUSHLINE_STORE, \
             PUSHLINE_TOPIC_PREFIX, PUSHLINE_KAFKA_PROPERTIES (or --brokers, --store). Writes nothing.
 
             Examples:
               pushline lag
               pushline lag --brokers kafka:9092 --store postgres://pushline@db/pushline --json
+              pushline lag --watch --interval 2 --processor http://processor-1:8081 --processor http://processor-2:8081
             """,
         aliases: ["offsets"]
     )
 
     @OptionGroup var processor: ProcessorOptions
     @Flag(help: "Print JSON (for scripts) instead of a table.") var json = false
+    @Flag(help: "Measure again every --interval seconds, with rates and times to catch up, until interrupted.") var watch = false
+    @Option(help: "Seconds between two samples of --watch.") var interval = 5
+    @Option(help: "With --watch, stop after this many samples.") var samples: Int?
+    @Option(name: .customLong("processor"), help: "A processor's metrics URL (http://host:8081); repeatable.")
+    var processorURLs: [String] = []
 
-    /// The `--json` document.
+    /// The `--json` document (one per sample with `--watch`).
     struct Report: Encodable {
         var partitions: [PartitionLag]
         var totalLag: Int64
+        var shards: [ShardLag]
+        /// Records applied per second since the previous sample, over every shard; nil for the first.
+        var appliedPerSecond: Double?
+        var processors: [ProcessorLag]?
+    }
+
+    func validate() throws {
+        guard interval > 0 else { throw ValidationError("--interval takes a positive number of seconds") }
+        guard samples.map({ $0 > 0 }) ?? true else { throw ValidationError("--samples takes a positive number") }
+        guard samples == nil || watch else { throw ValidationError("--samples goes with --watch") }
     }
 
     func run() async throws {
         let (configuration, logger) = try processor.bootstrap(label: "pushline.cli", defaultLevel: .warning)
-        let rows = try await ConsumerLag.measure(configuration: configuration, logger: logger)
-        let total = rows.reduce(0) { $0 + max(0, $1.lag ?? 0) }
-        if json { return try Output.json(Report(partitions: rows, totalLag: total)) }
+        var previous: Sample?
+        var taken = 0
+        while true {
+            let rows = try await ConsumerLag.measure(configuration: configuration, logger: logger)
+            var processors: [ProcessorLag]?
+            if !processorURLs.isEmpty {
+                var read: [ProcessorLag] = []
+                for url in processorURLs { read.append(await ProcessorLag.read(url)) }
+                processors = read
+            }
+            let sample = Sample(at: ContinuousClock.now, rows: rows, processors: processors ?? [])
+            if watch {
+                try printWatched(sample, since: previous)
+            } else {
+                try printOnce(sample, topics: configuration.shared.topics.commandTopics)
+            }
+            taken += 1
+            guard watch, taken < samples ?? .max else { return }
+            previous = sample
+            try await Task.sleep(for: .seconds(interval))
+        }
+    }
+
+    /// One measurement.
+    struct Sample {
+        var at: ContinuousClock.Instant
+        var rows: [PartitionLag]
+        var processors: [ProcessorLag]
+        var shards: [ShardLag] { ConsumerLag.shards(rows) }
+        var totalLag: Int64 { rows.reduce(0) { $0 + max(0, $1.lag ?? 0) } }
+    }
+
+    private func printOnce(_ sample: Sample, topics: [String]) throws {
+        let rows = sample.rows, total = sample.totalLag
+        if json {
+            return try Output.json(Report(partitions: rows, totalLag: total, shards: sample.shards,
+                                          processors: processorURLs.isEmpty ? nil : sample.processors))
+        }
         guard !rows.isEmpty else {
-            print("no command topics (\(configuration.shared.topics.commandTopics.joined(separator: ", "))) on the broker yet")
+            print("no command topics (\(topics.joined(separator: ", "))) on the broker yet")
             return
         }
         print(Output.table(["TOPIC", "PARTITION", "END", "APPLIED", "LAG"], rows.map { row in
@@ -54,5 +115,101 @@ struct Lag: AsyncParsableCommand {
         if rows.contains(where: { $0.endOffset == nil }) {
             print("warning: the broker does not know some partitions the store has offsets for (END ?)")
         }
+        if !sample.processors.isEmpty { print("\n" + processorTable(sample.processors, previous: [], seconds: nil)) }
+    }
+
+    /// A `--watch` sample: the total with its rate, then a row per shard and per processor.
+    private func printWatched(_ sample: Sample, since previous: Sample?) throws {
+        let seconds = previous.map { Double((sample.at - $0.at).inMilliseconds) / 1000 }
+        let before = Dictionary(uniqueKeysWithValues: (previous?.shards ?? []).map { ($0.shard, $0.applied) })
+        func rate(_ applied: Int64, _ earlier: Int64?) -> Double? {
+            guard let seconds, seconds > 0, let earlier else { return nil }
+            return Double(max(0, applied - earlier)) / seconds
+        }
+        let shards = sample.shards
+        let totalRate = rate(shards.reduce(0) { $0 + $1.applied }, previous.map { $0.shards.reduce(0) { $0 + $1.applied } })
+        if json {
+            return try Output.json(Report(partitions: sample.rows, totalLag: sample.totalLag, shards: shards, appliedPerSecond: totalRate,
+                                          processors: processorURLs.isEmpty ? nil : sample.processors))
+        }
+        print("\(RFC3339.string(from: Date()))  total lag \(ProgressText.grouped(sample.totalLag)) records, "
+                    + Self.trend(lag: sample.totalLag, rate: totalRate))
+        print(Output.table(["SHARD", "LAG", "APPLIED/S", "ETA"], shards.map { shard in
+            let r = rate(shard.applied, before[shard.shard])
+            return ["\(shard.shard)", ProgressText.grouped(shard.lag), r.map { ProgressText.grouped(Int64($0)) } ?? "-",
+                    Self.eta(lag: shard.lag, rate: r)]
+        }, rightAligned: [0, 1, 2, 3]))
+        if !sample.processors.isEmpty {
+            print(processorTable(sample.processors, previous: previous?.processors ?? [], seconds: seconds))
+        }
+        print("")
+    }
+
+    private func processorTable(_ processors: [ProcessorLag], previous: [ProcessorLag], seconds: Double?) -> String {
+        let before = Dictionary(previous.map { ($0.url, $0.applied) }, uniquingKeysWith: { a, _ in a })
+        return Output.table(["PROCESSOR", "SHARDS", "LAG", "APPLIED/S", "ETA"], processors.map { p in
+            guard p.reachable else { return [p.url, "unreachable", "-", "-", "-"] }
+            var rate: Double?
+            if let seconds, seconds > 0, let earlier = before[p.url] ?? nil, let now = p.applied { rate = Double(max(0, now - earlier)) / seconds }
+            let shards = p.shards.isEmpty ? "none" : p.shards.map(String.init).joined(separator: ",")
+            return [p.url, shards, ProgressText.grouped(p.lag), rate.map { ProgressText.grouped(Int64($0)) } ?? "-", Self.eta(lag: p.lag, rate: rate)]
+        }, rightAligned: [2, 3, 4])
+    }
+
+    /// `4,120 records/s, ETA 3s`, or what can be said without a rate.
+    static func trend(lag: Int64, rate: Double?) -> String {
+        guard let rate else { return "rate after the next sample" }
+        return "\(ProgressText.grouped(Int64(rate))) records/s, ETA \(eta(lag: lag, rate: rate))"
+    }
+
+    /// The time to catch up at `rate`: `0s` when caught up, `-` without a rate, `stalled` when
+    /// records wait and none was applied.
+    static func eta(lag: Int64, rate: Double?) -> String {
+        if lag == 0 { return "0s" }
+        guard let rate else { return "-" }
+        return rate > 0 ? ProgressText.duration(Double(lag) / rate) : "stalled"
+    }
+}
+
+/// What a processor's `/metrics` says of its share: the shards whose partitions it reports lag
+/// for (those it owns), that lag, and the records it applied since it started.
+struct ProcessorLag: Encodable {
+    var url: String
+    var reachable: Bool
+    var shards: [Int32]
+    var lag: Int64
+    /// `pushline_processor_records_consumed_total`.
+    var applied: Int64?
+
+    static func read(_ url: String) async -> ProcessorLag {
+        let base = url.hasSuffix("/") ? String(url.dropLast()) : url
+        do {
+            let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: base + "/metrics"), timeout: .seconds(5))
+            let body = try await response.body.collect(upTo: 16 << 20)
+            guard response.status == .ok else { return ProcessorLag(url: url, reachable: false, shards: [], lag: 0) }
+            return parse(url: url, metrics: String(buffer: body))
+        } catch {
+            return ProcessorLag(url: url, reachable: false, shards: [], lag: 0)
+        }
+    }
+
+    /// Reads the Prometheus text: `pushline_processor_consumer_lag{…partition="3"…} 12` lines
+    /// and `pushline_processor_records_consumed_total 400`.
+    static func parse(url: String, metrics: String) -> ProcessorLag {
+        var shards = Set<Int32>()
+        var lag: Int64 = 0
+        var applied: Int64?
+        for line in metrics.split(separator: "\n") {
+            guard let value = line.split(separator: " ").last.flatMap({ Double($0) }) else { continue }
+            if line.hasPrefix("pushline_processor_consumer_lag{"),
+               let start = line.range(of: "partition=\""), let end = line[start.upperBound...].firstIndex(of: "\""),
+               let partition = Int32(line[start.upperBound..<end]) {
+                shards.insert(partition)
+                lag += max(0, Int64(value))
+            } else if line.hasPrefix("pushline_processor_records_consumed_total ") {
+                applied = Int64(value)
+            }
+        }
+        return ProcessorLag(url: url, reachable: true, shards: shards.sorted(), lag: lag, applied: applied)
     }
 }

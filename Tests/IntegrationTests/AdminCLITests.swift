@@ -306,6 +306,14 @@ final class AdminCLITests: XCTestCase {
         let caughtUp = try await succeed(["lag"])
         XCTAssertTrue(caughtUp.contains("total lag: 0 records (caught up)"), caughtUp)
 
+        // Watched: per shard, and the processor's share read from its metrics (one processor
+        // holds all six shards of the test stack).
+        let watched = try await succeed(["lag", "--watch", "--interval", "1", "--samples", "2", "--processor", stack.processorURL])
+        XCTAssertEqual(watched.components(separatedBy: "total lag 0 records").count - 1, 2, "two samples:\n\(watched)")
+        XCTAssertTrue(watched.contains("rate after the next sample") && watched.contains("0 records/s, ETA 0s"), watched)
+        XCTAssertTrue(watched.contains("SHARD") && watched.contains("APPLIED/S"), watched)
+        XCTAssertTrue(watched.contains("\(stack.processorURL)  0,1,2,3,4,5"), watched)
+
         let noStore = try await pushline(["lag", "--store", "sqlite:\(stack.directory.path)/missing.sqlite"])
         XCTAssertEqual(noStore.status, 1)
         XCTAssertTrue(noStore.standardError.contains("no SQLite store at"), noStore.standardError)

@@ -23,6 +23,17 @@ final class ConsumerLagTests: XCTestCase {
         XCTAssertEqual(rows.map(\.lag), [0])
     }
 
+    func testShardsSumTheLagAndTheAppliedOffsetsOfTheirPartitionsInEveryTopic() {
+        let rows = ConsumerLag.rows(topics: topics,
+                                    endOffsets: [TopicPartition(topic: topics[0], partition: 0): 10, TopicPartition(topic: topics[1], partition: 0): 4,
+                                                 TopicPartition(topic: topics[0], partition: 1): 2, TopicPartition(topic: topics[1], partition: 1): 3],
+                                    applied: [PartitionKey(topic: topics[0], partition: 0): 7, PartitionKey(topic: topics[1], partition: 0): 4,
+                                              PartitionKey(topic: topics[1], partition: 1): 5])
+        XCTAssertEqual(ConsumerLag.shards(rows), [ShardLag(shard: 0, lag: 3, applied: 11),
+                                                  ShardLag(shard: 1, lag: 2, applied: 5)],
+                       "a store ahead of the log (-2) adds no lag")
+    }
+
     func testPartitionWithoutStoredOffsetLagsByItsWholeLog() {
         let rows = ConsumerLag.rows(topics: topics, endOffsets: [TopicPartition(topic: topics[0], partition: 1): 4], applied: [:])
         XCTAssertEqual(rows.map(\.lag), [4])

@@ -33,11 +33,11 @@ final class RebalanceAndRebuildTests: XCTestCase {
         progress.record([p0: 400])  // an older reading never moves it back
 
         XCTAssertEqual(progress.done, 550)
-        XCTAssertEqual(RebuildProgress.grouped(1_234_567), "1,234,567")
-        XCTAssertEqual(RebuildProgress.grouped(999), "999")
-        XCTAssertEqual(RebuildProgress.duration(9.2), "10s")
-        XCTAssertEqual(RebuildProgress.duration(75), "1m15s")
-        XCTAssertEqual(RebuildProgress.duration(3_725), "1h02m")
+        XCTAssertEqual(ProgressText.grouped(1_234_567), "1,234,567")
+        XCTAssertEqual(ProgressText.grouped(999), "999")
+        XCTAssertEqual(ProgressText.duration(9.2), "10s")
+        XCTAssertEqual(ProgressText.duration(75), "1m15s")
+        XCTAssertEqual(ProgressText.duration(3_725), "1h02m")
     }
 
     /// A lone rebuild stops following the store's offsets by cancellation once its consumer is

@@ -148,4 +148,29 @@ final class PushlineCLITests: XCTestCase {
                                           retryAfter: nil, subject: .adminToken(id)).description
         XCTAssertEqual(message, "unknown admin token \(id.lowercasedString) (HTTP 404)")
     }
+
+    func testAProcessorsShareIsReadFromTheLagGaugesOfItsMetrics() {
+        let metrics = """
+            # TYPE pushline_processor_consumer_lag gauge
+            pushline_processor_consumer_lag{topic="pushline.commands.admin",partition="3"} 2
+            pushline_processor_consumer_lag{topic="pushline.commands.registration",partition="3"} 40
+            pushline_processor_consumer_lag{topic="pushline.commands.registration",partition="7"} 0
+            pushline_processor_records_consumed_total 1234
+            pushline_processor_active 1
+            """
+        let share = ProcessorLag.parse(url: "http://p:8081", metrics: metrics)
+        XCTAssertEqual(share.shards, [3, 7])
+        XCTAssertEqual(share.lag, 42)
+        XCTAssertEqual(share.applied, 1234)
+        XCTAssertTrue(share.reachable)
+        XCTAssertEqual(ProcessorLag.parse(url: "http://p:8081", metrics: "").shards, [], "one that holds no shard")
+    }
+
+    func testTheTimeToCatchUpIsTheLagOverTheRate() {
+        XCTAssertEqual(Lag.eta(lag: 0, rate: nil), "0s")
+        XCTAssertEqual(Lag.eta(lag: 10, rate: nil), "-", "one sample: no rate yet")
+        XCTAssertEqual(Lag.eta(lag: 10, rate: 0), "stalled")
+        XCTAssertEqual(Lag.eta(lag: 9_000, rate: 100), "1m30s")
+        XCTAssertEqual(Lag.trend(lag: 9_000, rate: 4_500), "4,500 records/s, ETA 2s")
+    }
 }

@@ -62,3 +62,31 @@ public enum ConsumerLag {
         return rows(topics: topics, endOffsets: ends, applied: applied)
     }
 }
+
+/// The lag of one shard: partition `shard` of every command topic
+/// (docs/ARCHITECTURE.md#scale-out), which one processor applies.
+public struct ShardLag: Sendable, Equatable, Codable {
+    public var shard: Int32
+    /// Records not applied yet over the shard's partitions (a negative partition lag counts 0).
+    public var lag: Int64
+    /// The stored offsets summed: records applied so far.
+    public var applied: Int64
+
+    public init(shard: Int32, lag: Int64, applied: Int64) {
+        self.shard = shard
+        self.lag = lag
+        self.applied = applied
+    }
+}
+
+extension ConsumerLag {
+    /// The partitions' lag summed by shard, in shard order.
+    public static func shards(_ rows: [PartitionLag]) -> [ShardLag] {
+        var byShard: [Int32: ShardLag] = [:]
+        for row in rows {
+            byShard[row.partition, default: ShardLag(shard: row.partition, lag: 0, applied: 0)].lag += max(0, row.lag ?? 0)
+            byShard[row.partition]!.applied += row.appliedOffset ?? 0
+        }
+        return byShard.values.sorted { $0.shard < $1.shard }
+    }
+}

@@ -332,33 +332,16 @@ final class RebuildProgress: Sendable {
         let done = self.done
         let seconds = max(0.001, Double((ContinuousClock.now - began).inMilliseconds) / 1000)
         let rate = Double(done) / seconds
-        var line = "rebuild: \(Self.grouped(done))/\(Self.grouped(total)) \(unit)"
+        var line = "rebuild: \(ProgressText.grouped(done))/\(ProgressText.grouped(total)) \(unit)"
         if total > 0 { line += String(format: " (%.1f%%)", Double(done) * 100 / Double(total)) }
-        line += ", \(Self.grouped(Int64(rate))) \(unit)/s"
+        line += ", \(ProgressText.grouped(Int64(rate))) \(unit)/s"
         if final {
             line += String(format: ", done in %.1fs", seconds)
         } else if rate > 0 {
-            line += ", ETA \(Self.duration(Double(total - done) / rate))"
+            line += ", ETA \(ProgressText.duration(Double(total - done) / rate))"
         }
         let text = overwrite ? "\r\(line)\u{1B}[K" + (final ? "\n" : "") : line + "\n"
         FileHandle.standardError.write(Data(text.utf8))
-    }
-
-    static func grouped(_ value: Int64) -> String {
-        let digits = String(value.magnitude)
-        var out = ""
-        for (i, c) in digits.enumerated() {
-            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
-            out.append(c)
-        }
-        return value < 0 ? "-" + out : out
-    }
-
-    static func duration(_ seconds: Double) -> String {
-        let s = Int(seconds.rounded(.up))
-        if s < 60 { return "\(s)s" }
-        if s < 3600 { return "\(s / 60)m\(String(format: "%02d", s % 60))s" }
-        return "\(s / 3600)h\(String(format: "%02d", s / 60 % 60))m"
     }
 }
 
