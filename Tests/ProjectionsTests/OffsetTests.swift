@@ -84,21 +84,7 @@ import Testing
                 let store = try await h.openStore()
                 try await store.commit(mutations: [], offsets: offsets.map { OffsetUpdate(partition: $0.key, expected: nil, next: $0.value) })
                 await store.close()
-                try await h.execute("ALTER TABLE partition_offsets DROP COLUMN event_time")
-                for table in ["changelog_state", "changelog_outbox", "restore_indexes"] {  // added by version 10
-                    try await h.execute("DROP TABLE \(table)")
-                }
-                try await h.execute("ALTER TABLE apps DROP COLUMN push_credentials")  // added by version 11
-                try await h.execute("DROP TABLE delivery_outcomes")  // added by version 12, with the columns below
-                try await h.execute("ALTER TABLE deliveries DROP COLUMN delivered, DROP COLUMN failed, DROP COLUMN unregistered")
-                try await h.execute("ALTER TABLE api_tokens DROP COLUMN scopes")  // added by version 13
-                try await h.execute("""
-                    ALTER TABLE deliveries DROP COLUMN idempotency_key, DROP COLUMN request_hash, DROP COLUMN duplicates,
-                        DROP COLUMN conflicts
-                    """)  // added by version 15, with the table below
-                try await h.execute("DROP TABLE idempotency_keys")
-                try await h.execute("DROP TABLE admin_tokens, audit_log")  // added by version 14
-                try await h.execute("ALTER TABLE devices DROP COLUMN time_zone")  // added by version 16
+                try await h.undoPostgresStepsAfterSeven()
                 try await h.execute("UPDATE schema_version SET version = 7")
             }
             let version = backend == .sqlite ? "PRAGMA user_version" : "SELECT version::text FROM schema_version"

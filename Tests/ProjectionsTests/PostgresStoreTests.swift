@@ -371,20 +371,7 @@ final class PostgresStoreTests: StoreTestCase {
             try await execute("ALTER TABLE \(table) DROP COLUMN token_key")  // and with it the primary key
             try await execute("ALTER TABLE \(table) ADD PRIMARY KEY (\(key))")
         }
-        try await execute("ALTER TABLE partition_offsets DROP COLUMN event_time")  // added by version 8
-        try await execute("DROP TABLE changelog_state")  // added by version 10
-        try await execute("DROP TABLE changelog_outbox")
-        try await execute("DROP TABLE restore_indexes")
-        try await execute("ALTER TABLE apps DROP COLUMN push_credentials")  // added by version 11
-        try await execute("DROP TABLE delivery_outcomes")  // added by version 12, with the columns below
-        try await execute("ALTER TABLE deliveries DROP COLUMN delivered, DROP COLUMN failed, DROP COLUMN unregistered")
-        try await execute("""
-            ALTER TABLE deliveries DROP COLUMN idempotency_key, DROP COLUMN request_hash, DROP COLUMN duplicates, DROP COLUMN conflicts
-            """)  // added by version 15, with the table below
-        try await execute("DROP TABLE idempotency_keys")
-        try await execute("ALTER TABLE api_tokens DROP COLUMN scopes")  // added by version 13
-        try await execute("DROP TABLE admin_tokens, audit_log")  // added by version 14
-        try await execute("ALTER TABLE devices DROP COLUMN time_zone")  // added by version 16
+        try await undoPostgresStepsAfterSeven()
         try await execute("UPDATE schema_version SET version = 6")
 
         let migrated = try await openStore()

@@ -110,6 +110,28 @@ final class StoreHarness {
         }
     }
 
+    /// Takes the PostgreSQL store `name` back to the tables of schema version 7, undoing steps 8
+    /// to 17 (the newest last), for the tests that upgrade an old store; the version row is left
+    /// to the caller. A new step adds its undoing here.
+    func undoPostgresStepsAfterSeven(store name: String = "store.sqlite") async throws {
+        for sql in [
+            "ALTER TABLE partition_offsets DROP COLUMN event_time",  // version 8
+            "DROP TABLE changelog_state, changelog_outbox, restore_indexes",  // 10
+            "ALTER TABLE apps DROP COLUMN push_credentials",  // 11
+            "DROP TABLE delivery_outcomes",  // 12, with the columns below
+            "ALTER TABLE deliveries DROP COLUMN delivered, DROP COLUMN failed, DROP COLUMN unregistered",
+            "ALTER TABLE api_tokens DROP COLUMN scopes",  // 13
+            "DROP TABLE admin_tokens, audit_log",  // 14
+            "ALTER TABLE deliveries DROP COLUMN idempotency_key, DROP COLUMN request_hash, DROP COLUMN duplicates, DROP COLUMN conflicts",  // 15
+            "DROP TABLE idempotency_keys",
+            "ALTER TABLE devices DROP COLUMN time_zone",  // 16
+            "DROP INDEX parked_tracking_by_app_and_time",  // 17, from the index below
+            "CREATE INDEX parked_tracking_by_time ON parked_tracking (parked_at)",
+        ] {
+            try await execute(sql, store: name)
+        }
+    }
+
     /// Runs one statement on the store `name` with a client of its own.
     func execute(_ sql: String, store name: String = "store.sqlite") async throws {
         switch backend {
@@ -171,6 +193,10 @@ class StoreTestCase: XCTestCase {
 
     func execute(_ sql: String, store name: String = "store.sqlite") async throws {
         try await harness.execute(sql, store: name)
+    }
+
+    func undoPostgresStepsAfterSeven(store name: String = "store.sqlite") async throws {
+        try await harness.undoPostgresStepsAfterSeven(store: name)
     }
 }
 

@@ -140,10 +140,12 @@ import Testing
             let byDelivery = try await store.load(StateQuery(parkedDeliveries: [old]))
             #expect(byDelivery.parkedTracking == [TrackingPair(deliveryId: old, appId: app): Fixture.at(10),
                                                   TrackingPair(deliveryId: old, appId: other): Fixture.at(60)])
-            let byAge = try await store.load(StateQuery(parkedBefore: Fixture.at(150)))
+            let byAge = try await store.load(StateQuery(parkedBefore: Fixture.at(150), parkedApps: [app, other]))
             #expect(byAge.parkedTracking == [TrackingPair(deliveryId: old, appId: app): Fixture.at(10),
                                              TrackingPair(deliveryId: old, appId: other): Fixture.at(60)])
-            let both = try await store.load(StateQuery(parkedDeliveries: [recent], parkedBefore: Fixture.at(50)))
+            let ofOneApp = try await store.load(StateQuery(parkedBefore: Fixture.at(150), parkedApps: [other, UUID()]))
+            #expect(ofOneApp.parkedTracking == [TrackingPair(deliveryId: old, appId: other): Fixture.at(60)], "the old marks of the apps asked for")
+            let both = try await store.load(StateQuery(parkedDeliveries: [recent], parkedBefore: Fixture.at(50), parkedApps: [app]))
             #expect(both.parkedTracking == [TrackingPair(deliveryId: old, appId: app): Fixture.at(10),
                                             TrackingPair(deliveryId: recent, appId: app): Fixture.at(200)])
             #expect(try await store.load(StateQuery()).parkedTracking.isEmpty, "marks are loaded only when asked for")

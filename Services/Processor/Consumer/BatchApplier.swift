@@ -222,7 +222,10 @@ final class BatchApplier: Sendable {
         // Parked tracking that may expire in this batch: marks older than the park time before
         // its newest command (`TrackingHandler`); of those, only the marks of apps whose own
         // clock passes them expire.
-        if !ordered.isEmpty { query.parkedBefore = newest.addingTimeInterval(-trackingParkTime.inSeconds) }
+        if !ordered.isEmpty {
+            query.parkedBefore = newest.addingTimeInterval(-trackingParkTime.inSeconds)
+            for (c, _) in ordered { if let app = c.app { query.parkedApps.insert(app) } }
+        }
         let loadStart = ContinuousClock.now
         var state = BatchState(try await store.load(query), trackingParkTime: trackingParkTime)
         let loadTime = ContinuousClock.now - loadStart

@@ -63,7 +63,7 @@ public protocol ChangelogStore: Sendable {
 package enum SecondaryIndexes {
     package static let names = [
         "api_tokens_by_app", "api_tokens_by_hash", "devices_by_user", "acks_by_notification", "deliveries_by_id",
-        "parked_tracking_by_time", "outbox_due", "delivery_outcomes_by_outcome",
+        "parked_tracking_by_app_and_time", "outbox_due", "delivery_outcomes_by_outcome",
         "admin_tokens_by_hash", "audit_log_by_time", "audit_log_by_app",
     ]
 }

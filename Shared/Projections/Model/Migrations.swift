@@ -38,7 +38,7 @@ package enum ProjectionMigrations {
     }
 
     /// Every step, in order.
-    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16]
+    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17]
 
     /// The newest schema version, which this code creates and understands: the last step's.
     package static let version = steps[steps.count - 1].number
@@ -575,4 +575,14 @@ package enum ProjectionMigrations {
     /// for sends at the device's local time.
     package static let v16 = Step(16, sqlite: "ALTER TABLE devices ADD COLUMN time_zone TEXT",
                                   postgres: "ALTER TABLE devices ADD COLUMN time_zone text COLLATE \"C\"")
+
+    /// Park marks expire by their app's clock, and a batch reads the old marks of its own apps
+    /// only (docs/ARCHITECTURE.md#scale-out): the time index is by app.
+    package static let v17 = Step(17, sqlite: """
+        DROP INDEX IF EXISTS parked_tracking_by_time;
+        CREATE INDEX parked_tracking_by_app_and_time ON parked_tracking (app_id, parked_at)
+        """, postgres: """
+        DROP INDEX IF EXISTS parked_tracking_by_time;
+        CREATE INDEX parked_tracking_by_app_and_time ON parked_tracking (app_id, parked_at)
+        """)
 }

@@ -25,8 +25,10 @@ public struct StateQuery: Sendable, Equatable {
     public var trackedDeliveries: Set<UUID> = []
     /// The park marks of every pair of these deliveries.
     public var parkedDeliveries: Set<UUID> = []
-    /// Every park mark older than this (the pairs whose reports may expire in the batch).
+    /// Every park mark of the `parkedApps` older than this (the pairs whose reports may expire in
+    /// the batch: each app's expire by that app's clock, so other apps' marks are not needed).
     public var parkedBefore: Date?
+    public var parkedApps: Set<UUID> = []
     /// The stored outcomes of these (delivery, device) keys, where they exist.
     public var outcomeKeys: Set<DeliveryOutcomeKey> = []
     /// The named admin tokens of these ids, where they exist.
@@ -36,7 +38,7 @@ public struct StateQuery: Sendable, Equatable {
                 pendingKeys: Set<PendingKey> = [], ackedNotifications: Set<NotificationKey> = [], ackKeys: Set<PendingKey> = [],
                 pendingCountDevices: Set<DeviceKey> = [], pendingCountUsers: Set<UserKey> = [],
                 deliveryIds: Set<UUID> = [], trackedDeliveries: Set<UUID> = [], parkedDeliveries: Set<UUID> = [],
-                parkedBefore: Date? = nil, outcomeKeys: Set<DeliveryOutcomeKey> = []) {
+                parkedBefore: Date? = nil, parkedApps: Set<UUID> = [], outcomeKeys: Set<DeliveryOutcomeKey> = []) {
         self.appIds = appIds
         self.deviceKeys = deviceKeys
         self.userKeys = userKeys
@@ -49,6 +51,7 @@ public struct StateQuery: Sendable, Equatable {
         self.trackedDeliveries = trackedDeliveries
         self.parkedDeliveries = parkedDeliveries
         self.parkedBefore = parkedBefore
+        self.parkedApps = parkedApps
         self.outcomeKeys = outcomeKeys
     }
 }

@@ -170,15 +170,16 @@ struct PostgresStateLoader {
         }
     }
 
-    /// The marks of the requested deliveries' pairs, and those older than `parkedBefore` (an
-    /// index range: usually none).
+    /// The marks of the requested deliveries' pairs, and those of `parkedApps` older than
+    /// `parkedBefore` (an index range per app: usually none).
     private func loadParked(_ query: StateQuery, into snapshot: inout StateSnapshot) async throws {
-        guard !query.parkedDeliveries.isEmpty || query.parkedBefore != nil else { return }
+        let apps = query.parkedBefore == nil ? [] : Array(query.parkedApps)
+        guard !query.parkedDeliveries.isEmpty || !apps.isEmpty else { return }
         let before = query.parkedBefore.map(ProjectionValues.millis) ?? Int64.min
-        // Two branches, so that each reads its own index (the key, the time).
+        // Two branches, so that each reads its own index (the key; the app and time).
         for row in try await rows("""
             SELECT delivery_id, app_id, parked_at FROM parked_tracking WHERE delivery_id = ANY(\(Array(query.parkedDeliveries))::uuid[])
-            UNION SELECT delivery_id, app_id, parked_at FROM parked_tracking WHERE parked_at < \(before)
+            UNION SELECT delivery_id, app_id, parked_at FROM parked_tracking WHERE app_id = ANY(\(apps)::uuid[]) AND parked_at < \(before)
             """) {
             let (deliveryId, appId, millis) = try row.decode((UUID, UUID, Int64).self)
             snapshot.parkedTracking[TrackingPair(deliveryId: deliveryId, appId: appId)] = ProjectionValues.date(millis: millis)

@@ -71,8 +71,8 @@ struct SQLiteStateLoader {
         }
     }
 
-    /// The marks of the requested deliveries' pairs, and those older than `parkedBefore` (an
-    /// index range: usually none).
+    /// The marks of the requested deliveries' pairs, and those of `parkedApps` older than
+    /// `parkedBefore` (an index range per app: usually none).
     private func loadParked(_ query: StateQuery, into snapshot: inout StateSnapshot) throws {
         let add = { (row: Row, snapshot: inout StateSnapshot) throws in
             let pair = TrackingPair(deliveryId: try SQLiteValues.uuid(row.decode(atIndex: 0), column: "parked_tracking.delivery_id"),
@@ -84,8 +84,10 @@ struct SQLiteStateLoader {
             try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { try add($0, &snapshot) }
         }
         if let before = query.parkedBefore {
-            let sql = "SELECT delivery_id, app_id, parked_at FROM parked_tracking WHERE parked_at < ?"
-            try forEachRow(sql: sql, arguments: [SQLiteValues.millis(before)]) { try add($0, &snapshot) }
+            for list in SQLiteInList.split(query.parkedApps.map(SQLiteValues.text)) {
+                let sql = "SELECT delivery_id, app_id, parked_at FROM parked_tracking WHERE app_id IN \(list.placeholders) AND parked_at < ?"
+                try forEachRow(sql: sql, arguments: StatementArguments(list.values + [SQLiteValues.millis(before)])) { try add($0, &snapshot) }
+            }
         }
     }
 
