@@ -23,6 +23,8 @@ final class ShardShareTests: XCTestCase {
         XCTAssertEqual(mine.count, 6 * 5, "the same shards of every command topic")
         XCTAssertEqual(ShardShare.all.partitions(of: all), all)
         XCTAssertEqual(ShardShare(held: [0], leasePartitions: 1).partitions(of: all), all, "a one-partition lease: every shard")
+        XCTAssertNil(ShardShare.all.checkedCounts(of: all), "every shard: any log is applied exactly")
+        XCTAssertEqual(share.checkedCounts(of: all), Dictionary(uniqueKeysWithValues: topics.commandTopics.map { ($0, 12) }))
 
         // Shares of one lease split the partitions: each once.
         let shares = (0..<5).map { ShardShare(held: [Int32($0)], leasePartitions: 5).partitions(of: all) }

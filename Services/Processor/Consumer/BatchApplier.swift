@@ -190,7 +190,9 @@ final class BatchApplier: Sendable {
 
     /// Loads the rows the records need and runs their handlers in memory.
     private func decide(_ records: [DecodedRecord], storeFailed: Bool = false) async throws -> Decided {
-        var commands: [(command: ProcessorCommand, requestId: String?)] = []
+        // Each command with its record's event time: non-decreasing along the event order, across
+        // batches too, so the apps' clocks depend on the log alone, never on where batches end.
+        var commands: [(command: ProcessorCommand, requestId: String?, time: Date)] = []
         commands.reserveCapacity(records.count)
         var tally = Tally()
         var next: [PartitionKey: Int64] = [:]
@@ -199,7 +201,7 @@ final class BatchApplier: Sendable {
             next[record.partition] = max(next[record.partition] ?? 0, record.offset + 1)
             times[record.partition] = max(times[record.partition] ?? .min, record.eventTime)
             switch record.outcome {
-            case .command(let c): commands.append((c, record.requestId))
+            case .command(let c): commands.append((c, record.requestId, EventTime.date(record.eventTime)))
             case .progressMark: break
             case .unknownType(let t): tally.skipped["unknown-type:\(t)", default: 0] += 1
             case .unsupportedVersion(let t, let v): tally.skipped["unsupported-version:\(t):v\(v)", default: 0] += 1
@@ -215,22 +217,22 @@ final class BatchApplier: Sendable {
         let ordered = commands
         var query = StateQuery()
         var newest = Date.distantPast
-        for (c, _) in ordered {
+        for (c, _, time) in ordered {
             c.addNeeds(to: &query)
-            newest = max(newest, c.at)
+            newest = max(newest, time)
         }
-        // Parked tracking that may expire in this batch: marks older than the park time before
-        // its newest command (`TrackingHandler`); of those, only the marks of apps whose own
-        // clock passes them expire.
+        // Parked tracking that may expire in this batch: the marks of its apps older than the
+        // park time before its newest event time (`TrackingHandler`); of those, the marks whose
+        // own app's clock passes them expire.
         if !ordered.isEmpty {
             query.parkedBefore = newest.addingTimeInterval(-trackingParkTime.inSeconds)
-            for (c, _) in ordered { if let app = c.app { query.parkedApps.insert(app) } }
+            for (c, _, _) in ordered { if let app = c.app { query.parkedApps.insert(app) } }
         }
         let loadStart = ContinuousClock.now
         var state = BatchState(try await store.load(query), trackingParkTime: trackingParkTime)
         let loadTime = ContinuousClock.now - loadStart
-        for (c, requestId) in ordered {
-            if let app = c.app { state.advance(to: c.at, app: app) }
+        for (c, requestId, time) in ordered {
+            if let app = c.app { state.advance(to: time, app: app) }
             let result = c.apply(to: &state, storeFailed: storeFailed)
             tally.count(c.type, result)
             if case .rejected(let reason) = result {

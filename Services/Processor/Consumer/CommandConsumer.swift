@@ -94,7 +94,7 @@ public final class CommandConsumer: Service, Sendable {
                                                   properties: configuration.properties).map(PartitionKey.init)
         let partitions = share.partitions(of: all)
         // Beside other processors, every command must be in its app's shard.
-        let counts = partitions.count == all.count ? nil : Dictionary(grouping: all, by: \.topic).mapValues(\.count)
+        let counts = share.checkedCounts(of: all)
         logger.info("applying shards", metadata: ["lease_partitions": "\(share)", "partitions": "\(partitions.count) of \(all.count)"])
         // The applied offsets are the store's; those committed to Kafka are for tools only, under
         // a group of their own (the processor group's members hold the lease, not the partitions).

@@ -7,8 +7,8 @@ import Projections
 import Synchronization
 
 /// The shards a processor holds: shard i is partition i of every command topic, and its owner
-/// is the member of the processor group that holds partition i modulo the lease topic's count of
-/// the lease topic. So with as many lease partitions as command partitions (what the processor
+/// is the member of the processor group that holds partition (i mod L) of the lease topic, of L
+/// partitions. So with as many lease partitions as command partitions (what the processor
 /// creates) every member applies its own shards side by side; a lease topic of one partition (a
 /// deployment from before shards) makes one member the owner of every shard.
 struct ShardShare: Sendable, Equatable, CustomStringConvertible {
@@ -177,6 +177,13 @@ extension ShardShare {
     func partitions(of all: [PartitionKey]) -> [PartitionKey] {
         let coPartitioned = Set(Dictionary(grouping: all, by: \.topic).values.map(\.count)).count <= 1
         return all.filter { owns(shard: coPartitioned ? $0.partition : 0) }
+    }
+
+    /// The partition count of each topic, against which a share of some of the shards checks
+    /// every command (`MisplacedCommand`); nil for a share of every partition, which applies any
+    /// log exactly.
+    func checkedCounts(of all: [PartitionKey]) -> [String: Int]? {
+        partitions(of: all).count == all.count ? nil : Dictionary(grouping: all, by: \.topic).mapValues(\.count)
     }
 }
 

@@ -31,7 +31,7 @@ package struct BatchState {
     private var parks: [UUID: [UUID: Date]] = [:]
     /// How long parked reports wait for their send, in event time.
     private let trackingParkTime: TimeInterval
-    /// The newest command time applied so far of each app: the apps' clocks (`advance(to:app:)`).
+    /// The event time of each app's latest command so far: the apps' clocks (`advance(to:app:)`).
     /// Each app has its own, so that what expires in an app depends on that app's commands
     /// alone, whichever apps a processor applies beside it (docs/ARCHITECTURE.md#scale-out).
     private var clocks: [UUID: Date] = [:]
@@ -230,8 +230,8 @@ package struct BatchState {
 
     // MARK: - Tracking
 
-    /// Moves the clock of the command's app to its time (it never goes back). *Before* each
-    /// command.
+    /// Moves the clock of the command's app to its event time (it never goes back). *Before*
+    /// each command.
     package mutating func advance(to at: Date, app: UUID) {
         if at > clocks[app] ?? .distantPast { clocks[app] = at }
     }

@@ -52,8 +52,7 @@ final class ReplayConsumer: Sendable {
                                                       properties: self.configuration.properties).map(PartitionKey.init)
             let shares = Set(share.partitions(of: all))
             let mine = self.partitions.filter(shares.contains)
-            let counts = shares.count == all.count ? nil : Dictionary(grouping: all, by: \.topic).mapValues(\.count)
-            _ = try await self.replay(mine, misplaced: counts)
+            _ = try await self.replay(mine, misplaced: share.checkedCounts(of: all))
         }
         return 0
     }
