@@ -46,6 +46,17 @@ public struct NotificationKey: Hashable, Sendable, Codable {
     }
 }
 
+/// A delivery's key: its id is its app's (another app may use the same id for its own).
+public struct DeliveryKey: Hashable, Sendable, Codable {
+    public var appId: UUID
+    public var deliveryId: UUID
+
+    public init(appId: UUID, deliveryId: UUID) {
+        self.appId = appId
+        self.deliveryId = deliveryId
+    }
+}
+
 /// Identifies one managed notification pending on one device.
 public struct PendingKey: Hashable, Sendable, Codable {
     public var appId: UUID

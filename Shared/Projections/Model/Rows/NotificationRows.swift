@@ -144,17 +144,6 @@ public struct DeliveryOutcomeRow: Sendable, Equatable, Codable {
     public var key: DeliveryOutcomeKey { DeliveryOutcomeKey(appId: appId, deliveryId: deliveryId, messageIndex: messageIndex) }
 }
 
-/// A delivery's key: its id is its app's (another app may use the same id for its own).
-public struct DeliveryKey: Hashable, Sendable {
-    public var appId: UUID
-    public var deliveryId: UUID
-
-    public init(appId: UUID, deliveryId: UUID) {
-        self.appId = appId
-        self.deliveryId = deliveryId
-    }
-}
-
 public struct DeliveryOutcomeKey: Hashable, Sendable, Codable {
     public var appId: UUID
     public var deliveryId: UUID
