@@ -71,7 +71,7 @@ public enum RecordKey {
     /// The partition a key lands in, of a topic of `partitions` partitions: librdkafka's default
     /// partitioner (`consistent_random`), the CRC-32 of the key's bytes modulo the count.
     public static func partition(of key: String, partitions: Int) -> Int32 {
-        Int32(CRC32.checksum(Array(key.utf8)) % UInt32(max(1, partitions)))
+        Int32(CRC32.checksum(key.utf8) % UInt32(max(1, partitions)))
     }
 }
 
