@@ -67,7 +67,7 @@ struct AdminClient: Sendable {
 
     /// A client of its own rather than `HTTPClient.shared`: that one retries a refused connection
     /// until the request's deadline, and an operator who mistyped the URL should know at once.
-    private static func makeHTTPClient() -> HTTPClient {
+    static func makeHTTPClient() -> HTTPClient {
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow,
                                                      timeout: .init(connect: .seconds(10), read: .seconds(30)))
         configuration.connectionPool.retryConnectionEstablishment = false

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
+import Logging
 import Processor
 import WireCodec
 
@@ -61,17 +62,25 @@ struct Lag: AsyncParsableCommand {
 
     func run() async throws {
         let (configuration, logger) = try processor.bootstrap(label: "pushline.cli", defaultLevel: .warning)
+        let client = AdminClient.makeHTTPClient()
+        do {
+            try await measure(configuration, logger: logger, client: client)
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        try? await client.shutdown()
+    }
+
+    /// Measures and prints once, or with `--watch` until interrupted or `--samples`.
+    private func measure(_ configuration: ProcessorConfiguration, logger: Logger, client: HTTPClient) async throws {
         var previous: Sample?
         var taken = 0
         while true {
             let rows = try await ConsumerLag.measure(configuration: configuration, logger: logger)
-            var processors: [ProcessorLag]?
-            if !processorURLs.isEmpty {
-                var read: [ProcessorLag] = []
-                for url in processorURLs { read.append(await ProcessorLag.read(url)) }
-                processors = read
-            }
-            let sample = Sample(at: ContinuousClock.now, rows: rows, processors: processors ?? [])
+            var processors: [ProcessorLag] = []
+            for url in processorURLs { processors.append(await ProcessorLag.read(url, client: client)) }
+            let sample = Sample(at: ContinuousClock.now, rows: rows, processors: processors)
             if watch {
                 try printWatched(sample, since: previous)
             } else {
@@ -122,12 +131,9 @@ struct Lag: AsyncParsableCommand {
     private func printWatched(_ sample: Sample, since previous: Sample?) throws {
         let seconds = previous.map { Double((sample.at - $0.at).inMilliseconds) / 1000 }
         let before = Dictionary(uniqueKeysWithValues: (previous?.shards ?? []).map { ($0.shard, $0.applied) })
-        func rate(_ applied: Int64, _ earlier: Int64?) -> Double? {
-            guard let seconds, seconds > 0, let earlier else { return nil }
-            return Double(max(0, applied - earlier)) / seconds
-        }
         let shards = sample.shards
-        let totalRate = rate(shards.reduce(0) { $0 + $1.applied }, previous.map { $0.shards.reduce(0) { $0 + $1.applied } })
+        let totalRate = Self.rate(shards.reduce(0) { $0 + $1.applied }, since: previous.map { $0.shards.reduce(0) { $0 + $1.applied } },
+                                  seconds: seconds)
         if json {
             return try Output.json(Report(partitions: sample.rows, totalLag: sample.totalLag, shards: shards, appliedPerSecond: totalRate,
                                           processors: processorURLs.isEmpty ? nil : sample.processors))
@@ -135,7 +141,7 @@ struct Lag: AsyncParsableCommand {
         print("\(RFC3339.string(from: Date()))  total lag \(ProgressText.grouped(sample.totalLag)) records, "
                     + Self.trend(lag: sample.totalLag, rate: totalRate))
         print(Output.table(["SHARD", "LAG", "APPLIED/S", "ETA"], shards.map { shard in
-            let r = rate(shard.applied, before[shard.shard])
+            let r = Self.rate(shard.applied, since: before[shard.shard], seconds: seconds)
             return ["\(shard.shard)", ProgressText.grouped(shard.lag), r.map { ProgressText.grouped(Int64($0)) } ?? "-",
                     Self.eta(lag: shard.lag, rate: r)]
         }, rightAligned: [0, 1, 2, 3]))
@@ -149,11 +155,16 @@ struct Lag: AsyncParsableCommand {
         let before = Dictionary(previous.map { ($0.url, $0.applied) }, uniquingKeysWith: { a, _ in a })
         return Output.table(["PROCESSOR", "SHARDS", "LAG", "APPLIED/S", "ETA"], processors.map { p in
             guard p.reachable else { return [p.url, "unreachable", "-", "-", "-"] }
-            var rate: Double?
-            if let seconds, seconds > 0, let earlier = before[p.url] ?? nil, let now = p.applied { rate = Double(max(0, now - earlier)) / seconds }
+            let rate = p.applied.flatMap { Self.rate($0, since: before[p.url] ?? nil, seconds: seconds) }
             let shards = p.shards.isEmpty ? "none" : p.shards.map(String.init).joined(separator: ",")
             return [p.url, shards, ProgressText.grouped(p.lag), rate.map { ProgressText.grouped(Int64($0)) } ?? "-", Self.eta(lag: p.lag, rate: rate)]
         }, rightAligned: [2, 3, 4])
+    }
+
+    /// Records applied per second between two samples `seconds` apart; nil without an earlier one.
+    static func rate(_ applied: Int64, since earlier: Int64?, seconds: Double?) -> Double? {
+        guard let seconds, seconds > 0, let earlier else { return nil }
+        return Double(max(0, applied - earlier)) / seconds
     }
 
     /// `4,120 records/s, ETA 3s`, or what can be said without a rate.
@@ -181,10 +192,12 @@ struct ProcessorLag: Encodable {
     /// `pushline_processor_records_consumed_total`.
     var applied: Int64?
 
-    static func read(_ url: String) async -> ProcessorLag {
+    /// `client`: one that does not retry a refused connection (`AdminClient.makeHTTPClient`), so
+    /// that a processor that is down shows as unreachable at once.
+    static func read(_ url: String, client: HTTPClient) async -> ProcessorLag {
         let base = url.hasSuffix("/") ? String(url.dropLast()) : url
         do {
-            let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: base + "/metrics"), timeout: .seconds(5))
+            let response = try await client.execute(HTTPClientRequest(url: base + "/metrics"), timeout: .seconds(5))
             let body = try await response.body.collect(upTo: 16 << 20)
             guard response.status == .ok else { return ProcessorLag(url: url, reachable: false, shards: [], lag: 0) }
             return parse(url: url, metrics: String(buffer: body))

@@ -45,6 +45,15 @@ final class ApplyLoop: Sendable {
         self.logger = logger
     }
 
+    /// The command partitions `share` applies, and the partition counts its commands are checked
+    /// against when it holds only some of them (`ShardShare.checkedCounts`).
+    func partitions(of share: ShardShare, _ configuration: KafkaConsumerConfiguration) async throws
+        -> (partitions: [PartitionKey], checkedCounts: [String: Int]?) {
+        let all = try await KafkaAdmin.partitions(of: topics, bootstrapServers: configuration.bootstrapServers,
+                                                  properties: configuration.properties).map(PartitionKey.init)
+        return (share.partitions(of: all), share.checkedCounts(of: all))
+    }
+
     /// A consumer of `partitions`, read without a group, each from where the store says.
     func makeConsumer(_ configuration: KafkaConsumerConfiguration, partitions: [PartitionKey]) async throws -> KafkaConsumer {
         try KafkaConsumer(configuration: configuration, partitions: partitions.map(\.topicPartition),

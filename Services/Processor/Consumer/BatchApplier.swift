@@ -219,15 +219,13 @@ final class BatchApplier: Sendable {
         var newest = Date.distantPast
         for (c, _, time) in ordered {
             c.addNeeds(to: &query)
+            if let app = c.app { query.parkedApps.insert(app) }
             newest = max(newest, time)
         }
         // Parked tracking that may expire in this batch: the marks of its apps older than the
         // park time before its newest event time (`TrackingHandler`); of those, the marks whose
         // own app's clock passes them expire.
-        if !ordered.isEmpty {
-            query.parkedBefore = newest.addingTimeInterval(-trackingParkTime.inSeconds)
-            for (c, _, _) in ordered { if let app = c.app { query.parkedApps.insert(app) } }
-        }
+        if !ordered.isEmpty { query.parkedBefore = newest.addingTimeInterval(-trackingParkTime.inSeconds) }
         let loadStart = ContinuousClock.now
         var state = BatchState(try await store.load(query), trackingParkTime: trackingParkTime)
         let loadTime = ContinuousClock.now - loadStart

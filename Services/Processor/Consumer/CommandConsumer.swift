@@ -90,12 +90,9 @@ public final class CommandConsumer: Service, Sendable {
     /// Applies the command partitions of `share` until cancelled (a rebalance, or the processor
     /// stops), finishing the batch in flight first.
     private func applyLog(_ share: ShardShare, storeCreatedAt: Date?) async throws {
-        let all = try await KafkaAdmin.partitions(of: loop.topics, bootstrapServers: configuration.bootstrapServers,
-                                                  properties: configuration.properties).map(PartitionKey.init)
-        let partitions = share.partitions(of: all)
-        // Beside other processors, every command must be in its app's shard.
-        let counts = share.checkedCounts(of: all)
-        logger.info("applying shards", metadata: ["lease_partitions": "\(share)", "partitions": "\(partitions.count) of \(all.count)"])
+        // Beside other processors, every command must be in its app's shard (`counts`).
+        let (partitions, counts) = try await loop.partitions(of: share, configuration)
+        logger.info("applying shards", metadata: ["lease_partitions": "\(share)", "partitions": "\(partitions.count)"])
         // The applied offsets are the store's; those committed to Kafka are for tools only, under
         // a group of their own (the processor group's members hold the lease, not the partitions).
         var readerConfiguration = configuration
@@ -166,10 +163,17 @@ public enum Readiness: Equatable, Sendable {
         case .notRunning: "the consumer is not running"
         case .storeUnavailable(let duration): "the projection store has been unavailable for \(duration.components.seconds) s"
         case .stalled(let partitions):
-            "no progress on shard\(Set(partitions.map(\.partition)).count == 1 ? "" : "s") "
-                + Set(partitions.map(\.partition)).sorted().map(String.init).joined(separator: ", ")
-                + ", whose partitions have records waiting: \(partitions.map(\.description).joined(separator: ", "))"
+            Self.stalled(partitions)
         }
+    }
+}
+
+extension Readiness {
+    /// The shards (partition indexes) of stalled partitions, then the partitions.
+    private static func stalled(_ partitions: [PartitionKey]) -> String {
+        let shards = Set(partitions.map(\.partition)).sorted()
+        return "no progress on shard\(shards.count == 1 ? "" : "s") \(shards.map(String.init).joined(separator: ", ")), "
+            + "whose partitions have records waiting: \(partitions.map(\.description).joined(separator: ", "))"
     }
 }
 

@@ -11,11 +11,10 @@ package struct ProcessorCommand: Sendable {
     package var at: Date
     package let payload: any Command
     fileprivate let handler: any RegisteredHandler
+    /// The app the command is about; nil for the few that are about none (admin tokens).
+    package let app: UUID?
 
     package var type: CommandType { Swift.type(of: payload).type }
-
-    /// The app the command is about; nil for the few that are about none (admin tokens).
-    package var app: UUID? { (payload as? any AppScopedCommand)?.mobileAppId }
 
     /// Adds the rows this command needs to decide its outcome.
     package func addNeeds(to query: inout StateQuery) {
@@ -168,6 +167,7 @@ private struct Registered<H: CommandHandler>: RegisteredHandler {
             envelope = try decoder.decode(Envelope<C>.self, from: value)
         }
         guard envelope.v <= C.version else { return .unsupportedVersion(type: C.type.rawValue, version: envelope.v) }
-        return .command(ProcessorCommand(id: envelope.id, at: envelope.at, payload: envelope.payload, handler: self))
+        return .command(ProcessorCommand(id: envelope.id, at: envelope.at, payload: envelope.payload, handler: self,
+                                         app: (envelope.payload as? any AppScopedCommand)?.mobileAppId))
     }
 }

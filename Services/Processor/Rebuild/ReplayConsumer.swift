@@ -48,11 +48,9 @@ final class ReplayConsumer: Sendable {
     func run() async throws -> Int {
         guard let lease else { return try await replay(partitions) }
         try await lease.run { share in
-            let all = try await KafkaAdmin.partitions(of: self.loop.topics, bootstrapServers: self.configuration.bootstrapServers,
-                                                      properties: self.configuration.properties).map(PartitionKey.init)
-            let shares = Set(share.partitions(of: all))
-            let mine = self.partitions.filter(shares.contains)
-            _ = try await self.replay(mine, misplaced: share.checkedCounts(of: all))
+            let (shared, counts) = try await self.loop.partitions(of: share, self.configuration)
+            let held = Set(shared)
+            _ = try await self.replay(self.partitions.filter(held.contains), misplaced: counts)
         }
         return 0
     }
