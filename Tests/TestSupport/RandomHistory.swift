@@ -107,7 +107,8 @@ public struct RandomHistory: Sendable {
                 try add(TrackingReported(mobileAppId: app.id, deliveryId: send.delivery, events: events))
             case 78..<82:
                 // A sender's report; a dead token retires its device unless registered after `invalidSince`.
-                let send = app.sends[pick(app.sends.count)]
+                // Mostly on a send already written (with six apps, one of all of them would rarely be).
+                let send = app.sends[sent[a] > 0 && pick(4) != 0 ? pick(sent[a]) : pick(app.sends.count)]
                 let outcome = DeliveryOutcome.allCases[pick(3)]
                 try add(DeliveryResultReported(
                     mobileAppId: app.id, deviceToken: device(a, pick(10)), platform: .ios, deliveryId: pick(5) == 0 ? nil : send.delivery,
