@@ -179,16 +179,6 @@ public final class Pusher: Sendable {
     public var laneCount: Int { lanes.withLock { $0.count } }
 }
 
-/// What one attempt came to.
-public enum PushAttempt: Sendable, Equatable {
-    /// The provider answered (or could not be reached: a retry).
-    case outcome(AttemptOutcome)
-    /// The app has no credentials for the record's platform.
-    case noCredentials(PushProvider)
-    /// The record cannot become a request.
-    case badRecord(String)
-}
-
 extension PushCredentials {
     /// What changes whenever the credentials of `provider` are set again (each seal is new):
     /// a pause lasts while it stays the same. Nil when there are none.

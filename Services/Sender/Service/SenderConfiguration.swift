@@ -4,8 +4,8 @@ import Kafka
 import Logging
 import Settings
 
-/// Everything `pushline-sender` is configured with, read from the environment (the README's
-/// configuration table lists each variable; docs/ARCHITECTURE.md#delivery explains them).
+/// Everything `pushline-sender` is configured with, read from the environment (docs/CONFIGURATION.md
+/// lists each variable; docs/ARCHITECTURE.md#delivery explains them).
 public struct SenderConfiguration: Sendable {
     /// The settings every executable shares: broker, topics, store, logging.
     public var shared = SharedSettings()
