@@ -77,9 +77,11 @@ public struct ProcessorConfiguration: Sendable {
 }
 
 extension ProcessorConfiguration {
-    /// A consumer of the command topics in group `groupId`, with the processor's settings.
+    /// A consumer of the command topics in group `groupId`, with the processor's settings. Its
+    /// `client.id`, `pushline-processor-<pid>`, tells the group's members apart on one host
+    /// (`pushline lag`).
     public func consumerConfiguration(groupId: String) -> KafkaConsumerConfiguration {
-        var config = shared.consumerConfiguration(groupId: groupId, clientId: "pushline-processor")
+        var config = shared.consumerConfiguration(groupId: groupId, clientId: "pushline-processor-\(ProcessInfo.processInfo.processIdentifier)")
         consumerTimings.apply(to: &config)
         config.maxBatchSize = maxBatchSize
         return config

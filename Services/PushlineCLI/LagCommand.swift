@@ -6,9 +6,9 @@ import Processor
 import WireCodec
 
 /// `pushline lag`: per command topic partition, the broker's end offset, the offset the
-/// projection store has applied up to, and the difference; per shard, and per processor when
-/// their URLs are given; with `--watch`, again every few seconds, with the rate and the time to
-/// catch up.
+/// projection store has applied up to, and the difference; per shard; per processor of the group
+/// (its members, as the broker describes them), and per processor URL given; with `--watch`,
+/// again every few seconds, with the rate and the time to catch up.
 struct Lag: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show each command topic partition's end offset, the store's applied offset and the lag.",
@@ -21,12 +21,18 @@ struct Lag: AsyncParsableCommand {
 
             --watch measures again every --interval seconds and prints, per shard (partition i of \
             every command topic, which one processor applies), the lag, the records applied per \
-            second since the last sample and the time to catch up at that rate. Each --processor \
+            second since the last sample and the time to catch up at that rate. \
+
+            The processor group's members (PUSHLINE_GROUP_ID, as the broker describes the group) are \
+            listed with the shards their lease partitions give them and those shards' lag (and, with \
+            --watch, rate and time to catch up); a member with no shard stands by. A broker that \
+            reports no assignments (Tansu) gets the shares the range assignor gives the members. Each --processor \
             URL (a processor's health and metrics address, repeatable) adds that processor's shards, \
             lag and rate, read from its /metrics.
 
             Reads the processor's configuration: PUSHLINE_KAFKA_BROKERS, PUSHLINE_STORE, \
-            PUSHLINE_TOPIC_PREFIX, PUSHLINE_KAFKA_PROPERTIES (or --brokers, --store). Writes nothing.
+            PUSHLINE_TOPIC_PREFIX, PUSHLINE_KAFKA_PROPERTIES, PUSHLINE_GROUP_ID (or --brokers, --store). \
+            Writes nothing.
 
             Examples:
               pushline lag
@@ -52,6 +58,34 @@ struct Lag: AsyncParsableCommand {
         /// Records applied per second since the previous sample, over every shard; nil for the first.
         var appliedPerSecond: Double?
         var processors: [ProcessorLag]?
+        /// The processor group's members and their shares; nil when the broker did not describe it.
+        var group: GroupLag?
+        /// Why the group is not described.
+        var groupError: String?
+    }
+
+    /// The processor group with each member's lag (and rate, with `--watch`).
+    struct GroupLag: Encodable {
+        var group: String
+        var state: String
+        /// `reported` by the broker, or `derived` from the members (`ProcessorGroup.assignment`).
+        var assignment: String
+        var processors: [MemberLag]
+    }
+
+    struct MemberLag: Encodable {
+        var share: ProcessorShare
+        var lag: Int64
+        var appliedPerSecond: Double?
+
+        func encode(to encoder: any Encoder) throws {
+            try share.encode(to: encoder)
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encode(lag, forKey: .lag)
+            try container.encodeIfPresent(appliedPerSecond, forKey: .appliedPerSecond)
+        }
+
+        private enum Key: String, CodingKey { case lag, appliedPerSecond }
     }
 
     func validate() throws {
@@ -80,7 +114,13 @@ struct Lag: AsyncParsableCommand {
             let rows = try await ConsumerLag.measure(configuration: configuration, logger: logger)
             var processors: [ProcessorLag] = []
             for url in processorURLs { processors.append(await ProcessorLag.read(url, client: client)) }
-            let sample = Sample(at: ContinuousClock.now, rows: rows, processors: processors)
+            let group: Result<ProcessorGroup, any Error>
+            do {
+                group = .success(try await ConsumerLag.group(configuration: configuration, shards: ConsumerLag.shards(rows).map(\.shard)))
+            } catch {
+                group = .failure(error)
+            }
+            let sample = Sample(at: ContinuousClock.now, rows: rows, processors: processors, group: group)
             if watch {
                 try printWatched(sample, since: previous)
             } else {
@@ -98,7 +138,25 @@ struct Lag: AsyncParsableCommand {
         var at: ContinuousClock.Instant
         var rows: [PartitionLag]
         var processors: [ProcessorLag]
+        var group: Result<ProcessorGroup, any Error>
         var shards: [ShardLag] { ConsumerLag.shards(rows) }
+        var groupError: String? {
+            guard case .failure(let error) = group else { return nil }
+            return "\(error)"
+        }
+
+        /// Each member's lag, and its rate since `previous` (`seconds` earlier): its shards' sums.
+        func groupLag(since previous: Sample?, seconds: Double?) -> GroupLag? {
+            guard case .success(let group) = group else { return nil }
+            let now = Dictionary(uniqueKeysWithValues: shards.map { ($0.shard, $0) })
+            let before = Dictionary(uniqueKeysWithValues: (previous?.shards ?? []).map { ($0.shard, $0.applied) })
+            return GroupLag(group: group.group, state: group.state, assignment: group.assignment, processors: group.processors.map { share in
+                let lag = share.shards.reduce(0) { $0 + (now[$1]?.lag ?? 0) }
+                let applied = share.shards.reduce(0) { $0 + (now[$1]?.applied ?? 0) }
+                let earlier: Int64? = share.shards.allSatisfy { before[$0] != nil } ? share.shards.reduce(0) { $0 + before[$1]! } : nil
+                return MemberLag(share: share, lag: lag, appliedPerSecond: Lag.rate(applied, since: earlier, seconds: seconds))
+            })
+        }
         var totalLag: Int64 { rows.reduce(0) { $0 + max(0, $1.lag ?? 0) } }
     }
 
@@ -106,7 +164,8 @@ struct Lag: AsyncParsableCommand {
         let rows = sample.rows, total = sample.totalLag
         if json {
             return try Output.json(Report(partitions: rows, totalLag: total, shards: sample.shards,
-                                          processors: processorURLs.isEmpty ? nil : sample.processors))
+                                          processors: processorURLs.isEmpty ? nil : sample.processors,
+                                          group: sample.groupLag(since: nil, seconds: nil), groupError: sample.groupError))
         }
         guard !rows.isEmpty else {
             print("no command topics (\(topics.joined(separator: ", "))) on the broker yet")
@@ -124,6 +183,7 @@ struct Lag: AsyncParsableCommand {
         if rows.contains(where: { $0.endOffset == nil }) {
             print("warning: the broker does not know some partitions the store has offsets for (END ?)")
         }
+        print("\n" + groupTable(sample, since: nil, seconds: nil))
         if !sample.processors.isEmpty { print("\n" + processorTable(sample.processors, previous: [], seconds: nil)) }
     }
 
@@ -136,7 +196,8 @@ struct Lag: AsyncParsableCommand {
                                   seconds: seconds)
         if json {
             return try Output.json(Report(partitions: sample.rows, totalLag: sample.totalLag, shards: shards, appliedPerSecond: totalRate,
-                                          processors: processorURLs.isEmpty ? nil : sample.processors))
+                                          processors: processorURLs.isEmpty ? nil : sample.processors,
+                                          group: sample.groupLag(since: previous, seconds: seconds), groupError: sample.groupError))
         }
         print("\(RFC3339.string(from: Date()))  total lag \(ProgressText.grouped(sample.totalLag)) records, "
                     + Self.trend(lag: sample.totalLag, rate: totalRate))
@@ -145,10 +206,30 @@ struct Lag: AsyncParsableCommand {
             return ["\(shard.shard)", ProgressText.grouped(shard.lag), r.map { ProgressText.grouped(Int64($0)) } ?? "-",
                     Self.eta(lag: shard.lag, rate: r)]
         }, rightAligned: [0, 1, 2, 3]))
+        print(groupTable(sample, since: previous, seconds: seconds))
         if !sample.processors.isEmpty {
             print(processorTable(sample.processors, previous: previous?.processors ?? [], seconds: seconds))
         }
         print("")
+    }
+
+    /// The processor group's members, each with its shards and their lag; with `seconds` (a
+    /// `--watch` sample after the first), their rate and time to catch up.
+    func groupTable(_ sample: Sample, since previous: Sample?, seconds: Double?) -> String {
+        guard let group = sample.groupLag(since: previous, seconds: seconds) else {
+            return "processor group: not described (\(sample.groupError ?? "no answer"))"
+        }
+        let title = "processor group \(group.group) (\(group.state)): " + (group.processors.count == 1 ? "1 member" : "\(group.processors.count) members")
+        guard !group.processors.isEmpty else { return title }
+        let derived = group.assignment == "derived" ? "\n(the broker reports no assignments: shards derived from the members, as the range assignor gives them)" : ""
+        let watched = previous != nil || watch
+        let header = ["PROCESSOR", "HOST", "SHARDS", "LAG"] + (watched ? ["APPLIED/S", "ETA"] : [])
+        return title + derived + "\n" + Output.table(header, group.processors.map { p in
+            let shards = p.share.shards.isEmpty ? "none (standing by)" : p.share.shards.map(String.init).joined(separator: ",")
+            let row = [p.share.client, p.share.host.isEmpty ? "-" : p.share.host, shards, ProgressText.grouped(p.lag)]
+            return row + (watched ? [p.appliedPerSecond.map { ProgressText.grouped(Int64($0)) } ?? "-",
+                                     p.share.shards.isEmpty ? "-" : Self.eta(lag: p.lag, rate: p.appliedPerSecond)] : [])
+        }, rightAligned: watched ? [3, 4, 5] : [3])
     }
 
     private func processorTable(_ processors: [ProcessorLag], previous: [ProcessorLag], seconds: Double?) -> String {

@@ -64,6 +64,70 @@ extension KafkaAdmin {
     }
 }
 
+extension KafkaAdmin {
+    /// The members of consumer group `groupId` and the partitions each is assigned, as the group's
+    /// coordinator describes them (one DescribeGroups request on a temporary client, which joins
+    /// nothing). A group with no members is described with none.
+    public static func describeGroup(
+        _ groupId: String,
+        bootstrapServers: String,
+        properties: [String: String] = [:],
+        timeout: Duration = .seconds(15)
+    ) async throws -> KafkaGroupDescription {
+        let query = GroupQuery(groupId: groupId, properties: [("bootstrap.servers", bootstrapServers)] + properties.sorted { $0.key < $1.key },
+                               timeout: timeout)
+        return try await BlockingPool.run { Result { try query.run() } }.get()
+    }
+}
+
+/// A consumer group as its coordinator describes it.
+public struct KafkaGroupDescription: Sendable, Equatable {
+    public var groupId: String
+    /// The group's state as librdkafka names it: `Stable`, `PreparingRebalance`,
+    /// `CompletingRebalance`, `Empty`, `Dead` or `Unknown`.
+    public var state: String
+    /// Sorted by client id, then member id.
+    public var members: [KafkaGroupMember]
+
+    public init(groupId: String, state: String, members: [KafkaGroupMember]) {
+        self.groupId = groupId
+        self.state = state
+        self.members = members
+    }
+}
+
+/// One member of a consumer group.
+public struct KafkaGroupMember: Sendable, Equatable {
+    /// The id the coordinator gave the member when it joined.
+    public var memberId: String
+    /// The member's `client.id`.
+    public var clientId: String
+    /// The address the coordinator saw the member connect from.
+    public var host: String
+    /// The partitions the group's leader assigned it, sorted.
+    public var assignment: [TopicPartition]
+
+    public init(memberId: String, clientId: String, host: String, assignment: [TopicPartition]) {
+        self.memberId = memberId
+        self.clientId = clientId
+        self.host = host
+        self.assignment = assignment
+    }
+}
+
+/// One DescribeGroups request on a temporary producer client.
+private struct GroupQuery: Sendable {
+    var groupId: String
+    var properties: [(String, String)]
+    var timeout: Duration
+
+    func run() throws(KafkaError) -> KafkaGroupDescription {
+        try RDKafkaClient.withTemporary(.producer, properties: properties) { client throws(KafkaError) in
+            try client.describeGroup(groupId, timeout: timeout)
+        }
+    }
+}
+
 /// Partition counts from one metadata request, then fetches until every partition's high
 /// watermark is known.
 private struct EndOffsetQuery: Sendable {

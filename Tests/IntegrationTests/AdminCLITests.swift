@@ -27,7 +27,7 @@ final class AdminCLITests: XCTestCase {
         var base: [String: String] = ["PUSHLINE_LOG_LEVEL": "warning"]
         if let stack {
             base.merge(["PUSHLINE_INGEST_URL": stack.ingestURL, "PUSHLINE_ADMIN_TOKEN": stack.adminToken,
-                        "PUSHLINE_KAFKA_BROKERS": stack.broker.bootstrapServers, "PUSHLINE_STORE": stack.storeLocation]) { $1 }
+                        "PUSHLINE_KAFKA_BROKERS": stack.broker.bootstrapServers, "PUSHLINE_STORE": stack.storeLocation, "PUSHLINE_GROUP_ID": stack.groupId]) { $1 }
         }
         let executable = ServiceProcess.binDirectory.appendingPathComponent("pushline").path
         return try await ProcessRunner.run(executable, arguments, environment: base.merging(environment) { $1 })
@@ -262,8 +262,22 @@ final class AdminCLITests: XCTestCase {
             var lag: Int64?
         }
 
+        struct Group: Decodable {
+            struct Member: Decodable {
+                var client: String
+                var host: String
+                var shards: [Int32]
+                var lag: Int64
+            }
+
+            var group: String
+            var processors: [Member]
+        }
+
         var partitions: [Row]
         var totalLag: Int64
+        var group: Group?
+        var groupError: String?
     }
 
     func testLagShowsEveryCommandPartitionZeroWhenCaughtUpAndTheBacklogWhileTheProcessorIsStopped() async throws {
@@ -294,6 +308,9 @@ final class AdminCLITests: XCTestCase {
         }
         report = try await json(LagReport.self, ["lag"])
         XCTAssertEqual(report.totalLag, 2, "\(report.partitions)")
+        try await eventually("the stopped processor left the group: it has no member") {
+            try await self.json(LagReport.self, ["lag"]).group?.processors.isEmpty == true
+        }
         let behind = report.partitions.filter { ($0.lag ?? 0) > 0 }
         XCTAssertEqual(Set(behind.map(\.topic)), [stack.topics.admin])
         XCTAssertEqual(behind.map { $0.endOffset! - ($0.appliedOffset ?? 0) }, behind.map { $0.lag! })
@@ -306,6 +323,20 @@ final class AdminCLITests: XCTestCase {
         let caughtUp = try await succeed(["lag"])
         XCTAssertTrue(caughtUp.contains("total lag: 0 records (caught up)"), caughtUp)
 
+        // The group, as the broker describes it: the one processor holds all six shards.
+        var group: LagReport.Group?
+        try await eventually("the processor group is described with its one member") {
+            let report = try await self.json(LagReport.self, ["lag"])
+            group = report.group
+            return report.group?.processors.count == 1
+        }
+        XCTAssertEqual(group?.group, stack.groupId)
+        XCTAssertEqual(group?.processors.map(\.shards), [Array(0..<6)])
+        XCTAssertEqual(group?.processors.map(\.lag), [0])
+        XCTAssertTrue(group?.processors.first?.client.hasPrefix("pushline-processor-") == true, "\(String(describing: group))")
+        let described = try await succeed(["lag"])
+        XCTAssertTrue(described.contains("processor group \(stack.groupId) (") && described.contains("1 member"), described)
+
         // Watched: per shard, and the processor's share read from its metrics (one processor
         // holds all six shards of the test stack).
         let watched = try await succeed(["lag", "--watch", "--interval", "1", "--samples", "2", "--processor", stack.processorURL])
@@ -313,6 +344,7 @@ final class AdminCLITests: XCTestCase {
         XCTAssertTrue(watched.contains("rate after the next sample") && watched.contains("0 records/s, ETA 0s"), watched)
         XCTAssertTrue(watched.contains("SHARD") && watched.contains("APPLIED/S"), watched)
         XCTAssertTrue(watched.contains("\(stack.processorURL)  0,1,2,3,4,5"), watched)
+        XCTAssertTrue(watched.contains("PROCESSOR") && watched.contains("  0,1,2,3,4,5  "), watched)
 
         let noStore = try await pushline(["lag", "--store", "sqlite:\(stack.directory.path)/missing.sqlite"])
         XCTAssertEqual(noStore.status, 1)

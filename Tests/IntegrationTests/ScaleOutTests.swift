@@ -70,6 +70,7 @@ final class ScaleOutTests: XCTestCase {
         let fleet = try await ProcessorFleet.start(processors: processors, store: store,
                                                    environment: disruption == nil ? [:] : ["PUSHLINE_MAX_BATCH": "100"])
         fleets.append(fleet)
+        if processors > 1 { try await assertEachHoldsLeasePartitions(fleet, partitions: 12) }
         for phase in MixedStream.Phase.allCases {
             let commands = phases[phase]!
             let before = try await fleet.applied()
@@ -89,6 +90,35 @@ final class ScaleOutTests: XCTestCase {
         let appliedBy = await fleet.appliedByEach().map { $0 ?? 0 }
         await fleet.stop()
         return (dump, logs, appliedBy)
+    }
+
+    /// `pushline lag` names each processor of the group (as the broker describes it) with the
+    /// shards it applies: exactly the shards each process reports lag for on its own `/metrics`,
+    /// and together every shard once.
+    private func assertEachHoldsLeasePartitions(_ fleet: ProcessorFleet, partitions: Int) async throws {
+        struct Report: Decodable {
+            struct Group: Decodable {
+                struct Member: Decodable { var client: String; var shards: [Int32] }
+                var assignment: String
+                var processors: [Member]
+            }
+            var group: Group?
+            var groupError: String?
+        }
+        var shown: [String: [Int32]] = [:], own: [String: [Int32]] = [:]
+        try await eventually("pushline lag shows each processor with the shards it applies", timeout: .seconds(60)) {
+            let out = try await ProcessRunner.run(ServiceProcess.binDirectory.appendingPathComponent("pushline").path, ["lag", "--json"],
+                                                  environment: ["PUSHLINE_KAFKA_BROKERS": fleet.broker.bootstrapServers,
+                                                                "PUSHLINE_STORE": fleet.storeLocation, "PUSHLINE_GROUP_ID": fleet.groupId,
+                                                                "PUSHLINE_LOG_LEVEL": "warning"])
+            guard out.status == 0 else { throw TestFailure("pushline lag failed: \(out.standardError)") }
+            let report = try JSONDecoder().decode(Report.self, from: Data(out.standardOutput.utf8))
+            shown = Dictionary((report.group?.processors ?? []).map { ($0.client, $0.shards) }, uniquingKeysWith: { a, _ in a })
+            own = try await fleet.shardsByClient()
+            return shown == own && shown.count == fleet.processors.count
+        }
+        XCTAssertEqual(shown.values.flatMap { $0 }.sorted(), Array(0..<Int32(partitions)), "\(shown)")
+        XCTAssertTrue(shown.values.allSatisfy { !$0.isEmpty }, "each of \(fleet.processors.count) processors applies shards: \(shown)")
     }
 
     /// A processor holding shards is killed: the others take its shards over and carry on.
@@ -144,6 +174,7 @@ final class ProcessorFleet: @unchecked Sendable {
     let storeLocation: String
     let processors: [ServiceProcess]
     let ports: [Int]
+    let groupId: String
     let directory: URL
     let topics = Topics(prefix: "pushline.")
     /// Whether `stop()` stops the broker too (it was started for this fleet).
@@ -174,7 +205,7 @@ final class ProcessorFleet: @unchecked Sendable {
         }
         let store = try await ProjectionStoreFactory.open(location, logger: Logger(label: "fleet"))
         let fleet = ProcessorFleet(broker: broker, store: store, storeLocation: location, processors: processors, ports: ports,
-                                   directory: directory, ownsBroker: shared == nil)
+                                   groupId: group, directory: directory, ownsBroker: shared == nil)
         do {
             for (processor, port) in zip(processors, ports) {
                 try FileManager.default.createDirectory(at: processor.logURL.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -189,7 +220,8 @@ final class ProcessorFleet: @unchecked Sendable {
     }
 
     private init(broker: TestBroker, store: any ProjectionStore, storeLocation: String, processors: [ServiceProcess], ports: [Int],
-                 directory: URL, ownsBroker: Bool) {
+                 groupId: String, directory: URL, ownsBroker: Bool) {
+        self.groupId = groupId
         self.ownsBroker = ownsBroker
         self.broker = broker
         self.store = store
@@ -216,6 +248,23 @@ final class ProcessorFleet: @unchecked Sendable {
         } catch {
             throw TestFailure("\(error)\n\(logs())")
         }
+    }
+
+    /// The shards each running processor reports lag for on its `/metrics` (those it applies),
+    /// by its `client.id`, `pushline-processor-<pid>`.
+    func shardsByClient() async throws -> [String: [Int32]] {
+        var out: [String: [Int32]] = [:]
+        for (processor, port) in zip(processors, ports) {
+            guard let pid = processor.pid else { continue }
+            let metrics = try await HTTPClientHelpers.get("http://127.0.0.1:\(port)/metrics").text
+            var shards = Set<Int32>()
+            for line in metrics.split(separator: "\n") where line.hasPrefix("pushline_processor_consumer_lag{") {
+                if let start = line.range(of: "partition=\""), let end = line[start.upperBound...].firstIndex(of: "\""),
+                   let partition = Int32(line[start.upperBound..<end]) { shards.insert(partition) }
+            }
+            out["pushline-processor-\(pid)"] = shards.sorted()
+        }
+        return out
     }
 
     /// The processors that hold shards now, by their logs.

@@ -103,6 +103,45 @@ final class ConsumerGroupTests: XCTestCase {
         await producer.shutdown()
     }
 
+    /// The coordinator describes the group: its members, each with the partitions it holds when
+    /// the coordinator reports them (Tansu reports member ids only: no client id, host or
+    /// assignment); once both left, no member.
+    func testDescribeGroupListsTheMembersAndWhatTheCoordinatorSaysOfThem() async throws {
+        try await KafkaAdmin.createTopics([("shared", 4)], bootstrapServers: broker.bootstrapServers)
+        let store = Store()
+        let a = try member("a", store: store, group: "described")
+        let b = try member("b", store: store, group: "described")
+        let iterateA = iterate(a, as: "a", into: store)
+        let iterateB = iterate(b, as: "b", into: store)
+        try await KafkaTestSupport.eventually(within: .seconds(30), "both members hold partitions") {
+            !a.assignment.isEmpty && !b.assignment.isEmpty && a.assignment.union(b.assignment).count == 4
+        }
+
+        var description = try await KafkaAdmin.describeGroup("described", bootstrapServers: broker.bootstrapServers)
+        try await KafkaTestSupport.eventually(within: .seconds(30), "the coordinator describes both members") {
+            description = (try? await KafkaAdmin.describeGroup("described", bootstrapServers: self.broker.bootstrapServers)) ?? description
+            return description.members.count == 2
+        }
+        XCTAssertEqual(description.groupId, "described")
+        XCTAssertEqual(description.state, "Stable")
+        XCTAssertEqual(Set(description.members.map(\.memberId)).count, 2, "\(description.members)")
+        XCTAssertTrue(description.members.allSatisfy { $0.memberId.hasPrefix("pushline-") }, "the coordinator's ids start with the client.id")
+        let reported = description.members.map { Set($0.assignment) }
+        XCTAssertTrue(reported == [[], []] || Set(reported) == [a.assignment, b.assignment],
+                      "what is reported is what the members hold: \(description.members)")
+
+        let other = try await KafkaAdmin.describeGroup("nobody-joined", bootstrapServers: broker.bootstrapServers)
+        XCTAssertEqual(other.members, [], "a group nobody joined has no members")
+
+        await a.close()
+        await b.close()
+        try await iterateA.value
+        try await iterateB.value
+        try await KafkaTestSupport.eventually(within: .seconds(30), "no member once both left") {
+            (try? await KafkaAdmin.describeGroup("described", bootstrapServers: self.broker.bootstrapServers))?.members.isEmpty ?? false
+        }
+    }
+
     /// A member that stops after its first batch closes while the records it fetched ahead
     /// still wait in its queue. Closing serves them (and drops them) with the group's last
     /// callbacks; serving them as callbacks only once aborted the process inside librdkafka.

@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import Kafka
 import Projections
 import WireCodec
 import XCTest
@@ -13,6 +14,48 @@ final class ShardShareTests: XCTestCase {
 
     private func partitions(_ counts: [Int]) -> [PartitionKey] {
         zip(topics.commandTopics, counts).flatMap { topic, count in (0..<Int32(count)).map { PartitionKey(topic: topic, partition: $0) } }
+    }
+
+    /// `pushline lag`'s group: each member's shards are those of its lease partitions; a member
+    /// holding none stands by, and partitions of other topics in its assignment do not count.
+    func testTheGroupsMembersGetTheShardsOfTheirLeasePartitions() {
+        let lease = topics.processorLease
+        func member(_ id: String, _ held: [Int32], other: [TopicPartition] = []) -> KafkaGroupMember {
+            KafkaGroupMember(memberId: id, clientId: "pushline-processor-\(id)", host: "10.0.0.\(id)",
+                             assignment: held.map { TopicPartition(topic: lease, partition: $0) } + other)
+        }
+        let description = KafkaGroupDescription(groupId: "g", state: "Stable", members: [
+            member("1", [0, 2]), member("2", [1], other: [TopicPartition(topic: "elsewhere", partition: 3)]), member("3", []),
+        ])
+        let group = ConsumerLag.group(description, leaseTopic: lease, leasePartitions: 3, shards: Array(0..<7))
+        XCTAssertEqual(group.group, "g")
+        XCTAssertEqual(group.state, "Stable")
+        XCTAssertEqual(group.assignment, "reported")
+        XCTAssertEqual(group.processors.map(\.shards), [[0, 2, 3, 5, 6], [1, 4], []])
+        XCTAssertEqual(group.processors.map(\.leasePartitions), [[0, 2], [1], []])
+        XCTAssertEqual(group.processors.map(\.host), ["10.0.0.1", "10.0.0.2", "10.0.0.3"])
+        let oneLease = ConsumerLag.group(KafkaGroupDescription(groupId: "g", state: "Stable", members: [member("1", [0]), member("2", [])]),
+                                         leaseTopic: lease, leasePartitions: 1, shards: Array(0..<4))
+        XCTAssertEqual(oneLease.processors.map(\.shards), [[0, 1, 2, 3], []], "a one-partition lease: one member holds every shard")
+    }
+
+    /// A coordinator that reports no assignment (Tansu): the lease partitions are derived as the
+    /// range assignor gives them, members in member id order; client ids come from member ids.
+    func testWithoutReportedAssignmentsTheSharesAreTheRangeAssignmentOfTheMembers() {
+        XCTAssertEqual(ConsumerLag.rangeAssignment(members: ["b", "a", "c"], partitions: 8), ["a": [0, 1, 2], "b": [3, 4, 5], "c": [6, 7]])
+        XCTAssertEqual(ConsumerLag.rangeAssignment(members: ["b", "a"], partitions: 1), ["a": [0], "b": []])
+        XCTAssertEqual(ConsumerLag.rangeAssignment(members: [], partitions: 4), [:])
+        let id = "pushline-processor-812-0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0"
+        XCTAssertEqual(ConsumerLag.clientId(ofMember: id), "pushline-processor-812")
+        XCTAssertEqual(ConsumerLag.clientId(ofMember: "plain"), "plain", "not a coordinator's id: as it is")
+        let described = KafkaGroupDescription(groupId: "g", state: "Stable", members: [
+            KafkaGroupMember(memberId: "pushline-processor-2-" + UUID().uuidString, clientId: "", host: "", assignment: []),
+            KafkaGroupMember(memberId: "pushline-processor-1-" + UUID().uuidString, clientId: "", host: "", assignment: []),
+        ])
+        let group = ConsumerLag.group(described, leaseTopic: topics.processorLease, leasePartitions: 4, shards: Array(0..<4))
+        XCTAssertEqual(group.assignment, "derived")
+        XCTAssertEqual(group.processors.map(\.client), ["pushline-processor-2", "pushline-processor-1"])
+        XCTAssertEqual(group.processors.map(\.shards), [[2, 3], [0, 1]])
     }
 
     func testALeasePartitionOwnsTheShardsOfItsResidueInEveryTopic() {

@@ -90,3 +90,92 @@ extension ConsumerLag {
         return byShard.values.sorted { $0.shard < $1.shard }
     }
 }
+
+/// One member of the processor group and the shards its lease partitions give it (`ShardShare`):
+/// the work one processor does now, as the group's coordinator describes it.
+public struct ProcessorShare: Sendable, Equatable, Codable {
+    /// The member id the coordinator gave it.
+    public var member: String
+    /// Its `client.id` (`pushline-processor-<pid>`); when the coordinator does not say, the
+    /// member id without the unique suffix the coordinator added to the client id.
+    public var client: String
+    /// The address the coordinator saw it connect from; empty when it does not say.
+    public var host: String
+    /// The lease partitions it holds.
+    public var leasePartitions: [Int32]
+    /// The shards those give it, of the ones asked about; none: it stands by.
+    public var shards: [Int32]
+
+    public init(member: String, client: String, host: String, leasePartitions: [Int32], shards: [Int32]) {
+        self.member = member
+        self.client = client
+        self.host = host
+        self.leasePartitions = leasePartitions
+        self.shards = shards
+    }
+}
+
+/// The processor group as `pushline lag` shows it.
+public struct ProcessorGroup: Sendable, Equatable, Codable {
+    public var group: String
+    /// The coordinator's name for the group's state (`Stable`, `PreparingRebalance`, `Empty`, …).
+    public var state: String
+    /// Whether the lease partitions are the ones the coordinator `reported` for each member, or
+    /// `derived` from the members, as the range assignment of the group's leader gives them (a
+    /// coordinator that reports no assignment, such as Tansu's).
+    public var assignment: String
+    public var processors: [ProcessorShare]
+}
+
+extension ConsumerLag {
+    /// Who applies which of `shards` now: the members of the processor group
+    /// (`PUSHLINE_GROUP_ID`) and the lease partitions each holds, from one DescribeGroups request,
+    /// and the lease topic's partition count from the broker's metadata.
+    public static func group(configuration: ProcessorConfiguration, shards: [Int32]) async throws -> ProcessorGroup {
+        let topic = configuration.shared.topics.processorLease
+        let description = try await KafkaAdmin.describeGroup(configuration.groupId, bootstrapServers: configuration.shared.brokers,
+                                                             properties: configuration.shared.kafkaProperties)
+        let leasePartitions = try await KafkaAdmin.partitions(of: [topic], bootstrapServers: configuration.shared.brokers,
+                                                              properties: configuration.shared.kafkaProperties).count
+        return group(description, leaseTopic: topic, leasePartitions: leasePartitions, shards: shards)
+    }
+
+    /// `description`'s members with the shards of their `leaseTopic` partitions. When no member
+    /// has an assignment in the description while it has members, their lease partitions are
+    /// derived (`rangeAssignment`).
+    public static func group(_ description: KafkaGroupDescription, leaseTopic: String, leasePartitions: Int,
+                             shards: [Int32]) -> ProcessorGroup {
+        let reported = description.members.contains { !$0.assignment.isEmpty }
+        let derived = reported ? [:] : rangeAssignment(members: description.members.map(\.memberId), partitions: leasePartitions)
+        return ProcessorGroup(group: description.groupId, state: description.state, assignment: reported ? "reported" : "derived",
+                              processors: description.members.map { member in
+            let held = reported ? member.assignment.filter { $0.topic == leaseTopic }.map(\.partition) : derived[member.memberId] ?? []
+            let share = ShardShare(held: Set(held), leasePartitions: leasePartitions)
+            return ProcessorShare(member: member.memberId, client: member.clientId.isEmpty ? clientId(ofMember: member.memberId) : member.clientId,
+                                  host: member.host, leasePartitions: held, shards: held.isEmpty ? [] : shards.filter { share.owns(shard: $0) })
+        })
+    }
+
+    /// The partitions of one topic the range assignor (librdkafka's and Kafka's default, which the
+    /// processors use) gives each member: members in member id order, each a run of
+    /// `partitions / members`, the first `partitions % members` one more.
+    static func rangeAssignment(members: [String], partitions: Int) -> [String: [Int32]] {
+        guard !members.isEmpty else { return [:] }
+        let sorted = members.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        let (each, extra) = partitions.quotientAndRemainder(dividingBy: sorted.count)
+        var out: [String: [Int32]] = [:]
+        for (index, member) in sorted.enumerated() {
+            let start = each * index + min(index, extra)
+            out[member] = (start..<start + each + (index < extra ? 1 : 0)).map(Int32.init)
+        }
+        return out
+    }
+
+    /// The client id in a member id the coordinator made (`<client.id>-<UUID>`), or the member
+    /// id as it is.
+    static func clientId(ofMember member: String) -> String {
+        guard member.count > 37, let dash = member.index(member.endIndex, offsetBy: -37, limitedBy: member.startIndex),
+              member[dash] == "-", UUID(uuidString: String(member[member.index(after: dash)...])) != nil else { return member }
+        return String(member[..<dash])
+    }
+}
