@@ -105,14 +105,6 @@ public struct ProcessorShare: Sendable, Equatable, Codable {
     public var leasePartitions: [Int32]
     /// The shards those give it, of the ones asked about; none: it stands by.
     public var shards: [Int32]
-
-    public init(member: String, client: String, host: String, leasePartitions: [Int32], shards: [Int32]) {
-        self.member = member
-        self.client = client
-        self.host = host
-        self.leasePartitions = leasePartitions
-        self.shards = shards
-    }
 }
 
 /// The processor group as `pushline lag` shows it.
