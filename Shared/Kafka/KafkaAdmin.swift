@@ -18,7 +18,7 @@ public enum KafkaAdmin {
         let request = TopicCreation(
             topics: topics.map { TopicCreation.Topic(name: $0.name, partitions: $0.partitions) },
             replicationFactor: replicationFactor,
-            properties: [("bootstrap.servers", bootstrapServers)] + properties.sorted { $0.key < $1.key },
+            properties: clientProperties(bootstrapServers, properties),
             timeout: timeout
         )
         try await BlockingPool.run { Result { try request.run() } }.get()
@@ -35,8 +35,7 @@ extension KafkaAdmin {
         properties: [String: String] = [:],
         timeout: Duration = .seconds(30)
     ) async throws -> [TopicPartition] {
-        let query = PartitionQuery(topics: topics, properties: [("bootstrap.servers", bootstrapServers)]
-                                       + properties.sorted { $0.key < $1.key }, timeout: timeout)
+        let query = PartitionQuery(topics: topics, properties: clientProperties(bootstrapServers, properties), timeout: timeout)
         return try await BlockingPool.run { Result { try query.run() } }.get()
     }
 
@@ -54,11 +53,11 @@ extension KafkaAdmin {
         timeout: Duration = .seconds(30)
     ) async throws -> [TopicPartition: Int64] {
         let query = EndOffsetQuery(topics: topics,
-                                   properties: [("bootstrap.servers", bootstrapServers), ("fetch.wait.max.ms", "50"),
-                                                ("fetch.message.max.bytes", "1024"), ("enable.auto.commit", "false"),
-                                                // assign() wants a group id; nothing joins it or commits to it.
-                                                ("group.id", "pushline-end-offsets")]
-                                       + properties.sorted { $0.key < $1.key },
+                                   properties: clientProperties(bootstrapServers, fixed: [
+                                       ("fetch.wait.max.ms", "50"), ("fetch.message.max.bytes", "1024"), ("enable.auto.commit", "false"),
+                                       // assign() wants a group id; nothing joins it or commits to it.
+                                       ("group.id", "pushline-end-offsets"),
+                                   ], properties),
                                    timeout: timeout)
         return try await BlockingPool.run { Result { try query.run() } }.get()
     }
@@ -74,9 +73,17 @@ extension KafkaAdmin {
         properties: [String: String] = [:],
         timeout: Duration = .seconds(15)
     ) async throws -> KafkaGroupDescription {
-        let query = GroupQuery(groupId: groupId, properties: [("bootstrap.servers", bootstrapServers)] + properties.sorted { $0.key < $1.key },
-                               timeout: timeout)
+        let query = GroupQuery(groupId: groupId, properties: clientProperties(bootstrapServers, properties), timeout: timeout)
         return try await BlockingPool.run { Result { try query.run() } }.get()
+    }
+}
+
+extension KafkaAdmin {
+    /// A temporary client's settings: the brokers, then `fixed`, then the caller's `properties`
+    /// (in key order), which librdkafka lets override what comes before them.
+    private static func clientProperties(_ bootstrapServers: String, fixed: [(String, String)] = [],
+                                         _ properties: [String: String]) -> [(String, String)] {
+        [("bootstrap.servers", bootstrapServers)] + fixed + properties.sorted { $0.key < $1.key }
     }
 }
 
