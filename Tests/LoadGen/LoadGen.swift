@@ -16,6 +16,11 @@ import TestSupport
 /// proportional to 1/√(i+1), so the largest has about ten times the smallest's), written phase by
 /// phase: what shards spread over processors (docs/ARCHITECTURE.md#scale-out).
 ///
+/// With `--emulate-part i/S` (or `i/S/ideal`, `i/S/token`), one app's stream is only what part `i` of `S`
+/// would read if the app's users were split into `S` parts (`MixedStream.Emulation`): timing one
+/// processor on each part against one on the whole stream measures what such a split would give
+/// before it is built.
+///
 /// `pushline-loadgen outbound …` writes the sender's input instead (`OutboundLoad`).
 @main
 struct LoadGen {
@@ -36,19 +41,24 @@ struct LoadGen {
 
     static func mixed(_ arguments: ArraySlice<String>) async throws {
         let options = try options(arguments, defaults: ["--brokers": "127.0.0.1:9092", "--commands": "100000", "--seed": "1",
-                                                        "--prefix": "pushline.", "--partitions": "12", "--apps": "1"])
+                                                        "--prefix": "pushline.", "--partitions": "12", "--apps": "1",
+                                                        "--emulate-part": ""])
         guard let commands = Int(options["--commands"]!), commands > 0, let seed = UInt64(options["--seed"]!),
               let partitions = Int(options["--partitions"]!), partitions > 0, let apps = Int(options["--apps"]!), apps > 0 else {
             throw LoadGenError("--commands, --seed, --partitions and --apps take positive numbers")
         }
+        let part = try emulatedPart(options["--emulate-part"]!)
+        guard part == nil || apps == 1 else { throw LoadGenError("--emulate-part splits one app: it goes with --apps 1") }
         let brokers = options["--brokers"]!
         let topics = Topics(prefix: options["--prefix"]!)
         try await KafkaAdmin.createTopics(topics.commandTopics.map { ($0, partitions) }, bootstrapServers: brokers)
         let weights = (0..<apps).map { 1 / Double($0 + 1).squareRoot() }
         let streams = weights.enumerated().map { i, weight in
             // Seeds far apart: MixedStream derives its ids from the seed plus small counts.
-            MixedStream(seed: apps == 1 ? seed : seed &* 1_000_003 &+ UInt64(i) &* 0x9E37_79B9,
-                        sizes: .about(max(300, Int(Double(commands) * weight / weights.reduce(0, +)))), topics: topics)
+            var stream = MixedStream(seed: apps == 1 ? seed : seed &* 1_000_003 &+ UInt64(i) &* 0x9E37_79B9,
+                                     sizes: .about(max(300, Int(Double(commands) * weight / weights.reduce(0, +)))), topics: topics)
+            stream.emulatedPart = part
+            return stream
         }
         var total = 0
         for phase in MixedStream.Phase.allCases {
@@ -64,6 +74,17 @@ struct LoadGen {
         total += marks
         print("progress-marks \(marks)")
         print("total \(total)")
+    }
+
+    /// `i/S`, `i/S/ideal` or `i/S/token` (empty: none).
+    static func emulatedPart(_ text: String) throws -> (index: Int, count: Int, emulation: MixedStream.Emulation)? {
+        guard !text.isEmpty else { return nil }
+        let fields = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard fields.count == 2 || fields.count == 3, let index = Int(fields[0]), let count = Int(fields[1]), count > 0,
+              (0..<count).contains(index),
+              let emulation = fields.count == 3 ? MixedStream.Emulation(rawValue: String(fields[2])) : .user
+        else { throw LoadGenError("--emulate-part takes i/S, i/S/ideal or i/S/token, 0 <= i < S (got \(text))") }
+        return (index, count, emulation)
     }
 
     /// `--name value` pairs over `defaults`; a name not among them, or without a value, is an error.

@@ -56,6 +56,25 @@ public struct MixedStream: Sendable {
         }
     }
 
+    /// What one part of a split of one app reads (`emulatedPart`). In the splits by user, a user
+    /// is in part CRC-32(user id) mod `count`, and a part keeps the registrations and cleanups of
+    /// its users, each send restricted to its users (a send with none is left out). Every split
+    /// keeps every `count`-th tracking report.
+    public enum Emulation: String, Sendable {
+        /// A split by user. Every other part's registration reaches this part too, as an acknowledgement of a
+        /// device it does not hold (one key lookup, like a claim of the token), and every
+        /// acknowledgement reaches every part (the ack names a token, not its user).
+        case user
+        /// A split by user in which a part reads nothing of the others: the acknowledgements of
+        /// its own users' devices only, no claims. What an ideal split would cost.
+        case ideal
+        /// A split by device token: a device is in part CRC-32(token) mod `count`, so a token
+        /// moving between users stays in its part. A part keeps the registrations, cleanups of one
+        /// token and acknowledgements of its devices; every send to users and every cleanup of a
+        /// user's devices reaches every part (each renders or removes the devices it holds).
+        case token
+    }
+
     public enum Phase: String, CaseIterable, Sendable {
         case admin, registration, notification, tracking
     }
@@ -69,6 +88,10 @@ public struct MixedStream: Sendable {
     public let sizes: Sizes
     public let topics: Topics
     public let seed: UInt64
+    /// With a value, the stream is only what one part of the app would read if the app's users
+    /// were split into `count` parts (a benchmark's question: what would one processor of such a
+    /// split apply?). See `Emulation`.
+    public var emulatedPart: (index: Int, count: Int, emulation: Emulation)?
     public let orgId: UUID
     public let appId: UUID
     /// The app's API token (its hash is in the admin phase).
@@ -92,11 +115,25 @@ public struct MixedStream: Sendable {
         var out: [EncodedCommand] = []
         // Each phase's commands come after the previous phase's (a phase spans at most 10^8 ms).
         var clock = Phase.allCases.firstIndex(of: phase)! * Self.phaseSpan
-        func add<C: Command>(_ command: C) throws {
+        func add<C: Command>(_ command: C, keep: Bool = true) throws {
             clock += 1
-            out.append(try EncodedCommand(command, topics: topics, id: random.uuid(), at: base.addingTimeInterval(Double(clock) / 1000),
+            let id = random.uuid()
+            guard keep else { return }
+            out.append(try EncodedCommand(command, topics: topics, id: id, at: base.addingTimeInterval(Double(clock) / 1000),
                                           encoder: encoder))
         }
+        /// Whether user `n` is in the emulated part (every user is, without one).
+        func mine(_ n: Int) -> Bool {
+            guard let part = emulatedPart else { return true }
+            return Int(CRC32.checksum(Self.userId(n).utf8) % UInt32(part.count)) == part.index
+        }
+        /// Whether device `token` is in the emulated part, in a split by token.
+        func mine(token: String) -> Bool {
+            guard let part = emulatedPart else { return true }
+            return Int(CRC32.checksum(token.utf8) % UInt32(part.count)) == part.index
+        }
+        let byUser = emulatedPart?.emulation == .user
+        let byToken = emulatedPart?.emulation == .token
         let tokenHash = ApiTokens.hash(apiToken)
         switch phase {
         case .admin:
@@ -104,28 +141,38 @@ public struct MixedStream: Sendable {
         case .registration:
             for user in 0..<sizes.users {
                 for device in devices(ofUser: user) {
-                    try add(DeviceRegistrationRequested(
+                    let registration = DeviceRegistrationRequested(
                         registrationRequestId: random.uuid(), orgId: orgId, mobileAppId: appId, userId: Self.userId(user),
-                        platform: device.platform, deviceToken: device.token, apiTokenHash: tokenHash, trackStatus: true, callback: nil))
+                        platform: device.platform, deviceToken: device.token, apiTokenHash: tokenHash, trackStatus: true, callback: nil)
+                    if byToken ? mine(token: device.token) : mine(user) {
+                        try add(registration)
+                    } else {
+                        try add(NotificationAcknowledged(mobileAppId: appId, notificationId: "claim", deviceToken: device.token),
+                                keep: byUser)
+                    }
                 }
             }
             for user in stride(from: 0, to: sizes.users, by: sizes.cleanupEvery) {
                 let all = (user / sizes.cleanupEvery) % 2 == 1
                 try add(DeviceCleanupRequested(orgId: orgId, mobileAppId: appId, userId: Self.userId(user),
-                                               deviceToken: all ? nil : devices(ofUser: user)[0].token, apiTokenHash: tokenHash))
+                                               deviceToken: all ? nil : devices(ofUser: user)[0].token, apiTokenHash: tokenHash),
+                        keep: byToken ? all || mine(token: devices(ofUser: user)[0].token) : mine(user))
             }
         case .notification:
             for send in 0..<sizes.sends {
                 let users = sendUsers(send)
+                let targeted = byToken ? users : users.filter(mine)
                 try add(NotificationRequested(deliveryId: deliveryId(send), mobileAppId: appId,
-                                              target: NotificationTarget(userIds: users.map(Self.userId)),
+                                              target: NotificationTarget(userIds: targeted.map(Self.userId)),
                                               content: NotificationContent(title: "send \(send)", body: "body \(send)"),
-                                              managed: true, businessId: "b-\(send)", tracking: true))
+                                              managed: true, businessId: "b-\(send)", tracking: true),
+                        keep: !targeted.isEmpty)
                 for _ in 0..<sizes.acksPerSend {
                     let user = users[random.next(users.count)]
                     let device = devices(ofUser: user)[0]
                     try add(NotificationAcknowledged(mobileAppId: appId, notificationId: deliveryId(send).uuidString.lowercased(),
-                                                     deviceToken: device.token))
+                                                     deviceToken: device.token),
+                            keep: byToken ? mine(token: device.token) : byUser || mine(user))
                 }
             }
         case .tracking:
@@ -139,7 +186,8 @@ public struct MixedStream: Sendable {
                     TrackingEvent(broadlogId: MessageId.make(deliveryId: delivery, index: random.next(sizes.usersPerSend * 2)),
                                   action: actions[random.next(actions.count)])
                 }
-                try add(TrackingReported(mobileAppId: appId, deliveryId: delivery, events: events))
+                try add(TrackingReported(mobileAppId: appId, deliveryId: delivery, events: events),
+                        keep: emulatedPart.map { n % $0.count == $0.index } ?? true)
             }
         }
         return out
