@@ -16,10 +16,10 @@ import TestSupport
 /// proportional to 1/√(i+1), so the largest has about ten times the smallest's), written phase by
 /// phase: what shards spread over processors (docs/ARCHITECTURE.md#scale-out).
 ///
-/// With `--emulate-part i/S` (or `i/S/ideal`, `i/S/token`), one app's stream is only what part `i` of `S`
-/// would read if the app's users were split into `S` parts (`MixedStream.Emulation`): timing one
-/// processor on each part against one on the whole stream measures what such a split would give
-/// before it is built.
+/// With `--emulate-part i/S` (by user; or `i/S/ideal`, `i/S/token`), one app's stream is only what
+/// part `i` of `S` would read if the app were split into `S` parts (`MixedStream.Emulation`):
+/// timing one processor on each part against one on the whole stream measures what such a split
+/// would give before it is built (`scripts/bench-app-split`).
 ///
 /// `pushline-loadgen outbound …` writes the sender's input instead (`OutboundLoad`).
 @main

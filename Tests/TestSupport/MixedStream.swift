@@ -61,9 +61,9 @@ public struct MixedStream: Sendable {
     /// its users, each send restricted to its users (a send with none is left out). Every split
     /// keeps every `count`-th tracking report.
     public enum Emulation: String, Sendable {
-        /// A split by user. Every other part's registration reaches this part too, as an acknowledgement of a
-        /// device it does not hold (one key lookup, like a claim of the token), and every
-        /// acknowledgement reaches every part (the ack names a token, not its user).
+        /// A split by user. Every other part's registration reaches this part too, as an
+        /// acknowledgement of a device it does not hold (one key lookup, like a claim of the
+        /// token), and every acknowledgement reaches every part (it names a token, not its user).
         case user
         /// A split by user in which a part reads nothing of the others: the acknowledgements of
         /// its own users' devices only, no claims. What an ideal split would cost.
@@ -88,9 +88,9 @@ public struct MixedStream: Sendable {
     public let sizes: Sizes
     public let topics: Topics
     public let seed: UInt64
-    /// With a value, the stream is only what one part of the app would read if the app's users
-    /// were split into `count` parts (a benchmark's question: what would one processor of such a
-    /// split apply?). See `Emulation`.
+    /// With a value, the stream is only what one part of the app would read if the app were split
+    /// into `count` parts (a benchmark's question: what would one processor of such a split
+    /// apply?). See `Emulation`.
     public var emulatedPart: (index: Int, count: Int, emulation: Emulation)?
     public let orgId: UUID
     public let appId: UUID
