@@ -294,7 +294,7 @@ let package = Package(
         // The admin CLI's pure parts (arguments, messages, tables); AdminCLITests runs the binary.
         .testTarget(name: "PushlineCLITests", dependencies: ["PushlineCLI", "Contracts", "WireCodec"]),
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "ProjectionChangelog", "SQLiteProjections", "PostgresProjections",
-                                                          "Contracts", "TestSupport", "WireCodec"]),
+                                                          "ProjectionStores", "Contracts", "TestSupport", "WireCodec"]),
         .testTarget(
             name: "IngestTests",
             dependencies: ["Ingest", "Contracts", "Kafka", "OutboundRendering", "Projections", "TestSupport", "WireCodec",
@@ -305,7 +305,7 @@ let package = Package(
                            yams]
         ),
         .testTarget(name: "ProcessorTests", dependencies: ["Handlers", "Processor", "ProcessorServer", "Contracts", "OutboundRendering", "Projections",
-                                                         "ProjectionChangelog", "ProjectionStores", "Kafka", "TestSupport", "WireCodec",
+                                                         "ProjectionChangelog", "ProjectionStores", "Settings", "Kafka", "TestSupport", "WireCodec",
                                                          prometheus]),
         // Checks Dockerfile, compose/ and the docs' tables against the code (variables, defaults,
         // routes, metrics, scripts); it reads files, and the executables' configurations as they
