@@ -29,10 +29,10 @@ public struct RandomHistory: Sendable {
         var out: [EncodedCommand] = []
         var step = 0
         func pick(_ n: Int) -> Int { Int(random.next() % UInt64(max(1, n))) }
-        func add<C: Command>(_ command: C) throws {
+        func add<C: Command>(_ command: C, inOrder: Bool = false) throws {
             step += 1
             // Mostly in order, some up to 60 ms older than records produced before them.
-            let at = base.addingTimeInterval(Double(step * 20 - pick(4) * 20) / 1000)
+            let at = base.addingTimeInterval(Double(step * 20 - (inOrder ? 0 : pick(4) * 20)) / 1000)
             out.append(try EncodedCommand(command, topics: topics, id: random.uuid(), at: at, encoder: encoder))
         }
         func device(_ app: Int, _ n: Int) -> String {
@@ -139,6 +139,28 @@ public struct RandomHistory: Sendable {
                 try add(PushCredentialsRemoved(mobileAppId: app.id, provider: pick(2) == 0 ? .apns : .fcm))
             }
         }
+        // Every history ends with one of each thing the tests check a dump for, written in order
+        // so that none can be decided before what it names: on a fresh token, a device registered
+        // to a user of its own, a keyed send to that user and its retry, and the device's outcome.
+        let closing = apps[0]
+        let closingToken = (id: random.uuid(), hash: ApiTokens.hash("history-\(seed)-closing"))
+        let closingDevice = device(0, 10)
+        try add(ApiTokenIssued(mobileAppId: closing.id, tokenId: closingToken.id, tokenHash: closingToken.hash), inOrder: true)
+        try add(DeviceRegistrationRequested(
+            registrationRequestId: random.uuid(), orgId: closing.org, mobileAppId: closing.id, userId: "u-closing", platform: .ios,
+            deviceToken: closingDevice, apiTokenHash: closingToken.hash, trackStatus: true, callback: nil), inOrder: true)
+        let closingKey = "key-\(seed)-closing"
+        let closingDelivery = IdempotencyKeys.deliveryId(app: closing.id, key: closingKey)
+        let closingSend = NotificationRequested(
+            deliveryId: closingDelivery, mobileAppId: closing.id, target: NotificationTarget(userIds: ["u-closing"]),
+            content: NotificationContent(title: "closing", body: "b"), managed: false, businessId: nil, tracking: true,
+            idempotencyKey: closingKey, requestHash: "body-\(closingKey)")
+        try add(closingSend, inOrder: true)
+        try add(closingSend, inOrder: true)
+        try add(DeliveryResultReported(
+            mobileAppId: closing.id, deviceToken: closingDevice, platform: .ios, deliveryId: closingDelivery,
+            messageId: MessageId.make(deliveryId: closingDelivery, index: 0), outcome: .delivered,
+            reason: nil, status: 200, invalidSince: nil), inOrder: true)
         commands = out
     }
 }
