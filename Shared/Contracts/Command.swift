@@ -99,20 +99,63 @@ public struct EncodedCommand: Sendable {
     public var value: Data
     /// The envelope's `at`.
     public var at: Date
+    /// The part of its app the command is for (`AppParts`): 0 unless the app is split.
+    public var part: Int
 
     /// Wraps `command` in an envelope and encodes it.
-    public init<C: Command>(_ command: C, topics: Topics, id: UUID = .random(), at: Date = Date(), encoder: JSONEncoder) throws {
+    public init<C: Command>(_ command: C, topics: Topics, id: UUID = .random(), at: Date = Date(), part: Int = 0,
+                            encoder: JSONEncoder) throws {
         self.at = at
+        self.part = part
         self.topic = C.topic.name(in: topics)
         self.key = command.recordKey
         self.type = C.type.rawValue
         self.version = C.version
         if let command = command as? any HandWrittenCommand {
-            self.value = command.envelope(id: id, at: at)
+            self.value = command.envelope(id: id, at: at, part: part)
         } else {
-            self.value = try encoder.encode(Envelope(v: C.version, type: C.type.rawValue, id: id, at: at, payload: command))
+            self.value = try encoder.encode(Envelope(v: C.version, type: C.type.rawValue, id: id, at: at, part: part, payload: command))
         }
     }
+
+    /// The partition the command goes to, of a topic of `partitions` partitions: its key's
+    /// (`RecordKey.partition`), moved on by its part (`AppParts.partition`).
+    public func partition(partitions: Int) -> Int32 {
+        AppParts.partition(key: key, part: part, partitions: partitions)
+    }
+}
+
+/// The parts every app is split into, so that several processors share one large app
+/// (docs/ARCHITECTURE.md#one-app-in-parts). A device token is in one part for good
+/// (`part(ofToken:)`); part p of an app goes to the partition p after its key's, so an app's
+/// parts are on different shards. With one part (the default) the log is what it was before
+/// parts.
+public struct AppParts: Sendable, Hashable, CustomStringConvertible {
+    /// How many parts: at least 1, at most the command topics' partition count.
+    public let count: Int
+
+    public static let one = AppParts(1)
+
+    public init(_ count: Int) {
+        precondition(count >= 1, "an app has at least one part")
+        self.count = count
+    }
+
+    /// The part that holds the device of this token: the CRC-32 of its bytes modulo the count.
+    public func part(ofToken token: String) -> Int {
+        count == 1 ? 0 : Int(CRC32.checksum(token.utf8) % UInt32(count))
+    }
+
+    /// Every part, in order.
+    public var all: Range<Int> { 0..<count }
+
+    /// The partition of a command with this key and part: its key's, moved on by the part.
+    public static func partition(key: String, part: Int, partitions: Int) -> Int32 {
+        let count = max(1, partitions)
+        return Int32((Int(RecordKey.partition(of: key, partitions: count)) + part) % count)
+    }
+
+    public var description: String { "\(count) part\(count == 1 ? "" : "s")" }
 }
 
 /// A command whose payload ingest writes with `JSONWriter` instead of `JSONEncoder`: the commands

@@ -2,7 +2,8 @@ import Foundation
 import WireCodec
 
 /// The versioned JSON envelope every Pushline record carries:
-/// `{"v":1,"type":"…","id":"<uuid>","at":"<RFC 3339>","payload":{…}}`.
+/// `{"v":1,"type":"…","id":"<uuid>","at":"<RFC 3339>","payload":{…}}`, and `"part":p` on the
+/// command of an app's part p > 0 (`AppParts`).
 ///
 /// The `type` and `v` are also sent as record headers so a consumer can route or skip a
 /// record without decoding its body.
@@ -11,15 +12,22 @@ public struct Envelope<Payload: Codable & Sendable>: Codable, Sendable {
     public var type: String
     @LowercaseUUID public var id: UUID
     public var at: Date
+    /// The part of its app the command is for (`AppParts`); absent for part 0, so that a log of
+    /// apps in one part is what it was before parts.
+    public var part: Int?
     public var payload: Payload
 
-    public init(v: Int = 1, type: String, id: UUID = .random(), at: Date = Date(), payload: Payload) {
+    public init(v: Int = 1, type: String, id: UUID = .random(), at: Date = Date(), part: Int = 0, payload: Payload) {
         self.v = v
         self.type = type
         self.id = id
         self.at = at
+        self.part = part == 0 ? nil : part
         self.payload = payload
     }
+
+    /// The command's part of its app: 0 unless the envelope names another.
+    public var appPart: Int { part ?? 0 }
 }
 
 /// Hand-written decoding of the envelopes of the hottest commands: registrations, cleanups,
@@ -53,35 +61,42 @@ public enum FastEnvelope {
     }
 }
 
-private enum EnvelopeKey: String, CaseIterable { case v, type, id, at, payload }
+private enum EnvelopeKey: String, CaseIterable { case v, type, id, at, part, payload }
 private let envelopeKeys = WireKeys<EnvelopeKey>()
 
 extension Envelope: WireDecodable where Payload: WireDecodable {
     public init?(wire reader: inout WireReader) {
-        var v: Int?, type: String?, id: UUID?, at: Date?, payload: Payload?
+        var v: Int?, type: String?, id: UUID?, at: Date?, part: Int?, payload: Payload?
         guard reader.object(envelopeKeys, { reader, key in
             switch key {
             case .v: reader.read(&v)
             case .type: reader.read(&type)
             case .id: reader.read(&id)
             case .at: reader.read(&at)
+            case .part: reader.read(&part)
             case .payload: reader.read(&payload)
             }
         }), let v, let type, let id, let at, let payload else { return nil }
-        self.init(v: v, type: type, id: id, at: at, payload: payload)
+        // An explicit 0 is left to JSONDecoder, which keeps it as written.
+        guard part != 0 else { return nil }
+        self.init(v: v, type: type, id: id, at: at, part: part ?? 0, payload: payload)
     }
 }
 
 extension HandWrittenCommand {
     /// The envelope `WireJSON.encoder()` writes around this payload, by hand (`EncodedCommand`):
-    /// `{"at":…,"id":…,"payload":…,"type":…,"v":…}`.
-    func envelope(id: UUID, at: Date) -> Data {
+    /// `{"at":…,"id":…,"part":…,"payload":…,"type":…,"v":…}`, without `part` for part 0.
+    func envelope(id: UUID, at: Date, part: Int) -> Data {
         var writer = JSONWriter(capacity: 512)
         writer.beginObject()
         writer.key("at")
         writer.date(at)
         writer.key("id")
         writer.uuid(id)
+        if part != 0 {
+            writer.key("part")
+            writer.int(part)
+        }
         writer.key("payload")
         writePayload(to: &writer)
         writer.key("type")

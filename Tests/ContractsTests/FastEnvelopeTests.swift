@@ -21,6 +21,7 @@ final class FastEnvelopeTests: XCTestCase {
         XCTAssertEqual(fast.type, slow.type, name, file: file, line: line)
         XCTAssertEqual(fast.id, slow.id, name, file: file, line: line)
         XCTAssertEqual(fast.at, slow.at, name, file: file, line: line)
+        XCTAssertEqual(fast.part, slow.part, name, file: file, line: line)
         XCTAssertEqual(fast.payload, slow.payload, name, file: file, line: line)
         return true
     }
@@ -185,6 +186,8 @@ final class FastEnvelopeTests: XCTestCase {
             ("date with nine fraction digits", edit(registration, at, "2026-11-22T10:00:00.123456789Z")),
             ("date with lower-case t", edit(registration, at, "2026-11-22t10:00:00.123Z")),
             ("a leap second", edit(registration, at, "2016-12-31T23:59:60Z")),
+            ("part 1", edit(registration, #""payload""#, #""part":1,"payload""#)),
+            ("part 63, spaced", spaced(edit(registration, #""payload""#, #""part":63,"payload""#))),
         ])
         assertFast(DeviceCleanupRequested.self, [
             ("base", cleanup), ("whitespace", spaced(cleanup)),
@@ -224,6 +227,9 @@ final class FastEnvelopeTests: XCTestCase {
             ("unknown payload key", edit(registration, #""userId":"user-1""#, #""userId":"user-1","nickname":"x""#)),
             ("unknown callback key", edit(registration, #""signature":"sig""#, #""signature":"sig","retries":3"#)),
             ("repeated version", edit(registration, #""v":1"#, #""v":1,"v":2"#)),
+            ("repeated part", edit(registration, #""payload""#, #""part":1,"part":2,"payload""#)),
+            // Part 0 is written without the key; a 0 written out is JSONDecoder's to keep.
+            ("part 0 written out", edit(registration, #""payload""#, #""part":0,"payload""#)),
             ("repeated user id", edit(registration, #""userId":"user-1""#, #""userId":"user-1","userId":"user-2""#)),
             ("repeated callback", edit(registration, #""deviceToken""#, #""callback":null,"deviceToken""#)),
             ("repeated header", edit(registration, #""X-Other""#, #""X-Key""#)),
@@ -248,6 +254,7 @@ final class FastEnvelopeTests: XCTestCase {
         assertFallback(DeviceRegistrationRequested.self, [
             ("version as a string", edit(registration, #""v":1"#, #""v":"1""#)),
             ("null version", edit(registration, #""v":1"#, #""v":null"#)),
+            ("part as a string", edit(registration, #""payload""#, #""part":"1","payload""#)),
             ("type as a number", edit(registration, #""registration.device-registration-requested""#, "3")),
             ("track status as a number", edit(registration, #""trackStatus":true"#, #""trackStatus":1"#)),
             ("track status as a string", edit(registration, #""trackStatus":true"#, #""trackStatus":"true""#)),

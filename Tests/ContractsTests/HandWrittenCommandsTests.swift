@@ -14,12 +14,17 @@ final class HandWrittenCommandsTests: XCTestCase {
             XCTAssertTrue(command is any HandWrittenCommand, "\(C.self) should be written by hand")
             let id = UUID.random()
             let at = Date(timeIntervalSince1970: Double(Int64.random(in: 0...4_102_444_800_000, using: &random)) / 1000)
-            let written = try EncodedCommand(command, topics: Topics(), id: id, at: at, encoder: encoder)
-            let encoded = try encoder.encode(Envelope(v: C.version, type: C.type.rawValue, id: id, at: at, payload: command))
+            // Mostly part 0, which the envelope leaves out; else a part of an app in parts.
+            let part = Int.random(in: 0...3, using: &random) == 0 ? Int.random(in: 1...63, using: &random) : 0
+            let written = try EncodedCommand(command, topics: Topics(), id: id, at: at, part: part, encoder: encoder)
+            let encoded = try encoder.encode(Envelope(v: C.version, type: C.type.rawValue, id: id, at: at, part: part, payload: command))
             XCTAssertEqual(String(decoding: written.value, as: UTF8.self), String(decoding: encoded, as: UTF8.self))
+            XCTAssertEqual(String(decoding: written.value, as: UTF8.self).contains("\"part\":"), part != 0)
             let read = try WireJSON.decoder().decode(Envelope<C>.self, from: written.value)
             XCTAssertEqual(read.payload, command)
             XCTAssertEqual(read.id, id)
+            XCTAssertEqual(read.appPart, part)
+            if let fast = FastEnvelope.decode(C.self, from: written.value) { XCTAssertEqual(fast.appPart, part) }
             checked[C.type, default: 0] += 1
         }
         func maybe(_ value: String) -> String? { Bool.random(using: &random) ? nil : value }

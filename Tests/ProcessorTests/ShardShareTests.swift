@@ -81,8 +81,8 @@ final class ShardShareTests: XCTestCase {
         XCTAssertEqual(ShardShare(held: [1, 2], leasePartitions: 3).partitions(of: all), [])
     }
 
-    private func decoded<C: Command>(_ command: C, partition: Int32) throws -> DecodedRecord {
-        let encoded = try EncodedCommand(command, topics: topics, at: Date(), encoder: WireJSON.encoder())
+    private func decoded<C: Command>(_ command: C, partition: Int32, part: Int = 0) throws -> DecodedRecord {
+        let encoded = try EncodedCommand(command, topics: topics, at: Date(), part: part, encoder: WireJSON.encoder())
         let outcome = CommandDecoder().decode(type: encoded.type, version: encoded.version, value: encoded.value)
         return DecodedRecord(partition: PartitionKey(topic: encoded.topic, partition: partition), offset: 7, requestId: nil,
                              outcome: outcome, type: encoded.type, value: encoded.value, timestamp: nil, at: nil)
@@ -106,6 +106,25 @@ final class ShardShareTests: XCTestCase {
         let mark = DecodedRecord(partition: PartitionKey(topic: topics.registration, partition: elsewhere), offset: 8, requestId: nil,
                                  outcome: .progressMark(at: Date()), type: ProgressMark.type, value: Data(), timestamp: nil, at: 0)
         XCTAssertNoThrow(try MisplacedCommand.check([mark], partitions: counts))
+    }
+
+    /// Part p of an app is in the partition p after its app's (`AppParts`), wrapping around.
+    func testACommandOfAnAppsPartIsInThePartitionItsPartLeadsTo() throws {
+        let app = UUID()
+        let counts = Dictionary(uniqueKeysWithValues: topics.commandTopics.map { ($0, 12) })
+        let shard = RecordKey.partition(of: app.lowercasedString, partitions: 12)
+        for part in [1, 5, 11] {
+            let command = DeviceCleanupRequested(orgId: UUID(), mobileAppId: app, userId: "u", deviceToken: "t", apiTokenHash: "h")
+            let expected = (shard + Int32(part)) % 12
+            let record = try decoded(command, partition: expected, part: part)
+            guard case .command(let decoded) = record.outcome else { return XCTFail("\(record.outcome.summary)") }
+            XCTAssertEqual(decoded.part, part)
+            XCTAssertNoThrow(try MisplacedCommand.check([record], partitions: counts))
+            XCTAssertThrowsError(try MisplacedCommand.check([try self.decoded(command, partition: shard, part: part)], partitions: counts)) {
+                XCTAssertEqual(($0 as? MisplacedCommand)?.expected, expected)
+                XCTAssertTrue("\($0)".contains("part \(part)"), "\($0)")
+            }
+        }
     }
 
     func testHealthNamesTheShardsThatStall() {

@@ -195,23 +195,25 @@ struct MisplacedCommand: Error, CustomStringConvertible {
     var partition: PartitionKey
     var offset: Int64
     var key: String
+    var part: Int = 0
     var expected: Int32
 
-    /// Throws for the first command of `records` whose key leads to another partition of a topic
-    /// of `partitions[topic]` partitions.
+    /// Throws for the first command of `records` whose key and part (`AppParts.partition`) lead to
+    /// another partition of a topic of `partitions[topic]` partitions.
     static func check(_ records: [DecodedRecord], partitions: [String: Int]) throws {
         for record in records {
             guard case .command(let c) = record.outcome, let count = partitions[record.partition.topic] else { continue }
             let key = c.payload.recordKey
-            let expected = RecordKey.partition(of: key, partitions: count)
+            let expected = AppParts.partition(key: key, part: c.part, partitions: count)
             guard expected == record.partition.partition else {
-                throw MisplacedCommand(partition: record.partition, offset: record.offset, key: key, expected: expected)
+                throw MisplacedCommand(partition: record.partition, offset: record.offset, key: key, part: c.part, expected: expected)
             }
         }
     }
 
     var description: String {
-        "the command at \(partition) offset \(offset) has the key \(key), which leads to partition \(expected): this log's "
+        "the command at \(partition) offset \(offset) has the key \(key)\(part == 0 ? "" : " and part \(part)"), which leads to "
+            + "partition \(expected): this log's "
             + "partitions are not shards (it was written before commands were keyed by app, or by another producer), and "
             + "applying it in shards beside other processors would not be exact. Apply it with one processor of the group "
             + "(which then holds every shard), or rebuild the store with `pushline-processor rebuild`, which reads it whole "

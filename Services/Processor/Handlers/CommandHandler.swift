@@ -22,13 +22,17 @@ package struct CommandContext: Sendable {
     package var id: UUID
     /// The command's time (the envelope's `at`): every time a handler records.
     package var at: Date
+    /// The part of its app the command is for (`AppParts`): a handler decides from the rows of
+    /// that part only.
+    package var part: Int = 0
     /// The store refused this command's writes for good; the handler records the failure it
     /// can (a registration becomes `FailedToStoreDevice`) instead of the effects.
     package var storeFailed = false
 
-    package init(id: UUID = UUID(), at: Date, storeFailed: Bool = false) {
+    package init(id: UUID = UUID(), at: Date, part: Int = 0, storeFailed: Bool = false) {
         self.id = id
         self.at = at
+        self.part = part
         self.storeFailed = storeFailed
     }
 }

@@ -9,6 +9,8 @@ import WireCodec
 package struct ProcessorCommand: Sendable {
     package var id: UUID
     package var at: Date
+    /// The part of its app the command is for (the envelope's `part`; `AppParts`).
+    package var part: Int
     package let payload: any Command
     fileprivate let handler: any RegisteredHandler
     /// The app the command is about; nil for the few that are about none (admin tokens).
@@ -24,7 +26,7 @@ package struct ProcessorCommand: Sendable {
     /// Runs the command's handler; `storeFailed`: see `CommandContext.storeFailed`. An admin
     /// command, applied or rejected, also gets its audit trail entry (`AuditTrail`).
     package func apply(to state: inout BatchState, storeFailed: Bool = false) -> HandlerResult {
-        let result = handler.apply(payload, CommandContext(id: id, at: at, storeFailed: storeFailed), to: &state)
+        let result = handler.apply(payload, CommandContext(id: id, at: at, part: part, storeFailed: storeFailed), to: &state)
         if let audited = payload as? any AuditedCommand {
             state.record(AuditTrail.entry(audited, id: id, at: at, result: result))
         }
@@ -167,7 +169,8 @@ private struct Registered<H: CommandHandler>: RegisteredHandler {
             envelope = try decoder.decode(Envelope<C>.self, from: value)
         }
         guard envelope.v <= C.version else { return .unsupportedVersion(type: C.type.rawValue, version: envelope.v) }
-        return .command(ProcessorCommand(id: envelope.id, at: envelope.at, payload: envelope.payload, handler: self,
+        guard envelope.appPart >= 0 else { throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "a negative part")) }
+        return .command(ProcessorCommand(id: envelope.id, at: envelope.at, part: envelope.appPart, payload: envelope.payload, handler: self,
                                          app: (envelope.payload as? any AppScopedCommand)?.mobileAppId))
     }
 }
