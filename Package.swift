@@ -247,7 +247,7 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
-            dependencies: ["Kafka", "Contracts", "OutboundRendering", "WireCodec", asyncHTTPClient,
+            dependencies: ["Kafka", "Contracts", "OutboundRendering", "Settings", "WireCodec", asyncHTTPClient,
                            hummingbird,
                            postgresNIO,
                            logging,

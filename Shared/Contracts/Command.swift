@@ -56,10 +56,25 @@ extension Command {
 /// commands, so shards are applied side by side and the state is still a function of the log.
 public protocol AppScopedCommand: Command {
     var mobileAppId: UUID { get }
+    /// The command for each part of its app that it concerns, when the app is split into
+    /// `parts` (docs/ARCHITECTURE.md#one-app-in-parts). By default every part: each keeps its own
+    /// view of the app and decides for the devices it holds.
+    func split(into parts: AppParts) -> [(part: Int, command: Self)]
 }
 
 extension AppScopedCommand {
     public var recordKey: String { RecordKey.app(mobileAppId) }
+
+    public func split(into parts: AppParts) -> [(part: Int, command: Self)] { parts.all.map { ($0, self) } }
+}
+
+/// A command about one device: its token's part alone decides it.
+public protocol DeviceScopedCommand: AppScopedCommand {
+    var deviceToken: String { get }
+}
+
+extension DeviceScopedCommand {
+    public func split(into parts: AppParts) -> [(part: Int, command: Self)] { [(parts.part(ofToken: deviceToken), self)] }
 }
 
 /// Record keys.
@@ -101,6 +116,22 @@ public struct EncodedCommand: Sendable {
     public var at: Date
     /// The part of its app the command is for (`AppParts`): 0 unless the app is split.
     public var part: Int
+
+    /// The records of `command`: one for each part of its app it concerns
+    /// (`AppScopedCommand.split`), sharing the command's id; one record, part 0, for a command
+    /// about no app.
+    public static func parts<C: Command>(of command: C, parts: AppParts, topics: Topics, id: UUID = .random(), at: Date = Date(),
+                                         encoder: JSONEncoder) throws -> [EncodedCommand] {
+        guard parts.count > 1, let scoped = command as? any AppScopedCommand else {
+            return [try EncodedCommand(command, topics: topics, id: id, at: at, encoder: encoder)]
+        }
+        return try Self.split(scoped, parts: parts, topics: topics, id: id, at: at, encoder: encoder)
+    }
+
+    private static func split<C: AppScopedCommand>(_ command: C, parts: AppParts, topics: Topics, id: UUID, at: Date,
+                                                   encoder: JSONEncoder) throws -> [EncodedCommand] {
+        try command.split(into: parts).map { try EncodedCommand($0.command, topics: topics, id: id, at: at, part: $0.part, encoder: encoder) }
+    }
 
     /// Wraps `command` in an envelope and encodes it.
     public init<C: Command>(_ command: C, topics: Topics, id: UUID = .random(), at: Date = Date(), part: Int = 0,
@@ -156,6 +187,21 @@ public struct AppParts: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "\(count) part\(count == 1 ? "" : "s")" }
+
+    /// A push's message index within its delivery names its part: part × `indexStride` + its
+    /// place among the part's devices. Part 0's indexes are the places themselves, as before
+    /// parts; the part of an index, and whether it is within its part's sent count, need no part
+    /// count.
+    public static let indexStride = 1_000_000_000
+
+    /// The message index of the device at `place` among the devices part `part` sent to.
+    public static func messageIndex(place: Int, part: Int) -> Int { part * indexStride + place }
+
+    /// The part a message index is of.
+    public static func part(ofMessageIndex index: Int) -> Int { index / indexStride }
+
+    /// The place a message index has among its part's devices.
+    public static func place(ofMessageIndex index: Int) -> Int { index % indexStride }
 }
 
 /// A command whose payload ingest writes with `JSONWriter` instead of `JSONEncoder`: the commands

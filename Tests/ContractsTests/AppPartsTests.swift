@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import WireCodec
 import XCTest
 
 /// `AppParts`: where an app's parts and a device token's part are.
@@ -41,5 +42,82 @@ final class AppPartsTests: XCTestCase {
             XCTAssertEqual(encoded.key, app.lowercasedString)
             XCTAssertEqual(encoded.partition(partitions: 12), AppParts.partition(key: app.lowercasedString, part: part, partitions: 12))
         }
+    }
+}
+
+/// `AppScopedCommand.split`: which parts of its app each command goes to.
+final class AppPartsSplitTests: XCTestCase {
+    let app = UUID()
+    let parts = AppParts(3)
+
+    /// Two tokens of different parts.
+    func tokens() -> (String, String) {
+        let first = "token-0"
+        let other = (1...).lazy.map { "token-\($0)" }.first { self.parts.part(ofToken: $0) != self.parts.part(ofToken: first) }!
+        return (first, other)
+    }
+
+    func testACommandAboutOneDeviceGoesToItsTokensPart() {
+        let (token, _) = tokens()
+        let part = parts.part(ofToken: token)
+        let registration = DeviceRegistrationRequested(registrationRequestId: UUID(), orgId: UUID(), mobileAppId: app, userId: "u",
+                                                       platform: .ios, deviceToken: token, apiTokenHash: "h", trackStatus: true, callback: nil)
+        XCTAssertEqual(registration.split(into: parts).map(\.part), [part])
+        let ack = NotificationAcknowledged(mobileAppId: app, notificationId: "n", deviceToken: token)
+        XCTAssertEqual(ack.split(into: parts).map(\.part), [part])
+        let outcome = DeliveryResultReported(mobileAppId: app, deviceToken: token, platform: .ios, deliveryId: nil, messageId: "m",
+                                             outcome: .delivered, reason: nil, status: 200)
+        XCTAssertEqual(outcome.split(into: parts).map(\.part), [part])
+        let cleanup = DeviceCleanupRequested(orgId: UUID(), mobileAppId: app, userId: "u", deviceToken: token, apiTokenHash: "h")
+        XCTAssertEqual(cleanup.split(into: parts).map(\.part), [part])
+    }
+
+    func testSendsAdminCommandsAndCleanupsOfAllOfAUsersDevicesGoToEveryPart() {
+        let cleanup = DeviceCleanupRequested(orgId: UUID(), mobileAppId: app, userId: "u", deviceToken: nil, apiTokenHash: "h")
+        XCTAssertEqual(cleanup.split(into: parts).map(\.part), [0, 1, 2])
+        let send = NotificationRequested(deliveryId: UUID(), mobileAppId: app, target: NotificationTarget(deviceTokens: [tokens().0, tokens().1]),
+                                         content: NotificationContent(title: "t"), managed: false, businessId: nil, tracking: true)
+        XCTAssertEqual(send.split(into: parts).map(\.part), [0, 1, 2])
+        XCTAssertEqual(send.split(into: parts).map(\.command), [send, send, send])
+        let created = AppCreated(orgId: UUID(), mobileAppId: app, name: "a", tokenId: UUID(), tokenHash: "h")
+        XCTAssertEqual(created.split(into: parts).map(\.part), [0, 1, 2])
+        XCTAssertEqual(created.split(into: .one).map(\.part), [0])
+    }
+
+    func testTrackingEventsGoToTheirMessageIndexsPartAndAnIdWithoutOneToPartZero() {
+        let delivery = UUID()
+        let events = [
+            TrackingEvent(broadlogId: "\(AppParts.messageIndex(place: 4, part: 2))-0123456789abcdef", action: .open),
+            TrackingEvent(broadlogId: "7-0123456789abcdef", action: .click),
+            TrackingEvent(broadlogId: "not an id", action: .open),
+            TrackingEvent(broadlogId: "\(AppParts.messageIndex(place: 0, part: 5))-0123456789abcdef", action: .open),
+            TrackingEvent(broadlogId: "\(AppParts.messageIndex(place: 9, part: 2))-0123456789abcdef", action: .impression),
+        ]
+        let split = TrackingReported(mobileAppId: app, deliveryId: delivery, events: events).split(into: parts)
+        XCTAssertEqual(split.map(\.part), [0, 2])
+        XCTAssertEqual(split[0].command.events, [events[1], events[2], events[3]], "part 5 is not one of three: part 0 refuses it")
+        XCTAssertEqual(split[1].command.events, [events[0], events[4]])
+        XCTAssertTrue(split.allSatisfy { $0.command.deliveryId == delivery && $0.command.mobileAppId == app })
+        XCTAssertEqual(TrackingReported(mobileAppId: app, deliveryId: delivery, events: []).split(into: parts).map(\.part), [0])
+    }
+
+    /// A split command's records share its id and time, each in its part's partition.
+    func testTheRecordsOfASplitCommandShareItsIdAndGoToTheirPartsPartitions() throws {
+        let id = UUID(), at = Date(timeIntervalSince1970: 1_800_000_000)
+        let created = AppCreated(orgId: UUID(), mobileAppId: app, name: "a", tokenId: UUID(), tokenHash: "h")
+        let records = try EncodedCommand.parts(of: created, parts: parts, topics: Topics(), id: id, at: at, encoder: WireJSON.encoder())
+        XCTAssertEqual(records.map(\.part), [0, 1, 2])
+        let first = RecordKey.partition(of: app.lowercasedString, partitions: 12)
+        XCTAssertEqual(records.map { $0.partition(partitions: 12) }, [first, (first + 1) % 12, (first + 2) % 12])
+        for record in records {
+            let envelope = try WireJSON.decoder().decode(Envelope<AppCreated>.self, from: record.value)
+            XCTAssertEqual(envelope.id, id)
+            XCTAssertEqual(envelope.at, at)
+            XCTAssertEqual(envelope.appPart, record.part)
+            XCTAssertEqual(envelope.payload, created)
+        }
+        let admin = AdminTokenIssued(adminTokenId: UUID(), name: "ops", tokenHash: "h")
+        XCTAssertEqual(try EncodedCommand.parts(of: admin, parts: parts, topics: Topics(), encoder: JSONEncoder()).map(\.part), [0],
+                       "a command about no app is in no app's parts")
     }
 }

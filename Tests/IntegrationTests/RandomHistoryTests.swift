@@ -20,6 +20,8 @@ import XCTest
 final class RandomHistoryTests: XCTestCase {
     private var fleets: [ProcessorFleet] = []
     private var broker: TestBroker?
+    /// `PUSHLINE_APP_PARTS` of the history's log, for the rebuilds too.
+    private var partsSetting: [String: String] = [:]
 
     override func tearDown() async throws {
         for fleet in fleets { await fleet.stop() }
@@ -37,19 +39,28 @@ final class RandomHistoryTests: XCTestCase {
         try await runHistory(durable: true)
     }
 
-    private func runHistory(durable: Bool) async throws {
+    /// The same with every app split into three parts (docs/ARCHITECTURE.md#one-app-in-parts):
+    /// each command written to the parts it concerns, so that the three processors share each app.
+    func testTheSameWithAppsInParts() async throws {
+        try await runHistory(durable: false, parts: AppParts(3))
+    }
+
+    private func runHistory(durable: Bool, parts: AppParts = .one) async throws {
         let seed = ProcessInfo.processInfo.environment["PUSHLINE_TEST_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
-        print("RandomHistoryTests seed: \(seed) (PUSHLINE_TEST_SEED=\(seed) repeats this history)\(durable ? " on the durable broker" : "")")
-        let history = try RandomHistory(seed: seed)
+        print("RandomHistoryTests seed: \(seed) (PUSHLINE_TEST_SEED=\(seed) repeats this history)\(durable ? " on the durable broker" : "")"
+              + (parts.count > 1 ? " with apps in \(parts)" : ""))
+        let history = try RandomHistory(seed: seed, parts: parts)
         let broker = try await TestBroker.start(durable: durable)
         self.broker = broker
         let postgres = try await PostgresServer.shared()
+        let partsSetting = ["PUSHLINE_APP_PARTS": "\(parts.count)"]
+        self.partsSetting = partsSetting
 
         let one = try await ProcessorFleet.start(processors: 1, store: "sqlite:\(ScaleOutTests.temporaryPath("history-one"))",
-                                                 environment: ["PUSHLINE_MAX_BATCH": "50"], broker: broker)
+                                                 environment: ["PUSHLINE_MAX_BATCH": "50"].merging(partsSetting) { $1 }, broker: broker)
         fleets.append(one)
         let three = try await ProcessorFleet.start(processors: 3, store: try await postgres.createDatabase("h_\(UInt32.random(in: 0...UInt32.max))"),
-                                                   environment: ["PUSHLINE_MAX_BATCH": "20"], broker: broker)
+                                                   environment: ["PUSHLINE_MAX_BATCH": "20"].merging(partsSetting) { $1 }, broker: broker)
         fleets.append(three)
 
         // In bursts, so that the live deployments apply while it is written; the active processor
@@ -64,7 +75,8 @@ final class RandomHistoryTests: XCTestCase {
             try await Task.sleep(for: .milliseconds(50))
         }
         let late = try await ProcessorFleet.start(processors: 1, store: "sqlite:\(ScaleOutTests.temporaryPath("history-late"))",
-                                                  environment: ["PUSHLINE_ACCEPT_EXISTING_LOG": "true"], broker: broker)
+                                                  environment: ["PUSHLINE_ACCEPT_EXISTING_LOG": "true"].merging(partsSetting) { $1 },
+                                                  broker: broker)
         fleets.append(late)
         try await waitUntilEveryStoreHoldsTheWholeLog(of: broker, fleets: [one, three, late], seed: seed)
 
@@ -75,6 +87,12 @@ final class RandomHistoryTests: XCTestCase {
         let keyedDeliveries = reference.split(separator: "\n").filter { $0.hasPrefix("deliveries ") && !$0.contains("idempotency_key=null") }
         XCTAssertFalse(keyedDeliveries.isEmpty, "seed \(seed): the dump has keyed sends")
         XCTAssertTrue(keyedDeliveries.contains { !$0.contains("duplicates=0 conflicts=0") }, "seed \(seed): some keyed send was repeated")
+        for part in parts.all {
+            for table in ["apps", "deliveries"] {
+                XCTAssertTrue(reference.split(separator: "\n").contains { $0.hasPrefix("\(table) ") && $0.hasSuffix(" part=\(part)") },
+                              "seed \(seed): the dump has \(table) rows of part \(part)")
+            }
+        }
         ScaleOutTests.assertSameDump(try await three.store.dump(), reference, "seed \(seed): 3 processors on PostgreSQL, the active one killed, vs 1 on SQLite")
         ScaleOutTests.assertSameDump(try await late.store.dump(), reference, "seed \(seed): a processor started late over the backlog vs live")
 
@@ -130,7 +148,7 @@ final class RandomHistoryTests: XCTestCase {
         let pids = try logs.map { log in
             try ProcessRunner.spawn(executable, ["rebuild", "--quiet"] + arguments, environment: [
                 "PUSHLINE_KAFKA_BROKERS": broker.bootstrapServers, "PUSHLINE_STORE": store, "PUSHLINE_LOG_LEVEL": "info",
-            ], standardOutput: log, standardError: log, append: true)
+            ].merging(partsSetting) { $1 }, standardOutput: log, standardError: log, append: true)
         }
         var failures: [String] = []
         for (pid, log) in zip(pids, logs) {

@@ -16,8 +16,8 @@ final class AdminAuditTests: XCTestCase {
 
     private func state(adminTokens: [AdminTokenRow] = []) -> BatchState {
         var snapshot = StateSnapshot()
-        snapshot.apps[appId] = AppRow(appId: appId, orgId: org, name: "a", createdAt: at)
-        snapshot.tokens[appId] = []
+        snapshot.apps[AppPart(appId)] = AppRow(appId: appId, orgId: org, name: "a", createdAt: at)
+        snapshot.tokens[AppPart(appId)] = []
         for token in adminTokens { snapshot.adminTokens[token.adminTokenId] = token }
         return BatchState(snapshot)
     }

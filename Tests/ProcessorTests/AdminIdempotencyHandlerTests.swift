@@ -23,10 +23,10 @@ final class AdminIdempotencyHandlerTests: XCTestCase {
         var s = BatchState(StateSnapshot())
         XCTAssertEqual(AppCreatedHandler().apply(create, CommandContext(at: at), to: &s), .applied)
         XCTAssertEqual(keyRows(s), [IdempotencyKeyRow(scope: stamp.scope, key: "k", resourceId: appId, requestHash: "h1", firstAt: at)])
-        XCTAssertEqual(s.tokens[appId]?.count, 2)
+        XCTAssertEqual(s.tokens[AppPart(appId)]?.count, 2)
 
         // The server token revoked, then the create repeated (another body too): nothing changes.
-        var serverToken = s.tokens[appId]!.first { $0.tokenId == create.tokenId }!
+        var serverToken = s.tokens[AppPart(appId)]!.first { $0.tokenId == create.tokenId }!
         serverToken.revoked = true
         s.upsert(serverToken)
         let before = s.mutations
@@ -35,14 +35,14 @@ final class AdminIdempotencyHandlerTests: XCTestCase {
         repeated.idempotency?.requestHash = "h2"
         XCTAssertEqual(AppCreatedHandler().apply(repeated, CommandContext(at: at.addingTimeInterval(5)), to: &s), .rejected("idempotent-repeat"))
         XCTAssertEqual(s.mutations, before)
-        XCTAssertEqual(s.apps[appId]?.name, "Shop")
-        XCTAssertEqual(s.tokens[appId]?.first { $0.tokenId == create.tokenId }?.revoked, true)
+        XCTAssertEqual(s.apps[AppPart(appId)]?.name, "Shop")
+        XCTAssertEqual(s.tokens[AppPart(appId)]?.first { $0.tokenId == create.tokenId }?.revoked, true)
     }
 
     func testAKeyedTokenIssueRemembersItsKeyAndARepeatKeepsARevocation() {
         let appId = UUID()
         var snapshot = StateSnapshot()
-        snapshot.apps[appId] = AppRow(appId: appId, orgId: UUID(), name: "a", createdAt: at)
+        snapshot.apps[AppPart(appId)] = AppRow(appId: appId, orgId: UUID(), name: "a", createdAt: at)
         var s = BatchState(snapshot)
         let tokenStamp = IdempotencyStamp(scope: "admin:bootstrap:apps/\(appId.lowercasedString)/tokens", key: "k", requestHash: "h")
         let issue = ApiTokenIssued(mobileAppId: appId, tokenId: IdempotencyKeys.resourceId(scope: tokenStamp.scope, key: "k"),
@@ -52,7 +52,7 @@ final class AdminIdempotencyHandlerTests: XCTestCase {
         XCTAssertEqual(ApiTokenRevokedHandler().apply(ApiTokenRevoked(mobileAppId: appId, tokenId: issue.tokenId), CommandContext(at: at), to: &s),
                        .applied)
         XCTAssertEqual(ApiTokenIssuedHandler().apply(issue, CommandContext(at: at), to: &s), .rejected("idempotent-repeat"))
-        XCTAssertEqual(s.tokens[appId]?.first?.revoked, true)
+        XCTAssertEqual(s.tokens[AppPart(appId)]?.first?.revoked, true)
         XCTAssertEqual(keyRows(s).count, 1)
     }
 }

@@ -15,7 +15,7 @@ final class DeliveryResultHandlerTests: XCTestCase {
 
     private func state(registeredAt: Date? = nil, outcomes: [Int: DeliveryOutcome] = [:]) -> BatchState {
         var snapshot = StateSnapshot()
-        snapshot.apps[appId] = AppRow(appId: appId, orgId: UUID(), name: "a", createdAt: at)
+        snapshot.apps[AppPart(appId)] = AppRow(appId: appId, orgId: UUID(), name: "a", createdAt: at)
         snapshot.deliveries[DeliveryKey(appId: appId, deliveryId: deliveryId)] = DeliveryRow(appId: appId, deliveryId: deliveryId, kind: .alert, managed: false, tracking: false,
                                                       sent: 4, createdAt: at)
         if let registeredAt {
@@ -40,7 +40,7 @@ final class DeliveryResultHandlerTests: XCTestCase {
     }
 
     private func counts(_ state: BatchState) -> [Int] {
-        let d = state.delivery(deliveryId, app: appId)!
+        let d = state.delivery(deliveryId, app: appId, part: 0)!
         return [d.delivered, d.failed, d.unregistered]
     }
 

@@ -16,8 +16,8 @@ final class HandlerTests: XCTestCase {
 
     private func state(devices: [DeviceRow] = [], retries: Int = 0) -> BatchState {
         var snapshot = StateSnapshot()
-        snapshot.apps[appId] = AppRow(appId: appId, orgId: org, name: "a", webhookRetries: retries, createdAt: at)
-        snapshot.tokens[appId] = [ApiTokenRow(tokenId: UUID(), appId: appId, tokenHash: tokenHash, createdAt: at),
+        snapshot.apps[AppPart(appId)] = AppRow(appId: appId, orgId: org, name: "a", webhookRetries: retries, createdAt: at)
+        snapshot.tokens[AppPart(appId)] = [ApiTokenRow(tokenId: UUID(), appId: appId, tokenHash: tokenHash, createdAt: at),
                                   ApiTokenRow(tokenId: UUID(), appId: appId, tokenHash: ApiTokens.hash("old"), revoked: true, createdAt: at)]
         for d in devices { snapshot.devices[d.key] = d }
         return BatchState(snapshot)
@@ -132,7 +132,7 @@ final class HandlerTests: XCTestCase {
         var s = state()
         _ = AppSettingsChangedHandler().apply(AppSettingsChanged(mobileAppId: appId, callbackUrl: "http://x.test/cb"), CommandContext(at: at), to: &s)
         _ = AppCreatedHandler().apply(AppCreated(orgId: org, mobileAppId: appId, name: "a", tokenId: UUID(), tokenHash: "h"), CommandContext(at: at), to: &s)
-        XCTAssertEqual(s.apps[appId]?.callbackUrl, "http://x.test/cb")
+        XCTAssertEqual(s.apps[AppPart(appId)]?.callbackUrl, "http://x.test/cb")
     }
 
     func testPushCredentialsAreSetPerProviderReplacedAndRemoved() {
@@ -143,18 +143,18 @@ final class HandlerTests: XCTestCase {
         let context = CommandContext(at: at)
         XCTAssertEqual(PushCredentialsSetHandler().apply(PushCredentialsSet(mobileAppId: appId, apns: apns), context, to: &s), .applied)
         XCTAssertEqual(PushCredentialsSetHandler().apply(PushCredentialsSet(mobileAppId: appId, fcm: fcm), context, to: &s), .applied)
-        XCTAssertEqual(s.apps[appId]?.pushCredentials, PushCredentials(apns: apns, fcm: fcm), "setting one provider keeps the other")
+        XCTAssertEqual(s.apps[AppPart(appId)]?.pushCredentials, PushCredentials(apns: apns, fcm: fcm), "setting one provider keeps the other")
         var newer = apns
         newer.fingerprint = "3"
         _ = PushCredentialsSetHandler().apply(PushCredentialsSet(mobileAppId: appId, apns: newer), context, to: &s)
-        XCTAssertEqual(s.apps[appId]?.pushCredentials, PushCredentials(apns: newer, fcm: fcm))
-        XCTAssertEqual(s.apps[appId]?.name, "a", "the app's other settings stay")
+        XCTAssertEqual(s.apps[AppPart(appId)]?.pushCredentials, PushCredentials(apns: newer, fcm: fcm))
+        XCTAssertEqual(s.apps[AppPart(appId)]?.name, "a", "the app's other settings stay")
 
         XCTAssertEqual(PushCredentialsRemovedHandler().apply(PushCredentialsRemoved(mobileAppId: appId, provider: .apns), context, to: &s),
                        .applied)
-        XCTAssertEqual(s.apps[appId]?.pushCredentials, PushCredentials(fcm: fcm))
+        XCTAssertEqual(s.apps[AppPart(appId)]?.pushCredentials, PushCredentials(fcm: fcm))
         _ = PushCredentialsRemovedHandler().apply(PushCredentialsRemoved(mobileAppId: appId, provider: .fcm), context, to: &s)
-        XCTAssertNil(s.apps[appId]?.pushCredentials, "none left is none at all")
+        XCTAssertNil(s.apps[AppPart(appId)]?.pushCredentials, "none left is none at all")
         XCTAssertEqual(s.mutations.count, 5)
 
         let unknown = UUID()

@@ -18,9 +18,9 @@ final class NotificationHandlerTests: XCTestCase {
     private func state(devices: [DeviceRow] = [], pending: [PendingNotificationRow] = [], acks: Set<PendingKey> = [],
                        callbackUrl: String? = nil) -> BatchState {
         var snapshot = StateSnapshot()
-        snapshot.apps[appId] = AppRow(appId: appId, orgId: org, name: "a", callbackUrl: callbackUrl,
+        snapshot.apps[AppPart(appId)] = AppRow(appId: appId, orgId: org, name: "a", callbackUrl: callbackUrl,
                                       callbackHeaders: ["X-App-Key": "k1"], webhookRetries: 2, createdAt: at)
-        snapshot.tokens[appId] = [ApiTokenRow(tokenId: UUID(), appId: appId, tokenHash: "h", createdAt: at)]
+        snapshot.tokens[AppPart(appId)] = [ApiTokenRow(tokenId: UUID(), appId: appId, tokenHash: "h", createdAt: at)]
         for d in devices { snapshot.devices[d.key] = d }
         for p in pending {
             snapshot.pending[p.key] = p
@@ -255,8 +255,8 @@ final class NotificationHandlerTests: XCTestCase {
         var s = state(devices: [device(iosA)], pending: [p])
         s.upsert(device(iosA, user: "u2"))
         XCTAssertTrue(s.mutations.contains(.clearPending(DeviceKey(appId: appId, deviceToken: iosA))))
-        XCTAssertEqual(s.devices(of: UserKey(appId: appId, userId: "u1")), [])
-        XCTAssertEqual(s.devices(of: UserKey(appId: appId, userId: "u2")).map(\.deviceToken), [iosA])
+        XCTAssertEqual(s.devices(of: UserKey(appId: appId, userId: "u1"), part: 0), [])
+        XCTAssertEqual(s.devices(of: UserKey(appId: appId, userId: "u2"), part: 0).map(\.deviceToken), [iosA])
     }
     // MARK: - Idempotency keys (docs/API.md#idempotency-keys)
 

@@ -38,7 +38,7 @@ final class TokenScopeHandlerTests: XCTestCase {
 
     func testANewAppHasAServerTokenAndAClientToken() throws {
         let (c, s) = newApp()
-        let tokens = try XCTUnwrap(s.tokens[appId])
+        let tokens = try XCTUnwrap(s.tokens[AppPart(appId)])
         XCTAssertEqual(tokens.map(\.tokenId), [c.tokenId, try XCTUnwrap(c.clientTokenId)])
         XCTAssertEqual(tokens.map(\.scopes), [[.client, .server], [.client]])
         XCTAssertEqual(tokens.map(\.isLegacy), [false, false])
@@ -50,10 +50,10 @@ final class TokenScopeHandlerTests: XCTestCase {
         XCTAssertNil(old.tokenScopes)
         XCTAssertNil(old.clientTokenId)
         let s = created(old)
-        XCTAssertEqual(s.tokens[appId]?.count, 1)
-        XCTAssertEqual(s.tokens[appId]?.first?.isLegacy, true)
-        XCTAssertEqual(s.tokens[appId]?.first?.grants(.server), true)
-        XCTAssertEqual(s.tokens[appId]?.first?.grants(.client), true)
+        XCTAssertEqual(s.tokens[AppPart(appId)]?.count, 1)
+        XCTAssertEqual(s.tokens[AppPart(appId)]?.first?.isLegacy, true)
+        XCTAssertEqual(s.tokens[AppPart(appId)]?.first?.grants(.server), true)
+        XCTAssertEqual(s.tokens[AppPart(appId)]?.first?.grants(.client), true)
         // And its encoding leaves the new fields out, as before.
         let encoded = String(decoding: try WireJSON.encoder().encode(old), as: UTF8.self)
         XCTAssertFalse(encoded.contains("client"), encoded)
@@ -66,7 +66,7 @@ final class TokenScopeHandlerTests: XCTestCase {
         XCTAssertNil(old.scopes)
         var (_, s) = newApp()
         XCTAssertEqual(ApiTokenIssuedHandler().apply(old, CommandContext(at: at), to: &s), .applied)
-        XCTAssertEqual(s.tokens[appId]?.last?.isLegacy, true)
+        XCTAssertEqual(s.tokens[AppPart(appId)]?.last?.isLegacy, true)
     }
 
     func testAuthorizationNeedsTheScopeAndLegacyTokensHaveEvery() {
@@ -75,12 +75,12 @@ final class TokenScopeHandlerTests: XCTestCase {
         issue("legacy", scopes: nil, to: &s)
         for (raw, client, server) in [("client", true, false), ("server", true, true), ("server-only", false, true),
                                       ("legacy", true, true)] {
-            XCTAssertEqual(s.authorizes(app: appId, org: org, tokenHash: ApiTokens.hash(raw), scope: .client), client, raw)
-            XCTAssertEqual(s.authorizes(app: appId, org: org, tokenHash: ApiTokens.hash(raw), scope: .server), server, raw)
+            XCTAssertEqual(s.authorizes(app: appId, part: 0, org: org, tokenHash: ApiTokens.hash(raw), scope: .client), client, raw)
+            XCTAssertEqual(s.authorizes(app: appId, part: 0, org: org, tokenHash: ApiTokens.hash(raw), scope: .server), server, raw)
         }
-        XCTAssertEqual(s.authorization(app: appId, org: org, tokenHash: ApiTokens.hash("server-only"), scope: .client), .lacksScope)
-        XCTAssertEqual(s.authorization(app: appId, org: org, tokenHash: ApiTokens.hash("forged"), scope: .client), .invalid)
-        XCTAssertEqual(s.authorization(app: appId, org: UUID(), tokenHash: ApiTokens.hash("client"), scope: .client), .invalid)
+        XCTAssertEqual(s.authorization(app: appId, part: 0, org: org, tokenHash: ApiTokens.hash("server-only"), scope: .client), .lacksScope)
+        XCTAssertEqual(s.authorization(app: appId, part: 0, org: org, tokenHash: ApiTokens.hash("forged"), scope: .client), .invalid)
+        XCTAssertEqual(s.authorization(app: appId, part: 0, org: UUID(), tokenHash: ApiTokens.hash("client"), scope: .client), .invalid)
     }
 
     func testARegistrationOrCleanupWithAServerOnlyTokenLeavesNoTrace() {

@@ -32,8 +32,8 @@ final class TrackingHandlerTests: XCTestCase {
             snapshot.parkedTracking[TrackingPair(deliveryId: deliveryId, appId: event.appId)] = parkedAt ?? at
         }
         var state = BatchState(snapshot, trackingParkTime: parkTime)
-        state.advance(to: at, app: appId)
-        state.advance(to: at, app: otherApp)
+        state.advance(to: at, app: appId, part: 0)
+        state.advance(to: at, app: otherApp, part: 0)
         return state
     }
 
@@ -148,17 +148,17 @@ final class TrackingHandlerTests: XCTestCase {
         let later = at.addingTimeInterval(3601)
 
         var send = state(tracked: tracked, parkedAt: at)
-        send.advance(to: at.addingTimeInterval(3600), app: appId)
+        send.advance(to: at.addingTimeInterval(3600), app: appId, part: 0)
         TrackingHandler.settle(delivery(sent: 3), state: &send)
         XCTAssertEqual(send.mutations, [.unparkTracking(mine)], "within the park time: the send takes them")
 
         var late = state(tracked: tracked, parkedAt: at)
-        late.advance(to: later, app: appId)
+        late.advance(to: later, app: appId, part: 0)
         TrackingHandler.settle(delivery(sent: 3), state: &late)
         XCTAssertEqual(late.mutations, [.dropTracking(mine)], "past it: gone before the send")
 
         var again = state(tracked: tracked, parkedAt: at)
-        again.advance(to: later, app: appId)
+        again.advance(to: later, app: appId, part: 0)
         _ = TrackingHandler().apply(report([(id(1), .click)]), CommandContext(at: later), to: &again)
         again.finishTracking()
         XCTAssertEqual(again.mutations, [
@@ -167,12 +167,12 @@ final class TrackingHandlerTests: XCTestCase {
         ], "a report past the park time parks anew, without the expired ones")
 
         var idle = state(tracked: tracked, parkedAt: at)
-        idle.advance(to: later, app: appId)
+        idle.advance(to: later, app: appId, part: 0)
         idle.finishTracking()
         XCTAssertEqual(idle.mutations, [.dropTracking(mine)], "the app's last command expires what no command touched")
 
         var otherClock = state(tracked: tracked, parkedAt: at)
-        otherClock.advance(to: later, app: otherApp)
+        otherClock.advance(to: later, app: otherApp, part: 0)
         otherClock.finishTracking()
         XCTAssertEqual(otherClock.mutations, [], "another app's commands move its own clock only")
     }

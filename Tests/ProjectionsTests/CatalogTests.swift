@@ -27,7 +27,7 @@ import Testing
     @Test func testTheDumpShowsEveryCatalogTableInCatalogOrderByItsKey() {
         #expect(ProjectionDump.tables.map(\.table) == TableCatalog.tables.map(\.name))
         #expect(ProjectionDump.tables.first { $0.table == "outbox" }?.columns == "id, kind, app_id, url, headers, body, max_attempts")
-        #expect(ProjectionDump.tables.first { $0.table == "tracking_events" }?.orderBy == "delivery_id, app_id, action, message_index")
+        #expect(ProjectionDump.tables.first { $0.table == "tracking_events" }?.orderBy == "delivery_id, app_id, part, action, message_index")
     }
 
     @Test func testTheStatementsBuiltFromAnEntryNameEveryColumnOnceAndUpdateAllButTheKey() {
@@ -38,7 +38,7 @@ import Testing
             version = excluded.version, updated_at = excluded.updated_at, time_zone = excluded.time_zone
             """)
         #expect(devices.sqliteDeleteByKey == "DELETE FROM devices WHERE app_id = ? AND device_token = ?")
-        #expect(TableCatalog.parkedTracking.sqliteInsertUnlessStored.hasSuffix("ON CONFLICT (delivery_id, app_id) DO NOTHING"))
+        #expect(TableCatalog.parkedTracking.sqliteInsertUnlessStored.hasSuffix("ON CONFLICT (delivery_id, app_id, part) DO NOTHING"))
         for table in TableCatalog.tables {
             #expect(Set(table.columns.map(\.name)).count == table.columns.count, "\(table.name) names a column twice")
         }

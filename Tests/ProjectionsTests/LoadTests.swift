@@ -24,8 +24,8 @@ import Testing
 
             let snapshot = try await store.load(StateQuery(appIds: [withTokens.appId, withoutTokens.appId, missing]))
 
-            #expect(snapshot.apps == [withTokens.appId: withTokens, withoutTokens.appId: withoutTokens])
-            #expect(snapshot.tokens == [withTokens.appId: [old, new], withoutTokens.appId: []])
+            #expect(snapshot.apps == [AppPart(withTokens.appId): withTokens, AppPart(withoutTokens.appId): withoutTokens])
+            #expect(snapshot.tokens == [AppPart(withTokens.appId): [old, new], AppPart(withoutTokens.appId): []])
             #expect(snapshot.devices == [:])
         }
     }

@@ -242,11 +242,12 @@ private enum Seed {
         Row(table: "apps", since: 1, columns: [
             text("app_id", app), text("org_id", "00000000-0000-0000-0000-0000000000aa"), text("name", "Shop"),
             text("callback_url", "https://example.test/cb"), text("callback_headers", "{}"), integer("webhook_retries", 2),
-            integer("created_at", 1_763_800_000_123), text("push_credentials", "{}", since: 11),
+            integer("created_at", 1_763_800_000_123), text("push_credentials", "{}", since: 11), integer("part", 1, since: 18, filled: "0"),
         ]),
         Row(table: "api_tokens", since: 1, columns: [
             text("token_id", "00000000-0000-0000-0000-000000000001"), text("app_id", app), text("token_hash", "abc123"),
             bool("revoked", false), integer("created_at", 1_763_800_000_123), text("scopes", "server", since: 13),
+            integer("part", 1, since: 18, filled: "0"),
         ]),
         Row(table: "devices", since: 1, columns: [
             text("app_id", app), text("device_token", token), text("user_id", "alice"), text("platform", "ios"), integer("version", 1),
@@ -272,6 +273,7 @@ private enum Seed {
             integer("unregistered", 3, since: 12, filled: "0"),
             text("idempotency_key", "key-1", since: 15), text("request_hash", "hash-1", since: 15),
             integer("duplicates", 4, since: 15, filled: "0"), integer("conflicts", 5, since: 15, filled: "0"),
+            integer("part", 1, since: 18, filled: "0"),
         ]),
         Row(table: "delivery_outcomes", since: 12, columns: [
             text("app_id", app), text("delivery_id", delivery), integer("message_index", 0), text("device_token", token),
@@ -279,14 +281,17 @@ private enum Seed {
         ]),
         Row(table: "tracking_events", since: 3, columns: [
             text("delivery_id", delivery), text("app_id", app), integer("action", 1), integer("message_index", 0), integer("repeats", 2),
+            integer("part", 1, since: 18, filled: "0"),
         ]),
         // A park mark of a delivery that has been sent, which step 9 deletes, and one of a
         // delivery whose send has not come.
         Row(table: "parked_tracking", since: 6, columns: [
             text("delivery_id", delivery), text("app_id", app), integer("parked_at", 1_763_800_002_500),
+            integer("part", 1, since: 18, filled: "0"),
         ], removedBy: 9),
         Row(table: "parked_tracking", since: 6, columns: [
             text("delivery_id", unsent), text("app_id", app), integer("parked_at", 1_763_800_002_600),
+            integer("part", 1, since: 18, filled: "0"),
         ]),
         Row(table: "outbox", since: 1, columns: [
             text("id", "job-a"), text("kind", "registration-status"), text("app_id", app), text("url", "https://example.test/hook"),

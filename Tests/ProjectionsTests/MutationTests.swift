@@ -116,7 +116,7 @@ import Testing
             #expect(tokens.map(\.isLegacy) == [true, false, false, false])
             #expect(try await store.apiToken(hash: server.tokenHash)?.scopes == [.server])
             let snapshot = try await store.load(StateQuery(appIds: [appId]))
-            #expect(snapshot.tokens[appId]?.map(\.scopes) == [nil, [.client], [.client, .server], [.server]])
+            #expect(snapshot.tokens[AppPart(appId)]?.map(\.scopes) == [nil, [.client], [.client, .server], [.server]])
         }
     }
 

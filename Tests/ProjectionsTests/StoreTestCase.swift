@@ -111,9 +111,16 @@ final class StoreHarness {
     }
 
     /// Takes the PostgreSQL store `name` back to the tables of schema version 7, undoing steps 8
-    /// to 17 (the newest last), for the tests that upgrade an old store; the version row is left
+    /// to 18 (the newest first), for the tests that upgrade an old store; the version row is left
     /// to the caller. A new step adds its undoing here.
     func undoPostgresStepsAfterSeven(store name: String = "store.sqlite") async throws {
+        let parts = [("apps", "app_id"), ("api_tokens", "token_id"), ("deliveries", "app_id, delivery_id"),
+                     ("tracking_events", "delivery_id, app_id, action, message_index"), ("parked_tracking", "delivery_id, app_id")]
+        // Version 18: dropping the column drops the primary key it is in.
+        for (table, key) in parts {
+            try await execute("ALTER TABLE \(table) DROP COLUMN part", store: name)
+            try await execute("ALTER TABLE \(table) ADD PRIMARY KEY (\(key))", store: name)
+        }
         for sql in [
             "ALTER TABLE partition_offsets DROP COLUMN event_time",  // version 8
             "DROP TABLE changelog_state, changelog_outbox, restore_indexes",  // 10

@@ -175,8 +175,8 @@ import Testing
             ], offsets: [])
             let lines = try await store.dump().split(separator: "\n").filter { $0.hasPrefix("tracking_events ") }
             #expect(lines == [
-                #"tracking_events delivery_id="00000000-0000-0000-0000-0000000000d1" app_id="00000000-0000-0000-0000-0000000000a1" action=1 message_index=2 repeats=1"#,
-                #"tracking_events delivery_id="00000000-0000-0000-0000-0000000000d1" app_id="00000000-0000-0000-0000-0000000000a1" action=7 message_index=10 repeats=0"#,
+                #"tracking_events delivery_id="00000000-0000-0000-0000-0000000000d1" app_id="00000000-0000-0000-0000-0000000000a1" action=1 message_index=2 repeats=1 part=0"#,
+                #"tracking_events delivery_id="00000000-0000-0000-0000-0000000000d1" app_id="00000000-0000-0000-0000-0000000000a1" action=7 message_index=10 repeats=0 part=0"#,
             ])
         }
     }

@@ -3,6 +3,7 @@ import Foundation
 import Kafka
 import Logging
 import OutboundRendering
+import Settings
 import WireCodec
 
 /// A deterministic mixed command stream for scale-out, replay and benchmark runs: the same
@@ -246,8 +247,9 @@ public struct MixedStream: Sendable {
     }
 
     /// Produces encoded commands (this stream's or any other) in batches of 5,000, each batch
-    /// acknowledged by the broker.
-    public static func produce(_ commands: [EncodedCommand], brokers: String) async throws {
+    /// acknowledged by the broker. A command of an app's part other than 0 goes to its part's
+    /// partition of topics of `partitions` partitions (`EncodedCommand.partition`).
+    public static func produce(_ commands: [EncodedCommand], brokers: String, partitions: Int = SharedSettings().partitions) async throws {
         var config = KafkaProducerConfiguration()
         config.bootstrapServers = brokers
         let producer = try KafkaProducer(configuration: config, logger: Logger(label: "mixed-stream"))
@@ -255,7 +257,8 @@ public struct MixedStream: Sendable {
             for start in stride(from: 0, to: commands.count, by: 5_000) {
                 let records = commands[start..<min(start + 5_000, commands.count)].map { c in
                     KafkaProducerRecord(topic: c.topic, key: c.key, value: c.value,
-                                        headers: RecordHeaders(type: c.type, version: c.version).fields)
+                                        headers: RecordHeaders(type: c.type, version: c.version).fields,
+                                        partition: c.part == 0 ? nil : c.partition(partitions: partitions))
                 }
                 _ = try await producer.send(records)
             }

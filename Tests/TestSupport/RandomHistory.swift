@@ -9,11 +9,15 @@ import WireCodec
 /// `at`s that are not in production order (a record may be older than one produced before it),
 /// and sends with an idempotency key retried, some with another body (a conflict).
 /// The same seed gives the same commands, in the same production order, byte for byte.
+///
+/// With its apps in `parts` (docs/ARCHITECTURE.md#one-app-in-parts), each command is written to
+/// every part it concerns, as a split log has it (`EncodedCommand.parts`), and the message ids
+/// that acks, reports and outcomes name are of every part.
 public struct RandomHistory: Sendable {
     public let seed: UInt64
     public let commands: [EncodedCommand]
 
-    public init(seed: UInt64, count: Int = 600, topics: Topics = Topics(prefix: "pushline.")) throws {
+    public init(seed: UInt64, count: Int = 600, topics: Topics = Topics(prefix: "pushline."), parts: AppParts = .one) throws {
         self.seed = seed
         var random = SplitMix64(seed: seed)
         let encoder = WireJSON.encoder()
@@ -33,7 +37,12 @@ public struct RandomHistory: Sendable {
             step += 1
             // Mostly in order, some up to 60 ms older than records produced before them.
             let at = base.addingTimeInterval(Double(step * 20 - (inOrder ? 0 : pick(4) * 20)) / 1000)
-            out.append(try EncodedCommand(command, topics: topics, id: random.uuid(), at: at, encoder: encoder))
+            out += try EncodedCommand.parts(of: command, parts: parts, topics: topics, id: random.uuid(), at: at, encoder: encoder)
+        }
+        /// A message index of a device the app's sends reach: a few places of one of the parts.
+        func messageIndex(part: Int? = nil) -> Int {
+            let place = pick(4)
+            return AppParts.messageIndex(place: place, part: part ?? (parts.count > 1 ? pick(parts.count) : 0))
         }
         func device(_ app: Int, _ n: Int) -> String {
             String(format: "%016llx", seed) + String(format: "%032x", app) + String(format: "%016x", n)
@@ -102,7 +111,7 @@ public struct RandomHistory: Sendable {
                 let send = app.sends[pick(app.sends.count)]
                 let series = MessageId.Series(deliveryId: send.delivery)
                 let events = (0..<(1 + pick(3))).map { _ in
-                    TrackingEvent(broadlogId: series.make(index: pick(4)), action: TrackingAction.allCases[pick(3)])
+                    TrackingEvent(broadlogId: series.make(index: messageIndex()), action: TrackingAction.allCases[pick(3)])
                 }
                 try add(TrackingReported(mobileAppId: app.id, deliveryId: send.delivery, events: events))
             case 78..<82:
@@ -110,9 +119,10 @@ public struct RandomHistory: Sendable {
                 // Mostly on a send already written (with six apps, one of all of them would rarely be).
                 let send = app.sends[sent[a] > 0 && pick(4) != 0 ? pick(sent[a]) : pick(app.sends.count)]
                 let outcome = DeliveryOutcome.allCases[pick(3)]
+                let token = device(a, pick(10))
                 try add(DeliveryResultReported(
-                    mobileAppId: app.id, deviceToken: device(a, pick(10)), platform: .ios, deliveryId: pick(5) == 0 ? nil : send.delivery,
-                    messageId: MessageId.make(deliveryId: send.delivery, index: pick(4)), outcome: outcome,
+                    mobileAppId: app.id, deviceToken: token, platform: .ios, deliveryId: pick(5) == 0 ? nil : send.delivery,
+                    messageId: MessageId.make(deliveryId: send.delivery, index: messageIndex(part: parts.part(ofToken: token))), outcome: outcome,
                     reason: outcome == .delivered ? nil : "reason \(pick(3))", status: outcome == .delivered ? 200 : 410,
                     invalidSince: pick(2) == 0 ? nil : base.addingTimeInterval(Double(step * 20 - pick(40) * 20) / 1000)))
             case 82..<88:
@@ -159,7 +169,8 @@ public struct RandomHistory: Sendable {
         try add(closingSend, inOrder: true)
         try add(DeliveryResultReported(
             mobileAppId: closing.id, deviceToken: closingDevice, platform: .ios, deliveryId: closingDelivery,
-            messageId: MessageId.make(deliveryId: closingDelivery, index: 0), outcome: .delivered,
+            messageId: MessageId.make(deliveryId: closingDelivery, index: AppParts.messageIndex(place: 0, part: parts.part(ofToken: closingDevice))),
+            outcome: .delivered,
             reason: nil, status: 200, invalidSince: nil), inOrder: true)
         commands = out
     }

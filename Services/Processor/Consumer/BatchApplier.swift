@@ -77,12 +77,14 @@ final class BatchApplier: Sendable {
     private let outboundWindow: Int
     /// How long reports of a delivery whose send has not been applied are kept (`DecisionRules.trackingParkTtlMs`).
     private let trackingParkTime: Duration
+    private let appParts: AppParts
 
     init(store: any BatchStore, outbound: any OutboundPublisher, verifier: any DeviceTokenVerifier, logger: Logger,
          replaying: Bool = false, retryDelays: [Duration] = [.milliseconds(50), .milliseconds(200), .milliseconds(800)],
          outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages),
          rules: DecisionRules = .default) {
         self.trackingParkTime = rules.trackingParkTime
+        self.appParts = rules.appParts
         self.outboundWindow = max(1, outboundWindow)
         self.replaying = replaying
         self.store = store
@@ -227,10 +229,10 @@ final class BatchApplier: Sendable {
         // own app's clock passes them expire.
         if !ordered.isEmpty { query.parkedBefore = newest.addingTimeInterval(-trackingParkTime.inSeconds) }
         let loadStart = ContinuousClock.now
-        var state = BatchState(try await store.load(query), trackingParkTime: trackingParkTime)
+        var state = BatchState(try await store.load(query), trackingParkTime: trackingParkTime, parts: appParts)
         let loadTime = ContinuousClock.now - loadStart
         for (c, requestId, time) in ordered {
-            if let app = c.app { state.advance(to: time, app: app) }
+            if let app = c.app { state.advance(to: time, app: app, part: c.part) }
             let result = c.apply(to: &state, storeFailed: storeFailed)
             tally.count(c.type, result)
             if case .rejected(let reason) = result {

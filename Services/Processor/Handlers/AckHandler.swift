@@ -18,7 +18,8 @@ package struct AckHandler: CommandHandler {
     }
 
     package func apply(_ c: NotificationAcknowledged, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
-        guard state.apps[c.mobileAppId] != nil else { return .rejected("unknown-app") }
+        guard state.app(c.mobileAppId, part: context.part) != nil else { return .rejected("unknown-app") }
+        guard state.holds(token: c.deviceToken, part: context.part) else { return .rejected("another-part") }
         let key = PendingKey(appId: c.mobileAppId, deviceToken: c.deviceToken, notificationId: c.notificationId)
         // An ack of a device the app does not have leaves nothing behind: anyone holding the
         // app's token could otherwise grow the store without bound. (That device has nothing

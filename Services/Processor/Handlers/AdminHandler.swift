@@ -3,7 +3,10 @@ import Foundation
 import Projections
 
 /// The handler of an admin command: the app table is a projection of the admin topic like any
-/// other. Admin commands need only their app's row.
+/// other. Admin commands need only their app's row. An app in parts gets each of its admin
+/// commands once in every part, and each part keeps its own rows of the app
+/// (docs/ARCHITECTURE.md#one-app-in-parts); what is kept once — an idempotency key's first
+/// request, the audit trail — part 0 writes.
 package protocol AdminCommandHandler: CommandHandler {
     /// The app the command is about.
     func app(of command: Handled) -> UUID
@@ -20,20 +23,22 @@ package struct AppCreatedHandler: AdminCommandHandler {
         // A keyed create's app id is its key's: a known one is a retry (or the key with another
         // body), which must change nothing, not even bring back a token revoked since.
         if let stamp = c.idempotency {
-            guard state.apps[c.mobileAppId] == nil else { return .rejected("idempotent-repeat") }
-            state.record(IdempotencyKeyRow(scope: stamp.scope, key: stamp.key, resourceId: c.mobileAppId, requestHash: stamp.requestHash,
-                                           firstAt: context.at))
+            guard state.app(c.mobileAppId, part: context.part) == nil else { return .rejected("idempotent-repeat") }
+            if context.part == 0 {
+                state.record(IdempotencyKeyRow(scope: stamp.scope, key: stamp.key, resourceId: c.mobileAppId,
+                                               requestHash: stamp.requestHash, firstAt: context.at))
+            }
         }
         // A replayed or repeated creation must not reset settings changed since.
-        if state.apps[c.mobileAppId] == nil {
-            state.upsert(AppRow(appId: c.mobileAppId, orgId: c.orgId, name: c.name, createdAt: context.at))
+        if state.app(c.mobileAppId, part: context.part) == nil {
+            state.upsert(AppRow(appId: c.mobileAppId, orgId: c.orgId, name: c.name, createdAt: context.at, part: context.part))
         }
         state.upsert(ApiTokenRow(tokenId: c.tokenId, appId: c.mobileAppId, tokenHash: c.tokenHash, createdAt: context.at,
-                                 scopes: c.tokenScopes))
+                                 scopes: c.tokenScopes, part: context.part))
         // Records from before scopes have no client token.
         if let clientTokenId = c.clientTokenId, let clientTokenHash = c.clientTokenHash {
             state.upsert(ApiTokenRow(tokenId: clientTokenId, appId: c.mobileAppId, tokenHash: clientTokenHash, createdAt: context.at,
-                                     scopes: AppCreated.clientTokenScopes))
+                                     scopes: AppCreated.clientTokenScopes, part: context.part))
         }
         return .applied
     }
@@ -43,17 +48,19 @@ package struct ApiTokenIssuedHandler: AdminCommandHandler {
     package func app(of c: ApiTokenIssued) -> UUID { c.mobileAppId }
 
     package func apply(_ c: ApiTokenIssued, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
-        guard state.apps[c.mobileAppId] != nil else { return .rejected("unknown-app") }
+        guard state.app(c.mobileAppId, part: context.part) != nil else { return .rejected("unknown-app") }
         if let stamp = c.idempotency {
             // The token id is the key's: a known one is a retry, which must not undo a revocation.
-            guard !(state.tokens[c.mobileAppId] ?? []).contains(where: { $0.tokenId == c.tokenId }) else {
+            guard !state.tokens(of: c.mobileAppId, part: context.part).contains(where: { $0.tokenId == c.tokenId }) else {
                 return .rejected("idempotent-repeat")
             }
-            state.record(IdempotencyKeyRow(scope: stamp.scope, key: stamp.key, resourceId: c.tokenId, requestHash: stamp.requestHash,
-                                           firstAt: context.at))
+            if context.part == 0 {
+                state.record(IdempotencyKeyRow(scope: stamp.scope, key: stamp.key, resourceId: c.tokenId, requestHash: stamp.requestHash,
+                                               firstAt: context.at))
+            }
         }
         state.upsert(ApiTokenRow(tokenId: c.tokenId, appId: c.mobileAppId, tokenHash: c.tokenHash, createdAt: context.at,
-                                 scopes: c.scopes))
+                                 scopes: c.scopes, part: context.part))
         return .applied
     }
 }
@@ -62,7 +69,7 @@ package struct ApiTokenRevokedHandler: AdminCommandHandler {
     package func app(of c: ApiTokenRevoked) -> UUID { c.mobileAppId }
 
     package func apply(_ c: ApiTokenRevoked, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
-        guard var token = state.tokens[c.mobileAppId]?.first(where: { $0.tokenId == c.tokenId }) else {
+        guard var token = state.tokens(of: c.mobileAppId, part: context.part).first(where: { $0.tokenId == c.tokenId }) else {
             return .rejected("unknown-token")
         }
         guard !token.revoked else { return .applied }
@@ -76,7 +83,7 @@ package struct AppSettingsChangedHandler: AdminCommandHandler {
     package func app(of c: AppSettingsChanged) -> UUID { c.mobileAppId }
 
     package func apply(_ c: AppSettingsChanged, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
-        guard var app = state.apps[c.mobileAppId] else { return .rejected("unknown-app") }
+        guard var app = state.app(c.mobileAppId, part: context.part) else { return .rejected("unknown-app") }
         if let name = c.name { app.name = name }
         if let url = c.callbackUrl { app.callbackUrl = url.isEmpty ? nil : url }
         if let headers = c.callbackHeaders { app.callbackHeaders = headers }
@@ -90,7 +97,7 @@ package struct PushCredentialsSetHandler: AdminCommandHandler {
     package func app(of c: PushCredentialsSet) -> UUID { c.mobileAppId }
 
     package func apply(_ c: PushCredentialsSet, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
-        guard var app = state.apps[c.mobileAppId] else { return .rejected("unknown-app") }
+        guard var app = state.app(c.mobileAppId, part: context.part) else { return .rejected("unknown-app") }
         // Ingest writes exactly one provider per command; a record with neither changes nothing.
         guard c.apns != nil || c.fcm != nil else { return .rejected("no-credentials") }
         var credentials = app.pushCredentials ?? PushCredentials()
@@ -106,7 +113,7 @@ package struct PushCredentialsRemovedHandler: AdminCommandHandler {
     package func app(of c: PushCredentialsRemoved) -> UUID { c.mobileAppId }
 
     package func apply(_ c: PushCredentialsRemoved, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
-        guard var app = state.apps[c.mobileAppId] else { return .rejected("unknown-app") }
+        guard var app = state.app(c.mobileAppId, part: context.part) else { return .rejected("unknown-app") }
         var credentials = app.pushCredentials ?? PushCredentials()
         switch c.provider {
         case .apns: credentials.apns = nil

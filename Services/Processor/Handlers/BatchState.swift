@@ -8,8 +8,9 @@ import Projections
 /// earlier ones. Every change is also recorded as a `Mutation` for the batch's single commit,
 /// and every outbound record the batch writes is collected in `outbound`.
 package struct BatchState {
-    package private(set) var apps: [UUID: AppRow]
-    package private(set) var tokens: [UUID: [ApiTokenRow]]
+    /// Each app's rows by part (`AppPart`): a command reads its own part's.
+    package private(set) var apps: [AppPart: AppRow]
+    package private(set) var tokens: [AppPart: [ApiTokenRow]]
     package private(set) var adminTokens: [UUID: AdminTokenRow]
     package private(set) var devices: [DeviceKey: DeviceRow]
     /// The rows of `devices` by user, so that resolving a user costs its devices only and no
@@ -26,26 +27,31 @@ package struct BatchState {
     private var recounted: [DeliveryKey] = []
     /// Tracking rows stored before their delivery's send, for the sends of this batch.
     private var tracked: [UUID: [TrackedEvent]]
-    /// Park marks by delivery, then app: those loaded (of the batch's deliveries, and every one
-    /// old enough to expire in it) and those the batch set.
-    private var parks: [UUID: [UUID: Date]] = [:]
+    /// Park marks by delivery, then app and part: those loaded (of the batch's deliveries, and
+    /// every one old enough to expire in it) and those the batch set.
+    private var parks: [UUID: [AppPart: Date]] = [:]
     /// How long parked reports wait for their send, in event time.
     private let trackingParkTime: TimeInterval
-    /// The event time of each app's latest command so far: the apps' clocks (`advance(to:app:)`).
-    /// Each app has its own, so that what expires in an app depends on that app's commands
-    /// alone, whichever apps a processor applies beside it (docs/ARCHITECTURE.md#scale-out).
-    private var clocks: [UUID: Date] = [:]
+    /// The event time of each app part's latest command so far: the clocks
+    /// (`advance(to:app:)`). Each app, and each part of one, has its own, so that what expires in
+    /// it depends on its own commands alone, whichever others a processor applies beside it
+    /// (docs/ARCHITECTURE.md#scale-out).
+    private var clocks: [AppPart: Date] = [:]
+    /// The parts every app is split into: a part's devices are those whose tokens it holds.
+    package let parts: AppParts
     /// Tracking events by outcome, for the batch's metrics.
     package private(set) var trackingOutcomes: [TrackingOutcome: Int] = [:]
-    /// Reports gathered for `finishTracking`: per delivery, then app, the number of each
+    /// Reports gathered for `finishTracking`: per delivery, then app and part, the number of each
     /// (action, device); `trackingOrder` is the order pairs were first reported on.
-    private var trackingReports: [UUID: [UUID: [TrackingRowKey: Int]]] = [:]
+    private var trackingReports: [UUID: [AppPart: [TrackingRowKey: Int]]] = [:]
     private var trackingOrder: [TrackingPair] = []
     package private(set) var mutations: [Mutation] = []
     package private(set) var outbound: [OutboundMessage] = []
 
-    package init(_ snapshot: StateSnapshot, trackingParkTime: Duration = DecisionRules.default.trackingParkTime) {
+    package init(_ snapshot: StateSnapshot, trackingParkTime: Duration = DecisionRules.default.trackingParkTime,
+                 parts: AppParts = .one) {
         self.trackingParkTime = trackingParkTime.inSeconds
+        self.parts = parts
         apps = snapshot.apps
         tokens = snapshot.tokens
         adminTokens = snapshot.adminTokens
@@ -56,7 +62,7 @@ package struct BatchState {
         deliveries = snapshot.deliveries
         outcomes = snapshot.outcomes
         tracked = snapshot.trackedEvents
-        for (pair, at) in snapshot.parkedTracking { parks[pair.deliveryId, default: [:]][pair.appId] = at }
+        for (pair, at) in snapshot.parkedTracking { parks[pair.deliveryId, default: [:]][pair.scope] = at }
         for device in snapshot.devices.values {
             devicesByUser[UserKey(appId: device.appId, userId: device.userId), default: []].append(device)
         }
@@ -71,14 +77,21 @@ package struct BatchState {
         case lacksScope
     }
 
+    /// The app's row as its part `part` has it.
+    package func app(_ appId: UUID, part: Int) -> AppRow? { apps[AppPart(appId, part: part)] }
+
+    /// The app's tokens (revoked too) as its part `part` has them.
+    package func tokens(of appId: UUID, part: Int) -> [ApiTokenRow] { tokens[AppPart(appId, part: part)] ?? [] }
+
     /// Whether the app exists in `orgId` (when given), `tokenHash` is one of its live tokens and
-    /// that token has `scope` (a legacy token has every scope), as of this point of the log.
-    package func authorization(app appId: UUID, org orgId: UUID?, tokenHash: String, scope: ApiTokenScope) -> TokenVerdict {
-        guard let app = apps[appId] else { return .invalid }
+    /// that token has `scope` (a legacy token has every scope), as of this point of the log in
+    /// the app's part `part`.
+    package func authorization(app appId: UUID, part: Int, org orgId: UUID?, tokenHash: String, scope: ApiTokenScope) -> TokenVerdict {
+        guard let app = app(appId, part: part) else { return .invalid }
         if let orgId, app.orgId != orgId { return .invalid }
         // Compares with every live token, not stopping at a match.
         var match: ApiTokenRow?
-        for token in tokens[appId] ?? [] where !token.revoked {
+        for token in tokens(of: appId, part: part) where !token.revoked {
             if ApiTokens.constantTimeEquals(token.tokenHash, tokenHash) { match = token }
         }
         guard let match else { return .invalid }
@@ -86,25 +99,35 @@ package struct BatchState {
     }
 
     /// True when `authorization` is `.authorized`.
-    package func authorizes(app appId: UUID, org orgId: UUID?, tokenHash: String, scope: ApiTokenScope) -> Bool {
-        authorization(app: appId, org: orgId, tokenHash: tokenHash, scope: scope) == .authorized
+    package func authorizes(app appId: UUID, part: Int, org orgId: UUID?, tokenHash: String, scope: ApiTokenScope) -> Bool {
+        authorization(app: appId, part: part, org: orgId, tokenHash: tokenHash, scope: scope) == .authorized
     }
 
-    /// The user's devices, ordered by token (a stable order: message ids follow it).
-    package func devices(of user: UserKey) -> [DeviceRow] {
-        (devicesByUser[user] ?? []).sorted { $0.deviceToken < $1.deviceToken }
+    /// Whether part `part` holds the device of this token. A command about one device that is
+    /// for another part was not written by ingest, which sends it to the token's part: deciding
+    /// it here would read a row another processor writes, so handlers refuse it.
+    package func holds(token: String, part: Int) -> Bool { parts.part(ofToken: token) == part }
+
+    /// The user's devices that part `part` holds, ordered by token (a stable order: message ids
+    /// follow it). Other parts' devices of the user are theirs: they are loaded with the user,
+    /// and never looked at.
+    package func devices(of user: UserKey, part: Int) -> [DeviceRow] {
+        var devices = devicesByUser[user] ?? []
+        if parts.count > 1 { devices.removeAll { parts.part(ofToken: $0.deviceToken) != part } }
+        return devices.sorted { $0.deviceToken < $1.deviceToken }
     }
 
     package mutating func upsert(_ app: AppRow) {
-        apps[app.appId] = app
+        apps[AppPart(app.appId, part: app.part)] = app
         mutations.append(.upsertApp(app))
     }
 
     package mutating func upsert(_ token: ApiTokenRow) {
-        var list = tokens[token.appId] ?? []
+        let key = AppPart(token.appId, part: token.part)
+        var list = tokens[key] ?? []
         list.removeAll { $0.tokenId == token.tokenId }
         list.append(token)
-        tokens[token.appId] = list
+        tokens[key] = list
         mutations.append(.upsertApiToken(token))
     }
 
@@ -202,9 +225,11 @@ package struct BatchState {
         mutations.append(.putDelivery(delivery))
     }
 
-    /// The app's delivery of this id. Another app's of the same id is not looked at: it is
-    /// another processor's to apply (docs/ARCHITECTURE.md#scale-out).
-    package func delivery(_ deliveryId: UUID, app: UUID) -> DeliveryRow? { deliveries[DeliveryKey(appId: app, deliveryId: deliveryId)] }
+    /// The app part's delivery of this id. Another app's of the same id, or another part's, is
+    /// not looked at: it is another processor's to apply (docs/ARCHITECTURE.md#scale-out).
+    package func delivery(_ deliveryId: UUID, app: UUID, part: Int) -> DeliveryRow? {
+        deliveries[DeliveryKey(appId: app, deliveryId: deliveryId, part: part)]
+    }
 
     // MARK: - Delivery outcomes
 
@@ -213,7 +238,8 @@ package struct BatchState {
     package mutating func record(_ outcome: DeliveryOutcomeRow) {
         let previous = outcomes.updateValue(outcome.outcome, forKey: outcome.key)
         mutations.append(.putDeliveryOutcome(outcome))
-        let key = DeliveryKey(appId: outcome.appId, deliveryId: outcome.deliveryId)
+        let key = DeliveryKey(appId: outcome.appId, deliveryId: outcome.deliveryId,
+                              part: AppParts.part(ofMessageIndex: outcome.messageIndex))
         guard previous != outcome.outcome, var delivery = deliveries[key] else { return }
         delivery.recount(from: previous, to: outcome.outcome)
         deliveries[key] = delivery
@@ -230,26 +256,28 @@ package struct BatchState {
 
     // MARK: - Tracking
 
-    /// Moves the clock of the command's app to its event time (it never goes back). *Before*
-    /// each command.
-    package mutating func advance(to at: Date, app: UUID) {
-        if at > clocks[app] ?? .distantPast { clocks[app] = at }
+    /// Moves the clock of the command's app part to its event time (it never goes back).
+    /// *Before* each command.
+    package mutating func advance(to at: Date, app: UUID, part: Int) {
+        let key = AppPart(app, part: part)
+        if at > clocks[key] ?? .distantPast { clocks[key] = at }
     }
 
     /// The pairs of a delivery that have reports stored or gathered before its send, or a park
-    /// mark, in app id order.
+    /// mark, in app id order, then part order.
     package func trackingPairs(of deliveryId: UUID) -> [TrackingPair] {
-        var apps = Set<UUID>()
-        if let parked = parks[deliveryId] { apps.formUnion(parked.keys) }
-        for event in tracked[deliveryId] ?? [] { apps.insert(event.appId) }
-        if let gathered = trackingReports[deliveryId] { apps.formUnion(gathered.keys) }
-        return apps.sorted { $0.uuidString < $1.uuidString }.map { TrackingPair(deliveryId: deliveryId, appId: $0) }
+        var scopes = Set<AppPart>()
+        if let parked = parks[deliveryId] { scopes.formUnion(parked.keys) }
+        for event in tracked[deliveryId] ?? [] { scopes.insert(AppPart(event.appId, part: event.part)) }
+        if let gathered = trackingReports[deliveryId] { scopes.formUnion(gathered.keys) }
+        return scopes.sorted { ($0.appId.uuidString, $0.part) < ($1.appId.uuidString, $1.part) }
+            .map { TrackingPair(deliveryId: deliveryId, appId: $0.appId, part: $0.part) }
     }
 
     /// The pair's reports so far, stored and gathered: the number of each (action, device).
     package func trackingReports(of pair: TrackingPair) -> [TrackingRowKey: Int] {
-        var reports = trackingReports[pair.deliveryId]?[pair.appId] ?? [:]
-        for event in tracked[pair.deliveryId] ?? [] where event.appId == pair.appId {
+        var reports = trackingReports[pair.deliveryId]?[pair.scope] ?? [:]
+        for event in tracked[pair.deliveryId] ?? [] where event.appId == pair.appId && event.part == pair.part {
             reports[event.key, default: 0] += 1 + event.repeats
         }
         return reports
@@ -258,25 +286,25 @@ package struct BatchState {
     /// Counts a report; reports are gathered per pair and written by `finishTracking`. A report
     /// parked before its delivery's send marks its pair parked since the report's time.
     package mutating func countTracking(_ pair: TrackingPair, _ key: TrackingRowKey, outcome: TrackingOutcome, at: Date) {
-        if outcome == .parked, parks[pair.deliveryId]?[pair.appId] == nil {
-            parks[pair.deliveryId, default: [:]][pair.appId] = at
+        if outcome == .parked, parks[pair.deliveryId]?[pair.scope] == nil {
+            parks[pair.deliveryId, default: [:]][pair.scope] = at
             mutations.append(.parkTracking(pair, at: at))
         }
-        if trackingReports[pair.deliveryId]?[pair.appId] == nil { trackingOrder.append(pair) }
-        trackingReports[pair.deliveryId, default: [:]][pair.appId, default: [:]][key, default: 0] += 1
+        if trackingReports[pair.deliveryId]?[pair.scope] == nil { trackingOrder.append(pair) }
+        trackingReports[pair.deliveryId, default: [:]][pair.scope, default: [:]][key, default: 0] += 1
         trackingOutcomes[outcome, default: 0] += 1
     }
 
-    /// Drops the pair when its park time has passed by its app's clock; true if it did.
+    /// Drops the pair when its park time has passed by its app part's clock; true if it did.
     @discardableResult
     package mutating func expireIfDue(_ pair: TrackingPair) -> Bool {
-        guard let parkedAt = parks[pair.deliveryId]?[pair.appId], hasExpired(parkedAt, app: pair.appId) else { return false }
+        guard let parkedAt = parks[pair.deliveryId]?[pair.scope], hasExpired(parkedAt, scope: pair.scope) else { return false }
         dropTracking(pair)
         return true
     }
 
-    private func hasExpired(_ parkedAt: Date, app: UUID) -> Bool {
-        guard let clock = clocks[app] else { return false }
+    private func hasExpired(_ parkedAt: Date, scope: AppPart) -> Bool {
+        guard let clock = clocks[scope] else { return false }
         return parkedAt < clock.addingTimeInterval(-trackingParkTime)
     }
 
@@ -284,26 +312,26 @@ package struct BatchState {
     package mutating func deleteTracking(_ pair: TrackingPair, _ keys: Set<TrackingRowKey>) {
         var stored: [TrackingRowKey] = []
         tracked[pair.deliveryId]?.removeAll { event in
-            guard event.appId == pair.appId, keys.contains(event.key) else { return false }
+            guard event.appId == pair.appId, event.part == pair.part, keys.contains(event.key) else { return false }
             stored.append(event.key)
             return true
         }
         if !stored.isEmpty { mutations.append(.deleteTracking(pair, stored)) }
-        for key in keys { trackingReports[pair.deliveryId]?[pair.appId]?[key] = nil }
+        for key in keys { trackingReports[pair.deliveryId]?[pair.scope]?[key] = nil }
     }
 
     /// Deletes every report of the pair, stored or gathered, and its park mark.
     package mutating func dropTracking(_ pair: TrackingPair) {
-        tracked[pair.deliveryId]?.removeAll { $0.appId == pair.appId }
-        trackingReports[pair.deliveryId]?[pair.appId] = nil
-        parks[pair.deliveryId]?[pair.appId] = nil
+        tracked[pair.deliveryId]?.removeAll { $0.appId == pair.appId && $0.part == pair.part }
+        trackingReports[pair.deliveryId]?[pair.scope] = nil
+        parks[pair.deliveryId]?[pair.scope] = nil
         mutations.append(.dropTracking(pair))
     }
 
     /// The pair's reports are its delivery's now: its park mark goes.
     package mutating func unparkTracking(_ pair: TrackingPair) {
-        tracked[pair.deliveryId]?.removeAll { $0.appId == pair.appId }
-        guard parks[pair.deliveryId]?.removeValue(forKey: pair.appId) != nil else { return }
+        tracked[pair.deliveryId]?.removeAll { $0.appId == pair.appId && $0.part == pair.part }
+        guard parks[pair.deliveryId]?.removeValue(forKey: pair.scope) != nil else { return }
         mutations.append(.unparkTracking(pair))
     }
 
@@ -314,19 +342,23 @@ package struct BatchState {
     /// writes it once, with its number of reports.
     package mutating func finishTracking() {
         var expired: [TrackingPair] = []
-        for (deliveryId, apps) in parks {
-            for (appId, parkedAt) in apps where hasExpired(parkedAt, app: appId) { expired.append(TrackingPair(deliveryId: deliveryId, appId: appId)) }
+        for (deliveryId, scopes) in parks {
+            for (scope, parkedAt) in scopes where hasExpired(parkedAt, scope: scope) {
+                expired.append(TrackingPair(deliveryId: deliveryId, appId: scope.appId, part: scope.part))
+            }
         }
-        for pair in expired.sorted(by: { ($0.deliveryId.uuidString, $0.appId.uuidString) < ($1.deliveryId.uuidString, $1.appId.uuidString) }) {
+        for pair in expired.sorted(by: {
+            ($0.deliveryId.uuidString, $0.appId.uuidString, $0.part) < ($1.deliveryId.uuidString, $1.appId.uuidString, $1.part)
+        }) {
             dropTracking(pair)
         }
         for pair in trackingOrder {
             // A pair dropped and reported on again is listed twice: written once.
-            guard let reports = trackingReports[pair.deliveryId]?.removeValue(forKey: pair.appId), !reports.isEmpty else { continue }
+            guard let reports = trackingReports[pair.deliveryId]?.removeValue(forKey: pair.scope), !reports.isEmpty else { continue }
             let counts = reports.map { key, reports in
                 TrackingCount(action: key.action, messageIndex: key.messageIndex, reports: reports)
             }.sorted { ($0.action, $0.messageIndex) < ($1.action, $1.messageIndex) }
-            mutations.append(.countTracking(TrackingCounts(appId: pair.appId, deliveryId: pair.deliveryId, counts: counts)))
+            mutations.append(.countTracking(TrackingCounts(appId: pair.appId, deliveryId: pair.deliveryId, counts: counts, part: pair.part)))
         }
         trackingOrder = []
         trackingReports = [:]
@@ -343,6 +375,11 @@ package struct BatchState {
     package mutating func reserveOutbound(_ count: Int) {
         outbound.reserveCapacity(outbound.count + count)
     }
+}
+
+extension TrackingPair {
+    /// The app part the pair is of.
+    var scope: AppPart { AppPart(appId, part: part) }
 }
 
 /// One record for the outbound topic, keyed by device token (docs/API.md#outbound-payloads).

@@ -14,17 +14,19 @@ package struct CleanupHandler: CommandHandler {
     }
 
     package func apply(_ c: DeviceCleanupRequested, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
-        switch state.authorization(app: c.mobileAppId, org: c.orgId, tokenHash: c.apiTokenHash, scope: .client) {
+        switch state.authorization(app: c.mobileAppId, part: context.part, org: c.orgId, tokenHash: c.apiTokenHash, scope: .client) {
         case .authorized: break
         case .invalid: return .rejected("invalid-api-token")
         // A server-only token: a device's route needs the client scope (docs/API.md#token-scopes).
         case .lacksScope: return .rejected("missing-client-scope")
         }
         if let token = c.deviceToken {
+            guard state.holds(token: token, part: context.part) else { return .rejected("another-part") }
             let key = DeviceKey(appId: c.mobileAppId, deviceToken: token)
             if state.devices[key]?.userId == c.userId { state.delete(key) }
         } else {
-            for device in state.devices(of: UserKey(appId: c.mobileAppId, userId: c.userId)) {
+            // An app in parts gets this command in every part: each removes the devices it holds.
+            for device in state.devices(of: UserKey(appId: c.mobileAppId, userId: c.userId), part: context.part) {
                 state.delete(device.key)
             }
         }

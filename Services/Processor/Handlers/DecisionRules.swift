@@ -17,13 +17,18 @@ public struct DecisionRules: Sendable, Equatable {
     /// (`PUSHLINE_IDEMPOTENCY_WINDOW_HOURS`). Ingest answers with the same window, so its
     /// default is the shared one, `IdempotencyKeys.defaultWindowHours`.
     public var idempotencyWindowHours: Int
+    /// The parts every app is split into (docs/ARCHITECTURE.md#one-app-in-parts): a part holds
+    /// the devices of its tokens (`AppParts.part(ofToken:)`). One, the default, is an app unsplit.
+    public var appParts: AppParts
 
     public init(maxDevicesPerUser: Int = 100,
                 trackingParkTtlMs: Int = 86_400_000,
-                idempotencyWindowHours: Int = IdempotencyKeys.defaultWindowHours) {
+                idempotencyWindowHours: Int = IdempotencyKeys.defaultWindowHours,
+                appParts: AppParts = .one) {
         self.maxDevicesPerUser = maxDevicesPerUser
         self.trackingParkTtlMs = trackingParkTtlMs
         self.idempotencyWindowHours = idempotencyWindowHours
+        self.appParts = appParts
     }
 
     /// The rules of a processor configured with nothing.

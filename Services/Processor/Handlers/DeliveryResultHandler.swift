@@ -21,12 +21,13 @@ package struct DeliveryResultHandler: CommandHandler {
     }
 
     package func apply(_ c: DeliveryResultReported, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
-        guard state.apps[c.mobileAppId] != nil else { return .rejected("unknown-app") }
+        guard state.app(c.mobileAppId, part: context.part) != nil else { return .rejected("unknown-app") }
+        guard state.holds(token: c.deviceToken, part: context.part) else { return .rejected("another-part") }
         if c.outcome == .unregistered { retire(c, context, &state) }
         // A badge update belongs to no delivery: only its device is concerned.
         guard c.deliveryId != nil else { return .applied }
-        guard let key = Self.outcomeKey(c), let delivery = state.delivery(key.deliveryId, app: c.mobileAppId),
-              key.messageIndex < delivery.sent
+        guard let key = Self.outcomeKey(c), let delivery = state.delivery(key.deliveryId, app: c.mobileAppId, part: context.part),
+              delivery.sentTo(messageIndex: key.messageIndex)
         else { return c.outcome == .unregistered ? .applied : .rejected("unknown-delivery") }
         state.record(DeliveryOutcomeRow(appId: c.mobileAppId, deliveryId: key.deliveryId, messageIndex: key.messageIndex,
                                         deviceToken: c.deviceToken, outcome: c.outcome, reason: c.reason, reportedAt: context.at))

@@ -38,11 +38,16 @@ package struct NotificationHandler: CommandHandler {
 
     package func apply(_ c: NotificationRequested, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         let at = context.at
-        guard let app = state.apps[c.mobileAppId] else { return .rejected("unknown-app") }
+        let part = context.part
+        guard let app = state.app(c.mobileAppId, part: part) else { return .rejected("unknown-app") }
         // A send without a key has a new random delivery id; with a key, the id is the key's, so
         // a known id is a retry or a reuse of the key: it is counted, never sent again.
-        if let known = state.delivery(c.deliveryId, app: c.mobileAppId) { return repeated(c, of: known, at: at, state: &state) }
-        let devices = Self.resolve(c.target, app: c.mobileAppId, in: state)
+        if let known = state.delivery(c.deliveryId, app: c.mobileAppId, part: part) {
+            return repeated(c, of: known, at: at, state: &state)
+        }
+        // In an app in parts, each part sends to the devices it holds, and names them by message
+        // indexes of its own (`AppParts.messageIndex`).
+        let devices = Self.resolve(c.target, app: c.mobileAppId, part: part, in: state)
         state.reserveOutbound(devices.count)
         // One template per platform (and per badge, for a managed send): each device's record is
         // the template with its token and message id, rendered when published.
@@ -57,15 +62,16 @@ package struct NotificationHandler: CommandHandler {
                 template = OutboundTemplate(c, platform: device.platform, sentAt: at, managedBadge: badge)
                 templates[key] = template
             }
-            state.emit(OutboundMessage(kind: .push, deviceToken: device.deviceToken, body: .template(template, index: index)))
+            state.emit(OutboundMessage(kind: .push, deviceToken: device.deviceToken,
+                                       body: .template(template, index: AppParts.messageIndex(place: index, part: part))))
         }
         let delivery = DeliveryRow(appId: c.mobileAppId, deliveryId: c.deliveryId, kind: c.kind, managed: c.managed,
                                    tracking: c.tracking, sent: devices.count, createdAt: at,
-                                   idempotencyKey: c.idempotencyKey, requestHash: c.idempotencyKey == nil ? nil : c.requestHash)
+                                   idempotencyKey: c.idempotencyKey, requestHash: c.idempotencyKey == nil ? nil : c.requestHash, part: part)
         TrackingHandler.settle(delivery, state: &state)
         state.record(delivery)
         if c.kind != .alert, let url = app.callbackUrl {
-            Self.enqueueCallbacks(c, devices: devices, app: app, url: url, at: at, state: &state)
+            Self.enqueueCallbacks(c, devices: devices, app: app, part: part, url: url, at: at, state: &state)
         }
         return devices.isEmpty ? .rejected("no-devices") : .applied
     }
@@ -82,10 +88,13 @@ package struct NotificationHandler: CommandHandler {
         guard at < known.createdAt.addingTimeInterval(idempotencyWindow.inSeconds) else {
             return .rejected("idempotency-key-expired")
         }
-        var delivery = known
         let conflict = c.requestHash != known.requestHash
-        if conflict { delivery.conflicts += 1 } else { delivery.duplicates += 1 }
-        state.record(delivery)
+        // Every part of an app in parts refuses the repeat; part 0 counts it.
+        if known.part == 0 {
+            var delivery = known
+            if conflict { delivery.conflicts += 1 } else { delivery.duplicates += 1 }
+            state.record(delivery)
+        }
         return .rejected(conflict ? "idempotency-key-conflict" : "idempotent-repeat")
     }
 
@@ -94,20 +103,20 @@ package struct NotificationHandler: CommandHandler {
         var badge: Int?
     }
 
-    /// The target's devices, each once, in a stable order that fixes the message ids: user by
-    /// user as listed, each user's devices by token; or the tokens as listed. Tokens the app
-    /// does not know are skipped.
-    package static func resolve(_ target: NotificationTarget, app: UUID, in state: BatchState) -> [DeviceRow] {
+    /// The target's devices that part `part` holds, each once, in a stable order that fixes the
+    /// message ids: user by user as listed, each user's devices by token; or the tokens as
+    /// listed. Tokens the app does not know are skipped.
+    package static func resolve(_ target: NotificationTarget, app: UUID, part: Int, in state: BatchState) -> [DeviceRow] {
         var devices: [DeviceRow] = []
         if !target.userIds.isEmpty {
             var seen = Set<String>(minimumCapacity: target.userIds.count)
             for userId in target.userIds where seen.insert(userId).inserted {
-                devices += state.devices(of: UserKey(appId: app, userId: userId))
+                devices += state.devices(of: UserKey(appId: app, userId: userId), part: part)
             }
         }
         if !target.deviceTokens.isEmpty {
             var seen = Set<String>(minimumCapacity: target.deviceTokens.count)
-            for token in target.deviceTokens where seen.insert(token).inserted {
+            for token in target.deviceTokens where seen.insert(token).inserted && state.holds(token: token, part: part) {
                 if let device = state.devices[DeviceKey(appId: app, deviceToken: token)] { devices.append(device) }
             }
         }
@@ -128,7 +137,9 @@ package struct NotificationHandler: CommandHandler {
 
     /// One callback per user of the resolved devices, listing that user's devices.
     /// The job id is (delivery, user): a replay of the command finds the job and sends nothing.
-    private static func enqueueCallbacks(_ c: NotificationRequested, devices: [DeviceRow], app: AppRow, url: String, at: Date,
+    /// In an app in parts, each part calls back with the user's devices it holds, under a job id
+    /// of its own (docs/ARCHITECTURE.md#known-limits).
+    private static func enqueueCallbacks(_ c: NotificationRequested, devices: [DeviceRow], app: AppRow, part: Int, url: String, at: Date,
                                          state: inout BatchState) {
         var headers = app.callbackHeaders
         headers["Content-Type"] = "application/json"
@@ -137,7 +148,8 @@ package struct NotificationHandler: CommandHandler {
         for userId in byUser.keys.sorted() {
             let body = AppCallback.body(userId: userId, devices: byUser[userId]!.map { ($0.deviceToken, $0.platform) },
                                         kind: c.kind, ticketId: c.ticketId, message: c.message)
-            state.enqueue(OutboxJob(id: "callback:\(c.deliveryId.lowercasedString):\(userId)", kind: "app-callback",
+            let id = "callback:\(c.deliveryId.lowercasedString):\(userId)" + (part == 0 ? "" : "#part-\(part)")
+            state.enqueue(OutboxJob(id: id, kind: "app-callback",
                                     appId: c.mobileAppId, url: url, headers: headers, body: body,
                                     maxAttempts: 1 + max(0, app.webhookRetries), nextAttemptAt: at, createdAt: at))
         }

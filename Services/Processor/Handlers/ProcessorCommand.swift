@@ -27,7 +27,8 @@ package struct ProcessorCommand: Sendable {
     /// command, applied or rejected, also gets its audit trail entry (`AuditTrail`).
     package func apply(to state: inout BatchState, storeFailed: Bool = false) -> HandlerResult {
         let result = handler.apply(payload, CommandContext(id: id, at: at, part: part, storeFailed: storeFailed), to: &state)
-        if let audited = payload as? any AuditedCommand {
+        // An app in parts gets its admin commands once in every part; the trail keeps part 0's.
+        if let audited = payload as? any AuditedCommand, part == 0 {
             state.record(AuditTrail.entry(audited, id: id, at: at, result: result))
         }
         return result

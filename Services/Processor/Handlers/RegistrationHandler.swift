@@ -31,12 +31,13 @@ package struct RegistrationHandler: CommandHandler {
         let at = context.at
         // Forged or stale tokens get no history and no webhook: no work for an attacker
         // (docs/API.md#forged-requests).
-        switch state.authorization(app: c.mobileAppId, org: c.orgId, tokenHash: c.apiTokenHash, scope: .client) {
+        switch state.authorization(app: c.mobileAppId, part: context.part, org: c.orgId, tokenHash: c.apiTokenHash, scope: .client) {
         case .authorized: break
         case .invalid: return .rejected("invalid-api-token")
         // A server-only token: a device's route needs the client scope (docs/API.md#token-scopes).
         case .lacksScope: return .rejected("missing-client-scope")
         }
+        guard state.holds(token: c.deviceToken, part: context.part) else { return .rejected("another-part") }
         let failure = context.storeFailed ? .FailedToStoreDevice : decide(c, state: state)
         if failure == nil {
             let key = DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken)
@@ -44,14 +45,14 @@ package struct RegistrationHandler: CommandHandler {
             state.upsert(DeviceRow(appId: c.mobileAppId, deviceToken: c.deviceToken, userId: c.userId,
                                    platform: c.platform, version: (existing?.version ?? 0) + 1, updatedAt: at,
                                    timeZone: c.timeZone ?? existing?.timeZone))
-            retireOldestDevices(of: UserKey(appId: c.mobileAppId, userId: c.userId), keeping: key, in: &state)
+            retireOldestDevices(of: UserKey(appId: c.mobileAppId, userId: c.userId), part: context.part, keeping: key, in: &state)
         }
         let status: DeviceRegistrationAPI.Status = failure == nil ? .Success : .Failed
         if c.trackStatus {
             state.record(RegistrationStatusRow(requestId: c.registrationRequestId, appId: c.mobileAppId,
                                                status: status, failureReason: failure, decidedAt: at))
         }
-        if let callback = c.callback, let app = state.apps[c.mobileAppId] {
+        if let callback = c.callback, let app = state.app(c.mobileAppId, part: context.part) {
             state.enqueue(statusWebhook(for: c, callback: callback, status: status, failure: failure, retries: app.webhookRetries, at: at))
         }
         return failure.map { .rejected($0.rawValue) } ?? .applied
@@ -61,9 +62,10 @@ package struct RegistrationHandler: CommandHandler {
     /// ago (by the time of the command that last registered them, then by token) are retired
     /// like a cleanup, never the one just registered. Decided from command times only, so a
     /// replay retires the same devices; apps change devices (reinstalls get new tokens), and the
-    /// newest are the ones that still receive pushes.
-    private func retireOldestDevices(of user: UserKey, keeping registered: DeviceKey, in state: inout BatchState) {
-        let devices = state.devices(of: user)
+    /// newest are the ones that still receive pushes. In an app in parts, each part keeps its
+    /// own devices of the user within the cap (docs/ARCHITECTURE.md#one-app-in-parts).
+    private func retireOldestDevices(of user: UserKey, part: Int, keeping registered: DeviceKey, in state: inout BatchState) {
+        let devices = state.devices(of: user, part: part)
         guard devices.count > maxDevicesPerUser else { return }
         let oldestFirst = devices.filter { $0.key != registered }.sorted { a, b in
             a.updatedAt != b.updatedAt ? a.updatedAt < b.updatedAt : Array(a.deviceToken.utf8).lexicographicallyPrecedes(b.deviceToken.utf8)

@@ -50,10 +50,10 @@ package struct TrackingHandler: CommandHandler {
 
     package func apply(_ c: TrackingReported, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         let at = context.at
-        let pair = TrackingPair(deliveryId: c.deliveryId, appId: c.mobileAppId)
+        let pair = TrackingPair(deliveryId: c.deliveryId, appId: c.mobileAppId, part: context.part)
         // Another app's delivery of this id is one this app never sent: the reports park, and
         // expire unless this app sends that id.
-        let delivery = state.delivery(c.deliveryId, app: c.mobileAppId)
+        let delivery = state.delivery(c.deliveryId, app: c.mobileAppId, part: context.part)
         if let delivery {
             guard delivery.tracking else {
                 state.rejectTracking(.trackingOff, events: c.events.count)
@@ -66,7 +66,10 @@ package struct TrackingHandler: CommandHandler {
         let series = MessageId.Series(deliveryId: c.deliveryId)
         var stored = 0
         for event in c.events {
-            guard let index = series.index(of: event.broadlogId), index < delivery?.sent ?? Int.max else {
+            // In an app in parts, a part counts the devices it sent to: their message indexes are
+            // its own (`AppParts.messageIndex`); ingest sends each report to its index's part.
+            guard let index = series.index(of: event.broadlogId), AppParts.part(ofMessageIndex: index) == context.part,
+                  delivery.map({ $0.sentTo(messageIndex: index) }) ?? true else {
                 state.rejectTracking(.foreignBroadlog)
                 continue
             }
@@ -77,12 +80,13 @@ package struct TrackingHandler: CommandHandler {
         return stored > 0 ? .applied : .rejected(TrackingOutcome.Reason.foreignBroadlog.rawValue)
     }
 
-    /// Called when a send is applied, before its delivery is recorded: the app's pair reported
-    /// on before it is dropped if its park time passed, refused whole if the send has tracking
-    /// off, and otherwise taken, less the reports past the sent count. Other apps' reports on the
-    /// same id are theirs: left parked, to expire by their own app's clock.
+    /// Called when a send is applied, before its delivery is recorded: the app part's pair
+    /// reported on before it is dropped if its park time passed, refused whole if the send has
+    /// tracking off, and otherwise taken, less the reports past the sent count. Other apps'
+    /// reports on the same id, and other parts', are theirs: left parked, to expire by their own
+    /// clock.
     package static func settle(_ delivery: DeliveryRow, state: inout BatchState) {
-        for pair in state.trackingPairs(of: delivery.deliveryId) where pair.appId == delivery.appId {
+        for pair in state.trackingPairs(of: delivery.deliveryId) where pair.appId == delivery.appId && pair.part == delivery.part {
             if state.expireIfDue(pair) { continue }
             let reports = state.trackingReports(of: pair)
             if !delivery.tracking {
@@ -90,7 +94,7 @@ package struct TrackingHandler: CommandHandler {
                 state.dropTracking(pair)
                 continue
             }
-            let beyond = reports.filter { $0.key.messageIndex >= delivery.sent }
+            let beyond = reports.filter { !delivery.sentTo(messageIndex: $0.key.messageIndex) }
             if !beyond.isEmpty {
                 state.rejectTracking(.foreignBroadlog, events: beyond.values.reduce(0, +))
                 state.deleteTracking(pair, Set(beyond.keys))

@@ -15,7 +15,7 @@ public enum DeliveryOutcome: String, Codable, Sendable, CaseIterable {
 /// by device so that one device's outcomes are applied in the order they happened. The
 /// processor counts it against its delivery and, for `unregistered`, retires the device unless
 /// it was registered again after `invalidSince`.
-public struct DeliveryResultReported: AppScopedCommand, Equatable {
+public struct DeliveryResultReported: DeviceScopedCommand, Equatable {
     public static let type = CommandType.deliveryResultReported
     public static let topic = CommandTopic.delivery
 

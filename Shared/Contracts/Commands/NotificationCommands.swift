@@ -181,7 +181,7 @@ extension NotificationRequested: HandWrittenCommand {
 
 /// A device acknowledged a managed notification (BW `PUT /acks`): it is no longer pending on
 /// that device, whichever of the two commands is applied first.
-public struct NotificationAcknowledged: AppScopedCommand, Equatable {
+public struct NotificationAcknowledged: DeviceScopedCommand, Equatable {
     public static let type = CommandType.notificationAcknowledged
     public static let topic = CommandTopic.notification
 

@@ -42,7 +42,7 @@ extension StatusCallback: WireDecodable {
 
 /// A device registration, one per device: the registration API's `devices` and `devices/batch`, BW
 /// `PUT devices`, KF5 `POST tokens`.
-public struct DeviceRegistrationRequested: AppScopedCommand, Equatable {
+public struct DeviceRegistrationRequested: DeviceScopedCommand, Equatable {
     public static let type = CommandType.deviceRegistrationRequested
     public static let topic = CommandTopic.registration
 
@@ -162,6 +162,13 @@ public struct DeviceCleanupRequested: AppScopedCommand, Equatable {
         self.userId = userId
         self.deviceToken = deviceToken
         self.apiTokenHash = apiTokenHash
+    }
+
+    /// One token's cleanup goes to its part; a cleanup of all of a user's devices to every part,
+    /// each removing those it holds.
+    public func split(into parts: AppParts) -> [(part: Int, command: DeviceCleanupRequested)] {
+        guard let deviceToken else { return parts.all.map { ($0, self) } }
+        return [(parts.part(ofToken: deviceToken), self)]
     }
 }
 

@@ -77,6 +77,24 @@ public struct TrackingReported: AppScopedCommand, Equatable {
         self.deliveryId = deliveryId
         self.events = events
     }
+
+    /// Each event goes to the part of its message index (`AppParts.messageIndex`), read from the
+    /// broadlogId's leading decimal digits; one whose id has no index goes to part 0, which
+    /// refuses it as a broadlogId the delivery never sent.
+    public func split(into parts: AppParts) -> [(part: Int, command: TrackingReported)] {
+        guard parts.count > 1 else { return [(0, self)] }
+        var byPart: [Int: [TrackingEvent]] = [:]
+        for event in events { byPart[Self.part(of: event.broadlogId, parts: parts), default: []].append(event) }
+        if byPart.isEmpty { byPart[0] = [] }
+        return byPart.keys.sorted().map { ($0, TrackingReported(mobileAppId: mobileAppId, deliveryId: deliveryId, events: byPart[$0]!)) }
+    }
+
+    private static func part(of broadlogId: String, parts: AppParts) -> Int {
+        guard let dash = broadlogId.utf8.firstIndex(of: UInt8(ascii: "-")),
+              let index = Int(Substring(broadlogId.utf8[..<dash])), index >= 0 else { return 0 }
+        let part = AppParts.part(ofMessageIndex: index)
+        return part < parts.count ? part : 0
+    }
 }
 
 extension TrackingReported: WireDecodable {

@@ -80,6 +80,9 @@ private enum Tag: UInt8 {
     case upsertAdminToken = 40
     case putAuditEntry = 41
     case putIdempotencyKey = 42
+    /// The part of an app (`TrackingPair.part`) the tracking mutation after it is for; a tracking
+    /// mutation without it is for part 0.
+    case inPart = 43
     /// The mutations that write a whole row, the row as its catalog columns (`ChangelogColumns`):
     /// a row gains a column without a tag of its own. The tags above stay readable.
     case upsertAppRow = 50, upsertApiTokenRow, upsertDeviceRow, putRegistrationStatusRow, enqueueOutboxRow, restoreOutboxRow
@@ -133,6 +136,7 @@ package struct ChangelogWriter {
     }
 
 
+    /// A tracking pair's delivery and app; its part goes apart (`inPart`).
     package mutating func pair(_ pair: TrackingPair) {
         uuid(pair.deliveryId)
         uuid(pair.appId)
@@ -182,10 +186,10 @@ package struct ChangelogWriter {
     private mutating func encode(_ mutation: Mutation, keyed: Bool) {
         switch mutation {
         case .upsertApp(let row):
-            key(keyed, 1) { $0.uuid(row.appId) }
+            key(keyed, 1) { $0.uuid(row.appId); $0.int(row.part) }
             self.row(.upsertAppRow, row)
         case .upsertApiToken(let row):
-            key(keyed, 2) { $0.uuid(row.tokenId) }
+            key(keyed, 2) { $0.uuid(row.tokenId); $0.int(row.part) }
             self.row(.upsertApiTokenRow, row)
         case .upsertDevice(let row):
             key(keyed, 3) { $0.uuid(row.appId); $0.keyText(row.deviceToken) }
@@ -218,13 +222,14 @@ package struct ChangelogWriter {
             key(keyed, 7) { $0.uuid(row.appId); $0.keyText(row.deviceToken); $0.keyText(row.notificationId) }
             self.row(.putAckRow, row)
         case .putDelivery(let row):
-            key(keyed, 8) { $0.uuid(row.appId); $0.uuid(row.deliveryId) }
+            key(keyed, 8) { $0.uuid(row.appId); $0.uuid(row.deliveryId); $0.int(row.part) }
             self.row(.putDeliveryRow, row)
         case .putDeliveryOutcome(let row):
             key(keyed, 11) { $0.uuid(row.appId); $0.uuid(row.deliveryId) }
             self.row(.putDeliveryOutcomeRow, row)
         case .countTracking(let c):
-            key(keyed, 9) { $0.uuid(c.deliveryId); $0.uuid(c.appId) }
+            key(keyed, 9) { $0.pair(c.pair) }
+            inPart(c.part)
             byte(Tag.countTracking.rawValue)
             uuid(c.appId); uuid(c.deliveryId); uint(UInt64(c.counts.count))
             for count in c.counts {
@@ -232,6 +237,7 @@ package struct ChangelogWriter {
             }
         case .deleteTracking(let p, let keys):
             key(keyed, 9) { $0.pair(p) }
+            inPart(p.part)
             byte(Tag.deleteTracking.rawValue)
             pair(p); uint(UInt64(keys.count))
             for key in keys {
@@ -239,14 +245,17 @@ package struct ChangelogWriter {
             }
         case .parkTracking(let p, let at):
             key(keyed, 9) { $0.pair(p) }
+            inPart(p.part)
             byte(Tag.parkTracking.rawValue)
             pair(p); date(at)
         case .unparkTracking(let p):
             key(keyed, 9) { $0.pair(p) }
+            inPart(p.part)
             byte(Tag.unparkTracking.rawValue)
             pair(p)
         case .dropTracking(let p):
             key(keyed, 9) { $0.pair(p) }
+            inPart(p.part)
             byte(Tag.dropTracking.rawValue)
             pair(p)
         case .putDeadLetter(let l):
@@ -268,6 +277,13 @@ package struct ChangelogWriter {
             key(keyed, 14) { $0.keyText(row.scope); $0.keyText(row.key) }
             self.row(.putIdempotencyKeyRow, row)
         }
+    }
+
+    /// A tracking mutation of a part other than 0: its part first (`Tag.inPart`).
+    private mutating func inPart(_ part: Int) {
+        guard part != 0 else { return }
+        byte(Tag.inPart.rawValue)
+        int(part)
     }
 
     /// When `keyed`: a group key, the group's table `group` then `parts`, with its length before
@@ -555,6 +571,17 @@ package struct ChangelogReader {
         case .putIdempotencyKey:
             return .putIdempotencyKey(IdempotencyKeyRow(scope: try string(), key: try string(), resourceId: try uuid(),
                                                         requestHash: try string(), firstAt: try date()))
+        case .inPart:
+            let part = try intValue()
+            guard part > 0 else { throw ChangelogFormatError("part \(part) named apart") }
+            switch try mutation() {
+            case .countTracking(var c): c.part = part; return .countTracking(c)
+            case .deleteTracking(var p, let keys): p.part = part; return .deleteTracking(p, keys)
+            case .parkTracking(var p, let at): p.part = part; return .parkTracking(p, at: at)
+            case .unparkTracking(var p): p.part = part; return .unparkTracking(p)
+            case .dropTracking(var p): p.part = part; return .dropTracking(p)
+            default: throw ChangelogFormatError("a part names a mutation that is not about tracking")
+            }
         }
     }
 }

@@ -38,7 +38,7 @@ package enum ProjectionMigrations {
     }
 
     /// Every step, in order.
-    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17]
+    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18]
 
     /// The newest schema version, which this code creates and understands: the last step's.
     package static let version = steps[steps.count - 1].number
@@ -585,4 +585,102 @@ package enum ProjectionMigrations {
         DROP INDEX IF EXISTS parked_tracking_by_time;
         CREATE INDEX parked_tracking_by_app_and_time ON parked_tracking (app_id, parked_at)
         """)
+
+    /// An app in parts (docs/ARCHITECTURE.md#one-app-in-parts): the rows an app keeps per part
+    /// (its settings and tokens, its deliveries, its tracking rows and park marks) have the part
+    /// in their key; the rows there are part 0's. SQLite changes a primary key only by copying
+    /// the table.
+    package static let v18 = Step(18, sqliteIdentifier: "v18", sqlite: """
+        CREATE TABLE apps_v18 (
+            app_id TEXT NOT NULL,
+            org_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            callback_url TEXT,
+            callback_headers TEXT NOT NULL,
+            webhook_retries INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            push_credentials TEXT,
+            part INTEGER NOT NULL,
+            PRIMARY KEY (app_id, part)
+        ) STRICT;
+        INSERT INTO apps_v18 SELECT app_id, org_id, name, callback_url, callback_headers, webhook_retries, created_at,
+            push_credentials, 0 FROM apps;
+        DROP TABLE apps;
+        ALTER TABLE apps_v18 RENAME TO apps;
+
+        CREATE TABLE api_tokens_v18 (
+            token_id TEXT NOT NULL,
+            app_id TEXT NOT NULL,
+            token_hash TEXT NOT NULL,
+            revoked INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            scopes TEXT,
+            part INTEGER NOT NULL,
+            PRIMARY KEY (token_id, part)
+        ) STRICT;
+        INSERT INTO api_tokens_v18 SELECT token_id, app_id, token_hash, revoked, created_at, scopes, 0 FROM api_tokens;
+        DROP TABLE api_tokens;
+        ALTER TABLE api_tokens_v18 RENAME TO api_tokens;
+        CREATE INDEX api_tokens_by_app ON api_tokens (app_id);
+        CREATE INDEX api_tokens_by_hash ON api_tokens (token_hash);
+
+        CREATE TABLE deliveries_v18 (
+            app_id TEXT NOT NULL,
+            delivery_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            managed INTEGER NOT NULL,
+            tracking INTEGER NOT NULL,
+            sent INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            delivered INTEGER NOT NULL,
+            failed INTEGER NOT NULL,
+            unregistered INTEGER NOT NULL,
+            idempotency_key TEXT,
+            request_hash TEXT,
+            duplicates INTEGER NOT NULL,
+            conflicts INTEGER NOT NULL,
+            part INTEGER NOT NULL,
+            PRIMARY KEY (app_id, delivery_id, part)
+        ) STRICT, WITHOUT ROWID;
+        INSERT INTO deliveries_v18 SELECT app_id, delivery_id, kind, managed, tracking, sent, created_at, delivered, failed,
+            unregistered, idempotency_key, request_hash, duplicates, conflicts, 0 FROM deliveries;
+        DROP TABLE deliveries;
+        ALTER TABLE deliveries_v18 RENAME TO deliveries;
+        CREATE INDEX deliveries_by_id ON deliveries (delivery_id);
+
+        CREATE TABLE tracking_events_v18 (
+            delivery_id TEXT NOT NULL,
+            app_id TEXT NOT NULL,
+            action INTEGER NOT NULL,
+            message_index INTEGER NOT NULL,
+            repeats INTEGER NOT NULL,
+            part INTEGER NOT NULL,
+            PRIMARY KEY (delivery_id, app_id, part, action, message_index)
+        ) STRICT, WITHOUT ROWID;
+        INSERT INTO tracking_events_v18 SELECT delivery_id, app_id, action, message_index, repeats, 0 FROM tracking_events;
+        DROP TABLE tracking_events;
+        ALTER TABLE tracking_events_v18 RENAME TO tracking_events;
+
+        CREATE TABLE parked_tracking_v18 (
+            delivery_id TEXT NOT NULL,
+            app_id TEXT NOT NULL,
+            parked_at INTEGER NOT NULL,
+            part INTEGER NOT NULL,
+            PRIMARY KEY (delivery_id, app_id, part)
+        ) STRICT, WITHOUT ROWID;
+        INSERT INTO parked_tracking_v18 SELECT delivery_id, app_id, parked_at, 0 FROM parked_tracking;
+        DROP TABLE parked_tracking;
+        ALTER TABLE parked_tracking_v18 RENAME TO parked_tracking;
+        CREATE INDEX parked_tracking_by_app_and_time ON parked_tracking (app_id, parked_at)
+        """, postgres: [
+            ("apps", "app_id, part"), ("api_tokens", "token_id, part"), ("deliveries", "app_id, delivery_id, part"),
+            ("tracking_events", "delivery_id, app_id, part, action, message_index"), ("parked_tracking", "delivery_id, app_id, part"),
+        ].map { (table: String, key: String) -> String in
+            """
+            ALTER TABLE \(table) ADD COLUMN part integer NOT NULL DEFAULT 0;
+            ALTER TABLE \(table) ALTER COLUMN part DROP DEFAULT;
+            ALTER TABLE \(table) DROP CONSTRAINT \(table)_pkey;
+            ALTER TABLE \(table) ADD PRIMARY KEY (\(key))
+            """
+        }.joined(separator: ";\n"))
 }

@@ -16,6 +16,9 @@ public struct RestoredRows: Sendable {
         public var messageIndex: Int64
         /// Reports after the first.
         public var repeats: Int64
+        public var part: Int = 0
+
+        public var pair: TrackingPair { TrackingPair(deliveryId: deliveryId, appId: appId, part: part) }
     }
 
     public var apps: [AppRow] = []
@@ -87,7 +90,7 @@ public struct RestoredRows: Sendable {
         mutations += tracking.map { row in
             .countTracking(TrackingCounts(appId: row.appId, deliveryId: row.deliveryId, counts: [
                 TrackingCount(action: TrackingAction(rawValue: Int(row.action))!, messageIndex: Int(row.messageIndex), reports: Int(row.repeats) + 1),
-            ]))
+            ], part: row.part))
         }
         mutations += parks.map { .parkTracking($0.pair, at: $0.at) } + deadLetters.map { .putDeadLetter($0) }
         mutations += adminTokens.map { .upsertAdminToken($0) } + audit.map { .putAuditEntry($0) }
@@ -110,7 +113,7 @@ public struct RestoredRows: Sendable {
         for phase in phases {
             if !phase.drops.isEmpty {
                 let dropped = Set(phase.drops)
-                repeats = repeats.filter { !dropped.contains(TrackingPair(deliveryId: $0.key.deliveryId, appId: $0.key.appId)) }
+                repeats = repeats.filter { !dropped.contains($0.key.pair) }
             }
             for key in phase.deletes { repeats[key] = nil }
             for (key, reports) in phase.reports.values {
@@ -129,7 +132,8 @@ public struct RestoredRows: Sendable {
     /// Rows of (key, repeats) in key order.
     private static func rows(_ repeats: [(WritePlan.TrackingKey, Int64)]) -> [TrackingRow] {
         repeats.sorted { $0.0 < $1.0 }.map { key, repeats in
-            TrackingRow(deliveryId: key.deliveryId, appId: key.appId, action: key.action, messageIndex: key.messageIndex, repeats: repeats)
+            TrackingRow(deliveryId: key.deliveryId, appId: key.appId, action: key.action, messageIndex: key.messageIndex, repeats: repeats,
+                        part: key.part)
         }
     }
 }

@@ -65,9 +65,10 @@ extension StateQuery {
 
 /// The answer to a `StateQuery`.
 public struct StateSnapshot: Sendable, Equatable {
-    public var apps: [UUID: AppRow] = [:]
-    /// Every token (revoked too) of each loaded app, by app.
-    public var tokens: [UUID: [ApiTokenRow]] = [:]
+    /// Every part's row of each requested app that exists.
+    public var apps: [AppPart: AppRow] = [:]
+    /// Every token (revoked too) of each loaded app, by app and part.
+    public var tokens: [AppPart: [ApiTokenRow]] = [:]
     /// Every device row matching a requested device key or belonging to a requested user.
     public var devices: [DeviceKey: DeviceRow] = [:]
     /// The number of pending notifications of every loaded device the query asked counts for
@@ -77,7 +78,7 @@ public struct StateSnapshot: Sendable, Equatable {
     public var pending: [PendingKey: PendingNotificationRow] = [:]
     /// The acks of the requested notifications and keys, as (app, device, nid) keys.
     public var acks: Set<PendingKey> = []
-    /// The requested deliveries that exist, of every app that used the id.
+    /// The requested deliveries that exist, of every app that used the id, every part's.
     public var deliveries: [DeliveryKey: DeliveryRow] = [:]
     /// The stored tracking rows of the requested `trackedDeliveries` that have any.
     public var trackedEvents: [UUID: [TrackedEvent]] = [:]
@@ -89,7 +90,7 @@ public struct StateSnapshot: Sendable, Equatable {
     /// The requested named admin tokens that exist.
     public var adminTokens: [UUID: AdminTokenRow] = [:]
 
-    public init(apps: [UUID: AppRow] = [:], tokens: [UUID: [ApiTokenRow]] = [:], devices: [DeviceKey: DeviceRow] = [:],
+    public init(apps: [AppPart: AppRow] = [:], tokens: [AppPart: [ApiTokenRow]] = [:], devices: [DeviceKey: DeviceRow] = [:],
                 pendingCounts: [DeviceKey: Int] = [:], pending: [PendingKey: PendingNotificationRow] = [:], acks: Set<PendingKey> = [],
                 deliveries: [DeliveryKey: DeliveryRow] = [:], trackedEvents: [UUID: [TrackedEvent]] = [:],
                 parkedTracking: [TrackingPair: Date] = [:]) {

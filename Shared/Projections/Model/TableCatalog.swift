@@ -88,19 +88,21 @@ public struct CatalogTable: Sendable, Equatable {
 
 /// Every projected table, once. Adding a column is its row type, one line here and one migration.
 public enum TableCatalog {
-    public static let apps = CatalogTable("apps", key: ["app_id"], [
+    /// Tables an app keeps per part (`AppPart`) have a `part` column, last, in their key; 0 in an
+    /// app that is not split.
+    public static let apps = CatalogTable("apps", key: ["app_id", "part"], [
         .init("app_id", .uuid), .init("org_id", .uuid), .init("name", .text), .init("callback_url", .text, nullable: true),
         // Sorted-key JSON (`ProjectionValues.headersJSON`).
         .init("callback_headers", .text), .init("webhook_retries", .integer), .init("created_at", .millis),
         // `PushCredentials` as JSON, secrets sealed; NULL: none.
-        .init("push_credentials", .text, nullable: true),
+        .init("push_credentials", .text, nullable: true), .init("part", .integer),
     ])
 
-    public static let apiTokens = CatalogTable("api_tokens", key: ["token_id"], [
+    public static let apiTokens = CatalogTable("api_tokens", key: ["token_id", "part"], [
         .init("token_id", .uuid), .init("app_id", .uuid), .init("token_hash", .text), .init("revoked", .boolean),
         .init("created_at", .millis),
         // `client`, `server` or `client,server`; NULL: a legacy token, every scope.
-        .init("scopes", .text, nullable: true),
+        .init("scopes", .text, nullable: true), .init("part", .integer),
     ])
 
     public static let devices = CatalogTable("devices", key: ["app_id", "device_token"], [
@@ -125,12 +127,12 @@ public enum TableCatalog {
         .init("business_id", .text, nullable: true), .init("acked_at", .millis),
     ])
 
-    public static let deliveries = CatalogTable("deliveries", key: ["app_id", "delivery_id"], [
+    public static let deliveries = CatalogTable("deliveries", key: ["app_id", "delivery_id", "part"], [
         .init("app_id", .uuid), .init("delivery_id", .uuid), .init("kind", .text), .init("managed", .boolean),
         .init("tracking", .boolean), .init("sent", .integer), .init("created_at", .millis),
         .init("delivered", .integer), .init("failed", .integer), .init("unregistered", .integer),
         .init("idempotency_key", .text, nullable: true), .init("request_hash", .text, nullable: true),
-        .init("duplicates", .integer), .init("conflicts", .integer),
+        .init("duplicates", .integer), .init("conflicts", .integer), .init("part", .integer),
     ])
 
     public static let deliveryOutcomes = CatalogTable("delivery_outcomes", key: ["app_id", "delivery_id", "message_index"], [
@@ -138,14 +140,14 @@ public enum TableCatalog {
         .init("outcome", .text), .init("reason", .text, nullable: true), .init("reported_at", .millis),
     ])
 
-    public static let trackingEvents = CatalogTable("tracking_events", key: ["delivery_id", "app_id", "action", "message_index"], [
+    public static let trackingEvents = CatalogTable("tracking_events", key: ["delivery_id", "app_id", "part", "action", "message_index"], [
         .init("delivery_id", .uuid), .init("app_id", .uuid), .init("action", .integer), .init("message_index", .integer),
         // Reports after the first.
-        .init("repeats", .integer),
+        .init("repeats", .integer), .init("part", .integer),
     ])
 
-    public static let parkedTracking = CatalogTable("parked_tracking", key: ["delivery_id", "app_id"], [
-        .init("delivery_id", .uuid), .init("app_id", .uuid), .init("parked_at", .millis),
+    public static let parkedTracking = CatalogTable("parked_tracking", key: ["delivery_id", "app_id", "part"], [
+        .init("delivery_id", .uuid), .init("app_id", .uuid), .init("parked_at", .millis), .init("part", .integer),
     ])
 
     public static let outbox = CatalogTable("outbox", key: ["id"], [

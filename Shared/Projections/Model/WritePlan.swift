@@ -26,19 +26,23 @@ package struct WritePlan: Sendable {
     package struct TrackingKey: Hashable, Comparable, Sendable {
         package var deliveryId: UUID
         package var appId: UUID
+        package var part: Int
         package var action: Int32
         package var messageIndex: Int64
 
         package init(_ pair: TrackingPair, _ action: TrackingAction, _ messageIndex: Int) {
             deliveryId = pair.deliveryId
             appId = pair.appId
+            part = pair.part
             self.action = Int32(action.rawValue)
             self.messageIndex = Int64(messageIndex)
         }
 
+        package var pair: TrackingPair { TrackingPair(deliveryId: deliveryId, appId: appId, part: part) }
+
         /// Primary key order.
         package static func < (a: Self, b: Self) -> Bool {
-            let (pa, pb) = (TrackingPair(deliveryId: a.deliveryId, appId: a.appId), TrackingPair(deliveryId: b.deliveryId, appId: b.appId))
+            let (pa, pb) = (a.pair, b.pair)
             return pa != pb ? KeyOrder.less(pa, pb) : (a.action, a.messageIndex) < (b.action, b.messageIndex)
         }
     }
@@ -65,6 +69,12 @@ package struct WritePlan: Sendable {
         }
     }
 
+    /// The key of an app's row or a token's: each part of the app has its own (`AppPart`).
+    package struct PartID: Hashable, Sendable {
+        package var id: UUID
+        package var part: Int
+    }
+
     /// Text keys compare by their bytes, as the database does (Swift's `String` equality would
     /// merge canonically equivalent spellings that are distinct keys in the table).
     package struct DeviceID: Hashable, Sendable {
@@ -87,8 +97,8 @@ package struct WritePlan: Sendable {
         }
     }
 
-    package var apps = LastByKey<UUID, AppRow>()
-    package var tokens = LastByKey<UUID, ApiTokenRow>()
+    package var apps = LastByKey<PartID, AppRow>()
+    package var tokens = LastByKey<PartID, ApiTokenRow>()
     /// nil: deleted.
     package var devices = LastByKey<DeviceID, (key: DeviceKey, row: DeviceRow?)>()
     package var statuses = LastByKey<UUID, RegistrationStatusRow>()
@@ -99,7 +109,7 @@ package struct WritePlan: Sendable {
     /// Rows to insert once the deletes ran.
     package var pendingPuts = LastByKey<PendingID, PendingNotificationRow>()
     /// Last row of each (app, delivery).
-    package var deliveries = LastByKey<TrackingPair, DeliveryRow>()
+    package var deliveries = LastByKey<DeliveryKey, DeliveryRow>()
     /// Last outcome of each (app, delivery, device).
     package var outcomes = LastByKey<DeliveryOutcomeKey, DeliveryOutcomeRow>()
     package var phases: [TrackingPhase] = []
@@ -134,8 +144,8 @@ package struct WritePlan: Sendable {
     /// Puts every table's rows in primary key order (`KeyOrder`): the order PostgreSQL writes
     /// them in, and a restore loads them in. The last step: a sorted plan takes no more mutations.
     package mutating func sortByKey() {
-        apps.sort { KeyOrder.less($0.appId, $1.appId) }
-        tokens.sort { KeyOrder.less($0.tokenId, $1.tokenId) }
+        apps.sort { $0.appId != $1.appId ? KeyOrder.less($0.appId, $1.appId) : $0.part < $1.part }
+        tokens.sort { $0.tokenId != $1.tokenId ? KeyOrder.less($0.tokenId, $1.tokenId) : $0.part < $1.part }
         devices.sort { KeyOrder.less(($0.key.appId, $0.key.deviceToken), ($1.key.appId, $1.key.deviceToken)) }
         statuses.sort { KeyOrder.less($0.requestId, $1.requestId) }
         outbox.sort { KeyOrder.less($0.job.id, $1.job.id) }
@@ -143,7 +153,10 @@ package struct WritePlan: Sendable {
         pendingDeleted.sort { KeyOrder.less($0, $1) }
         pendingPuts.sort { KeyOrder.less($0.key, $1.key) }
         acks.sort { KeyOrder.less($0.key, $1.key) }
-        deliveries.sort { $0.appId != $1.appId ? KeyOrder.less($0.appId, $1.appId) : KeyOrder.less($0.deliveryId, $1.deliveryId) }
+        deliveries.sort {
+            $0.appId != $1.appId ? KeyOrder.less($0.appId, $1.appId)
+                : $0.deliveryId != $1.deliveryId ? KeyOrder.less($0.deliveryId, $1.deliveryId) : $0.part < $1.part
+        }
         outcomes.sort { KeyOrder.less($0.key, $1.key) }
         parks.sort { KeyOrder.less($0.pair, $1.pair) }
         adminTokens.sort { KeyOrder.less($0.adminTokenId, $1.adminTokenId) }
@@ -186,8 +199,8 @@ package struct WritePlan: Sendable {
     /// restore's rows are a plan's. `alone`: no other mutation of the plan touches its rows.
     private mutating func add(_ mutation: Mutation, at index: Int, alone: Bool, _ fold: inout Fold) {
         switch mutation {
-        case .upsertApp(let app): apps.put(app, at: app.appId, alone: alone)
-        case .upsertApiToken(let token): tokens.put(token, at: token.tokenId, alone: alone)
+        case .upsertApp(let app): apps.put(app, at: PartID(id: app.appId, part: app.part), alone: alone)
+        case .upsertApiToken(let token): tokens.put(token, at: PartID(id: token.tokenId, part: token.part), alone: alone)
         case .upsertDevice(let device): devices.put((device.key, device), at: DeviceID(device.key), alone: alone)
         case .deleteDevice(let key): devices.put((key, nil), at: DeviceID(key), alone: alone)
         case .putRegistrationStatus(let status): statuses.put(status, at: status.requestId, alone: alone)
@@ -210,10 +223,10 @@ package struct WritePlan: Sendable {
             if !alone { fold.lastPendingClear[DeviceID(device)] = index }
         case .putAck(let ack): acks.put(ack, at: PendingID(ack.key), alone: alone)
         case .putDelivery(let delivery):
-            deliveries.put(delivery, at: TrackingPair(deliveryId: delivery.deliveryId, appId: delivery.appId), alone: alone)
+            deliveries.put(delivery, at: delivery.key, alone: alone)
         case .putDeliveryOutcome(let outcome): outcomes.put(outcome, at: outcome.key, alone: alone)
         case .countTracking(let batch):
-            let pair = TrackingPair(deliveryId: batch.deliveryId, appId: batch.appId)
+            let pair = batch.pair
             // Only a later delete or drop of the pair asks; none follows a count alone.
             if !alone { fold.phase.counted.insert(pair) }
             for count in batch.counts {
@@ -384,9 +397,9 @@ package enum KeyOrder {
         }
     }
 
-    /// (delivery, app) keys of tracking rows and park marks.
+    /// (delivery, app, part) keys of tracking rows and park marks.
     package static func less(_ a: TrackingPair, _ b: TrackingPair) -> Bool {
-        a.deliveryId != b.deliveryId ? less(a.deliveryId, b.deliveryId) : less(a.appId, b.appId)
+        a.deliveryId != b.deliveryId ? less(a.deliveryId, b.deliveryId) : a.appId != b.appId ? less(a.appId, b.appId) : a.part < b.part
     }
 
     /// (app, delivery, message index) keys of delivery outcomes.

@@ -113,18 +113,18 @@ struct PostgresMutationWriter {
         if !phase.drops.isEmpty {
             let drops = phase.drops.sorted(by: KeyOrder.less)
             try await run("""
-                DELETE FROM tracking_events t USING unnest(\(drops.map(\.deliveryId))::uuid[], \(drops.map(\.appId))::uuid[])
-                    AS k(delivery_id, app_id)
-                WHERE t.delivery_id = k.delivery_id AND t.app_id = k.app_id
+                DELETE FROM tracking_events t USING unnest(\(drops.map(\.deliveryId))::uuid[], \(drops.map(\.appId))::uuid[],
+                    \(drops.map(\.part))::integer[]) AS k(delivery_id, app_id, part)
+                WHERE t.delivery_id = k.delivery_id AND t.app_id = k.app_id AND t.part = k.part
                 """)
         }
         if !phase.deletes.isEmpty {
             let deletes = phase.deletes.sorted()
             try await run("""
                 DELETE FROM tracking_events t USING unnest(\(deletes.map(\.deliveryId))::uuid[], \(deletes.map(\.appId))::uuid[],
-                    \(deletes.map(\.action))::integer[], \(deletes.map(\.messageIndex))::bigint[])
-                    AS k(delivery_id, app_id, action, message_index)
-                WHERE t.delivery_id = k.delivery_id AND t.app_id = k.app_id AND t.action = k.action
+                    \(deletes.map(\.part))::integer[], \(deletes.map(\.action))::integer[], \(deletes.map(\.messageIndex))::bigint[])
+                    AS k(delivery_id, app_id, part, action, message_index)
+                WHERE t.delivery_id = k.delivery_id AND t.app_id = k.app_id AND t.part = k.part AND t.action = k.action
                     AND t.message_index = k.message_index
                 """)
         }
@@ -133,11 +133,11 @@ struct PostgresMutationWriter {
         // A first report stores the row; every later one of the same (device, action) is a
         // repeat. `excluded.repeats` is the phase's reports minus one.
         try await run("""
-            INSERT INTO tracking_events (delivery_id, app_id, action, message_index, repeats)
+            INSERT INTO tracking_events (delivery_id, app_id, action, message_index, repeats, part)
             SELECT * FROM unnest(\(counts.map(\.key.deliveryId))::uuid[], \(counts.map(\.key.appId))::uuid[],
                 \(counts.map(\.key.action))::integer[], \(counts.map(\.key.messageIndex))::bigint[],
-                \(counts.map { $0.reports - 1 })::bigint[])
-            ON CONFLICT (delivery_id, app_id, action, message_index)
+                \(counts.map { $0.reports - 1 })::bigint[], \(counts.map(\.key.part))::integer[])
+            ON CONFLICT (delivery_id, app_id, part, action, message_index)
             DO UPDATE SET repeats = tracking_events.repeats + excluded.repeats + 1
             """)
     }

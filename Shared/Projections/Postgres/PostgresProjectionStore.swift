@@ -186,21 +186,23 @@ public final class PostgresProjectionStore: ProjectionStore {
     }
 
     public func app(_ appId: UUID) async throws -> AppRow? {
-        try await rows("SELECT \(unescaped: TableCatalog.apps.columnList) FROM apps WHERE app_id = \(appId)").first.map(AppRow.init(postgres:))
+        try await rows("SELECT \(unescaped: TableCatalog.apps.columnList) FROM apps WHERE app_id = \(appId) AND part = 0")
+            .first.map(AppRow.init(postgres:))
     }
 
     public func apps(after: UUID?, limit: Int) async throws -> [AppRow] {
         let select: PostgresQuery = if let after {
-            "SELECT \(unescaped: TableCatalog.apps.columnList) FROM apps WHERE app_id > \(after) ORDER BY app_id LIMIT \(limit)"
+            "SELECT \(unescaped: TableCatalog.apps.columnList) FROM apps WHERE app_id > \(after) AND part = 0 ORDER BY app_id LIMIT \(limit)"
         } else {
-            "SELECT \(unescaped: TableCatalog.apps.columnList) FROM apps ORDER BY app_id LIMIT \(limit)"
+            "SELECT \(unescaped: TableCatalog.apps.columnList) FROM apps WHERE part = 0 ORDER BY app_id LIMIT \(limit)"
         }
         return try await rows(select).map(AppRow.init(postgres:))
     }
 
     public func apiTokens(app appId: UUID) async throws -> [ApiTokenRow] {
         try await rows("""
-            SELECT \(unescaped: TableCatalog.apiTokens.columnList) FROM api_tokens WHERE app_id = \(appId) ORDER BY created_at, token_id
+            SELECT \(unescaped: TableCatalog.apiTokens.columnList) FROM api_tokens WHERE app_id = \(appId) AND part = 0
+            ORDER BY created_at, token_id
             """).map(ApiTokenRow.init(postgres:))
     }
 
@@ -286,7 +288,7 @@ public final class PostgresProjectionStore: ProjectionStore {
     public func apiToken(hash: String) async throws -> ApiTokenRow? {
         // Hashes of generated tokens do not collide; the order only makes the answer stable if they did.
         try await rows("""
-            SELECT \(unescaped: TableCatalog.apiTokens.columnList) FROM api_tokens WHERE token_hash = \(hash)
+            SELECT \(unescaped: TableCatalog.apiTokens.columnList) FROM api_tokens WHERE token_hash = \(hash) AND part = 0
             ORDER BY created_at, token_id LIMIT 1
             """).first.map(ApiTokenRow.init(postgres:))
     }
@@ -300,38 +302,43 @@ public final class PostgresProjectionStore: ProjectionStore {
     }
 
     public func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow? {
-        try await rows("""
+        // Each part that applied the send has its row (`DeliveryRow.part`).
+        DeliveryRow.summed(try await rows("""
             SELECT \(unescaped: TableCatalog.deliveries.columnList) FROM deliveries WHERE app_id = \(appId) AND delivery_id = \(deliveryId)
-            """).first.map(DeliveryRow.init(postgres:))
+            """).map(DeliveryRow.init(postgres:)))
     }
 
     public func deliveryStats(app appId: UUID, deliveryId: UUID) async throws -> DeliveryStatsRow? {
         // Rows past the sent count or of another app are discarded when the send is applied;
-        // the bound here also holds while a report and its send race. One row per action
-        // counted (one row of NULLs for none), in one statement.
+        // the bound here also holds while a report and its send race. Each part's rows count
+        // within its part's sent count (`AppParts.messageIndex`). One row per part and action
+        // counted (one row of NULLs for a part with none), in one statement.
         let found = try await rows("""
             SELECT \(unescaped: TableCatalog.deliveries.columnList), c.action, c.devices, c.repeats FROM deliveries d
             LEFT JOIN LATERAL (
                 SELECT action, count(*) AS devices, sum(repeats)::bigint AS repeats FROM tracking_events t
-                WHERE d.tracking AND t.delivery_id = d.delivery_id AND t.app_id = d.app_id AND t.message_index < d.sent
+                WHERE d.tracking AND t.delivery_id = d.delivery_id AND t.app_id = d.app_id AND t.part = d.part
+                    AND t.message_index < d.part::bigint * \(unescaped: String(AppParts.indexStride)) + d.sent
                 GROUP BY action) c ON true
             WHERE d.app_id = \(appId) AND d.delivery_id = \(deliveryId)
             """)
-        guard let first = found.first else { return nil }
-        var stats = DeliveryStatsRow(delivery: try DeliveryRow(postgres: first))
+        var parts: [Int: DeliveryRow] = [:]
+        var counts: [TrackingAction: Int] = [:]
+        var repeatsIgnored = 0
+        let columns = TableCatalog.deliveries.columns.count
         for row in found {
+            let delivery = try DeliveryRow(postgres: row)
+            parts[delivery.part] = delivery
             let cells = row.makeRandomAccess()
-            // After the delivery's fourteen columns.
-            guard let raw = try cells[14].decode(Int?.self) else { continue }
-            let devices = try cells[15].decode(Int.self)
-            stats.repeatsIgnored += try cells[16].decode(Int.self)
-            switch try ProjectionValues.decode(TrackingAction.self, raw, column: "tracking_events.action") {
-            case .impression: stats.impressions = devices
-            case .click: stats.clicks = devices
-            case .open: stats.opens = devices
-            }
+            // After the delivery's columns.
+            guard let raw = try cells[columns].decode(Int?.self) else { continue }
+            let action = try ProjectionValues.decode(TrackingAction.self, raw, column: "tracking_events.action")
+            counts[action, default: 0] += try cells[columns + 1].decode(Int.self)
+            repeatsIgnored += try cells[columns + 2].decode(Int.self)
         }
-        return stats
+        guard let delivery = DeliveryRow.summed(parts.values) else { return nil }
+        return DeliveryStatsRow(delivery: delivery, impressions: counts[.impression] ?? 0, clicks: counts[.click] ?? 0,
+                                opens: counts[.open] ?? 0, repeatsIgnored: repeatsIgnored)
     }
 
     public func deliveryOutcomes(app appId: UUID, deliveryId: UUID, outcome: DeliveryOutcome?, after: Int?,

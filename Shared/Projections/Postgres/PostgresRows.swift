@@ -38,13 +38,13 @@ enum PostgresRows {
     }
 
     /// With the delivery id first.
-    static let trackedColumns = "delivery_id, app_id, action, message_index, repeats"
+    static let trackedColumns = "delivery_id, app_id, action, message_index, repeats, part"
 
     static func tracked(_ row: PostgresRow) throws -> (deliveryId: UUID, event: TrackedEvent) {
-        let (deliveryId, appId, action, index, repeats) = try row.decode((UUID, UUID, Int, Int, Int).self)
+        let (deliveryId, appId, action, index, repeats, part) = try row.decode((UUID, UUID, Int, Int, Int, Int).self)
         return (deliveryId, TrackedEvent(appId: appId,
                                          action: try ProjectionValues.decode(TrackingAction.self, action, column: "tracking_events.action"),
-                                         messageIndex: index, repeats: repeats))
+                                         messageIndex: index, repeats: repeats, part: part))
     }
 
 }

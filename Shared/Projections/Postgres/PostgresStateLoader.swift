@@ -61,17 +61,18 @@ struct PostgresStateLoader {
         guard !appIds.isEmpty else { return }
         for row in try await rows("SELECT \(unescaped: TableCatalog.apps.columnList) FROM apps WHERE app_id = ANY(\(Array(appIds))::uuid[])") {
             let app = try AppRow(postgres: row)
-            snapshot.apps[app.appId] = app
-            snapshot.tokens[app.appId] = []
+            snapshot.apps[AppPart(app.appId, part: app.part)] = app
+            snapshot.tokens[AppPart(app.appId, part: app.part)] = []
         }
         // Only apps that exist have tokens worth asking for.
         guard !snapshot.apps.isEmpty else { return }
         for row in try await rows("""
-            SELECT \(unescaped: TableCatalog.apiTokens.columnList) FROM api_tokens WHERE app_id = ANY(\(Array(snapshot.apps.keys))::uuid[])
-            ORDER BY app_id, created_at, token_id
+            SELECT \(unescaped: TableCatalog.apiTokens.columnList) FROM api_tokens
+            WHERE app_id = ANY(\(Array(Set(snapshot.apps.keys.map(\.appId))))::uuid[])
+            ORDER BY app_id, part, created_at, token_id
             """) {
             let token = try ApiTokenRow(postgres: row)
-            snapshot.tokens[token.appId, default: []].append(token)
+            snapshot.tokens[AppPart(token.appId, part: token.part), default: []].append(token)
         }
     }
 
@@ -178,11 +179,12 @@ struct PostgresStateLoader {
         let before = query.parkedBefore.map(ProjectionValues.millis) ?? Int64.min
         // Two branches, so that each reads its own index (the key; the app and time).
         for row in try await rows("""
-            SELECT delivery_id, app_id, parked_at FROM parked_tracking WHERE delivery_id = ANY(\(Array(query.parkedDeliveries))::uuid[])
-            UNION SELECT delivery_id, app_id, parked_at FROM parked_tracking WHERE app_id = ANY(\(apps)::uuid[]) AND parked_at < \(before)
+            SELECT delivery_id, app_id, parked_at, part FROM parked_tracking
+            WHERE delivery_id = ANY(\(Array(query.parkedDeliveries))::uuid[])
+            UNION SELECT delivery_id, app_id, parked_at, part FROM parked_tracking WHERE app_id = ANY(\(apps)::uuid[]) AND parked_at < \(before)
             """) {
-            let (deliveryId, appId, millis) = try row.decode((UUID, UUID, Int64).self)
-            snapshot.parkedTracking[TrackingPair(deliveryId: deliveryId, appId: appId)] = ProjectionValues.date(millis: millis)
+            let (deliveryId, appId, millis, part) = try row.decode((UUID, UUID, Int64, Int).self)
+            snapshot.parkedTracking[TrackingPair(deliveryId: deliveryId, appId: appId, part: part)] = ProjectionValues.date(millis: millis)
         }
     }
 }

@@ -104,16 +104,17 @@ struct SQLiteMutationWriter {
 
     private func writeTracking(_ phase: WritePlan.TrackingPhase) throws {
         if !phase.drops.isEmpty {
-            let drop = try raw("DELETE FROM tracking_events WHERE delivery_id = ? AND app_id = ?")
+            let drop = try raw("DELETE FROM tracking_events WHERE delivery_id = ? AND app_id = ? AND part = ?")
             for pair in phase.drops {
-                drop.bind(1, pair.deliveryId); drop.bind(2, pair.appId)
+                drop.bind(1, pair.deliveryId); drop.bind(2, pair.appId); drop.bind(3, Int64(pair.part))
                 try drop.run(in: db)
             }
         }
         if !phase.deletes.isEmpty {
             let delete = try raw(TableCatalog.trackingEvents.sqliteDeleteByKey)
             for key in phase.deletes {
-                delete.bind(1, key.deliveryId); delete.bind(2, key.appId); delete.bind(3, Int64(key.action)); delete.bind(4, key.messageIndex)
+                delete.bind(1, key.deliveryId); delete.bind(2, key.appId); delete.bind(3, Int64(key.part))
+                delete.bind(4, Int64(key.action)); delete.bind(5, key.messageIndex)
                 try delete.run(in: db)
             }
         }
@@ -124,7 +125,7 @@ struct SQLiteMutationWriter {
             let many = try raw(Self.countTrackingManySQL)
             while counts.count - start >= Self.trackingRowsPerStatement {
                 for (i, count) in counts[start..<(start + Self.trackingRowsPerStatement)].enumerated() {
-                    bind(count, to: many, from: Int32(1 + 5 * i))
+                    bind(count, to: many, from: Int32(1 + 6 * i))
                 }
                 try many.run(in: db)
                 start += Self.trackingRowsPerStatement
@@ -141,7 +142,7 @@ struct SQLiteMutationWriter {
     private func bind(_ count: (key: WritePlan.TrackingKey, reports: Int64), to statement: SQLiteRawStatement, from index: Int32) {
         statement.bind(index, count.key.deliveryId); statement.bind(index + 1, count.key.appId)
         statement.bind(index + 2, Int64(count.key.action)); statement.bind(index + 3, count.key.messageIndex)
-        statement.bind(index + 4, count.reports - 1)
+        statement.bind(index + 4, count.reports - 1); statement.bind(index + 5, Int64(count.key.part))
     }
 
     /// Multi-row inserts cost far less per row than one statement per row.
@@ -155,8 +156,8 @@ struct SQLiteMutationWriter {
     private static func countTrackingSQL(rows: Int) -> String {
         """
         INSERT INTO tracking_events (delivery_id, \(SQLiteRows.trackedColumns)) VALUES
-        \(Array(repeating: "(?, ?, ?, ?, ?)", count: rows).joined(separator: ", "))
-        ON CONFLICT (delivery_id, app_id, action, message_index) DO UPDATE SET repeats = repeats + excluded.repeats + 1
+        \(Array(repeating: "(?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", "))
+        ON CONFLICT (delivery_id, app_id, part, action, message_index) DO UPDATE SET repeats = repeats + excluded.repeats + 1
         """
     }
 }

@@ -9,13 +9,13 @@ import GRDB
 enum SQLiteParkedTracking {
     static func park(_ pair: TrackingPair, at: Date, in db: Database) throws {
         try db.cachedStatement(sql: """
-            INSERT INTO parked_tracking (delivery_id, app_id, parked_at) VALUES (?, ?, ?)
-            ON CONFLICT (delivery_id, app_id) DO UPDATE SET parked_at = excluded.parked_at
-            """).execute(arguments: [SQLiteValues.text(pair.deliveryId), SQLiteValues.text(pair.appId), SQLiteValues.millis(at)])
+            INSERT INTO parked_tracking (delivery_id, app_id, parked_at, part) VALUES (?, ?, ?, ?)
+            ON CONFLICT (delivery_id, app_id, part) DO UPDATE SET parked_at = excluded.parked_at
+            """).execute(arguments: [SQLiteValues.text(pair.deliveryId), SQLiteValues.text(pair.appId), SQLiteValues.millis(at), pair.part])
     }
 
     static func unpark(_ pair: TrackingPair, in db: Database) throws {
-        try db.cachedStatement(sql: "DELETE FROM parked_tracking WHERE delivery_id = ? AND app_id = ?")
-            .execute(arguments: [SQLiteValues.text(pair.deliveryId), SQLiteValues.text(pair.appId)])
+        try db.cachedStatement(sql: "DELETE FROM parked_tracking WHERE delivery_id = ? AND app_id = ? AND part = ?")
+            .execute(arguments: [SQLiteValues.text(pair.deliveryId), SQLiteValues.text(pair.appId), pair.part])
     }
 }

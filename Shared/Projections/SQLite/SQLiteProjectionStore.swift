@@ -206,14 +206,16 @@ public final class SQLiteProjectionStore: ProjectionStore {
 
     public func app(_ appId: UUID) async throws -> AppRow? {
         try await reading { db in
-            let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.apps.columnList) FROM apps WHERE app_id = ?")
+            let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.apps.columnList) FROM apps WHERE app_id = ? AND part = 0")
             return try Row.fetchOne(select, arguments: [SQLiteValues.text(appId)]).map(AppRow.init(sqlite:))
         }
     }
 
     public func apps(after: UUID?, limit: Int) async throws -> [AppRow] {
         try await reading { db in
-            let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.apps.columnList) FROM apps WHERE app_id > ? ORDER BY app_id LIMIT ?")
+            let select = try db.cachedStatement(sql: """
+                SELECT \(TableCatalog.apps.columnList) FROM apps WHERE app_id > ? AND part = 0 ORDER BY app_id LIMIT ?
+                """)
             return try Row.fetchAll(select, arguments: [after.map(SQLiteValues.text) ?? "", limit]).map(AppRow.init(sqlite:))
         }
     }
@@ -221,7 +223,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
     public func apiTokens(app appId: UUID) async throws -> [ApiTokenRow] {
         try await reading { db in
             let select = try db.cachedStatement(sql: """
-                SELECT \(TableCatalog.apiTokens.columnList) FROM api_tokens WHERE app_id = ? ORDER BY created_at, token_id
+                SELECT \(TableCatalog.apiTokens.columnList) FROM api_tokens WHERE app_id = ? AND part = 0 ORDER BY created_at, token_id
                 """)
             return try Row.fetchAll(select, arguments: [SQLiteValues.text(appId)]).map(ApiTokenRow.init(sqlite:))
         }
@@ -330,7 +332,8 @@ public final class SQLiteProjectionStore: ProjectionStore {
         try await reading { db in
             // Hashes of generated tokens do not collide; the order only makes the answer stable if they did.
             let select = try db.cachedStatement(sql: """
-                SELECT \(TableCatalog.apiTokens.columnList) FROM api_tokens WHERE token_hash = ? ORDER BY created_at, token_id LIMIT 1
+                SELECT \(TableCatalog.apiTokens.columnList) FROM api_tokens WHERE token_hash = ? AND part = 0
+                ORDER BY created_at, token_id LIMIT 1
                 """)
             return try Row.fetchOne(select, arguments: [hash]).map(ApiTokenRow.init(sqlite:))
         }
@@ -358,9 +361,9 @@ public final class SQLiteProjectionStore: ProjectionStore {
                     """))
                 select.bind(1, appId)
                 select.bind(2, deliveryId)
-                var found: DeliveryRow?
-                try select.forEachRow(in: db) { found = try DeliveryRow(sqlite: select, firstUUID: appId) }
-                return found
+                var found: [DeliveryRow] = []
+                try select.forEachRow(in: db) { found.append(try DeliveryRow(sqlite: select, firstUUID: appId)) }
+                return DeliveryRow.summed(found)
             }
         } catch {
             throw Self.storeError(error)
@@ -373,17 +376,22 @@ public final class SQLiteProjectionStore: ProjectionStore {
                 SELECT \(TableCatalog.deliveries.columnList) FROM deliveries WHERE app_id = ? AND delivery_id = ?
                 """)
             let app = SQLiteValues.text(appId), delivery = SQLiteValues.text(deliveryId)
-            guard let row = try Row.fetchOne(select, arguments: [app, delivery]).map(DeliveryRow.init(sqlite:)) else { return nil }
+            guard let row = DeliveryRow.summed(try Row.fetchAll(select, arguments: [app, delivery]).map(DeliveryRow.init(sqlite:))) else {
+                return nil
+            }
             var stats = DeliveryStatsRow(delivery: row)
             guard row.tracking else { return stats }
             // Rows past the sent count or of another app are discarded when the send is
-            // applied; the bound here also holds while a report and its send race.
+            // applied; the bound here also holds while a report and its send race. Each part's
+            // rows count once its part applied the send, within its part's sent count
+            // (`AppParts.messageIndex`).
             let counts = try db.cachedStatement(sql: """
-                SELECT action, COUNT(*), SUM(repeats) FROM tracking_events
-                WHERE delivery_id = ? AND app_id = ? AND message_index < ?
-                GROUP BY action
+                SELECT t.action, COUNT(*), SUM(t.repeats) FROM tracking_events t
+                JOIN deliveries d ON d.app_id = t.app_id AND d.delivery_id = t.delivery_id AND d.part = t.part
+                WHERE t.delivery_id = ? AND t.app_id = ? AND t.message_index < d.part * \(AppParts.indexStride) + d.sent
+                GROUP BY t.action
                 """)
-            let rows = try Row.fetchCursor(counts, arguments: [delivery, app, row.sent])
+            let rows = try Row.fetchCursor(counts, arguments: [delivery, app])
             while let count = try rows.next() {
                 let devices: Int = try count.decode(atIndex: 1)
                 stats.repeatsIgnored += try count.decode(atIndex: 2)

@@ -76,16 +76,17 @@ struct SQLiteStateLoader {
     private func loadParked(_ query: StateQuery, into snapshot: inout StateSnapshot) throws {
         let add = { (row: Row, snapshot: inout StateSnapshot) throws in
             let pair = TrackingPair(deliveryId: try SQLiteValues.uuid(row.decode(atIndex: 0), column: "parked_tracking.delivery_id"),
-                                    appId: try SQLiteValues.uuid(row.decode(atIndex: 1), column: "parked_tracking.app_id"))
+                                    appId: try SQLiteValues.uuid(row.decode(atIndex: 1), column: "parked_tracking.app_id"),
+                                    part: try row.decode(atIndex: 3))
             snapshot.parkedTracking[pair] = SQLiteValues.date(millis: try row.decode(atIndex: 2))
         }
         for list in SQLiteInList.split(query.parkedDeliveries.map(SQLiteValues.text)) {
-            let sql = "SELECT delivery_id, app_id, parked_at FROM parked_tracking WHERE delivery_id IN \(list.placeholders)"
+            let sql = "SELECT delivery_id, app_id, parked_at, part FROM parked_tracking WHERE delivery_id IN \(list.placeholders)"
             try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { try add($0, &snapshot) }
         }
         if let before = query.parkedBefore {
             for list in SQLiteInList.split(query.parkedApps.map(SQLiteValues.text)) {
-                let sql = "SELECT delivery_id, app_id, parked_at FROM parked_tracking WHERE app_id IN \(list.placeholders) AND parked_at < ?"
+                let sql = "SELECT delivery_id, app_id, parked_at, part FROM parked_tracking WHERE app_id IN \(list.placeholders) AND parked_at < ?"
                 try forEachRow(sql: sql, arguments: StatementArguments(list.values + [SQLiteValues.millis(before)])) { try add($0, &snapshot) }
             }
         }
@@ -96,19 +97,19 @@ struct SQLiteStateLoader {
             let sql = "SELECT \(TableCatalog.apps.columnList) FROM apps WHERE app_id IN \(list.placeholders)"
             try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { row in
                 let app = try AppRow(sqlite: row)
-                snapshot.apps[app.appId] = app
-                snapshot.tokens[app.appId] = []
+                snapshot.apps[AppPart(app.appId, part: app.part)] = app
+                snapshot.tokens[AppPart(app.appId, part: app.part)] = []
             }
         }
         // Only apps that exist have tokens worth asking for.
-        for list in SQLiteInList.split(snapshot.apps.keys.map(SQLiteValues.text)) {
+        for list in SQLiteInList.split(Set(snapshot.apps.keys.map(\.appId)).map(SQLiteValues.text)) {
             let sql = """
                 SELECT \(TableCatalog.apiTokens.columnList) FROM api_tokens WHERE app_id IN \(list.placeholders)
-                ORDER BY app_id, created_at, token_id
+                ORDER BY app_id, part, created_at, token_id
                 """
             try forEachRow(sql: sql, arguments: StatementArguments(list.values)) { row in
                 let token = try ApiTokenRow(sqlite: row)
-                snapshot.tokens[token.appId, default: []].append(token)
+                snapshot.tokens[AppPart(token.appId, part: token.part), default: []].append(token)
             }
         }
     }

@@ -61,8 +61,8 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
         try check()
         var snapshot = StateSnapshot()
         for id in query.appIds {
-            snapshot.apps[id] = apps[id]
-            snapshot.tokens[id] = tokens[id] ?? []
+            snapshot.apps[AppPart(id)] = apps[id]
+            snapshot.tokens[AppPart(id)] = tokens[id] ?? []
         }
         return snapshot
     }

@@ -9,13 +9,14 @@ extension AppRow: CatalogRow {
     public func writeColumns(to columns: inout some ColumnWriter) throws {
         columns.uuid(appId); columns.uuid(orgId); columns.text(name); columns.text(callbackUrl)
         columns.text(try ProjectionValues.headersJSON(callbackHeaders)); columns.int(webhookRetries); columns.millis(createdAt)
-        columns.text(try ProjectionValues.pushCredentialsJSON(pushCredentials))
+        columns.text(try ProjectionValues.pushCredentialsJSON(pushCredentials)); columns.int(part)
     }
 
     public init(columns: inout some ColumnReader) throws {
         self.init(appId: try columns.uuid(), orgId: try columns.uuid(), name: try columns.text(), callbackUrl: try columns.optionalText(),
                   callbackHeaders: try columns.headers(), webhookRetries: try columns.intValue(), createdAt: try columns.millis(),
-                  pushCredentials: try ProjectionValues.pushCredentials(json: try columns.optionalText()))
+                  pushCredentials: try ProjectionValues.pushCredentials(json: try columns.optionalText()),
+                  part: Int(try columns.optionalInt() ?? 0))
     }
 }
 
@@ -24,11 +25,12 @@ extension ApiTokenRow: CatalogRow {
 
     public func writeColumns(to columns: inout some ColumnWriter) throws {
         columns.uuid(tokenId); columns.uuid(appId); columns.text(tokenHash); columns.bool(revoked); columns.millis(createdAt)
-        columns.text(ProjectionValues.scopesColumn(scopes))
+        columns.text(ProjectionValues.scopesColumn(scopes)); columns.int(part)
     }
 
     public init(columns: inout some ColumnReader) throws {
         self.init(tokenId: try columns.uuid(), appId: try columns.uuid(), tokenHash: try columns.text(), revoked: try columns.bool(),
-                  createdAt: try columns.millis(), scopes: try ProjectionValues.scopes(column: try columns.optionalText()))
+                  createdAt: try columns.millis(), scopes: try ProjectionValues.scopes(column: try columns.optionalText()),
+                  part: Int(try columns.optionalInt() ?? 0))
     }
 }

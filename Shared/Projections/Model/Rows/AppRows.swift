@@ -13,10 +13,14 @@ public struct AppRow: Sendable, Equatable, Codable {
     public var createdAt: Date
     /// Its APNs and FCM credentials, secrets sealed; nil when it has none.
     public var pushCredentials: PushCredentials?
+    /// The part of the app whose view this row is (`AppPart`): every part applies every admin
+    /// command; readers outside the processor read part 0's.
+    public var part: Int
 
     public init(appId: UUID, orgId: UUID, name: String, callbackUrl: String? = nil, callbackHeaders: [String: String] = [:],
-                webhookRetries: Int = 0, createdAt: Date, pushCredentials: PushCredentials? = nil) {
+                webhookRetries: Int = 0, createdAt: Date, pushCredentials: PushCredentials? = nil, part: Int = 0) {
         self.appId = appId
+        self.part = part
         self.orgId = orgId
         self.name = name
         self.callbackUrl = callbackUrl
@@ -36,10 +40,13 @@ public struct ApiTokenRow: Sendable, Equatable, Codable {
     public var createdAt: Date
     /// Its scopes, sorted; nil: a legacy token (issued before scopes), which has every scope.
     public var scopes: [ApiTokenScope]?
+    /// The part of the app whose view this row is (`AppRow.part`).
+    public var part: Int
 
     public init(tokenId: UUID, appId: UUID, tokenHash: String, revoked: Bool = false, createdAt: Date,
-                scopes: [ApiTokenScope]? = nil) {
+                scopes: [ApiTokenScope]? = nil, part: Int = 0) {
         self.tokenId = tokenId
+        self.part = part
         self.appId = appId
         self.tokenHash = tokenHash
         self.revoked = revoked

@@ -46,14 +46,32 @@ public struct NotificationKey: Hashable, Sendable, Codable {
     }
 }
 
-/// A delivery's key: its id is its app's (another app may use the same id for its own).
+/// A part of an app (`AppParts`, docs/ARCHITECTURE.md#one-app-in-parts): the rows an app keeps
+/// per part (its settings and tokens, its deliveries' figures, its parked tracking reports) are
+/// each part's own, so that no part reads what another part's processor writes.
+public struct AppPart: Hashable, Sendable, Codable, CustomStringConvertible {
+    public var appId: UUID
+    public var part: Int
+
+    public init(_ appId: UUID, part: Int = 0) {
+        self.appId = appId
+        self.part = part
+    }
+
+    public var description: String { part == 0 ? appId.lowercasedString : "\(appId.lowercasedString)#\(part)" }
+}
+
+/// A delivery's key: its id is its app's (another app may use the same id for its own), and each
+/// part of the app that applied the send has its row.
 public struct DeliveryKey: Hashable, Sendable, Codable {
     public var appId: UUID
     public var deliveryId: UUID
+    public var part: Int
 
-    public init(appId: UUID, deliveryId: UUID) {
+    public init(appId: UUID, deliveryId: UUID, part: Int = 0) {
         self.appId = appId
         self.deliveryId = deliveryId
+        self.part = part
     }
 }
 

@@ -38,7 +38,7 @@ extension DeliveryRow: CatalogRow {
     @inlinable public func writeColumns(to columns: inout some ColumnWriter) throws {
         columns.uuid(appId); columns.uuid(deliveryId); columns.text(kind.rawValue); columns.bool(managed); columns.bool(tracking)
         columns.int(sent); columns.millis(createdAt); columns.int(delivered); columns.int(failed); columns.int(unregistered)
-        columns.text(idempotencyKey); columns.text(requestHash); columns.int(duplicates); columns.int(conflicts)
+        columns.text(idempotencyKey); columns.text(requestHash); columns.int(duplicates); columns.int(conflicts); columns.int(part)
     }
 
     @inlinable public init(columns: inout some ColumnReader) throws {
@@ -46,7 +46,7 @@ extension DeliveryRow: CatalogRow {
                   managed: try columns.bool(), tracking: try columns.bool(), sent: try columns.intValue(), createdAt: try columns.millis(),
                   delivered: try columns.intValue(), failed: try columns.intValue(), unregistered: try columns.intValue(),
                   idempotencyKey: try columns.optionalText(), requestHash: try columns.optionalText(),
-                  duplicates: try columns.intValue(), conflicts: try columns.intValue())
+                  duplicates: try columns.intValue(), conflicts: try columns.intValue(), part: Int(try columns.optionalInt() ?? 0))
     }
 }
 

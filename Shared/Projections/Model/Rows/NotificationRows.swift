@@ -55,7 +55,7 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
     public var appId: UUID
     public var deliveryId: UUID
     public var kind: NotificationKind
-    public var key: DeliveryKey { DeliveryKey(appId: appId, deliveryId: deliveryId) }
+    public var key: DeliveryKey { DeliveryKey(appId: appId, deliveryId: deliveryId, part: part) }
     public var managed: Bool
     public var tracking: Bool
     /// Outbound records written (one per resolved device).
@@ -73,11 +73,15 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
     /// Neither was sent.
     public var duplicates: Int
     public var conflicts: Int
+    /// The part of the app that applied the send and counts its devices (`AppPart`): a
+    /// delivery's figures are the sum over its parts' rows (`summed`).
+    public var part: Int
 
     public init(appId: UUID, deliveryId: UUID, kind: NotificationKind, managed: Bool, tracking: Bool, sent: Int, createdAt: Date,
                 delivered: Int = 0, failed: Int = 0, unregistered: Int = 0, idempotencyKey: String? = nil,
-                requestHash: String? = nil, duplicates: Int = 0, conflicts: Int = 0) {
+                requestHash: String? = nil, duplicates: Int = 0, conflicts: Int = 0, part: Int = 0) {
         self.appId = appId
+        self.part = part
         self.deliveryId = deliveryId
         self.kind = kind
         self.managed = managed
@@ -91,6 +95,33 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
         self.requestHash = requestHash
         self.duplicates = duplicates
         self.conflicts = conflicts
+    }
+
+    /// The delivery as its readers see it: the parts' rows (`part`) in one, its counts summed;
+    /// nil for none.
+    public static func summed(_ rows: some Sequence<DeliveryRow>) -> DeliveryRow? {
+        var total: DeliveryRow?
+        for row in rows.sorted(by: { $0.part < $1.part }) {
+            guard var sum = total else {
+                total = row
+                total?.part = 0
+                continue
+            }
+            sum.sent += row.sent
+            sum.delivered += row.delivered
+            sum.failed += row.failed
+            sum.unregistered += row.unregistered
+            sum.duplicates += row.duplicates
+            sum.conflicts += row.conflicts
+            total = sum
+        }
+        return total
+    }
+
+    /// Whether this part's row counts the push of this message index: one of its part, within
+    /// the part's sent count.
+    public func sentTo(messageIndex index: Int) -> Bool {
+        AppParts.part(ofMessageIndex: index) == part && AppParts.place(ofMessageIndex: index) < sent
     }
 
     /// Moves one device from the count of `from` (nil: not counted yet) to that of `to`.

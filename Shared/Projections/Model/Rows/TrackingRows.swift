@@ -18,28 +18,34 @@ public struct TrackingCount: Hashable, Sendable, Codable {
     }
 }
 
-/// The reports of one batch about one delivery of one app.
+/// The reports of one batch about one delivery of one app's part.
 public struct TrackingCounts: Sendable, Equatable, Codable {
     public var appId: UUID
     public var deliveryId: UUID
     public var counts: [TrackingCount]
+    public var part: Int
 
-    public init(appId: UUID, deliveryId: UUID, counts: [TrackingCount]) {
+    public init(appId: UUID, deliveryId: UUID, counts: [TrackingCount], part: Int = 0) {
         self.appId = appId
         self.deliveryId = deliveryId
         self.counts = counts
+        self.part = part
     }
+
+    public var pair: TrackingPair { TrackingPair(deliveryId: deliveryId, appId: appId, part: part) }
 }
 
-/// The delivery and app a tracking report names: the reports of one pair are parked, settled
-/// and expired together.
+/// The delivery and app a tracking report names, and the app's part it is for (`AppPart`): the
+/// reports of one pair are parked, settled and expired together.
 public struct TrackingPair: Hashable, Sendable {
     public var deliveryId: UUID
     public var appId: UUID
+    public var part: Int
 
-    public init(deliveryId: UUID, appId: UUID) {
+    public init(deliveryId: UUID, appId: UUID, part: Int = 0) {
         self.deliveryId = deliveryId
         self.appId = appId
+        self.part = part
     }
 }
 
@@ -61,12 +67,15 @@ public struct TrackedEvent: Sendable, Equatable, Codable {
     public var messageIndex: Int
     /// Reports of the same (device, action) after the first.
     public var repeats: Int
+    /// The app's part that counted it.
+    public var part: Int
 
-    public init(appId: UUID, action: TrackingAction, messageIndex: Int, repeats: Int) {
+    public init(appId: UUID, action: TrackingAction, messageIndex: Int, repeats: Int, part: Int = 0) {
         self.appId = appId
         self.action = action
         self.messageIndex = messageIndex
         self.repeats = repeats
+        self.part = part
     }
 
     public var key: TrackingRowKey { TrackingRowKey(action: action, messageIndex: messageIndex) }
