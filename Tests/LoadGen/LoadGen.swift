@@ -10,7 +10,7 @@ import TestSupport
 /// mark on every partition past the stream's end — the input of `scripts/bench-processor`:
 ///
 ///   pushline-loadgen --brokers 127.0.0.1:9092 --commands 1000000 [--seed 1] [--prefix pushline.] [--partitions 12]
-///                    [--apps 1]
+///                    [--apps 1] [--app-parts 1]
 ///
 /// With `--apps N`, the commands are N apps' streams of mixed sizes (app i's share is
 /// proportional to 1/√(i+1), so the largest has about ten times the smallest's), written phase by
@@ -20,6 +20,10 @@ import TestSupport
 /// part `i` of `S` would read if the app were split into `S` parts (`MixedStream.Emulation`):
 /// timing one processor on each part against one on the whole stream measures what such a split
 /// would give before it is built (`scripts/bench-app-split`).
+///
+/// With `--app-parts S`, every app is split into `S` parts (docs/ARCHITECTURE.md#one-app-in-parts):
+/// each command goes to the parts it concerns, as a log written split has it; processors apply it
+/// with `PUSHLINE_APP_PARTS=S`.
 ///
 /// `pushline-loadgen outbound …` writes the sender's input instead (`OutboundLoad`).
 @main
@@ -42,13 +46,17 @@ struct LoadGen {
     static func mixed(_ arguments: ArraySlice<String>) async throws {
         let options = try options(arguments, defaults: ["--brokers": "127.0.0.1:9092", "--commands": "100000", "--seed": "1",
                                                         "--prefix": "pushline.", "--partitions": "12", "--apps": "1",
-                                                        "--emulate-part": ""])
+                                                        "--emulate-part": "", "--app-parts": "1"])
         guard let commands = Int(options["--commands"]!), commands > 0, let seed = UInt64(options["--seed"]!),
               let partitions = Int(options["--partitions"]!), partitions > 0, let apps = Int(options["--apps"]!), apps > 0 else {
             throw LoadGenError("--commands, --seed, --partitions and --apps take positive numbers")
         }
         let part = try emulatedPart(options["--emulate-part"]!)
         guard part == nil || apps == 1 else { throw LoadGenError("--emulate-part splits one app: it goes with --apps 1") }
+        guard let appParts = Int(options["--app-parts"]!), (1...64).contains(appParts) else {
+            throw LoadGenError("--app-parts takes a number from 1 to 64")
+        }
+        guard part == nil || appParts == 1 else { throw LoadGenError("--emulate-part emulates a split: it does not go with --app-parts") }
         let brokers = options["--brokers"]!
         let topics = Topics(prefix: options["--prefix"]!)
         try await KafkaAdmin.createTopics(topics.commandTopics.map { ($0, partitions) }, bootstrapServers: brokers)
@@ -58,12 +66,13 @@ struct LoadGen {
             var stream = MixedStream(seed: apps == 1 ? seed : seed &* 1_000_003 &+ UInt64(i) &* 0x9E37_79B9,
                                      sizes: .about(max(300, Int(Double(commands) * weight / weights.reduce(0, +)))), topics: topics)
             stream.emulatedPart = part
+            stream.parts = AppParts(appParts)
             return stream
         }
         var total = 0
         for phase in MixedStream.Phase.allCases {
             let encoded = try streams.flatMap { try $0.commands(phase) }
-            try await MixedStream.produce(encoded, brokers: brokers)
+            try await MixedStream.produce(encoded, brokers: brokers, partitions: partitions)
             total += encoded.count
             print("\(phase.rawValue) \(encoded.count)")
         }

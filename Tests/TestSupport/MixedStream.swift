@@ -93,6 +93,10 @@ public struct MixedStream: Sendable {
     /// into `count` parts (a benchmark's question: what would one processor of such a split
     /// apply?). See `Emulation`.
     public var emulatedPart: (index: Int, count: Int, emulation: Emulation)?
+    /// The parts the app is split into (docs/ARCHITECTURE.md#one-app-in-parts): each command is
+    /// written to every part it concerns (`EncodedCommand.parts`), and tracking reports name
+    /// devices of every part. One part, the default, is the stream as before parts.
+    public var parts: AppParts = .one
     public let orgId: UUID
     public let appId: UUID
     /// The app's API token (its hash is in the admin phase).
@@ -120,8 +124,8 @@ public struct MixedStream: Sendable {
             clock += 1
             let id = random.uuid()
             guard keep else { return }
-            out.append(try EncodedCommand(command, topics: topics, id: id, at: base.addingTimeInterval(Double(clock) / 1000),
-                                          encoder: encoder))
+            out += try EncodedCommand.parts(of: command, parts: parts, topics: topics, id: id, at: base.addingTimeInterval(Double(clock) / 1000),
+                                            encoder: encoder)
         }
         /// Whether user `n` is in the emulated part (every user is, without one).
         func mine(_ n: Int) -> Bool {
@@ -184,8 +188,9 @@ public struct MixedStream: Sendable {
                 let delivery = unknown ? random.uuid() : deliveryId(random.next(max(1, sizes.sends)))
                 let events = (0..<sizes.eventsPerTracking).map { _ in
                     // Indices up to a few past the send's devices: those are foreign and rejected.
-                    TrackingEvent(broadlogId: MessageId.make(deliveryId: delivery, index: random.next(sizes.usersPerSend * 2)),
-                                  action: actions[random.next(actions.count)])
+                    let place = random.next(sizes.usersPerSend * 2)
+                    let index = parts.count == 1 ? place : AppParts.messageIndex(place: place, part: random.next(parts.count))
+                    return TrackingEvent(broadlogId: MessageId.make(deliveryId: delivery, index: index), action: actions[random.next(actions.count)])
                 }
                 try add(TrackingReported(mobileAppId: appId, deliveryId: delivery, events: events),
                         keep: emulatedPart.map { n % $0.count == $0.index } ?? true)
