@@ -127,6 +127,25 @@ final class ShardShareTests: XCTestCase {
         }
     }
 
+    /// A processor told another number of parts than the log's stops at the first command that
+    /// shows it, rather than decide it against another part's rows.
+    func testACommandThatDoesNotFitTheProcessorsPartsStopsIt() throws {
+        let token = "a-token", app = UUID()
+        let parts = AppParts(3)
+        let tokenPart = parts.part(ofToken: token)
+        let ack = NotificationAcknowledged(mobileAppId: app, notificationId: "n", deviceToken: token)
+        let send = NotificationRequested(deliveryId: UUID(), mobileAppId: app, target: NotificationTarget(userIds: ["u"]),
+                                         content: NotificationContent(title: "t"), managed: false, businessId: nil, tracking: true)
+        XCTAssertNoThrow(try PartMismatch.check([try decoded(ack, partition: 0, part: tokenPart)], parts: parts))
+        XCTAssertNoThrow(try PartMismatch.check([try decoded(send, partition: 0, part: 2)], parts: parts))
+        XCTAssertNoThrow(try PartMismatch.check([try decoded(ack, partition: 0)], parts: .one))
+        XCTAssertThrowsError(try PartMismatch.check([try decoded(ack, partition: 0, part: (tokenPart + 1) % 3)], parts: parts)) {
+            XCTAssertTrue("\($0)".contains("PUSHLINE_APP_PARTS=3"), "\($0)")
+        }
+        XCTAssertThrowsError(try PartMismatch.check([try decoded(send, partition: 0, part: 3)], parts: parts))
+        XCTAssertThrowsError(try PartMismatch.check([try decoded(send, partition: 0, part: 1)], parts: .one), "a split log, one part told")
+    }
+
     func testHealthNamesTheShardsThatStall() {
         let stalled = Readiness.stalled([PartitionKey(topic: topics.registration, partition: 3),
                                          PartitionKey(topic: topics.notification, partition: 3),

@@ -94,8 +94,8 @@ public struct MixedStream: Sendable {
     /// apply?). See `Emulation`.
     public var emulatedPart: (index: Int, count: Int, emulation: Emulation)?
     /// The parts the app is split into (docs/ARCHITECTURE.md#one-app-in-parts): each command is
-    /// written to every part it concerns (`EncodedCommand.parts`), and tracking reports name
-    /// devices of every part. One part, the default, is the stream as before parts.
+    /// written to every part it concerns (`EncodedCommand.parts`), and each tracking report names
+    /// devices of one part, any. One part, the default, is the stream as before parts.
     public var parts: AppParts = .one
     public let orgId: UUID
     public let appId: UUID
@@ -186,10 +186,11 @@ public struct MixedStream: Sendable {
                 // One report in 50 is for a delivery no send has (parked for good).
                 let unknown = n % 50 == 49
                 let delivery = unknown ? random.uuid() : deliveryId(random.next(max(1, sizes.sends)))
+                // An SDK reports for its own device, so a report's events are of one part (here: any devices of it).
+                let part = parts.count == 1 ? 0 : random.next(parts.count)
                 let events = (0..<sizes.eventsPerTracking).map { _ in
                     // Indices up to a few past the send's devices: those are foreign and rejected.
-                    let place = random.next(sizes.usersPerSend * 2)
-                    let index = parts.count == 1 ? place : AppParts.messageIndex(place: place, part: random.next(parts.count))
+                    let index = AppParts.messageIndex(place: random.next(sizes.usersPerSend * 2), part: part)
                     return TrackingEvent(broadlogId: MessageId.make(deliveryId: delivery, index: index), action: actions[random.next(actions.count)])
                 }
                 try add(TrackingReported(mobileAppId: appId, deliveryId: delivery, events: events),

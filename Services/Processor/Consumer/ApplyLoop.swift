@@ -189,6 +189,7 @@ final class ApplyLoop: Sendable {
         while true {
             let (admitted, expected) = book.admit(records)
             guard !admitted.isEmpty else { return false }
+            try PartMismatch.check(admitted, parts: applier.appParts)
             try check(admitted, expected)
             do {
                 // A batch once started is finished even when shutdown cancels the loop: its outbound

@@ -77,7 +77,8 @@ final class BatchApplier: Sendable {
     private let outboundWindow: Int
     /// How long reports of a delivery whose send has not been applied are kept (`DecisionRules.trackingParkTtlMs`).
     private let trackingParkTime: Duration
-    private let appParts: AppParts
+    /// The parts the log's apps are split into (`DecisionRules.appParts`).
+    let appParts: AppParts
 
     init(store: any BatchStore, outbound: any OutboundPublisher, verifier: any DeviceTokenVerifier, logger: Logger,
          replaying: Bool = false, retryDelays: [Duration] = [.milliseconds(50), .milliseconds(200), .milliseconds(800)],

@@ -138,7 +138,7 @@ package struct NotificationHandler: CommandHandler {
     /// One callback per user of the resolved devices, listing that user's devices.
     /// The job id is (delivery, user): a replay of the command finds the job and sends nothing.
     /// In an app in parts, each part calls back with the user's devices it holds, under a job id
-    /// of its own (docs/ARCHITECTURE.md#known-limits).
+    /// of its own (docs/ARCHITECTURE.md#one-app-in-parts).
     private static func enqueueCallbacks(_ c: NotificationRequested, devices: [DeviceRow], app: AppRow, part: Int, url: String, at: Date,
                                          state: inout BatchState) {
         var headers = app.callbackHeaders
