@@ -55,7 +55,8 @@ public func buildRouter(
     metrics: PrometheusCollectorRegistry
 ) -> Router<IngestRequestContext> {
     let ingestMetrics = IngestMetrics()
-    let writer = CommandWriter(publisher: publisher, topics: configuration.shared.topics, metrics: ingestMetrics)
+    let writer = CommandWriter(publisher: publisher, topics: configuration.shared.topics, metrics: ingestMetrics,
+                               parts: configuration.shared.appParts)
     let router = Router(context: IngestRequestContext.self)
     router.add(middleware: RequestMiddleware(metrics: ingestMetrics, retryAfterSeconds: configuration.retryAfterSeconds))
     router.add(middleware: SourceRateLimitMiddleware(

@@ -7,6 +7,9 @@ import Synchronization
 /// timeout becomes `PublishUnavailable` (→ 503 + Retry-After), never a 2xx.
 public final class KafkaCommandPublisher: CommandPublisher {
     private let producer: KafkaProducer
+    /// The command topics' partition count: a command of an app's part other than 0 goes to its
+    /// part's partition (`EncodedCommand.partition`), the others where their key leads.
+    private let partitions: Int
     private let readiness = Mutex<Readiness>(Readiness())
 
     /// The last broker check, and the one running now that every caller waits for.
@@ -19,13 +22,15 @@ public final class KafkaCommandPublisher: CommandPublisher {
     /// How the broker is checked: the producer's own check unless a test counts them.
     private let reachability: @Sendable () async -> Bool
 
-    public init(producer: KafkaProducer) {
+    public init(producer: KafkaProducer, partitions: Int) {
         self.producer = producer
+        self.partitions = partitions
         self.reachability = { await producer.isBrokerReachable(timeout: .seconds(1)) }
     }
 
-    init(producer: KafkaProducer, reachability: @escaping @Sendable () async -> Bool) {
+    init(producer: KafkaProducer, partitions: Int = 12, reachability: @escaping @Sendable () async -> Bool) {
         self.producer = producer
+        self.partitions = partitions
         self.reachability = reachability
     }
 
@@ -38,7 +43,8 @@ public final class KafkaCommandPublisher: CommandPublisher {
                 let fields = RecordHeaders(type: c.type, version: c.version, requestId: requestId).fields
                 headers = (c.type, c.version, KafkaHeader.list(fields))
             }
-            return KafkaProducerRecord(topic: c.topic, key: c.key, value: c.value, headers: headers!.list)
+            return KafkaProducerRecord(topic: c.topic, key: c.key, value: c.value, headers: headers!.list,
+                                       partition: c.part == 0 ? nil : c.partition(partitions: partitions))
         }
         do {
             let reports = try await producer.send(records)

@@ -54,7 +54,7 @@ struct PushlineIngest: AsyncParsableCommand {
         let store = try await ProjectionStoreFactory.open(shared.store, logger: logger)
         logger.info("starting", metadata: ["brokers": "\(shared.brokers)", "store": "\(shared.storeForLogs)",
                                            "port": "\(configuration.port)"])
-        let app = buildApplication(configuration: configuration, publisher: KafkaCommandPublisher(producer: producer),
+        let app = buildApplication(configuration: configuration, publisher: KafkaCommandPublisher(producer: producer, partitions: configuration.shared.partitions),
                                    store: store, metrics: registry, logger: logger)
         // Shut down in reverse order: the HTTP server finishes its requests, then the producer
         // flushes, then the store closes.

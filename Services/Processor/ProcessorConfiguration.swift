@@ -25,9 +25,6 @@ public struct ProcessorConfiguration: Sendable {
     public var maxDevicesPerUser = DecisionRules.default.maxDevicesPerUser
     /// How long tracking reports of an unapplied send are kept (`DecisionRules.trackingParkTtlMs`).
     public var trackingParkTtlMs = DecisionRules.default.trackingParkTtlMs
-    /// The parts the log's apps are split into (`DecisionRules.appParts`, `PUSHLINE_APP_PARTS`).
-    /// Live processors and rebuilds of one log must use the log's.
-    public var appParts = DecisionRules.default.appParts.count
     /// Webhook attempts in flight for one app at most, so one app's slow receiver cannot hold
     /// every slot (`PUSHLINE_WEBHOOK_APP_CONCURRENCY`).
     public var webhookAppConcurrency = 4
@@ -52,7 +49,7 @@ public struct ProcessorConfiguration: Sendable {
     /// The settings among these that change what the processor decides, as its handlers take them.
     public var decisionRules: DecisionRules {
         DecisionRules(maxDevicesPerUser: maxDevicesPerUser, trackingParkTtlMs: trackingParkTtlMs,
-                      idempotencyWindowHours: shared.idempotencyWindowHours, appParts: AppParts(appParts))
+                      idempotencyWindowHours: shared.idempotencyWindowHours, appParts: shared.appParts)
     }
 
     /// Reads the shared settings and the processor's own. `overrides` are command-line flags, by
@@ -72,7 +69,6 @@ public struct ProcessorConfiguration: Sendable {
         c.webhookTimeoutMs = try reader.int("PUSHLINE_WEBHOOK_TIMEOUT_MS", default: c.webhookTimeoutMs, range: 100...600_000)
         c.trackingParkTtlMs = try reader.int("PUSHLINE_TRACKING_PARK_TTL_MS", default: c.trackingParkTtlMs, range: 1_000...31_536_000_000)
         c.maxDevicesPerUser = try reader.int("PUSHLINE_MAX_DEVICES_PER_USER", default: c.maxDevicesPerUser, range: 1...100_000)
-        c.appParts = try reader.int("PUSHLINE_APP_PARTS", default: c.appParts, range: 1...64)
         c.webhookAppConcurrency = try reader.int("PUSHLINE_WEBHOOK_APP_CONCURRENCY", default: c.webhookAppConcurrency, range: 1...10_000)
         c.webhookAllowPrivateTargets = try reader.bool("PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS", default: c.webhookAllowPrivateTargets)
         c.stallTimeoutMs = try reader.int("PUSHLINE_STALL_TIMEOUT_MS", default: c.stallTimeoutMs, range: 1_000...86_400_000)

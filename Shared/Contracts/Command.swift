@@ -116,6 +116,8 @@ public struct EncodedCommand: Sendable {
     public var at: Date
     /// The part of its app the command is for (`AppParts`): 0 unless the app is split.
     public var part: Int
+    /// The parts its app is split into.
+    public var parts: AppParts
 
     /// The records of `command`: one for each part of its app it concerns
     /// (`AppScopedCommand.split`), sharing the command's id; one record, part 0, for a command
@@ -130,14 +132,17 @@ public struct EncodedCommand: Sendable {
 
     private static func split<C: AppScopedCommand>(_ command: C, parts: AppParts, topics: Topics, id: UUID, at: Date,
                                                    encoder: JSONEncoder) throws -> [EncodedCommand] {
-        try command.split(into: parts).map { try EncodedCommand($0.command, topics: topics, id: id, at: at, part: $0.part, encoder: encoder) }
+        try command.split(into: parts).map {
+            try EncodedCommand($0.command, topics: topics, id: id, at: at, part: $0.part, parts: parts, encoder: encoder)
+        }
     }
 
     /// Wraps `command` in an envelope and encodes it.
     public init<C: Command>(_ command: C, topics: Topics, id: UUID = .random(), at: Date = Date(), part: Int = 0,
-                            encoder: JSONEncoder) throws {
+                            parts: AppParts = .one, encoder: JSONEncoder) throws {
         self.at = at
         self.part = part
+        self.parts = parts
         self.topic = C.topic.name(in: topics)
         self.key = command.recordKey
         self.type = C.type.rawValue
@@ -152,15 +157,15 @@ public struct EncodedCommand: Sendable {
     /// The partition the command goes to, of a topic of `partitions` partitions: its key's
     /// (`RecordKey.partition`), moved on by its part (`AppParts.partition`).
     public func partition(partitions: Int) -> Int32 {
-        AppParts.partition(key: key, part: part, partitions: partitions)
+        parts.partition(key: key, part: part, partitions: partitions)
     }
 }
 
 /// The parts every app is split into, so that several processors share one large app
 /// (docs/ARCHITECTURE.md#one-app-in-parts). A device token is in one part for good
-/// (`part(ofToken:)`); part p of an app goes to the partition p after its key's, so an app's
-/// parts are on different shards. With one part (the default) the log is what it was before
-/// parts.
+/// (`part(ofToken:)`); an app's parts are spread over the partitions from its key's
+/// (`partition(key:part:partitions:)`), so that they are on different shards. With one part (the
+/// default) the log is what it was before parts.
 public struct AppParts: Sendable, Hashable, CustomStringConvertible {
     /// How many parts: at least 1, at most the command topics' partition count.
     public let count: Int
@@ -180,10 +185,14 @@ public struct AppParts: Sendable, Hashable, CustomStringConvertible {
     /// Every part, in order.
     public var all: Range<Int> { 0..<count }
 
-    /// The partition of a command with this key and part: its key's, moved on by the part.
-    public static func partition(key: String, part: Int, partitions: Int) -> Int32 {
-        let count = max(1, partitions)
-        return Int32((Int(RecordKey.partition(of: key, partitions: count)) + part) % count)
+    /// The partition of a command with this key and part: its key's, moved on by the part times
+    /// the partitions over the parts. The parts are spread evenly, so that any contiguous range of
+    /// shards, as a consumer group's range assignment hands its members, holds as few of one
+    /// app's parts as it can.
+    public func partition(key: String, part: Int, partitions: Int) -> Int32 {
+        let total = max(1, partitions)
+        let stride = max(1, total / count)
+        return Int32((Int(RecordKey.partition(of: key, partitions: total)) + part * stride) % total)
     }
 
     public var description: String { "\(count) part\(count == 1 ? "" : "s")" }

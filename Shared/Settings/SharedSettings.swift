@@ -20,6 +20,10 @@ public struct SharedSettings: Sendable, Equatable {
     /// How long an `Idempotency-Key` names its first send, in the log's time: ingest answers with
     /// it and processors and rebuilds decide with it, so they must agree.
     public var idempotencyWindowHours = IdempotencyKeys.defaultWindowHours
+    /// The parts every app of the log is split into (docs/ARCHITECTURE.md#one-app-in-parts):
+    /// ingest and the sender write each command to its parts, processors and rebuilds decide by
+    /// them, so all must agree.
+    public var appParts = AppParts.one
 
     public init() {}
 
@@ -35,6 +39,7 @@ public struct SharedSettings: Sendable, Equatable {
         public static let kafkaProperties = "PUSHLINE_KAFKA_PROPERTIES"
         public static let logLevel = "PUSHLINE_LOG_LEVEL"
         public static let idempotencyWindowHours = "PUSHLINE_IDEMPOTENCY_WINDOW_HOURS"
+        public static let appParts = "PUSHLINE_APP_PARTS"
     }
 
     /// Reads the shared settings; `defaultLogLevel` is the level of an executable whose
@@ -52,6 +57,7 @@ public struct SharedSettings: Sendable, Equatable {
         }
         logLevel = parsed
         idempotencyWindowHours = try reader.int(Variable.idempotencyWindowHours, default: idempotencyWindowHours, range: 1...8_760)
+        appParts = AppParts(try reader.int(Variable.appParts, default: appParts.count, range: 1...64))
     }
 
     /// Sends every log line of the process to standard error, at `logLevel` and above. Call it

@@ -24,23 +24,35 @@ final class AppPartsTests: XCTestCase {
         }
     }
 
-    func testAPartIsThePartitionAfterItsKeysAndWrapsAround() {
+    /// An app's parts are spread evenly from its key's partition, wrapping around: a range of
+    /// shards as a group's range assignment hands a member holds as few of them as it can.
+    func testAnAppsPartsAreSpreadEvenlyFromItsKeysPartition() {
         let key = "9f3a1c52-0d7e-4b8a-9c61-2f4e5d6a7b8c"
-        let first = RecordKey.partition(of: key, partitions: 12)
-        XCTAssertEqual(AppParts.partition(key: key, part: 0, partitions: 12), first)
-        let partitions = (0..<12).map { AppParts.partition(key: key, part: $0, partitions: 12) }
-        XCTAssertEqual(Set(partitions).count, 12, "an app's parts are on different partitions")
-        XCTAssertEqual(partitions.firstIndex(of: 0), (12 - Int(first)) % 12)
-        XCTAssertEqual(AppParts.partition(key: key, part: 3, partitions: 1), 0)
+        let first = Int(RecordKey.partition(of: key, partitions: 12))
+        for count in [1, 2, 3, 4, 5, 12, 20] {
+            let parts = AppParts(count)
+            let partitions = parts.all.map { Int(parts.partition(key: key, part: $0, partitions: 12)) }
+            XCTAssertEqual(partitions[0], first)
+            XCTAssertEqual(Set(partitions).count, min(count, 12), "\(count) parts are on different partitions as far as there are")
+            let stride = max(1, 12 / count)
+            XCTAssertEqual(partitions, parts.all.map { (first + $0 * stride) % 12 })
+        }
+        // Two members of a group each own half of the shards: two parts are never in one half.
+        for n in 0..<200 {
+            let key = "app-\(n)"
+            let halves = AppParts(2).all.map { Int(AppParts(2).partition(key: key, part: $0, partitions: 12)) / 6 }
+            XCTAssertNotEqual(halves[0], halves[1], key)
+        }
+        XCTAssertEqual(AppParts(3).partition(key: key, part: 2, partitions: 1), 0)
     }
 
     func testAnEncodedCommandsPartitionIsItsParts() throws {
         let app = UUID()
         let command = NotificationAcknowledged(mobileAppId: app, notificationId: "n", deviceToken: "t")
         for part in 0..<3 {
-            let encoded = try EncodedCommand(command, topics: Topics(), part: part, encoder: JSONEncoder())
+            let encoded = try EncodedCommand(command, topics: Topics(), part: part, parts: AppParts(3), encoder: JSONEncoder())
             XCTAssertEqual(encoded.key, app.lowercasedString)
-            XCTAssertEqual(encoded.partition(partitions: 12), AppParts.partition(key: app.lowercasedString, part: part, partitions: 12))
+            XCTAssertEqual(encoded.partition(partitions: 12), AppParts(3).partition(key: app.lowercasedString, part: part, partitions: 12))
         }
     }
 }
@@ -108,7 +120,7 @@ final class AppPartsSplitTests: XCTestCase {
         let records = try EncodedCommand.parts(of: created, parts: parts, topics: Topics(), id: id, at: at, encoder: WireJSON.encoder())
         XCTAssertEqual(records.map(\.part), [0, 1, 2])
         let first = RecordKey.partition(of: app.lowercasedString, partitions: 12)
-        XCTAssertEqual(records.map { $0.partition(partitions: 12) }, [first, (first + 1) % 12, (first + 2) % 12])
+        XCTAssertEqual(records.map { $0.partition(partitions: 12) }, [first, (first + 4) % 12, (first + 8) % 12])
         for record in records {
             let envelope = try WireJSON.decoder().decode(Envelope<AppCreated>.self, from: record.value)
             XCTAssertEqual(envelope.id, id)

@@ -9,8 +9,12 @@ import XCTest
 /// a Tansu broker, SQLite, and the mock APNs and FCM servers over HTTP/2 with TLS.
 final class DeliveryFlowTests: XCTestCase {
     private var rig: DeliveryRig?
+    /// Processors started beside the stack's.
+    private var extraProcessors: [ServiceProcess] = []
 
     override func tearDown() async throws {
+        for processor in extraProcessors { _ = try? await processor.stop() }
+        extraProcessors = []
         await rig?.stop()
         rig = nil
     }
@@ -40,11 +44,29 @@ final class DeliveryFlowTests: XCTestCase {
         try await server.dropDatabase(database)
     }
 
-    private func bothPlatforms(store: String?) async throws {
-        let rig = try await DeliveryRig.start(store: store)
+    /// The same with every app in two parts (docs/ARCHITECTURE.md#one-app-in-parts) and two
+    /// processors: ingest and the sender write each command to its parts, the processors share
+    /// the app, and the pushes, their outcomes and the statistics are those of an app in one part.
+    func testPushesReachBothPlatformsAndDeadTokensAreRetiredWithTheAppInTwoPartsOverTwoProcessors() async throws {
+        try await bothPlatforms(store: nil, environment: ["PUSHLINE_APP_PARTS": "2"], processors: 2)
+        let indexes = try await XCTUnwrap(rig?.stack).outboundRecords().map { record in
+            try XCTUnwrap(Int(record.record.messageId.prefix { $0 != "-" }))
+        }
+        XCTAssertEqual(Set(indexes.map(AppParts.part(ofMessageIndex:))), [0, 1], "both parts sent: \(indexes)")
+    }
+
+    private func bothPlatforms(store: String?, environment: [String: String] = [:], processors: Int = 1) async throws {
+        let rig = try await DeliveryRig.start(store: store, environment: environment)
         self.rig = rig
         let stack = rig.stack
-        try await rig.startSender(environment: ["PUSHLINE_LOG_LEVEL": "debug"])
+        for _ in 1..<processors {
+            let port = TestBroker.freePort()
+            let processor = stack.makeProcessor(environment: ["PUSHLINE_PROCESSOR_PORT": "\(port)"])
+            extraProcessors.append(processor)
+            try processor.start()
+            try await processor.waitHealthy("http://127.0.0.1:\(port)/health")
+        }
+        try await rig.startSender(environment: ["PUSHLINE_LOG_LEVEL": "debug"].merging(environment) { $1 })
         let app = try await stack.createApp(name: "both platforms")
         try await rig.setAPNs(app: app.mobileAppId, keyId: "KEYAAAAAA1")
         try await rig.setFCM(app: app.mobileAppId)

@@ -25,10 +25,12 @@ final class DeliveryRig: @unchecked Sendable {
     static let trusted = ["KEYAAAAAA1": "com.example.a", "KEYBBBBBB1": "com.example.b"]
 
     /// A stack whose ingest seals credentials with a new deployment key, the mocks started.
-    /// `store`: the services' `PUSHLINE_STORE`; nil: a new SQLite file.
-    static func start(store: String? = nil) async throws -> DeliveryRig {
+    /// `store`: the services' `PUSHLINE_STORE`; nil: a new SQLite file. `environment`: settings
+    /// of both ingest and the processor (the sender takes its own, `startSender`).
+    static func start(store: String? = nil, environment: [String: String] = [:]) async throws -> DeliveryRig {
         let key = TestPushKeys.secretsKey()
-        let stack = try await PushlineStack.start(ingestEnvironment: ["PUSHLINE_SECRETS_KEY": key], store: store)
+        let stack = try await PushlineStack.start(processorEnvironment: environment,
+                                                  ingestEnvironment: ["PUSHLINE_SECRETS_KEY": key].merging(environment) { $1 }, store: store)
         do {
             let rig = try DeliveryRig(stack: stack, secretsKey: key)
             try await rig.apns.start()

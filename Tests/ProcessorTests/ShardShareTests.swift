@@ -94,9 +94,9 @@ final class ShardShareTests: XCTestCase {
         let shard = RecordKey.partition(of: app.lowercasedString, partitions: 12)
         let counts = Dictionary(uniqueKeysWithValues: topics.commandTopics.map { ($0, 12) })
 
-        XCTAssertNoThrow(try MisplacedCommand.check([try decoded(command, partition: shard)], partitions: counts))
+        XCTAssertNoThrow(try MisplacedCommand.check([try decoded(command, partition: shard)], partitions: counts, parts: .one))
         let elsewhere = (shard + 1) % 12
-        XCTAssertThrowsError(try MisplacedCommand.check([try decoded(command, partition: elsewhere)], partitions: counts)) { error in
+        XCTAssertThrowsError(try MisplacedCommand.check([try decoded(command, partition: elsewhere)], partitions: counts, parts: .one)) { error in
             let misplaced = error as? MisplacedCommand
             XCTAssertEqual(misplaced?.expected, shard)
             XCTAssertEqual(misplaced?.partition, PartitionKey(topic: topics.registration, partition: elsewhere))
@@ -105,22 +105,25 @@ final class ShardShareTests: XCTestCase {
         // A progress mark is no command: it may be anywhere.
         let mark = DecodedRecord(partition: PartitionKey(topic: topics.registration, partition: elsewhere), offset: 8, requestId: nil,
                                  outcome: .progressMark(at: Date()), type: ProgressMark.type, value: Data(), timestamp: nil, at: 0)
-        XCTAssertNoThrow(try MisplacedCommand.check([mark], partitions: counts))
+        XCTAssertNoThrow(try MisplacedCommand.check([mark], partitions: counts, parts: .one))
     }
 
-    /// Part p of an app is in the partition p after its app's (`AppParts`), wrapping around.
+    /// Part p of an app in S parts is in the partition p × 12/S after its app's (`AppParts`),
+    /// wrapping around.
     func testACommandOfAnAppsPartIsInThePartitionItsPartLeadsTo() throws {
         let app = UUID()
         let counts = Dictionary(uniqueKeysWithValues: topics.commandTopics.map { ($0, 12) })
         let shard = RecordKey.partition(of: app.lowercasedString, partitions: 12)
-        for part in [1, 5, 11] {
+        let parts = AppParts(4)
+        for part in [1, 2, 3] {
             let command = DeviceCleanupRequested(orgId: UUID(), mobileAppId: app, userId: "u", deviceToken: "t", apiTokenHash: "h")
-            let expected = (shard + Int32(part)) % 12
+            let expected = (shard + Int32(part * 3)) % 12
             let record = try decoded(command, partition: expected, part: part)
             guard case .command(let decoded) = record.outcome else { return XCTFail("\(record.outcome.summary)") }
             XCTAssertEqual(decoded.part, part)
-            XCTAssertNoThrow(try MisplacedCommand.check([record], partitions: counts))
-            XCTAssertThrowsError(try MisplacedCommand.check([try self.decoded(command, partition: shard, part: part)], partitions: counts)) {
+            XCTAssertNoThrow(try MisplacedCommand.check([record], partitions: counts, parts: parts))
+            XCTAssertThrowsError(try MisplacedCommand.check([try self.decoded(command, partition: shard, part: part)], partitions: counts,
+                                                            parts: parts)) {
                 XCTAssertEqual(($0 as? MisplacedCommand)?.expected, expected)
                 XCTAssertTrue("\($0)".contains("part \(part)"), "\($0)")
             }

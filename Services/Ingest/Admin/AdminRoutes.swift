@@ -56,7 +56,7 @@ struct AdminRoutes: Sendable {
                                  tokenHash: ApiTokens.hash(serverToken), tokenScopes: AppCreated.serverTokenScopes,
                                  clientTokenId: clientTokenId, clientTokenHash: ApiTokens.hash(clientToken),
                                  actor: context.adminActor, requestId: context.requestId, idempotency: keyed?.stamp)
-        try await applied.wait(for: writer.publish([writer.encode(command, encoder: encoder)], context: context),
+        try await applied.wait(for: writer.publish(writer.encode(command, encoder: encoder), context: context),
                                written: "app \(command.mobileAppId) (its server token \(command.tokenId), client token \(clientTokenId))")
         context.logger.info("app created", metadata: ["mobile_app_id": "\(command.mobileAppId)", "org_id": "\(command.orgId)"])
         return try JSONResponse.make(
@@ -116,7 +116,7 @@ struct AdminRoutes: Sendable {
         }
         let command = ApiTokenIssued(mobileAppId: mobileAppId, tokenId: tokenId, tokenHash: ApiTokens.hash(token), scopes: scopes,
                                      actor: context.adminActor, requestId: context.requestId, idempotency: keyed?.stamp)
-        try await applied.wait(for: writer.publish([writer.encode(command, encoder: encoder)], context: context),
+        try await applied.wait(for: writer.publish(writer.encode(command, encoder: encoder), context: context),
                                written: "token \(command.tokenId) of app \(mobileAppId)")
         context.logger.info("api token issued", metadata: ["mobile_app_id": "\(mobileAppId)", "token_id": "\(command.tokenId)",
                                                            "scopes": "\(ApiTokenScopes.column(scopes) ?? "")"])

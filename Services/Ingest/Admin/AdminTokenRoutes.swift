@@ -43,7 +43,7 @@ struct AdminTokenRoutes: Sendable {
                                        actor: context.adminActor, requestId: context.requestId, idempotency: keyed?.stamp)
         let encoder = CommandWriter.makeEncoder()
         let encoded = try writer.encode(command, encoder: encoder)
-        try await applied.wait(for: writer.publish([encoded], context: context),
+        try await applied.wait(for: writer.publish(encoded, context: context),
                                written: "admin token \(command.adminTokenId) (\(name))")
         context.logger.info("admin token issued", metadata: ["admin_token_id": "\(command.adminTokenId)", "name": "\(name)"])
         // The processor records the command's time as the token's creation time (the first
@@ -51,7 +51,7 @@ struct AdminTokenRoutes: Sendable {
         if keyed != nil, let stored = try await readStore(context, { try await store.adminToken(id: tokenId) }) {
             return try Self.answer(stored, token: token)
         }
-        return try Self.answer(AdminTokenRow(adminTokenId: tokenId, name: name, tokenHash: command.tokenHash, createdAt: encoded.at),
+        return try Self.answer(AdminTokenRow(adminTokenId: tokenId, name: name, tokenHash: command.tokenHash, createdAt: encoded[0].at),
                                token: token)
     }
 

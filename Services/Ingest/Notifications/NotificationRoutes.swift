@@ -52,7 +52,7 @@ struct NotificationRoutes: Sendable {
                 return response
             }
         }
-        try await writer.publish([writer.encode(command, encoder: encoder)], context: context)
+        try await writer.publish(writer.encode(command, encoder: encoder), context: context)
         return try JSONResponse.make(NotificationAPI.SendAccepted(deliveryId: command.deliveryId), status: .accepted, encoder: encoder)
     }
 

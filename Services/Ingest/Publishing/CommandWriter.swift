@@ -13,6 +13,9 @@ struct CommandWriter: Sendable {
     let publisher: any CommandPublisher
     let topics: Topics
     let metrics: IngestMetrics
+    /// The parts every app is split into: a command is written to each part it concerns
+    /// (docs/ARCHITECTURE.md#one-app-in-parts).
+    var parts: AppParts = .one
 
     /// A JSON encoder for the commands of one request.
     ///
@@ -21,8 +24,9 @@ struct CommandWriter: Sendable {
     /// allocation next to encoding and a broker round trip. A batch shares its request's encoder.
     static func makeEncoder() -> JSONEncoder { WireJSON.encoder() }
 
-    func encode<C: Command>(_ command: C, encoder: JSONEncoder) throws -> EncodedCommand {
-        try EncodedCommand(command, topics: topics, encoder: encoder)
+    /// The command's records: one per part of its app it concerns, one with apps in one part.
+    func encode<C: Command>(_ command: C, encoder: JSONEncoder) throws -> [EncodedCommand] {
+        try EncodedCommand.parts(of: command, parts: parts, topics: topics, encoder: encoder)
     }
 
     /// A request that can never be written: 413, so that a client does not retry it.
@@ -33,7 +37,7 @@ struct CommandWriter: Sendable {
     /// Publishes the request's one command and waits for the broker's acknowledgement.
     @discardableResult
     func publish<C: Command>(_ command: C, context: IngestRequestContext) async throws -> [KafkaDeliveryReport] {
-        try await publish([encode(command, encoder: Self.makeEncoder())], context: context)
+        try await publish(encode(command, encoder: Self.makeEncoder()), context: context)
     }
 
     /// Publishes every command of the request together, waits for the broker's acknowledgement

@@ -32,7 +32,7 @@ struct RegistrationRoutes: Sendable {
         let admitted = try await gate.admit(commands, app: app, tokenHash: tokenHash, scope: context.requiredTokenScope(),
                                             tokenField: { Self.field("ApiToken", index: batched ? $0 : nil) }, context: context)
         guard !admitted.isEmpty else { return }
-        try await writer.publish(admitted.map { try writer.encode($0, encoder: encoder) }, context: context)
+        try await writer.publish(admitted.flatMap { try writer.encode($0, encoder: encoder) }, context: context)
     }
 
     /// The org of the path; it must be a UUID.

@@ -45,7 +45,7 @@ struct TrackingRoutes: Sendable {
             count = 1
         }
         let encoder = CommandWriter.makeEncoder()
-        try await writer.publish(commands.map { try writer.encode($0, encoder: encoder) }, context: context)
+        try await writer.publish(commands.flatMap { try writer.encode($0, encoder: encoder) }, context: context)
         return try JSONResponse.make(TrackingAPI.Accepted(accepted: count), status: .accepted, encoder: encoder)
     }
 

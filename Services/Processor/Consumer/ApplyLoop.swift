@@ -45,6 +45,9 @@ final class ApplyLoop: Sendable {
         self.logger = logger
     }
 
+    /// The parts the log's apps are split into (`DecisionRules.appParts`).
+    var appParts: AppParts { applier.appParts }
+
     /// The command partitions `share` applies, and the partition counts its commands are checked
     /// against when it holds only some of them (`ShardShare.checkedCounts`).
     func partitions(of share: ShardShare, _ configuration: KafkaConsumerConfiguration) async throws

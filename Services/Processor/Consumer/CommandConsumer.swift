@@ -110,7 +110,7 @@ public final class CommandConsumer: Service, Sendable {
                         if let storeCreatedAt {
                             try ExistingLogRefused.check(admitted, expected: expected, storeCreatedAt: storeCreatedAt)
                         }
-                        if let counts { try MisplacedCommand.check(admitted, partitions: counts) }
+                        if let counts { try MisplacedCommand.check(admitted, partitions: counts, parts: self.loop.appParts) }
                     }
                     if applied { self.onApplied() }
                 }

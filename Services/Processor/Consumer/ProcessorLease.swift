@@ -226,13 +226,13 @@ struct MisplacedCommand: Error, CustomStringConvertible {
     var part: Int = 0
     var expected: Int32
 
-    /// Throws for the first command of `records` whose key and part (`AppParts.partition`) lead to
-    /// another partition of a topic of `partitions[topic]` partitions.
-    static func check(_ records: [DecodedRecord], partitions: [String: Int]) throws {
+    /// Throws for the first command of `records` whose key and part (`AppParts.partition`, with
+    /// apps in `parts`) lead to another partition of a topic of `partitions[topic]` partitions.
+    static func check(_ records: [DecodedRecord], partitions: [String: Int], parts: AppParts) throws {
         for record in records {
             guard case .command(let c) = record.outcome, let count = partitions[record.partition.topic] else { continue }
             let key = c.payload.recordKey
-            let expected = AppParts.partition(key: key, part: c.part, partitions: count)
+            let expected = parts.partition(key: key, part: c.part, partitions: count)
             guard expected == record.partition.partition else {
                 throw MisplacedCommand(partition: record.partition, offset: record.offset, key: key, part: c.part, expected: expected)
             }

@@ -103,9 +103,10 @@ package struct BatchState {
         authorization(app: appId, part: part, org: orgId, tokenHash: tokenHash, scope: scope) == .authorized
     }
 
-    /// Whether part `part` holds the device of this token. A command about one device that is
-    /// for another part was not written by ingest, which sends it to the token's part: deciding
-    /// it here would read a row another processor writes, so handlers refuse it.
+    /// Whether part `part` holds the device of this token. A command about one device for another
+    /// part was not written by a split (`AppScopedCommand.split`, which sends it to its token's
+    /// part), and the processor stops before applying it (`PartMismatch`); deciding it would read
+    /// a row another processor writes, so handlers refuse it too.
     package func holds(token: String, part: Int) -> Bool { parts.part(ofToken: token) == part }
 
     /// The user's devices that part `part` holds, ordered by token (a stable order: message ids

@@ -65,7 +65,7 @@ final class ReplayConsumer: Sendable {
             if try await !settle(consumer, partitions) {
                 for try await batch in consumer.batches() {
                     _ = try await loop.apply(batch, consumer: consumer, limits: limits) { admitted, _ in
-                        if let misplaced { try MisplacedCommand.check(admitted, partitions: misplaced) }
+                        if let misplaced { try MisplacedCommand.check(admitted, partitions: misplaced, parts: self.loop.appParts) }
                     }
                     if try await settle(consumer, partitions) { break }
                 }

@@ -304,9 +304,13 @@ public final class SendLoop: Service, Sendable {
     private func publish(_ result: DeliveryResultReported, partition: TopicPartition, generation: UInt64) async -> Bool {
         let record: KafkaProducerRecord
         do {
-            // Written by hand (`HandWrittenCommand`): the encoder is not used.
-            let command = try EncodedCommand(result, topics: configuration.shared.topics, encoder: Self.encoder)
-            record = KafkaProducerRecord(topic: command.topic, key: command.key, value: command.value, headers: Self.resultHeaders)
+            // Written by hand (`HandWrittenCommand`): the encoder is not used. To its token's part
+            // of the app (docs/ARCHITECTURE.md#one-app-in-parts).
+            let shared = configuration.shared
+            let command = try EncodedCommand(result, topics: shared.topics, part: shared.appParts.part(ofToken: result.deviceToken),
+                                             parts: shared.appParts, encoder: Self.encoder)
+            record = KafkaProducerRecord(topic: command.topic, key: command.key, value: command.value, headers: Self.resultHeaders,
+                                         partition: command.part == 0 ? nil : command.partition(partitions: shared.partitions))
         } catch {
             logger.error("delivery outcome not encodable", metadata: ["error": "\(error)"])
             return true
