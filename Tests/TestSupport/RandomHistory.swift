@@ -15,7 +15,13 @@ import WireCodec
 /// that acks, reports and outcomes name are of every part.
 public struct RandomHistory: Sendable {
     public let seed: UInt64
+    /// Every record, in production order: the random history, then the closing commands.
     public let commands: [EncodedCommand]
+    /// The closing commands' records, a group per command, in order (the last records of
+    /// `commands`). Produced group by group, each acknowledged before the next, they are applied
+    /// in their order: a record produced later than the others of its time may count as a later
+    /// time (a processor's progress mark can come first), and these must not.
+    public let closing: [[EncodedCommand]]
 
     public init(seed: UInt64, count: Int = 600, topics: Topics = Topics(prefix: "pushline."), parts: AppParts = .one) throws {
         self.seed = seed
@@ -150,28 +156,41 @@ public struct RandomHistory: Sendable {
             }
         }
         // Every history ends with one of each thing the tests check a dump for, written in order
-        // so that none can be decided before what it names: on a fresh token, a device registered
-        // to a user of its own, a keyed send to that user and its retry, and the device's outcome.
-        let closing = apps[0]
+        // so that none can be decided before what it names (`closing`): on a fresh token, a device
+        // registered to a user of its own, a keyed send to that user and its retry, and the
+        // device's outcome.
+        let historyEnd = out.count
+        var closingGroups: [Int] = []
+        func close<C: Command>(_ command: C) throws {
+            let start = out.count
+            try add(command, inOrder: true)
+            closingGroups.append(out.count - start)
+        }
+        let closingApp = apps[0]
         let closingToken = (id: random.uuid(), hash: ApiTokens.hash("history-\(seed)-closing"))
         let closingDevice = device(0, 10)
-        try add(ApiTokenIssued(mobileAppId: closing.id, tokenId: closingToken.id, tokenHash: closingToken.hash), inOrder: true)
-        try add(DeviceRegistrationRequested(
-            registrationRequestId: random.uuid(), orgId: closing.org, mobileAppId: closing.id, userId: "u-closing", platform: .ios,
-            deviceToken: closingDevice, apiTokenHash: closingToken.hash, trackStatus: true, callback: nil), inOrder: true)
+        try close(ApiTokenIssued(mobileAppId: closingApp.id, tokenId: closingToken.id, tokenHash: closingToken.hash))
+        try close(DeviceRegistrationRequested(
+            registrationRequestId: random.uuid(), orgId: closingApp.org, mobileAppId: closingApp.id, userId: "u-closing", platform: .ios,
+            deviceToken: closingDevice, apiTokenHash: closingToken.hash, trackStatus: true, callback: nil))
         let closingKey = "key-\(seed)-closing"
-        let closingDelivery = IdempotencyKeys.deliveryId(app: closing.id, key: closingKey)
+        let closingDelivery = IdempotencyKeys.deliveryId(app: closingApp.id, key: closingKey)
         let closingSend = NotificationRequested(
-            deliveryId: closingDelivery, mobileAppId: closing.id, target: NotificationTarget(userIds: ["u-closing"]),
+            deliveryId: closingDelivery, mobileAppId: closingApp.id, target: NotificationTarget(userIds: ["u-closing"]),
             content: NotificationContent(title: "closing", body: "b"), managed: false, businessId: nil, tracking: true,
             idempotencyKey: closingKey, requestHash: "body-\(closingKey)")
-        try add(closingSend, inOrder: true)
-        try add(closingSend, inOrder: true)
-        try add(DeliveryResultReported(
-            mobileAppId: closing.id, deviceToken: closingDevice, platform: .ios, deliveryId: closingDelivery,
+        try close(closingSend)
+        try close(closingSend)
+        try close(DeliveryResultReported(
+            mobileAppId: closingApp.id, deviceToken: closingDevice, platform: .ios, deliveryId: closingDelivery,
             messageId: MessageId.make(deliveryId: closingDelivery, index: AppParts.messageIndex(place: 0, part: parts.part(ofToken: closingDevice))),
             outcome: .delivered,
-            reason: nil, status: 200, invalidSince: nil), inOrder: true)
+            reason: nil, status: 200, invalidSince: nil))
         commands = out
+        var start = historyEnd
+        closing = closingGroups.map { count in
+            defer { start += count }
+            return Array(out[start..<(start + count)])
+        }
     }
 }

@@ -5,7 +5,8 @@ import Metrics
 /// service bootstraps the backend; `/metrics` serves the Prometheus registry behind it).
 ///
 /// - `pushline_ingest_requests_total{route,status}`: every answered request, by route template.
-/// - `pushline_ingest_commands_published_total{type}`: commands the broker acknowledged.
+/// - `pushline_ingest_commands_published_total{type}`: commands the broker acknowledged, a command
+///   of an app in parts once per part it is written to.
 /// - `pushline_ingest_publish_failures_total`: publish calls that threw (answered 503).
 /// - `pushline_ingest_publish_duration_seconds`: time spent in `CommandPublisher.publish`.
 /// - `pushline_ingest_rate_limited_total{scope}`: requests refused with 429, by the limit that
