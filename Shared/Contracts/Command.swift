@@ -167,7 +167,7 @@ public struct EncodedCommand: Sendable {
 /// (`partition(key:part:partitions:)`), so that they are on different shards. With one part (the
 /// default) the log is what it was before parts.
 public struct AppParts: Sendable, Hashable, CustomStringConvertible {
-    /// How many parts: at least 1, at most the command topics' partition count.
+    /// How many parts: at least 1; more than the command topics' partitions share shards.
     public let count: Int
 
     public static let one = AppParts(1)
