@@ -44,7 +44,7 @@ public final class KafkaCommandPublisher: CommandPublisher {
                 headers = (c.type, c.version, KafkaHeader.list(fields))
             }
             return KafkaProducerRecord(topic: c.topic, key: c.key, value: c.value, headers: headers!.list,
-                                       partition: c.part == 0 ? nil : c.partition(partitions: partitions))
+                                       partition: c.assignedPartition(partitions: partitions))
         }
         do {
             let reports = try await producer.send(records)

@@ -159,6 +159,12 @@ public struct EncodedCommand: Sendable {
     public func partition(partitions: Int) -> Int32 {
         parts.partition(key: key, part: part, partitions: partitions)
     }
+
+    /// The partition a producer must be told for this record: nil for part 0, whose key leads the
+    /// producer's partitioner to it, as before parts; else `partition(partitions:)`.
+    public func assignedPartition(partitions: Int) -> Int32? {
+        part == 0 ? nil : partition(partitions: partitions)
+    }
 }
 
 /// The parts every app is split into, so that several processors share one large app

@@ -264,7 +264,7 @@ public struct MixedStream: Sendable {
                 let records = commands[start..<min(start + 5_000, commands.count)].map { c in
                     KafkaProducerRecord(topic: c.topic, key: c.key, value: c.value,
                                         headers: RecordHeaders(type: c.type, version: c.version).fields,
-                                        partition: c.part == 0 ? nil : c.partition(partitions: partitions))
+                                        partition: c.assignedPartition(partitions: partitions))
                 }
                 _ = try await producer.send(records)
             }

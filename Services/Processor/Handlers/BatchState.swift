@@ -114,7 +114,7 @@ package struct BatchState {
     /// and never looked at.
     package func devices(of user: UserKey, part: Int) -> [DeviceRow] {
         var devices = devicesByUser[user] ?? []
-        if parts.count > 1 { devices.removeAll { parts.part(ofToken: $0.deviceToken) != part } }
+        if parts.count > 1 { devices.removeAll { !holds(token: $0.deviceToken, part: part) } }
         return devices.sorted { $0.deviceToken < $1.deviceToken }
     }
 
@@ -269,7 +269,7 @@ package struct BatchState {
     package func trackingPairs(of deliveryId: UUID) -> [TrackingPair] {
         var scopes = Set<AppPart>()
         if let parked = parks[deliveryId] { scopes.formUnion(parked.keys) }
-        for event in tracked[deliveryId] ?? [] { scopes.insert(AppPart(event.appId, part: event.part)) }
+        for event in tracked[deliveryId] ?? [] { scopes.insert(event.scope) }
         if let gathered = trackingReports[deliveryId] { scopes.formUnion(gathered.keys) }
         return scopes.sorted { ($0.appId.uuidString, $0.part) < ($1.appId.uuidString, $1.part) }
             .map { TrackingPair(deliveryId: deliveryId, appId: $0.appId, part: $0.part) }
@@ -278,7 +278,7 @@ package struct BatchState {
     /// The pair's reports so far, stored and gathered: the number of each (action, device).
     package func trackingReports(of pair: TrackingPair) -> [TrackingRowKey: Int] {
         var reports = trackingReports[pair.deliveryId]?[pair.scope] ?? [:]
-        for event in tracked[pair.deliveryId] ?? [] where event.appId == pair.appId && event.part == pair.part {
+        for event in tracked[pair.deliveryId] ?? [] where event.scope == pair.scope {
             reports[event.key, default: 0] += 1 + event.repeats
         }
         return reports
@@ -313,7 +313,7 @@ package struct BatchState {
     package mutating func deleteTracking(_ pair: TrackingPair, _ keys: Set<TrackingRowKey>) {
         var stored: [TrackingRowKey] = []
         tracked[pair.deliveryId]?.removeAll { event in
-            guard event.appId == pair.appId, event.part == pair.part, keys.contains(event.key) else { return false }
+            guard event.scope == pair.scope, keys.contains(event.key) else { return false }
             stored.append(event.key)
             return true
         }
@@ -323,7 +323,7 @@ package struct BatchState {
 
     /// Deletes every report of the pair, stored or gathered, and its park mark.
     package mutating func dropTracking(_ pair: TrackingPair) {
-        tracked[pair.deliveryId]?.removeAll { $0.appId == pair.appId && $0.part == pair.part }
+        tracked[pair.deliveryId]?.removeAll { $0.scope == pair.scope }
         trackingReports[pair.deliveryId]?[pair.scope] = nil
         parks[pair.deliveryId]?[pair.scope] = nil
         mutations.append(.dropTracking(pair))
@@ -331,7 +331,7 @@ package struct BatchState {
 
     /// The pair's reports are its delivery's now: its park mark goes.
     package mutating func unparkTracking(_ pair: TrackingPair) {
-        tracked[pair.deliveryId]?.removeAll { $0.appId == pair.appId && $0.part == pair.part }
+        tracked[pair.deliveryId]?.removeAll { $0.scope == pair.scope }
         guard parks[pair.deliveryId]?.removeValue(forKey: pair.scope) != nil else { return }
         mutations.append(.unparkTracking(pair))
     }
@@ -376,11 +376,6 @@ package struct BatchState {
     package mutating func reserveOutbound(_ count: Int) {
         outbound.reserveCapacity(outbound.count + count)
     }
-}
-
-extension TrackingPair {
-    /// The app part the pair is of.
-    var scope: AppPart { AppPart(appId, part: part) }
 }
 
 /// One record for the outbound topic, keyed by device token (docs/API.md#outbound-payloads).

@@ -310,7 +310,7 @@ public final class SendLoop: Service, Sendable {
             let command = try EncodedCommand(result, topics: shared.topics, part: shared.appParts.part(ofToken: result.deviceToken),
                                              parts: shared.appParts, encoder: Self.encoder)
             record = KafkaProducerRecord(topic: command.topic, key: command.key, value: command.value, headers: Self.resultHeaders,
-                                         partition: command.part == 0 ? nil : command.partition(partitions: shared.partitions))
+                                         partition: command.assignedPartition(partitions: shared.partitions))
         } catch {
             logger.error("delivery outcome not encodable", metadata: ["error": "\(error)"])
             return true

@@ -47,6 +47,9 @@ public struct TrackingPair: Hashable, Sendable {
         self.appId = appId
         self.part = part
     }
+
+    /// The app part the pair is of.
+    public var scope: AppPart { AppPart(appId, part: part) }
 }
 
 /// A tracking row's key within its pair: this device did this.
@@ -79,6 +82,9 @@ public struct TrackedEvent: Sendable, Equatable, Codable {
     }
 
     public var key: TrackingRowKey { TrackingRowKey(action: action, messageIndex: messageIndex) }
+
+    /// The app part that counted it.
+    public var scope: AppPart { AppPart(appId, part: part) }
 }
 
 /// A delivery with its engagement counts (docs/API.md#delivery-statistics): each count is the
