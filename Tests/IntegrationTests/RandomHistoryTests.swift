@@ -45,6 +45,11 @@ final class RandomHistoryTests: XCTestCase {
         try await runHistory(durable: false, parts: AppParts(3))
     }
 
+    /// Apps in parts on the durable broker, whose rhythm of partitions differs most.
+    func testTheSameWithAppsInPartsOnTheDurableBroker() async throws {
+        try await runHistory(durable: true, parts: AppParts(3))
+    }
+
     private func runHistory(durable: Bool, parts: AppParts = .one) async throws {
         let seed = ProcessInfo.processInfo.environment["PUSHLINE_TEST_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
         print("RandomHistoryTests seed: \(seed) (PUSHLINE_TEST_SEED=\(seed) repeats this history)\(durable ? " on the durable broker" : "")"
