@@ -157,6 +157,21 @@ final class NotificationFlowTests: XCTestCase {
     }
 
     func testTicketAndImCallbacksReachTheAppOncePerUser() async throws {
+        try await ticketAndImCallbacks()
+    }
+
+    /// In an app in parts, each part stores its share of a send's callbacks and the last share's
+    /// commit merges them: still one request per user, listing the devices of every part.
+    func testTicketAndImCallbacksReachTheAppOncePerUserWithTheAppInThreeParts() async throws {
+        await stack.stop()
+        let parts = ["PUSHLINE_APP_PARTS": "3"]
+        stack = try await PushlineStack.start(processorEnvironment: parts, ingestEnvironment: parts)
+        // User 123's two devices are in different parts.
+        XCTAssertNotEqual(AppParts(3).part(ofToken: Tokens.apns(30)), AppParts(3).part(ofToken: Tokens.fcm(31)))
+        try await ticketAndImCallbacks()
+    }
+
+    private func ticketAndImCallbacks() async throws {
         let receiver = WebhookReceiver()
         try await receiver.start()
         defer { Task { await receiver.stop() } }
@@ -166,7 +181,7 @@ final class NotificationFlowTests: XCTestCase {
                                                         headers: stack.adminHeaders)
         XCTAssertEqual(patch.status, 202, patch.text)
         try await eventually("callback URL projected") {
-            try await self.stack.sqlite("SELECT callback_url FROM apps") == ["\(receiver.baseURL)/kf5"]
+            try await self.stack.sqlite("SELECT DISTINCT callback_url FROM apps") == ["\(receiver.baseURL)/kf5"]
         }
         let a1 = Tokens.apns(30), a2 = Tokens.fcm(31), b1 = Tokens.apns(32)
         try await stack.registerKF5([("123", a1, "IOS"), ("123", a2, "ANDROID"), ("bob", b1, "IOS")], app: app)

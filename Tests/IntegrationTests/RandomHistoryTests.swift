@@ -91,6 +91,9 @@ final class RandomHistoryTests: XCTestCase {
         for table in ["apps", "api_tokens", "devices", "registration_status", "deliveries", "delivery_outcomes"] {
             XCTAssertTrue(reference.hasPrefix("\(table) ") || reference.contains("\n\(table) "), "seed \(seed): the dump has \(table) rows")
         }
+        // App callbacks, one job per (delivery, user) whatever the parts (an app in parts merges its parts' shares).
+        XCTAssertTrue(reference.split(separator: "\n").contains { $0.hasPrefix("outbox ") && $0.contains(" kind=app-callback ") },
+                      "seed \(seed): the dump has app callbacks")
         let keyedDeliveries = reference.split(separator: "\n").filter { $0.hasPrefix("deliveries ") && !$0.contains("idempotency_key=null") }
         XCTAssertFalse(keyedDeliveries.isEmpty, "seed \(seed): the dump has keyed sends")
         XCTAssertTrue(keyedDeliveries.contains { !$0.contains("duplicates=0 conflicts=0") }, "seed \(seed): some keyed send was repeated")

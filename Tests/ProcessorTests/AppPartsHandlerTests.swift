@@ -103,6 +103,51 @@ final class AppPartsHandlerTests: XCTestCase {
         XCTAssertFalse(rows[1]!.sentTo(messageIndex: AppParts.indexStride + 2), "past part 1's sent count")
     }
 
+    /// A ticket send's callbacks: each part stores its share (the users of its devices), also a
+    /// part with none of them and whatever its view of the URL, and the merge of the shares
+    /// calls back as one part holding every device would.
+    func testEachPartStoresItsShareOfACallbackAndTheSharesMergeIntoOnePerUser() throws {
+        let devices = [device(tokens[0][0]), device(tokens[1][1]), device(tokens[1][0]), device(tokens[1][2], user: "other")]
+        var s = state(devices: devices, callbackUrl: "https://cb.example/hook")
+        let delivery = UUID()
+        let send = NotificationRequested(deliveryId: delivery, mobileAppId: appId, target: NotificationTarget(userIds: ["u", "other"]),
+                                         content: NotificationContent(title: "t"), managed: false, businessId: nil, tracking: true,
+                                         kind: .ticket, ticketId: "T-9")
+        for part in parts.all { XCTAssertEqual(NotificationHandler().apply(send, CommandContext(at: at, part: part), to: &s), .applied) }
+
+        let jobs = s.mutations.compactMap { mutation -> OutboxJob? in
+            if case .enqueueOutbox(let job) = mutation { return job }
+            return nil
+        }
+        XCTAssertEqual(jobs.map(\.id), parts.all.map { CallbackShare.jobId(delivery, part: $0) })
+        XCTAssertTrue(jobs.allSatisfy { $0.kind == CallbackShare.jobKind && $0.url == "https://cb.example/hook" })
+        let shares = try jobs.map(CallbackShare.init(job:))
+        XCTAssertEqual(shares[0].users, [CallbackShare.User(userId: "u", devices: [CallbackShare.Device(token: tokens[0][0], platform: .ios)])])
+        XCTAssertEqual(shares[1].users.map(\.userId), ["other", "u"])
+        let merged = try CallbackShare.merge(jobs).compactMap { mutation -> OutboxJob? in
+            if case .enqueueOutbox(let job) = mutation { return job }
+            return nil
+        }
+        var snapshot = StateSnapshot()
+        snapshot.apps[AppPart(appId)] = AppRow(appId: appId, orgId: org, name: "a", callbackUrl: "https://cb.example/hook", createdAt: at)
+        snapshot.add(devices: devices)
+        var one = BatchState(snapshot, parts: .one)
+        XCTAssertEqual(NotificationHandler().apply(send, CommandContext(at: at), to: &one), .applied)
+        let oneJobs = one.mutations.compactMap { mutation -> OutboxJob? in
+            if case .enqueueOutbox(let job) = mutation { return job }
+            return nil
+        }
+        XCTAssertEqual(oneJobs.map(\.id), ["other", "u"].map { CallbackShare.callbackId(delivery, userId: $0) })
+        XCTAssertEqual(merged, oneJobs, "the same callbacks as an app in one part")
+
+        // Without a URL, a part still stores its share (with no users), so that the others' merge.
+        var bare = state(devices: devices)
+        XCTAssertEqual(NotificationHandler().apply(send, CommandContext(at: at, part: 1), to: &bare), .applied)
+        guard case .enqueueOutbox(let job)? = bare.mutations.last else { return XCTFail("part 1 stores its share") }
+        XCTAssertEqual(job.url, "")
+        XCTAssertEqual(try CallbackShare(job: job).users, [])
+    }
+
     /// The message id in an outbound record's JSON, wherever the platform's payload puts it.
     private static func messageId(in value: Data) -> String? {
         let text = String(decoding: value, as: UTF8.self)

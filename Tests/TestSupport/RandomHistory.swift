@@ -103,11 +103,14 @@ public struct RandomHistory: Sendable {
                 let send = app.sends[sent[a]]
                 sent[a] += 1
                 let users = (0..<(1 + pick(3))).map { _ in "u\(pick(6))" }
+                // Some are tickets and chat messages: an app with a callback URL calls back per user.
+                let kind = [NotificationKind.alert, .alert, .ticket, .im][pick(4)]
                 let command = NotificationRequested(
                     deliveryId: send.delivery, mobileAppId: app.id, target: NotificationTarget(userIds: users),
                     content: NotificationContent(title: "t \(send.nid)", body: "b"), managed: send.managed,
-                    businessId: send.managed ? "bid" : nil, tracking: pick(5) != 0, idempotencyKey: send.key,
-                    requestHash: send.key.map { "body-\($0)" })
+                    businessId: send.managed ? "bid" : nil, tracking: pick(5) != 0, kind: kind,
+                    ticketId: kind == .ticket ? "ticket-\(send.nid)" : nil, message: kind == .im ? "message \(send.nid)" : nil,
+                    idempotencyKey: send.key, requestHash: send.key.map { "body-\($0)" })
                 if send.key != nil { keyed[a].append(command) }
                 try add(command)
             case 55..<67:
@@ -138,7 +141,9 @@ public struct RandomHistory: Sendable {
             case 88..<94:
                 try add(ApiTokenRevoked(mobileAppId: app.id, tokenId: app.tokens[pick(app.tokens.count)].id))
             case 94..<97:
-                try add(AppSettingsChanged(mobileAppId: app.id, name: "renamed \(pick(1_000))", webhookRetries: pick(4)))
+                // A callback URL set, changed or removed ("") with the rest.
+                let callback = [nil, "", "http://127.0.0.1:9/callback-\(a)-\(pick(3))"][pick(3)]
+                try add(AppSettingsChanged(mobileAppId: app.id, name: "renamed \(pick(1_000))", callbackUrl: callback, webhookRetries: pick(4)))
             case 97..<99:
                 // Stand-in seals: the processor stores credentials, it never opens them.
                 let sealed = SealedSecret(keyId: "k\(pick(3))", box: "box-\(pick(1_000))")
@@ -156,9 +161,9 @@ public struct RandomHistory: Sendable {
             }
         }
         // Every history ends with one of each thing the tests check a dump for, written in order
-        // so that none can be decided before what it names (`closing`): on a fresh token, a device
-        // registered to a user of its own, a keyed send to that user and its retry, and the
-        // device's outcome.
+        // so that none can be decided before what it names (`closing`): on a fresh token and a
+        // callback URL, a device registered to a user of its own, a keyed ticket send to that user
+        // (an app callback) and its retry, and the device's outcome.
         let historyEnd = out.count
         var closingGroups: [Int] = []
         func close<C: Command>(_ command: C) throws {
@@ -170,6 +175,7 @@ public struct RandomHistory: Sendable {
         let closingToken = (id: random.uuid(), hash: ApiTokens.hash("history-\(seed)-closing"))
         let closingDevice = device(0, 10)
         try close(ApiTokenIssued(mobileAppId: closingApp.id, tokenId: closingToken.id, tokenHash: closingToken.hash))
+        try close(AppSettingsChanged(mobileAppId: closingApp.id, callbackUrl: "http://127.0.0.1:9/callback-closing"))
         try close(DeviceRegistrationRequested(
             registrationRequestId: random.uuid(), orgId: closingApp.org, mobileAppId: closingApp.id, userId: "u-closing", platform: .ios,
             deviceToken: closingDevice, apiTokenHash: closingToken.hash, trackStatus: true, callback: nil))
@@ -178,7 +184,7 @@ public struct RandomHistory: Sendable {
         let closingSend = NotificationRequested(
             deliveryId: closingDelivery, mobileAppId: closingApp.id, target: NotificationTarget(userIds: ["u-closing"]),
             content: NotificationContent(title: "closing", body: "b"), managed: false, businessId: nil, tracking: true,
-            idempotencyKey: closingKey, requestHash: "body-\(closingKey)")
+            kind: .ticket, ticketId: "ticket-closing", idempotencyKey: closingKey, requestHash: "body-\(closingKey)")
         try close(closingSend)
         try close(closingSend)
         try close(DeliveryResultReported(

@@ -70,8 +70,8 @@ package struct NotificationHandler: CommandHandler {
                                    idempotencyKey: c.idempotencyKey, requestHash: c.idempotencyKey == nil ? nil : c.requestHash, part: part)
         TrackingHandler.settle(delivery, state: &state)
         state.record(delivery)
-        if c.kind != .alert, let url = app.callbackUrl {
-            Self.enqueueCallbacks(c, devices: devices, app: app, part: part, url: url, at: at, state: &state)
+        if c.kind != .alert {
+            Self.enqueueCallbacks(c, devices: devices, app: app, part: part, at: at, state: &state)
         }
         return devices.isEmpty ? .rejected("no-devices") : .applied
     }
@@ -135,23 +135,32 @@ package struct NotificationHandler: CommandHandler {
         return state.pendingCount(key.device)
     }
 
-    /// One callback per user of the resolved devices, listing that user's devices.
-    /// The job id is (delivery, user): a replay of the command finds the job and sends nothing.
-    /// In an app in parts, each part calls back with the user's devices it holds, under a job id
-    /// of its own (docs/ARCHITECTURE.md#one-app-in-parts).
-    private static func enqueueCallbacks(_ c: NotificationRequested, devices: [DeviceRow], app: AppRow, part: Int, url: String, at: Date,
+    /// One callback per user of the resolved devices, listing that user's devices, when the app
+    /// has a callback URL. The job id is (delivery, user): a replay of the command finds the job
+    /// and sends nothing. In an app in parts, each part stores its share of them instead, whether
+    /// or not its view of the app has a URL, and the commit that stores the delivery's last share
+    /// merges them (`CallbackShare`, docs/ARCHITECTURE.md#one-app-in-parts).
+    private static func enqueueCallbacks(_ c: NotificationRequested, devices: [DeviceRow], app: AppRow, part: Int, at: Date,
                                          state: inout BatchState) {
-        var headers = app.callbackHeaders
-        headers["Content-Type"] = "application/json"
-        headers["Accept"] = "application/json"
-        let byUser = Dictionary(grouping: devices, by: \.userId)
-        for userId in byUser.keys.sorted() {
-            let body = AppCallback.body(userId: userId, devices: byUser[userId]!.map { ($0.deviceToken, $0.platform) },
-                                        kind: c.kind, ticketId: c.ticketId, message: c.message)
-            let id = "callback:\(c.deliveryId.lowercasedString):\(userId)" + (part == 0 ? "" : "#part-\(part)")
-            state.enqueue(OutboxJob(id: id, kind: "app-callback",
-                                    appId: c.mobileAppId, url: url, headers: headers, body: body,
-                                    maxAttempts: 1 + max(0, app.webhookRetries), nextAttemptAt: at, createdAt: at))
+        let url = app.callbackUrl
+        guard url != nil || state.parts.count > 1 else { return }
+        var users: [CallbackShare.User] = []
+        if url != nil {
+            let byUser = Dictionary(grouping: devices, by: \.userId)
+            users = byUser.keys.sorted().map { userId in
+                CallbackShare.User(userId: userId, devices: byUser[userId]!.map { CallbackShare.Device(token: $0.deviceToken, platform: $0.platform) })
+            }
+        }
+        let share = CallbackShare(deliveryId: c.deliveryId, part: part, parts: state.parts.count, kind: c.kind, ticketId: c.ticketId,
+                                  message: c.message, users: users)
+        let maxAttempts = 1 + max(0, app.webhookRetries)
+        if state.parts.count == 1, let url {
+            for job in CallbackShare.callbacks([share], appId: c.mobileAppId, url: url, headers: app.callbackHeaders,
+                                               maxAttempts: maxAttempts, at: at) {
+                state.enqueue(job)
+            }
+        } else {
+            state.enqueue(share.job(appId: c.mobileAppId, url: url ?? "", headers: app.callbackHeaders, maxAttempts: maxAttempts, at: at))
         }
     }
 }

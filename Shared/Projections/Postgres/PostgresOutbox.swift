@@ -19,7 +19,7 @@ enum PostgresOutbox {
         let rows = try await connection.rows("""
             WITH due AS (
                 SELECT id FROM outbox
-                WHERE state = 'pending' AND next_attempt_at <= \(nowMillis) AND (lease_until IS NULL OR lease_until < \(nowMillis))
+                WHERE state = 'pending' AND kind <> \(CallbackShare.jobKind) AND next_attempt_at <= \(nowMillis) AND (lease_until IS NULL OR lease_until < \(nowMillis))
                     AND (app_id IS NULL OR app_id <> ALL(\(Array(excludingApps))::uuid[]))
                 ORDER BY next_attempt_at, created_at, id
                 LIMIT \(Int64(limit))
@@ -73,6 +73,22 @@ enum PostgresOutbox {
             .first.map(OutboxJob.init(postgres:))
     }
 
+    /// The jobs of these ids that are stored.
+    static func jobs(_ ids: [String], on connection: PostgresConnection, logger: Logger) async throws -> [OutboxJob] {
+        try await connection.rows("SELECT \(unescaped: TableCatalog.outbox.columnList) FROM outbox WHERE id = ANY(\(ids))", logger: logger)
+            .map(OutboxJob.init(postgres:))
+    }
+
+    /// Takes the transaction's lock on the callback shares of one delivery (named by its first
+    /// share's id). Two-key advisory locks are a key space of their own, apart from the
+    /// one-key lock that opening a store takes.
+    static func lockShares(_ id: String, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.run("SELECT pg_advisory_xact_lock(\(sharesLockClass), hashtext(\(id)))", logger: logger)
+    }
+
+    /// The first key of the callback shares' locks ("PL" and 1).
+    private static let sharesLockClass: Int32 = 0x504C_0001
+
     /// `id` compares bytewise (`COLLATE "C"`), as SQLite's BINARY does.
     static func jobs(after id: String?, limit: Int, on connection: PostgresConnection, logger: Logger) async throws -> [OutboxJob] {
         guard limit > 0 else { return [] }
@@ -90,7 +106,7 @@ enum PostgresOutbox {
     }
 
     static func nextDue(on connection: PostgresConnection, logger: Logger) async throws -> Date? {
-        try await connection.rows("SELECT min(next_attempt_at) FROM outbox WHERE state = 'pending'", logger: logger)
+        try await connection.rows("SELECT min(next_attempt_at) FROM outbox WHERE state = 'pending' AND kind <> \(CallbackShare.jobKind)", logger: logger)
             .first.flatMap { try $0.decode(Int64?.self) }.map(ProjectionValues.date(millis:))
     }
 }

@@ -73,11 +73,29 @@ public final class PostgresProjectionStore: ProjectionStore {
 
     public func commit(mutations: [Mutation], offsets: [OffsetUpdate]) async throws {
         let plan = WritePlan.inKeyOrder(mutations)
-        let entry = keepsChangelog.withLock { $0 } ? ChangelogEntry(mutations: mutations, offsets: offsets).encoded() : nil
+        let shareGroups = try CallbackShare.groups(enqueuedBy: mutations)
+        let keeps = keepsChangelog.withLock { $0 }
+        let entry = keeps && shareGroups.isEmpty ? ChangelogEntry(mutations: mutations, offsets: offsets).encoded() : nil
         try await session("BEGIN") { connection in
             try await PostgresOffsets.move(offsets, on: connection, logger: self.logger)
-            try await PostgresMutationWriter(connection: connection, logger: self.logger).write(plan)
-            if let entry { try await PostgresChangelog.append(entry, on: connection, logger: self.logger) }
+            let writer = PostgresMutationWriter(connection: connection, logger: self.logger)
+            try await writer.write(plan)
+            // A delivery's last callback share merges its shares (docs/ARCHITECTURE.md#one-app-in-parts).
+            // The delivery's lock, taken after this commit's own share is written and held to its
+            // end, orders the commits of one delivery's shares: whichever takes it last reads
+            // every other share (READ COMMITTED reads what committed before each statement).
+            var merged: [Mutation] = []
+            for ids in shareGroups {
+                try await PostgresOutbox.lockShares(ids[0], on: connection, logger: self.logger)
+                merged += try CallbackShare.merge(try await PostgresOutbox.jobs(ids, on: connection, logger: self.logger))
+            }
+            if !merged.isEmpty { try await writer.write(WritePlan.inKeyOrder(merged)) }
+            if let entry {
+                try await PostgresChangelog.append(entry, on: connection, logger: self.logger)
+            } else if keeps {
+                try await PostgresChangelog.append(ChangelogEntry(mutations: mutations + merged, offsets: offsets).encoded(),
+                                                   on: connection, logger: self.logger)
+            }
         }
     }
 

@@ -16,7 +16,7 @@ enum SQLiteOutbox {
         let excluded = "[" + excludingApps.map { "\"\(SQLiteValues.text($0))\"" }.joined(separator: ",") + "]"
         let select = try db.cachedStatement(sql: """
             SELECT \(TableCatalog.outbox.columnList) FROM outbox
-            WHERE state = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?)
+            WHERE state = 'pending' AND kind <> '\(CallbackShare.jobKind)' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?)
                 AND (app_id IS NULL OR app_id NOT IN (SELECT value FROM json_each(?)))
             ORDER BY next_attempt_at, created_at, id
             LIMIT ?
@@ -63,6 +63,11 @@ enum SQLiteOutbox {
         return try Row.fetchOne(select, arguments: [id]).map(OutboxJob.init(sqlite:))
     }
 
+    /// The jobs of these ids that are stored.
+    static func jobs(_ ids: [String], in db: Database) throws -> [OutboxJob] {
+        try ids.compactMap { try job($0, in: db) }
+    }
+
     static func jobs(after id: String?, limit: Int, in db: Database) throws -> [OutboxJob] {
         guard limit > 0 else { return [] }
         // BINARY collation: byte order of the UTF-8 ids.
@@ -75,7 +80,7 @@ enum SQLiteOutbox {
     }
 
     static func nextDue(in db: Database) throws -> Date? {
-        let select = try db.cachedStatement(sql: "SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'pending'")
+        let select = try db.cachedStatement(sql: "SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'pending' AND kind <> '\(CallbackShare.jobKind)'")
         return try Int64.fetchOne(select).map(SQLiteValues.date(millis:))
     }
 }

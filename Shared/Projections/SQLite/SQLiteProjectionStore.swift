@@ -119,13 +119,24 @@ public final class SQLiteProjectionStore: ProjectionStore {
 
     public func commit(mutations: [Mutation], offsets: [OffsetUpdate]) async throws {
         let plan = WritePlan(mutations)
-        let entry = keepsChangelog ? ChangelogEntry(mutations: mutations, offsets: offsets).encoded() : nil
+        let shareGroups = try CallbackShare.groups(enqueuedBy: mutations)
+        let entry = keepsChangelog && shareGroups.isEmpty ? ChangelogEntry(mutations: mutations, offsets: offsets).encoded() : nil
         try await writing { db in
             let conflicts = try SQLiteOffsets.conflicts(offsets, in: db)
             guard conflicts.isEmpty else { throw ProjectionStoreError.offsetConflict(conflicts) }
-            try SQLiteMutationWriter(db: db).write(plan)
+            let writer = SQLiteMutationWriter(db: db)
+            try writer.write(plan)
+            // A delivery's last callback share merges its shares: the one writer sees every
+            // other commit's shares (docs/ARCHITECTURE.md#one-app-in-parts).
+            var merged: [Mutation] = []
+            for ids in shareGroups { merged += try CallbackShare.merge(try SQLiteOutbox.jobs(ids, in: db)) }
+            if !merged.isEmpty { try writer.write(WritePlan(merged)) }
             try SQLiteOffsets.store(offsets, in: db)
-            if let entry { try SQLiteChangelog.append(entry, in: db) }
+            if let entry {
+                try SQLiteChangelog.append(entry, in: db)
+            } else if self.keepsChangelog {
+                try SQLiteChangelog.append(ChangelogEntry(mutations: mutations + merged, offsets: offsets).encoded(), in: db)
+            }
         }
     }
 

@@ -1,6 +1,5 @@
 import Contracts
 import Foundation
-import OutboundRendering
 import WireCodec
 import XCTest
 

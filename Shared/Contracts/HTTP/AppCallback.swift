@@ -1,4 +1,3 @@
-import Contracts
 import Foundation
 import WireCodec
 
