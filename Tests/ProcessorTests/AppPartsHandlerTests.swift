@@ -140,12 +140,12 @@ final class AppPartsHandlerTests: XCTestCase {
         XCTAssertEqual(oneJobs.map(\.id), ["other", "u"].map { CallbackShare.callbackId(delivery, userId: $0) })
         XCTAssertEqual(merged, oneJobs, "the same callbacks as an app in one part")
 
-        // Without a URL, a part still stores its share (with no users), so that the others' merge.
+        // A part whose view of the app has no URL stores its share all the same: part 0's view decides.
         var bare = state(devices: devices)
         XCTAssertEqual(NotificationHandler().apply(send, CommandContext(at: at, part: 1), to: &bare), .applied)
         guard case .enqueueOutbox(let job)? = bare.mutations.last else { return XCTFail("part 1 stores its share") }
         XCTAssertEqual(job.url, "")
-        XCTAssertEqual(try CallbackShare(job: job).users, [])
+        XCTAssertEqual(try CallbackShare(job: job), shares[1])
     }
 
     /// The message id in an outbound record's JSON, wherever the platform's payload puts it.

@@ -8,20 +8,29 @@ import WireCodec
 /// users, acknowledgements and engagement reports both before and after the sends they name, and
 /// `at`s that are not in production order (a record may be older than one produced before it),
 /// and sends with an idempotency key retried, some with another body (a conflict).
-/// The same seed gives the same commands, in the same production order, byte for byte.
+/// The same seed gives the same commands, in the same production order, byte for byte (but for
+/// the closing commands' times, which the producer gives).
 ///
 /// With its apps in `parts` (docs/ARCHITECTURE.md#one-app-in-parts), each command is written to
 /// every part it concerns, as a split log has it (`EncodedCommand.parts`), and the message ids
 /// that acks, reports and outcomes name are of every part.
 public struct RandomHistory: Sendable {
     public let seed: UInt64
-    /// Every record, in production order: the random history, then the closing commands.
+    /// The random history's records, in production order.
     public let commands: [EncodedCommand]
-    /// The closing commands' records, a group per command, in order (the last records of
-    /// `commands`). Produced group by group, each acknowledged before the next, they are applied
-    /// in their order: a record produced later than the others of its time may count as a later
-    /// time (a processor's progress mark can come first), and these must not.
-    public let closing: [[EncodedCommand]]
+    /// The closing commands, in order, each to be written as its records at a time the producer
+    /// gives: the moment it is produced, after the one before it was acknowledged. A record
+    /// counts as no earlier than a progress mark before it on its partition, and a mark is never
+    /// later than the moment it was appended; so closing commands timed by the clock are applied
+    /// in their order, which the history's own times (long past) do not promise.
+    public let closing: [Closing]
+
+    public struct Closing: Sendable {
+        let records: @Sendable (Date) throws -> [EncodedCommand]
+
+        /// The command's records, stamped `at`.
+        public func records(at: Date) throws -> [EncodedCommand] { try records(at) }
+    }
 
     public init(seed: UInt64, count: Int = 600, topics: Topics = Topics(prefix: "pushline."), parts: AppParts = .one) throws {
         self.seed = seed
@@ -164,19 +173,19 @@ public struct RandomHistory: Sendable {
         // so that none can be decided before what it names (`closing`): on a fresh token and a
         // callback URL, a device registered to a user of its own, a keyed ticket send to that user
         // (an app callback) and its retry, and the device's outcome.
-        let historyEnd = out.count
-        var closingGroups: [Int] = []
-        func close<C: Command>(_ command: C) throws {
-            let start = out.count
-            try add(command, inOrder: true)
-            closingGroups.append(out.count - start)
+        var closing: [Closing] = []
+        func close<C: Command & Sendable>(_ command: C) {
+            let (id, parts, topics) = (random.uuid(), parts, topics)
+            closing.append(Closing { at in
+                try EncodedCommand.parts(of: command, parts: parts, topics: topics, id: id, at: at, encoder: WireJSON.encoder())
+            })
         }
         let closingApp = apps[0]
         let closingToken = (id: random.uuid(), hash: ApiTokens.hash("history-\(seed)-closing"))
         let closingDevice = device(0, 10)
-        try close(ApiTokenIssued(mobileAppId: closingApp.id, tokenId: closingToken.id, tokenHash: closingToken.hash))
-        try close(AppSettingsChanged(mobileAppId: closingApp.id, callbackUrl: "http://127.0.0.1:9/callback-closing"))
-        try close(DeviceRegistrationRequested(
+        close(ApiTokenIssued(mobileAppId: closingApp.id, tokenId: closingToken.id, tokenHash: closingToken.hash))
+        close(AppSettingsChanged(mobileAppId: closingApp.id, callbackUrl: "http://127.0.0.1:9/callback-closing"))
+        close(DeviceRegistrationRequested(
             registrationRequestId: random.uuid(), orgId: closingApp.org, mobileAppId: closingApp.id, userId: "u-closing", platform: .ios,
             deviceToken: closingDevice, apiTokenHash: closingToken.hash, trackStatus: true, callback: nil))
         let closingKey = "key-\(seed)-closing"
@@ -185,18 +194,14 @@ public struct RandomHistory: Sendable {
             deliveryId: closingDelivery, mobileAppId: closingApp.id, target: NotificationTarget(userIds: ["u-closing"]),
             content: NotificationContent(title: "closing", body: "b"), managed: false, businessId: nil, tracking: true,
             kind: .ticket, ticketId: "ticket-closing", idempotencyKey: closingKey, requestHash: "body-\(closingKey)")
-        try close(closingSend)
-        try close(closingSend)
-        try close(DeliveryResultReported(
+        close(closingSend)
+        close(closingSend)
+        close(DeliveryResultReported(
             mobileAppId: closingApp.id, deviceToken: closingDevice, platform: .ios, deliveryId: closingDelivery,
             messageId: MessageId.make(deliveryId: closingDelivery, index: AppParts.messageIndex(place: 0, part: parts.part(ofToken: closingDevice))),
             outcome: .delivered,
             reason: nil, status: 200, invalidSince: nil))
         commands = out
-        var start = historyEnd
-        closing = closingGroups.map { count in
-            defer { start += count }
-            return Array(out[start..<(start + count)])
-        }
+        self.closing = closing
     }
 }

@@ -138,18 +138,15 @@ package struct NotificationHandler: CommandHandler {
     /// One callback per user of the resolved devices, listing that user's devices, when the app
     /// has a callback URL. The job id is (delivery, user): a replay of the command finds the job
     /// and sends nothing. In an app in parts, each part stores its share of them instead, whether
-    /// or not its view of the app has a URL, and the commit that stores the delivery's last share
-    /// merges them (`CallbackShare`, docs/ARCHITECTURE.md#one-app-in-parts).
+    /// or not its view of the app has a URL (part 0's decides), and the commit that stores the
+    /// delivery's last share merges them (`CallbackShare`, docs/ARCHITECTURE.md#one-app-in-parts).
     private static func enqueueCallbacks(_ c: NotificationRequested, devices: [DeviceRow], app: AppRow, part: Int, at: Date,
                                          state: inout BatchState) {
         let url = app.callbackUrl
         guard url != nil || state.parts.count > 1 else { return }
-        var users: [CallbackShare.User] = []
-        if url != nil {
-            let byUser = Dictionary(grouping: devices, by: \.userId)
-            users = byUser.keys.sorted().map { userId in
-                CallbackShare.User(userId: userId, devices: byUser[userId]!.map { CallbackShare.Device(token: $0.deviceToken, platform: $0.platform) })
-            }
+        let byUser = Dictionary(grouping: devices, by: \.userId)
+        let users = byUser.keys.sorted().map { userId in
+            CallbackShare.User(userId: userId, devices: byUser[userId]!.map { CallbackShare.Device(token: $0.deviceToken, platform: $0.platform) })
         }
         let share = CallbackShare(deliveryId: c.deliveryId, part: part, parts: state.parts.count, kind: c.kind, ticketId: c.ticketId,
                                   message: c.message, users: users)

@@ -43,7 +43,7 @@ public struct CallbackShare: Sendable, Equatable, Decodable {
     public var kind: NotificationKind
     public var ticketId: String?
     public var message: String?
-    /// The users of the part's devices. Empty when the part's view of the app has no callback URL.
+    /// The users of the part's devices that the send reached, by user id.
     public var users: [User]
 
     public init(deliveryId: UUID, part: Int, parts: Int, kind: NotificationKind, ticketId: String?, message: String?, users: [User]) {
