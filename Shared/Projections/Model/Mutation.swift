@@ -4,7 +4,9 @@ import Foundation
 /// and decide nothing (docs/ARCHITECTURE.md#handlers-decide-stores-write): a pending row is put
 /// whether or not an ack exists, an ack deletes nothing, a tracking count settles nothing, a
 /// put replaces what its key held. Outbox enqueues and dead letters are the exceptions: their
-/// rows also change outside the log (deliveries of jobs, re-applies), so an existing one stays.
+/// rows also change outside the log (deliveries of jobs, re-applies), so an existing one stays;
+/// and the commit that enqueues a delivery's last app callback share merges the shares
+/// (`CallbackShare.merge`, written into the same commit and its changelog entry).
 public enum Mutation: Sendable, Equatable {
     case upsertApp(AppRow)
     case upsertApiToken(ApiTokenRow)
