@@ -44,6 +44,29 @@ final class SchemaTests: StoreTestCase {
         }
     }
 
+    /// A commit waits while another process holds the file's write lock, and goes through once it
+    /// is free (the busy timeout).
+    func testACommitWaitsForAnotherConnectionsWriteAndThenGoesThrough() async throws {
+        let store = try openSQLiteStore()
+        let other = try DatabaseQueue(path: path())
+        let holds = Mutex(false)
+        let holder = Thread {
+            try? other.writeWithoutTransaction { db in
+                try db.execute(sql: "BEGIN IMMEDIATE")
+                holds.withLock { $0 = true }
+                usleep(300_000)
+                try db.execute(sql: "COMMIT")
+            }
+        }
+        holder.start()
+        while !holds.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        let app = Fixture.app(name: "after the other writer")
+        try await store.commit(mutations: [.upsertApp(app)], offsets: [])
+        let stored = try await store.app(app.appId)
+        XCTAssertEqual(stored, app)
+        XCTAssertTrue(holds.withLock { $0 })
+    }
+
     func testAVersionOneStoreIsMigratedToTheCurrentVersionKeepingItsRows() async throws {
         let app = Fixture.app(name: "from v1")
         let token = Fixture.token(app: app.appId)
