@@ -74,8 +74,7 @@ public final class PostgresProjectionStore: ProjectionStore {
     public func commit(mutations: [Mutation], offsets: [OffsetUpdate]) async throws {
         let plan = WritePlan.inKeyOrder(mutations)
         let shareGroups = try CallbackShare.groups(enqueuedBy: mutations)
-        let keeps = keepsChangelog.withLock { $0 }
-        let entry = keeps && shareGroups.isEmpty ? ChangelogEntry(mutations: mutations, offsets: offsets).encoded() : nil
+        let entry = keepsChangelog.withLock { $0 } ? ChangelogEntry(mutations: mutations, offsets: offsets).encoded() : nil
         try await session("BEGIN") { connection in
             try await PostgresOffsets.move(offsets, on: connection, logger: self.logger)
             let writer = PostgresMutationWriter(connection: connection, logger: self.logger)
@@ -91,9 +90,8 @@ public final class PostgresProjectionStore: ProjectionStore {
             }
             if !merged.isEmpty { try await writer.write(WritePlan.inKeyOrder(merged)) }
             if let entry {
-                try await PostgresChangelog.append(entry, on: connection, logger: self.logger)
-            } else if keeps {
-                try await PostgresChangelog.append(ChangelogEntry(mutations: mutations + merged, offsets: offsets).encoded(),
+                // A merge is part of the commit's entry (encoded again, in the rare commit that merges).
+                try await PostgresChangelog.append(merged.isEmpty ? entry : ChangelogEntry(mutations: mutations + merged, offsets: offsets).encoded(),
                                                    on: connection, logger: self.logger)
             }
         }

@@ -120,7 +120,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
     public func commit(mutations: [Mutation], offsets: [OffsetUpdate]) async throws {
         let plan = WritePlan(mutations)
         let shareGroups = try CallbackShare.groups(enqueuedBy: mutations)
-        let entry = keepsChangelog && shareGroups.isEmpty ? ChangelogEntry(mutations: mutations, offsets: offsets).encoded() : nil
+        let entry = keepsChangelog ? ChangelogEntry(mutations: mutations, offsets: offsets).encoded() : nil
         try await writing { db in
             let conflicts = try SQLiteOffsets.conflicts(offsets, in: db)
             guard conflicts.isEmpty else { throw ProjectionStoreError.offsetConflict(conflicts) }
@@ -133,9 +133,9 @@ public final class SQLiteProjectionStore: ProjectionStore {
             if !merged.isEmpty { try writer.write(WritePlan(merged)) }
             try SQLiteOffsets.store(offsets, in: db)
             if let entry {
-                try SQLiteChangelog.append(entry, in: db)
-            } else if self.keepsChangelog {
-                try SQLiteChangelog.append(ChangelogEntry(mutations: mutations + merged, offsets: offsets).encoded(), in: db)
+                // A merge is part of the commit's entry (encoded again, in the rare commit that merges).
+                try SQLiteChangelog.append(merged.isEmpty ? entry : ChangelogEntry(mutations: mutations + merged, offsets: offsets).encoded(),
+                                           in: db)
             }
         }
     }
