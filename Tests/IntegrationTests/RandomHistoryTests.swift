@@ -70,8 +70,7 @@ final class RandomHistoryTests: XCTestCase {
 
         // In bursts, so that the live deployments apply while it is written; the active processor
         // of the three is killed halfway.
-        let random = history.commands
-        let bursts = stride(from: 0, to: random.count, by: 40).map { Array(random[$0..<min($0 + 40, random.count)]) }
+        let bursts = stride(from: 0, to: history.commands.count, by: 40).map { Array(history.commands[$0..<min($0 + 40, history.commands.count)]) }
         for (index, burst) in bursts.enumerated() {
             try await MixedStream.produce(burst, brokers: broker.bootstrapServers)
             if index == bursts.count / 2 {
