@@ -37,6 +37,9 @@ public struct ProcessorConfiguration: Sendable {
     /// Whether a live processor applies records written before its store was created
     /// (`PUSHLINE_ACCEPT_EXISTING_LOG`); off: it refuses them and names the rebuild instead.
     public var acceptExistingLog = false
+    /// The deployment's keys (`PUSHLINE_SECRETS_KEY`, `PUSHLINE_SECRETS_PREVIOUS_KEYS`), from
+    /// which the processor derives the keys it signs and names with; nil when unset.
+    public var secrets: SecretsKeyring?
     /// The local queue of the processor's producer: `queue.buffering.max.messages` when
     /// `PUSHLINE_KAFKA_PROPERTIES` sets it, else the producer's default. Outbound records are
     /// published in windows that fit it.
@@ -73,6 +76,7 @@ public struct ProcessorConfiguration: Sendable {
         c.webhookAllowPrivateTargets = try reader.bool("PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS", default: c.webhookAllowPrivateTargets)
         c.stallTimeoutMs = try reader.int("PUSHLINE_STALL_TIMEOUT_MS", default: c.stallTimeoutMs, range: 1_000...86_400_000)
         c.acceptExistingLog = try reader.bool("PUSHLINE_ACCEPT_EXISTING_LOG", default: c.acceptExistingLog)
+        c.secrets = try reader.secretsKeyring()
         return c
     }
 }

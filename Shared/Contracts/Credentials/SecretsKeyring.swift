@@ -65,6 +65,16 @@ public struct SecretsKeyring: Sendable {
         return secret
     }
 
+    /// A key for one purpose, derived from one of the keyring's keys with HKDF-SHA256 (info:
+    /// `purpose`), so that each use of the deployment's key (deriving tokens, signing webhooks,
+    /// message ids) has a key of its own and none of them reveals the others. `keyId` names the
+    /// key to derive from (nil: the current one); nil when the keyring does not hold it. What
+    /// is derived is stable for as long as that key stays in the keyring, current or previous.
+    public func derivedKey(purpose: String, keyId: String? = nil) -> SymmetricKey? {
+        guard let key = keys[keyId ?? currentKeyId] else { return nil }
+        return HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: key), info: Data(purpose.utf8), outputByteCount: 32)
+    }
+
     /// What a seal of an app's credentials for `provider` is bound to.
     public static func context(app: UUID, provider: PushProvider) -> String {
         "pushline/push-credentials/v1/\(app.lowercasedString)/\(provider.rawValue)"
