@@ -15,8 +15,7 @@ final class NotificationHandlerTests: XCTestCase {
     let iosA = String(repeating: "a1", count: 32), iosB = String(repeating: "b2", count: 32)
     let android = "fcm-" + String(repeating: "x", count: 120)
 
-    private func state(devices: [DeviceRow] = [], pending: [PendingNotificationRow] = [], acks: Set<PendingKey> = [],
-                       callbackUrl: String? = nil) -> BatchState {
+    private func state(devices: [DeviceRow] = [], pending: [PendingNotificationRow] = [], callbackUrl: String? = nil) -> BatchState {
         var snapshot = StateSnapshot()
         snapshot.apps[AppPart(appId)] = AppRow(appId: appId, orgId: org, name: "a", callbackUrl: callbackUrl,
                                       callbackHeaders: ["X-App-Key": "k1"], webhookRetries: 2, createdAt: at)
@@ -26,7 +25,6 @@ final class NotificationHandlerTests: XCTestCase {
             snapshot.pending[p.key] = p
             snapshot.pendingCounts[p.key.device, default: 0] += 1
         }
-        snapshot.acks = acks
         return BatchState(snapshot)
     }
 
@@ -161,32 +159,39 @@ final class NotificationHandlerTests: XCTestCase {
     }
 
     func testAndroidBadgeUpdateIsADataMessage() throws {
-        var s = state(devices: [device(android, platform: .android)])
+        let pending = PendingNotificationRow(appId: appId, deviceToken: android, notificationId: "n", deliveryId: UUID(), sentAt: at,
+                                             text: "t", businessId: nil)
+        var s = state(devices: [device(android, platform: .android)], pending: [pending])
         _ = AckHandler().apply(NotificationAcknowledged(mobileAppId: appId, notificationId: "n", deviceToken: android), CommandContext(id: UUID(), at: at), to: &s)
         XCTAssertEqual(try records(s).first?.payload, try JSONValue.parse(Data(#"{"data":{"badge":"0"}}"#.utf8)))
     }
 
-    func testAckAppliedBeforeItsNotificationLeavesNothingPending() throws {
+    /// A device learns a notification's id from its push, so an ack applied before its
+    /// notification was made up: it is refused and leaves nothing, and the notification is then
+    /// pending as any other.
+    func testAnAckOfANotificationNotPendingIsRefusedAndLeavesNothing() throws {
         let c = send(managed: true)
-        let key = PendingKey(appId: appId, deviceToken: iosA, notificationId: c.notificationId)
-        var s = state(devices: [device(iosA), device(iosB)], acks: [key])
+        var s = state(devices: [device(iosA), device(iosB)])
+        let ack = NotificationAcknowledged(mobileAppId: appId, notificationId: c.notificationId, deviceToken: iosA)
+        XCTAssertEqual(AckHandler().apply(ack, CommandContext(id: UUID(), at: at), to: &s), .rejected("not-pending"))
+        XCTAssertEqual(s.mutations, [], "no ack is stored")
+        XCTAssertTrue(s.outbound.isEmpty, "no badge update is sent")
         _ = NotificationHandler().apply(c, CommandContext(at: at), to: &s)
-        XCTAssertEqual(pendingRows(s).map(\.deviceToken), [iosB], "the acknowledged device is not made pending")
-        XCTAssertEqual(s.pendingCount(key.device), 0)
-        XCTAssertEqual(try records(s).count, 2, "the send still reaches every device")
+        XCTAssertEqual(pendingRows(s).map(\.deviceToken), [iosA, iosB], "every device has the notification pending")
     }
 
-    /// The first ack of a (device, notification) is kept: a repeated ack (the SDK retries) finds
-    /// it loaded and writes no second one, but still sends the current badge.
-    func testARepeatedAckKeepsTheFirstAndStillSendsTheBadge() throws {
-        let key = PendingKey(appId: appId, deviceToken: iosA, notificationId: "n")
-        var query = StateQuery()
-        AckHandler().addNeeds(of: NotificationAcknowledged(mobileAppId: appId, notificationId: "n", deviceToken: iosA), to: &query)
-        XCTAssertEqual(query.ackKeys, [key], "the handler asks for the ack of its own key")
-        var s = state(devices: [device(iosA)], acks: [key])
-        XCTAssertEqual(AckHandler().apply(NotificationAcknowledged(mobileAppId: appId, notificationId: "n", deviceToken: iosA),
-                                          CommandContext(id: UUID(), at: at), to: &s), .applied)
-        XCTAssertFalse(s.mutations.contains { if case .putAck = $0 { true } else { false } })
+    /// The first ack of a (device, notification) counts; a repeat (the SDK retries) finds nothing
+    /// pending: nothing more is stored and no second badge update is sent.
+    func testARepeatedAckIsRefusedWithoutASecondBadge() throws {
+        let pending = PendingNotificationRow(appId: appId, deviceToken: iosA, notificationId: "n", deliveryId: UUID(), sentAt: at,
+                                             text: "t", businessId: nil)
+        var s = state(devices: [device(iosA)], pending: [pending])
+        let ack = NotificationAcknowledged(mobileAppId: appId, notificationId: "n", deviceToken: iosA)
+        XCTAssertEqual(AckHandler().apply(ack, CommandContext(id: UUID(), at: at), to: &s), .applied)
+        let written = s.mutations
+        XCTAssertEqual(written.filter { if case .putAck = $0 { true } else { false } }.count, 1)
+        XCTAssertEqual(AckHandler().apply(ack, CommandContext(id: UUID(), at: at), to: &s), .rejected("not-pending"))
+        XCTAssertEqual(s.mutations, written)
         XCTAssertEqual(try records(s).count, 1)
     }
 

@@ -5,9 +5,10 @@ import WireCodec
 
 /// A seeded random history of commands of every kind, written to race: tokens issued and
 /// revoked, app settings changed, registrations and cleanups around sends, tokens moving between
-/// users, acknowledgements and engagement reports both before and after the sends they name, and
-/// `at`s that are not in production order (a record may be older than one produced before it),
-/// and sends with an idempotency key retried, some with another body (a conflict).
+/// users, acknowledgements and engagement reports both before (refused; parked) and after the
+/// sends they name, and `at`s that are not in production order (a record may be older than one
+/// produced before it), and sends with an idempotency key retried, some with another body (a
+/// conflict).
 /// The same seed gives the same commands, in the same production order, byte for byte (but for
 /// the closing commands' times, which the producer gives).
 ///
@@ -123,7 +124,9 @@ public struct RandomHistory: Sendable {
                 if send.key != nil { keyed[a].append(command) }
                 try add(command)
             case 55..<67:
-                let send = app.sends[pick(app.sends.count)]
+                // Mostly of a send written already (an ack counts only for a notification pending
+                // on its device); sometimes of one not yet written, which is refused.
+                let send = app.sends[sent[a] > 0 && pick(4) != 0 ? pick(sent[a]) : pick(app.sends.count)]
                 try add(NotificationAcknowledged(mobileAppId: app.id, notificationId: send.nid, deviceToken: device(a, pick(10))))
             case 67..<78:
                 let send = app.sends[pick(app.sends.count)]

@@ -18,7 +18,6 @@ package struct BatchState {
     private var devicesByUser: [UserKey: [DeviceRow]] = [:]
     private var pendingCounts: [DeviceKey: Int]
     private var pending: [PendingKey: PendingNotificationRow]
-    private var acks: Set<PendingKey>
     /// Deliveries by app and id: the loaded ones and those sent in this batch.
     private var deliveries: [DeliveryKey: DeliveryRow]
     /// Each loaded or recorded device outcome of a delivery.
@@ -58,7 +57,6 @@ package struct BatchState {
         devices = snapshot.devices
         pendingCounts = snapshot.pendingCounts
         pending = snapshot.pending
-        acks = snapshot.acks
         deliveries = snapshot.deliveries
         outcomes = snapshot.outcomes
         tracked = snapshot.trackedEvents
@@ -191,7 +189,9 @@ package struct BatchState {
     /// counts the batch's query asked for (`StateQuery.pendingCountDevices`/`Users`).
     package func pendingCount(_ device: DeviceKey) -> Int { pendingCounts[device] ?? 0 }
 
-    package func isAcknowledged(_ key: PendingKey) -> Bool { acks.contains(key) }
+    /// Whether the notification is pending on the device: loaded (`StateQuery.pendingKeys`) or
+    /// made pending earlier in the batch, and not removed since.
+    package func isPending(_ key: PendingKey) -> Bool { pending[key] != nil }
 
     /// Makes the notification pending on the device (once).
     package mutating func addPending(_ row: PendingNotificationRow) {
@@ -214,9 +214,8 @@ package struct BatchState {
         mutations.append(.clearPending(device))
     }
 
-    /// Stores the ack unless one of its key is known (loaded or recorded): the first one stays.
+    /// Stores the ack (of a pending notification: there is one per key).
     package mutating func recordAck(_ ack: AckRow) {
-        guard acks.insert(ack.key).inserted else { return }
         mutations.append(.putAck(ack))
     }
 

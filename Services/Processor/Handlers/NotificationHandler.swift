@@ -30,7 +30,6 @@ package struct NotificationHandler: CommandHandler {
         query.parkedDeliveries.insert(c.deliveryId)
         if c.managed {
             // Badges: a managed send stamps each device's pending count.
-            query.ackedNotifications.insert(NotificationKey(appId: c.mobileAppId, notificationId: c.notificationId))
             for user in c.target.userIds { query.pendingCountUsers.insert(UserKey(appId: c.mobileAppId, userId: user)) }
             for token in c.target.deviceTokens { query.pendingCountDevices.insert(DeviceKey(appId: c.mobileAppId, deviceToken: token)) }
         }
@@ -123,15 +122,13 @@ package struct NotificationHandler: CommandHandler {
         return devices
     }
 
-    /// Makes the notification pending on the device unless the device acknowledged it already
-    /// (its ack was applied first), and returns the device's badge.
+    /// Makes the notification pending on the device and returns the device's badge. (No ack of
+    /// it can be applied before: `AckHandler` counts acks of pending notifications only.)
     private static func makePending(_ c: NotificationRequested, device: DeviceRow, at: Date, state: inout BatchState) -> Int {
         let key = PendingKey(appId: c.mobileAppId, deviceToken: device.deviceToken, notificationId: c.notificationId)
-        if !state.isAcknowledged(key) {
-            state.addPending(PendingNotificationRow(appId: c.mobileAppId, deviceToken: device.deviceToken,
-                                                    notificationId: c.notificationId, deliveryId: c.deliveryId, sentAt: at,
-                                                    text: c.content.alertText, businessId: c.businessId))
-        }
+        state.addPending(PendingNotificationRow(appId: c.mobileAppId, deviceToken: device.deviceToken,
+                                                notificationId: c.notificationId, deliveryId: c.deliveryId, sentAt: at,
+                                                text: c.content.alertText, businessId: c.businessId))
         return state.pendingCount(key.device)
     }
 
