@@ -25,6 +25,9 @@ public struct ProcessorConfiguration: Sendable {
     public var maxDevicesPerUser = DecisionRules.default.maxDevicesPerUser
     /// How long tracking reports of an unapplied send are kept (`DecisionRules.trackingParkTtlMs`).
     public var trackingParkTtlMs = DecisionRules.default.trackingParkTtlMs
+    /// How long tracked registration statuses and acks are kept (`DecisionRules.registrationStatusTtlMs`, `.ackTtlMs`).
+    public var registrationStatusTtlMs = DecisionRules.default.registrationStatusTtlMs
+    public var ackTtlMs = DecisionRules.default.ackTtlMs
     /// Webhook attempts in flight for one app at most, so one app's slow receiver cannot hold
     /// every slot (`PUSHLINE_WEBHOOK_APP_CONCURRENCY`).
     public var webhookAppConcurrency = 4
@@ -52,6 +55,7 @@ public struct ProcessorConfiguration: Sendable {
     /// The settings among these that change what the processor decides, as its handlers take them.
     public var decisionRules: DecisionRules {
         DecisionRules(maxDevicesPerUser: maxDevicesPerUser, trackingParkTtlMs: trackingParkTtlMs,
+                      registrationStatusTtlMs: registrationStatusTtlMs, ackTtlMs: ackTtlMs,
                       idempotencyWindowHours: shared.idempotencyWindowHours, appParts: shared.appParts)
     }
 
@@ -71,6 +75,9 @@ public struct ProcessorConfiguration: Sendable {
         c.webhookConcurrency = try reader.int("PUSHLINE_WEBHOOK_CONCURRENCY", default: c.webhookConcurrency, range: 1...10_000)
         c.webhookTimeoutMs = try reader.int("PUSHLINE_WEBHOOK_TIMEOUT_MS", default: c.webhookTimeoutMs, range: 100...600_000)
         c.trackingParkTtlMs = try reader.int("PUSHLINE_TRACKING_PARK_TTL_MS", default: c.trackingParkTtlMs, range: 1_000...31_536_000_000)
+        c.registrationStatusTtlMs = try reader.int("PUSHLINE_REGISTRATION_STATUS_TTL_MS", default: c.registrationStatusTtlMs,
+                                                   range: 1_000...31_536_000_000)
+        c.ackTtlMs = try reader.int("PUSHLINE_ACK_TTL_MS", default: c.ackTtlMs, range: 1_000...31_536_000_000)
         c.maxDevicesPerUser = try reader.int("PUSHLINE_MAX_DEVICES_PER_USER", default: c.maxDevicesPerUser, range: 1...100_000)
         c.webhookAppConcurrency = try reader.int("PUSHLINE_WEBHOOK_APP_CONCURRENCY", default: c.webhookAppConcurrency, range: 1...10_000)
         c.webhookAllowPrivateTargets = try reader.bool("PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS", default: c.webhookAllowPrivateTargets)

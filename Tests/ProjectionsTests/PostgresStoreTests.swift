@@ -571,10 +571,16 @@ enum MixedMutations {
             case 26..<32:
                 mutations.append(.deleteDevice(DeviceKey(appId: app(), deviceToken: token())))
             case 32..<38:
+                let requestId = key(1_000_000 + Int.random(in: 0..<keys, using: &random))
+                // A third are pruned statuses.
+                guard n % 3 != 0 else {
+                    mutations.append(.deleteRegistrationStatus(requestId))
+                    continue
+                }
                 mutations.append(.putRegistrationStatus(RegistrationStatusRow(
-                    requestId: key(1_000_000 + Int.random(in: 0..<keys, using: &random)), appId: app(),
+                    requestId: requestId, appId: app(),
                     status: Bool.random(using: &random) ? .Success : .Failed,
-                    failureReason: Bool.random(using: &random) ? .DuplicateExists : nil, decidedAt: Fixture.at(seconds()))))
+                    failureReason: Bool.random(using: &random) ? .DuplicateExists : nil, decidedAt: Fixture.at(seconds()), part: n % 2)))
             case 38..<44:
                 var job = Fixture.job("job-\(Int.random(in: 0..<keys, using: &random))", app: Bool.random(using: &random) ? app() : nil,
                                       body: "{\"n\":\(n)}", maxAttempts: 1 + n % 3, due: seconds())
@@ -597,6 +603,11 @@ enum MixedMutations {
             case 61..<63:
                 mutations.append(.clearPending(DeviceKey(appId: app(), deviceToken: token())))
             case 63..<70:
+                // A quarter are pruned acks.
+                guard n % 4 != 0 else {
+                    mutations.append(.deleteAck(PendingKey(appId: app(), deviceToken: token(), notificationId: nid())))
+                    continue
+                }
                 mutations.append(.putAck(AckRow(appId: app(), deviceToken: token(), notificationId: nid(), businessId: maybe("b\(n)"),
                                                 ackedAt: Fixture.at(seconds()))))
             case 70..<74:

@@ -77,6 +77,9 @@ final class BatchApplier: Sendable {
     private let outboundWindow: Int
     /// How long reports of a delivery whose send has not been applied are kept (`DecisionRules.trackingParkTtlMs`).
     private let trackingParkTime: Duration
+    /// How long registration statuses and acks are kept (`DecisionRules.registrationStatusTtlMs`, `.ackTtlMs`).
+    private let registrationStatusTime: Duration
+    private let ackTime: Duration
     /// The parts the log's apps are split into (`DecisionRules.appParts`).
     let appParts: AppParts
 
@@ -85,6 +88,8 @@ final class BatchApplier: Sendable {
          outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages),
          rules: DecisionRules = .default) {
         self.trackingParkTime = rules.trackingParkTime
+        self.registrationStatusTime = rules.registrationStatusTime
+        self.ackTime = rules.ackTime
         self.appParts = rules.appParts
         self.outboundWindow = max(1, outboundWindow)
         self.replaying = replaying
@@ -229,8 +234,15 @@ final class BatchApplier: Sendable {
         // park time before its newest event time (`TrackingHandler`); of those, the marks whose
         // own app's clock passes them expire.
         if !ordered.isEmpty { query.parkedBefore = newest.addingTimeInterval(-trackingParkTime.inSeconds) }
+        // Statuses and acks that may be pruned in this batch, the same way: each goes once its
+        // own app part's clock has passed its time to live.
+        if !ordered.isEmpty {
+            query.statusesBefore = newest.addingTimeInterval(-registrationStatusTime.inSeconds)
+            query.acksBefore = newest.addingTimeInterval(-ackTime.inSeconds)
+        }
         let loadStart = ContinuousClock.now
-        var state = BatchState(try await store.load(query), trackingParkTime: trackingParkTime, parts: appParts)
+        var state = BatchState(try await store.load(query), trackingParkTime: trackingParkTime,
+                               keeping: Retention(registrationStatuses: registrationStatusTime, acks: ackTime), parts: appParts)
         let loadTime = ContinuousClock.now - loadStart
         for (c, requestId, time) in ordered {
             if let app = c.app { state.advance(to: time, app: app, part: c.part) }
@@ -246,6 +258,7 @@ final class BatchApplier: Sendable {
         }
         state.finishTracking()
         state.finishOutcomes()
+        state.finishPruning()
         tally.tracking = state.trackingOutcomes
         return Decided(mutations: state.mutations, outbound: state.outbound, next: next, times: times, tally: tally, loadTime: loadTime)
     }

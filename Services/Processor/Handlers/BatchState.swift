@@ -31,6 +31,11 @@ package struct BatchState {
     private var parks: [UUID: [AppPart: Date]] = [:]
     /// How long parked reports wait for their send, in event time.
     private let trackingParkTime: TimeInterval
+    /// How long statuses and acks are kept, in event time.
+    private let retention: Retention
+    /// Statuses and acks that may be pruned at the batch's end: those loaded as old enough, then
+    /// those the batch stores (`finishPruning`).
+    private var prunable: (statuses: [RegistrationStatusRow], acks: [AckRow])
     /// The event time of each app part's latest command so far: the clocks
     /// (`advance(to:app:)`). Each app, and each part of one, has its own, so that what expires in
     /// it depends on its own commands alone, whichever others a processor applies beside it
@@ -48,8 +53,10 @@ package struct BatchState {
     package private(set) var outbound: [OutboundMessage] = []
 
     package init(_ snapshot: StateSnapshot, trackingParkTime: Duration = DecisionRules.default.trackingParkTime,
-                 parts: AppParts = .one) {
+                 keeping retention: Retention = Retention(), parts: AppParts = .one) {
         self.trackingParkTime = trackingParkTime.inSeconds
+        self.retention = retention
+        prunable = (snapshot.agedStatuses, snapshot.agedAcks)
         self.parts = parts
         apps = snapshot.apps
         tokens = snapshot.tokens
@@ -176,6 +183,7 @@ package struct BatchState {
     }
 
     package mutating func record(_ status: RegistrationStatusRow) {
+        prunable.statuses.append(status)
         mutations.append(.putRegistrationStatus(status))
     }
 
@@ -216,6 +224,7 @@ package struct BatchState {
 
     /// Stores the ack (of a pending notification: there is one per key).
     package mutating func recordAck(_ ack: AckRow) {
+        prunable.acks.append(ack)
         mutations.append(.putAck(ack))
     }
 
@@ -362,6 +371,36 @@ package struct BatchState {
         }
         trackingOrder = []
         trackingReports = [:]
+    }
+
+    // MARK: - Pruning
+
+    /// Ends the batch's pruning: deletes the registration statuses and acks whose time to live
+    /// has passed by their own app part's clock (an app part without a command in the batch keeps
+    /// its rows until its next command). The clocks never go back and a row's app part applies
+    /// its commands in one order, so a row goes exactly when its app part's last command so far
+    /// is past its time plus the retention: the same rows remain whatever the batches, in a live
+    /// processor and in a rebuild. The deletes are mutations of the commit, in its changelog entry.
+    package mutating func finishPruning() {
+        var statuses: [UUID: RegistrationStatusRow] = [:]
+        for row in prunable.statuses { statuses[row.requestId] = row }
+        for (id, row) in statuses.sorted(by: { $0.key.uuidString < $1.key.uuidString })
+        where isPast(row.decidedAt, by: retention.registrationStatuses, scope: AppPart(row.appId, part: row.part)) {
+            mutations.append(.deleteRegistrationStatus(id))
+        }
+        var acks: [PendingKey: AckRow] = [:]
+        for row in prunable.acks { acks[row.key] = row }
+        for (key, row) in acks.sorted(by: { KeyOrder.less($0.key, $1.key) })
+        where isPast(row.ackedAt, by: retention.acks, scope: AppPart(row.appId, part: parts.part(ofToken: row.deviceToken))) {
+            mutations.append(.deleteAck(key))
+        }
+        prunable = ([], [])
+    }
+
+    /// Whether `time` plus `retention` is before the clock of `scope` (false without a clock).
+    private func isPast(_ time: Date, by retention: Duration, scope: AppPart) -> Bool {
+        guard let clock = clocks[scope] else { return false }
+        return time < clock.addingTimeInterval(-retention.inSeconds)
     }
 
     package mutating func rejectTracking(_ reason: TrackingOutcome.Reason, events: Int = 1) {

@@ -13,6 +13,13 @@ public struct DecisionRules: Sendable, Equatable {
     /// How long tracking reports of a delivery whose send has not been applied are kept, counted
     /// in command times (`PUSHLINE_TRACKING_PARK_TTL_MS`, a day).
     public var trackingParkTtlMs: Int
+    /// How long a tracked registration's status is kept after it was decided, counted in command
+    /// times of its app part (`PUSHLINE_REGISTRATION_STATUS_TTL_MS`, seven days): then it is
+    /// pruned (docs/ARCHITECTURE.md#bounded-growth), and the status query answers `Pending`.
+    public var registrationStatusTtlMs: Int
+    /// How long an ack that counted is kept, counted in command times of its app part
+    /// (`PUSHLINE_ACK_TTL_MS`, thirty days). Nothing decides from a stored ack; it is a record.
+    public var ackTtlMs: Int
     /// How long an idempotency key names its first send, in command times
     /// (`PUSHLINE_IDEMPOTENCY_WINDOW_HOURS`). Ingest answers with the same window, so its
     /// default is the shared one, `IdempotencyKeys.defaultWindowHours`.
@@ -23,10 +30,14 @@ public struct DecisionRules: Sendable, Equatable {
 
     public init(maxDevicesPerUser: Int = 100,
                 trackingParkTtlMs: Int = 86_400_000,
+                registrationStatusTtlMs: Int = 7 * 86_400_000,
+                ackTtlMs: Int = 30 * 86_400_000,
                 idempotencyWindowHours: Int = IdempotencyKeys.defaultWindowHours,
                 appParts: AppParts = .one) {
         self.maxDevicesPerUser = maxDevicesPerUser
         self.trackingParkTtlMs = trackingParkTtlMs
+        self.registrationStatusTtlMs = registrationStatusTtlMs
+        self.ackTtlMs = ackTtlMs
         self.idempotencyWindowHours = idempotencyWindowHours
         self.appParts = appParts
     }
@@ -39,6 +50,9 @@ public struct DecisionRules: Sendable, Equatable {
 
     /// `trackingParkTtlMs` as a duration.
     public var trackingParkTime: Duration { .milliseconds(trackingParkTtlMs) }
+    /// `registrationStatusTtlMs` and `ackTtlMs` as durations.
+    public var registrationStatusTime: Duration { .milliseconds(registrationStatusTtlMs) }
+    public var ackTime: Duration { .milliseconds(ackTtlMs) }
     /// `idempotencyWindowHours` as a duration.
     public var idempotencyWindow: Duration { .seconds(idempotencyWindowHours * 3600) }
 }

@@ -50,7 +50,7 @@ package struct RegistrationHandler: CommandHandler {
         let status: DeviceRegistrationAPI.Status = failure == nil ? .Success : .Failed
         if c.trackStatus {
             state.record(RegistrationStatusRow(requestId: c.registrationRequestId, appId: c.mobileAppId,
-                                               status: status, failureReason: failure, decidedAt: at))
+                                               status: status, failureReason: failure, decidedAt: at, part: context.part))
         }
         if let callback = c.callback, let app = state.app(c.mobileAppId, part: context.part) {
             state.enqueue(statusWebhook(for: c, callback: callback, status: status, failure: failure, retries: app.webhookRetries, at: at))

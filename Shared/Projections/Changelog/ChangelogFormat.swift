@@ -87,6 +87,8 @@ private enum Tag: UInt8 {
     /// a row gains a column without a tag of its own. The tags above stay readable.
     case upsertAppRow = 50, upsertApiTokenRow, upsertDeviceRow, putRegistrationStatusRow, enqueueOutboxRow, restoreOutboxRow
     case putPendingRow, putAckRow, putDeliveryRow, putDeliveryOutcomeRow, upsertAdminTokenRow, putAuditEntryRow, putIdempotencyKeyRow
+    /// Pruning (numbered apart, as above): a status by its request id, an ack by its key.
+    case deleteRegistrationStatus = 70, deleteAck
 }
 
 package struct ChangelogWriter {
@@ -201,6 +203,10 @@ package struct ChangelogWriter {
         case .putRegistrationStatus(let row):
             key(keyed, 4) { $0.uuid(row.requestId) }
             self.row(.putRegistrationStatusRow, row)
+        case .deleteRegistrationStatus(let id):
+            key(keyed, 4) { $0.uuid(id) }
+            byte(Tag.deleteRegistrationStatus.rawValue)
+            uuid(id)
         case .enqueueOutbox(let row):
             key(keyed, 5) { $0.keyText(row.id) }
             self.row(.enqueueOutboxRow, row)
@@ -221,6 +227,10 @@ package struct ChangelogWriter {
         case .putAck(let row):
             key(keyed, 7) { $0.uuid(row.appId); $0.keyText(row.deviceToken); $0.keyText(row.notificationId) }
             self.row(.putAckRow, row)
+        case .deleteAck(let k):
+            key(keyed, 7) { $0.uuid(k.appId); $0.keyText(k.deviceToken); $0.keyText(k.notificationId) }
+            byte(Tag.deleteAck.rawValue)
+            uuid(k.appId); string(k.deviceToken); string(k.notificationId)
         case .putDelivery(let row):
             key(keyed, 8) { $0.uuid(row.appId); $0.uuid(row.deliveryId); $0.int(row.part) }
             self.row(.putDeliveryRow, row)
@@ -466,6 +476,8 @@ package struct ChangelogReader {
         case .upsertAdminTokenRow: return .upsertAdminToken(try row())
         case .putAuditEntryRow: return .putAuditEntry(try row())
         case .putIdempotencyKeyRow: return .putIdempotencyKey(try row())
+        case .deleteRegistrationStatus: return .deleteRegistrationStatus(try uuid())
+        case .deleteAck: return .deleteAck(PendingKey(appId: try uuid(), deviceToken: try string(), notificationId: try string()))
         // Entries written before rows came from the catalog.
         case .upsertApp, .upsertAppWithCredentials:
             var app = AppRow(appId: try uuid(), orgId: try uuid(), name: try string(), callbackUrl: try optional { try $0.string() },

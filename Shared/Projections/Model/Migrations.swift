@@ -38,7 +38,7 @@ package enum ProjectionMigrations {
     }
 
     /// Every step, in order.
-    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18]
+    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v21]
 
     /// The newest schema version, which this code creates and understands: the last step's.
     package static let version = steps[steps.count - 1].number
@@ -683,4 +683,19 @@ package enum ProjectionMigrations {
             ALTER TABLE \(table) ADD PRIMARY KEY (\(key))
             """
         }.joined(separator: ";\n"))
+
+    /// Pruning by age (docs/ARCHITECTURE.md#bounded-growth): a registration status names the
+    /// part of its app that decided it (each part prunes its own by its own clock; the statuses
+    /// stored before are part 0's, as every app was one part or names it since step 18), and
+    /// statuses and acks are found by app and age.
+    package static let v21 = Step(21, sqlite: """
+        ALTER TABLE registration_status ADD COLUMN part INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX registration_status_by_app_and_time ON registration_status (app_id, decided_at);
+        CREATE INDEX acks_by_app_and_time ON acks (app_id, acked_at)
+        """, postgres: """
+        ALTER TABLE registration_status ADD COLUMN part integer NOT NULL DEFAULT 0;
+        ALTER TABLE registration_status ALTER COLUMN part DROP DEFAULT;
+        CREATE INDEX registration_status_by_app_and_time ON registration_status (app_id, decided_at);
+        CREATE INDEX acks_by_app_and_time ON acks (app_id, acked_at)
+        """)
 }

@@ -15,6 +15,8 @@ public enum Mutation: Sendable, Equatable {
     /// (which the processor emits alongside).
     case deleteDevice(DeviceKey)
     case putRegistrationStatus(RegistrationStatusRow)
+    /// Removes the registration status of this request id (pruned: older than its time to live).
+    case deleteRegistrationStatus(UUID)
     /// Inserts the job; a job whose id already exists is left as it is.
     case enqueueOutbox(OutboxJob)
     /// Writes the whole job row: inserts it, or overwrites every column of the job with that id
@@ -29,6 +31,8 @@ public enum Mutation: Sendable, Equatable {
     case clearPending(DeviceKey)
     /// Writes the ack (inserts it, or replaces the row of its key).
     case putAck(AckRow)
+    /// Removes the ack of this key (pruned: older than its time to live).
+    case deleteAck(PendingKey)
     /// Writes the delivery (inserts it, or replaces the row of its key).
     case putDelivery(DeliveryRow)
     /// Writes a device's outcome of a delivery (inserts it, or replaces the row of its key).

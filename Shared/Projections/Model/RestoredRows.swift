@@ -62,11 +62,11 @@ public struct RestoredRows: Sendable {
         apps = plan.apps.values
         tokens = plan.tokens.values
         devices = plan.devices.values.compactMap(\.row)
-        statuses = plan.statuses.values
+        statuses = plan.statuses.values.compactMap(\.row)
         outbox = plan.outbox.values.map(\.job)
         // Deletes and clears remove nothing from an empty table: the puts after them remain.
         pending = plan.pendingPuts.values
-        acks = plan.acks.values
+        acks = plan.acks.values.compactMap(\.row)
         deliveries = plan.deliveries.values
         outcomes = plan.outcomes.values
         tracking = Self.tracking(plan.phases)

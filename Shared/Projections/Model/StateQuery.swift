@@ -28,7 +28,13 @@ public struct StateQuery: Sendable, Equatable {
     /// Every park mark of the `parkedApps` older than this (the pairs whose reports may expire in
     /// the batch: each app's expire by that app's clock, so other apps' marks are not needed).
     public var parkedBefore: Date?
+    /// The apps of the batch's commands: those whose clocks the batch moves.
     public var parkedApps: Set<UUID> = []
+    /// Every registration status of the `parkedApps` decided before this, and every ack of them
+    /// made before `acksBefore`: those that may be pruned in the batch, each by its own app
+    /// part's clock (docs/ARCHITECTURE.md#bounded-growth).
+    public var statusesBefore: Date?
+    public var acksBefore: Date?
     /// The stored outcomes of these (delivery, device) keys, where they exist.
     public var outcomeKeys: Set<DeliveryOutcomeKey> = []
     /// The named admin tokens of these ids, where they exist.
@@ -85,6 +91,9 @@ public struct StateSnapshot: Sendable, Equatable {
     /// The requested park marks (`parkedDeliveries`, `parkedBefore`) that exist: when each pair
     /// was parked.
     public var parkedTracking: [TrackingPair: Date] = [:]
+    /// The registration statuses and acks old enough to be pruned (`statusesBefore`, `acksBefore`).
+    public var agedStatuses: [RegistrationStatusRow] = []
+    public var agedAcks: [AckRow] = []
     /// The requested outcomes that exist.
     public var outcomes: [DeliveryOutcomeKey: DeliveryOutcome] = [:]
     /// The requested named admin tokens that exist.

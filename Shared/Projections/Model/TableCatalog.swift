@@ -114,7 +114,7 @@ public enum TableCatalog {
 
     public static let registrationStatus = CatalogTable("registration_status", key: ["request_id"], [
         .init("request_id", .uuid), .init("app_id", .uuid), .init("status", .text), .init("failure_reason", .text, nullable: true),
-        .init("decided_at", .millis),
+        .init("decided_at", .millis), .init("part", .integer),
     ])
 
     public static let pendingNotifications = CatalogTable("pending_notifications", key: ["app_id", "device_token", "notification_id"], [

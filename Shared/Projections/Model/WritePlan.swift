@@ -9,9 +9,9 @@ import Foundation
 ///
 /// Grouping is exact because mutations of different tables commute, and within a table the
 /// final state of a key follows from a few facts about its mutations:
-/// - upserts of apps, tokens and statuses: the last one of a key;
-/// - devices: the last mutation of a key (an upsert's row, or none after a delete);
-/// - puts of acks and deliveries: the last one of a key;
+/// - upserts of apps and tokens: the last one of a key;
+/// - devices, statuses and acks: the last mutation of a key (a put's row, or none after a delete);
+/// - puts of deliveries: the last one of a key;
 /// - admin tokens and audit entries: the last one of a key;
 /// - outbox jobs: the last restore of an id if any (an enqueue after it finds the row), else
 ///   the first enqueue; attempt history goes above the smallest restored attempt count;
@@ -101,9 +101,11 @@ package struct WritePlan: Sendable {
     package var tokens = LastByKey<PartID, ApiTokenRow>()
     /// nil: deleted.
     package var devices = LastByKey<DeviceID, (key: DeviceKey, row: DeviceRow?)>()
-    package var statuses = LastByKey<UUID, RegistrationStatusRow>()
+    /// nil: deleted.
+    package var statuses = LastByKey<UUID, (id: UUID, row: RegistrationStatusRow?)>()
     package var outbox = LastByKey<ExactText, OutboxWrite>()
-    package var acks = LastByKey<PendingID, AckRow>()
+    /// nil: deleted.
+    package var acks = LastByKey<PendingID, (key: PendingKey, row: AckRow?)>()
     package var pendingDeleted = LastByKey<PendingID, PendingKey>()
     package var pendingCleared = LastByKey<DeviceID, DeviceKey>()
     /// Rows to insert once the deletes ran.
@@ -147,7 +149,7 @@ package struct WritePlan: Sendable {
         apps.sort { $0.appId != $1.appId ? KeyOrder.less($0.appId, $1.appId) : $0.part < $1.part }
         tokens.sort { $0.tokenId != $1.tokenId ? KeyOrder.less($0.tokenId, $1.tokenId) : $0.part < $1.part }
         devices.sort { KeyOrder.less(($0.key.appId, $0.key.deviceToken), ($1.key.appId, $1.key.deviceToken)) }
-        statuses.sort { KeyOrder.less($0.requestId, $1.requestId) }
+        statuses.sort { KeyOrder.less($0.id, $1.id) }
         outbox.sort { KeyOrder.less($0.job.id, $1.job.id) }
         pendingCleared.sort { KeyOrder.less(($0.appId, $0.deviceToken), ($1.appId, $1.deviceToken)) }
         pendingDeleted.sort { KeyOrder.less($0, $1) }
@@ -203,7 +205,8 @@ package struct WritePlan: Sendable {
         case .upsertApiToken(let token): tokens.put(token, at: PartID(id: token.tokenId, part: token.part), alone: alone)
         case .upsertDevice(let device): devices.put((device.key, device), at: DeviceID(device.key), alone: alone)
         case .deleteDevice(let key): devices.put((key, nil), at: DeviceID(key), alone: alone)
-        case .putRegistrationStatus(let status): statuses.put(status, at: status.requestId, alone: alone)
+        case .putRegistrationStatus(let status): statuses.put((status.requestId, status), at: status.requestId, alone: alone)
+        case .deleteRegistrationStatus(let id): statuses.put((id, nil), at: id, alone: alone)
         case .enqueueOutbox(let job):
             // An enqueue finds a job that was enqueued or restored before it, and leaves it.
             outbox.update(at: ExactText(job.id), default: .enqueue(job), alone: alone) { _ in }
@@ -221,7 +224,8 @@ package struct WritePlan: Sendable {
         case .clearPending(let device):
             pendingCleared.put(device, at: DeviceID(device), alone: alone)
             if !alone { fold.lastPendingClear[DeviceID(device)] = index }
-        case .putAck(let ack): acks.put(ack, at: PendingID(ack.key), alone: alone)
+        case .putAck(let ack): acks.put((ack.key, ack), at: PendingID(ack.key), alone: alone)
+        case .deleteAck(let key): acks.put((key, nil), at: PendingID(key), alone: alone)
         case .putDelivery(let delivery):
             deliveries.put(delivery, at: delivery.key, alone: alone)
         case .putDeliveryOutcome(let outcome): outcomes.put(outcome, at: outcome.key, alone: alone)

@@ -18,10 +18,10 @@ struct PostgresMutationWriter {
         try await put(plan.apps.values)
         try await put(plan.tokens.values)
         try await writeDevices(plan.devices.values)
-        try await put(plan.statuses.values)
+        try await writeStatuses(plan.statuses.values)
         try await writeOutbox(plan)
         try await writePending(plan)
-        try await put(plan.acks.values)
+        try await writeAcks(plan.acks.values)
         try await put(plan.deliveries.values)
         try await put(plan.outcomes.values)
         for phase in plan.phases {
@@ -63,6 +63,27 @@ struct PostgresMutationWriter {
                 """)
         }
         try await put(devices.compactMap(\.row))
+    }
+
+    private func writeStatuses(_ statuses: [(id: UUID, row: RegistrationStatusRow?)]) async throws {
+        let deleted = statuses.filter { $0.row == nil }.map(\.id)
+        if !deleted.isEmpty {
+            try await run("DELETE FROM registration_status WHERE request_id = ANY(\(deleted)::uuid[])")
+        }
+        try await put(statuses.compactMap(\.row))
+    }
+
+    private func writeAcks(_ acks: [(key: PendingKey, row: AckRow?)]) async throws {
+        let deleted = acks.filter { $0.row == nil }.map(\.key)
+        if !deleted.isEmpty {
+            try await run("""
+                DELETE FROM acks a USING unnest(\(deleted.map(\.appId))::uuid[],
+                    \(deleted.map(\.deviceToken))::text[], \(deleted.map(\.notificationId))::text[])
+                    AS k(app_id, device_token, notification_id)
+                WHERE a.app_id = k.app_id AND a.token_key = \(unescaped: PostgresRows.unnestedTokenKey) AND a.notification_id = k.notification_id
+                """)
+        }
+        try await put(acks.compactMap(\.row))
     }
 
     // MARK: - Outbox

@@ -25,6 +25,7 @@ struct PostgresStateLoader {
         try await loadTracked(query.trackedDeliveries, into: &snapshot)
         try await loadParked(query, into: &snapshot)
         try await loadOutcomes(query.outcomeKeys, into: &snapshot)
+        try await loadAged(query, into: &snapshot)
         return snapshot
     }
 
@@ -185,6 +186,28 @@ struct PostgresStateLoader {
             """) {
             let (deliveryId, appId, millis, part) = try row.decode((UUID, UUID, Int64, Int).self)
             snapshot.parkedTracking[TrackingPair(deliveryId: deliveryId, appId: appId, part: part)] = ProjectionValues.date(millis: millis)
+        }
+    }
+
+    /// The statuses and acks of `parkedApps` older than `statusesBefore` and `acksBefore` (an
+    /// index range per app).
+    private func loadAged(_ query: StateQuery, into snapshot: inout StateSnapshot) async throws {
+        guard !query.parkedApps.isEmpty else { return }
+        let apps = Array(query.parkedApps)
+        if let before = query.statusesBefore.map(ProjectionValues.millis) {
+            for row in try await rows("""
+                SELECT \(unescaped: TableCatalog.registrationStatus.columnList) FROM registration_status
+                WHERE app_id = ANY(\(apps)::uuid[]) AND decided_at < \(before)
+                """) {
+                snapshot.agedStatuses.append(try RegistrationStatusRow(postgres: row))
+            }
+        }
+        if let before = query.acksBefore.map(ProjectionValues.millis) {
+            for row in try await rows("""
+                SELECT \(unescaped: TableCatalog.acks.columnList) FROM acks WHERE app_id = ANY(\(apps)::uuid[]) AND acked_at < \(before)
+                """) {
+                snapshot.agedAcks.append(try AckRow(postgres: row))
+            }
         }
     }
 }

@@ -16,10 +16,10 @@ struct SQLiteMutationWriter {
         try put(plan.apps.values)
         try put(plan.tokens.values)
         try writeDevices(plan.devices.values)
-        try put(plan.statuses.values)
+        try writeStatuses(plan.statuses.values)
         try writeOutbox(plan)
         try writePending(plan)
-        try put(plan.acks.values)
+        try writeAcks(plan.acks.values)
         try put(plan.deliveries.values)
         try put(plan.outcomes.values)
         for phase in plan.phases {
@@ -67,6 +67,30 @@ struct SQLiteMutationWriter {
             }
         }
         try put(devices.compactMap(\.row))
+    }
+
+    private func writeStatuses(_ statuses: [(id: UUID, row: RegistrationStatusRow?)]) throws {
+        let deleted = statuses.filter { $0.row == nil }
+        if !deleted.isEmpty {
+            let delete = try raw(TableCatalog.registrationStatus.sqliteDeleteByKey)
+            for (id, _) in deleted {
+                delete.bind(1, id)
+                try delete.run(in: db)
+            }
+        }
+        try put(statuses.compactMap(\.row))
+    }
+
+    private func writeAcks(_ acks: [(key: PendingKey, row: AckRow?)]) throws {
+        let deleted = acks.filter { $0.row == nil }
+        if !deleted.isEmpty {
+            let delete = try raw(TableCatalog.acks.sqliteDeleteByKey)
+            for (key, _) in deleted {
+                delete.bind(1, key.appId); delete.bind(2, key.deviceToken); delete.bind(3, key.notificationId)
+                try delete.run(in: db)
+            }
+        }
+        try put(acks.compactMap(\.row))
     }
 
     private func writeOutbox(_ plan: WritePlan) throws {

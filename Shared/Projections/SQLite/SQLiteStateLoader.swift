@@ -25,6 +25,7 @@ struct SQLiteStateLoader {
         try loadTracked(query.trackedDeliveries, into: &snapshot)
         try loadParked(query, into: &snapshot)
         try loadOutcomes(query.outcomeKeys, into: &snapshot)
+        try loadAged(query, into: &snapshot)
         return snapshot
     }
 
@@ -88,6 +89,28 @@ struct SQLiteStateLoader {
             for list in SQLiteInList.split(query.parkedApps.map(SQLiteValues.text)) {
                 let sql = "SELECT delivery_id, app_id, parked_at, part FROM parked_tracking WHERE app_id IN \(list.placeholders) AND parked_at < ?"
                 try forEachRow(sql: sql, arguments: StatementArguments(list.values + [SQLiteValues.millis(before)])) { try add($0, &snapshot) }
+            }
+        }
+    }
+
+    /// The statuses and acks of `parkedApps` older than `statusesBefore` and `acksBefore` (an
+    /// index range per app).
+    private func loadAged(_ query: StateQuery, into snapshot: inout StateSnapshot) throws {
+        for list in SQLiteInList.split(query.parkedApps.map(SQLiteValues.text)) {
+            if let before = query.statusesBefore {
+                let sql = """
+                    SELECT \(TableCatalog.registrationStatus.columnList) FROM registration_status
+                    WHERE app_id IN \(list.placeholders) AND decided_at < ?
+                    """
+                try forEachRow(sql: sql, arguments: StatementArguments(list.values + [SQLiteValues.millis(before)])) { row in
+                    snapshot.agedStatuses.append(try RegistrationStatusRow(sqlite: row))
+                }
+            }
+            if let before = query.acksBefore {
+                let sql = "SELECT \(TableCatalog.acks.columnList) FROM acks WHERE app_id IN \(list.placeholders) AND acked_at < ?"
+                try forEachRow(sql: sql, arguments: StatementArguments(list.values + [SQLiteValues.millis(before)])) { row in
+                    snapshot.agedAcks.append(try AckRow(sqlite: row))
+                }
             }
         }
     }

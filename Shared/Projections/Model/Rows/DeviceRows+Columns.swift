@@ -23,11 +23,12 @@ extension RegistrationStatusRow: CatalogRow {
 
     @inlinable public func writeColumns(to columns: inout some ColumnWriter) throws {
         columns.uuid(requestId); columns.uuid(appId); columns.text(status.rawValue); columns.text(failureReason?.rawValue)
-        columns.millis(decidedAt)
+        columns.millis(decidedAt); columns.int(part)
     }
 
     @inlinable public init(columns: inout some ColumnReader) throws {
         self.init(requestId: try columns.uuid(), appId: try columns.uuid(), status: try columns.raw(DeviceRegistrationAPI.Status.self),
-                  failureReason: try columns.optionalRaw(DeviceRegistrationAPI.FailureReason.self), decidedAt: try columns.millis())
+                  failureReason: try columns.optionalRaw(DeviceRegistrationAPI.FailureReason.self), decidedAt: try columns.millis(),
+                  part: Int(try columns.optionalInt() ?? 0))
     }
 }

@@ -35,13 +35,16 @@ public struct RegistrationStatusRow: Sendable, Equatable, Codable {
     public var status: DeviceRegistrationAPI.Status
     public var failureReason: DeviceRegistrationAPI.FailureReason?
     public var decidedAt: Date
+    /// The part of its app that decided it (`AppParts`): that part prunes it, by its own clock.
+    public var part: Int
 
     public init(requestId: UUID, appId: UUID, status: DeviceRegistrationAPI.Status,
-                failureReason: DeviceRegistrationAPI.FailureReason?, decidedAt: Date) {
+                failureReason: DeviceRegistrationAPI.FailureReason?, decidedAt: Date, part: Int = 0) {
         self.requestId = requestId
         self.appId = appId
         self.status = status
         self.failureReason = failureReason
         self.decidedAt = decidedAt
+        self.part = part
     }
 }
