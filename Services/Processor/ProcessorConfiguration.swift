@@ -23,6 +23,8 @@ public struct ProcessorConfiguration: Sendable {
     /// The most devices one user of an app keeps (`DecisionRules.maxDevicesPerUser`). Live
     /// processors and rebuilds of one log must use the same value.
     public var maxDevicesPerUser = DecisionRules.default.maxDevicesPerUser
+    /// The most users one app keeps (`DecisionRules.maxUsersPerApp`).
+    public var maxUsersPerApp = DecisionRules.default.maxUsersPerApp
     /// How long tracking reports of an unapplied send are kept (`DecisionRules.trackingParkTtlMs`).
     public var trackingParkTtlMs = DecisionRules.default.trackingParkTtlMs
     /// How long tracked registration statuses and acks are kept (`DecisionRules.registrationStatusTtlMs`, `.ackTtlMs`).
@@ -54,7 +56,7 @@ public struct ProcessorConfiguration: Sendable {
 
     /// The settings among these that change what the processor decides, as its handlers take them.
     public var decisionRules: DecisionRules {
-        DecisionRules(maxDevicesPerUser: maxDevicesPerUser, trackingParkTtlMs: trackingParkTtlMs,
+        DecisionRules(maxDevicesPerUser: maxDevicesPerUser, maxUsersPerApp: maxUsersPerApp, trackingParkTtlMs: trackingParkTtlMs,
                       registrationStatusTtlMs: registrationStatusTtlMs, ackTtlMs: ackTtlMs,
                       idempotencyWindowHours: shared.idempotencyWindowHours, appParts: shared.appParts)
     }
@@ -79,6 +81,7 @@ public struct ProcessorConfiguration: Sendable {
                                                    range: 1_000...31_536_000_000)
         c.ackTtlMs = try reader.int("PUSHLINE_ACK_TTL_MS", default: c.ackTtlMs, range: 1_000...31_536_000_000)
         c.maxDevicesPerUser = try reader.int("PUSHLINE_MAX_DEVICES_PER_USER", default: c.maxDevicesPerUser, range: 1...100_000)
+        c.maxUsersPerApp = try reader.int("PUSHLINE_MAX_USERS_PER_APP", default: c.maxUsersPerApp, range: 1...1_000_000_000)
         c.webhookAppConcurrency = try reader.int("PUSHLINE_WEBHOOK_APP_CONCURRENCY", default: c.webhookAppConcurrency, range: 1...10_000)
         c.webhookAllowPrivateTargets = try reader.bool("PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS", default: c.webhookAllowPrivateTargets)
         c.stallTimeoutMs = try reader.int("PUSHLINE_STALL_TIMEOUT_MS", default: c.stallTimeoutMs, range: 1_000...86_400_000)

@@ -41,11 +41,13 @@ class ApplierTestCase: XCTestCase {
                               type: encoded.type, version: encoded.version, value: encoded.value)
     }
 
-    /// Applies the batches in order to a new store `name`; returns it and what was published.
-    func apply(_ batches: [[ConsumedRecord]], name: String) async throws -> (store: any ProjectionStore, outbound: [OutboundMessage]) {
+    /// Applies the batches in order to a new store `name` with `rules`; returns it and what was published.
+    func apply(_ batches: [[ConsumedRecord]], name: String,
+               rules: DecisionRules = .default) async throws -> (store: any ProjectionStore, outbound: [OutboundMessage]) {
         let store = try await ProjectionStoreFactory.open("sqlite:" + directory.appendingPathComponent(name).path, logger: Logger(label: "test"))
         let outbound = RecordingOutbound()
-        let applier = BatchApplier(store: store, outbound: outbound, verifier: TokenFormatVerifier(), logger: Logger(label: "test"))
+        let applier = BatchApplier(store: store, outbound: outbound, verifier: TokenFormatVerifier(), logger: Logger(label: "test"),
+                                   rules: rules)
         var positions: [PartitionKey: Int64] = [:]
         for batch in batches {
             for (k, v) in try await applier.apply(batch, expected: positions) { positions[k] = v }

@@ -259,6 +259,7 @@ final class BatchApplier: Sendable {
         state.finishTracking()
         state.finishOutcomes()
         state.finishPruning()
+        state.finishUsers()
         tally.tracking = state.trackingOutcomes
         return Decided(mutations: state.mutations, outbound: state.outbound, next: next, times: times, tally: tally, loadTime: loadTime)
     }

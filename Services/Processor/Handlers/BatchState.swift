@@ -24,6 +24,8 @@ package struct BatchState {
     private var outcomes: [DeliveryOutcomeKey: DeliveryOutcome]
     /// Deliveries whose outcome counts changed in the batch, in the order they first did.
     private var recounted: [DeliveryKey] = []
+    /// App parts whose count of users changed in the batch, in the order they first did.
+    private var recountedUsers: [AppPart] = []
     /// Tracking rows stored before their delivery's send, for the sends of this batch.
     private var tracked: [UUID: [TrackedEvent]]
     /// Park marks by delivery, then app and part: those loaded (of the batch's deliveries, and
@@ -153,16 +155,21 @@ package struct BatchState {
     }
 
     /// Stores the device. A device that changes hands loses its pending notifications: they
-    /// were meant for the previous user.
+    /// were meant for the previous user. A user's first device in its part adds the user to the
+    /// part's count, and a previous user's last one removes that user: the devices of both are
+    /// loaded (`StateQuery.userKeys`, `.deviceOwners`).
     package mutating func upsert(_ device: DeviceRow) {
         let previous = devices[device.key]
+        let part = parts.part(ofToken: device.deviceToken)
         if let previous, previous.userId != device.userId {
             unindex(previous)
             clearPending(device.key)
+            if !hasDevices(previous.user, part: part) { countUsers(-1, app: device.appId, part: part) }
         }
         devices[device.key] = device
-        let user = UserKey(appId: device.appId, userId: device.userId)
+        let user = device.user
         if previous?.userId != device.userId {
+            if !hasDevices(user, part: part) { countUsers(1, app: device.appId, part: part) }
             devicesByUser[user, default: []].append(device)
         } else if let index = devicesByUser[user]?.firstIndex(where: { $0.deviceToken == device.deviceToken }) {
             devicesByUser[user]![index] = device
@@ -170,12 +177,39 @@ package struct BatchState {
         mutations.append(.upsertDevice(device))
     }
 
-    /// Deletes the device and its pending notifications: nothing more is sent to it.
+    /// Deletes the device and its pending notifications: nothing more is sent to it. Its user's
+    /// last device in its part removes the user from the part's count.
     package mutating func delete(_ key: DeviceKey) {
         guard let previous = devices.removeValue(forKey: key) else { return }
         unindex(previous)
         clearPending(key)
+        let part = parts.part(ofToken: key.deviceToken)
+        if !hasDevices(previous.user, part: part) { countUsers(-1, app: key.appId, part: part) }
         mutations.append(.deleteDevice(key))
+    }
+
+    /// Whether the user has a device that part `part` holds.
+    private func hasDevices(_ user: UserKey, part: Int) -> Bool {
+        devicesByUser[user]?.contains { holds(token: $0.deviceToken, part: part) } ?? false
+    }
+
+    /// The users with a device in the app's part `part` (`AppRow.users`), as of this point.
+    package func users(of appId: UUID, part: Int) -> Int { app(appId, part: part)?.users ?? 0 }
+
+    private mutating func countUsers(_ change: Int, app appId: UUID, part: Int) {
+        let key = AppPart(appId, part: part)
+        guard var app = apps[key] else { return }
+        app.users = max(0, app.users + change)
+        apps[key] = app
+        if !recountedUsers.contains(key) { recountedUsers.append(key) }
+    }
+
+    /// Writes the app parts whose count of users the batch changed (once each, as they are now).
+    package mutating func finishUsers() {
+        for key in recountedUsers {
+            if let app = apps[key] { mutations.append(.upsertApp(app)) }
+        }
+        recountedUsers = []
     }
 
     private mutating func unindex(_ device: DeviceRow) {

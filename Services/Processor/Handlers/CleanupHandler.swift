@@ -6,11 +6,9 @@ import Projections
 package struct CleanupHandler: CommandHandler {
     package func addNeeds(of c: DeviceCleanupRequested, to query: inout StateQuery) {
         query.appIds.insert(c.mobileAppId)
-        if let token = c.deviceToken {
-            query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: token))
-        } else {
-            query.userKeys.insert(UserKey(appId: c.mobileAppId, userId: c.userId))
-        }
+        // The user's devices: all go, or one of them (the app's count of users follows).
+        query.userKeys.insert(UserKey(appId: c.mobileAppId, userId: c.userId))
+        if let token = c.deviceToken { query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: token)) }
     }
 
     package func apply(_ c: DeviceCleanupRequested, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {

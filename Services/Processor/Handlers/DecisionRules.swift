@@ -10,6 +10,10 @@ public struct DecisionRules: Sendable, Equatable {
     /// The most devices one user of an app keeps; a registration past it retires the user's
     /// devices registered longest ago (`PUSHLINE_MAX_DEVICES_PER_USER`).
     public var maxDevicesPerUser: Int
+    /// The most users one app keeps (`PUSHLINE_MAX_USERS_PER_APP`, ten million): a registration
+    /// that would add a user past it fails with `TooManyUsers`. A user is kept while it has a
+    /// device. An app in parts keeps at most its share in each part (`maxUsers(perPartOf:)`).
+    public var maxUsersPerApp: Int
     /// How long tracking reports of a delivery whose send has not been applied are kept, counted
     /// in command times (`PUSHLINE_TRACKING_PARK_TTL_MS`, a day).
     public var trackingParkTtlMs: Int
@@ -29,12 +33,14 @@ public struct DecisionRules: Sendable, Equatable {
     public var appParts: AppParts
 
     public init(maxDevicesPerUser: Int = 100,
+                maxUsersPerApp: Int = 10_000_000,
                 trackingParkTtlMs: Int = 86_400_000,
                 registrationStatusTtlMs: Int = 7 * 86_400_000,
                 ackTtlMs: Int = 30 * 86_400_000,
                 idempotencyWindowHours: Int = IdempotencyKeys.defaultWindowHours,
                 appParts: AppParts = .one) {
         self.maxDevicesPerUser = maxDevicesPerUser
+        self.maxUsersPerApp = maxUsersPerApp
         self.trackingParkTtlMs = trackingParkTtlMs
         self.registrationStatusTtlMs = registrationStatusTtlMs
         self.ackTtlMs = ackTtlMs
@@ -50,6 +56,10 @@ public struct DecisionRules: Sendable, Equatable {
 
     /// `trackingParkTtlMs` as a duration.
     public var trackingParkTime: Duration { .milliseconds(trackingParkTtlMs) }
+    /// The users each part of an app keeps at most: `maxUsersPerApp` shared evenly over the parts
+    /// (rounded up; a user with devices in several parts counts in each), so the app keeps at most
+    /// about `maxUsersPerApp`.
+    public var maxUsersPerPart: Int { (maxUsersPerApp + appParts.count - 1) / appParts.count }
     /// `registrationStatusTtlMs` and `ackTtlMs` as durations.
     public var registrationStatusTime: Duration { .milliseconds(registrationStatusTtlMs) }
     public var ackTime: Duration { .milliseconds(ackTtlMs) }

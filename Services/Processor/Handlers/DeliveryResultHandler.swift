@@ -13,7 +13,8 @@ import Projections
 package struct DeliveryResultHandler: CommandHandler {
     package func addNeeds(of c: DeliveryResultReported, to query: inout StateQuery) {
         query.appIds.insert(c.mobileAppId)
-        if c.outcome == .unregistered { query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken)) }
+        // A dead token's device may go, with its user's other devices (the app's count of users follows).
+        if c.outcome == .unregistered { query.deviceOwners.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken)) }
         if let key = Self.outcomeKey(c) {
             query.deliveryIds.insert(key.deliveryId)
             query.outcomeKeys.insert(key)

@@ -41,7 +41,7 @@ package struct HandlerRegistry: Sendable {
     private var handlers: [CommandType: any RegisteredHandler] = [:]
 
     /// The processor's handlers. `verifier` checks registrations' tokens; `rules` set the
-    /// registrations' per-user cap and the sends' idempotency window.
+    /// registrations' per-user and per-app caps and the sends' idempotency window.
     package static func standard(verifier: any DeviceTokenVerifier = DecisionRules.defaultVerifier,
                          rules: DecisionRules = .default) -> HandlerRegistry {
         var registry = HandlerRegistry()
@@ -51,7 +51,8 @@ package struct HandlerRegistry: Sendable {
         registry.register(AppSettingsChangedHandler())
         registry.register(PushCredentialsSetHandler())
         registry.register(PushCredentialsRemovedHandler())
-        registry.register(RegistrationHandler(verifier: verifier, maxDevicesPerUser: rules.maxDevicesPerUser))
+        registry.register(RegistrationHandler(verifier: verifier, maxDevicesPerUser: rules.maxDevicesPerUser,
+                                              maxUsersPerPart: rules.maxUsersPerPart))
         registry.register(CleanupHandler())
         registry.register(NotificationHandler(idempotencyWindow: rules.idempotencyWindow))
         registry.register(AckHandler())

@@ -11,17 +11,22 @@ package struct RegistrationHandler: CommandHandler {
     package let verifier: any DeviceTokenVerifier
     /// The most devices one user of an app keeps (`PUSHLINE_MAX_DEVICES_PER_USER`).
     package let maxDevicesPerUser: Int
+    /// The most users each part of an app keeps (`DecisionRules.maxUsersPerPart`).
+    package let maxUsersPerPart: Int
     private let encoder = WireJSON.encoder()
 
-    package init(verifier: any DeviceTokenVerifier, maxDevicesPerUser: Int = DecisionRules.default.maxDevicesPerUser) {
+    package init(verifier: any DeviceTokenVerifier, maxDevicesPerUser: Int = DecisionRules.default.maxDevicesPerUser,
+                 maxUsersPerPart: Int = DecisionRules.default.maxUsersPerPart) {
         self.verifier = verifier
         self.maxDevicesPerUser = max(1, maxDevicesPerUser)
+        self.maxUsersPerPart = max(1, maxUsersPerPart)
     }
 
     package func addNeeds(of c: DeviceRegistrationRequested, to query: inout StateQuery) {
         query.appIds.insert(c.mobileAppId)
-        query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken))
-        // The user's devices, for the per-user cap.
+        // The device with every device of its present user (whom it may leave), and the new
+        // user's devices: for the per-user cap and the app's count of users.
+        query.deviceOwners.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken))
         query.userKeys.insert(UserKey(appId: c.mobileAppId, userId: c.userId))
     }
 
@@ -38,7 +43,7 @@ package struct RegistrationHandler: CommandHandler {
         case .lacksScope: return .rejected("missing-client-scope")
         }
         guard state.holds(token: c.deviceToken, part: context.part) else { return .rejected("another-part") }
-        let failure = context.storeFailed ? .FailedToStoreDevice : decide(c, state: state)
+        let failure = context.storeFailed ? .FailedToStoreDevice : decide(c, part: context.part, state: state)
         if failure == nil {
             let key = DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken)
             let existing = state.devices[key]
@@ -75,13 +80,19 @@ package struct RegistrationHandler: CommandHandler {
         }
     }
 
-    private func decide(_ c: DeviceRegistrationRequested, state: BatchState) -> Reason? {
+    private func decide(_ c: DeviceRegistrationRequested, part: Int, state: BatchState) -> Reason? {
         if c.deviceToken.utf8.count > DeviceRegistrationAPI.maxDeviceTokenBytes { return .DeviceTokenTooLong }
         if !verifier.verify(token: c.deviceToken, platform: c.platform) { return .DryRunSendingFailed }
         let existing = state.devices[DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken)]
         // A registration without a time zone leaves the stored one; a new one is a change.
         if let existing, existing.userId == c.userId, existing.platform == c.platform, c.timeZone == nil || c.timeZone == existing.timeZone {
             return .DuplicateExists
+        }
+        // A user the part does not have yet would be one more than it may keep: anyone holding
+        // the client token could otherwise add devices without bound under made-up user ids.
+        let user = UserKey(appId: c.mobileAppId, userId: c.userId)
+        if state.devices(of: user, part: part).isEmpty, state.users(of: c.mobileAppId, part: part) >= maxUsersPerPart {
+            return .TooManyUsers
         }
         return nil
     }

@@ -72,6 +72,9 @@ public enum DeviceRegistrationAPI {
     /// Why a registration failed (docs/API.md#registration-outcomes).
     public enum FailureReason: String, Codable, Sendable, CaseIterable {
         case DuplicateExists, DryRunSendingFailed, DeviceTokenTooLong, FailedToStoreDevice, ApiTokenNotValid
+        /// Pushline's own: the registration would add a user to an app that has as many as it
+        /// may keep (`PUSHLINE_MAX_USERS_PER_APP`).
+        case TooManyUsers
     }
 
     /// `POST …/devices/cleanup` and each element of `…/cleanup/batch`.

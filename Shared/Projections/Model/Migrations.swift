@@ -684,15 +684,22 @@ package enum ProjectionMigrations {
             """
         }.joined(separator: ";\n"))
 
-    /// Pruning by age (docs/ARCHITECTURE.md#bounded-growth): a registration status names the
+    /// Bounded growth (docs/ARCHITECTURE.md#bounded-growth). A registration status names the
     /// part of its app that decided it (each part prunes its own by its own clock; the statuses
-    /// stored before are part 0's, as every app was one part or names it since step 18), and
-    /// statuses and acks are found by app and age.
+    /// stored before are part 0's), and statuses and acks are found by app and age. Each app part
+    /// counts its users (a user with a device in it), for the cap on users per app: counted here
+    /// from the stored devices, every part of an app given the app's count (apps in parts came
+    /// with step 18; a rebuild counts each part's own).
     package static let v21 = Step(21, sqlite: """
+        ALTER TABLE apps ADD COLUMN users INTEGER NOT NULL DEFAULT 0;
+        UPDATE apps SET users = (SELECT COUNT(DISTINCT user_id) FROM devices WHERE devices.app_id = apps.app_id);
         ALTER TABLE registration_status ADD COLUMN part INTEGER NOT NULL DEFAULT 0;
         CREATE INDEX registration_status_by_app_and_time ON registration_status (app_id, decided_at);
         CREATE INDEX acks_by_app_and_time ON acks (app_id, acked_at)
         """, postgres: """
+        ALTER TABLE apps ADD COLUMN users bigint NOT NULL DEFAULT 0;
+        ALTER TABLE apps ALTER COLUMN users DROP DEFAULT;
+        UPDATE apps SET users = (SELECT COUNT(DISTINCT user_id) FROM devices WHERE devices.app_id = apps.app_id);
         ALTER TABLE registration_status ADD COLUMN part integer NOT NULL DEFAULT 0;
         ALTER TABLE registration_status ALTER COLUMN part DROP DEFAULT;
         CREATE INDEX registration_status_by_app_and_time ON registration_status (app_id, decided_at);

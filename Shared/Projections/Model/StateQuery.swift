@@ -7,6 +7,10 @@ public struct StateQuery: Sendable, Equatable {
     public var deviceKeys: Set<DeviceKey> = []
     /// Every device of each of these users is loaded.
     public var userKeys: Set<UserKey> = []
+    /// These devices, where they exist, and every device of the users they belong to: what a
+    /// device that may change hands or go needs, so that its user's count of apps' users stays
+    /// exact (`AppRow.users`).
+    public var deviceOwners: Set<DeviceKey> = []
     /// Pending rows are loaded for those of these keys that exist.
     public var pendingKeys: Set<PendingKey> = []
     /// Every ack of each of these notifications is loaded.

@@ -96,6 +96,8 @@ public enum TableCatalog {
         .init("callback_headers", .text), .init("webhook_retries", .integer), .init("created_at", .millis),
         // `PushCredentials` as JSON, secrets sealed; NULL: none.
         .init("push_credentials", .text, nullable: true), .init("part", .integer),
+        // Users with a device in the part (`AppRow.users`).
+        .init("users", .integer),
     ])
 
     public static let apiTokens = CatalogTable("api_tokens", key: ["token_id", "part"], [

@@ -79,8 +79,9 @@ struct PostgresStateLoader {
 
     /// Devices by key and every device of the asked users, in one statement.
     private func loadDevices(_ query: StateQuery, into snapshot: inout StateSnapshot) async throws {
-        guard !query.deviceKeys.isEmpty || !query.userKeys.isEmpty else { return }
-        let keys = Array(query.deviceKeys), users = Array(query.userKeys)
+        guard !query.deviceKeys.isEmpty || !query.userKeys.isEmpty || !query.deviceOwners.isEmpty else { return }
+        let keys = Array(query.deviceKeys.union(query.deviceOwners)), users = Array(query.userKeys), owned = Array(query.deviceOwners)
+        // The third branch: every device of the users of `deviceOwners`.
         let found = try await rows("""
             SELECT \(unescaped: TableCatalog.devices.columnList) FROM devices d
             WHERE (d.app_id, d.token_key) IN (SELECT k.app_id, \(unescaped: PostgresRows.unnestedTokenKey)
@@ -88,6 +89,11 @@ struct PostgresStateLoader {
             UNION
             SELECT \(unescaped: TableCatalog.devices.columnList) FROM devices d
             WHERE (d.app_id, d.user_id) IN (SELECT * FROM unnest(\(users.map(\.appId))::uuid[], \(users.map(\.userId))::text[]))
+            UNION
+            SELECT \(unescaped: TableCatalog.devices.columnList) FROM devices d
+            WHERE (d.app_id, d.user_id) IN (SELECT o.app_id, o.user_id FROM devices o
+                WHERE (o.app_id, o.token_key) IN (SELECT k.app_id, \(unescaped: PostgresRows.unnestedTokenKey)
+                    FROM unnest(\(owned.map(\.appId))::uuid[], \(owned.map(\.deviceToken))::text[]) AS k(app_id, device_token)))
             """)
         snapshot.add(devices: try found.map(DeviceRow.init(postgres:)))
     }

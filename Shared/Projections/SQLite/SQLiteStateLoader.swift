@@ -15,8 +15,9 @@ struct SQLiteStateLoader {
         var snapshot = StateSnapshot()
         try loadApps(query.appIds, into: &snapshot)
         try loadAdminTokens(query.adminTokenIds, into: &snapshot)
-        try loadDevices(query.deviceKeys, into: &snapshot)
+        try loadDevices(query.deviceKeys.union(query.deviceOwners), into: &snapshot)
         try loadUsers(query.userKeys, into: &snapshot)
+        try loadUsers(owners(of: query.deviceOwners, in: snapshot).subtracting(query.userKeys), into: &snapshot)
         try loadPendingCounts(query, into: &snapshot)
         try loadPending(query.pendingKeys, into: &snapshot)
         try loadAcks(query.ackedNotifications, into: &snapshot)
@@ -151,6 +152,11 @@ struct SQLiteStateLoader {
         for (appId, keys) in Dictionary(grouping: keys, by: \.appId) {
             snapshot.add(devices: try deviceRows(appId: appId, where: "device_token", in: keys.map(\.deviceToken)))
         }
+    }
+
+    /// The users the loaded ones of these devices belong to.
+    private func owners(of keys: Set<DeviceKey>, in snapshot: StateSnapshot) -> Set<UserKey> {
+        Set(keys.compactMap { key in snapshot.devices[key].map { UserKey(appId: $0.appId, userId: $0.userId) } })
     }
 
     private func loadUsers(_ keys: Set<UserKey>, into snapshot: inout StateSnapshot) throws {

@@ -9,14 +9,14 @@ extension AppRow: CatalogRow {
     public func writeColumns(to columns: inout some ColumnWriter) throws {
         columns.uuid(appId); columns.uuid(orgId); columns.text(name); columns.text(callbackUrl)
         columns.text(try ProjectionValues.headersJSON(callbackHeaders)); columns.int(webhookRetries); columns.millis(createdAt)
-        columns.text(try ProjectionValues.pushCredentialsJSON(pushCredentials)); columns.int(part)
+        columns.text(try ProjectionValues.pushCredentialsJSON(pushCredentials)); columns.int(part); columns.int(users)
     }
 
     public init(columns: inout some ColumnReader) throws {
         self.init(appId: try columns.uuid(), orgId: try columns.uuid(), name: try columns.text(), callbackUrl: try columns.optionalText(),
                   callbackHeaders: try columns.headers(), webhookRetries: try columns.intValue(), createdAt: try columns.millis(),
                   pushCredentials: try ProjectionValues.pushCredentials(json: try columns.optionalText()),
-                  part: Int(try columns.optionalInt() ?? 0))
+                  part: Int(try columns.optionalInt() ?? 0), users: Int(try columns.optionalInt() ?? 0))
     }
 }
 

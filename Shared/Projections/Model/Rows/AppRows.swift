@@ -16,11 +16,15 @@ public struct AppRow: Sendable, Equatable, Codable {
     /// The part of the app whose view this row is (`AppPart`): every part applies every admin
     /// command; readers outside the processor read part 0's.
     public var part: Int
+    /// The users with a device in this part (`DecisionRules.maxUsersPerApp` caps them), kept by
+    /// the processor as devices come and go.
+    public var users: Int
 
     public init(appId: UUID, orgId: UUID, name: String, callbackUrl: String? = nil, callbackHeaders: [String: String] = [:],
-                webhookRetries: Int = 0, createdAt: Date, pushCredentials: PushCredentials? = nil, part: Int = 0) {
+                webhookRetries: Int = 0, createdAt: Date, pushCredentials: PushCredentials? = nil, part: Int = 0, users: Int = 0) {
         self.appId = appId
         self.part = part
+        self.users = users
         self.orgId = orgId
         self.name = name
         self.callbackUrl = callbackUrl

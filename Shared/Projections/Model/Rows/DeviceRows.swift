@@ -26,6 +26,7 @@ public struct DeviceRow: Sendable, Equatable, Codable {
     }
 
     public var key: DeviceKey { DeviceKey(appId: appId, deviceToken: deviceToken) }
+    public var user: UserKey { UserKey(appId: appId, userId: userId) }
 }
 
 /// The decided outcome of one tracked registration.

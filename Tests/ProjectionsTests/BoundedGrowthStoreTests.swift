@@ -6,10 +6,12 @@ import Foundation
 @testable import ProjectionChangelog
 import Testing
 
-/// Pruning on the store side (docs/ARCHITECTURE.md#bounded-growth): the processor loads the
-/// statuses and acks of its batch's apps older than a time, and deletes those it decides by key;
-/// the deletes are in the commit's changelog entry, so a restore leaves them out too.
-@Suite(.serialized) struct PruningStoreTests {
+/// Bounded growth on the store side (docs/ARCHITECTURE.md#bounded-growth). Pruning: the processor
+/// loads the statuses and acks of its batch's apps older than a time, and deletes those it
+/// decides by key; the deletes are in the commit's changelog entry, so a restore leaves them out
+/// too. The cap on users: an app part's count is stored on its row, and a device that may change
+/// hands or go is loaded with every device of its user.
+@Suite(.serialized) struct BoundedGrowthStoreTests {
     let app = UUID(), other = UUID()
 
     private func status(_ n: Int, app appId: UUID, at seconds: Double, part: Int = 0) -> RegistrationStatusRow {
@@ -70,5 +72,24 @@ import Testing
         let restored = RestoredRows(mutations)
         #expect(restored.statuses == [kept])
         #expect(restored.acks == [ackKept])
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func testADevicesOwnerIsLoadedWithAllItsDevicesAndAnAppKeepsItsCountOfUsers(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            var row = Fixture.app(app)
+            row.users = 2
+            let devices = [Fixture.device(app: app, token: "a", user: "u"), Fixture.device(app: app, token: "b", user: "u"),
+                           Fixture.device(app: app, token: "c", user: "v"), Fixture.device(app: other, token: "d", user: "u")]
+            try await store.commit(mutations: [.upsertApp(row)] + devices.map { .upsertDevice($0) }, offsets: [])
+            #expect(try await store.app(app)?.users == 2)
+
+            var query = StateQuery()
+            query.deviceOwners = [DeviceKey(appId: app, deviceToken: "a"), DeviceKey(appId: app, deviceToken: "unknown")]
+            let loaded = try await store.load(query)
+            #expect(Set(loaded.devices.keys) == [devices[0].key, devices[1].key], "the device and its user's others, of its app only")
+            #expect(try await store.load(StateQuery(deviceKeys: [devices[2].key])).devices.count == 1, "a plain device key loads the device")
+        }
     }
 }
