@@ -30,6 +30,8 @@ public struct ProcessorConfiguration: Sendable {
     /// How long tracked registration statuses and acks are kept (`DecisionRules.registrationStatusTtlMs`, `.ackTtlMs`).
     public var registrationStatusTtlMs = DecisionRules.default.registrationStatusTtlMs
     public var ackTtlMs = DecisionRules.default.ackTtlMs
+    /// Badge updates per device and minute of log time (`DecisionRules.maxBadgeUpdatesPerMinute`).
+    public var maxBadgeUpdatesPerMinute = DecisionRules.default.maxBadgeUpdatesPerMinute
     /// Webhook attempts in flight for one app at most, so one app's slow receiver cannot hold
     /// every slot (`PUSHLINE_WEBHOOK_APP_CONCURRENCY`).
     public var webhookAppConcurrency = 4
@@ -58,6 +60,7 @@ public struct ProcessorConfiguration: Sendable {
     public var decisionRules: DecisionRules {
         DecisionRules(maxDevicesPerUser: maxDevicesPerUser, maxUsersPerApp: maxUsersPerApp, trackingParkTtlMs: trackingParkTtlMs,
                       registrationStatusTtlMs: registrationStatusTtlMs, ackTtlMs: ackTtlMs,
+                      maxBadgeUpdatesPerMinute: maxBadgeUpdatesPerMinute,
                       idempotencyWindowHours: shared.idempotencyWindowHours, appParts: shared.appParts)
     }
 
@@ -80,6 +83,8 @@ public struct ProcessorConfiguration: Sendable {
         c.registrationStatusTtlMs = try reader.int("PUSHLINE_REGISTRATION_STATUS_TTL_MS", default: c.registrationStatusTtlMs,
                                                    range: 1_000...31_536_000_000)
         c.ackTtlMs = try reader.int("PUSHLINE_ACK_TTL_MS", default: c.ackTtlMs, range: 1_000...31_536_000_000)
+        c.maxBadgeUpdatesPerMinute = try reader.int("PUSHLINE_MAX_BADGE_UPDATES_PER_MINUTE", default: c.maxBadgeUpdatesPerMinute,
+                                                    range: 1...600)
         c.maxDevicesPerUser = try reader.int("PUSHLINE_MAX_DEVICES_PER_USER", default: c.maxDevicesPerUser, range: 1...100_000)
         c.maxUsersPerApp = try reader.int("PUSHLINE_MAX_USERS_PER_APP", default: c.maxUsersPerApp, range: 1...1_000_000_000)
         c.webhookAppConcurrency = try reader.int("PUSHLINE_WEBHOOK_APP_CONCURRENCY", default: c.webhookAppConcurrency, range: 1...10_000)

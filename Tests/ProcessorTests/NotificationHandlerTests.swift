@@ -195,6 +195,33 @@ final class NotificationHandlerTests: XCTestCase {
         XCTAssertEqual(try records(s).count, 1)
     }
 
+    /// A device is sent at most `maxBadgeUpdatesPerMinute` badge updates per minute of log time:
+    /// the acks past them still count (nothing stays pending) and send none, and the first ack
+    /// after the window sends the device's badge again.
+    func testBadgeUpdatesPerDeviceAreLimitedPerMinuteOfLogTime() throws {
+        let pending = (0..<6).map {
+            PendingNotificationRow(appId: appId, deviceToken: iosA, notificationId: "n\($0)", deliveryId: UUID(), sentAt: at, text: "t",
+                                   businessId: nil)
+        }
+        var s = state(devices: [device(iosA)], pending: pending)
+        let handler = AckHandler(maxBadgeUpdatesPerMinute: 2)
+        func ack(_ n: Int, after seconds: TimeInterval) -> HandlerResult {
+            handler.apply(NotificationAcknowledged(mobileAppId: appId, notificationId: "n\(n)", deviceToken: iosA),
+                          CommandContext(id: UUID(), at: at.addingTimeInterval(seconds)), to: &s)
+        }
+        for n in 0..<4 { XCTAssertEqual(ack(n, after: Double(n)), .applied) }
+        XCTAssertEqual(s.pendingCount(DeviceKey(appId: appId, deviceToken: iosA)), 2, "every ack counts")
+        XCTAssertEqual(try records(s).map(\.payload), try [3, 2].map { try JSONValue.parse(Data(#"{"aps":{"badge":\#($0)},"badge":"\#($0)"}"#.utf8)) },
+                       "two badge updates in the minute")
+        XCTAssertEqual(ack(4, after: 59.9), .applied)
+        XCTAssertEqual(s.outbound.count, 2, "still the same window")
+        XCTAssertEqual(ack(5, after: 60), .applied)
+        XCTAssertEqual(try records(s).last?.payload, try JSONValue.parse(Data(#"{"aps":{"badge":0},"badge":"0"}"#.utf8)),
+                       "a new window: the device's badge is right again")
+        XCTAssertEqual(s.devices[DeviceKey(appId: appId, deviceToken: iosA)]?.badges, 1)
+        XCTAssertEqual(s.devices[DeviceKey(appId: appId, deviceToken: iosA)]?.badgesSince, at.addingTimeInterval(60))
+    }
+
     func testAnAckOfAnUnknownDeviceLeavesNothingBehind() {
         var s = state()
         let result = AckHandler().apply(NotificationAcknowledged(mobileAppId: appId, notificationId: "n", deviceToken: iosA), CommandContext(id: UUID(), at: at), to: &s)

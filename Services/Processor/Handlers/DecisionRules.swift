@@ -24,6 +24,9 @@ public struct DecisionRules: Sendable, Equatable {
     /// How long an ack that counted is kept, counted in command times of its app part
     /// (`PUSHLINE_ACK_TTL_MS`, thirty days). Nothing decides from a stored ack; it is a record.
     public var ackTtlMs: Int
+    /// The most badge updates one device is sent per minute of log time
+    /// (`PUSHLINE_MAX_BADGE_UPDATES_PER_MINUTE`, ten): an ack past them counts, but sends none.
+    public var maxBadgeUpdatesPerMinute: Int
     /// How long an idempotency key names its first send, in command times
     /// (`PUSHLINE_IDEMPOTENCY_WINDOW_HOURS`). Ingest answers with the same window, so its
     /// default is the shared one, `IdempotencyKeys.defaultWindowHours`.
@@ -37,6 +40,7 @@ public struct DecisionRules: Sendable, Equatable {
                 trackingParkTtlMs: Int = 86_400_000,
                 registrationStatusTtlMs: Int = 7 * 86_400_000,
                 ackTtlMs: Int = 30 * 86_400_000,
+                maxBadgeUpdatesPerMinute: Int = 10,
                 idempotencyWindowHours: Int = IdempotencyKeys.defaultWindowHours,
                 appParts: AppParts = .one) {
         self.maxDevicesPerUser = maxDevicesPerUser
@@ -44,6 +48,7 @@ public struct DecisionRules: Sendable, Equatable {
         self.trackingParkTtlMs = trackingParkTtlMs
         self.registrationStatusTtlMs = registrationStatusTtlMs
         self.ackTtlMs = ackTtlMs
+        self.maxBadgeUpdatesPerMinute = maxBadgeUpdatesPerMinute
         self.idempotencyWindowHours = idempotencyWindowHours
         self.appParts = appParts
     }

@@ -55,7 +55,7 @@ package struct HandlerRegistry: Sendable {
                                               maxUsersPerPart: rules.maxUsersPerPart))
         registry.register(CleanupHandler())
         registry.register(NotificationHandler(idempotencyWindow: rules.idempotencyWindow))
-        registry.register(AckHandler())
+        registry.register(AckHandler(maxBadgeUpdatesPerMinute: rules.maxBadgeUpdatesPerMinute))
         registry.register(TrackingHandler())
         registry.register(DeliveryResultHandler())
         registry.register(AdminTokenIssuedHandler())

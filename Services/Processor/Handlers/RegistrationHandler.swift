@@ -49,7 +49,8 @@ package struct RegistrationHandler: CommandHandler {
             let existing = state.devices[key]
             state.upsert(DeviceRow(appId: c.mobileAppId, deviceToken: c.deviceToken, userId: c.userId,
                                    platform: c.platform, version: (existing?.version ?? 0) + 1, updatedAt: at,
-                                   timeZone: c.timeZone ?? existing?.timeZone))
+                                   timeZone: c.timeZone ?? existing?.timeZone,
+                                   badgesSince: existing?.badgesSince, badges: existing?.badges ?? 0))
             retireOldestDevices(of: UserKey(appId: c.mobileAppId, userId: c.userId), part: context.part, keeping: key, in: &state)
         }
         let status: DeviceRegistrationAPI.Status = failure == nil ? .Success : .Failed

@@ -689,9 +689,12 @@ package enum ProjectionMigrations {
     /// stored before are part 0's), and statuses and acks are found by app and age. Each app part
     /// counts its users (a user with a device in it), for the cap on users per app: counted here
     /// from the stored devices, every part of an app given the app's count (apps in parts came
-    /// with step 18; a rebuild counts each part's own).
+    /// with step 18; a rebuild counts each part's own). A device keeps the window of its badge
+    /// updates, for their rate limit.
     package static let v21 = Step(21, sqlite: """
         ALTER TABLE apps ADD COLUMN users INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE devices ADD COLUMN badges_since INTEGER;
+        ALTER TABLE devices ADD COLUMN badges INTEGER NOT NULL DEFAULT 0;
         UPDATE apps SET users = (SELECT COUNT(DISTINCT user_id) FROM devices WHERE devices.app_id = apps.app_id);
         ALTER TABLE registration_status ADD COLUMN part INTEGER NOT NULL DEFAULT 0;
         CREATE INDEX registration_status_by_app_and_time ON registration_status (app_id, decided_at);
@@ -699,6 +702,9 @@ package enum ProjectionMigrations {
         """, postgres: """
         ALTER TABLE apps ADD COLUMN users bigint NOT NULL DEFAULT 0;
         ALTER TABLE apps ALTER COLUMN users DROP DEFAULT;
+        ALTER TABLE devices ADD COLUMN badges_since bigint;
+        ALTER TABLE devices ADD COLUMN badges bigint NOT NULL DEFAULT 0;
+        ALTER TABLE devices ALTER COLUMN badges DROP DEFAULT;
         UPDATE apps SET users = (SELECT COUNT(DISTINCT user_id) FROM devices WHERE devices.app_id = apps.app_id);
         ALTER TABLE registration_status ADD COLUMN part integer NOT NULL DEFAULT 0;
         ALTER TABLE registration_status ALTER COLUMN part DROP DEFAULT;

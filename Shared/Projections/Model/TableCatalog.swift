@@ -112,6 +112,8 @@ public enum TableCatalog {
         .init("version", .integer), .init("updated_at", .millis),
         // An IANA time zone name, as the last registration gave it; NULL: not given.
         .init("time_zone", .text, nullable: true),
+        // The badge updates sent in the device's current window of log time, and when it started.
+        .init("badges_since", .millis, nullable: true), .init("badges", .integer),
     ])
 
     public static let registrationStatus = CatalogTable("registration_status", key: ["request_id"], [

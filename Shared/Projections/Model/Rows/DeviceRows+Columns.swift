@@ -8,13 +8,14 @@ extension DeviceRow: CatalogRow {
 
     @inlinable public func writeColumns(to columns: inout some ColumnWriter) throws {
         columns.uuid(appId); columns.text(deviceToken); columns.text(userId); columns.text(platform.rawValue)
-        columns.int(version); columns.millis(updatedAt); columns.text(timeZone)
+        columns.int(version); columns.millis(updatedAt); columns.text(timeZone); columns.millis(badgesSince); columns.int(badges)
     }
 
     @inlinable public init(columns: inout some ColumnReader) throws {
         self.init(appId: try columns.uuid(), deviceToken: try columns.text(), userId: try columns.text(),
                   platform: try columns.raw(Platform.self), version: try columns.int(), updatedAt: try columns.millis(),
-                  timeZone: try columns.optionalText())
+                  timeZone: try columns.optionalText(), badgesSince: try columns.optionalMillis(),
+                  badges: Int(try columns.optionalInt() ?? 0))
     }
 }
 

@@ -13,9 +13,15 @@ public struct DeviceRow: Sendable, Equatable, Codable {
     /// The device's time zone (an IANA name, e.g. `Europe/Lisbon`), as its last registration
     /// gave it; nil when that registration gave none.
     public var timeZone: String?
+    /// The badge updates sent to the device in its current window of log time, and when that
+    /// window started (nil: none sent yet): `DecisionRules.maxBadgeUpdatesPerMinute` limits them.
+    public var badgesSince: Date?
+    public var badges: Int
 
     public init(appId: UUID, deviceToken: String, userId: String, platform: Platform, version: Int64, updatedAt: Date,
-                timeZone: String? = nil) {
+                timeZone: String? = nil, badgesSince: Date? = nil, badges: Int = 0) {
+        self.badgesSince = badgesSince
+        self.badges = badges
         self.appId = appId
         self.deviceToken = deviceToken
         self.userId = userId
