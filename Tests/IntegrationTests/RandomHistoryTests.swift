@@ -20,7 +20,9 @@ import XCTest
 final class RandomHistoryTests: XCTestCase {
     private var fleets: [ProcessorFleet] = []
     private var broker: TestBroker?
-    /// `PUSHLINE_APP_PARTS` of the history's log, for the rebuilds too.
+    /// The decision rules every deployment and rebuild of the history's log takes:
+    /// `PUSHLINE_APP_PARTS` of the log, and times to live of statuses and acks short enough that
+    /// pruning runs all through the history (its commands are 20 ms of command time apart).
     private var partsSetting: [String: String] = [:]
 
     override func tearDown() async throws {
@@ -58,7 +60,8 @@ final class RandomHistoryTests: XCTestCase {
         let broker = try await TestBroker.start(durable: durable)
         self.broker = broker
         let postgres = try await PostgresServer.shared()
-        let partsSetting = ["PUSHLINE_APP_PARTS": "\(parts.count)"]
+        let partsSetting = ["PUSHLINE_APP_PARTS": "\(parts.count)", "PUSHLINE_REGISTRATION_STATUS_TTL_MS": "4000",
+                            "PUSHLINE_ACK_TTL_MS": "3000"]
         self.partsSetting = partsSetting
 
         let one = try await ProcessorFleet.start(processors: 1, store: "sqlite:\(ScaleOutTests.temporaryPath("history-one"))",
