@@ -52,10 +52,10 @@ final class PruningTests: ApplierTestCase {
         XCTAssertEqual(try await statusIds(pruned, app: app, [first]), [], "gone once a command of its app is a day later")
         XCTAssertEqual(try await statusIds(pruned, app: quiet, [quietStatus]), [quietStatus],
                        "another app's status goes by that app's own commands only")
-        XCTAssertTrue(try await pruned.dump().contains("acks "), "the ack is kept for two days")
+        XCTAssertTrue(try await pruned.dump().contains("\nacks "), "the ack is kept for two days")
 
         let (later, _) = try await apply([setup, [almostADay, pastADay, pastTwoDays]], name: "later.sqlite", rules: rules)
-        XCTAssertFalse(try await later.dump().contains("acks "), "the ack goes two days after it was made")
+        XCTAssertFalse(try await later.dump().contains("\nacks "), "the ack goes two days after it was made")
     }
 
     /// Seeded histories of two apps over days of command time (tracked registrations, managed
@@ -123,7 +123,7 @@ final class PruningTests: ApplierTestCase {
                     XCTAssertLessThan(expected.count, mine.count, "seed \(seed): the history prunes some")
                 }
             }
-            XCTAssertTrue(dumps[0].contains("acks "), "seed \(seed): some acks counted")
+            XCTAssertTrue(dumps[0].contains("\nacks "), "seed \(seed): some acks counted")
             for (index, dump) in dumps.enumerated().dropFirst() {
                 XCTAssertEqual(dump, dumps[0], "seed \(seed), split \(index): the same history ended otherwise")
             }
