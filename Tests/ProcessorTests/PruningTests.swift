@@ -46,16 +46,20 @@ final class PruningTests: ApplierTestCase {
         let pastADay = try record(registration(app, 3), partition: 1, offset: 3, at: at.addingTimeInterval(day + 1))
         let pastTwoDays = try record(registration(app, 4), partition: 1, offset: 4, at: at.addingTimeInterval(2 * day + 121))
         let (store, _) = try await apply([setup, [almostADay]], name: "kept.sqlite", rules: rules)
-        XCTAssertEqual(try await statusIds(store, app: app, [first]), [first], "kept for its whole time to live")
+        let kept = try await statusIds(store, app: app, [first])
+        XCTAssertEqual(kept, [first], "kept for its whole time to live")
 
         let (pruned, _) = try await apply([setup, [almostADay], [pastADay]], name: "pruned.sqlite", rules: rules)
-        XCTAssertEqual(try await statusIds(pruned, app: app, [first]), [], "gone once a command of its app is a day later")
-        XCTAssertEqual(try await statusIds(pruned, app: quiet, [quietStatus]), [quietStatus],
-                       "another app's status goes by that app's own commands only")
-        XCTAssertTrue(try await pruned.dump().contains("\nacks "), "the ack is kept for two days")
+        let gone = try await statusIds(pruned, app: app, [first])
+        XCTAssertEqual(gone, [], "gone once a command of its app is a day later")
+        let quietKept = try await statusIds(pruned, app: quiet, [quietStatus])
+        XCTAssertEqual(quietKept, [quietStatus], "another app's status goes by that app's own commands only")
+        let prunedDump = try await pruned.dump()
+        XCTAssertTrue(prunedDump.contains("\nacks "), "the ack is kept for two days")
 
         let (later, _) = try await apply([setup, [almostADay, pastADay, pastTwoDays]], name: "later.sqlite", rules: rules)
-        XCTAssertFalse(try await later.dump().contains("\nacks "), "the ack goes two days after it was made")
+        let laterDump = try await later.dump()
+        XCTAssertFalse(laterDump.contains("\nacks "), "the ack goes two days after it was made")
     }
 
     /// Seeded histories of two apps over days of command time (tracked registrations, managed
@@ -118,8 +122,8 @@ final class PruningTests: ApplierTestCase {
                 for app in apps {
                     let mine = statuses.filter { $0.app == app }
                     let expected = Set(mine.filter { $0.at >= lastTime[app]!.addingTimeInterval(-day) }.map(\.id))
-                    XCTAssertEqual(try await statusIds(store, app: app, mine.map(\.id)), expected,
-                                   "seed \(seed), split \(index): the statuses of the last day of the app's commands")
+                    let left = try await statusIds(store, app: app, mine.map(\.id))
+                    XCTAssertEqual(left, expected, "seed \(seed), split \(index): the statuses of the last day of the app's commands")
                     XCTAssertLessThan(expected.count, mine.count, "seed \(seed): the history prunes some")
                 }
             }
