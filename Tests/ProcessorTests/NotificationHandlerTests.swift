@@ -211,7 +211,7 @@ final class NotificationHandlerTests: XCTestCase {
         }
         for n in 0..<4 { XCTAssertEqual(ack(n, after: Double(n)), .applied) }
         XCTAssertEqual(s.pendingCount(DeviceKey(appId: appId, deviceToken: iosA)), 2, "every ack counts")
-        XCTAssertEqual(try records(s).map(\.payload), try [3, 2].map { try JSONValue.parse(Data(#"{"aps":{"badge":\#($0)},"badge":"\#($0)"}"#.utf8)) },
+        XCTAssertEqual(try records(s).map(\.payload), try [5, 4].map { try JSONValue.parse(Data(#"{"aps":{"badge":\#($0)},"badge":"\#($0)"}"#.utf8)) },
                        "two badge updates in the minute")
         XCTAssertEqual(ack(4, after: 59.9), .applied)
         XCTAssertEqual(s.outbound.count, 2, "still the same window")

@@ -68,6 +68,7 @@ final class PruningTests: ApplierTestCase {
     /// ends in the same tables, and the statuses left are exactly those of the last day of their
     /// app's commands.
     func testPruningEndsTheSameWhateverTheBatches() async throws {
+        var seedsWithAcks = 0
         for seed in UInt64(1)...5 {
             var random = SplitMix64(seed: seed)
             let apps = [UUID(), UUID()]
@@ -127,10 +128,11 @@ final class PruningTests: ApplierTestCase {
                     XCTAssertLessThan(expected.count, mine.count, "seed \(seed): the history prunes some")
                 }
             }
-            XCTAssertTrue(dumps[0].contains("\nacks "), "seed \(seed): some acks counted")
+            if dumps[0].contains("\nacks ") { seedsWithAcks += 1 }
             for (index, dump) in dumps.enumerated().dropFirst() {
                 XCTAssertEqual(dump, dumps[0], "seed \(seed), split \(index): the same history ended otherwise")
             }
         }
+        XCTAssertGreaterThan(seedsWithAcks, 0, "some history ends with acks that counted and are not yet pruned")
     }
 }

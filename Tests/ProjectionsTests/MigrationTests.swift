@@ -243,6 +243,8 @@ private enum Seed {
             text("app_id", app), text("org_id", "00000000-0000-0000-0000-0000000000aa"), text("name", "Shop"),
             text("callback_url", "https://example.test/cb"), text("callback_headers", "{}"), integer("webhook_retries", 2),
             integer("created_at", 1_763_800_000_123), text("push_credentials", "{}", since: 11), integer("part", 1, since: 18, filled: "0"),
+            // Step 21 counts the users of the stored devices: alice.
+            integer("users", 1, since: 21, filled: "1"),
         ]),
         Row(table: "api_tokens", since: 1, columns: [
             text("token_id", "00000000-0000-0000-0000-000000000001"), text("app_id", app), text("token_hash", "abc123"),
@@ -253,10 +255,12 @@ private enum Seed {
             text("app_id", app), text("device_token", token), text("user_id", "alice"), text("platform", "ios"), integer("version", 1),
             integer("updated_at", 1_763_800_001_123), hidden("token_key", .tokenKey(token), since: 7),
             text("time_zone", "Europe/Lisbon", since: 16),
+            integer("badges_since", 1_763_800_003_123, since: 21), integer("badges", 2, since: 21, filled: "0"),
         ]),
         Row(table: "registration_status", since: 1, columns: [
             text("request_id", "00000000-0000-0000-0000-0000000000f1"), text("app_id", app), text("status", "Failed"),
             text("failure_reason", "DuplicateExists"), integer("decided_at", 1_763_800_002_123),
+            integer("part", 1, since: 21, filled: "0"),
         ]),
         Row(table: "pending_notifications", since: 2, columns: [
             text("app_id", app), text("device_token", token), text("notification_id", "n1"), text("delivery_id", delivery),
