@@ -33,9 +33,11 @@ import Testing
     @Test func testTheStatementsBuiltFromAnEntryNameEveryColumnOnceAndUpdateAllButTheKey() {
         let devices = TableCatalog.devices
         #expect(devices.sqliteUpsert == """
-            INSERT INTO devices (app_id, device_token, user_id, platform, version, updated_at, time_zone) VALUES (?, ?, ?, ?, ?, ?, ?) \
+            INSERT INTO devices (app_id, device_token, user_id, platform, version, updated_at, time_zone, badges_since, badges) \
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) \
             ON CONFLICT (app_id, device_token) DO UPDATE SET user_id = excluded.user_id, platform = excluded.platform, \
-            version = excluded.version, updated_at = excluded.updated_at, time_zone = excluded.time_zone
+            version = excluded.version, updated_at = excluded.updated_at, time_zone = excluded.time_zone, \
+            badges_since = excluded.badges_since, badges = excluded.badges
             """)
         #expect(devices.sqliteDeleteByKey == "DELETE FROM devices WHERE app_id = ? AND device_token = ?")
         #expect(TableCatalog.parkedTracking.sqliteInsertUnlessStored.hasSuffix("ON CONFLICT (delivery_id, app_id, part) DO NOTHING"))
