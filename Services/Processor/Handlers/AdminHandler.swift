@@ -126,6 +126,23 @@ package struct PushCredentialsRemovedHandler: AdminCommandHandler {
     }
 }
 
+package struct UserIdentityChangedHandler: AdminCommandHandler {
+    package func app(of c: UserIdentityChanged) -> UUID { c.mobileAppId }
+
+    /// Requiring assertions needs a secret to make them with, as of this point of the log: ingest
+    /// refuses such a change, so a record asking for it is refused here too.
+    package func apply(_ c: UserIdentityChanged, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+        guard var app = state.app(c.mobileAppId, part: context.part) else { return .rejected("unknown-app") }
+        if let secret = c.secret { app.identitySecret = secret }
+        if let required = c.required {
+            guard !required || app.identitySecret != nil else { return .rejected("no-identity-secret") }
+            app.identityRequired = required
+        }
+        state.upsert(app)
+        return .applied
+    }
+}
+
 package struct AdminTokenIssuedHandler: CommandHandler {
     package func addNeeds(of c: AdminTokenIssued, to query: inout StateQuery) { query.adminTokenIds.insert(c.adminTokenId) }
 

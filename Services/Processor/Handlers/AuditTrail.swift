@@ -98,6 +98,17 @@ extension PushCredentialsRemoved: AuditedCommand {
     package var auditedChanges: [String: JSONValue] { ["provider": .string(provider.rawValue)] }
 }
 
+extension UserIdentityChanged: AuditedCommand {
+    package var auditedApp: UUID? { mobileAppId }
+    /// Which key sealed a new secret, never the seal.
+    package var auditedChanges: [String: JSONValue] {
+        var changes: [String: JSONValue] = [:]
+        if let required { changes["identityRequired"] = .bool(required) }
+        if let secret { changes["identitySecret"] = .object(["sealedWith": .string(secret.keyId)]) }
+        return changes
+    }
+}
+
 extension AdminTokenIssued: AuditedCommand {
     package var auditedApp: UUID? { nil }
     package var auditedChanges: [String: JSONValue] { ["adminTokenId": .string(adminTokenId.lowercasedString), "name": .string(name)] }

@@ -51,6 +51,7 @@ package struct HandlerRegistry: Sendable {
         registry.register(AppSettingsChangedHandler())
         registry.register(PushCredentialsSetHandler())
         registry.register(PushCredentialsRemovedHandler())
+        registry.register(UserIdentityChangedHandler())
         registry.register(RegistrationHandler(verifier: verifier, maxDevicesPerUser: rules.maxDevicesPerUser))
         registry.register(CleanupHandler())
         registry.register(NotificationHandler(idempotencyWindow: rules.idempotencyWindow))

@@ -37,6 +37,11 @@ package struct RegistrationHandler: CommandHandler {
         // A server-only token: a device's route needs the client scope (docs/API.md#token-scopes).
         case .lacksScope: return .rejected("missing-client-scope")
         }
+        // Ingest refuses a binding without an assertion once the app requires them; one written
+        // before the app did, and applied after, is refused here (docs/API.md#verified-user-identity).
+        guard c.identityVerified == true || !state.requiresIdentity(app: c.mobileAppId, part: context.part) else {
+            return .rejected("user-identity-not-verified")
+        }
         guard state.holds(token: c.deviceToken, part: context.part) else { return .rejected("another-part") }
         let failure = context.storeFailed ? .FailedToStoreDevice : decide(c, state: state)
         if failure == nil {

@@ -188,6 +188,34 @@ public struct PushCredentialsRemoved: AppScopedCommand, Equatable {
     }
 }
 
+/// An app's verified user identity changed (docs/API.md#verified-user-identity): a new identity
+/// secret (sealed with the deployment's keyring, `UserIdentity.sealContext(app:)`; it never
+/// enters Kafka in clear), and/or whether binding a device to a user needs a user assertion. A
+/// field that is `nil` is left as it was.
+public struct UserIdentityChanged: AppScopedCommand, Equatable {
+    public static let type = CommandType.userIdentityChanged
+    public static let topic = CommandTopic.admin
+
+    @LowercaseUUID public var mobileAppId: UUID
+    /// True: registrations and cleanups need a user assertion; false: they do not.
+    public var required: Bool?
+    /// The new identity secret, sealed; replaces the one before.
+    public var secret: SealedSecret?
+
+    /// Who made the change.
+    public var actor: AdminActor?
+    /// The id of the ingest request that wrote the command.
+    public var requestId: String?
+
+    public init(mobileAppId: UUID, required: Bool? = nil, secret: SealedSecret? = nil, actor: AdminActor? = nil, requestId: String? = nil) {
+        self.mobileAppId = mobileAppId
+        self.required = required
+        self.secret = secret
+        self.actor = actor
+        self.requestId = requestId
+    }
+}
+
 /// Who made an admin change: the bootstrap token (`PUSHLINE_ADMIN_TOKEN`, no id, named
 /// `bootstrap`) or a named admin token (its id and name).
 public struct AdminActor: Codable, Sendable, Hashable {

@@ -30,13 +30,16 @@ public enum AdminAPI {
         public var clientTokenScopes: [ApiTokenScope]
         /// Which token goes where, in words.
         public var note: String
+        /// Whether user assertions are required (never, for a new app), and what that means.
+        public var userIdentity: UserIdentityView
 
         public static let tokensNote = "clientToken ships inside the mobile app: it can only do what a device does (register, "
             + "clean up, acknowledge, read its pending notifications, report tracking and registration statuses). "
             + "apiToken is the server token: it sends notifications and reads delivery statistics; keep it on your servers only."
 
         public init(orgId: UUID, mobileAppId: UUID, apiToken: String, tokenId: UUID, apiTokenScopes: [ApiTokenScope],
-                    clientToken: String, clientTokenId: UUID, clientTokenScopes: [ApiTokenScope], note: String = Self.tokensNote) {
+                    clientToken: String, clientTokenId: UUID, clientTokenScopes: [ApiTokenScope], note: String = Self.tokensNote,
+                    userIdentity: UserIdentityView = UserIdentityView(required: false, secretSealedWith: nil)) {
             self.orgId = orgId
             self.mobileAppId = mobileAppId
             self.apiToken = apiToken
@@ -46,6 +49,7 @@ public enum AdminAPI {
             self.clientTokenId = clientTokenId
             self.clientTokenScopes = clientTokenScopes
             self.note = note
+            self.userIdentity = userIdentity
         }
     }
 
@@ -100,8 +104,11 @@ public enum AdminAPI {
         public var tokens: [TokenView]
         /// What is not secret of its push credentials; absent when it has none.
         public var pushCredentials: PushCredentialsView?
+        /// Whether binding a device to a user needs a user assertion, and what that means.
+        public var userIdentity: UserIdentityView
         public init(orgId: UUID, mobileAppId: UUID, name: String, callbackUrl: String?, callbackHeaders: [String: String],
-                    webhookRetries: Int, tokens: [TokenView], pushCredentials: PushCredentialsView? = nil) {
+                    webhookRetries: Int, tokens: [TokenView], pushCredentials: PushCredentialsView? = nil,
+                    userIdentity: UserIdentityView = UserIdentityView(required: false, secretSealedWith: nil)) {
             self.orgId = orgId
             self.mobileAppId = mobileAppId
             self.name = name
@@ -110,6 +117,7 @@ public enum AdminAPI {
             self.webhookRetries = webhookRetries
             self.tokens = tokens
             self.pushCredentials = pushCredentials
+            self.userIdentity = userIdentity
         }
     }
 
@@ -148,6 +156,53 @@ public enum AdminAPI {
             let scopes = try c.decodeIfPresent([ApiTokenScope].self, forKey: .scopes)
             self.scopes = scopes ?? ApiTokenScope.allCases
             legacy = try c.decodeIfPresent(Bool.self, forKey: .legacy) ?? (scopes == nil)
+        }
+    }
+
+    /// An app's verified user identity (docs/API.md#verified-user-identity), in `AppView`, the
+    /// create answer and the answers of the identity routes. `note` says in words what the setting
+    /// means, above all while it is off.
+    public struct UserIdentityView: Codable, Sendable, Equatable {
+        /// True: registrations, cleanups and pending lists need a user assertion.
+        public var required: Bool
+        /// Whether the app has an identity secret to make assertions with.
+        public var secretSet: Bool
+        /// The id of the deployment key that sealed the secret; absent without one.
+        public var secretSealedWith: String?
+        public var note: String
+
+        public static let offNote = "user identity is not verified: any holder of the client token (it ships in every copy of the app) "
+            + "can bind a device to any user id, and so receive that user's pushes, clean up any user's devices and read any device's "
+            + "pending notifications. To verify it: POST /admin/v1/apps/{id}/identity-secret, have your backend give each signed-in "
+            + "user the hex HMAC-SHA256 of their user id under that secret, then PUT /admin/v1/apps/{id}/identity {\"required\": true}"
+        public static let onNote = "user identity is verified: registering a device to a user, cleaning up a user's devices and "
+            + "reading a device's pending notifications need the user assertion (hex HMAC-SHA256 of the user id under the app's "
+            + "identity secret) that the app's backend gives its signed-in user"
+
+        public init(required: Bool, secretSealedWith: String?) {
+            self.required = required
+            self.secretSet = secretSealedWith != nil
+            self.secretSealedWith = secretSealedWith
+            self.note = required ? Self.onNote : Self.offNote
+        }
+    }
+
+    /// `PUT /admin/v1/apps/{id}/identity`: whether user assertions are required.
+    public struct SetUserIdentity: Codable, Sendable, Equatable {
+        public var required: Bool?
+        public init(required: Bool?) {
+            self.required = required
+        }
+    }
+
+    /// `201` answer of `POST /admin/v1/apps/{id}/identity-secret`: the new identity secret,
+    /// shown only here; the app's backend keeps it and makes user assertions with it.
+    public struct IdentitySecretAnswer: Codable, Sendable, Equatable {
+        public var identitySecret: String
+        public var userIdentity: UserIdentityView
+        public init(identitySecret: String, userIdentity: UserIdentityView) {
+            self.identitySecret = identitySecret
+            self.userIdentity = userIdentity
         }
     }
 

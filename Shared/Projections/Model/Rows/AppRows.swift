@@ -16,9 +16,16 @@ public struct AppRow: Sendable, Equatable, Codable {
     /// The part of the app whose view this row is (`AppPart`): every part applies every admin
     /// command; readers outside the processor read part 0's.
     public var part: Int
+    /// Whether binding a device to a user, or cleaning up a user's devices, needs a user
+    /// assertion (docs/API.md#verified-user-identity); false: any holder of the client token
+    /// can bind a device to any user id.
+    public var identityRequired: Bool
+    /// The identity secret user assertions are made with, sealed (`UserIdentity`); nil: none yet.
+    public var identitySecret: SealedSecret?
 
     public init(appId: UUID, orgId: UUID, name: String, callbackUrl: String? = nil, callbackHeaders: [String: String] = [:],
-                webhookRetries: Int = 0, createdAt: Date, pushCredentials: PushCredentials? = nil, part: Int = 0) {
+                webhookRetries: Int = 0, createdAt: Date, pushCredentials: PushCredentials? = nil, part: Int = 0,
+                identityRequired: Bool = false, identitySecret: SealedSecret? = nil) {
         self.appId = appId
         self.part = part
         self.orgId = orgId
@@ -28,6 +35,8 @@ public struct AppRow: Sendable, Equatable, Codable {
         self.webhookRetries = webhookRetries
         self.createdAt = createdAt
         self.pushCredentials = pushCredentials
+        self.identityRequired = identityRequired
+        self.identitySecret = identitySecret
     }
 }
 
