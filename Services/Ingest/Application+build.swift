@@ -66,7 +66,9 @@ public func buildRouter(
     OpsRoutes(publisher: publisher, registry: metrics).addRoutes(to: router)
     let authCache = AppAuthCache(ttl: .milliseconds(configuration.authCacheMs))
     let appBuckets: TokenBuckets<AppScopeKey>? = configuration.appRateLimit.isEnabled ? TokenBuckets(configuration.appRateLimit) : nil
-    let gate = RegistrationGate(authenticator: AppAuthenticator(store: store, cache: authCache), appBuckets: appBuckets, metrics: ingestMetrics)
+    let identity = UserIdentityCheck(secrets: configuration.secrets)
+    let gate = RegistrationGate(authenticator: AppAuthenticator(store: store, cache: authCache), identity: identity, appBuckets: appBuckets,
+                                metrics: ingestMetrics)
     RegistrationRoutes(writer: writer, store: store, gate: gate, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: router.group(RegistrationRoutes.basePath))
     let appAuth = AppAuthMiddleware(store: store, cache: authCache, metrics: ingestMetrics)
@@ -77,9 +79,9 @@ public func buildRouter(
     NotificationRoutes(writer: writer, store: store, idempotencyWindow: configuration.shared.idempotencyWindow,
                        maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: bearerGroup(NotificationRoutes.basePath))
-    BWDeviceRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
+    BWDeviceRoutes(writer: writer, store: store, identity: identity, metrics: ingestMetrics, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: bearerGroup(BWDeviceRoutes.basePath))
-    KF5TokenRoutes(writer: writer, maxBodyBytes: configuration.maxBodyBytes)
+    KF5TokenRoutes(writer: writer, identity: identity, metrics: ingestMetrics, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: bearerGroup(KF5TokenRoutes.basePath))
     TrackingRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: bearerGroup(TrackingRoutes.basePath))
@@ -91,6 +93,8 @@ public func buildRouter(
     AdminRoutes(writer: writer, store: store, applied: applied, idempotencyWindow: configuration.shared.idempotencyWindow,
                 maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
     PushCredentialsRoutes(writer: writer, store: store, applied: applied, secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes)
+        .addRoutes(to: admin)
+    UserIdentityRoutes(writer: writer, store: store, applied: applied, secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: admin)
     AdminTokenRoutes(writer: writer, store: store, applied: applied, idempotencyWindow: configuration.shared.idempotencyWindow,
                      maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)

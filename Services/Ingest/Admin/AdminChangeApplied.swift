@@ -12,9 +12,10 @@ import Projections
 ///
 /// Caches are the one place where an instance could still answer from before the change. The auth
 /// caches (`AppAuthCache`, and `AdminTokenCache` for named admin tokens) never refuse a token on
-/// their own word, so an app or token that is new works at once; only a *revocation* can be hidden
-/// by an entry read before it. So a revocation is answered one cache lifetime (`PUSHLINE_AUTH_CACHE_MS`) after it
-/// was applied: by then no instance holds an entry from before it.
+/// their own word, so an app or token that is new works at once; only a change that *tightens* can be
+/// hidden by an entry read before it: a revocation, or requiring user assertions or a new identity
+/// secret (the cached app row decides those). So such a change is answered one cache lifetime
+/// (`PUSHLINE_AUTH_CACHE_MS`) after it was applied: by then no instance holds an entry from before it.
 struct AdminChangeApplied: Sendable {
     let store: any ProjectionReader
     /// 0: answer once published (`PUSHLINE_ADMIN_APPLY_TIMEOUT_MS`).
@@ -23,10 +24,10 @@ struct AdminChangeApplied: Sendable {
     /// How often the store is asked while waiting.
     static let pollInterval = Duration.milliseconds(10)
 
-    /// Returns once every record at `positions` is applied (and, when `revokesTokens`, cached
+    /// Returns once every record at `positions` is applied (and, when it `tightens`, cached
     /// entries from before it have expired); throws `IngestError.notApplied` past the timeout,
     /// naming what was written.
-    func wait(for positions: [KafkaDeliveryReport], revokesTokens: Bool = false, written: @autoclosure () -> String) async throws {
+    func wait(for positions: [KafkaDeliveryReport], tightens: Bool = false, written: @autoclosure () -> String) async throws {
         guard timeout > .zero, !positions.isEmpty else { return }
         let deadline = ContinuousClock.now + timeout
         let topics = Array(Set(positions.map(\.topic))).sorted()
@@ -43,7 +44,7 @@ struct AdminChangeApplied: Sendable {
             }
             try await Task.sleep(for: Self.pollInterval)
         }
-        if revokesTokens && authCacheTTL > .zero {
+        if tightens && authCacheTTL > .zero {
             try await Task.sleep(for: authCacheTTL)
         }
     }

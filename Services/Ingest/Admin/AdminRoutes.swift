@@ -85,7 +85,9 @@ struct AdminRoutes: Sendable {
         return try JSONResponse.make(
             AdminAPI.AppCreatedAnswer(orgId: app.orgId, mobileAppId: appId, apiToken: serverToken, tokenId: serverTokenId,
                                       apiTokenScopes: AppCreated.serverTokenScopes, clientToken: clientToken,
-                                      clientTokenId: clientTokenId, clientTokenScopes: AppCreated.clientTokenScopes),
+                                      clientTokenId: clientTokenId, clientTokenScopes: AppCreated.clientTokenScopes,
+                                      userIdentity: AdminAPI.UserIdentityView(required: app.identityRequired,
+                                                                              secretSealedWith: app.identitySecret?.keyId)),
             status: .created, encoder: encoder, headers: headers)
     }
 
@@ -161,7 +163,7 @@ struct AdminRoutes: Sendable {
             throw IngestError.notFound("no such API token for this app", field: "tokenId")
         }
         let command = ApiTokenRevoked(mobileAppId: mobileAppId, tokenId: tokenId, actor: context.adminActor, requestId: context.requestId)
-        try await applied.wait(for: writer.publish(command, context: context), revokesTokens: true,
+        try await applied.wait(for: writer.publish(command, context: context), tightens: true,
                                written: "the revocation of token \(tokenId) of app \(mobileAppId)")
         context.logger.info("api token revoked", metadata: ["mobile_app_id": "\(mobileAppId)", "token_id": "\(tokenId)"])
         return Response(status: .accepted)
@@ -235,7 +237,8 @@ struct AdminRoutes: Sendable {
             tokens: tokens.map {
                 AdminAPI.TokenView(tokenId: $0.tokenId, revoked: $0.revoked, scopes: $0.scopes ?? ApiTokenScope.allCases, legacy: $0.isLegacy)
             },
-            pushCredentials: app.pushCredentials.map(AdminAPI.PushCredentialsView.init))
+            pushCredentials: app.pushCredentials.map(AdminAPI.PushCredentialsView.init),
+            userIdentity: AdminAPI.UserIdentityView(required: app.identityRequired, secretSealedWith: app.identitySecret?.keyId))
     }
 
 

@@ -16,6 +16,9 @@ import Metrics
 /// - `pushline_ingest_legacy_token_requests_total{route}`: requests admitted on a server route
 ///   with a legacy API token (issued before scopes), by route template: what still has to move
 ///   to a server token (docs/API.md#replacing-legacy-tokens).
+/// - `pushline_ingest_unverified_user_bindings_total`: device registrations written without a
+///   checked user assertion (their app does not require one): bindings of a device to a user id
+///   that any holder of the client token could have made (docs/API.md#verified-user-identity).
 struct IngestMetrics: Sendable {
     static let requestsLabel = "pushline_ingest_requests_total"
     static let publishedLabel = "pushline_ingest_commands_published_total"
@@ -24,6 +27,7 @@ struct IngestMetrics: Sendable {
     static let rateLimitedLabel = "pushline_ingest_rate_limited_total"
     static let forgedLabel = "pushline_ingest_forged_commands_total"
     static let legacyTokenRequestsLabel = "pushline_ingest_legacy_token_requests_total"
+    static let unverifiedBindingsLabel = "pushline_ingest_unverified_user_bindings_total"
 
     enum RateLimitScope: String, CaseIterable {
         case app, source
@@ -34,6 +38,7 @@ struct IngestMetrics: Sendable {
     let publishDuration: Metrics.Timer
     private let rateLimited: [RateLimitScope: Counter]
     let forged: Counter
+    let unverifiedBindings: Counter
 
     init() {
         var published: [String: Counter] = [:]
@@ -49,6 +54,7 @@ struct IngestMetrics: Sendable {
         }
         self.rateLimited = rateLimited
         self.forged = Counter(label: Self.forgedLabel)
+        self.unverifiedBindings = Counter(label: Self.unverifiedBindingsLabel)
     }
 
     func countPublished(_ commands: [EncodedCommand]) {
@@ -66,6 +72,12 @@ struct IngestMetrics: Sendable {
     /// template (bounded cardinality: the server routes).
     func countLegacyTokenRequest(route: String) {
         Counter(label: Self.legacyTokenRequestsLabel, dimensions: [("route", route)]).increment()
+    }
+
+    /// Counts the device registrations among `commands` written without a checked user assertion.
+    func countUnverifiedBindings(_ commands: [some UserBinding]) {
+        let unverified = commands.count(where: { $0.isRegistration && $0.identityVerified != true })
+        if unverified > 0 { unverifiedBindings.increment(by: unverified) }
     }
 
     /// Counts one request refused by a rate limit.

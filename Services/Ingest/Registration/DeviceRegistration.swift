@@ -18,7 +18,8 @@ extension RegistrationRoutes {
                                                       tokenHashes: &tokenHashes)
 
         let encoder = CommandWriter.makeEncoder()
-        try await publishAdmitted([command], app: \.mobileAppId, tokenHash: \.apiTokenHash, encoder: encoder, context: context)
+        try await publishAdmitted([command], assertions: [Self.assertion(registration.UserAssertion, request)], encoder: encoder,
+                                  context: context)
         guard headers.trackStatus else { return Response(status: .accepted) }
         return try JSONResponse.make(
             DeviceRegistrationAPI.RegistrationAccepted(RegistrationRequestId: command.registrationRequestId),
@@ -42,7 +43,8 @@ extension RegistrationRoutes {
         }
 
         let encoder = CommandWriter.makeEncoder()
-        try await publishAdmitted(commands, app: \.mobileAppId, tokenHash: \.apiTokenHash, batched: true, encoder: encoder,
+        // A batch names many users: each registration carries its own assertion.
+        try await publishAdmitted(commands, assertions: registrations.map(\.UserAssertion), batched: true, encoder: encoder,
                                   context: context)
         guard headers.trackStatus else { return Response(status: .accepted) }
         return try JSONResponse.make(

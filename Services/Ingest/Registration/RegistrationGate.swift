@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import Logging
+import Projections
 
 /// Judges the commands of the registration API's write routes before they are written
 /// (docs/API.md#forged-requests). That API answers `202` to a request with an unknown API token, so
@@ -20,25 +21,34 @@ import Logging
 /// naming the missing scope and the token's field, and nothing of it is written
 /// (docs/API.md#token-scopes). The processor judges the scope again (`BatchState.authorization`).
 ///
+/// A live token of the app with a missing or wrong user assertion, where the app requires one
+/// (docs/API.md#verified-user-identity), is not a forgery either: it is answered `403` naming the
+/// assertion's field, and nothing of the request is written. A command whose assertion was
+/// checked is written with `identityVerified`; the processor judges that against the app as of
+/// the log.
+///
 /// The per-app rate limit applies to the apps of the admitted commands (`MobileAppId`, each
 /// distinct app of a batch once per request), after authentication, so that nobody can spend
 /// another app's budget with forged requests; it is kept per (app, scope), like the Bearer routes'.
 struct RegistrationGate: Sendable {
     let authenticator: AppAuthenticator
+    let identity: UserIdentityCheck
     /// Nil when the per-app limit is off.
     let appBuckets: TokenBuckets<AppScopeKey>?
     let metrics: IngestMetrics
 
-    /// The commands worth writing, in order; throws 403 when a command's token is a live token of
-    /// its app without `scope` (`tokenField(i)` names the field of command `i`), 429 when an
-    /// admitted app is over its limit.
-    func admit<C: Sendable>(_ commands: [C], app: (C) -> UUID, tokenHash: (C) -> String, scope: ApiTokenScope,
-                            tokenField: (Int) -> String, context: IngestRequestContext) async throws -> [C] {
+    /// The commands worth writing, in order, each marked `identityVerified` when its assertion
+    /// (`assertions[i]`, the field `assertionField(i)`) was checked; throws 403 when a command's
+    /// token is a live token of its app without `scope` (`tokenField(i)` names the field of
+    /// command `i`) or its assertion is missing or wrong where needed, 429 when an admitted app
+    /// is over its limit.
+    func admit<C: UserBinding>(_ commands: [C], assertions: [String?], scope: ApiTokenScope, tokenField: (Int) -> String,
+                               assertionField: (Int) -> String, context: IngestRequestContext) async throws -> [C] {
         var verdicts: [Credential: Verdict] = [:]
         var admitted: [C] = []
         admitted.reserveCapacity(commands.count)
         for (index, command) in commands.enumerated() {
-            let appId = app(command), hash = tokenHash(command)
+            let appId = command.mobileAppId, hash = command.apiTokenHash
             let key = Credential(appId: appId, tokenHash: hash)
             let verdict: Verdict
             if let known = verdicts[key] {
@@ -48,7 +58,15 @@ struct RegistrationGate: Sendable {
                 verdicts[key] = verdict
             }
             switch verdict {
-            case .admitted: admitted.append(command)
+            case .admitted(let app?):
+                var checked = command
+                if try identity.verify(app: app, userId: command.userId, assertion: assertions[index], field: assertionField(index),
+                                       context: context) {
+                    checked.identityVerified = true
+                }
+                admitted.append(checked)
+            // The store could not tell: written unverified, and the processor judges it.
+            case .admitted(nil): admitted.append(command)
             case .forged: break
             case .lacksScope: throw ScopeRefusal.problem(missing: scope, field: tokenField(index))
             }
@@ -61,8 +79,8 @@ struct RegistrationGate: Sendable {
         }
         if let appBuckets {
             var seen: Set<UUID> = []
-            for command in admitted where seen.insert(app(command)).inserted {
-                if case .refused(let retryAfterSeconds) = appBuckets.acquire(AppScopeKey(appId: app(command), scope: scope)) {
+            for command in admitted where seen.insert(command.mobileAppId).inserted {
+                if case .refused(let retryAfterSeconds) = appBuckets.acquire(AppScopeKey(appId: command.mobileAppId, scope: scope)) {
                     metrics.countRateLimited(scope: .app)
                     throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this app"), retryAfterSeconds: retryAfterSeconds)
                 }
@@ -78,8 +96,9 @@ struct RegistrationGate: Sendable {
     }
 
     private enum Verdict {
-        /// A live token of the app with the scope (or the store could not tell: written).
-        case admitted
+        /// A live token of the app with the scope, and the app's row (nil: the store could not
+        /// tell; written).
+        case admitted(AppRow?)
         /// Not a live token of the app: answered as usual, not written.
         case forged
         /// A live token of the app without the scope: 403.
@@ -89,10 +108,10 @@ struct RegistrationGate: Sendable {
     private func judge(_ appId: UUID, tokenHash: String, scope: ApiTokenScope, context: IngestRequestContext) async throws -> Verdict {
         do {
             guard let authenticated = try await authenticator.app(appId, tokenHash: tokenHash, context: context) else { return .forged }
-            return authenticated.grants(scope) ? .admitted : .lacksScope
+            return authenticated.grants(scope) ? .admitted(authenticated.app) : .lacksScope
         } catch let error as IngestError {
             guard case .unavailable = error else { throw error }
-            return .admitted
+            return .admitted(nil)
         }
     }
 }
