@@ -6,7 +6,7 @@ import Foundation
 struct Apps: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create, list, show and change apps (through the ingest's admin API).",
-        subcommands: [Create.self, List.self, Show.self, Change.self, Credentials.self]
+        subcommands: [Create.self, List.self, Show.self, Change.self, Credentials.self, Identity.self]
     )
 
     struct Create: AsyncParsableCommand {

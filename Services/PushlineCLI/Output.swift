@@ -49,7 +49,14 @@ enum Output {
         }
         lines.append("apns             " + (app.pushCredentials?.apns.map(describe) ?? "-"))
         lines.append("fcm              " + (app.pushCredentials?.fcm.map(describe) ?? "-"))
+        lines.append("userIdentity     " + describe(app.userIdentity))
         return lines.joined(separator: "\n")
+    }
+
+    /// `verified (…)` or `NOT VERIFIED: …`, with what it means.
+    static func describe(_ identity: AdminAPI.UserIdentityView) -> String {
+        let secret = identity.secretSealedWith.map { "identity secret sealed with \($0)" } ?? "no identity secret"
+        return (identity.required ? "verified (\(secret)): " : "NOT VERIFIED (\(secret)): ") + identity.note
     }
 
     /// `<tokenId>  active  client,server  LEGACY (…)`.
@@ -73,6 +80,7 @@ enum Output {
                 tokenId      \(created.tokenId)  (scopes \(scopes(created.apiTokenScopes)))
                              keep it on your servers only: it sends notifications and reads delivery statistics
             The tokens are shown only this once: store them now.
+            User identity: \(describe(created.userIdentity))
             """
     }
 

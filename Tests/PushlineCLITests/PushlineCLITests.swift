@@ -107,6 +107,20 @@ final class PushlineCLITests: XCTestCase {
         XCTAssertFalse(clientLine.contains("LEGACY"), clientLine)
     }
 
+    func testAppsShowSaysWhetherUserIdentityIsVerifiedAndWhatItMeansWhenNot() {
+        func shown(_ identity: AdminAPI.UserIdentityView) -> String {
+            let text = Output.describe(AdminAPI.AppView(orgId: UUID(), mobileAppId: UUID(), name: "a", callbackUrl: nil, callbackHeaders: [:],
+                                                        webhookRetries: 0, tokens: [], userIdentity: identity))
+            return text.split(separator: "\n").first { $0.hasPrefix("userIdentity") }.map(String.init) ?? ""
+        }
+        let off = shown(AdminAPI.UserIdentityView(required: false, secretSealedWith: nil))
+        XCTAssertTrue(off.contains("NOT VERIFIED") && off.contains("any user id"), off)
+        let on = shown(AdminAPI.UserIdentityView(required: true, secretSealedWith: "k1"))
+        XCTAssertTrue(on.contains("verified (identity secret sealed with k1)") && !on.contains("NOT"), on)
+        XCTAssertEqual(try Apps.Identity.Require.parse([UUID().uuidString]).mobileAppId.isEmpty, false)
+        XCTAssertThrowsError(try Apps.Identity.NewSecret.parse(["not-a-uuid"]))
+    }
+
     func testAnOldAnswerWithoutScopesReadsAsLegacy() throws {
         let id = UUID().uuidString.lowercased()
         let view = try JSONDecoder().decode(AdminAPI.TokenView.self, from: Data(#"{"tokenId":"\#(id)","revoked":false}"#.utf8))
