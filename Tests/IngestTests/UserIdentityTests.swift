@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 @testable import Ingest
 import Projections
+import TestSupport
 import XCTest
 
 /// Verified user identity at ingest (docs/API.md#verified-user-identity): where the app requires
@@ -32,7 +33,7 @@ final class UserIdentityTests: XCTestCase {
         return harness
     }
 
-    private func registration(user: String = "user-1", assertion: String?) -> [String: Any] {
+    private static func registration(user: String = "user-1", assertion: String?) -> [String: Any] {
         var body = Fixture.registration(user: user)
         if let assertion { body["UserAssertion"] = assertion }
         return body
@@ -43,11 +44,11 @@ final class UserIdentityTests: XCTestCase {
     func testWithIdentityOnARegistrationWithoutOrWithAnotherUsersAssertionIs403AndWritesNothing() async throws {
         let harness = try await harness(required: true)
         try await harness.test { client in
-            try assertProblem(try await client.post(Fixture.devices(), object: registration(assertion: nil)), .forbidden, field: "UserAssertion")
+            try assertProblem(try await client.post(Fixture.devices(), object: Self.registration(assertion: nil)), .forbidden, field: "UserAssertion")
             // The attacker's own user's assertion does not bind the device to the victim.
-            try assertProblem(try await client.post(Fixture.devices(), object: registration(user: "user-1", assertion: Self.userTwo)),
+            try assertProblem(try await client.post(Fixture.devices(), object: Self.registration(user: "user-1", assertion: Self.userTwo)),
                               .forbidden, field: "UserAssertion")
-            let batch = [registration(assertion: Self.userOne), registration(user: "user-2", assertion: nil)]
+            let batch = [Self.registration(assertion: Self.userOne), Self.registration(user: "user-2", assertion: nil)]
             try assertProblem(try await client.post(Fixture.devices() + "/batch", object: batch), .forbidden, field: "[1].UserAssertion")
         }
         await assertNothingPublished(harness.publisher)
@@ -56,11 +57,11 @@ final class UserIdentityTests: XCTestCase {
     func testWithIdentityOnTheAssertionInTheBodyOrHeaderBindsTheDeviceAsVerified() async throws {
         let harness = try await harness(required: true)
         try await harness.test { client in
-            XCTAssertEqual(try await client.post(Fixture.devices(), object: registration(assertion: Self.userOne)).status, .accepted)
-            XCTAssertEqual(try await client.post(Fixture.devices(), object: registration(assertion: nil),
-                                                 headers: [.pushlineUserAssertion: Self.userOne.uppercased()]).status, .accepted)
-            let batch = [registration(assertion: Self.userOne), registration(user: "user-2", assertion: Self.userTwo)]
-            XCTAssertEqual(try await client.post(Fixture.devices() + "/batch", object: batch).status, .accepted)
+            try await expect(client.post(Fixture.devices(), object: Self.registration(assertion: Self.userOne)), .accepted)
+            try await expect(client.post(Fixture.devices(), object: Self.registration(assertion: nil),
+                                         headers: [.pushlineUserAssertion: Self.userOne.uppercased()]), .accepted)
+            let batch = [Self.registration(assertion: Self.userOne), Self.registration(user: "user-2", assertion: Self.userTwo)]
+            try await expect(client.post(Fixture.devices() + "/batch", object: batch), .accepted)
         }
         let commands = try await harness.published(DeviceRegistrationRequested.self)
         XCTAssertEqual(commands.map(\.userId), ["user-1", "user-1", "user-1", "user-2"])
@@ -85,7 +86,7 @@ final class UserIdentityTests: XCTestCase {
                               .forbidden, field: "[0].UserAssertion")
             var cleanup = Fixture.cleanup()
             cleanup["UserAssertion"] = Self.userOne
-            XCTAssertEqual(try await client.post(base + "/devices/cleanup", object: cleanup).status, .accepted)
+            try await expect(client.post(base + "/devices/cleanup", object: cleanup), .accepted)
         }
         let command = try await harness.onlyPublished(DeviceCleanupRequested.self)
         XCTAssertEqual(command.identityVerified, true)
@@ -96,13 +97,13 @@ final class UserIdentityTests: XCTestCase {
         let series = "pushline_ingest_unverified_user_bindings_total"
         try await harness.test { client in
             let before = try await TokenScopeTests.metric(series, client)
-            XCTAssertEqual(try await client.post(Fixture.devices(), object: registration(assertion: nil)).status, .accepted)
-            XCTAssertEqual(try await client.bearer(.put, Fixture.bw("devices"), json: try Fixture.bwDevice()).status, .created)
-            XCTAssertEqual(try await client.post(Fixture.devices(), object: registration(assertion: Self.userOne)).status, .accepted)
+            try await expect(client.post(Fixture.devices(), object: Self.registration(assertion: nil)), .accepted)
+            try await expect(client.bearer(.put, Fixture.bw("devices"), json: try Fixture.bwDevice()), .created)
+            try await expect(client.post(Fixture.devices(), object: Self.registration(assertion: Self.userOne)), .accepted)
             let after = try await TokenScopeTests.metric(series, client)
             XCTAssertEqual(after - before, 2, "the two registrations without an assertion")
             // An app with a secret checks an assertion it is given even while off, so signing can be tried first.
-            try assertProblem(try await client.post(Fixture.devices(), object: registration(assertion: Self.userTwo)),
+            try assertProblem(try await client.post(Fixture.devices(), object: Self.registration(assertion: Self.userTwo)),
                               .forbidden, field: "UserAssertion")
         }
         let commands = try await harness.published(DeviceRegistrationRequested.self)
@@ -125,9 +126,10 @@ final class UserIdentityTests: XCTestCase {
                 XCTAssertEqual(response.status, method == .put ? .created : .ok, String(buffer: response.body))
             }
         }
-        XCTAssertEqual(try await harness.published(DeviceRegistrationRequested.self).first?.identityVerified, true)
         let commands = await harness.publisher.commands
         XCTAssertEqual(commands.count, 2)
+        guard commands.count == 2 else { return }
+        XCTAssertEqual(try payload(DeviceRegistrationRequested.self, of: commands[0]).identityVerified, true)
         XCTAssertEqual(try payload(DeviceCleanupRequested.self, of: commands[1]).identityVerified, true)
     }
 
@@ -142,7 +144,8 @@ final class UserIdentityTests: XCTestCase {
             ], body: ByteBuffer(string: body))
             XCTAssertEqual(response.status, .created)
         }
-        XCTAssertEqual(try await harness.onlyPublished(DeviceRegistrationRequested.self).identityVerified, true)
+        let saved = try await harness.onlyPublished(DeviceRegistrationRequested.self)
+        XCTAssertEqual(saved.identityVerified, true)
     }
 
     func testWithIdentityOnAPendingListIsReadOnlyByTheDevicesOwnUser() async throws {
@@ -153,7 +156,7 @@ final class UserIdentityTests: XCTestCase {
                                                                  deliveryId: UUID(), sentAt: Date(timeIntervalSince1970: 1), text: "hi",
                                                                  businessId: nil))
         let path = Fixture.bw("devices/\(Fixture.apnsToken)/notifications")
-        func read(_ client: any TestClientProtocol, user: String?, assertion: String?) async throws -> TestResponse {
+        @Sendable func read(_ client: any TestClientProtocol, user: String?, assertion: String?) async throws -> TestResponse {
             var headers: HTTPFields = [.authorization: "Bearer \(Fixture.rawToken)"]
             if let user { headers[.pushlineUserId] = user }
             if let assertion { headers[.pushlineUserAssertion] = assertion }
@@ -216,7 +219,8 @@ final class UserIdentityTests: XCTestCase {
         }
         XCTAssertEqual(response.status, .accepted)
         XCTAssertEqual(try decodeBody(AdminAPI.UserIdentityView.self, response).note, AdminAPI.UserIdentityView.onNote)
-        XCTAssertEqual(try await with.onlyPublished(UserIdentityChanged.self).required, true)
+        let change = try await with.onlyPublished(UserIdentityChanged.self)
+        XCTAssertEqual(change.required, true)
     }
 
     func testTheAppViewAndTheCreateAnswerSayWhileIdentityIsOffWhatThatMeans() async throws {
@@ -231,6 +235,11 @@ final class UserIdentityTests: XCTestCase {
             XCTAssertEqual(try decodeBody(AdminAPI.AppCreatedAnswer.self, created).userIdentity.note, AdminAPI.UserIdentityView.offNote)
         }
     }
+}
+
+/// Asserts the status of an answer (XCTAssertEqual cannot await).
+private func expect(_ response: TestResponse, _ status: HTTPResponse.Status, file: StaticString = #filePath, line: UInt = #line) {
+    XCTAssertEqual(response.status, status, String(buffer: response.body), file: file, line: line)
 }
 
 extension HTTPFields.Element.Name {
