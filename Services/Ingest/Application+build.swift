@@ -66,10 +66,10 @@ public func buildRouter(
     OpsRoutes(publisher: publisher, registry: metrics).addRoutes(to: router)
     let authCache = AppAuthCache(ttl: .milliseconds(configuration.authCacheMs))
     let appBuckets: TokenBuckets<AppScopeKey>? = configuration.appRateLimit.isEnabled ? TokenBuckets(configuration.appRateLimit) : nil
-    let gate = RegistrationGate(authenticator: AppAuthenticator(store: store, cache: authCache), appBuckets: appBuckets, metrics: ingestMetrics)
+    let gate = RegistrationGate(authenticator: AppAuthenticator(store: store, cache: authCache, legacyScopes: configuration.legacyTokenScopes), appBuckets: appBuckets, metrics: ingestMetrics)
     RegistrationRoutes(writer: writer, store: store, gate: gate, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: router.group(RegistrationRoutes.basePath))
-    let appAuth = AppAuthMiddleware(store: store, cache: authCache, metrics: ingestMetrics)
+    let appAuth = AppAuthMiddleware(store: store, cache: authCache, legacyScopes: configuration.legacyTokenScopes, metrics: ingestMetrics)
     let appRateLimit = AppRateLimitMiddleware(buckets: appBuckets, metrics: ingestMetrics)
     func bearerGroup(_ path: RouterPath) -> RouterGroup<IngestRequestContext> {
         router.group(path).add(middleware: appAuth).add(middleware: appRateLimit)
@@ -86,14 +86,15 @@ public func buildRouter(
     let adminTokenCache = AdminTokenCache(ttl: .milliseconds(configuration.authCacheMs))
     let admin = router.group(AdminRoutes.basePath)
         .add(middleware: AdminAuthMiddleware(adminToken: configuration.adminToken, store: store, cache: adminTokenCache))
+    let tokenKey = CreatedTokenKey(secrets: configuration.secrets)
     let applied = AdminChangeApplied(store: store, timeout: .milliseconds(configuration.adminApplyTimeoutMs),
                                      authCacheTTL: .milliseconds(configuration.authCacheMs))
     AdminRoutes(writer: writer, store: store, applied: applied, idempotencyWindow: configuration.shared.idempotencyWindow,
-                maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
+                tokenKey: tokenKey, maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
     PushCredentialsRoutes(writer: writer, store: store, applied: applied, secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: admin)
     AdminTokenRoutes(writer: writer, store: store, applied: applied, idempotencyWindow: configuration.shared.idempotencyWindow,
-                     maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
+                     tokenKey: tokenKey, maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
     AuditRoutes(store: store).addRoutes(to: admin)
     return router
 }

@@ -16,6 +16,8 @@ struct AdminRoutes: Sendable {
     let applied: AdminChangeApplied
     /// `PUSHLINE_IDEMPOTENCY_WINDOW_HOURS`.
     let idempotencyWindow: Duration
+    /// What keyed creates derive raw tokens from.
+    let tokenKey: CreatedTokenKey
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
@@ -36,7 +38,7 @@ struct AdminRoutes: Sendable {
         let name = try FieldRules.required(create.name?.trimmingCharacters(in: .whitespacesAndNewlines), maxBytes: FieldLimits.shortTextBytes,
                                            field: "name")
         let encoder = CommandWriter.makeEncoder()
-        let keyed = try AdminCreateKey(request, body: body, route: "apps", context: context)
+        let keyed = try AdminCreateKey(request, body: body, route: "apps", tokenKey: tokenKey, context: context)
 
         var appId = UUID(), orgId = create.orgId ?? UUID()
         var (serverTokenId, clientTokenId) = (UUID(), UUID())
@@ -99,7 +101,7 @@ struct AdminRoutes: Sendable {
             throw Self.unknownApp
         }
         let encoder = CommandWriter.makeEncoder()
-        let keyed = try AdminCreateKey(request, body: body, route: "apps/\(mobileAppId.lowercasedString)/tokens", context: context)
+        let keyed = try AdminCreateKey(request, body: body, route: "apps/\(mobileAppId.lowercasedString)/tokens", tokenKey: tokenKey, context: context)
         var tokenId = UUID(), token = ApiTokens.generate()
         if let keyed {
             switch try await keyed.lookup(in: store, window: idempotencyWindow, context: context) {

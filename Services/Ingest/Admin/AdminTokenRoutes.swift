@@ -15,6 +15,8 @@ struct AdminTokenRoutes: Sendable {
     let applied: AdminChangeApplied
     /// `PUSHLINE_IDEMPOTENCY_WINDOW_HOURS`.
     let idempotencyWindow: Duration
+    /// What keyed creates derive raw tokens from.
+    let tokenKey: CreatedTokenKey
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
@@ -30,7 +32,7 @@ struct AdminTokenRoutes: Sendable {
         let input = try JSONBody.decode(AdminAPI.CreateAdminToken.self, from: body, decoder: WireJSON.decoder())
         let name = try AdminTokenName.validated(input.name)
         var (tokenId, token) = (UUID(), ApiTokens.generate())
-        let keyed = try AdminCreateKey(request, body: body, route: "admin-tokens", context: context)
+        let keyed = try AdminCreateKey(request, body: body, route: "admin-tokens", tokenKey: tokenKey, context: context)
         if let keyed {
             switch try await keyed.lookup(in: store, window: idempotencyWindow, context: context) {
             case .applied(let issued):

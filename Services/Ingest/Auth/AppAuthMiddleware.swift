@@ -12,7 +12,8 @@ import Projections
 /// - The token is a live token of another app → 403, so that a client that mixed up its apps
 ///   is told so; any other unknown, revoked or mismatched token → 401.
 /// - A live token of the app without the route's scope → 403 naming the missing scope.
-/// - A legacy token (no scopes: every scope) on a server route is admitted and counted in
+/// - A legacy token (no scopes: every scope, or only `client` where `PUSHLINE_LEGACY_TOKEN_SCOPE`
+///   says so) on a server route is admitted and counted in
 ///   `pushline_ingest_legacy_token_requests_total`, so that operators see what still uses one.
 ///
 /// The token is only ever handled as its hash, which the route finds with the app's row in
@@ -23,6 +24,8 @@ struct AppAuthMiddleware: RouterMiddleware {
 
     let store: any ProjectionReader
     let cache: AppAuthCache
+    /// `PUSHLINE_LEGACY_TOKEN_SCOPE`: the scopes a legacy token keeps (nil: every scope).
+    let legacyScopes: [ApiTokenScope]?
     let metrics: IngestMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -45,7 +48,7 @@ struct AppAuthMiddleware: RouterMiddleware {
     }
 
     private func authenticate(_ appId: UUID, tokenHash: String, context: Context) async throws -> AppAuthenticator.Authenticated? {
-        try await AppAuthenticator(store: store, cache: cache).app(appId, tokenHash: tokenHash, context: context)
+        try await AppAuthenticator(store: store, cache: cache, legacyScopes: legacyScopes).app(appId, tokenHash: tokenHash, context: context)
     }
 
     /// 403 when the token is a live token of another app, else 401.

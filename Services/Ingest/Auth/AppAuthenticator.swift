@@ -14,14 +14,17 @@ import Projections
 struct AppAuthenticator: Sendable {
     let store: any ProjectionReader
     let cache: AppAuthCache
+    /// The scopes a legacy token has here (`PUSHLINE_LEGACY_TOKEN_SCOPE`): nil, every scope.
+    let legacyScopes: [ApiTokenScope]?
 
     /// An app and the scopes of the live token of it that was presented.
     struct Authenticated: Sendable {
         var app: AppRow
-        /// Nil: a legacy token, with every scope (`ApiTokenScopes.grant`).
+        /// Nil: a legacy token, with the scopes `legacyScopes` leaves it (`ApiTokenScopes.grant`).
         var scopes: [ApiTokenScope]?
+        var legacyScopes: [ApiTokenScope]?
 
-        func grants(_ scope: ApiTokenScope) -> Bool { ApiTokenScopes.grant(scopes, scope) }
+        func grants(_ scope: ApiTokenScope) -> Bool { ApiTokenScopes.grant(scopes ?? legacyScopes, scope) }
         var isLegacy: Bool { scopes == nil }
     }
 
@@ -30,7 +33,7 @@ struct AppAuthenticator: Sendable {
     func app(_ appId: UUID, tokenHash: String, context: IngestRequestContext) async throws -> Authenticated? {
         switch cache.lookup(appId) {
         case .known(let cached):
-            if let token = cached.admits(tokenHash) { return Authenticated(app: cached.app, scopes: token.scopes) }
+            if let token = cached.admits(tokenHash) { return Authenticated(app: cached.app, scopes: token.scopes, legacyScopes: legacyScopes) }
         case .missing: return nil
         case nil: break
         }
@@ -44,6 +47,6 @@ struct AppAuthenticator: Sendable {
         }
         let credentials = AppCredentials(app: app, tokens: tokens)
         cache.remember(credentials, readAt: readAt)
-        return credentials.admits(tokenHash).map { Authenticated(app: app, scopes: $0.scopes) }
+        return credentials.admits(tokenHash).map { Authenticated(app: app, scopes: $0.scopes, legacyScopes: legacyScopes) }
     }
 }

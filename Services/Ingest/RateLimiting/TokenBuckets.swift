@@ -72,6 +72,15 @@ final class TokenBuckets<Key: Hashable & Sendable>: Sendable {
         }
     }
 
+    /// Nil when `key`'s bucket has a token, else the whole seconds (at least 1) until it has
+    /// one; takes nothing.
+    func waitBeforeNext(_ key: Key, now: ContinuousClock.Instant = .now) -> Int? {
+        buckets.withLock { buckets in
+            guard let bucket = buckets[key].map({ refilled($0, now: now) }), bucket.tokens < 1 else { return nil }
+            return max(1, Int(((1 - bucket.tokens) / perSecond).rounded(.up)))
+        }
+    }
+
     /// The number of buckets held (for tests).
     var count: Int { buckets.withLock { $0.count } }
 

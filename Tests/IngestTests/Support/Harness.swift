@@ -25,9 +25,12 @@ struct Harness: Sendable {
     let publisher = FakeCommandPublisher()
     let store = InMemoryProjectionStore()
     /// No processor applies what these tests publish: admin changes are answered once published.
+    /// One secrets key, as a deployment has: each `test` builds the application anew, and keyed
+    /// creates derive their tokens from it.
     var configuration: IngestConfiguration = {
         var configuration = IngestConfiguration(adminToken: Fixture.adminToken)
         configuration.adminApplyTimeoutMs = 0
+        configuration.secrets = try! SecretsKeyring(current: Fixture.secretsKey)
         return configuration
     }()
 
@@ -72,6 +75,8 @@ struct Harness: Sendable {
 /// Fixed inputs, with expected values computed outside Swift (Python's hashlib/hmac).
 enum Fixture {
     static let adminToken = "admin-secret-token"
+    /// The deployment's secrets key: 32 bytes, base64.
+    static let secretsKey = Data((0..<32).map { UInt8($0) }).base64EncodedString()
     static let orgId = UUID(uuidString: "6f1d2c3b-4a59-4e7d-8c21-0a1b2c3d4e5f")!
     static let appId = UUID(uuidString: "00000000-0000-0000-0000-0000000000a1")!
     static let otherAppId = UUID(uuidString: "00000000-0000-0000-0000-0000000000b2")!
