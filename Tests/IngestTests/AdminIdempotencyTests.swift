@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Projections
+import TestSupport
 import WireCodec
 import XCTest
 @testable import Ingest
