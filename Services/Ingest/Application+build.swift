@@ -60,7 +60,8 @@ public func buildRouter(
     let router = Router(context: IngestRequestContext.self)
     router.add(middleware: RequestMiddleware(metrics: ingestMetrics, retryAfterSeconds: configuration.retryAfterSeconds))
     router.add(middleware: SourceRateLimitMiddleware(
-        buckets: configuration.sourceRateLimit.isEnabled ? TokenBuckets(configuration.sourceRateLimit) : nil, metrics: ingestMetrics))
+        buckets: configuration.sourceRateLimit.isEnabled ? TokenBuckets(configuration.sourceRateLimit) : nil,
+        trustedProxies: configuration.trustedProxies, metrics: ingestMetrics))
     router.add(middleware: RouteScopeMiddleware())
 
     OpsRoutes(publisher: publisher, registry: metrics).addRoutes(to: router)

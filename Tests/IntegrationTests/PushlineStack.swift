@@ -85,8 +85,10 @@ final class PushlineStack: @unchecked Sendable {
             "PUSHLINE_STORE": storeLocation,
             "PUSHLINE_PARTITIONS": "6",
             "PUSHLINE_LOG_LEVEL": "warning",
-            // The flows send as fast as they can from one app; the limits have tests of their own.
+            // The flows send as fast as they can from one app and one address; the limits have
+            // tests of their own.
             "PUSHLINE_RATE_LIMIT_APP_PER_SECOND": "0",
+            "PUSHLINE_RATE_LIMIT_SOURCE_PER_SECOND": "0",
         ].merging(ingestEnvironment) { $1 }, logDirectory: directory)
     }
 

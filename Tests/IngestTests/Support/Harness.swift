@@ -25,9 +25,12 @@ struct Harness: Sendable {
     let publisher = FakeCommandPublisher()
     let store = InMemoryProjectionStore()
     /// No processor applies what these tests publish: admin changes are answered once published.
+    /// The in-process client has no address, so every request is one source: the per-source limit
+    /// is off here, and its tests (`RateLimitTests`) turn it on.
     var configuration: IngestConfiguration = {
         var configuration = IngestConfiguration(adminToken: Fixture.adminToken)
         configuration.adminApplyTimeoutMs = 0
+        configuration.sourceRateLimit = RateLimit(perSecond: 0, burst: 1)
         return configuration
     }()
 
