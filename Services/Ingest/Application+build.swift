@@ -76,13 +76,13 @@ public func buildRouter(
         router.group(path).add(middleware: appAuth).add(middleware: appRateLimit)
     }
     NotificationRoutes(writer: writer, store: store, idempotencyWindow: configuration.shared.idempotencyWindow,
-                       maxBodyBytes: configuration.maxBodyBytes)
+                       maxBodyBytes: configuration.maxBodyBytes, messageKeyId: configuration.secrets?.currentKeyId)
         .addRoutes(to: bearerGroup(NotificationRoutes.basePath))
     BWDeviceRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: bearerGroup(BWDeviceRoutes.basePath))
     KF5TokenRoutes(writer: writer, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: bearerGroup(KF5TokenRoutes.basePath))
-    TrackingRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
+    TrackingRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes, keyedIds: configuration.secrets != nil)
         .addRoutes(to: bearerGroup(TrackingRoutes.basePath))
     let adminTokenCache = AdminTokenCache(ttl: .milliseconds(configuration.authCacheMs))
     let admin = router.group(AdminRoutes.basePath)

@@ -64,6 +64,12 @@ final class PushlineStack: @unchecked Sendable {
 
     private init(broker: TestBroker, processorEnvironment: [String: String], ingestEnvironment: [String: String], store: String?) {
         self.broker = broker
+        // One deployment, one key: ingest names its key in every send, and the processor makes the
+        // sends' message ids with it (a processor without it stops at the first keyed send).
+        var processorEnvironment = processorEnvironment
+        for name in ["PUSHLINE_SECRETS_KEY", "PUSHLINE_SECRETS_PREVIOUS_KEYS"] where processorEnvironment[name] == nil {
+            processorEnvironment[name] = ingestEnvironment[name]
+        }
         self.processorEnvironment = processorEnvironment
         self.ingestEnvironment = ingestEnvironment
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-it-\(UUID().uuidString)")
