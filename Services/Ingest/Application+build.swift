@@ -60,7 +60,8 @@ public func buildRouter(
     let router = Router(context: IngestRequestContext.self)
     router.add(middleware: RequestMiddleware(metrics: ingestMetrics, retryAfterSeconds: configuration.retryAfterSeconds))
     router.add(middleware: SourceRateLimitMiddleware(
-        buckets: configuration.sourceRateLimit.isEnabled ? TokenBuckets(configuration.sourceRateLimit) : nil, metrics: ingestMetrics))
+        buckets: configuration.sourceRateLimit.isEnabled ? TokenBuckets(configuration.sourceRateLimit) : nil,
+        trustedProxies: configuration.trustedProxies, metrics: ingestMetrics))
     router.add(middleware: RouteScopeMiddleware())
 
     OpsRoutes(publisher: publisher, registry: metrics).addRoutes(to: router)
@@ -75,13 +76,13 @@ public func buildRouter(
         router.group(path).add(middleware: appAuth).add(middleware: appRateLimit)
     }
     NotificationRoutes(writer: writer, store: store, idempotencyWindow: configuration.shared.idempotencyWindow,
-                       maxBodyBytes: configuration.maxBodyBytes)
+                       maxBodyBytes: configuration.maxBodyBytes, messageKeyId: configuration.secrets?.currentKeyId)
         .addRoutes(to: bearerGroup(NotificationRoutes.basePath))
     BWDeviceRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: bearerGroup(BWDeviceRoutes.basePath))
     KF5TokenRoutes(writer: writer, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: bearerGroup(KF5TokenRoutes.basePath))
-    TrackingRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
+    TrackingRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes, keyedIds: configuration.secrets != nil)
         .addRoutes(to: bearerGroup(TrackingRoutes.basePath))
     let adminTokenCache = AdminTokenCache(ttl: .milliseconds(configuration.authCacheMs))
     let admin = router.group(AdminRoutes.basePath)

@@ -26,10 +26,11 @@ public struct IngestConfiguration: Sendable {
     public var produceTimeoutMs = 5_000
     /// Producer linger: how long librdkafka waits to fill a batch.
     public var lingerMs = 2
-    /// How long an app's live API-token hashes read from the store are reused by the Bearer
-    /// routes (`PUSHLINE_AUTH_CACHE_MS`, 0 = read the store on every request). A revoked token
-    /// is still accepted for at most this long; see `AppAuthCache`. At most `maxAuthCacheMs`, so
-    /// that a revocation holds on every instance within that bound of being applied.
+    /// How long what the store said of an app's API tokens is reused (`PUSHLINE_AUTH_CACHE_MS`,
+    /// 0 = read the store on every request): its live token hashes, an app it does not have, a
+    /// refused token. Changes of access are answered this long after they are applied; see
+    /// `AppAuthCache`. At most `maxAuthCacheMs`,
+    /// so that a revocation holds on every instance within that bound of being applied.
     public var authCacheMs = 1_000
     /// The longest `PUSHLINE_AUTH_CACHE_MS`: 10 s.
     public static let maxAuthCacheMs = 10_000
@@ -49,10 +50,13 @@ public struct IngestConfiguration: Sendable {
     /// app shares. Per ingest process: N replicas admit up to N times as much.
     public var appRateLimit = RateLimit(perSecond: 1_000, burst: 2_000)
     /// The token bucket of each client address on every route but `/health` and `/metrics`
-    /// (`PUSHLINE_RATE_LIMIT_SOURCE_PER_SECOND`, `…_BURST`): off by default, because behind a
-    /// load balancer or proxy every request comes from the balancer's address and one bucket
-    /// would throttle all clients together. Turn it on where clients connect directly.
-    public var sourceRateLimit = RateLimit(perSecond: 0, burst: 200)
+    /// (`PUSHLINE_RATE_LIMIT_SOURCE_PER_SECOND`, `…_BURST`): on by default, so that floods of
+    /// forged tokens and made-up ids are refused before they cost anything. Behind a load
+    /// balancer or proxy, list it in `trustedProxies`, else its address is every client's.
+    public var sourceRateLimit = RateLimit(perSecond: 100, burst: 200)
+    /// The proxies whose `X-Forwarded-For` names the client for the per-source limit
+    /// (`PUSHLINE_TRUSTED_PROXIES`, CIDR ranges; none by default: the header is not read).
+    public var trustedProxies = TrustedProxies.none
     /// How long a client connection may send nothing, between requests or within a request's
     /// head, before the server closes it (`PUSHLINE_HTTP_IDLE_TIMEOUT_MS`).
     public var idleTimeoutMs = 60_000
@@ -81,6 +85,7 @@ public struct IngestConfiguration: Sendable {
         public static let appRateBurst = "PUSHLINE_RATE_LIMIT_APP_BURST"
         public static let sourceRatePerSecond = "PUSHLINE_RATE_LIMIT_SOURCE_PER_SECOND"
         public static let sourceRateBurst = "PUSHLINE_RATE_LIMIT_SOURCE_BURST"
+        public static let trustedProxies = "PUSHLINE_TRUSTED_PROXIES"
         public static let idleTimeoutMs = "PUSHLINE_HTTP_IDLE_TIMEOUT_MS"
         public static let requestReadTimeoutMs = "PUSHLINE_HTTP_READ_TIMEOUT_MS"
     }
@@ -90,7 +95,8 @@ public struct IngestConfiguration: Sendable {
     /// characters), `PUSHLINE_AUTH_CACHE_MS` (default 1000, 0…10000), `PUSHLINE_LEGACY_TOKEN_SCOPE`
     /// (`all` or `client`), the rate limits
     /// `PUSHLINE_RATE_LIMIT_{APP,SOURCE}_{PER_SECOND,BURST}` (requests per second 0…1000000, 0 = off;
-    /// burst 1…1000000) and the producer and HTTP settings of docs/CONFIGURATION.md.
+    /// burst 1…1000000), `PUSHLINE_TRUSTED_PROXIES` (CIDR ranges, default none) and the producer
+    /// and HTTP settings of docs/CONFIGURATION.md.
     /// `overrides` are the command-line flags, by the variable each replaces.
     /// Throws `IngestError.invalidConfiguration` naming the variable at fault.
     public static func fromEnvironment(_ env: [String: String], overrides: [String: String?] = [:]) throws -> IngestConfiguration {
@@ -116,6 +122,7 @@ public struct IngestConfiguration: Sendable {
                                                               default: configuration.appRateLimit)
             configuration.sourceRateLimit = try reader.rateLimit(perSecond: Variable.sourceRatePerSecond,
                                                                  burst: Variable.sourceRateBurst, default: configuration.sourceRateLimit)
+            configuration.trustedProxies = try reader.trustedProxies(Variable.trustedProxies)
             configuration.idleTimeoutMs = try reader.int(Variable.idleTimeoutMs, default: configuration.idleTimeoutMs, range: 100...3_600_000)
             configuration.requestReadTimeoutMs = try reader.int(Variable.requestReadTimeoutMs, default: configuration.requestReadTimeoutMs,
                                                                 range: 100...3_600_000)
@@ -133,6 +140,15 @@ private extension SettingsReader {
         case "all": return nil
         case "client": return [.client]
         case let other: throw ConfigurationError("\(name) must be all or client, not '\(other)'")
+        }
+    }
+
+    func trustedProxies(_ name: String) throws -> TrustedProxies {
+        guard let list = raw(name), !list.isEmpty else { return .none }
+        do {
+            return try TrustedProxies(parsing: list)
+        } catch {
+            throw ConfigurationError("\(name): \(error)")
         }
     }
 

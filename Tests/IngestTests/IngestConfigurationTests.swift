@@ -52,11 +52,24 @@ final class IngestConfigurationTests: XCTestCase {
         }
     }
 
-    func testRateLimitsDefaultToPerAppOnAndPerSourceOff() throws {
+    func testRateLimitsDefaultToPerAppAndPerSourceOnWithNoTrustedProxy() throws {
         let configuration = try IngestConfiguration.fromEnvironment(["PUSHLINE_ADMIN_TOKEN": adminToken])
         XCTAssertEqual(configuration.appRateLimit, RateLimit(perSecond: 1_000, burst: 2_000))
         XCTAssertTrue(configuration.appRateLimit.isEnabled)
-        XCTAssertFalse(configuration.sourceRateLimit.isEnabled)
+        XCTAssertEqual(configuration.sourceRateLimit, RateLimit(perSecond: 100, burst: 200))
+        XCTAssertTrue(configuration.sourceRateLimit.isEnabled)
+        XCTAssertTrue(configuration.trustedProxies.isEmpty)
+    }
+
+    func testTrustedProxiesAreReadAsCIDRRangesAndAMalformedOneIsAClearError() throws {
+        let configuration = try IngestConfiguration.fromEnvironment(["PUSHLINE_ADMIN_TOKEN": adminToken,
+                                                                     "PUSHLINE_TRUSTED_PROXIES": "10.0.0.0/8, 192.168.1.7,fd00::/8"])
+        XCTAssertEqual(configuration.trustedProxies, try TrustedProxies(parsing: "10.0.0.0/8,192.168.1.7/32,fd00::/8"))
+        for value in ["10.0.0.0/33", "10.0.0/8", "proxy.example.com", "fd00::/129", "10.0.0.0/8/1"] {
+            XCTAssertThrowsError(try IngestConfiguration.fromEnvironment(["PUSHLINE_ADMIN_TOKEN": adminToken, "PUSHLINE_TRUSTED_PROXIES": value])) { error in
+                XCTAssertTrue("\(error)".contains("PUSHLINE_TRUSTED_PROXIES"), "\(error)")
+            }
+        }
     }
 
     func testRateLimitsAreReadFromTheEnvironmentAndZeroTurnsThemOff() throws {

@@ -58,7 +58,7 @@ struct AdminRoutes: Sendable {
                                  tokenHash: ApiTokens.hash(serverToken), tokenScopes: AppCreated.serverTokenScopes,
                                  clientTokenId: clientTokenId, clientTokenHash: ApiTokens.hash(clientToken),
                                  actor: context.adminActor, requestId: context.requestId, idempotency: keyed?.stamp)
-        try await applied.wait(for: writer.publish(writer.encode(command, encoder: encoder), context: context),
+        try await applied.wait(for: writer.publish(writer.encode(command, encoder: encoder), context: context), changesAccess: true,
                                written: "app \(command.mobileAppId) (its server token \(command.tokenId), client token \(clientTokenId))")
         context.logger.info("app created", metadata: ["mobile_app_id": "\(command.mobileAppId)", "org_id": "\(command.orgId)"])
         return try JSONResponse.make(
@@ -82,6 +82,7 @@ struct AdminRoutes: Sendable {
         let (serverToken, clientToken) = (keyed.token(serverTokenId), keyed.token(clientTokenId))
         try AdminCreateKey.check(serverToken, against: tokens.first { $0.tokenId == serverTokenId }, hash: \.tokenHash)
         try AdminCreateKey.check(clientToken, against: tokens.first { $0.tokenId == clientTokenId }, hash: \.tokenHash)
+        try await applied.waitCacheLifetime()
         var headers = Self.secretHeaders
         headers[.idempotentReplayed] = "true"
         return try JSONResponse.make(
@@ -108,6 +109,7 @@ struct AdminRoutes: Sendable {
             case .applied(let issued):
                 let row = try await readStore(context) { try await store.apiTokens(app: mobileAppId) }.first { $0.tokenId == issued }
                 let stored = try AdminCreateKey.check(keyed.token(issued), against: row, hash: \.tokenHash)
+                try await applied.waitCacheLifetime()
                 var headers = Self.secretHeaders
                 headers[.idempotentReplayed] = "true"
                 return try JSONResponse.make(AdminAPI.TokenIssuedAnswer(tokenId: issued, apiToken: keyed.token(issued), scopes: stored.scopes ?? scopes),
@@ -118,7 +120,7 @@ struct AdminRoutes: Sendable {
         }
         let command = ApiTokenIssued(mobileAppId: mobileAppId, tokenId: tokenId, tokenHash: ApiTokens.hash(token), scopes: scopes,
                                      actor: context.adminActor, requestId: context.requestId, idempotency: keyed?.stamp)
-        try await applied.wait(for: writer.publish(writer.encode(command, encoder: encoder), context: context),
+        try await applied.wait(for: writer.publish(writer.encode(command, encoder: encoder), context: context), changesAccess: true,
                                written: "token \(command.tokenId) of app \(mobileAppId)")
         context.logger.info("api token issued", metadata: ["mobile_app_id": "\(mobileAppId)", "token_id": "\(command.tokenId)",
                                                            "scopes": "\(ApiTokenScopes.column(scopes) ?? "")"])
@@ -163,7 +165,7 @@ struct AdminRoutes: Sendable {
             throw IngestError.notFound("no such API token for this app", field: "tokenId")
         }
         let command = ApiTokenRevoked(mobileAppId: mobileAppId, tokenId: tokenId, actor: context.adminActor, requestId: context.requestId)
-        try await applied.wait(for: writer.publish(command, context: context), revokesTokens: true,
+        try await applied.wait(for: writer.publish(command, context: context), changesAccess: true,
                                written: "the revocation of token \(tokenId) of app \(mobileAppId)")
         context.logger.info("api token revoked", metadata: ["mobile_app_id": "\(mobileAppId)", "token_id": "\(tokenId)"])
         return Response(status: .accepted)

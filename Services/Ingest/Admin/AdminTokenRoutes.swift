@@ -94,7 +94,7 @@ struct AdminTokenRoutes: Sendable {
         }
         guard !row.revoked else { return Response(status: .accepted) }
         let command = AdminTokenRevoked(adminTokenId: id, actor: context.adminActor, requestId: context.requestId)
-        try await applied.wait(for: writer.publish(command, context: context), revokesTokens: true,
+        try await applied.wait(for: writer.publish(command, context: context), changesAccess: true,
                                written: "the revocation of admin token \(id)")
         context.logger.info("admin token revoked", metadata: ["admin_token_id": "\(id)"])
         return Response(status: .accepted)

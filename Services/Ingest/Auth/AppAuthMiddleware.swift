@@ -17,8 +17,9 @@ import Projections
 ///   `pushline_ingest_legacy_token_requests_total`, so that operators see what still uses one.
 ///
 /// The token is only ever handled as its hash, which the route finds with the app's row in
-/// `context.authenticatedApp()`. App credentials come from `AppAuthCache`, else from the store
-/// through `readStore` (a store failure is a 503).
+/// `context.authenticatedApp()`. App credentials, and the 401/403 choice of a refused token, come
+/// from `AppAuthCache`, else from the store through `readStore` (a store failure is a 503): a
+/// flood of one forged token reads the store at most twice per TTL.
 struct AppAuthMiddleware: RouterMiddleware {
     typealias Context = IngestRequestContext
 
@@ -53,8 +54,7 @@ struct AppAuthMiddleware: RouterMiddleware {
 
     /// 403 when the token is a live token of another app, else 401.
     private func refusal(tokenHash: String, mobileAppId: UUID, context: Context) async throws -> IngestError {
-        let owner = try await readStore(context) { try await store.apiToken(hash: tokenHash) }
-        if let owner, !owner.revoked, owner.appId != mobileAppId {
+        if try await AppAuthenticator(store: store, cache: cache).isTokenOfAnotherApp(tokenHash, refusedFor: mobileAppId, context: context) {
             return .rejected(.forbidden, Problem(error: "this API token is not valid for this app", field: "Authorization"))
         }
         return .rejected(.unauthorized, Problem(error: "the API token is not a valid token of this app", field: "Authorization"))

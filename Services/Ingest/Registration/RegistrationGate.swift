@@ -59,16 +59,22 @@ struct RegistrationGate: Sendable {
             // Debug only: forged requests must not buy log volume.
             context.logger.debug("commands with an API token that is not live not written", metadata: ["dropped": "\(dropped)"])
         }
-        if let appBuckets {
+        if appBuckets != nil {
             var seen: Set<UUID> = []
             for command in admitted where seen.insert(app(command)).inserted {
-                if case .refused(let retryAfterSeconds) = appBuckets.acquire(AppScopeKey(appId: app(command), scope: scope)) {
-                    metrics.countRateLimited(scope: .app)
-                    throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this app"), retryAfterSeconds: retryAfterSeconds)
-                }
+                try spend(1, of: app(command), scope: scope)
             }
         }
         return admitted
+    }
+
+    /// Takes `requests` requests from the per-app limit of (`appId`, `scope`); 429 when its
+    /// bucket lacks them. Only for an app whose live token was presented.
+    func spend(_ requests: Int, of appId: UUID, scope: ApiTokenScope) throws {
+        guard let appBuckets,
+              case .refused(let retryAfterSeconds) = appBuckets.acquire(AppScopeKey(appId: appId, scope: scope), cost: requests) else { return }
+        metrics.countRateLimited(scope: .app)
+        throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this app"), retryAfterSeconds: retryAfterSeconds)
     }
 
     /// An (app, token hash) pair a request presents.

@@ -26,11 +26,14 @@ struct Harness: Sendable {
     let store = InMemoryProjectionStore()
     /// No processor applies what these tests publish: admin changes are answered once published.
     /// One secrets key, as a deployment has: each `test` builds the application anew, and keyed
-    /// creates derive their tokens from it.
+    /// creates derive their tokens from it. The in-process client has no address, so every
+    /// request is one source: the per-source limit is off here, and its tests (`RateLimitTests`)
+    /// turn it on.
     var configuration: IngestConfiguration = {
         var configuration = IngestConfiguration(adminToken: Fixture.adminToken)
         configuration.adminApplyTimeoutMs = 0
         configuration.secrets = try! SecretsKeyring(current: Fixture.secretsKey)
+        configuration.sourceRateLimit = RateLimit(perSecond: 0, burst: 1)
         return configuration
     }()
 
