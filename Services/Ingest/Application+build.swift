@@ -86,7 +86,8 @@ public func buildRouter(
         .addRoutes(to: bearerGroup(TrackingRoutes.basePath))
     let adminTokenCache = AdminTokenCache(ttl: .milliseconds(configuration.authCacheMs))
     let admin = router.group(AdminRoutes.basePath)
-        .add(middleware: AdminAuthMiddleware(adminToken: configuration.adminToken, store: store, cache: adminTokenCache))
+        .add(middleware: AdminAuthMiddleware(adminToken: configuration.adminToken, store: store, cache: adminTokenCache,
+                                            trustedProxies: configuration.trustedProxies))
     let tokenKey = CreatedTokenKey(secrets: configuration.secrets)
     let applied = AdminChangeApplied(store: store, timeout: .milliseconds(configuration.adminApplyTimeoutMs),
                                      authCacheTTL: .milliseconds(configuration.authCacheMs))

@@ -25,12 +25,15 @@ struct AdminAuthMiddleware: RouterMiddleware {
     let cache: AdminTokenCache
     /// Failed admin authentications per client address.
     let failures: TokenBuckets<SourceAddress>
+    /// Whose `X-Forwarded-For` names the client (`PUSHLINE_TRUSTED_PROXIES`).
+    let trustedProxies: TrustedProxies
 
     /// The failures a source may make at once, and how fast it earns more: 10 in a row, then
     /// one every 6 seconds.
     static let failureLimit = (burst: 10, perSecond: 1.0 / 6)
 
-    init(adminToken: String, store: any ProjectionReader, cache: AdminTokenCache) {
+    init(adminToken: String, store: any ProjectionReader, cache: AdminTokenCache, trustedProxies: TrustedProxies = .none) {
+        self.trustedProxies = trustedProxies
         bootstrapDigest = adminToken.isEmpty ? nil : ApiTokens.hash(adminToken)
         self.store = store
         self.cache = cache
@@ -38,7 +41,7 @@ struct AdminAuthMiddleware: RouterMiddleware {
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let source = SourceAddress(context.remoteAddress)
+        let source = trustedProxies.source(of: request, context: context)
         if let retryAfterSeconds = failures.waitBeforeNext(source) {
             throw IngestError.rateLimited(Problem(error: "too many failed admin authentications from this address", field: "Authorization"),
                                           retryAfterSeconds: retryAfterSeconds)

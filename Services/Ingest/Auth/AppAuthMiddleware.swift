@@ -54,7 +54,7 @@ struct AppAuthMiddleware: RouterMiddleware {
 
     /// 403 when the token is a live token of another app, else 401.
     private func refusal(tokenHash: String, mobileAppId: UUID, context: Context) async throws -> IngestError {
-        if try await AppAuthenticator(store: store, cache: cache).isTokenOfAnotherApp(tokenHash, refusedFor: mobileAppId, context: context) {
+        if try await AppAuthenticator(store: store, cache: cache, legacyScopes: legacyScopes).isTokenOfAnotherApp(tokenHash, refusedFor: mobileAppId, context: context) {
             return .rejected(.forbidden, Problem(error: "this API token is not valid for this app", field: "Authorization"))
         }
         return .rejected(.unauthorized, Problem(error: "the API token is not a valid token of this app", field: "Authorization"))

@@ -19,18 +19,22 @@ struct SourceRateLimitMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if let buckets, !Self.exemptRoutes.contains(context.endpointPath ?? ""),
-           case .refused(let retryAfterSeconds) = buckets.acquire(source(of: request, context: context)) {
+           case .refused(let retryAfterSeconds) = buckets.acquire(trustedProxies.source(of: request, context: context)) {
             metrics.countRateLimited(scope: .source)
             throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this source address"),
                                           retryAfterSeconds: retryAfterSeconds)
         }
         return try await next(request, context)
     }
+}
 
-    private func source(of request: Request, context: Context) -> SourceAddress {
+extension TrustedProxies {
+    /// The source address of `request`: its connection's peer, or the client a trusted proxy
+    /// names in `X-Forwarded-For`.
+    func source(of request: Request, context: IngestRequestContext) -> SourceAddress {
         let peer = TrustedProxies.bytes(of: context.remoteAddress)
-        guard !trustedProxies.isEmpty else { return SourceAddress(peer) }
-        return SourceAddress(trustedProxies.client(peer: peer, forwardedFor: request.headers[values: .xForwardedFor]))
+        guard !isEmpty else { return SourceAddress(peer) }
+        return SourceAddress(client(peer: peer, forwardedFor: request.headers[values: .xForwardedFor]))
     }
 }
 
