@@ -38,7 +38,7 @@ final class AdminIdempotencyTests: XCTestCase {
     }
 
     func testAKeyedCreateIsTheKeysAppWithTokensThatARetryGetsAgain() async throws {
-        let harness = Harness()
+        let harness = Harness.keyed()
         let first = try await post("/admin/v1/apps", json: body, key: "create-shop", harness: harness)
         XCTAssertEqual(first.status, .created, String(buffer: first.body))
         let answer = try decodeBody(AdminAPI.AppCreatedAnswer.self, first)
@@ -69,7 +69,7 @@ final class AdminIdempotencyTests: XCTestCase {
     }
 
     func testARetryWithAnotherAdminTokenOfTheSameActorCannotSeeTheTokens() async throws {
-        var harness = Harness()
+        var harness = Harness.keyed()
         let first = try await post("/admin/v1/apps", json: body, key: "k", harness: harness)
         XCTAssertEqual(first.status, .created)
         await apply(try await harness.onlyPublished(AppCreated.self), body: body, to: harness)
@@ -80,7 +80,7 @@ final class AdminIdempotencyTests: XCTestCase {
     }
 
     func testAKeyedTokenIssueIsTheKeysTokenAndARetryGetsItAgain() async throws {
-        let harness = Harness()
+        let harness = Harness.keyed()
         _ = await harness.seedApp()
         let uri = "/admin/v1/apps/\(Fixture.appId)/tokens"
         let scopes = #"{"scopes": ["server"]}"#
@@ -107,7 +107,7 @@ final class AdminIdempotencyTests: XCTestCase {
     }
 
     func testARevokedAdminTokenDerivesNothingOfTheTokensItCreated() async throws {
-        let harness = Harness()
+        let harness = Harness.keyed()
         _ = await harness.seedApp()
         let adminTokenId = UUID()
         await harness.store.seed(adminToken: AdminTokenRow(adminTokenId: adminTokenId, name: "ci", tokenHash: ApiTokens.hash(namedAdmin),
@@ -144,7 +144,7 @@ final class AdminIdempotencyTests: XCTestCase {
     }
 
     func testAKeyPastItsWindowCreatesTheNextApp() async throws {
-        let harness = Harness()
+        let harness = Harness.keyed()
         let scope = "admin:bootstrap:apps"
         let old = IdempotencyKeys.resourceId(scope: scope, key: "k")
         await harness.store.seed(idempotencyKey: IdempotencyKeyRow(scope: scope, key: "k", resourceId: old, requestHash: "whatever",

@@ -19,7 +19,7 @@ final class PushCredentialsAPITests: XCTestCase {
 
     private func harness(secrets: Bool = true) throws -> Harness {
         var harness = Harness()
-        harness.configuration.secrets = secrets ? try SecretsKeyring(current: secretsKey) : nil
+        if secrets { harness.configuration.secrets = try SecretsKeyring(current: secretsKey) }
         return harness
     }
 

@@ -25,17 +25,22 @@ struct Harness: Sendable {
     let publisher = FakeCommandPublisher()
     let store = InMemoryProjectionStore()
     /// No processor applies what these tests publish: admin changes are answered once published.
-    /// One secrets key, as a deployment has: each `test` builds the application anew, and keyed
-    /// creates derive their tokens from it. The in-process client has no address, so every
-    /// request is one source: the per-source limit is off here, and its tests (`RateLimitTests`)
-    /// turn it on.
+    /// The in-process client has no address, so every request is one source: the per-source limit
+    /// is off here, and its tests (`RateLimitTests`) turn it on.
     var configuration: IngestConfiguration = {
         var configuration = IngestConfiguration(adminToken: Fixture.adminToken)
         configuration.adminApplyTimeoutMs = 0
-        configuration.secrets = try! SecretsKeyring(current: Fixture.secretsKey)
         configuration.sourceRateLimit = RateLimit(perSecond: 0, burst: 1)
         return configuration
     }()
+
+    /// A harness with the deployment's secrets key, as keyed admin creates need: each `test`
+    /// builds the application anew, and their raw tokens derive from that key.
+    static func keyed() -> Harness {
+        var harness = Harness()
+        harness.configuration.secrets = try! SecretsKeyring(current: Fixture.secretsKey)
+        return harness
+    }
 
     func test<Value: Sendable>(_ body: @Sendable (any TestClientProtocol) async throws -> Value) async throws -> Value {
         let app = buildApplication(configuration: configuration, publisher: publisher, store: store,
