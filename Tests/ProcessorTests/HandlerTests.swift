@@ -108,6 +108,25 @@ final class HandlerTests: XCTestCase {
         XCTAssertEqual(body, API.StatusWebhook(Status: .Success, Signature: "sig", FailureReason: nil))
     }
 
+    func testATokenThatFailsVerificationSendsNoWebhookButKeepsItsStatus() throws {
+        let callback = StatusCallback(url: "https://relay.example/x", headers: [:], signature: "sig")
+        for (token, platform, reason) in [("made-up", Platform.ios, API.FailureReason.DryRunSendingFailed),
+                                          (String(repeating: "a", count: 4097), .android, .DeviceTokenTooLong)] {
+            var s = state()
+            XCTAssertEqual(handler.apply(registration(token: token, platform: platform, callback: callback), CommandContext(at: at), to: &s),
+                           .rejected(reason.rawValue))
+            XCTAssertFalse(s.mutations.contains { if case .enqueueOutbox = $0 { true } else { false } }, "\(reason): \(s.mutations)")
+            guard case .putRegistrationStatus(let status)? = s.mutations.last else { return XCTFail("no status for \(reason)") }
+            XCTAssertEqual(status.failureReason, reason)
+        }
+        // A duplicate is a token that verified: its webhook is sent, as the seed does.
+        var s = state()
+        _ = handler.apply(registration(), CommandContext(at: at), to: &s)
+        XCTAssertEqual(handler.apply(registration(callback: callback), CommandContext(at: at), to: &s), .rejected("DuplicateExists"))
+        guard case .enqueueOutbox(let job)? = s.mutations.last else { return XCTFail("no webhook for a duplicate") }
+        XCTAssertEqual(try JSONDecoder().decode(API.StatusWebhook.self, from: job.body).FailureReason, .DuplicateExists)
+    }
+
     func testCleanupWithoutTokenRemovesOnlyThatUsersDevices() {
         let other = String(repeating: "cd", count: 32)
         var s = state(devices: [
