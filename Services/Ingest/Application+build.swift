@@ -95,5 +95,6 @@ public func buildRouter(
     AdminTokenRoutes(writer: writer, store: store, applied: applied, idempotencyWindow: configuration.shared.idempotencyWindow,
                      maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
     AuditRoutes(store: store).addRoutes(to: admin)
+    WebhookSigningRoutes(store: store, secrets: configuration.secrets).addRoutes(to: admin)
     return router
 }

@@ -6,7 +6,7 @@ import Foundation
 struct Apps: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create, list, show and change apps (through the ingest's admin API).",
-        subcommands: [Create.self, List.self, Show.self, Change.self, Credentials.self]
+        subcommands: [Create.self, List.self, Show.self, Change.self, Credentials.self, SigningSecret.self]
     )
 
     struct Create: AsyncParsableCommand {
@@ -137,6 +137,39 @@ struct Apps: AsyncParsableCommand {
             _ = try await client.call(.PATCH, "/admin/v1/apps/\(app)", body: try update(), expected: 202, subject: .app(app))
             if admin.json { return try Output.json(Output.Accepted(mobileAppId: app, tokenId: nil)) }
             print("Settings change of app \(app) accepted; `pushline apps show \(app)` shows it once the processor has applied it.")
+        }
+    }
+}
+
+extension Apps {
+    struct SigningSecret: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "signing-secret",
+            abstract: "Print the secret that checks the x-pushline-signature of an app's webhooks and callbacks.",
+            discussion: """
+                Give it to the app's webhook and callback receivers: each request carries \
+                `x-pushline-signature: t=<unix seconds>,v1=<hex>`, the HMAC-SHA256 of "<t>." and the \
+                body under this secret (docs/API.md, "Webhook signatures"). During a rotation of \
+                PUSHLINE_SECRETS_KEY the secrets of the previous keys are listed too (--json).
+
+                Examples:
+                  pushline apps signing-secret $APP
+                  pushline apps signing-secret $APP --json
+                """
+        )
+
+        @Argument(help: "The app's mobileAppId.") var mobileAppId: String
+        @OptionGroup var admin: AdminOptions
+
+        func validate() throws { _ = try parseUUID(mobileAppId, "mobileAppId") }
+
+        func run() async throws {
+            let client = try admin.client()
+            let app = try parseUUID(mobileAppId, "mobileAppId")
+            let data = try await client.call(.GET, "/admin/v1/apps/\(app)/webhook-signing-secret", expected: 200, subject: .app(app))
+            let view = try client.decode(AdminAPI.WebhookSigningSecretView.self, from: data)
+            if admin.json { return try Output.json(view) }
+            print(view.secret)
         }
     }
 }

@@ -37,6 +37,9 @@ final class WebhookDispatcher: Service, Sendable {
         var retryBaseDelay: Duration = .seconds(1)
         var auditTopic: String?
         var targetPolicy = WebhookTargetPolicy()
+        /// Signs every job of an app with the app's secrets (`WebhookSigning`); nil (no
+        /// `PUSHLINE_SECRETS_KEY`): jobs go without Pushline's signature.
+        var signingKeys: SecretsKeyring?
     }
 
     private let configuration: Configuration
@@ -178,6 +181,13 @@ final class WebhookDispatcher: Service, Sendable {
         }
         if let host { request.headers.replaceOrAdd(name: "Host", value: host) }
         request.headers.replaceOrAdd(name: WebhookHeaders.webhookId, value: job.id)
+        if let keyring = configuration.signingKeys, let app = job.appId {
+            // Signed as sent, at the attempt's time, so that each attempt falls within a receiver's replay window.
+            let secrets = WebhookSigning.secrets(app: app, keyring: keyring)
+            let timestamp = Int64(Date().timeIntervalSince1970)
+            request.headers.replaceOrAdd(name: WebhookSigning.header,
+                                         value: WebhookSigning.headerValue(secrets: secrets, timestamp: timestamp, body: job.body))
+        }
         request.body = .bytes(ByteBuffer(bytes: job.body))
         let response = try await http.execute(request, timeout: .nanoseconds(configuration.requestTimeout.inNanoseconds))
         let status = Int(response.status.code)

@@ -151,6 +151,39 @@ public enum AdminAPI {
         }
     }
 
+    /// `GET /admin/v1/apps/{id}/webhook-signing-secret`: what a receiver needs to check the
+    /// `x-pushline-signature` of the app's webhooks and callbacks (`WebhookSigning`).
+    public struct WebhookSigningSecretView: Codable, Sendable, Equatable {
+        @LowercaseUUID public var mobileAppId: UUID
+        /// The header that carries the signatures.
+        public var header: String
+        /// The secret signing under the deployment's current key: the one to configure.
+        public var secret: String
+        /// The id of the deployment key it is derived from.
+        public var keyId: String
+        /// The secrets under the deployment's previous keys, which webhooks are also signed with
+        /// until those keys are dropped (a rotation in progress); usually empty.
+        public var previousSecrets: [PreviousSecret]
+
+        public struct PreviousSecret: Codable, Sendable, Equatable {
+            public var keyId: String
+            public var secret: String
+            public init(keyId: String, secret: String) {
+                self.keyId = keyId
+                self.secret = secret
+            }
+        }
+
+        public init(mobileAppId: UUID, header: String = WebhookSigning.header, secret: String, keyId: String,
+                    previousSecrets: [PreviousSecret]) {
+            self.mobileAppId = mobileAppId
+            self.header = header
+            self.secret = secret
+            self.keyId = keyId
+            self.previousSecrets = previousSecrets
+        }
+    }
+
     /// `PUT /admin/v1/apps/{id}/credentials/apns`: token-based APNs authentication.
     public struct SetAPNsCredentials: Codable, Sendable, Equatable {
         public var teamId: String?
