@@ -18,7 +18,8 @@ extension RegistrationRoutes {
                                                       tokenHashes: &tokenHashes)
 
         let encoder = CommandWriter.makeEncoder()
-        try await publishAdmitted([command], app: \.mobileAppId, tokenHash: \.apiTokenHash, encoder: encoder, context: context)
+        try await publishAdmitted([command], app: \.mobileAppId, tokenHash: \.apiTokenHash, callback: headers.callbackTarget,
+                                  encoder: encoder, context: context)
         guard headers.trackStatus else { return Response(status: .accepted) }
         return try JSONResponse.make(
             DeviceRegistrationAPI.RegistrationAccepted(RegistrationRequestId: command.registrationRequestId),
@@ -42,8 +43,8 @@ extension RegistrationRoutes {
         }
 
         let encoder = CommandWriter.makeEncoder()
-        try await publishAdmitted(commands, app: \.mobileAppId, tokenHash: \.apiTokenHash, batched: true, encoder: encoder,
-                                  context: context)
+        try await publishAdmitted(commands, app: \.mobileAppId, tokenHash: \.apiTokenHash, batched: true,
+                                  callback: headers.callbackTarget, encoder: encoder, context: context)
         guard headers.trackStatus else { return Response(status: .accepted) }
         return try JSONResponse.make(
             commands.map { DeviceRegistrationAPI.RegistrationAccepted(RegistrationRequestId: $0.registrationRequestId) },

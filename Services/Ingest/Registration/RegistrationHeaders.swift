@@ -9,6 +9,8 @@ struct RegistrationHeaders: Sendable {
     var trackStatus: Bool
     /// Where to POST the status webhook; nil when no (or an empty) callback URL was given.
     var callbackURL: String?
+    /// The header that gave `callbackURL`.
+    var callbackURLField = DeviceRegistrationAPI.callbackURLHeader
     /// Extra headers of the status webhook.
     var callbackHeaders: [String: String]
 
@@ -24,6 +26,7 @@ struct RegistrationHeaders: Sendable {
                 (headers[.statusCallbackURL], DeviceRegistrationAPI.statusCallbackURLHeader)
             }
         let trimmedURL = urlText?.trimmingCharacters(in: .whitespaces)
+        callbackURLField = urlField
         if let trimmedURL, !trimmedURL.isEmpty {
             callbackURL = try FieldRules.callbackURL(trimmedURL, field: urlField)
         } else {
@@ -40,6 +43,11 @@ struct RegistrationHeaders: Sendable {
             }
             try FieldRules.headerMap(callbackHeaders, field: field)
         }
+    }
+
+    /// The status webhook URL and the header that gave it, for the app's host list to judge.
+    var callbackTarget: (url: String, field: String)? {
+        callbackURL.map { ($0, callbackURLField) }
     }
 
     /// The webhook of one registration, signed with that registration's raw API token, as the

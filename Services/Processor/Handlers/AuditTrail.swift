@@ -79,6 +79,7 @@ extension AppSettingsChanged: AuditedCommand {
         // Header names show what was set; their values are often credentials.
         if let callbackHeaders { changes["callbackHeaders"] = .object(callbackHeaders.mapValues { _ in .string(AuditTrail.redacted) }) }
         if let webhookRetries { changes["webhookRetries"] = .number(Double(webhookRetries)) }
+        if let webhookHosts { changes["webhookHosts"] = .array(webhookHosts.map { .string($0) }) }
         return changes
     }
 }

@@ -52,7 +52,10 @@ package struct RegistrationHandler: CommandHandler {
             state.record(RegistrationStatusRow(requestId: c.registrationRequestId, appId: c.mobileAppId,
                                                status: status, failureReason: failure, decidedAt: at))
         }
-        if let callback = c.callback, let app = state.app(c.mobileAppId, part: context.part), Self.sendsWebhook(after: failure) {
+        // The app's webhook hosts as the log has them now: the list may have changed since ingest
+        // admitted the request (docs/API.md#webhook-hosts).
+        if let callback = c.callback, let app = state.app(c.mobileAppId, part: context.part), Self.sendsWebhook(after: failure),
+           WebhookHosts.allows(callback.url, hosts: app.webhookHosts) {
             state.enqueue(statusWebhook(for: c, callback: callback, status: status, failure: failure, retries: app.webhookRetries, at: at))
         }
         return failure.map { .rejected($0.rawValue) } ?? .applied

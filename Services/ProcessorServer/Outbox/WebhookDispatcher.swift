@@ -176,7 +176,8 @@ final class WebhookDispatcher: Service, Sendable {
         request.method = .POST
         // Headers that frame or route the request are the client's to decide (ingest refuses
         // them too; a job written around ingest may still carry them).
-        for (name, value) in job.headers where !WebhookHeaders.isReserved(name) {
+        // Nor may a job carry a signature of its own: only the dispatcher signs.
+        for (name, value) in job.headers where !WebhookHeaders.isReserved(name) && name.lowercased() != WebhookSigning.header {
             request.headers.replaceOrAdd(name: name, value: value)
         }
         if let host { request.headers.replaceOrAdd(name: "Host", value: host) }
