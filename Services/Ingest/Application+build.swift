@@ -67,7 +67,7 @@ public func buildRouter(
     let authCache = AppAuthCache(ttl: .milliseconds(configuration.authCacheMs))
     let appBuckets: TokenBuckets<AppScopeKey>? = configuration.appRateLimit.isEnabled ? TokenBuckets(configuration.appRateLimit) : nil
     let gate = RegistrationGate(authenticator: AppAuthenticator(store: store, cache: authCache), appBuckets: appBuckets, metrics: ingestMetrics)
-    RegistrationRoutes(writer: writer, store: store, gate: gate, maxBodyBytes: configuration.maxBodyBytes)
+    RegistrationRoutes(writer: writer, store: store, gate: gate, secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: router.group(RegistrationRoutes.basePath))
     let appAuth = AppAuthMiddleware(store: store, cache: authCache, metrics: ingestMetrics)
     let appRateLimit = AppRateLimitMiddleware(buckets: appBuckets, metrics: ingestMetrics)
@@ -89,7 +89,7 @@ public func buildRouter(
     let applied = AdminChangeApplied(store: store, timeout: .milliseconds(configuration.adminApplyTimeoutMs),
                                      authCacheTTL: .milliseconds(configuration.authCacheMs))
     AdminRoutes(writer: writer, store: store, applied: applied, idempotencyWindow: configuration.shared.idempotencyWindow,
-                maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
+                secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
     PushCredentialsRoutes(writer: writer, store: store, applied: applied, secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: admin)
     AdminTokenRoutes(writer: writer, store: store, applied: applied, idempotencyWindow: configuration.shared.idempotencyWindow,

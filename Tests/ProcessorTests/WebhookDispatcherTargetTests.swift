@@ -13,7 +13,7 @@ import XCTest
 /// policy decides whether a job reaches the receiver, and a refused job ends without retries.
 final class WebhookDispatcherTargetTests: DispatcherTestCase {
     /// Enqueues a job to `url` allowing three attempts, claims it and runs one attempt.
-    private func attemptOnce(url: String, allowPrivateTargets: Bool, appId: UUID? = nil, signingKeys: SecretsKeyring? = nil,
+    private func attemptOnce(url: String, allowPrivateTargets: Bool, appId: UUID? = nil, secrets: SecretsKeyring? = nil,
                              headers: [String: String] = [:]) async throws -> OutboxJob {
         let now = Date()
         let job = OutboxJob(id: "job-\(UUID())", kind: "registration-status", appId: appId, url: url, headers: headers,
@@ -23,7 +23,7 @@ final class WebhookDispatcherTargetTests: DispatcherTestCase {
         XCTAssertEqual(claimed.map(\.id), [job.id])
         var configuration = WebhookDispatcher.Configuration()
         configuration.targetPolicy = WebhookTargetPolicy(allowPrivateTargets: allowPrivateTargets)
-        configuration.signingKeys = signingKeys
+        configuration.secrets = secrets
         let dispatcher = WebhookDispatcher(configuration: configuration, store: store, http: http, producer: nil, logger: Logger(label: "test"))
         for claimedJob in claimed { await dispatcher.attempt(claimedJob) }
         let recorded = try await store.outboxJob(job.id)
@@ -62,7 +62,7 @@ final class WebhookDispatcherTargetTests: DispatcherTestCase {
         let current = randomKey(), previous = randomKey()
         let keyring = try SecretsKeyring(current: current, previous: previous)
         let app = UUID()
-        _ = try await attemptOnce(url: "\(receiver.baseURL)/hook", allowPrivateTargets: true, appId: app, signingKeys: keyring,
+        _ = try await attemptOnce(url: "\(receiver.baseURL)/hook", allowPrivateTargets: true, appId: app, secrets: keyring,
                                   headers: [WebhookSigning.header: "t=1,v1=forged"])
         let request = try XCTUnwrap(receiver.requests.first)
         let header = try XCTUnwrap(request.headers[WebhookSigning.header])
@@ -87,5 +87,28 @@ final class WebhookDispatcherTargetTests: DispatcherTestCase {
         _ = try await attemptOnce(url: "\(receiver.baseURL)/hook", allowPrivateTargets: true, appId: UUID())
         let request = try XCTUnwrap(receiver.requests.first)
         XCTAssertNil(request.headers[WebhookSigning.header])
+    }
+
+    func testSealedHeaderValuesAreOpenedForTheReceiverAndAJobWhoseSealDoesNotOpenFailsWithoutRetry() async throws {
+        let keyring = try SecretsKeyring(current: Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString())
+        let app = UUID()
+        let sealed = SealedHeaders.seal(["X-App-Key": "s3cret", "X-Plain": "ignored"], app: app, keyring: keyring)
+        XCTAssertFalse(sealed.values.contains { $0.contains("s3cret") })
+        let delivered = try await attemptOnce(url: "\(receiver.baseURL)/hook", allowPrivateTargets: true, appId: app, secrets: keyring,
+                                              headers: sealed.merging(["X-Clear": "as-is"]) { $1 })
+        XCTAssertEqual(delivered.state, .delivered)
+        let request = try XCTUnwrap(receiver.requests.first)
+        XCTAssertEqual(request.headers["x-app-key"], "s3cret")
+        XCTAssertEqual(request.headers["x-clear"], "as-is", "a value written unsealed is sent as it is")
+
+        // Another app's seal (moved onto this job), or no keys at all: nothing is sent, for good.
+        let moved = try await attemptOnce(url: "\(receiver.baseURL)/moved", allowPrivateTargets: true, appId: UUID(), secrets: keyring,
+                                          headers: sealed)
+        XCTAssertEqual(moved.state, .failed)
+        XCTAssertEqual(moved.attempts, 1)
+        let keyless = try await attemptOnce(url: "\(receiver.baseURL)/keyless", allowPrivateTargets: true, appId: app, headers: sealed)
+        XCTAssertEqual(keyless.state, .failed)
+        XCTAssertTrue(keyless.lastError?.contains("cannot be opened") == true, keyless.lastError ?? "")
+        XCTAssertEqual(receiver.requests.map(\.path), ["/hook"])
     }
 }

@@ -16,6 +16,8 @@ struct AdminRoutes: Sendable {
     let applied: AdminChangeApplied
     /// `PUSHLINE_IDEMPOTENCY_WINDOW_HOURS`.
     let idempotencyWindow: Duration
+    /// Seals the values of `callbackHeaders` (`SealedHeaders`); nil: written as given.
+    let secrets: SecretsKeyring?
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
@@ -189,8 +191,12 @@ struct AdminRoutes: Sendable {
         guard try await readStore(context, { try await store.app(mobileAppId) }) != nil else {
             throw Self.unknownApp
         }
+        // Header values are often the receiver's credentials: sealed before they become a command.
+        let callbackHeaders = update.callbackHeaders.map { headers in
+            secrets.map { SealedHeaders.seal(headers, app: mobileAppId, keyring: $0) } ?? headers
+        }
         let command = AppSettingsChanged(mobileAppId: mobileAppId, name: update.name, callbackUrl: update.callbackUrl,
-                                         callbackHeaders: update.callbackHeaders, webhookRetries: update.webhookRetries,
+                                         callbackHeaders: callbackHeaders, webhookRetries: update.webhookRetries,
                                          webhookHosts: webhookHosts, actor: context.adminActor, requestId: context.requestId)
         try await applied.wait(for: writer.publish(command, context: context), written: "the settings change of app \(mobileAppId)")
         context.logger.info("app settings changed", metadata: ["mobile_app_id": "\(mobileAppId)"])

@@ -53,10 +53,11 @@ struct RegistrationHeaders: Sendable {
     /// The webhook of one registration, signed with that registration's raw API token, as the
     /// seed defines it (the token itself never leaves this function). Registrations need the
     /// client scope, so that is the app's client token, which ships in the app
-    /// (docs/API.md#status-webhook).
-    func callback(apiToken: String) -> StatusCallback? {
+    /// (docs/API.md#status-webhook). With `secrets`, the header values are sealed for `app`.
+    func callback(apiToken: String, app: UUID, secrets: SecretsKeyring?) -> StatusCallback? {
         guard let callbackURL else { return nil }
-        return StatusCallback(url: callbackURL, headers: callbackHeaders,
+        let headers = secrets.map { SealedHeaders.seal(callbackHeaders, app: app, keyring: $0) } ?? callbackHeaders
+        return StatusCallback(url: callbackURL, headers: headers,
                               signature: ApiTokens.webhookSignature(apiToken: apiToken, callbackURL: callbackURL))
     }
 }

@@ -14,6 +14,8 @@ struct RegistrationRoutes: Sendable {
     let writer: CommandWriter
     let store: any ProjectionReader
     let gate: RegistrationGate
+    /// Seals the values of `x-ms-callback-url-headers` (`SealedHeaders`); nil: written as given.
+    let secrets: SecretsKeyring?
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {

@@ -37,9 +37,10 @@ final class WebhookDispatcher: Service, Sendable {
         var retryBaseDelay: Duration = .seconds(1)
         var auditTopic: String?
         var targetPolicy = WebhookTargetPolicy()
-        /// Signs every job of an app with the app's secrets (`WebhookSigning`); nil (no
-        /// `PUSHLINE_SECRETS_KEY`): jobs go without Pushline's signature.
-        var signingKeys: SecretsKeyring?
+        /// The deployment's keys (`PUSHLINE_SECRETS_KEY`): they sign every job of an app with the
+        /// app's secrets (`WebhookSigning`) and open its sealed header values (`SealedHeaders`).
+        /// Nil: jobs go without Pushline's signature, and a job with a sealed value fails.
+        var secrets: SecretsKeyring?
     }
 
     private let configuration: Configuration
@@ -172,17 +173,24 @@ final class WebhookDispatcher: Service, Sendable {
         case .allowed:
             break
         }
+        let headers: [String: String]
+        do {
+            headers = try SealedHeaders.open(job.headers, app: job.appId, keyring: configuration.secrets)
+        } catch {
+            // No retry can open it: the keys are the process's.
+            return Sent(status: nil, failure: "a header value of the job cannot be opened: \(error)", refused: true)
+        }
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         // Headers that frame or route the request are the client's to decide (ingest refuses
         // them too; a job written around ingest may still carry them).
         // Nor may a job carry a signature of its own: only the dispatcher signs.
-        for (name, value) in job.headers where !WebhookHeaders.isReserved(name) && name.lowercased() != WebhookSigning.header {
+        for (name, value) in headers where !WebhookHeaders.isReserved(name) && name.lowercased() != WebhookSigning.header {
             request.headers.replaceOrAdd(name: name, value: value)
         }
         if let host { request.headers.replaceOrAdd(name: "Host", value: host) }
         request.headers.replaceOrAdd(name: WebhookHeaders.webhookId, value: job.id)
-        if let keyring = configuration.signingKeys, let app = job.appId {
+        if let keyring = configuration.secrets, let app = job.appId {
             // Signed as sent, at the attempt's time, so that each attempt falls within a receiver's replay window.
             let secrets = WebhookSigning.secrets(app: app, keyring: keyring)
             let timestamp = Int64(Date().timeIntervalSince1970)
