@@ -27,10 +27,10 @@ final class WebhookRelayTests: XCTestCase {
     }
 
     private func register(_ app: AdminAPI.AppCreatedAnswer, user: String, device: String, callback: String,
-                          header: String = API.callbackURLHeader) async throws -> HTTPClientHelpers.Answer {
+                          header: String = API.callbackURLHeader, extra: [String: String] = [:]) async throws -> HTTPClientHelpers.Answer {
         try await HTTPClientHelpers.post(stack.registrationURL(org: app.orgId, "devices"), json: API.Registration(
             MobileAppId: app.mobileAppId.uuidString, UserId: user, ApiToken: app.clientToken, ApnsDeviceToken: device),
-            headers: [header: callback, API.trackRegistrationHeader: "true"])
+            headers: [header: callback, API.trackRegistrationHeader: "true"].merging(extra) { $1 })
     }
 
     func testWithWebhookHostsTheClientTokenCannotRelayAndWhatArrivesIsSignedByTheServer() async throws {
@@ -61,7 +61,9 @@ final class WebhookRelayTests: XCTestCase {
         let madeUp = try await register(app, user: "victim", device: "not-a-device-token", callback: "\(receiver.baseURL)/made-up")
         XCTAssertEqual(madeUp.status, 202, madeUp.text)
         let madeUpId = try madeUp.decode(API.RegistrationAccepted.self).RegistrationRequestId
-        let genuine = try await register(app, user: "victim", device: Tokens.apns(2), callback: "\(receiver.baseURL)/genuine")
+        let hookSecret = "hook-secret-\(UUID())"
+        let genuine = try await register(app, user: "victim", device: Tokens.apns(2), callback: "\(receiver.baseURL)/genuine",
+                                         extra: [API.callbackURLHeadersHeader: #"{"X-App-Key": "\#(hookSecret)"}"#])
         let genuineId = try genuine.decode(API.RegistrationAccepted.self).RegistrationRequestId
         let statuses = try await stack.decidedStatuses(org: app.orgId, app: app.mobileAppId, token: app.clientToken, ids: [madeUpId, genuineId])
         XCTAssertEqual(statuses.map(\.FailureReason), [.DryRunSendingFailed, nil])
@@ -69,6 +71,11 @@ final class WebhookRelayTests: XCTestCase {
         XCTAssertEqual(receiver.requests.map(\.path), ["/genuine"], "neither the relay nor the made-up token's webhook arrived")
         let jobs = try await stack.sqlite("SELECT id FROM outbox")
         XCTAssertEqual(jobs, ["registration-status:\(genuineId.lowercasedString)"])
+        // The receiver got its header; the store holds only its seal.
+        XCTAssertEqual(receiver.requests.first?.headers["x-app-key"], hookSecret)
+        let stored = try await stack.sqlite("SELECT headers FROM outbox")
+        XCTAssertFalse(stored.joined().contains(hookSecret), "\(stored)")
+        XCTAssertTrue(stored.joined().contains(SealedHeaders.prefix), "\(stored)")
 
         // 3. The genuine webhook's signature checks out with the secret the admin API shows, and
         //    fails for a tampered body.
