@@ -39,8 +39,8 @@ final class SealedCallbackHeadersTests: XCTestCase {
             let harness = await makeHarness(secrets: secrets)
             let answer = try await harness.test { client in
                 try await client.post(Fixture.devices(), object: Fixture.registration(), headers: [
-                    HTTPField.Name(DeviceRegistrationAPI.callbackURLHeader)!: "https://hooks.example.com/status",
-                    HTTPField.Name(DeviceRegistrationAPI.callbackURLHeadersHeader)!: #"{"X-App-Key": "hook-s3cret"}"#,
+                    .xMsCallbackURL: "https://hooks.example.com/status",
+                    .xMsCallbackURLHeaders: #"{"X-App-Key": "hook-s3cret"}"#,
                 ])
             }
             XCTAssertEqual(answer.status, .accepted)

@@ -8,7 +8,7 @@ import XCTest
 /// `GET /admin/v1/apps/{id}/webhook-signing-secret`: the secret ingest shows is the one the
 /// processor signs with (both derive it from the deployment's keys), never cached.
 final class WebhookSigningSecretTests: XCTestCase {
-    private let path = "/admin/v1/apps/\(Fixture.appId)/webhook-signing-secret"
+    private static let path = "/admin/v1/apps/\(Fixture.appId)/webhook-signing-secret"
 
     func testTheSecretIsTheAppsDerivedSecretWithThePreviousKeysSecretsDuringARotation() async throws {
         let current = TestPushKeys.secretsKey(), previous = TestPushKeys.secretsKey()
@@ -16,6 +16,7 @@ final class WebhookSigningSecretTests: XCTestCase {
         let keyring = try SecretsKeyring(current: current, previous: previous)
         harness.configuration.secrets = keyring
         _ = await harness.seedApp()
+        let path = Self.path
         let (answer, unauthenticated, unknown) = try await harness.test { client in
             (try await client.admin(.get, path), try await client.admin(.get, path, token: "wrong"),
              try await client.admin(.get, "/admin/v1/apps/\(UUID())/webhook-signing-secret"))
@@ -34,6 +35,7 @@ final class WebhookSigningSecretTests: XCTestCase {
     func testWithoutASecretsKeyTheRouteSays503() async throws {
         let harness = Harness()
         _ = await harness.seedApp()
+        let path = Self.path
         let answer = try await harness.test { client in try await client.admin(.get, path) }
         try assertProblem(answer, .serviceUnavailable, field: nil)
     }
