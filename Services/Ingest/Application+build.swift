@@ -68,7 +68,7 @@ public func buildRouter(
     let authCache = AppAuthCache(ttl: .milliseconds(configuration.authCacheMs))
     let appBuckets: TokenBuckets<AppScopeKey>? = configuration.appRateLimit.isEnabled ? TokenBuckets(configuration.appRateLimit) : nil
     let gate = RegistrationGate(authenticator: AppAuthenticator(store: store, cache: authCache, legacyScopes: configuration.legacyTokenScopes), appBuckets: appBuckets, metrics: ingestMetrics)
-    RegistrationRoutes(writer: writer, store: store, gate: gate, maxBodyBytes: configuration.maxBodyBytes)
+    RegistrationRoutes(writer: writer, store: store, gate: gate, secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: router.group(RegistrationRoutes.basePath))
     let appAuth = AppAuthMiddleware(store: store, cache: authCache, legacyScopes: configuration.legacyTokenScopes, metrics: ingestMetrics)
     let appRateLimit = AppRateLimitMiddleware(buckets: appBuckets, metrics: ingestMetrics)
@@ -92,11 +92,12 @@ public func buildRouter(
     let applied = AdminChangeApplied(store: store, timeout: .milliseconds(configuration.adminApplyTimeoutMs),
                                      authCacheTTL: .milliseconds(configuration.authCacheMs))
     AdminRoutes(writer: writer, store: store, applied: applied, idempotencyWindow: configuration.shared.idempotencyWindow,
-                tokenKey: tokenKey, maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
+                tokenKey: tokenKey, secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
     PushCredentialsRoutes(writer: writer, store: store, applied: applied, secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: admin)
     AdminTokenRoutes(writer: writer, store: store, applied: applied, idempotencyWindow: configuration.shared.idempotencyWindow,
                      tokenKey: tokenKey, maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
     AuditRoutes(store: store).addRoutes(to: admin)
+    WebhookSigningRoutes(store: store, secrets: configuration.secrets).addRoutes(to: admin)
     return router
 }

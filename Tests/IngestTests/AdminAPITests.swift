@@ -253,7 +253,7 @@ final class AdminAPITests: XCTestCase {
         XCTAssertEqual(response.status, .ok)
         let view = try decodeBody(AdminAPI.AppView.self, response)
         XCTAssertEqual(view, AdminAPI.AppView(orgId: Fixture.orgId, mobileAppId: Fixture.appId, name: "app",
-                                              callbackUrl: "https://app.example.com/cb", callbackHeaders: ["x-app": "1"],
+                                              callbackUrl: "https://app.example.com/cb", callbackHeaders: ["x-app": "redacted"],
                                               webhookRetries: 2,
                                               tokens: [AdminAPI.TokenView(tokenId: tokenId, revoked: false, scopes: [.client, .server], legacy: true)]))
         XCTAssertFalse(String(buffer: response.body).contains(Fixture.rawTokenHash), "token hashes stay inside")

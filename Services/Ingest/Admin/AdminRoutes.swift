@@ -18,6 +18,8 @@ struct AdminRoutes: Sendable {
     let idempotencyWindow: Duration
     /// What keyed creates derive raw tokens from.
     let tokenKey: CreatedTokenKey
+    /// Seals the values of `callbackHeaders` (`SealedHeaders`); nil: written as given.
+    let secrets: SecretsKeyring?
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
@@ -189,12 +191,17 @@ struct AdminRoutes: Sendable {
         if let retries = update.webhookRetries, !(0...10).contains(retries) {
             throw IngestError.badRequest("webhookRetries must be between 0 and 10", field: "webhookRetries")
         }
+        let webhookHosts = try update.webhookHosts.map(Self.webhookHosts)
         guard try await readStore(context, { try await store.app(mobileAppId) }) != nil else {
             throw Self.unknownApp
         }
+        // Header values are often the receiver's credentials: sealed before they become a command.
+        let callbackHeaders = update.callbackHeaders.map { headers in
+            secrets.map { SealedHeaders.seal(headers, app: mobileAppId, keyring: $0) } ?? headers
+        }
         let command = AppSettingsChanged(mobileAppId: mobileAppId, name: update.name, callbackUrl: update.callbackUrl,
-                                         callbackHeaders: update.callbackHeaders, webhookRetries: update.webhookRetries,
-                                         actor: context.adminActor, requestId: context.requestId)
+                                         callbackHeaders: callbackHeaders, webhookRetries: update.webhookRetries,
+                                         webhookHosts: webhookHosts, actor: context.adminActor, requestId: context.requestId)
         try await applied.wait(for: writer.publish(command, context: context), written: "the settings change of app \(mobileAppId)")
         context.logger.info("app settings changed", metadata: ["mobile_app_id": "\(mobileAppId)"])
         return Response(status: .accepted)
@@ -232,14 +239,34 @@ struct AdminRoutes: Sendable {
         return try JSONResponse.make(list, status: .ok, encoder: WireJSON.encoder())
     }
 
+    /// The hosts of a PATCH's `webhookHosts`, normalized, duplicates dropped; `[]` stays empty
+    /// (it removes the list). 400 naming the entry when one is not a host.
+    static func webhookHosts(_ entries: [String]) throws -> [String] {
+        guard entries.count <= WebhookHosts.maxEntries else {
+            throw IngestError.badRequest("at most \(WebhookHosts.maxEntries) hosts", field: "webhookHosts")
+        }
+        var hosts: [String] = []
+        for (index, entry) in entries.enumerated() {
+            guard let host = WebhookHosts.normalized(entry) else {
+                throw IngestError.badRequest("must be a host name, an IP address, or *. and a domain, of at most "
+                                             + "\(WebhookHosts.maxEntryBytes) characters", field: "webhookHosts[\(index)]")
+            }
+            if !hosts.contains(host) { hosts.append(host) }
+        }
+        return hosts
+    }
+
+    /// An app as the admin API shows it. Callback header values are left out (`redacted`): they
+    /// are often credentials of the app's backend, and the app's receivers already hold them.
     private static func view(_ app: AppRow, tokens: [ApiTokenRow]) -> AdminAPI.AppView {
         AdminAPI.AppView(
             orgId: app.orgId, mobileAppId: app.appId, name: app.name, callbackUrl: app.callbackUrl,
-            callbackHeaders: app.callbackHeaders, webhookRetries: app.webhookRetries,
+            callbackHeaders: app.callbackHeaders.mapValues { _ in RedactedURL.mask }, webhookRetries: app.webhookRetries,
             tokens: tokens.map {
                 AdminAPI.TokenView(tokenId: $0.tokenId, revoked: $0.revoked, scopes: $0.scopes ?? ApiTokenScope.allCases, legacy: $0.isLegacy)
             },
-            pushCredentials: app.pushCredentials.map(AdminAPI.PushCredentialsView.init))
+            pushCredentials: app.pushCredentials.map(AdminAPI.PushCredentialsView.init),
+            webhookHosts: app.webhookHosts)
     }
 
 

@@ -65,6 +65,7 @@ public enum RouteScopes {
         Route(.put, "\(admin)/{mobileAppId}/credentials/{provider}"): .admin,
         Route(.get, "\(admin)/{mobileAppId}/credentials/{provider}"): .admin,
         Route(.delete, "\(admin)/{mobileAppId}/credentials/{provider}"): .admin,
+        Route(.get, "\(admin)/{mobileAppId}/webhook-signing-secret"): .admin,
         Route(.post, "/admin/v1/admin-tokens"): .admin,
         Route(.get, "/admin/v1/admin-tokens"): .admin,
         Route(.delete, "/admin/v1/admin-tokens/{adminTokenId}"): .admin,

@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import Logging
+import Projections
 
 /// Judges the commands of the registration API's write routes before they are written
 /// (docs/API.md#forged-requests). That API answers `202` to a request with an unknown API token, so
@@ -20,6 +21,11 @@ import Logging
 /// naming the missing scope and the token's field, and nothing of it is written
 /// (docs/API.md#token-scopes). The processor judges the scope again (`BatchState.authorization`).
 ///
+/// An app that lists the hosts its status webhooks may reach (`AppRow.webhookHosts`) gets no
+/// command written whose callback URL's host is not on it: the request is answered 400 naming
+/// the header (docs/API.md#webhook-hosts). Judged from the app's row as authenticated (cache or
+/// store); the processor judges again against the list as the log has it when it applies.
+///
 /// The per-app rate limit applies to the apps of the admitted commands (`MobileAppId`, each
 /// distinct app of a batch once per request), after authentication, so that nobody can spend
 /// another app's budget with forged requests; it is kept per (app, scope), like the Bearer routes'.
@@ -30,10 +36,12 @@ struct RegistrationGate: Sendable {
     let metrics: IngestMetrics
 
     /// The commands worth writing, in order; throws 403 when a command's token is a live token of
-    /// its app without `scope` (`tokenField(i)` names the field of command `i`), 429 when an
-    /// admitted app is over its limit.
+    /// its app without `scope` (`tokenField(i)` names the field of command `i`), 400 when an
+    /// admitted command's app does not let `callback` (the request's status webhook URL and the
+    /// header that gave it) be reached, 429 when an admitted app is over its limit.
     func admit<C: Sendable>(_ commands: [C], app: (C) -> UUID, tokenHash: (C) -> String, scope: ApiTokenScope,
-                            tokenField: (Int) -> String, context: IngestRequestContext) async throws -> [C] {
+                            tokenField: (Int) -> String, callback: (url: String, field: String)? = nil,
+                            context: IngestRequestContext) async throws -> [C] {
         var verdicts: [Credential: Verdict] = [:]
         var admitted: [C] = []
         admitted.reserveCapacity(commands.count)
@@ -48,7 +56,11 @@ struct RegistrationGate: Sendable {
                 verdicts[key] = verdict
             }
             switch verdict {
-            case .admitted: admitted.append(command)
+            case .admitted(let row):
+                if let callback, let row, !WebhookHosts.allows(callback.url, hosts: row.webhookHosts) {
+                    throw IngestError.badRequest("the host of this URL is not among the app's webhook hosts", field: callback.field)
+                }
+                admitted.append(command)
             case .forged: break
             case .lacksScope: throw ScopeRefusal.problem(missing: scope, field: tokenField(index))
             }
@@ -84,8 +96,9 @@ struct RegistrationGate: Sendable {
     }
 
     private enum Verdict {
-        /// A live token of the app with the scope (or the store could not tell: written).
-        case admitted
+        /// A live token of the app with the scope, and the app's row (nil: the store could not
+        /// tell; written, and the processor judges it).
+        case admitted(AppRow?)
         /// Not a live token of the app: answered as usual, not written.
         case forged
         /// A live token of the app without the scope: 403.
@@ -95,10 +108,10 @@ struct RegistrationGate: Sendable {
     private func judge(_ appId: UUID, tokenHash: String, scope: ApiTokenScope, context: IngestRequestContext) async throws -> Verdict {
         do {
             guard let authenticated = try await authenticator.app(appId, tokenHash: tokenHash, context: context) else { return .forged }
-            return authenticated.grants(scope) ? .admitted : .lacksScope
+            return authenticated.grants(scope) ? .admitted(authenticated.app) : .lacksScope
         } catch let error as IngestError {
             guard case .unavailable = error else { throw error }
-            return .admitted
+            return .admitted(nil)
         }
     }
 }

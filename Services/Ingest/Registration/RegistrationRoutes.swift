@@ -14,6 +14,8 @@ struct RegistrationRoutes: Sendable {
     let writer: CommandWriter
     let store: any ProjectionReader
     let gate: RegistrationGate
+    /// Seals the values of `x-ms-callback-url-headers` (`SealedHeaders`); nil: written as given.
+    let secrets: SecretsKeyring?
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
@@ -27,10 +29,14 @@ struct RegistrationRoutes: Sendable {
 
     /// Writes the commands the gate admits (none: nothing is written, and the answer is the same).
     /// `batched`: the commands are the elements of a JSON array, in order (for the 403's field).
+    /// `callback`: the request's status webhook URL and the header that gave it, which each app
+    /// admitted must allow (`RegistrationGate`).
     func publishAdmitted<C: Command>(_ commands: [C], app: (C) -> UUID, tokenHash: (C) -> String, batched: Bool = false,
+                                     callback: (url: String, field: String)? = nil,
                                      encoder: JSONEncoder, context: IngestRequestContext) async throws {
         let admitted = try await gate.admit(commands, app: app, tokenHash: tokenHash, scope: context.requiredTokenScope(),
-                                            tokenField: { Self.field("ApiToken", index: batched ? $0 : nil) }, context: context)
+                                            tokenField: { Self.field("ApiToken", index: batched ? $0 : nil) }, callback: callback,
+                                            context: context)
         guard !admitted.isEmpty else { return }
         try await writer.publish(admitted.flatMap { try writer.encode($0, encoder: encoder) }, context: context)
     }

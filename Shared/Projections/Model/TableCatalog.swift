@@ -96,6 +96,8 @@ public enum TableCatalog {
         .init("callback_headers", .text), .init("webhook_retries", .integer), .init("created_at", .millis),
         // `PushCredentials` as JSON, secrets sealed; NULL: none.
         .init("push_credentials", .text, nullable: true), .init("part", .integer),
+        // The hosts its status webhooks may reach, comma-separated (`WebhookHosts`); NULL: no list.
+        .init("webhook_hosts", .text, nullable: true),
     ])
 
     public static let apiTokens = CatalogTable("api_tokens", key: ["token_id", "part"], [

@@ -10,13 +10,15 @@ extension AppRow: CatalogRow {
         columns.uuid(appId); columns.uuid(orgId); columns.text(name); columns.text(callbackUrl)
         columns.text(try ProjectionValues.headersJSON(callbackHeaders)); columns.int(webhookRetries); columns.millis(createdAt)
         columns.text(try ProjectionValues.pushCredentialsJSON(pushCredentials)); columns.int(part)
+        columns.text(webhookHosts?.joined(separator: ","))
     }
 
     public init(columns: inout some ColumnReader) throws {
         self.init(appId: try columns.uuid(), orgId: try columns.uuid(), name: try columns.text(), callbackUrl: try columns.optionalText(),
                   callbackHeaders: try columns.headers(), webhookRetries: try columns.intValue(), createdAt: try columns.millis(),
                   pushCredentials: try ProjectionValues.pushCredentials(json: try columns.optionalText()),
-                  part: Int(try columns.optionalInt() ?? 0))
+                  part: Int(try columns.optionalInt() ?? 0),
+                  webhookHosts: try columns.optionalText().map { $0.split(separator: ",").map(String.init) })
     }
 }
 

@@ -16,11 +16,16 @@ public struct AppRow: Sendable, Equatable, Codable {
     /// The part of the app whose view this row is (`AppPart`): every part applies every admin
     /// command; readers outside the processor read part 0's.
     public var part: Int
+    /// The hosts its status webhooks may reach (`WebhookHosts`, entries normalized); nil: no list,
+    /// client-chosen URLs are open (the seed's behaviour).
+    public var webhookHosts: [String]?
 
     public init(appId: UUID, orgId: UUID, name: String, callbackUrl: String? = nil, callbackHeaders: [String: String] = [:],
-                webhookRetries: Int = 0, createdAt: Date, pushCredentials: PushCredentials? = nil, part: Int = 0) {
+                webhookRetries: Int = 0, createdAt: Date, pushCredentials: PushCredentials? = nil, part: Int = 0,
+                webhookHosts: [String]? = nil) {
         self.appId = appId
         self.part = part
+        self.webhookHosts = webhookHosts
         self.orgId = orgId
         self.name = name
         self.callbackUrl = callbackUrl
