@@ -74,9 +74,6 @@ public struct SecretsKeyring: Sendable {
         return secret
     }
 
-    /// The ids of every key held, current and previous, in id order.
-    public var keyIds: [String] { keys.keys.sorted() }
-
     /// A key for one purpose, derived from one of the keyring's keys with HKDF-SHA256 (info:
     /// `purpose`), so that each use of the deployment's key (deriving tokens, signing webhooks,
     /// message ids) has a key of its own and none of them reveals the others. `keyId` names the
