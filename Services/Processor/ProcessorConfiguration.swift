@@ -3,6 +3,7 @@ import Foundation
 import Handlers
 import Kafka
 import Logging
+import OutboundRendering
 import Settings
 
 /// Everything the processor is configured with: one value, read from the environment and the
@@ -52,7 +53,8 @@ public struct ProcessorConfiguration: Sendable {
     /// The settings among these that change what the processor decides, as its handlers take them.
     public var decisionRules: DecisionRules {
         DecisionRules(maxDevicesPerUser: maxDevicesPerUser, trackingParkTtlMs: trackingParkTtlMs,
-                      idempotencyWindowHours: shared.idempotencyWindowHours, appParts: shared.appParts)
+                      idempotencyWindowHours: shared.idempotencyWindowHours, appParts: shared.appParts,
+                      messageIdKeys: MessageIdKeys(keyring: secrets))
     }
 
     /// Reads the shared settings and the processor's own. `overrides` are command-line flags, by

@@ -32,16 +32,17 @@ enum Output {
         print(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 
-    /// An app as text. Callback header values are left out (they are often credentials of the
-    /// app's backend); `--json` shows them.
+    /// An app as text. Callback header values are never shown (the admin API answers them
+    /// `redacted`: they are often credentials of the app's backend).
     static func describe(_ app: AdminAPI.AppView) -> String {
         var lines = [
             "mobileAppId      \(app.mobileAppId)",
             "orgId            \(app.orgId)",
             "name             \(app.name)",
             "callbackUrl      \(app.callbackUrl ?? "-")",
-            "callbackHeaders  \(app.callbackHeaders.isEmpty ? "-" : app.callbackHeaders.keys.sorted().joined(separator: ", ") + " (values: --json)")",
+            "callbackHeaders  \(app.callbackHeaders.isEmpty ? "-" : app.callbackHeaders.keys.sorted().joined(separator: ", ") + " (values redacted)")",
             "webhookRetries   \(app.webhookRetries)",
+            "webhookHosts     \(app.webhookHosts.map { $0.joined(separator: ", ") } ?? "- (status webhooks OPEN: the client token chooses their URL)")",
         ]
         if app.tokens.isEmpty { lines.append("tokens           -") }
         for (index, token) in app.tokens.enumerated() {

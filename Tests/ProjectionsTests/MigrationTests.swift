@@ -245,6 +245,7 @@ private enum Seed {
             integer("created_at", 1_763_800_000_123), text("push_credentials", "{}", since: 11), integer("part", 1, since: 18, filled: "0"),
             Column(name: "identity_required", since: 19, value: .bool(true), dumped: "1", filled: "0"),
             text("identity_secret", "sealed", since: 19),
+            text("webhook_hosts", "hooks.example.test,*.example.net", since: 20),
         ]),
         Row(table: "api_tokens", since: 1, columns: [
             text("token_id", "00000000-0000-0000-0000-000000000001"), text("app_id", app), text("token_hash", "abc123"),

@@ -67,6 +67,7 @@ public enum RouteScopes {
         Route(.delete, "\(admin)/{mobileAppId}/credentials/{provider}"): .admin,
         Route(.post, "\(admin)/{mobileAppId}/identity-secret"): .admin,
         Route(.put, "\(admin)/{mobileAppId}/identity"): .admin,
+        Route(.get, "\(admin)/{mobileAppId}/webhook-signing-secret"): .admin,
         Route(.post, "/admin/v1/admin-tokens"): .admin,
         Route(.get, "/admin/v1/admin-tokens"): .admin,
         Route(.delete, "/admin/v1/admin-tokens/{adminTokenId}"): .admin,

@@ -17,4 +17,6 @@ extension HTTPFields.Element.Name {
     static let userId = Self(UserIdentity.userIdHeader)!
     /// Set to `true` on the answer to a keyed send that repeats one already applied.
     static let idempotentReplayed = Self("Idempotent-Replayed")!
+    /// The client addresses proxies append to (read only from `TrustedProxies`).
+    static let xForwardedFor = Self("X-Forwarded-For")!
 }

@@ -13,6 +13,8 @@ import Metrics
 ///   refused them (`app` or `source`).
 /// - `pushline_ingest_forged_commands_total`: registration API commands answered 202 but not
 ///   written, because their API token is not a live token of their app.
+/// - `pushline_ingest_store_reads_total`: projection-store reads made for requests (`readStore`),
+///   so that a benchmark can show what a flood of refused requests costs the store.
 /// - `pushline_ingest_legacy_token_requests_total{route}`: requests admitted on a server route
 ///   with a legacy API token (issued before scopes), by route template: what still has to move
 ///   to a server token (docs/API.md#replacing-legacy-tokens).
@@ -28,6 +30,7 @@ struct IngestMetrics: Sendable {
     static let forgedLabel = "pushline_ingest_forged_commands_total"
     static let legacyTokenRequestsLabel = "pushline_ingest_legacy_token_requests_total"
     static let unverifiedBindingsLabel = "pushline_ingest_unverified_user_bindings_total"
+    static let storeReadsLabel = "pushline_ingest_store_reads_total"
 
     enum RateLimitScope: String, CaseIterable {
         case app, source
@@ -78,6 +81,11 @@ struct IngestMetrics: Sendable {
     func countUnverifiedBindings(_ commands: [some UserBinding]) {
         let unverified = commands.count(where: { $0.isRegistration && $0.identityVerified != true })
         if unverified > 0 { unverifiedBindings.increment(by: unverified) }
+    }
+
+    /// Counts one projection-store read made for a request.
+    static func countStoreRead() {
+        Counter(label: storeReadsLabel).increment()
     }
 
     /// Counts one request refused by a rate limit.

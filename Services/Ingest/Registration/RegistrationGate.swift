@@ -26,6 +26,10 @@ import Projections
 /// assertion's field, and nothing of the request is written. A command whose assertion was
 /// checked is written with `identityVerified`; the processor judges that against the app as of
 /// the log.
+/// An app that lists the hosts its status webhooks may reach (`AppRow.webhookHosts`) gets no
+/// command written whose callback URL's host is not on it: the request is answered 400 naming
+/// the header (docs/API.md#webhook-hosts). Judged from the app's row as authenticated (cache or
+/// store); the processor judges again against the list as the log has it when it applies.
 ///
 /// The per-app rate limit applies to the apps of the admitted commands (`MobileAppId`, each
 /// distinct app of a batch once per request), after authentication, so that nobody can spend
@@ -40,10 +44,12 @@ struct RegistrationGate: Sendable {
     /// The commands worth writing, in order, each marked `identityVerified` when its assertion
     /// (`assertions[i]`, the field `assertionField(i)`) was checked; throws 403 when a command's
     /// token is a live token of its app without `scope` (`tokenField(i)` names the field of
-    /// command `i`) or its assertion is missing or wrong where needed, 429 when an admitted app
-    /// is over its limit.
+    /// command `i`) or its assertion is missing or wrong where needed, 400 when an admitted
+    /// command's app does not let `callback` (the request's status webhook URL and the header that
+    /// gave it) be reached, 429 when an admitted app is over its limit.
     func admit<C: UserBinding>(_ commands: [C], assertions: [String?], scope: ApiTokenScope, tokenField: (Int) -> String,
-                               assertionField: (Int) -> String, context: IngestRequestContext) async throws -> [C] {
+                               assertionField: (Int) -> String, callback: (url: String, field: String)? = nil,
+                               context: IngestRequestContext) async throws -> [C] {
         var verdicts: [Credential: Verdict] = [:]
         var admitted: [C] = []
         admitted.reserveCapacity(commands.count)
@@ -64,6 +70,9 @@ struct RegistrationGate: Sendable {
                                        context: context) {
                     checked.identityVerified = true
                 }
+                if let callback, !WebhookHosts.allows(callback.url, hosts: app.webhookHosts) {
+                    throw IngestError.badRequest("the host of this URL is not among the app's webhook hosts", field: callback.field)
+                }
                 admitted.append(checked)
             // The store could not tell: written unverified, and the processor judges it.
             case .admitted(nil): admitted.append(command)
@@ -77,16 +86,22 @@ struct RegistrationGate: Sendable {
             // Debug only: forged requests must not buy log volume.
             context.logger.debug("commands with an API token that is not live not written", metadata: ["dropped": "\(dropped)"])
         }
-        if let appBuckets {
+        if appBuckets != nil {
             var seen: Set<UUID> = []
             for command in admitted where seen.insert(command.mobileAppId).inserted {
-                if case .refused(let retryAfterSeconds) = appBuckets.acquire(AppScopeKey(appId: command.mobileAppId, scope: scope)) {
-                    metrics.countRateLimited(scope: .app)
-                    throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this app"), retryAfterSeconds: retryAfterSeconds)
-                }
+                try spend(1, of: command.mobileAppId, scope: scope)
             }
         }
         return admitted
+    }
+
+    /// Takes `requests` requests from the per-app limit of (`appId`, `scope`); 429 when its
+    /// bucket lacks them. Only for an app whose live token was presented.
+    func spend(_ requests: Int, of appId: UUID, scope: ApiTokenScope) throws {
+        guard let appBuckets,
+              case .refused(let retryAfterSeconds) = appBuckets.acquire(AppScopeKey(appId: appId, scope: scope), cost: requests) else { return }
+        metrics.countRateLimited(scope: .app)
+        throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this app"), retryAfterSeconds: retryAfterSeconds)
     }
 
     /// An (app, token hash) pair a request presents.
@@ -97,7 +112,7 @@ struct RegistrationGate: Sendable {
 
     private enum Verdict {
         /// A live token of the app with the scope, and the app's row (nil: the store could not
-        /// tell; written).
+        /// tell; written, and the processor judges it).
         case admitted(AppRow?)
         /// Not a live token of the app: answered as usual, not written.
         case forged

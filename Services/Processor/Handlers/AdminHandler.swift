@@ -88,6 +88,8 @@ package struct AppSettingsChangedHandler: AdminCommandHandler {
         if let url = c.callbackUrl { app.callbackUrl = url.isEmpty ? nil : url }
         if let headers = c.callbackHeaders { app.callbackHeaders = headers }
         if let retries = c.webhookRetries { app.webhookRetries = retries }
+        // Normalized again (ingest wrote them normalized): the rule a registration is judged by is this one.
+        if let hosts = c.webhookHosts { app.webhookHosts = hosts.isEmpty ? nil : hosts.compactMap(WebhookHosts.normalized) }
         state.upsert(app)
         return .applied
     }

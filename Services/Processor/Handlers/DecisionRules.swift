@@ -1,4 +1,5 @@
 import Contracts
+import OutboundRendering
 
 /// The settings that change what the processor decides for a command, with their one default.
 ///
@@ -20,15 +21,22 @@ public struct DecisionRules: Sendable, Equatable {
     /// The parts every app is split into (docs/ARCHITECTURE.md#one-app-in-parts): a part holds
     /// the devices of its tokens (`AppParts.part(ofToken:)`). One, the default, is an app unsplit.
     public var appParts: AppParts
+    /// The keys message ids are made with (`MessageIdKeys`, from `PUSHLINE_SECRETS_KEY` and
+    /// `PUSHLINE_SECRETS_PREVIOUS_KEYS`): a send names one by id, a keyed tracking report is
+    /// checked against them. A log with keyed sends needs, live and in every rebuild, each key
+    /// it names (`MessageKeyMissing`).
+    public var messageIdKeys: MessageIdKeys
 
     public init(maxDevicesPerUser: Int = 100,
                 trackingParkTtlMs: Int = 86_400_000,
                 idempotencyWindowHours: Int = IdempotencyKeys.defaultWindowHours,
-                appParts: AppParts = .one) {
+                appParts: AppParts = .one,
+                messageIdKeys: MessageIdKeys = .none) {
         self.maxDevicesPerUser = maxDevicesPerUser
         self.trackingParkTtlMs = trackingParkTtlMs
         self.idempotencyWindowHours = idempotencyWindowHours
         self.appParts = appParts
+        self.messageIdKeys = messageIdKeys
     }
 
     /// The rules of a processor configured with nothing.

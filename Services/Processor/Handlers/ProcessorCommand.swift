@@ -41,7 +41,7 @@ package struct HandlerRegistry: Sendable {
     private var handlers: [CommandType: any RegisteredHandler] = [:]
 
     /// The processor's handlers. `verifier` checks registrations' tokens; `rules` set the
-    /// registrations' per-user cap and the sends' idempotency window.
+    /// registrations' per-user cap, the sends' idempotency window and the message-id keys.
     package static func standard(verifier: any DeviceTokenVerifier = DecisionRules.defaultVerifier,
                          rules: DecisionRules = .default) -> HandlerRegistry {
         var registry = HandlerRegistry()
@@ -54,10 +54,10 @@ package struct HandlerRegistry: Sendable {
         registry.register(UserIdentityChangedHandler())
         registry.register(RegistrationHandler(verifier: verifier, maxDevicesPerUser: rules.maxDevicesPerUser))
         registry.register(CleanupHandler())
-        registry.register(NotificationHandler(idempotencyWindow: rules.idempotencyWindow))
+        registry.register(NotificationHandler(idempotencyWindow: rules.idempotencyWindow, messageIdKeys: rules.messageIdKeys))
         registry.register(AckHandler())
-        registry.register(TrackingHandler())
-        registry.register(DeliveryResultHandler())
+        registry.register(TrackingHandler(messageIdKeys: rules.messageIdKeys))
+        registry.register(DeliveryResultHandler(messageIdKeys: rules.messageIdKeys))
         registry.register(AdminTokenIssuedHandler())
         registry.register(AdminTokenRevokedHandler())
         return registry

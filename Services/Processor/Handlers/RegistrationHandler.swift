@@ -57,7 +57,10 @@ package struct RegistrationHandler: CommandHandler {
             state.record(RegistrationStatusRow(requestId: c.registrationRequestId, appId: c.mobileAppId,
                                                status: status, failureReason: failure, decidedAt: at))
         }
-        if let callback = c.callback, let app = state.app(c.mobileAppId, part: context.part) {
+        // The app's webhook hosts as the log has them now: the list may have changed since ingest
+        // admitted the request (docs/API.md#webhook-hosts).
+        if let callback = c.callback, let app = state.app(c.mobileAppId, part: context.part), Self.sendsWebhook(after: failure),
+           WebhookHosts.allows(callback.url, hosts: app.webhookHosts) {
             state.enqueue(statusWebhook(for: c, callback: callback, status: status, failure: failure, retries: app.webhookRetries, at: at))
         }
         return failure.map { .rejected($0.rawValue) } ?? .applied
@@ -77,6 +80,19 @@ package struct RegistrationHandler: CommandHandler {
         }
         for device in oldestFirst.prefix(devices.count - maxDevicesPerUser) {
             state.delete(device.key)
+        }
+    }
+
+    /// Whether a registration that came to `failure` sends its status webhook. A token that fails
+    /// verification (`DryRunSendingFailed`, `DeviceTokenTooLong`) is no device: anyone holding the
+    /// client token can make one up, so its webhook would be a POST to a URL of their choosing
+    /// for free (docs/API.md#status-webhook). Its status is still tracked. A duplicate and a store
+    /// failure concern a token that verified, and keep their webhook.
+    static func sendsWebhook(after failure: Reason?) -> Bool {
+        switch failure {
+        case nil, .DuplicateExists?, .FailedToStoreDevice?: true
+        // Never decided here (an invalid token is rejected above), and the seed sends nothing for it.
+        case .DryRunSendingFailed?, .DeviceTokenTooLong?, .ApiTokenNotValid?: false
         }
     }
 

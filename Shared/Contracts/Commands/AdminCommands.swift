@@ -121,6 +121,9 @@ public struct AppSettingsChanged: AppScopedCommand, Equatable {
     /// Extra attempts after the first for status webhooks and callbacks (0 = one attempt, the
     /// default).
     public var webhookRetries: Int?
+    /// The hosts status webhooks may reach from now on (`WebhookHosts`, normalized); an empty
+    /// list removes the list (client-chosen URLs are open again).
+    public var webhookHosts: [String]?
 
     /// Who made the change (nil in commands written before actors were recorded).
     public var actor: AdminActor?
@@ -128,13 +131,14 @@ public struct AppSettingsChanged: AppScopedCommand, Equatable {
     public var requestId: String?
 
     public init(mobileAppId: UUID, name: String? = nil, callbackUrl: String? = nil,
-                callbackHeaders: [String: String]? = nil, webhookRetries: Int? = nil,
+                callbackHeaders: [String: String]? = nil, webhookRetries: Int? = nil, webhookHosts: [String]? = nil,
                 actor: AdminActor? = nil, requestId: String? = nil) {
         self.mobileAppId = mobileAppId
         self.name = name
         self.callbackUrl = callbackUrl
         self.callbackHeaders = callbackHeaders
         self.webhookRetries = webhookRetries
+        self.webhookHosts = webhookHosts
         self.actor = actor
         self.requestId = requestId
     }

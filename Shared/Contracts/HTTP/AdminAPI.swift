@@ -35,7 +35,9 @@ public enum AdminAPI {
 
         public static let tokensNote = "clientToken ships inside the mobile app: it can only do what a device does (register, "
             + "clean up, acknowledge, read its pending notifications, report tracking and registration statuses). "
-            + "apiToken is the server token: it sends notifications and reads delivery statistics; keep it on your servers only."
+            + "apiToken is the server token: it sends notifications and reads delivery statistics; keep it on your servers only. "
+            + "Status webhooks are open until you list the hosts they may reach: whoever holds clientToken chooses the URL "
+            + "and headers Pushline POSTs them to (PATCH webhookHosts; docs/API.md#webhook-hosts)."
 
         public init(orgId: UUID, mobileAppId: UUID, apiToken: String, tokenId: UUID, apiTokenScopes: [ApiTokenScope],
                     clientToken: String, clientTokenId: UUID, clientTokenScopes: [ApiTokenScope], note: String = Self.tokensNote,
@@ -85,11 +87,15 @@ public enum AdminAPI {
         public var callbackUrl: String?
         public var callbackHeaders: [String: String]?
         public var webhookRetries: Int?
-        public init(name: String? = nil, callbackUrl: String? = nil, callbackHeaders: [String: String]? = nil, webhookRetries: Int? = nil) {
+        /// The hosts status webhooks may reach (docs/API.md#webhook-hosts); `[]` removes the list.
+        public var webhookHosts: [String]?
+        public init(name: String? = nil, callbackUrl: String? = nil, callbackHeaders: [String: String]? = nil, webhookRetries: Int? = nil,
+                    webhookHosts: [String]? = nil) {
             self.name = name
             self.callbackUrl = callbackUrl
             self.callbackHeaders = callbackHeaders
             self.webhookRetries = webhookRetries
+            self.webhookHosts = webhookHosts
         }
     }
 
@@ -104,10 +110,21 @@ public enum AdminAPI {
         public var tokens: [TokenView]
         /// What is not secret of its push credentials; absent when it has none.
         public var pushCredentials: PushCredentialsView?
+        /// The hosts its status webhooks may reach; absent: no list.
+        public var webhookHosts: [String]?
+        /// `open` (no list: whoever holds the client token chooses where status webhooks go) or
+        /// `restricted` (only to `webhookHosts`), and what that means in `statusWebhooksNote`.
+        public var statusWebhooks: String
+        public var statusWebhooksNote: String
         /// Whether binding a device to a user needs a user assertion, and what that means.
         public var userIdentity: UserIdentityView
+
+        public static let openNote = "status webhooks are open: whoever holds the client token (it ships in the app) chooses "
+            + "the URL and headers Pushline POSTs them to; set webhookHosts (PATCH) to list the hosts they may reach (docs/API.md#webhook-hosts)"
+        public static let restrictedNote = "status webhooks only reach the hosts in webhookHosts; a registration naming another is refused (400)"
+
         public init(orgId: UUID, mobileAppId: UUID, name: String, callbackUrl: String?, callbackHeaders: [String: String],
-                    webhookRetries: Int, tokens: [TokenView], pushCredentials: PushCredentialsView? = nil,
+                    webhookRetries: Int, tokens: [TokenView], pushCredentials: PushCredentialsView? = nil, webhookHosts: [String]? = nil,
                     userIdentity: UserIdentityView = UserIdentityView(required: false, secretSealedWith: nil)) {
             self.orgId = orgId
             self.mobileAppId = mobileAppId
@@ -117,7 +134,29 @@ public enum AdminAPI {
             self.webhookRetries = webhookRetries
             self.tokens = tokens
             self.pushCredentials = pushCredentials
+            self.webhookHosts = webhookHosts
+            statusWebhooks = webhookHosts == nil ? "open" : "restricted"
+            statusWebhooksNote = webhookHosts == nil ? Self.openNote : Self.restrictedNote
             self.userIdentity = userIdentity
+        }
+
+        /// Answers from before the list (or user identity) existed read as open (and unverified).
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            _orgId = try c.decode(LowercaseUUID.self, forKey: .orgId)
+            _mobileAppId = try c.decode(LowercaseUUID.self, forKey: .mobileAppId)
+            name = try c.decode(String.self, forKey: .name)
+            callbackUrl = try c.decodeIfPresent(String.self, forKey: .callbackUrl)
+            callbackHeaders = try c.decode([String: String].self, forKey: .callbackHeaders)
+            webhookRetries = try c.decode(Int.self, forKey: .webhookRetries)
+            tokens = try c.decode([TokenView].self, forKey: .tokens)
+            pushCredentials = try c.decodeIfPresent(PushCredentialsView.self, forKey: .pushCredentials)
+            webhookHosts = try c.decodeIfPresent([String].self, forKey: .webhookHosts)
+            statusWebhooks = try c.decodeIfPresent(String.self, forKey: .statusWebhooks) ?? (webhookHosts == nil ? "open" : "restricted")
+            statusWebhooksNote = try c.decodeIfPresent(String.self, forKey: .statusWebhooksNote)
+                ?? (webhookHosts == nil ? Self.openNote : Self.restrictedNote)
+            userIdentity = try c.decodeIfPresent(UserIdentityView.self, forKey: .userIdentity)
+                ?? UserIdentityView(required: false, secretSealedWith: nil)
         }
     }
 
@@ -203,6 +242,39 @@ public enum AdminAPI {
         public init(identitySecret: String, userIdentity: UserIdentityView) {
             self.identitySecret = identitySecret
             self.userIdentity = userIdentity
+        }
+    }
+
+    /// `GET /admin/v1/apps/{id}/webhook-signing-secret`: what a receiver needs to check the
+    /// `x-pushline-signature` of the app's webhooks and callbacks (`WebhookSigning`).
+    public struct WebhookSigningSecretView: Codable, Sendable, Equatable {
+        @LowercaseUUID public var mobileAppId: UUID
+        /// The header that carries the signatures.
+        public var header: String
+        /// The secret signing under the deployment's current key: the one to configure.
+        public var secret: String
+        /// The id of the deployment key it is derived from.
+        public var keyId: String
+        /// The secrets under the deployment's previous keys, which webhooks are also signed with
+        /// until those keys are dropped (a rotation in progress); usually empty.
+        public var previousSecrets: [PreviousSecret]
+
+        public struct PreviousSecret: Codable, Sendable, Equatable {
+            public var keyId: String
+            public var secret: String
+            public init(keyId: String, secret: String) {
+                self.keyId = keyId
+                self.secret = secret
+            }
+        }
+
+        public init(mobileAppId: UUID, header: String = WebhookSigning.header, secret: String, keyId: String,
+                    previousSecrets: [PreviousSecret]) {
+            self.mobileAppId = mobileAppId
+            self.header = header
+            self.secret = secret
+            self.keyId = keyId
+            self.previousSecrets = previousSecrets
         }
     }
 

@@ -12,6 +12,8 @@ public enum DeviceRegistrationAPI {
     public static let statusCallbackURLHeader = "x-ms-status-callback-url"
     public static let callbackURLHeadersHeader = "x-ms-callback-url-headers"
     public static let maxBatch = 100
+    /// The most registration request ids one status query may name (`POST …/devices/status`).
+    public static let maxStatusIds = 100
     public static let maxDeviceTokenBytes = 4096
 
     /// One registration (`POST …/devices`, and each element of `…/devices/batch`).

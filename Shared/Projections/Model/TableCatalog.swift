@@ -98,6 +98,8 @@ public enum TableCatalog {
         .init("push_credentials", .text, nullable: true), .init("part", .integer),
         // Whether user assertions are required; the identity secret, `SealedSecret` as JSON (NULL: none).
         .init("identity_required", .boolean), .init("identity_secret", .text, nullable: true),
+        // The hosts its status webhooks may reach, comma-separated (`WebhookHosts`); NULL: no list.
+        .init("webhook_hosts", .text, nullable: true),
     ])
 
     public static let apiTokens = CatalogTable("api_tokens", key: ["token_id", "part"], [

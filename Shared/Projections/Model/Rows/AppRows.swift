@@ -22,12 +22,16 @@ public struct AppRow: Sendable, Equatable, Codable {
     public var identityRequired: Bool
     /// The identity secret user assertions are made with, sealed (`UserIdentity`); nil: none yet.
     public var identitySecret: SealedSecret?
+    /// The hosts its status webhooks may reach (`WebhookHosts`, entries normalized); nil: no list,
+    /// client-chosen URLs are open (the seed's behaviour).
+    public var webhookHosts: [String]?
 
     public init(appId: UUID, orgId: UUID, name: String, callbackUrl: String? = nil, callbackHeaders: [String: String] = [:],
                 webhookRetries: Int = 0, createdAt: Date, pushCredentials: PushCredentials? = nil, part: Int = 0,
-                identityRequired: Bool = false, identitySecret: SealedSecret? = nil) {
+                identityRequired: Bool = false, identitySecret: SealedSecret? = nil, webhookHosts: [String]? = nil) {
         self.appId = appId
         self.part = part
+        self.webhookHosts = webhookHosts
         self.orgId = orgId
         self.name = name
         self.callbackUrl = callbackUrl
