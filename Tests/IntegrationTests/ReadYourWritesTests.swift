@@ -158,7 +158,7 @@ final class ReadYourWritesTests: XCTestCase {
         XCTAssertEqual(forgedAfter, forgedBefore + 1)
     }
 
-    /// Requiring user assertions, and a new identity secret, are tightening changes: the other
+    /// Requiring user assertions, and a new identity secret, are changes of access: the other
     /// instance, which admitted a binding without an assertion (or with the old secret's) a moment
     /// before and may have the app cached, refuses it as soon as the change is answered.
     func testRequiringUserAssertionsIsEnforcedOnEveryInstanceAsSoonAsItIsAnswered() async throws {
