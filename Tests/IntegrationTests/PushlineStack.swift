@@ -226,8 +226,9 @@ final class PushlineStack: @unchecked Sendable {
         var last: [DeviceRegistrationAPI.RegistrationStatus] = []
         try await eventually("\(ids.count) registrations decided", timeout: timeout) {
             last = []
-            for chunk in stride(from: 0, to: ids.count, by: 1000) {
-                last += try await self.statuses(org: org, app: app, token: token, ids: Array(ids[chunk..<min(chunk + 1000, ids.count)]))
+            let most = DeviceRegistrationAPI.maxStatusIds
+            for chunk in stride(from: 0, to: ids.count, by: most) {
+                last += try await self.statuses(org: org, app: app, token: token, ids: Array(ids[chunk..<min(chunk + most, ids.count)]))
             }
             return !last.contains { $0.Status == .Pending }
         }
