@@ -115,6 +115,7 @@ final class StoreHarness {
     /// to the caller. A new step adds its undoing here.
     func undoPostgresStepsAfterSeven(store name: String = "store.sqlite") async throws {
         try await execute("ALTER TABLE apps DROP COLUMN webhook_hosts", store: name)  // version 20
+        try await execute("ALTER TABLE apps DROP COLUMN identity_required, DROP COLUMN identity_secret", store: name)  // 19
         let parts = [("apps", "app_id"), ("api_tokens", "token_id"), ("deliveries", "app_id, delivery_id"),
                      ("tracking_events", "delivery_id, app_id, action, message_index"), ("parked_tracking", "delivery_id, app_id")]
         // Version 18: dropping the column drops the primary key it is in.
