@@ -60,40 +60,48 @@ public func buildRouter(
     let router = Router(context: IngestRequestContext.self)
     router.add(middleware: RequestMiddleware(metrics: ingestMetrics, retryAfterSeconds: configuration.retryAfterSeconds))
     router.add(middleware: SourceRateLimitMiddleware(
-        buckets: configuration.sourceRateLimit.isEnabled ? TokenBuckets(configuration.sourceRateLimit) : nil, metrics: ingestMetrics))
+        buckets: configuration.sourceRateLimit.isEnabled ? TokenBuckets(configuration.sourceRateLimit) : nil,
+        trustedProxies: configuration.trustedProxies, metrics: ingestMetrics))
     router.add(middleware: RouteScopeMiddleware())
 
     OpsRoutes(publisher: publisher, registry: metrics).addRoutes(to: router)
     let authCache = AppAuthCache(ttl: .milliseconds(configuration.authCacheMs))
     let appBuckets: TokenBuckets<AppScopeKey>? = configuration.appRateLimit.isEnabled ? TokenBuckets(configuration.appRateLimit) : nil
-    let gate = RegistrationGate(authenticator: AppAuthenticator(store: store, cache: authCache), appBuckets: appBuckets, metrics: ingestMetrics)
-    RegistrationRoutes(writer: writer, store: store, gate: gate, maxBodyBytes: configuration.maxBodyBytes)
+    let identity = UserIdentityCheck(secrets: configuration.secrets)
+    let gate = RegistrationGate(authenticator: AppAuthenticator(store: store, cache: authCache, legacyScopes: configuration.legacyTokenScopes),
+                                identity: identity, appBuckets: appBuckets, metrics: ingestMetrics)
+    RegistrationRoutes(writer: writer, store: store, gate: gate, secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: router.group(RegistrationRoutes.basePath))
-    let appAuth = AppAuthMiddleware(store: store, cache: authCache, metrics: ingestMetrics)
+    let appAuth = AppAuthMiddleware(store: store, cache: authCache, legacyScopes: configuration.legacyTokenScopes, metrics: ingestMetrics)
     let appRateLimit = AppRateLimitMiddleware(buckets: appBuckets, metrics: ingestMetrics)
     func bearerGroup(_ path: RouterPath) -> RouterGroup<IngestRequestContext> {
         router.group(path).add(middleware: appAuth).add(middleware: appRateLimit)
     }
     NotificationRoutes(writer: writer, store: store, idempotencyWindow: configuration.shared.idempotencyWindow,
-                       maxBodyBytes: configuration.maxBodyBytes)
+                       maxBodyBytes: configuration.maxBodyBytes, messageKeyId: configuration.secrets?.currentKeyId)
         .addRoutes(to: bearerGroup(NotificationRoutes.basePath))
-    BWDeviceRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
+    BWDeviceRoutes(writer: writer, store: store, identity: identity, metrics: ingestMetrics, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: bearerGroup(BWDeviceRoutes.basePath))
-    KF5TokenRoutes(writer: writer, maxBodyBytes: configuration.maxBodyBytes)
+    KF5TokenRoutes(writer: writer, identity: identity, metrics: ingestMetrics, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: bearerGroup(KF5TokenRoutes.basePath))
-    TrackingRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes)
+    TrackingRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes, keyedIds: configuration.secrets != nil)
         .addRoutes(to: bearerGroup(TrackingRoutes.basePath))
     let adminTokenCache = AdminTokenCache(ttl: .milliseconds(configuration.authCacheMs))
     let admin = router.group(AdminRoutes.basePath)
-        .add(middleware: AdminAuthMiddleware(adminToken: configuration.adminToken, store: store, cache: adminTokenCache))
+        .add(middleware: AdminAuthMiddleware(adminToken: configuration.adminToken, store: store, cache: adminTokenCache,
+                                            trustedProxies: configuration.trustedProxies))
+    let tokenKey = CreatedTokenKey(secrets: configuration.secrets)
     let applied = AdminChangeApplied(store: store, timeout: .milliseconds(configuration.adminApplyTimeoutMs),
                                      authCacheTTL: .milliseconds(configuration.authCacheMs))
     AdminRoutes(writer: writer, store: store, applied: applied, idempotencyWindow: configuration.shared.idempotencyWindow,
-                maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
+                tokenKey: tokenKey, secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
     PushCredentialsRoutes(writer: writer, store: store, applied: applied, secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: admin)
+    UserIdentityRoutes(writer: writer, store: store, applied: applied, secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes)
+        .addRoutes(to: admin)
     AdminTokenRoutes(writer: writer, store: store, applied: applied, idempotencyWindow: configuration.shared.idempotencyWindow,
-                     maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
+                     tokenKey: tokenKey, maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
     AuditRoutes(store: store).addRoutes(to: admin)
+    WebhookSigningRoutes(store: store, secrets: configuration.secrets).addRoutes(to: admin)
     return router
 }

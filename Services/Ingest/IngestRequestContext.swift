@@ -17,9 +17,10 @@ public struct IngestRequestContext: RequestContext, RemoteAddressRequestContext 
     var routeScope: RouteScope?
     /// Who is calling an admin route, set by `AdminAuthMiddleware` (nil on every other route).
     var adminActor: AdminActor?
-    /// The admin token that caller presented (kept in memory only): a keyed create derives its
-    /// raw API tokens from it (`AdminCreateKey`).
-    var adminCredential: String?
+    /// SHA-256 of the admin token that caller presented: a keyed create's raw tokens derive from
+    /// it and a key only the server holds (`AdminCreateKey`), so a retry by another caller never
+    /// gets them.
+    var adminCredentialDigest: String?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
@@ -28,6 +29,6 @@ public struct IngestRequestContext: RequestContext, RemoteAddressRequestContext 
         self.authenticatedApp = nil
         self.routeScope = nil
         self.adminActor = nil
-        self.adminCredential = nil
+        self.adminCredentialDigest = nil
     }
 }

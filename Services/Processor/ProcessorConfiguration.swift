@@ -3,6 +3,7 @@ import Foundation
 import Handlers
 import Kafka
 import Logging
+import OutboundRendering
 import Settings
 
 /// Everything the processor is configured with: one value, read from the environment and the
@@ -61,7 +62,8 @@ public struct ProcessorConfiguration: Sendable {
         DecisionRules(maxDevicesPerUser: maxDevicesPerUser, maxUsersPerApp: maxUsersPerApp, trackingParkTtlMs: trackingParkTtlMs,
                       registrationStatusTtlMs: registrationStatusTtlMs, ackTtlMs: ackTtlMs,
                       maxBadgeUpdatesPerMinute: maxBadgeUpdatesPerMinute,
-                      idempotencyWindowHours: shared.idempotencyWindowHours, appParts: shared.appParts)
+                      idempotencyWindowHours: shared.idempotencyWindowHours, appParts: shared.appParts,
+                      messageIdKeys: MessageIdKeys(keyring: secrets))
     }
 
     /// Reads the shared settings and the processor's own. `overrides` are command-line flags, by

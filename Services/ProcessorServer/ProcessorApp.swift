@@ -37,6 +37,7 @@ public enum ProcessorApp {
         dispatcherConfig.requestTimeout = .milliseconds(configuration.webhookTimeoutMs)
         dispatcherConfig.auditTopic = configuration.shared.topics.webhooks
         dispatcherConfig.targetPolicy = WebhookTargetPolicy(allowPrivateTargets: configuration.webhookAllowPrivateTargets)
+        dispatcherConfig.secrets = configuration.secrets
         let dispatcher = WebhookDispatcher(configuration: dispatcherConfig, store: store, http: http, producer: producer, logger: logger)
 
         // The changelog has a producer of its own: its entries (up to 512 KiB a record) never

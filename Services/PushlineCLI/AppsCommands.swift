@@ -6,7 +6,7 @@ import Foundation
 struct Apps: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create, list, show and change apps (through the ingest's admin API).",
-        subcommands: [Create.self, List.self, Show.self, Change.self, Credentials.self]
+        subcommands: [Create.self, List.self, Show.self, Change.self, Credentials.self, Identity.self, SigningSecret.self]
     )
 
     struct Create: AsyncParsableCommand {
@@ -47,7 +47,7 @@ struct Apps: AsyncParsableCommand {
 
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show an app as the projection store has it: name, callback, webhook retries, tokens and their scopes.",
+            abstract: "Show an app as the projection store has it: name, callback, webhook retries and hosts, tokens and their scopes.",
             discussion: """
                 An app created or changed a moment ago may not show (or not show the change) until \
                 the processor has applied the command. Each token is listed with its scopes; a token \
@@ -78,7 +78,7 @@ struct Apps: AsyncParsableCommand {
     struct Change: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "set",
-            abstract: "Change an app's settings (PATCH): name, callback URL and headers, webhook retries.",
+            abstract: "Change an app's settings (PATCH): name, callback URL and headers, webhook retries, webhook hosts.",
             discussion: """
                 Only the settings given change. --callback-header replaces all of the app's callback \
                 headers with the ones given (repeat it for several); --clear-callback-headers removes \
@@ -90,6 +90,11 @@ struct Apps: AsyncParsableCommand {
                   pushline apps set $APP --callback-header X-Key=abc --callback-header X-B=1
                   pushline apps set $APP --remove-callback-url --clear-callback-headers
                   pushline apps set $APP --name "Renamed" --webhook-retries 3
+                  pushline apps set $APP --webhook-host hooks.example.com --webhook-host '*.example.net'
+                  pushline apps set $APP --open-webhook-hosts
+
+                Until an app lists --webhook-host, its status webhooks are open: whoever holds the \
+                client token (it ships in the app) chooses the URL they are POSTed to.
                 """
         )
 
@@ -102,6 +107,12 @@ struct Apps: AsyncParsableCommand {
         var callbackHeaders: [String] = []
         @Flag(name: .customLong("clear-callback-headers"), help: "Remove every callback header.") var clearCallbackHeaders = false
         @Option(name: .customLong("webhook-retries"), help: "Extra webhook/callback attempts after the first (0...10).") var webhookRetries: Int?
+        @Option(name: .customLong("webhook-host"), help: ArgumentHelp(
+            "A host status webhooks may reach (repeatable; replaces the list): a host name, an IP address, or *.domain for its subdomains.",
+            valueName: "host"))
+        var webhookHosts: [String] = []
+        @Flag(name: .customLong("open-webhook-hosts"), help: "Remove the host list: status webhooks may go wherever the client token says.")
+        var openWebhookHosts = false
         @OptionGroup var admin: AdminOptions
 
         func validate() throws {
@@ -118,15 +129,19 @@ struct Apps: AsyncParsableCommand {
                 throw ValidationError("--callback-header and --clear-callback-headers contradict each other")
             }
             if callbackURL == "" { throw ValidationError("--callback-url must not be empty (use --remove-callback-url)") }
+            if !webhookHosts.isEmpty && openWebhookHosts {
+                throw ValidationError("--webhook-host and --open-webhook-hosts contradict each other")
+            }
             if let webhookRetries, !(0...10).contains(webhookRetries) {
                 throw ValidationError("--webhook-retries must be between 0 and 10, not \(webhookRetries)")
             }
             var headers: [String: String]? = clearCallbackHeaders ? [:] : nil
             if !callbackHeaders.isEmpty { headers = try HeaderArgument.parse(callbackHeaders) }
+            let hosts: [String]? = openWebhookHosts ? [] : (webhookHosts.isEmpty ? nil : webhookHosts)
             let update = AdminAPI.UpdateApp(name: name, callbackUrl: removeCallbackURL ? "" : callbackURL, callbackHeaders: headers,
-                                            webhookRetries: webhookRetries)
+                                            webhookRetries: webhookRetries, webhookHosts: hosts)
             if update == AdminAPI.UpdateApp() {
-                throw ValidationError("nothing to change: give --name, --callback-url, --remove-callback-url, --callback-header, --clear-callback-headers or --webhook-retries")
+                throw ValidationError("nothing to change: give --name, --callback-url, --remove-callback-url, --callback-header, --clear-callback-headers, --webhook-retries, --webhook-host or --open-webhook-hosts")
             }
             return update
         }
@@ -137,6 +152,39 @@ struct Apps: AsyncParsableCommand {
             _ = try await client.call(.PATCH, "/admin/v1/apps/\(app)", body: try update(), expected: 202, subject: .app(app))
             if admin.json { return try Output.json(Output.Accepted(mobileAppId: app, tokenId: nil)) }
             print("Settings change of app \(app) accepted; `pushline apps show \(app)` shows it once the processor has applied it.")
+        }
+    }
+}
+
+extension Apps {
+    struct SigningSecret: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "signing-secret",
+            abstract: "Print the secret that checks the x-pushline-signature of an app's webhooks and callbacks.",
+            discussion: """
+                Give it to the app's webhook and callback receivers: each request carries \
+                `x-pushline-signature: t=<unix seconds>,v1=<hex>`, the HMAC-SHA256 of "<t>." and the \
+                body under this secret (docs/API.md, "Webhook signatures"). During a rotation of \
+                PUSHLINE_SECRETS_KEY the secrets of the previous keys are listed too (--json).
+
+                Examples:
+                  pushline apps signing-secret $APP
+                  pushline apps signing-secret $APP --json
+                """
+        )
+
+        @Argument(help: "The app's mobileAppId.") var mobileAppId: String
+        @OptionGroup var admin: AdminOptions
+
+        func validate() throws { _ = try parseUUID(mobileAppId, "mobileAppId") }
+
+        func run() async throws {
+            let client = try admin.client()
+            let app = try parseUUID(mobileAppId, "mobileAppId")
+            let data = try await client.call(.GET, "/admin/v1/apps/\(app)/webhook-signing-secret", expected: 200, subject: .app(app))
+            let view = try client.decode(AdminAPI.WebhookSigningSecretView.self, from: data)
+            if admin.json { return try Output.json(view) }
+            print(view.secret)
         }
     }
 }

@@ -32,16 +32,17 @@ enum Output {
         print(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 
-    /// An app as text. Callback header values are left out (they are often credentials of the
-    /// app's backend); `--json` shows them.
+    /// An app as text. Callback header values are never shown (the admin API answers them
+    /// `redacted`: they are often credentials of the app's backend).
     static func describe(_ app: AdminAPI.AppView) -> String {
         var lines = [
             "mobileAppId      \(app.mobileAppId)",
             "orgId            \(app.orgId)",
             "name             \(app.name)",
             "callbackUrl      \(app.callbackUrl ?? "-")",
-            "callbackHeaders  \(app.callbackHeaders.isEmpty ? "-" : app.callbackHeaders.keys.sorted().joined(separator: ", ") + " (values: --json)")",
+            "callbackHeaders  \(app.callbackHeaders.isEmpty ? "-" : app.callbackHeaders.keys.sorted().joined(separator: ", ") + " (values redacted)")",
             "webhookRetries   \(app.webhookRetries)",
+            "webhookHosts     \(app.webhookHosts.map { $0.joined(separator: ", ") } ?? "- (status webhooks OPEN: the client token chooses their URL)")",
         ]
         if app.tokens.isEmpty { lines.append("tokens           -") }
         for (index, token) in app.tokens.enumerated() {
@@ -49,7 +50,14 @@ enum Output {
         }
         lines.append("apns             " + (app.pushCredentials?.apns.map(describe) ?? "-"))
         lines.append("fcm              " + (app.pushCredentials?.fcm.map(describe) ?? "-"))
+        lines.append("userIdentity     " + describe(app.userIdentity))
         return lines.joined(separator: "\n")
+    }
+
+    /// `verified (…)` or `NOT VERIFIED: …`, with what it means.
+    static func describe(_ identity: AdminAPI.UserIdentityView) -> String {
+        let secret = identity.secretSealedWith.map { "identity secret sealed with \($0)" } ?? "no identity secret"
+        return (identity.required ? "verified (\(secret)): " : "NOT VERIFIED (\(secret)): ") + identity.note
     }
 
     /// `<tokenId>  active  client,server  LEGACY (…)`.
@@ -73,6 +81,7 @@ enum Output {
                 tokenId      \(created.tokenId)  (scopes \(scopes(created.apiTokenScopes)))
                              keep it on your servers only: it sends notifications and reads delivery statistics
             The tokens are shown only this once: store them now.
+            User identity: \(describe(created.userIdentity))
             """
     }
 

@@ -51,6 +51,9 @@ public final class ProviderClient: Sendable {
             var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
             configuration.httpVersion = .automatic
             configuration.timeout = .init(connect: .seconds(10))
+            // A token endpoint that redirects is not followed: the assertion goes to the URI
+            // that was checked (`ProviderEndpoints.allowsTokenURI`) or nowhere.
+            configuration.redirectConfiguration = .disallow
             let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
             http.client = client
             return client

@@ -37,7 +37,9 @@ public enum ApiTokens {
         return Data(mac).base64EncodedString()
     }
 
-    /// Compares two strings in time independent of where they differ.
+    /// Compares two strings in time independent of where they differ. Their lengths are not
+    /// hidden (strings of different lengths return at once): compare digests, which all have
+    /// one length, never raw tokens.
     public static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
         let x = Array(a.utf8), y = Array(b.utf8)
         guard x.count == y.count else { return false }

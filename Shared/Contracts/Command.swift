@@ -18,6 +18,7 @@ public enum CommandType: String, Sendable, CaseIterable, Codable {
     case deliveryResultReported = "delivery.result-reported"
     case adminTokenIssued = "admin.admin-token-issued"
     case adminTokenRevoked = "admin.admin-token-revoked"
+    case userIdentityChanged = "admin.user-identity-changed"
 }
 
 /// Which command topic a command travels on.

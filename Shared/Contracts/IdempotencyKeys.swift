@@ -50,14 +50,19 @@ public enum IdempotencyKeys {
         nameBased("pushline part\n\(parent.lowercasedString)\n\(part)")
     }
 
-    /// The raw API token a keyed create gives the token `tokenId`: base64url of
-    /// HMAC-SHA256(key: the caller's admin token, message: the token id). A retry with the same
-    /// admin token gets the same raw token back, from any ingest instance, while neither the log
-    /// nor the store holds anything it could be derived from.
-    public static func derivedToken(secret: String, tokenId: UUID) -> String {
-        let mac = HMAC<SHA256>.authenticationCode(for: Data("pushline api token\n\(tokenId.lowercasedString)".utf8),
-                                                  using: SymmetricKey(data: Data(secret.utf8)))
-        return ApiTokens.base64url(Data(mac))
+    /// The purpose under which the key of `derivedToken` is derived from the deployment's
+    /// secrets key (`SecretsKeyring.derivedKey(purpose:)`).
+    public static let tokenKeyPurpose = "pushline/admin-create-tokens/v1"
+
+    /// The raw token a keyed create gives the token `tokenId`: base64url of HMAC-SHA256(key: a
+    /// key only the server holds, message: the token id and the SHA-256 of the caller's admin
+    /// token). A retry by the same caller gets the same raw token back, from any ingest instance
+    /// holding the same key; neither the log nor the store holds anything it could be derived
+    /// from, and neither does the caller: an admin token, once revoked or rotated, derives
+    /// nothing.
+    public static func derivedToken(key: SymmetricKey, tokenId: UUID, callerDigest: String) -> String {
+        let message = "pushline api token\n\(tokenId.lowercasedString)\n\(callerDigest)"
+        return ApiTokens.base64url(Data(HMAC<SHA256>.authenticationCode(for: Data(message.utf8), using: key)))
     }
 
     /// Lower-case hex SHA-256 of a request body's bytes: a retry sends the same bytes.

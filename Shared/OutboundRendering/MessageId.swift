@@ -9,21 +9,48 @@ import WireCodec
 /// so a replay or retry writes the same id, and tracking can tell whether a broadlogId belongs
 /// to a delivery without a stored row per device.
 ///
-/// `"<index>-<16 lower-hex>"`: the hex is a 64-bit mix (SplitMix64's finaliser) of the index
-/// with a per-delivery seed, the first 8 bytes of SHA-256(`"pushline/message/<deliveryId>"`).
-/// One hash per delivery and a few multiplications per device: a 100,000-device send spends
-/// milliseconds on its ids. The check digits are not a secret (the devices see them); they make
-/// a typo or an id of another delivery fail, they do not stop a forger.
+/// `"<index>-<16 lower-hex>"`: the hex is 64 check bits of the index under a per-delivery key.
+/// - **Keyed** (a send stamped with a key id, `NotificationRequested.messageKeyId`): the
+///   per-delivery key is HMAC-SHA256 of the delivery id under a key only the server holds
+///   (`MessageIdKeys`), and the check bits are SipHash-2-4 of the index under it: a pseudorandom
+///   function, so a recipient who holds its own id (and the delivery id) learns nothing of any
+///   other recipient's, and cannot make one. One HMAC per delivery and one SipHash per device.
+/// - **Unkeyed** (sends of logs written before keyed ids, or without `PUSHLINE_SECRETS_KEY`): a
+///   64-bit mix (SplitMix64's finaliser) of the index with a seed, the first 8 bytes of
+///   SHA-256(`"pushline/message/<deliveryId>"`). Anyone who knows the delivery id can compute
+///   them; they make a typo or an id of another delivery fail, they do not stop a forger. Kept
+///   so that an existing log rebuilds byte for byte.
 public enum MessageId {
     /// The ids of one delivery.
     public struct Series: Sendable {
-        private let seed: UInt64
+        private enum Mode: Sendable {
+            case unkeyed(seed: UInt64)
+            case keyed(k0: UInt64, k1: UInt64)
+        }
 
+        private let mode: Mode
+
+        /// The unkeyed ids of `deliveryId` (a send without a key id).
         public init(deliveryId: UUID) {
+            self.init(deliveryId: deliveryId, key: nil)
+        }
+
+        /// The ids of `deliveryId` under `key`; unkeyed when `key` is nil.
+        public init(deliveryId: UUID, key: MessageIdKey?) {
             var input = Array("pushline/message/".utf8)
             UUIDHex.append(deliveryId, to: &input)
-            seed = SHA256.hash(data: input).withUnsafeBytes { raw in
-                raw.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            if let key {
+                let mac = HMAC<SHA256>.authenticationCode(for: input, using: SymmetricKey(data: key.bytes))
+                let (k0, k1) = mac.withUnsafeBytes { raw in
+                    (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self).littleEndian,
+                     raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self).littleEndian)
+                }
+                mode = .keyed(k0: k0, k1: k1)
+            } else {
+                let seed = SHA256.hash(data: input).withUnsafeBytes { raw in
+                    raw.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+                }
+                mode = .unkeyed(seed: seed)
             }
         }
 
@@ -82,20 +109,25 @@ public enum MessageId {
         }
 
         private func check(_ index: Int) -> UInt64 {
-            var z = seed &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
+            switch mode {
+            case .unkeyed(let seed):
+                var z = seed &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                return z ^ (z >> 31)
+            case .keyed(let k0, let k1):
+                return SipHash24.hash(word: UInt64(index), k0: k0, k1: k1)
+            }
         }
     }
 
-    public static func make(deliveryId: UUID, index: Int) -> String {
-        Series(deliveryId: deliveryId).make(index: index)
+    public static func make(deliveryId: UUID, index: Int, key: MessageIdKey? = nil) -> String {
+        Series(deliveryId: deliveryId, key: key).make(index: index)
     }
 
-    /// The index whose `make(deliveryId:index:)` is exactly `messageId`, else nil.
-    public static func index(of messageId: String, deliveryId: UUID) -> Int? {
-        Series(deliveryId: deliveryId).index(of: messageId)
+    /// The index whose `make(deliveryId:index:key:)` is exactly `messageId`, else nil.
+    public static func index(of messageId: String, deliveryId: UUID, key: MessageIdKey? = nil) -> Int? {
+        Series(deliveryId: deliveryId, key: key).index(of: messageId)
     }
 
     /// The message id of the badge update sent after the ack `ackId`.

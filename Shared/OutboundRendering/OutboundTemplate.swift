@@ -19,8 +19,10 @@ public struct OutboundTemplate: Sendable {
     /// The bytes every record shares.
     private let size: Int
 
-    public init(_ n: NotificationRequested, platform: Platform, sentAt: Date, managedBadge: Int?) {
-        series = MessageId.Series(deliveryId: n.deliveryId)
+    /// `series`: the delivery's message ids (`MessageId.Series`, keyed when the send names a key),
+    /// made once per delivery by the caller.
+    public init(_ n: NotificationRequested, platform: Platform, sentAt: Date, managedBadge: Int?, series: MessageId.Series) {
+        self.series = series
         // Placeholders are random hex (never escaped). Content that happened to contain one
         // would change the number of occurrences; a new pair is drawn then.
         while true {

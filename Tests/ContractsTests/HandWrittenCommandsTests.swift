@@ -37,9 +37,11 @@ final class HandWrittenCommandsTests: XCTestCase {
             try check(DeviceRegistrationRequested(
                 registrationRequestId: .random(), orgId: .random(), mobileAppId: .random(), userId: text(&random),
                 platform: Bool.random(using: &random) ? .ios : .android, deviceToken: text(&random), apiTokenHash: text(&random),
-                trackStatus: Bool.random(using: &random), callback: callback, timeZone: maybe(text(&random))))
+                trackStatus: Bool.random(using: &random), callback: callback, timeZone: maybe(text(&random)),
+                identityVerified: Bool.random(using: &random) ? nil : true))
             try check(DeviceCleanupRequested(orgId: .random(), mobileAppId: .random(), userId: text(&random),
-                                             deviceToken: maybe(text(&random)), apiTokenHash: text(&random)))
+                                             deviceToken: maybe(text(&random)), apiTokenHash: text(&random),
+                                             identityVerified: Bool.random(using: &random) ? nil : true))
             try check(NotificationAcknowledged(mobileAppId: .random(), notificationId: text(&random), deviceToken: text(&random),
                                                businessId: maybe(text(&random))))
             let count = [0, 1, Int.random(in: 2...40, using: &random)][Int.random(in: 0..<3, using: &random)]

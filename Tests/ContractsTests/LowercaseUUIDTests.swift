@@ -18,7 +18,8 @@ final class LowercaseUUIDTests: XCTestCase {
     func testAdminAnswersWriteLowerCase() throws {
         let created = AdminAPI.AppCreatedAnswer(orgId: id, mobileAppId: id, apiToken: "t", tokenId: id, apiTokenScopes: [.client, .server],
                                                 clientToken: "c", clientTokenId: id, clientTokenScopes: [.client], note: "n")
-        XCTAssertEqual(try json(created), #"{"apiToken":"t","apiTokenScopes":["client","server"],"clientToken":"c","clientTokenId":"\#(lower)","clientTokenScopes":["client"],"mobileAppId":"\#(lower)","note":"n","orgId":"\#(lower)","tokenId":"\#(lower)"}"#)
+        let identity = try json(AdminAPI.UserIdentityView(required: false, secretSealedWith: nil))
+        XCTAssertEqual(try json(created), #"{"apiToken":"t","apiTokenScopes":["client","server"],"clientToken":"c","clientTokenId":"\#(lower)","clientTokenScopes":["client"],"mobileAppId":"\#(lower)","note":"n","orgId":"\#(lower)","tokenId":"\#(lower)","userIdentity":\#(identity)}"#)
         XCTAssertEqual(try json(AdminAPI.AppList(apps: [], next: id)), #"{"apps":[],"next":"\#(lower)"}"#)
         XCTAssertEqual(try json(DeviceRegistrationAPI.RegistrationAccepted(RegistrationRequestId: id)),
                        #"{"RegistrationRequestId":"\#(lower)"}"#)

@@ -19,8 +19,10 @@ final class AdminAPITests: XCTestCase {
             (.get, app, nil),
             (.get, "/admin/v1/apps", nil),
         ]
-        try await harness.test { client in
-            for (method, uri, json) in routes {
+        // One application per route: four refusals each stay within the failures one address may
+        // make (`AdminAuthMiddleware.failureLimit`, tested in AdminTokenAPITests).
+        for (method, uri, json) in routes {
+            try await harness.test { client in
                 let missing = try await client.execute(uri: uri, method: method, headers: json == nil ? [:] : [.contentType: "application/json"],
                                                        body: json.map { ByteBuffer(string: $0) })
                 try assertProblem(missing, .unauthorized, field: "Authorization")
@@ -251,7 +253,7 @@ final class AdminAPITests: XCTestCase {
         XCTAssertEqual(response.status, .ok)
         let view = try decodeBody(AdminAPI.AppView.self, response)
         XCTAssertEqual(view, AdminAPI.AppView(orgId: Fixture.orgId, mobileAppId: Fixture.appId, name: "app",
-                                              callbackUrl: "https://app.example.com/cb", callbackHeaders: ["x-app": "1"],
+                                              callbackUrl: "https://app.example.com/cb", callbackHeaders: ["x-app": "redacted"],
                                               webhookRetries: 2,
                                               tokens: [AdminAPI.TokenView(tokenId: tokenId, revoked: false, scopes: [.client, .server], legacy: true)]))
         XCTAssertFalse(String(buffer: response.body).contains(Fixture.rawTokenHash), "token hashes stay inside")

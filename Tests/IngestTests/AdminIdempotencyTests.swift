@@ -1,15 +1,18 @@
 import Contracts
+import Crypto
 import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Projections
+import TestSupport
 import WireCodec
 import XCTest
 @testable import Ingest
 
 /// `Idempotency-Key` on the admin creates (docs/API.md#idempotency-keys): a retried create of an
-/// app or a token names the same one and shows the same raw tokens, derived from the caller's admin
-/// token; another body with an applied key is a 422; keys of different admin tokens never meet.
+/// app or a token names the same one and shows the same raw tokens, derived for the caller's admin
+/// token under a key only the server holds; another body with an applied key is a 422; keys of
+/// different admin tokens never meet.
 final class AdminIdempotencyTests: XCTestCase {
     private let body = #"{"orgId": "6f1d2c3b-4a59-4e7d-8c21-0a1b2c3d4e5f", "name": "Shop"}"#
 
@@ -35,7 +38,7 @@ final class AdminIdempotencyTests: XCTestCase {
     }
 
     func testAKeyedCreateIsTheKeysAppWithTokensThatARetryGetsAgain() async throws {
-        let harness = Harness()
+        let harness = Harness.keyed()
         let first = try await post("/admin/v1/apps", json: body, key: "create-shop", harness: harness)
         XCTAssertEqual(first.status, .created, String(buffer: first.body))
         let answer = try decodeBody(AdminAPI.AppCreatedAnswer.self, first)
@@ -66,7 +69,7 @@ final class AdminIdempotencyTests: XCTestCase {
     }
 
     func testARetryWithAnotherAdminTokenOfTheSameActorCannotSeeTheTokens() async throws {
-        var harness = Harness()
+        var harness = Harness.keyed()
         let first = try await post("/admin/v1/apps", json: body, key: "k", harness: harness)
         XCTAssertEqual(first.status, .created)
         await apply(try await harness.onlyPublished(AppCreated.self), body: body, to: harness)
@@ -77,7 +80,7 @@ final class AdminIdempotencyTests: XCTestCase {
     }
 
     func testAKeyedTokenIssueIsTheKeysTokenAndARetryGetsItAgain() async throws {
-        let harness = Harness()
+        let harness = Harness.keyed()
         _ = await harness.seedApp()
         let uri = "/admin/v1/apps/\(Fixture.appId)/tokens"
         let scopes = #"{"scopes": ["server"]}"#
@@ -103,8 +106,45 @@ final class AdminIdempotencyTests: XCTestCase {
         XCTAssertEqual(published.count, 1)
     }
 
+    func testARevokedAdminTokenDerivesNothingOfTheTokensItCreated() async throws {
+        let harness = Harness.keyed()
+        _ = await harness.seedApp()
+        let adminTokenId = UUID()
+        await harness.store.seed(adminToken: AdminTokenRow(adminTokenId: adminTokenId, name: "ci", tokenHash: ApiTokens.hash(namedAdmin),
+                                                           createdAt: Date()))
+        let uri = "/admin/v1/apps/\(Fixture.appId)/tokens"
+        let first = try await post(uri, json: #"{"scopes": ["server"]}"#, key: "issue-1", token: namedAdmin, harness: harness)
+        XCTAssertEqual(first.status, .created, String(buffer: first.body))
+        let issued = try decodeBody(AdminAPI.TokenIssuedAnswer.self, first)
+
+        // The token id is public (audit log, admin topic, GET answers), and the admin token was
+        // the whole key before: neither alone, nor together, gives the raw token now.
+        XCTAssertNotEqual(issued.apiToken, Self.hmac(key: Data(namedAdmin.utf8), "pushline api token\n\(issued.tokenId.lowercasedString)"))
+        XCTAssertNotEqual(issued.apiToken, Self.hmac(key: Data(namedAdmin.utf8),
+                                                     "pushline api token\n\(issued.tokenId.lowercasedString)\n\(ApiTokens.hash(namedAdmin))"))
+        // It is derived with a key only the server holds: another deployment key derives another.
+        let serverKey = try XCTUnwrap(SecretsKeyring(current: Fixture.secretsKey).derivedKey(purpose: IdempotencyKeys.tokenKeyPurpose))
+        XCTAssertEqual(issued.apiToken, IdempotencyKeys.derivedToken(key: serverKey, tokenId: issued.tokenId,
+                                                                      callerDigest: ApiTokens.hash(namedAdmin)))
+        let otherKey = try XCTUnwrap(SecretsKeyring(current: TestPushKeys.secretsKey()).derivedKey(purpose: IdempotencyKeys.tokenKeyPurpose))
+        XCTAssertNotEqual(issued.apiToken, IdempotencyKeys.derivedToken(key: otherKey, tokenId: issued.tokenId,
+                                                                         callerDigest: ApiTokens.hash(namedAdmin)))
+
+        // Revoked, the admin token cannot retry its create to be shown the token again.
+        await harness.store.revoke(adminTokenId: adminTokenId)
+        let retry = try await post(uri, json: #"{"scopes": ["server"]}"#, key: "issue-1", token: namedAdmin, harness: harness)
+        XCTAssertEqual(retry.status, .unauthorized)
+        XCTAssertFalse(String(buffer: retry.body).contains(issued.apiToken))
+    }
+
+    private let namedAdmin = "named-admin-token-of-the-ci-job-0123456789"
+
+    private static func hmac(key: Data, _ message: String) -> String {
+        ApiTokens.base64url(Data(HMAC<SHA256>.authenticationCode(for: Data(message.utf8), using: SymmetricKey(data: key))))
+    }
+
     func testAKeyPastItsWindowCreatesTheNextApp() async throws {
-        let harness = Harness()
+        let harness = Harness.keyed()
         let scope = "admin:bootstrap:apps"
         let old = IdempotencyKeys.resourceId(scope: scope, key: "k")
         await harness.store.seed(idempotencyKey: IdempotencyKeyRow(scope: scope, key: "k", resourceId: old, requestHash: "whatever",

@@ -2,7 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-import Ingest
+@testable import Ingest
 import Projections
 import TestSupport
 import WireCodec
@@ -85,6 +85,29 @@ final class AdminTokenAPITests: XCTestCase {
                                                              revoked: true, createdAt: Date()))
         let revoked = try await uncached.test { client in try await client.admin(.get, "/admin/v1/admin-tokens", token: "named-admin-1") }
         try assertProblem(revoked, .unauthorized, field: "Authorization")
+    }
+
+    func testFailedAdminAuthenticationsFromOneAddressAreLimitedEvenForTheRightTokenAfterwards() async throws {
+        let harness = Harness()
+        let (failures, blocked, retryAfter) = try await harness.test { client in
+            var failures: [HTTPResponse.Status] = []
+            for guess in 0..<AdminAuthMiddleware.failureLimit.burst {
+                failures.append(try await client.admin(.get, "/admin/v1/apps", token: "guess-\(guess)").status)
+            }
+            // The allowance is spent: the right token is not even looked at until it refills.
+            let blocked = try await client.admin(.get, "/admin/v1/apps")
+            return (failures, blocked.status, blocked.headers[.retryAfter])
+        }
+        XCTAssertEqual(failures, Array(repeating: .unauthorized, count: AdminAuthMiddleware.failureLimit.burst))
+        XCTAssertEqual(blocked, .tooManyRequests)
+        XCTAssertGreaterThanOrEqual(Int(retryAfter ?? "") ?? 0, 1)
+        // Admitted requests spend nothing: many of them never meet the limit.
+        let statuses = try await harness.test { client in
+            var statuses: Set<HTTPResponse.Status> = []
+            for _ in 0..<(3 * AdminAuthMiddleware.failureLimit.burst) { statuses.insert(try await client.admin(.get, "/admin/v1/apps").status) }
+            return statuses
+        }
+        XCTAssertEqual(statuses, [.ok])
     }
 
     func testWithoutABootstrapTokenNamedTokensStillAdmit() async throws {

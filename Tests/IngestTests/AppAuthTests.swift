@@ -203,30 +203,98 @@ final class AppAuthTests: XCTestCase {
         try assertProblem(expired, .unauthorized, field: "Authorization")
     }
 
-    func testATokenIssuedAfterTheAppWasCachedWorksAtOnce() async throws {
+    func testAFloodOfOneForgedTokenReadsTheStoreOnceForTheAppAndOnceForTheRefusal() async throws {
         var harness = Harness()
         harness.configuration.authCacheMs = 60_000
         await harness.seedClientApps()
         let route = try ClientRoute.all()[0]
         let store = harness.store
-        let (first, second) = try await harness.test { client in
-            let first = try await client.call(route)
-            await store.seed(token: ApiTokenRow(tokenId: UUID(), appId: Fixture.appId, tokenHash: ApiTokens.hash("fresh-token"),
-                                                createdAt: Date()))
-            return (first, try await client.call(route, token: "fresh-token"))
+        let statuses = try await harness.test { client in
+            var statuses: [HTTPResponse.Status] = []
+            for _ in 0..<50 { statuses.append(try await client.call(route, token: "forged").status) }
+            return statuses
         }
-        XCTAssertEqual(first.status, .accepted)
-        XCTAssertEqual(second.status, .accepted)
+        XCTAssertEqual(Set(statuses), [.unauthorized])
+        let reads = await store.readCount
+        XCTAssertEqual(reads, 3, "the app and its tokens, then whether the token is another app's: once each for 50 requests")
+    }
+
+    func testAnotherAppsTokenKeepsIts403FromTheCachedRefusal() async throws {
+        var harness = Harness()
+        harness.configuration.authCacheMs = 60_000
+        await harness.seedClientApps()
+        let route = try ClientRoute.all()[0]
+        let store = harness.store
+        let statuses = try await harness.test { client in
+            var statuses: [HTTPResponse.Status] = []
+            for _ in 0..<5 { statuses.append(try await client.call(route, token: Fixture.otherRawToken).status) }
+            return statuses
+        }
+        XCTAssertEqual(statuses, Array(repeating: .forbidden, count: 5))
+        let reads = await store.readCount
+        XCTAssertEqual(reads, 3)
+    }
+
+    func testForgedTokensOnTheRegistrationAPICostNoStoreReadOnceTheAppIsCached() async throws {
+        var harness = Harness()
+        harness.configuration.authCacheMs = 60_000
+        await harness.seedClientApps()
+        let store = harness.store
+        try await harness.test { client in
+            for index in 0..<30 {
+                let response = try await client.post(Fixture.devices(), object: Fixture.registration(token: "forged-\(index)"))
+                XCTAssertEqual(response.status, .accepted)
+            }
+        }
+        let reads = await store.readCount
+        XCTAssertEqual(reads, 2, "the app and its tokens, once: a fresh entry refuses every other token on its own")
+        await assertNothingPublished(harness.publisher)
+    }
+
+    func testMadeUpAppIdsCostOneReadEachAndNeverPushARealAppOutOfTheCache() async throws {
+        let cache = AppAuthCache(ttl: .seconds(60), maxApps: 10, maxRefusals: 100)
+        let start = ContinuousClock.now
+        let real = AppCredentials(app: AppRow(appId: Fixture.appId, orgId: Fixture.orgId, name: "a", createdAt: Date()),
+                                  liveTokens: [.init(hash: Fixture.rawTokenHash, scopes: [.client])])
+        cache.remember(real, readAt: start)
+        for _ in 0..<1_000 {
+            let madeUp = UUID()
+            cache.rememberMissing(madeUp, readAt: start)
+            cache.rememberRefusal(madeUp, tokenHash: Fixture.rawTokenHash, ownedByAnotherApp: true, readAt: start)
+        }
+        XCTAssertLessThanOrEqual(cache.refusalCount, 100, "refusals are bounded")
+        XCTAssertEqual(cache.appCount, 1)
+        guard case .admitted(let app, let scopes) = cache.verdict(Fixture.appId, tokenHash: Fixture.rawTokenHash, now: start + .seconds(1)) else {
+            return XCTFail("the real app's entry was pushed out by made-up ids")
+        }
+        XCTAssertEqual(app.appId, Fixture.appId)
+        XCTAssertEqual(scopes, [.client])
+        guard case .refused = cache.verdict(Fixture.appId, tokenHash: ApiTokens.hash("forged"), now: start + .seconds(1)) else {
+            return XCTFail("a fresh entry refuses a token it lacks")
+        }
+    }
+
+    func testAMissingAppIsRefusedFromTheCacheUntilItsRefusalExpires() {
+        let cache = AppAuthCache(ttl: .seconds(1))
+        let start = ContinuousClock.now
+        cache.rememberMissing(Fixture.appId, readAt: start)
+        guard case .refused = cache.verdict(Fixture.appId, tokenHash: Fixture.rawTokenHash, now: start + .milliseconds(999)) else {
+            return XCTFail("a missing app is refused within the TTL")
+        }
+        XCTAssertNil(cache.verdict(Fixture.appId, tokenHash: Fixture.rawTokenHash, now: start + .seconds(1)), "then the store is asked again")
+        cache.rememberRefusal(Fixture.appId, tokenHash: "h", ownedByAnotherApp: true, readAt: start)
+        XCTAssertEqual(cache.ownedByAnotherApp(Fixture.appId, tokenHash: "h", now: start), true)
+        XCTAssertNil(cache.ownedByAnotherApp(Fixture.appId, tokenHash: "h", now: start + .seconds(1)))
     }
 
     func testTheCacheIsBoundedAndExpiresEntries() {
         let cache = AppAuthCache(ttl: .seconds(60))
         let start = ContinuousClock.now
-        for _ in 0..<AppAuthCache.maxEntries + 5 {
+        for _ in 0..<AppAuthCache.maxApps + 5 {
             cache.remember(AppCredentials(app: AppRow(appId: UUID(), orgId: Fixture.orgId, name: "a", createdAt: Date()),
                                           liveTokens: []), readAt: start)
         }
-        XCTAssertLessThanOrEqual(cache.count, AppAuthCache.maxEntries)
+        XCTAssertLessThanOrEqual(cache.appCount, AppAuthCache.maxApps)
 
         let credentials = AppCredentials(app: AppRow(appId: Fixture.appId, orgId: Fixture.orgId, name: "a", createdAt: Date()),
                                          liveTokens: [.init(hash: Fixture.rawTokenHash, scopes: nil),
@@ -240,6 +308,6 @@ final class AppAuthTests: XCTestCase {
         let disabled = AppAuthCache(ttl: .zero)
         disabled.remember(credentials, readAt: start)
         XCTAssertNil(disabled.credentials(for: Fixture.appId, now: start))
-        XCTAssertEqual(disabled.count, 0)
+        XCTAssertEqual(disabled.appCount, 0)
     }
 }

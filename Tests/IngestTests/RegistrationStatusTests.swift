@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import Ingest
 import Projections
 import XCTest
 
@@ -134,6 +135,38 @@ final class RegistrationStatusTests: XCTestCase {
                 try assertProblem(response, .badRequest, field: field)
             }
         }
+    }
+
+    func testMoreIdsThanAllowedAre400AndNothingIsRead() async throws {
+        let harness = await seededHarness()
+        let ids = (0...DeviceRegistrationAPI.maxStatusIds).map { _ in UUID() }
+        let json = try Fixture.json(query(ids))
+        let response = try await harness.test { client in
+            try await client.post(Fixture.base() + "/devices/status/", json: json)
+        }
+        try assertProblem(response, .badRequest, field: "RegistrationRequestIds")
+        let reads = await harness.store.readCount
+        XCTAssertEqual(reads, 0)
+        let allowed = try await statuses(harness, query(Array(ids.prefix(DeviceRegistrationAPI.maxStatusIds))))
+        XCTAssertEqual(allowed.count, DeviceRegistrationAPI.maxStatusIds)
+    }
+
+    func testEachIdSpendsOneRequestOfTheAppsClientLimitAndForgedQueriesSpendNone() async throws {
+        var harness = await seededHarness()
+        harness.configuration.appRateLimit = RateLimit(perSecond: 1, burst: 5)
+        let forged = try Fixture.json(query([succeeded, failed, UUID(), UUID(), UUID()], token: "forged"))
+        let three = try Fixture.json(query([succeeded, failed, UUID()]))
+        let (forgedAnswers, first, second) = try await harness.test { client in
+            var forgedAnswers: [HTTPResponse.Status] = []
+            for _ in 0..<3 { forgedAnswers.append(try await client.post(Fixture.base() + "/devices/status", json: forged).status) }
+            let first = try await client.post(Fixture.base() + "/devices/status", json: three)
+            let second = try await client.post(Fixture.base() + "/devices/status", json: three)
+            return (forgedAnswers, first, second)
+        }
+        XCTAssertEqual(forgedAnswers, [.ok, .ok, .ok], "forged queries are answered Pending and spend nothing")
+        XCTAssertEqual(first.status, .ok)
+        try assertProblem(second, .tooManyRequests, field: nil)
+        XCTAssertNotNil(second.headers[.retryAfter])
     }
 
     func testStoreFailureIs503WithRetryAfter() async throws {

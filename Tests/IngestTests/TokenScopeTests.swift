@@ -96,6 +96,19 @@ final class TokenScopeTests: XCTestCase {
         }
     }
 
+    func testLegacyTokensDowngradedToTheClientScopeAreRefusedOnServerRoutesOnly() async throws {
+        for (route, scope) in try Self.bearerRoutes() {
+            let harness = await Self.harness { $0.legacyTokenScopes = [.client] }
+            let response = try await harness.test { client in try await client.call(route, token: Fixture.rawToken) }
+            if scope == .server {
+                try assertProblem(response, .forbidden, field: "Authorization")
+                await assertNothingPublished(harness.publisher)
+            } else {
+                XCTAssertEqual(response.status, route.success, "\(route.name): \(String(buffer: response.body))")
+            }
+        }
+    }
+
     func testUnknownAndOtherAppTokensKeepTheirAnswers() async throws {
         let harness = await Self.harness()
         let send = try XCTUnwrap(try Self.bearerRoutes().first { $0.scope == .server }?.route)

@@ -197,7 +197,7 @@ final class AdminCLITests: XCTestCase {
             return changed.callbackUrl != nil
         }
         XCTAssertEqual(changed.callbackUrl, "https://example.com/pushline")
-        XCTAssertEqual(changed.callbackHeaders, ["X-Key": "a=b", "X-Other": ""])
+        XCTAssertEqual(changed.callbackHeaders, ["X-Key": "redacted", "X-Other": "redacted"], "header values are never shown")
         XCTAssertEqual(changed.webhookRetries, 3)
         XCTAssertEqual(changed.name, "renamed")
         let shownWithCallback = try await succeed(["apps", "show", app])

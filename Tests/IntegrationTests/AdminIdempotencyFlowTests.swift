@@ -13,7 +13,8 @@ import XCTest
 /// same key of another admin token is another app, and a rebuild of the log gives the same store.
 final class AdminIdempotencyFlowTests: XCTestCase {
     func testARetriedCreateThroughAnotherInstanceIsTheSameAppWithWorkingTokens() async throws {
-        let stack = try await PushlineStack.start()
+        // One deployment key on every instance: the raw tokens derive from it.
+        let stack = try await PushlineStack.start(ingestEnvironment: ["PUSHLINE_SECRETS_KEY": TestPushKeys.secretsKey()])
         let secondPort = TestBroker.freePort()
         let second = stack.makeIngest(port: secondPort)
         do {

@@ -190,7 +190,7 @@ final class DeviceRegistrationTests: XCTestCase {
         try await eventually("two webhook audit records") { try await self.stack.countRecords(topic: self.stack.topics.webhooks) == 2 }
         let audit = try await stack.broker.kcat(["-C", "-t", stack.topics.webhooks, "-o", "beginning", "-e", "-q", "-f", "%s\\n"])
         XCTAssertFalse(audit.contains(secret), audit)
-        XCTAssertTrue(audit.contains("/hooks/registration?token=redacted"), audit)
+        XCTAssertTrue(audit.contains("/hooks/redacted?token=redacted"), audit)
         XCTAssertTrue(audit.contains("//redacted@127.0.0.1"), audit)
         let logs = try FileManager.default.contentsOfDirectory(at: stack.directory, includingPropertiesForKeys: nil)
             .filter { $0.pathExtension == "log" }

@@ -7,10 +7,12 @@ import XCTest
 
 /// Calls of the Bearer-authenticated client routes and readers of the outbound topic.
 extension PushlineStack {
-    /// A JSON request to an ingest path with the app's API token.
-    func call(_ method: HTTPMethod, _ path: String, json: Any? = nil, token: String) async throws -> HTTPClientHelpers.Answer {
+    /// A JSON request to an ingest path with the app's API token (and `headers`).
+    func call(_ method: HTTPMethod, _ path: String, json: Any? = nil, token: String,
+              headers: [String: String] = [:]) async throws -> HTTPClientHelpers.Answer {
         let body = try json.map { try JSONSerialization.data(withJSONObject: $0) }
-        return try await HTTPClientHelpers.request(method, "\(ingestURL)\(path)", body: body, headers: ["Authorization": "Bearer \(token)"])
+        return try await HTTPClientHelpers.request(method, "\(ingestURL)\(path)", body: body,
+                                                   headers: headers.merging(["Authorization": "Bearer \(token)"]) { $1 })
     }
 
     /// Registers devices through the KF5 route, `(user, token, type)` each, expecting 201.

@@ -64,6 +64,12 @@ final class PushlineStack: @unchecked Sendable {
 
     private init(broker: TestBroker, processorEnvironment: [String: String], ingestEnvironment: [String: String], store: String?) {
         self.broker = broker
+        // One deployment, one key: ingest names its key in every send, and the processor makes the
+        // sends' message ids with it (a processor without it stops at the first keyed send).
+        var processorEnvironment = processorEnvironment
+        for name in ["PUSHLINE_SECRETS_KEY", "PUSHLINE_SECRETS_PREVIOUS_KEYS"] where processorEnvironment[name] == nil {
+            processorEnvironment[name] = ingestEnvironment[name]
+        }
         self.processorEnvironment = processorEnvironment
         self.ingestEnvironment = ingestEnvironment
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-it-\(UUID().uuidString)")
@@ -85,8 +91,10 @@ final class PushlineStack: @unchecked Sendable {
             "PUSHLINE_STORE": storeLocation,
             "PUSHLINE_PARTITIONS": "6",
             "PUSHLINE_LOG_LEVEL": "warning",
-            // The flows send as fast as they can from one app; the limits have tests of their own.
+            // The flows send as fast as they can from one app and one address; the limits have
+            // tests of their own.
             "PUSHLINE_RATE_LIMIT_APP_PER_SECOND": "0",
+            "PUSHLINE_RATE_LIMIT_SOURCE_PER_SECOND": "0",
         ].merging(ingestEnvironment) { $1 }, logDirectory: directory)
     }
 
@@ -218,8 +226,9 @@ final class PushlineStack: @unchecked Sendable {
         var last: [DeviceRegistrationAPI.RegistrationStatus] = []
         try await eventually("\(ids.count) registrations decided", timeout: timeout) {
             last = []
-            for chunk in stride(from: 0, to: ids.count, by: 1000) {
-                last += try await self.statuses(org: org, app: app, token: token, ids: Array(ids[chunk..<min(chunk + 1000, ids.count)]))
+            let most = DeviceRegistrationAPI.maxStatusIds
+            for chunk in stride(from: 0, to: ids.count, by: most) {
+                last += try await self.statuses(org: org, app: app, token: token, ids: Array(ids[chunk..<min(chunk + most, ids.count)]))
             }
             return !last.contains { $0.Status == .Pending }
         }

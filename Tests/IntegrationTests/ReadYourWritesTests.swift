@@ -158,6 +158,43 @@ final class ReadYourWritesTests: XCTestCase {
         XCTAssertEqual(forgedAfter, forgedBefore + 1)
     }
 
+    /// Requiring user assertions, and a new identity secret, are changes of access: the other
+    /// instance, which admitted a binding without an assertion (or with the old secret's) a moment
+    /// before and may have the app cached, refuses it as soon as the change is answered.
+    func testRequiringUserAssertionsIsEnforcedOnEveryInstanceAsSoonAsItIsAnswered() async throws {
+        let (stack, otherIngest) = try await start(durable: false)
+        let admin = stack.adminHeaders
+        let app = try await stack.createApp()
+        let appURL = "\(stack.ingestURL)/admin/v1/apps/\(app.mobileAppId)"
+        let made = try await HTTPClientHelpers.request(.POST, "\(appURL)/identity-secret", headers: admin)
+        XCTAssertEqual(made.status, 201, made.text)
+        let oldSecret = try made.decode(AdminAPI.IdentitySecretAnswer.self).identitySecret
+        let kf5 = "/kf5/v1/apps/\(app.mobileAppId)/tokens"
+        func save(assertion: String?) async throws -> HTTPClientHelpers.Answer {
+            try await HTTPClientHelpers.request(.POST, "\(otherIngest)\(kf5)", body: try JSONSerialization.data(withJSONObject: [
+                "userToken": "u-1", "deviceToken": Tokens.apns(1)]), headers: [
+                "Authorization": "Bearer \(app.clientToken)", UserIdentity.assertionHeader: assertion,
+            ].compactMapValues { $0 })
+        }
+
+        let unverified = try await save(assertion: nil)
+        XCTAssertEqual(unverified.status, 201, unverified.text)
+        let required = try await HTTPClientHelpers.request(.PUT, "\(appURL)/identity", body: Data(#"{"required": true}"#.utf8), headers: admin)
+        XCTAssertEqual(required.status, 202, required.text)
+        let refused = try await save(assertion: nil)
+        XCTAssertEqual(refused.status, 403, refused.text)
+        let withOld = try await save(assertion: UserIdentity.assertion(userId: "u-1", secret: oldSecret))
+        XCTAssertEqual(withOld.status, 201, withOld.text)
+
+        let remade = try await HTTPClientHelpers.request(.POST, "\(appURL)/identity-secret", headers: admin)
+        XCTAssertEqual(remade.status, 201, remade.text)
+        let newSecret = try remade.decode(AdminAPI.IdentitySecretAnswer.self).identitySecret
+        let oldRefused = try await save(assertion: UserIdentity.assertion(userId: "u-1", secret: oldSecret))
+        XCTAssertEqual(oldRefused.status, 403, oldRefused.text)
+        let withNew = try await save(assertion: UserIdentity.assertion(userId: "u-1", secret: newSecret))
+        XCTAssertEqual(withNew.status, 201, withNew.text)
+    }
+
     private func call(_ base: String, _ method: HTTPMethod, _ path: String, json: Any, token: String) async throws -> HTTPClientHelpers.Answer {
         try await HTTPClientHelpers.request(method, "\(base)\(path)", body: try JSONSerialization.data(withJSONObject: json),
                                             headers: ["Authorization": "Bearer \(token)"])

@@ -60,7 +60,7 @@ final class RebuildSwitchTests: XCTestCase {
         let records = try await stack.waitForOutbound(300).map(\.record)
         try await stack.track(records.prefix(100).map { ["deliveryId": delivery.uuidString, "broadlogId": $0.messageId, "action": "7"] },
                               app: app)
-        try await eventually("300 status webhooks delivered") { self.webhookIds().count >= 300 }
+        try await eventually("300 status webhooks delivered", timeout: .seconds(90)) { self.webhookIds().count >= 300 }
 
         // Step 1 while the stack serves: ingest reads the old store meanwhile.
         let finished = Flag()

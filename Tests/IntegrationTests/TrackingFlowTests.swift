@@ -125,6 +125,32 @@ final class TrackingFlowTests: XCTestCase {
         XCTAssertEqual(rows, ["2"], "rejected events leave no row: one counted, and the other app's parked")
     }
 
+    /// With the deployment's key (as every deployment that sends pushes has it), a recipient holding
+    /// its payload's `_dId` and `_mId` cannot report for any other recipient: the ids it could
+    /// compute (the unkeyed series, or a made-up one) count nothing, its own counts once.
+    func testARecipientCannotReportForAnotherRecipientFromTheDeliveryIdAlone() async throws {
+        stack = try await PushlineStack.start(ingestEnvironment: ["PUSHLINE_SECRETS_KEY": TestPushKeys.secretsKey()])
+        let app = try await stack.createApp()
+        _ = try await stack.registerDevices(3, app: app)
+        let d = try await stack.send(["userIds": ["u-0", "u-1", "u-2"], "title": "Gate change", "tracking": "on"], app: app)
+        let received = try await stack.waitForOutbound(3).map(\.record).filter { $0.deliveryId == d }.map(\.messageId).sorted()
+        XCTAssertEqual(received.count, 3)
+        XCTAssertEqual(received.map { $0.split(separator: "-")[0] }, ["0", "1", "2"], "the <index>-<16 hex> ids the SDK expects")
+        for (index, id) in received.enumerated() {
+            XCTAssertNotEqual(id, MessageId.make(deliveryId: d, index: index), "the id is not the one the delivery id gives")
+        }
+        // Device 0 reports for itself, then for devices 1 and 2 with every id it can compute.
+        try await stack.track([event(d, received[0], "7")], app: app, token: app.clientToken)
+        try await stack.track([event(d, MessageId.make(deliveryId: d, index: 1), "7"), event(d, MessageId.make(deliveryId: d, index: 2), "2"),
+                               event(d, "1-" + String(received[0].dropFirst(2)), "1"), event(d, received[0], "7")],
+                              app: app, token: app.clientToken)
+        try await eventually("forged reports refused") {
+            try await self.stack.processorMetric(#"pushline_processor_tracking_rejected_total{reason="foreign-broadlog"}"#) == 3
+        }
+        try await waitForStats(TrackingAPI.DeliveryStats(deliveryId: d, sent: 3, impressions: 1, clicks: 0, opens: 0, repeatsIgnored: 1),
+                               app: app)
+    }
+
     /// Events applied before their send (the tracking topic ran ahead) are counted once the
     /// send is applied; those the send does not own are rejected then.
     func testEventsAppliedBeforeTheirSendAreSettledByIt() async throws {

@@ -35,7 +35,7 @@ final class OutboundRecordTests: XCTestCase {
         XCTAssertEqual(view.expiresAt, 1_795_000_090_000, "the send's time plus its time to live")
         XCTAssertEqual(view.expiry, sentAt.addingTimeInterval(90))
         XCTAssertTrue(String(decoding: data, as: UTF8.self).contains(#""messageId":"0-abc","collapseKey":"scores","priority":"normal","expiresAt":1795000090000,"payload":"#))
-        let template = OutboundTemplate(n, platform: .ios, sentAt: sentAt, managedBadge: nil)
+        let template = OutboundTemplate(n, platform: .ios, sentAt: sentAt, managedBadge: nil, series: MessageId.Series(deliveryId: delivery))
         XCTAssertEqual(template.record(deviceToken: "tok", index: 0),
                        OutboundRecord.notification(n, deviceToken: "tok", platform: .ios, messageId: MessageId.make(deliveryId: delivery, index: 0),
                                                    sentAt: sentAt, managedBadge: nil), "the template writes them too")

@@ -8,17 +8,18 @@ import XCTest
 final class OutboundTemplateTests: XCTestCase {
     let sentAt = Date(timeIntervalSince1970: 1_374_224_245.011)
 
-    private func assertSameAsFullRender(_ n: NotificationRequested, managedBadge: Int? = nil,
+    private func assertSameAsFullRender(_ n: NotificationRequested, managedBadge: Int? = nil, key: MessageIdKey? = nil,
                                         file: StaticString = #filePath, line: UInt = #line) {
         let tokens = [String(repeating: "ab", count: 32), "fcm:" + String(repeating: "Z", count: 140), #"odd"token\with\#nescapes"#]
         for platform in Platform.allCases {
-            let template = OutboundTemplate(n, platform: platform, sentAt: sentAt, managedBadge: managedBadge)
+            let template = OutboundTemplate(n, platform: platform, sentAt: sentAt, managedBadge: managedBadge,
+                                            series: MessageId.Series(deliveryId: n.deliveryId, key: key))
             var writer = JSONWriter()
             for (token, index) in zip(tokens, [0, 7, 123_456]) {
                 writer.reset()
                 template.render(deviceToken: token, index: index, into: &writer)
                 let full = OutboundRecord.notification(n, deviceToken: token, platform: platform,
-                                                       messageId: MessageId.make(deliveryId: n.deliveryId, index: index),
+                                                       messageId: MessageId.make(deliveryId: n.deliveryId, index: index, key: key),
                                                        sentAt: sentAt, managedBadge: managedBadge)
                 XCTAssertEqual(String(decoding: writer.bytes, as: UTF8.self), String(decoding: full, as: UTF8.self),
                                "\(platform) #\(index)", file: file, line: line)
@@ -34,6 +35,12 @@ final class OutboundTemplateTests: XCTestCase {
                                          mediaAttachmentUrl: "https://2.img-dpreview.com/x.jpeg", contentAvailable: true,
                                          collapseKey: "1476005", priority: .high,
                                          custom: ["custom key 1": "value 1", "custom_field2": "custom_value2"])))
+    }
+
+    func testKeyedIdsRenderLikeAFullRenderWithTheKeyedId() {
+        assertSameAsFullRender(NotificationRequested(deliveryId: UUID(), mobileAppId: UUID(), target: NotificationTarget(userIds: ["u"]),
+                                                     content: NotificationContent(title: "t"), messageKeyId: "k"),
+                               key: MessageIdKey(id: "k", bytes: Data(repeating: 7, count: 32)))
     }
 
     func testManagedAndEscapedContentRendersLikeAFullRender() {

@@ -108,6 +108,47 @@ final class HandlerTests: XCTestCase {
         XCTAssertEqual(body, API.StatusWebhook(Status: .Success, Signature: "sig", FailureReason: nil))
     }
 
+    func testATokenThatFailsVerificationSendsNoWebhookButKeepsItsStatus() throws {
+        let callback = StatusCallback(url: "https://relay.example/x", headers: [:], signature: "sig")
+        for (token, platform, reason) in [("made-up", Platform.ios, API.FailureReason.DryRunSendingFailed),
+                                          (String(repeating: "a", count: 4097), .android, .DeviceTokenTooLong)] {
+            var s = state()
+            XCTAssertEqual(handler.apply(registration(token: token, platform: platform, callback: callback), CommandContext(at: at), to: &s),
+                           .rejected(reason.rawValue))
+            XCTAssertFalse(s.mutations.contains { if case .enqueueOutbox = $0 { true } else { false } }, "\(reason): \(s.mutations)")
+            guard case .putRegistrationStatus(let status)? = s.mutations.last else { return XCTFail("no status for \(reason)") }
+            XCTAssertEqual(status.failureReason, reason)
+        }
+        // A duplicate is a token that verified: its webhook is sent, as the seed does.
+        var s = state()
+        _ = handler.apply(registration(), CommandContext(at: at), to: &s)
+        XCTAssertEqual(handler.apply(registration(callback: callback), CommandContext(at: at), to: &s), .rejected("DuplicateExists"))
+        guard case .enqueueOutbox(let job)? = s.mutations.last else { return XCTFail("no webhook for a duplicate") }
+        XCTAssertEqual(try JSONDecoder().decode(API.StatusWebhook.self, from: job.body).FailureReason, .DuplicateExists)
+    }
+
+    func testAnAppsWebhookHostsAsTheLogHasThemDecideWhetherTheStatusWebhookIsSent() {
+        var s = state()
+        _ = AppSettingsChangedHandler().apply(AppSettingsChanged(mobileAppId: appId, webhookHosts: ["Hooks.Example.com.", "*.example.net"]),
+                                              CommandContext(at: at), to: &s)
+        XCTAssertEqual(s.apps[AppPart(appId)]?.webhookHosts, ["hooks.example.com", "*.example.net"])
+        func jobs(_ url: String, user: String) -> [OutboxJob] {
+            let callback = StatusCallback(url: url, headers: [:], signature: "sig")
+            _ = handler.apply(registration(user: user, token: String(repeating: "ab", count: 32 + user.count), callback: callback),
+                              CommandContext(at: at), to: &s)
+            return s.mutations.compactMap { if case .enqueueOutbox(let job) = $0, job.url == url { job } else { nil } }
+        }
+        XCTAssertEqual(jobs("https://hooks.example.com:8443/status", user: "a").count, 1)
+        XCTAssertEqual(jobs("https://deep.er.example.net/status", user: "bb").count, 1)
+        XCTAssertEqual(jobs("https://example.net/status", user: "ccc").count, 0, "a wildcard covers subdomains, not the domain")
+        XCTAssertEqual(jobs("https://relay.attacker.test/status", user: "dddd").count, 0)
+        XCTAssertEqual(jobs("https://hooks.example.com.attacker.test/status", user: "eeeee").count, 0)
+        // The list removed: open again, as the seed behaves.
+        _ = AppSettingsChangedHandler().apply(AppSettingsChanged(mobileAppId: appId, webhookHosts: []), CommandContext(at: at), to: &s)
+        XCTAssertNil(s.apps[AppPart(appId)]?.webhookHosts)
+        XCTAssertEqual(jobs("https://relay.attacker.test/other", user: "ffffff").count, 1)
+    }
+
     func testCleanupWithoutTokenRemovesOnlyThatUsersDevices() {
         let other = String(repeating: "cd", count: 32)
         var s = state(devices: [

@@ -36,7 +36,8 @@ final class WebhookTargetPolicyTests: XCTestCase {
             ("fd12:3456::1", "private"),
             ("fe80::1", "link-local"),
             ("febf::1", "link-local"),
-            ("fec0::1", nil),
+            ("fec0::1", "site-local"),
+            ("febf:ffff::1", "link-local"),
             ("ff02::1", "multicast"),
             ("::ffff:127.0.0.1", "loopback"),
             ("::ffff:10.0.0.5", "private"),
@@ -46,10 +47,39 @@ final class WebhookTargetPolicyTests: XCTestCase {
             ("64:ff9b::127.0.0.1", "loopback"),
             ("64:ff9b::a9fe:a9fe", "link-local"),
             ("64:ff9b::8.8.8.8", nil),
-            ("64:ff9b:1::10.0.0.1", nil),
+            ("64:ff9b:1::8.8.8.8", "local-use NAT64"),
+            ("64:ff9b:2::8.8.8.8", nil),
             ("2002:7f00:1::", "loopback"),
             ("2002:c0a8:101::1", "private"),
             ("2002:808:808::1", nil),
+            // IANA special-purpose blocks that are not globally reachable, and their neighbours.
+            ("192.0.0.1", "IETF protocol"),
+            ("192.0.0.170", "IETF protocol"),
+            ("192.0.1.1", nil),
+            ("192.0.2.1", "documentation"),
+            ("198.51.100.7", "documentation"),
+            ("203.0.113.9", "documentation"),
+            ("198.17.255.255", nil),
+            ("198.18.0.1", "benchmarking"),
+            ("198.19.255.255", "benchmarking"),
+            ("198.20.0.1", nil),
+            ("192.88.99.1", "6to4 relay"),
+            ("223.255.255.255", nil),
+            ("240.0.0.1", "reserved"),
+            ("255.255.255.254", "reserved"),
+            ("2001::1", "Teredo"),
+            ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "Teredo"),
+            ("2001:2::1", "IETF protocol"),
+            ("2001:1ff::1", "IETF protocol"),
+            ("2001:200::1", nil),
+            ("2001:db8::1", "documentation"),
+            ("3fff::1", "documentation"),
+            ("3fff:fff::1", "documentation"),
+            ("3ffe::1", nil),
+            ("3fff:1000::1", nil),
+            ("100::1", "discard-only"),
+            ("100:0:0:1::1", nil),
+            ("5f00::1", "segment-routing (SRv6)"),
         ]
         for (text, expected) in table {
             let address = try XCTUnwrap(WebhookTargetPolicy.parseLiteral(text), text)
@@ -66,6 +96,16 @@ final class WebhookTargetPolicyTests: XCTestCase {
         XCTAssertTrue(reason.contains("loopback"), reason)
     }
 
+    func testDenyingPolicyRefusesSpecialPurposeBlocksNamingTheirKind() async throws {
+        let benchmarking = try await denying.check("http://198.18.0.7/hook")
+        XCTAssertEqual(benchmarking, .refused("target 198.18.0.7 is a benchmarking address; set PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS=true to allow"))
+        let protocolBlock = try await denying.check("http://192.0.0.8/hook")
+        XCTAssertEqual(protocolBlock, .refused("target 192.0.0.8 is an IETF protocol address; set PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS=true to allow"))
+        let teredo = try await denying.check("https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/hook")
+        guard case .refused(let reason) = teredo else { return XCTFail("a Teredo address was allowed") }
+        XCTAssertTrue(reason.contains("Teredo"), reason)
+    }
+
     func testDenyingPolicyRefusesLocalhostByNameAndNumericForms() async throws {
         for url in ["http://localhost:9/hook", "http://2130706433/hook"] {
             let decision = try await denying.check(url)
@@ -76,7 +116,7 @@ final class WebhookTargetPolicyTests: XCTestCase {
 
     func testDenyingPolicyRefusesOtherSchemesAndAllowsPublicAddresses() async throws {
         let file = try await denying.check("file:///etc/passwd")
-        XCTAssertEqual(file, .refused("target file:///etc/passwd is not an http(s) URL"))
+        XCTAssertEqual(file, .refused("target file:///etc/redacted is not an http(s) URL"), "shown as RedactedURL shows it")
         let unix = try await denying.check("http+unix://%2Ftmp%2Fsocket/hook")
         XCTAssertNotEqual(unix, .allowed)
         let publicTarget = try await denying.check("https://93.184.216.34/hook")

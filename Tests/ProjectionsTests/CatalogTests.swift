@@ -52,6 +52,7 @@ import Testing
     @Test func testEveryRowTypeWritesItsCatalogColumnsInOrderAndReadsThemBack() throws {
         let app = UUID(), at = Fixture.at(7)
         try Self.roundTrip(Fixture.app(app, name: "a", callbackUrl: "https://example.test/h"))
+        try Self.roundTrip(AppRow(appId: app, orgId: UUID(), name: "w", createdAt: at, webhookHosts: ["hooks.example.test", "*.example.net"]))
         try Self.roundTrip(AppRow(appId: app, orgId: UUID(), name: "b", callbackHeaders: ["X-A": "1"], webhookRetries: 3, createdAt: at,
                                   pushCredentials: Fixture.pushCredentials(1)))
         try Self.roundTrip(Fixture.token(app: app, revoked: true))

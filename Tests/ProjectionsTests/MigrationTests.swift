@@ -243,6 +243,9 @@ private enum Seed {
             text("app_id", app), text("org_id", "00000000-0000-0000-0000-0000000000aa"), text("name", "Shop"),
             text("callback_url", "https://example.test/cb"), text("callback_headers", "{}"), integer("webhook_retries", 2),
             integer("created_at", 1_763_800_000_123), text("push_credentials", "{}", since: 11), integer("part", 1, since: 18, filled: "0"),
+            Column(name: "identity_required", since: 19, value: .bool(true), dumped: "1", filled: "0"),
+            text("identity_secret", "sealed", since: 19),
+            text("webhook_hosts", "hooks.example.test,*.example.net", since: 20),
             // Step 21 counts the users of the stored devices: alice.
             integer("users", 1, since: 21, filled: "1"),
         ]),

@@ -24,6 +24,24 @@ final class SchemaTests: StoreTestCase {
                                 "store_info", "tracking_events"])
     }
 
+    func testTheStoreAndItsWALAreReadableByTheirOwnerOnly() async throws {
+        func mode(_ file: String) throws -> Int {
+            try XCTUnwrap((try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? NSNumber)?.intValue)
+        }
+        // A new file, whatever the umask lets others read (0644 under the usual 022).
+        let store = try openSQLiteStore("private/new.sqlite")
+        try await store.pool.write { db in try db.execute(sql: "CREATE TABLE written (x)") }
+        XCTAssertEqual(try mode(path("private/new.sqlite")), 0o600)
+        XCTAssertEqual(try mode(path("private/new.sqlite-wal")), 0o600)
+        await store.close()
+        // A file made readable by others before is narrowed when opened.
+        let old = path("private/old.sqlite")
+        XCTAssertTrue(FileManager.default.createFile(atPath: old, contents: nil, attributes: [.posixPermissions: 0o644]))
+        XCTAssertEqual(try mode(old), 0o644)
+        _ = try SQLiteProjectionStore(path: old, logger: Self.logger)
+        XCTAssertEqual(try mode(old), 0o600)
+    }
+
     /// Processors started at the same moment on one new file all open it: they take turns at
     /// setting WAL mode and migrating (one of two exited with "database is locked" before).
     func testStoresOpenedAtOnceOnOneNewFileAllOpenIt() async throws {

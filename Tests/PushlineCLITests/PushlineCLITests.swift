@@ -64,6 +64,25 @@ final class PushlineCLITests: XCTestCase {
         XCTAssertThrowsError(try Apps.Change.parse([app, "--callback-header", "A=1", "--clear-callback-headers"]))
     }
 
+    func testAppsSetListsWebhookHostsOrOpensThem() throws {
+        let app = UUID().uuidString
+        let hosts = try Apps.Change.parse([app, "--webhook-host", "hooks.example.com", "--webhook-host", "*.example.net"]).update()
+        XCTAssertEqual(hosts, AdminAPI.UpdateApp(webhookHosts: ["hooks.example.com", "*.example.net"]))
+        XCTAssertEqual(try Apps.Change.parse([app, "--open-webhook-hosts"]).update(), AdminAPI.UpdateApp(webhookHosts: []))
+        XCTAssertThrowsError(try Apps.Change.parse([app, "--webhook-host", "a.example", "--open-webhook-hosts"]))
+    }
+
+    func testAppsShowSaysWhenStatusWebhooksAreOpen() {
+        func show(_ hosts: [String]?) -> String {
+            Output.describe(AdminAPI.AppView(orgId: UUID(), mobileAppId: UUID(), name: "a", callbackUrl: nil, callbackHeaders: ["X-Key": "redacted"],
+                                             webhookRetries: 0, tokens: [], webhookHosts: hosts))
+        }
+        XCTAssertTrue(show(nil).contains("OPEN"), show(nil))
+        XCTAssertTrue(show(["hooks.example.com"]).contains("webhookHosts     hooks.example.com"), show(["hooks.example.com"]))
+        XCTAssertFalse(show(["hooks.example.com"]).contains("OPEN"))
+        XCTAssertTrue(show(nil).contains("X-Key (values redacted)"), show(nil))
+    }
+
     func testTablesAlignNumbersRightAndTextLeft() {
         XCTAssertEqual(Output.table(["TOPIC", "LAG"], [["a", "5"], ["longer", "12"]], rightAligned: [1]),
                        "TOPIC   LAG\na         5\nlonger   12")
@@ -105,6 +124,20 @@ final class PushlineCLITests: XCTestCase {
         XCTAssertTrue(legacyLine.contains("client,server") && legacyLine.contains("LEGACY"), legacyLine)
         XCTAssertTrue(clientLine.contains("revoked") && clientLine.hasSuffix(" client"), clientLine)
         XCTAssertFalse(clientLine.contains("LEGACY"), clientLine)
+    }
+
+    func testAppsShowSaysWhetherUserIdentityIsVerifiedAndWhatItMeansWhenNot() {
+        func shown(_ identity: AdminAPI.UserIdentityView) -> String {
+            let text = Output.describe(AdminAPI.AppView(orgId: UUID(), mobileAppId: UUID(), name: "a", callbackUrl: nil, callbackHeaders: [:],
+                                                        webhookRetries: 0, tokens: [], userIdentity: identity))
+            return text.split(separator: "\n").first { $0.hasPrefix("userIdentity") }.map(String.init) ?? ""
+        }
+        let off = shown(AdminAPI.UserIdentityView(required: false, secretSealedWith: nil))
+        XCTAssertTrue(off.contains("NOT VERIFIED") && off.contains("any user id"), off)
+        let on = shown(AdminAPI.UserIdentityView(required: true, secretSealedWith: "k1"))
+        XCTAssertTrue(on.contains("verified (identity secret sealed with k1)") && !on.contains("NOT"), on)
+        XCTAssertEqual(try Apps.Identity.Require.parse([UUID().uuidString]).mobileAppId.isEmpty, false)
+        XCTAssertThrowsError(try Apps.Identity.NewSecret.parse(["not-a-uuid"]))
     }
 
     func testAnOldAnswerWithoutScopesReadsAsLegacy() throws {

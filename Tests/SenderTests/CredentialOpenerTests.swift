@@ -53,4 +53,20 @@ final class CredentialOpenerTests: XCTestCase {
         XCTAssertEqual(local.apns(.production), "https://127.0.0.1:1")
         XCTAssertEqual(local.apns(.sandbox), "https://127.0.0.1:1")
     }
+
+    func testAServiceAccountsTokenURIMustBeGooglesOrOnTheConfiguredFCMHost() {
+        let google = ProviderEndpoints()
+        XCTAssertTrue(google.allowsTokenURI("https://oauth2.googleapis.com/token"))
+        for uri in ["https://attacker.example/token", "http://oauth2.googleapis.com/token", "https://oauth2.googleapis.com:8443/token",
+                    "https://oauth2.googleapis.com.attacker.example/token", "https://fcm.googleapis.com/token",
+                    "https://169.254.169.254/latest/meta-data", "file:///etc/passwd", "not a url", ""] {
+            XCTAssertFalse(google.allowsTokenURI(uri), uri)
+        }
+        // A deployment that names its FCM endpoint (the mock servers) also trusts that origin.
+        let mock = ProviderEndpoints(fcm: "https://127.0.0.1:8443")
+        XCTAssertTrue(mock.allowsTokenURI("https://127.0.0.1:8443/token"))
+        XCTAssertTrue(mock.allowsTokenURI("https://oauth2.googleapis.com/token"))
+        XCTAssertFalse(mock.allowsTokenURI("https://127.0.0.1:9443/token"))
+        XCTAssertFalse(mock.allowsTokenURI("http://127.0.0.1:8443/token"))
+    }
 }

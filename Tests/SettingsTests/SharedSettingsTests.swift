@@ -24,7 +24,7 @@ final class SharedSettingsTests: XCTestCase {
 
     func testIngestAndProcessorReadTheSameSharedSettingsFromTheSameEnvironment() throws {
         for environment in Self.environments {
-            let ingest = try IngestConfiguration.fromEnvironment(environment.merging(["PUSHLINE_ADMIN_TOKEN": "t"]) { $1 }).shared
+            let ingest = try IngestConfiguration.fromEnvironment(environment.merging(["PUSHLINE_ADMIN_TOKEN": "an-admin-token-of-at-least-32-characters"]) { $1 }).shared
             let processor = try ProcessorConfiguration.fromEnvironment(environment).shared
             XCTAssertEqual(ingest, processor, "\(environment)")
             XCTAssertEqual(ingest, try SharedSettings(SettingsReader(environment: environment)), "\(environment)")
@@ -32,7 +32,7 @@ final class SharedSettingsTests: XCTestCase {
     }
 
     func testAnEmptyTopicPrefixIsTheEmptyPrefixForEveryService() throws {
-        let environment = ["PUSHLINE_TOPIC_PREFIX": "", "PUSHLINE_ADMIN_TOKEN": "t"]
+        let environment = ["PUSHLINE_TOPIC_PREFIX": "", "PUSHLINE_ADMIN_TOKEN": "an-admin-token-of-at-least-32-characters"]
         XCTAssertEqual(try IngestConfiguration.fromEnvironment(environment).shared.topics.registration, "commands.registration")
         XCTAssertEqual(try ProcessorConfiguration.fromEnvironment(environment).shared.topics.registration, "commands.registration")
     }
@@ -48,7 +48,7 @@ final class SharedSettingsTests: XCTestCase {
         let bad: [(String, String)] = [("PUSHLINE_PARTITIONS", "0"), ("PUSHLINE_PARTITIONS", "twelve"),
                                        ("PUSHLINE_LOG_LEVEL", "loud"), ("PUSHLINE_KAFKA_PROPERTIES", "ssl")]
         for (name, value) in bad {
-            XCTAssertThrowsError(try IngestConfiguration.fromEnvironment(["PUSHLINE_ADMIN_TOKEN": "t", name: value])) { error in
+            XCTAssertThrowsError(try IngestConfiguration.fromEnvironment(["PUSHLINE_ADMIN_TOKEN": "an-admin-token-of-at-least-32-characters", name: value])) { error in
                 XCTAssertTrue("\(error)".contains(name), "\(error)")
             }
             XCTAssertThrowsError(try ProcessorConfiguration.fromEnvironment([name: value])) { error in
@@ -64,7 +64,7 @@ final class SharedSettingsTests: XCTestCase {
         XCTAssertEqual(flagged.shared.brokers, "flag:9092")
         XCTAssertEqual(flagged.shared.store, "sqlite:/env.sqlite")
         let ingest = try IngestConfiguration.fromEnvironment(
-            environment.merging(["PUSHLINE_ADMIN_TOKEN": "t"]) { $1 }, overrides: ["PUSHLINE_KAFKA_BROKERS": "flag:9092"])
+            environment.merging(["PUSHLINE_ADMIN_TOKEN": "an-admin-token-of-at-least-32-characters"]) { $1 }, overrides: ["PUSHLINE_KAFKA_BROKERS": "flag:9092"])
         XCTAssertEqual(ingest.shared, flagged.shared)
     }
 

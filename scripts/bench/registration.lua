@@ -3,6 +3,8 @@
 -- ROUTE (env) = "bw-device": PUT /bwmi/v1/apps/{app}/devices instead (a BW registration, Bearer
 -- token); "send": POST /v1/apps/{app}/notifications, a notification to one user; "send-keyed": the
 -- same with a new Idempotency-Key on every request (each is a first send).
+-- FORGED (env) = "distinct": every request presents a new made-up API token (in the body, or as
+-- the Bearer token of "bw-device"); "one": all present the same made-up token.
 -- RATE and CONNS (env): each of the CONNS connections waits CONNS/RATE seconds before each request,
 -- so that the run offers about RATE requests/s (wrk has no fixed-rate mode).
 local org = os.getenv("BENCH_ORG")
@@ -10,6 +12,7 @@ local app = os.getenv("BENCH_APP")
 local token = os.getenv("BENCH_TOKEN")
 local batch = tonumber(os.getenv("BATCH") or "1")
 local route = os.getenv("ROUTE") or "registration"
+local forged = os.getenv("FORGED") or ""
 local bearer = {["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. (token or "")}
 local counter = 0
 local thread_id = 0
@@ -19,9 +22,16 @@ function setup(thread)
   thread_id = thread_id + 1
 end
 
+-- The token request n presents.
+local function presented(n)
+  if forged == "distinct" then return string.format("forged-%d", n) end
+  if forged == "one" then return "forged" end
+  return token
+end
+
 local function registration(n)
   return string.format('{"MobileAppId":"%s","UserId":"user-%d","ApiToken":"%s","ApnsDeviceToken":"%064x"}',
-    app, n % 100000, token, n)
+    app, n % 100000, presented(n), n)
 end
 
 local rate = tonumber(os.getenv("RATE") or "0")
@@ -37,7 +47,8 @@ request = function()
   local path
   if route == "bw-device" then
     body = string.format('{"deviceId":"%064x","type":"IOS","user":{"email":"user-%d@example.com"}}', base, base % 100000)
-    return wrk.format("PUT", "/bwmi/v1/apps/" .. app .. "/devices", bearer, body)
+    local headers = {["Content-Type"] = bearer["Content-Type"], ["Authorization"] = "Bearer " .. presented(base)}
+    return wrk.format("PUT", "/bwmi/v1/apps/" .. app .. "/devices", headers, body)
   elseif route == "send" or route == "send-keyed" then
     body = string.format('{"userId":"user-%d","title":"Bench","body":"Notification %d","custom":{"k":"v"}}', base % 100000, base)
     -- Both build the same headers, so that wrk spends the same on each: only the name differs.

@@ -6,36 +6,59 @@ import Synchronization
 import WireCodec
 
 /// Guards the admin API (docs/API.md#admin-tokens): `Authorization: Bearer <token>` where the
-/// token is the bootstrap token (`PUSHLINE_ADMIN_TOKEN`, compared in constant time; empty: no
-/// bootstrap token) or a live named admin token (looked up by its hash in the projection store,
-/// through `AdminTokenCache`). Anything else is a 401 problem. The caller becomes the request's
-/// `adminActor`, which every admin command records.
+/// token is the bootstrap token (`PUSHLINE_ADMIN_TOKEN`; empty: no bootstrap token) or a live
+/// named admin token (looked up by its hash in the projection store, through `AdminTokenCache`).
+/// Anything else is a 401 problem. The caller becomes the request's `adminActor`, which every
+/// admin command records.
+///
+/// Only SHA-256 digests are compared, in constant time: a digest has one length whatever was
+/// presented, so neither the time taken nor an early return tells anything of the bootstrap
+/// token, its length included. Failed attempts are limited per client address
+/// (`failures`): once a source has spent its allowance, its admin requests are answered 429
+/// without looking at the token, so that guessing costs time.
 struct AdminAuthMiddleware: RouterMiddleware {
     typealias Context = IngestRequestContext
 
-    let adminToken: String
+    /// SHA-256 of the bootstrap token; nil when there is none.
+    let bootstrapDigest: String?
     let store: any ProjectionReader
     let cache: AdminTokenCache
+    /// Failed admin authentications per client address.
+    let failures: TokenBuckets<SourceAddress>
+    /// Whose `X-Forwarded-For` names the client (`PUSHLINE_TRUSTED_PROXIES`).
+    let trustedProxies: TrustedProxies
 
-    init(adminToken: String, store: any ProjectionReader, cache: AdminTokenCache) {
-        self.adminToken = adminToken
+    /// The failures a source may make at once, and how fast it earns more: 10 in a row, then
+    /// one every 6 seconds.
+    static let failureLimit = (burst: 10, perSecond: 1.0 / 6)
+
+    init(adminToken: String, store: any ProjectionReader, cache: AdminTokenCache, trustedProxies: TrustedProxies = .none) {
+        self.trustedProxies = trustedProxies
+        bootstrapDigest = adminToken.isEmpty ? nil : ApiTokens.hash(adminToken)
         self.store = store
         self.cache = cache
+        failures = TokenBuckets(perSecond: Self.failureLimit.perSecond, burst: Self.failureLimit.burst)
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let presented = Self.bearerToken(request.headers[.authorization]) else { throw Self.refused }
+        let source = trustedProxies.source(of: request, context: context)
+        if let retryAfterSeconds = failures.waitBeforeNext(source) {
+            throw IngestError.rateLimited(Problem(error: "too many failed admin authentications from this address", field: "Authorization"),
+                                          retryAfterSeconds: retryAfterSeconds)
+        }
+        guard let presented = Self.bearerToken(request.headers[.authorization]) else { throw refusal(source) }
+        let digest = ApiTokens.hash(presented)
         let actor: AdminActor
-        if !adminToken.isEmpty, ApiTokens.constantTimeEquals(presented, adminToken) {
+        if let bootstrapDigest, ApiTokens.constantTimeEquals(digest, bootstrapDigest) {
             actor = .bootstrap
-        } else if let named = try await namedToken(ApiTokens.hash(presented), context: context) {
+        } else if let named = try await namedToken(digest, context: context) {
             actor = AdminActor(id: named.adminTokenId, name: named.name)
         } else {
-            throw Self.refused
+            throw refusal(source)
         }
         var context = context
         context.adminActor = actor
-        context.adminCredential = presented
+        context.adminCredentialDigest = digest
         context.logger[metadataKey: "admin_actor"] = .string(actor.id?.lowercasedString ?? actor.name)
         return try await next(request, context)
     }
@@ -52,7 +75,11 @@ struct AdminAuthMiddleware: RouterMiddleware {
         return row
     }
 
-    private static let refused = IngestError.rejected(.unauthorized, Problem(error: "a valid admin bearer token is required", field: "Authorization"))
+    /// The 401 of a failed attempt, which spends one of `source`'s allowance.
+    private func refusal(_ source: SourceAddress) -> IngestError {
+        _ = failures.acquire(source)
+        return .rejected(.unauthorized, Problem(error: "a valid admin bearer token is required", field: "Authorization"))
+    }
 
     /// The token of a `Bearer` authorization (scheme case-insensitive, RFC 9110).
     static func bearerToken(_ header: String?) -> String? {

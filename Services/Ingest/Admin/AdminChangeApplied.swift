@@ -10,11 +10,16 @@ import Projections
 /// wait — about one pass of the processor — is spent where it is cheap, and the routes that run
 /// per request (authentication, the registration gate) need no knowledge of the log.
 ///
-/// Caches are the one place where an instance could still answer from before the change. The auth
-/// caches (`AppAuthCache`, and `AdminTokenCache` for named admin tokens) never refuse a token on
-/// their own word, so an app or token that is new works at once; only a *revocation* can be hidden
-/// by an entry read before it. So a revocation is answered one cache lifetime (`PUSHLINE_AUTH_CACHE_MS`) after it
-/// was applied: by then no instance holds an entry from before it.
+/// Caches are the one place where an instance could still answer from before the change. The app
+/// auth cache (`AppAuthCache`) decides from a fresh entry both ways, so an entry read before the
+/// change could hide a new app or token as well as a revocation; `AdminTokenCache` (named admin
+/// tokens) could hide a revocation; and the cached app row decides whether user assertions are
+/// required and with which identity secret. So every change of who may authenticate — an app
+/// created, an API token issued, a token revoked, user assertions required, a new identity
+/// secret — is answered one cache lifetime (`PUSHLINE_AUTH_CACHE_MS`) after it was applied
+/// (`changesAccess`): by then no instance holds an entry from before it. A new token is known to
+/// nobody before that answer (it is in it), so no request can have been refused for it by an entry
+/// that outlives the answer.
 struct AdminChangeApplied: Sendable {
     let store: any ProjectionReader
     /// 0: answer once published (`PUSHLINE_ADMIN_APPLY_TIMEOUT_MS`).
@@ -23,10 +28,10 @@ struct AdminChangeApplied: Sendable {
     /// How often the store is asked while waiting.
     static let pollInterval = Duration.milliseconds(10)
 
-    /// Returns once every record at `positions` is applied (and, when `revokesTokens`, cached
-    /// entries from before it have expired); throws `IngestError.notApplied` past the timeout,
-    /// naming what was written.
-    func wait(for positions: [KafkaDeliveryReport], revokesTokens: Bool = false, written: @autoclosure () -> String) async throws {
+    /// Returns once every record at `positions` is applied (and, when `changesAccess`, cached
+    /// auth entries from before it have expired); throws `IngestError.notApplied` past the
+    /// timeout, naming what was written.
+    func wait(for positions: [KafkaDeliveryReport], changesAccess: Bool = false, written: @autoclosure () -> String) async throws {
         guard timeout > .zero, !positions.isEmpty else { return }
         let deadline = ContinuousClock.now + timeout
         let topics = Array(Set(positions.map(\.topic))).sorted()
@@ -43,8 +48,13 @@ struct AdminChangeApplied: Sendable {
             }
             try await Task.sleep(for: Self.pollInterval)
         }
-        if revokesTokens && authCacheTTL > .zero {
-            try await Task.sleep(for: authCacheTTL)
-        }
+        if changesAccess { try await waitCacheLifetime() }
+    }
+
+    /// Waits one auth cache lifetime: the answer to a keyed create found applied (a retry), which
+    /// may have been applied a moment ago, waits it as the first answer would have.
+    func waitCacheLifetime() async throws {
+        guard timeout > .zero, authCacheTTL > .zero else { return }
+        try await Task.sleep(for: authCacheTTL)
     }
 }

@@ -6,27 +6,30 @@ import Projections
 import WireCodec
 
 /// An `Idempotency-Key` on an admin route that creates something (an app, an API token): the
-/// key's scope (the caller and the route), the body's hash, and the caller's admin token, from
-/// which the raw tokens of the create derive (docs/API.md#idempotency-keys).
+/// key's scope (the caller and the route), the body's hash, and the digest of the caller's admin
+/// token, from which (with a key only the server holds, `CreatedTokenKey`) the raw tokens of the
+/// create derive (docs/API.md#idempotency-keys).
 ///
 /// The created row's id is the key's (`IdempotencyKeys.resourceId`), so retries through any
 /// ingest instance name one app or token, and the processor applies the first only. Once it is
 /// applied, `idempotency_keys` holds the first request: a retry with the same body is answered
-/// from the store, with the same raw tokens (derived again from the admin token), and another
+/// from the store, with the same raw tokens (derived again for the same admin token), and another
 /// body is a 422.
 struct AdminCreateKey: Sendable {
     var stamp: IdempotencyStamp
-    /// The admin token the caller presented.
-    var secret: String
+    /// SHA-256 of the admin token the caller presented.
+    var callerDigest: String
+    let tokenKey: CreatedTokenKey
 
     /// The key of this request, nil without the header; 400 for a malformed one.
-    init?(_ request: Request, body: ByteBuffer, route: String, context: IngestRequestContext) throws {
+    init?(_ request: Request, body: ByteBuffer, route: String, tokenKey: CreatedTokenKey, context: IngestRequestContext) throws {
         guard let key = try NotificationRoutes.idempotencyKey(request.headers[.idempotencyKey]) else { return nil }
-        guard let actor = context.adminActor, let secret = context.adminCredential else { throw MissingAdminAuthentication() }
+        guard let actor = context.adminActor, let callerDigest = context.adminCredentialDigest else { throw MissingAdminAuthentication() }
         let caller = actor.id?.lowercasedString ?? AdminActor.bootstrapName
         stamp = IdempotencyStamp(scope: "admin:\(caller):\(route)", key: key,
                                  requestHash: IdempotencyKeys.requestHash(body.readableBytesView))
-        self.secret = secret
+        self.callerDigest = callerDigest
+        self.tokenKey = tokenKey
     }
 
     /// What the key names, by the store.
@@ -57,12 +60,13 @@ struct AdminCreateKey: Sendable {
     }
 
     /// The raw token of `tokenId` for this caller.
-    func token(_ tokenId: UUID) -> String { IdempotencyKeys.derivedToken(secret: secret, tokenId: tokenId) }
+    func token(_ tokenId: UUID) -> String { tokenKey.token(tokenId, callerDigest: callerDigest) }
 
     /// The stored token row (an API or admin token) when `raw` is its token; 409 when it is not
     /// the one this caller's admin token derives (or there is none): the create was made with
-    /// another admin token of the same actor (the bootstrap token was changed since), and its raw
-    /// tokens cannot be shown again.
+    /// another admin token of the same actor (the bootstrap token was changed since), or derived
+    /// under another key (another secrets key, or an instance without one), and its raw tokens
+    /// cannot be shown again.
     @discardableResult
     static func check<Row>(_ raw: String, against stored: Row?, hash: KeyPath<Row, String>) throws -> Row {
         guard let stored, ApiTokens.constantTimeEquals(ApiTokens.hash(raw), stored[keyPath: hash]) else {

@@ -16,6 +16,10 @@ struct AdminRoutes: Sendable {
     let applied: AdminChangeApplied
     /// `PUSHLINE_IDEMPOTENCY_WINDOW_HOURS`.
     let idempotencyWindow: Duration
+    /// What keyed creates derive raw tokens from.
+    let tokenKey: CreatedTokenKey
+    /// Seals the values of `callbackHeaders` (`SealedHeaders`); nil: written as given.
+    let secrets: SecretsKeyring?
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
@@ -36,7 +40,7 @@ struct AdminRoutes: Sendable {
         let name = try FieldRules.required(create.name?.trimmingCharacters(in: .whitespacesAndNewlines), maxBytes: FieldLimits.shortTextBytes,
                                            field: "name")
         let encoder = CommandWriter.makeEncoder()
-        let keyed = try AdminCreateKey(request, body: body, route: "apps", context: context)
+        let keyed = try AdminCreateKey(request, body: body, route: "apps", tokenKey: tokenKey, context: context)
 
         var appId = UUID(), orgId = create.orgId ?? UUID()
         var (serverTokenId, clientTokenId) = (UUID(), UUID())
@@ -56,7 +60,7 @@ struct AdminRoutes: Sendable {
                                  tokenHash: ApiTokens.hash(serverToken), tokenScopes: AppCreated.serverTokenScopes,
                                  clientTokenId: clientTokenId, clientTokenHash: ApiTokens.hash(clientToken),
                                  actor: context.adminActor, requestId: context.requestId, idempotency: keyed?.stamp)
-        try await applied.wait(for: writer.publish(writer.encode(command, encoder: encoder), context: context),
+        try await applied.wait(for: writer.publish(writer.encode(command, encoder: encoder), context: context), changesAccess: true,
                                written: "app \(command.mobileAppId) (its server token \(command.tokenId), client token \(clientTokenId))")
         context.logger.info("app created", metadata: ["mobile_app_id": "\(command.mobileAppId)", "org_id": "\(command.orgId)"])
         return try JSONResponse.make(
@@ -80,12 +84,15 @@ struct AdminRoutes: Sendable {
         let (serverToken, clientToken) = (keyed.token(serverTokenId), keyed.token(clientTokenId))
         try AdminCreateKey.check(serverToken, against: tokens.first { $0.tokenId == serverTokenId }, hash: \.tokenHash)
         try AdminCreateKey.check(clientToken, against: tokens.first { $0.tokenId == clientTokenId }, hash: \.tokenHash)
+        try await applied.waitCacheLifetime()
         var headers = Self.secretHeaders
         headers[.idempotentReplayed] = "true"
         return try JSONResponse.make(
             AdminAPI.AppCreatedAnswer(orgId: app.orgId, mobileAppId: appId, apiToken: serverToken, tokenId: serverTokenId,
                                       apiTokenScopes: AppCreated.serverTokenScopes, clientToken: clientToken,
-                                      clientTokenId: clientTokenId, clientTokenScopes: AppCreated.clientTokenScopes),
+                                      clientTokenId: clientTokenId, clientTokenScopes: AppCreated.clientTokenScopes,
+                                      userIdentity: AdminAPI.UserIdentityView(required: app.identityRequired,
+                                                                              secretSealedWith: app.identitySecret?.keyId)),
             status: .created, encoder: encoder, headers: headers)
     }
 
@@ -99,13 +106,14 @@ struct AdminRoutes: Sendable {
             throw Self.unknownApp
         }
         let encoder = CommandWriter.makeEncoder()
-        let keyed = try AdminCreateKey(request, body: body, route: "apps/\(mobileAppId.lowercasedString)/tokens", context: context)
+        let keyed = try AdminCreateKey(request, body: body, route: "apps/\(mobileAppId.lowercasedString)/tokens", tokenKey: tokenKey, context: context)
         var tokenId = UUID(), token = ApiTokens.generate()
         if let keyed {
             switch try await keyed.lookup(in: store, window: idempotencyWindow, context: context) {
             case .applied(let issued):
                 let row = try await readStore(context) { try await store.apiTokens(app: mobileAppId) }.first { $0.tokenId == issued }
                 let stored = try AdminCreateKey.check(keyed.token(issued), against: row, hash: \.tokenHash)
+                try await applied.waitCacheLifetime()
                 var headers = Self.secretHeaders
                 headers[.idempotentReplayed] = "true"
                 return try JSONResponse.make(AdminAPI.TokenIssuedAnswer(tokenId: issued, apiToken: keyed.token(issued), scopes: stored.scopes ?? scopes),
@@ -116,7 +124,7 @@ struct AdminRoutes: Sendable {
         }
         let command = ApiTokenIssued(mobileAppId: mobileAppId, tokenId: tokenId, tokenHash: ApiTokens.hash(token), scopes: scopes,
                                      actor: context.adminActor, requestId: context.requestId, idempotency: keyed?.stamp)
-        try await applied.wait(for: writer.publish(writer.encode(command, encoder: encoder), context: context),
+        try await applied.wait(for: writer.publish(writer.encode(command, encoder: encoder), context: context), changesAccess: true,
                                written: "token \(command.tokenId) of app \(mobileAppId)")
         context.logger.info("api token issued", metadata: ["mobile_app_id": "\(mobileAppId)", "token_id": "\(command.tokenId)",
                                                            "scopes": "\(ApiTokenScopes.column(scopes) ?? "")"])
@@ -161,7 +169,7 @@ struct AdminRoutes: Sendable {
             throw IngestError.notFound("no such API token for this app", field: "tokenId")
         }
         let command = ApiTokenRevoked(mobileAppId: mobileAppId, tokenId: tokenId, actor: context.adminActor, requestId: context.requestId)
-        try await applied.wait(for: writer.publish(command, context: context), revokesTokens: true,
+        try await applied.wait(for: writer.publish(command, context: context), changesAccess: true,
                                written: "the revocation of token \(tokenId) of app \(mobileAppId)")
         context.logger.info("api token revoked", metadata: ["mobile_app_id": "\(mobileAppId)", "token_id": "\(tokenId)"])
         return Response(status: .accepted)
@@ -185,12 +193,17 @@ struct AdminRoutes: Sendable {
         if let retries = update.webhookRetries, !(0...10).contains(retries) {
             throw IngestError.badRequest("webhookRetries must be between 0 and 10", field: "webhookRetries")
         }
+        let webhookHosts = try update.webhookHosts.map(Self.webhookHosts)
         guard try await readStore(context, { try await store.app(mobileAppId) }) != nil else {
             throw Self.unknownApp
         }
+        // Header values are often the receiver's credentials: sealed before they become a command.
+        let callbackHeaders = update.callbackHeaders.map { headers in
+            secrets.map { SealedHeaders.seal(headers, app: mobileAppId, keyring: $0) } ?? headers
+        }
         let command = AppSettingsChanged(mobileAppId: mobileAppId, name: update.name, callbackUrl: update.callbackUrl,
-                                         callbackHeaders: update.callbackHeaders, webhookRetries: update.webhookRetries,
-                                         actor: context.adminActor, requestId: context.requestId)
+                                         callbackHeaders: callbackHeaders, webhookRetries: update.webhookRetries,
+                                         webhookHosts: webhookHosts, actor: context.adminActor, requestId: context.requestId)
         try await applied.wait(for: writer.publish(command, context: context), written: "the settings change of app \(mobileAppId)")
         context.logger.info("app settings changed", metadata: ["mobile_app_id": "\(mobileAppId)"])
         return Response(status: .accepted)
@@ -228,14 +241,35 @@ struct AdminRoutes: Sendable {
         return try JSONResponse.make(list, status: .ok, encoder: WireJSON.encoder())
     }
 
+    /// The hosts of a PATCH's `webhookHosts`, normalized, duplicates dropped; `[]` stays empty
+    /// (it removes the list). 400 naming the entry when one is not a host.
+    static func webhookHosts(_ entries: [String]) throws -> [String] {
+        guard entries.count <= WebhookHosts.maxEntries else {
+            throw IngestError.badRequest("at most \(WebhookHosts.maxEntries) hosts", field: "webhookHosts")
+        }
+        var hosts: [String] = []
+        for (index, entry) in entries.enumerated() {
+            guard let host = WebhookHosts.normalized(entry) else {
+                throw IngestError.badRequest("must be a host name, an IP address, or *. and a domain, of at most "
+                                             + "\(WebhookHosts.maxEntryBytes) characters", field: "webhookHosts[\(index)]")
+            }
+            if !hosts.contains(host) { hosts.append(host) }
+        }
+        return hosts
+    }
+
+    /// An app as the admin API shows it. Callback header values are left out (`redacted`): they
+    /// are often credentials of the app's backend, and the app's receivers already hold them.
     private static func view(_ app: AppRow, tokens: [ApiTokenRow]) -> AdminAPI.AppView {
         AdminAPI.AppView(
             orgId: app.orgId, mobileAppId: app.appId, name: app.name, callbackUrl: app.callbackUrl,
-            callbackHeaders: app.callbackHeaders, webhookRetries: app.webhookRetries,
+            callbackHeaders: app.callbackHeaders.mapValues { _ in RedactedURL.mask }, webhookRetries: app.webhookRetries,
             tokens: tokens.map {
                 AdminAPI.TokenView(tokenId: $0.tokenId, revoked: $0.revoked, scopes: $0.scopes ?? ApiTokenScope.allCases, legacy: $0.isLegacy)
             },
-            pushCredentials: app.pushCredentials.map(AdminAPI.PushCredentialsView.init))
+            pushCredentials: app.pushCredentials.map(AdminAPI.PushCredentialsView.init),
+            webhookHosts: app.webhookHosts,
+            userIdentity: AdminAPI.UserIdentityView(required: app.identityRequired, secretSealedWith: app.identitySecret?.keyId))
     }
 
 

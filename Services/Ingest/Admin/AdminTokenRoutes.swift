@@ -15,6 +15,8 @@ struct AdminTokenRoutes: Sendable {
     let applied: AdminChangeApplied
     /// `PUSHLINE_IDEMPOTENCY_WINDOW_HOURS`.
     let idempotencyWindow: Duration
+    /// What keyed creates derive raw tokens from.
+    let tokenKey: CreatedTokenKey
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
@@ -30,7 +32,7 @@ struct AdminTokenRoutes: Sendable {
         let input = try JSONBody.decode(AdminAPI.CreateAdminToken.self, from: body, decoder: WireJSON.decoder())
         let name = try AdminTokenName.validated(input.name)
         var (tokenId, token) = (UUID(), ApiTokens.generate())
-        let keyed = try AdminCreateKey(request, body: body, route: "admin-tokens", context: context)
+        let keyed = try AdminCreateKey(request, body: body, route: "admin-tokens", tokenKey: tokenKey, context: context)
         if let keyed {
             switch try await keyed.lookup(in: store, window: idempotencyWindow, context: context) {
             case .applied(let issued):
@@ -92,7 +94,7 @@ struct AdminTokenRoutes: Sendable {
         }
         guard !row.revoked else { return Response(status: .accepted) }
         let command = AdminTokenRevoked(adminTokenId: id, actor: context.adminActor, requestId: context.requestId)
-        try await applied.wait(for: writer.publish(command, context: context), revokesTokens: true,
+        try await applied.wait(for: writer.publish(command, context: context), changesAccess: true,
                                written: "the revocation of admin token \(id)")
         context.logger.info("admin token revoked", metadata: ["admin_token_id": "\(id)"])
         return Response(status: .accepted)

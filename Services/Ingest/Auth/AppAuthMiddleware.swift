@@ -12,17 +12,21 @@ import Projections
 /// - The token is a live token of another app → 403, so that a client that mixed up its apps
 ///   is told so; any other unknown, revoked or mismatched token → 401.
 /// - A live token of the app without the route's scope → 403 naming the missing scope.
-/// - A legacy token (no scopes: every scope) on a server route is admitted and counted in
+/// - A legacy token (no scopes: every scope, or only `client` where `PUSHLINE_LEGACY_TOKEN_SCOPE`
+///   says so) on a server route is admitted and counted in
 ///   `pushline_ingest_legacy_token_requests_total`, so that operators see what still uses one.
 ///
 /// The token is only ever handled as its hash, which the route finds with the app's row in
-/// `context.authenticatedApp()`. App credentials come from `AppAuthCache`, else from the store
-/// through `readStore` (a store failure is a 503).
+/// `context.authenticatedApp()`. App credentials, and the 401/403 choice of a refused token, come
+/// from `AppAuthCache`, else from the store through `readStore` (a store failure is a 503): a
+/// flood of one forged token reads the store at most twice per TTL.
 struct AppAuthMiddleware: RouterMiddleware {
     typealias Context = IngestRequestContext
 
     let store: any ProjectionReader
     let cache: AppAuthCache
+    /// `PUSHLINE_LEGACY_TOKEN_SCOPE`: the scopes a legacy token keeps (nil: every scope).
+    let legacyScopes: [ApiTokenScope]?
     let metrics: IngestMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -45,13 +49,12 @@ struct AppAuthMiddleware: RouterMiddleware {
     }
 
     private func authenticate(_ appId: UUID, tokenHash: String, context: Context) async throws -> AppAuthenticator.Authenticated? {
-        try await AppAuthenticator(store: store, cache: cache).app(appId, tokenHash: tokenHash, context: context)
+        try await AppAuthenticator(store: store, cache: cache, legacyScopes: legacyScopes).app(appId, tokenHash: tokenHash, context: context)
     }
 
     /// 403 when the token is a live token of another app, else 401.
     private func refusal(tokenHash: String, mobileAppId: UUID, context: Context) async throws -> IngestError {
-        let owner = try await readStore(context) { try await store.apiToken(hash: tokenHash) }
-        if let owner, !owner.revoked, owner.appId != mobileAppId {
+        if try await AppAuthenticator(store: store, cache: cache, legacyScopes: legacyScopes).isTokenOfAnotherApp(tokenHash, refusedFor: mobileAppId, context: context) {
             return .rejected(.forbidden, Problem(error: "this API token is not valid for this app", field: "Authorization"))
         }
         return .rejected(.unauthorized, Problem(error: "the API token is not a valid token of this app", field: "Authorization"))

@@ -12,12 +12,17 @@ import WireCodec
 /// - `PUT /acks` → 201, a `NotificationAcknowledged` (`BWAcks.swift`);
 /// - `GET /devices/{deviceToken}/notifications` → 200 `{"ns": […]}` (`BWAcks.swift`).
 ///
-/// The BW user (phone and/or e-mail) becomes one Pushline user id, `BWDeviceAPI.userId`.
+/// The BW user (phone and/or e-mail) becomes one Pushline user id, `BWDeviceAPI.userId`. Where
+/// the app requires verified identity, `PUT` and `DELETE /devices` need the user assertion of
+/// that id in `X-Pushline-User-Assertion`, and the pending list the user id and its assertion in
+/// `X-Pushline-User-Id` and `X-Pushline-User-Assertion` (docs/API.md#verified-user-identity).
 struct BWDeviceRoutes: Sendable {
     static let basePath: RouterPath = "bwmi/v1/apps/:mobileAppId"
 
     let writer: CommandWriter
     let store: any ProjectionReader
+    let identity: UserIdentityCheck
+    let metrics: IngestMetrics
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
@@ -39,8 +44,11 @@ struct BWDeviceRoutes: Sendable {
         try FieldRules.deviceToken(deviceId, platform: platform, field: "deviceId")
         let userId = try Self.userId(device.user)
 
-        let command = DeviceRegistrationRequested(authenticated: auth, userId: userId, platform: platform, deviceToken: deviceId)
+        let command = try identity.checked(
+            DeviceRegistrationRequested(authenticated: auth, userId: userId, platform: platform, deviceToken: deviceId),
+            auth: auth, request: request, context: context)
         try await writer.publish(command, context: context)
+        metrics.countUnverifiedBindings([command])
         return Response(status: .created)
     }
 
@@ -53,7 +61,8 @@ struct BWDeviceRoutes: Sendable {
         let deviceId = try FieldRules.deviceToken(device.deviceId, field: "deviceId")
         let userId = try Self.userId(device.user)
 
-        let command = DeviceCleanupRequested(authenticated: auth, userId: userId, deviceToken: deviceId)
+        let command = try identity.checked(DeviceCleanupRequested(authenticated: auth, userId: userId, deviceToken: deviceId),
+                                           auth: auth, request: request, context: context)
         try await writer.publish(command, context: context)
         return Response(status: .ok)
     }

@@ -13,6 +13,10 @@ extension HTTPFields.Element.Name {
     static let statusCallbackURL = Self(DeviceRegistrationAPI.statusCallbackURLHeader)!
     static let callbackURLHeaders = Self(DeviceRegistrationAPI.callbackURLHeadersHeader)!
     static let idempotencyKey = Self(IdempotencyKeys.header)!
+    static let userAssertion = Self(UserIdentity.assertionHeader)!
+    static let userId = Self(UserIdentity.userIdHeader)!
     /// Set to `true` on the answer to a keyed send that repeats one already applied.
     static let idempotentReplayed = Self("Idempotent-Replayed")!
+    /// The client addresses proxies append to (read only from `TrustedProxies`).
+    static let xForwardedFor = Self("X-Forwarded-For")!
 }

@@ -8,11 +8,14 @@ import WireCodec
 /// `DeviceRegistrationRequested`) and `deleteToken` is `DELETE /tokens` (200, a
 /// `DeviceCleanupRequested`), both with `{"userToken", "deviceToken", "type"?}`. `userToken` is the
 /// app's user id of the device, the one the app's callback (docs/API.md#app-callbacks) is later
-/// told about.
+/// told about. Where the app requires verified identity, both need the user assertion of
+/// `userToken` in `X-Pushline-User-Assertion` (docs/API.md#verified-user-identity).
 struct KF5TokenRoutes: Sendable {
     static let basePath: RouterPath = "kf5/v1/apps/:mobileAppId"
 
     let writer: CommandWriter
+    let identity: UserIdentityCheck
+    let metrics: IngestMetrics
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
@@ -36,8 +39,11 @@ struct KF5TokenRoutes: Sendable {
         }
         try FieldRules.deviceToken(deviceToken, platform: platform, field: "deviceToken")
 
-        let command = DeviceRegistrationRequested(authenticated: auth, userId: userId, platform: platform, deviceToken: deviceToken)
+        let command = try identity.checked(
+            DeviceRegistrationRequested(authenticated: auth, userId: userId, platform: platform, deviceToken: deviceToken),
+            auth: auth, request: request, context: context)
         try await writer.publish(command, context: context)
+        metrics.countUnverifiedBindings([command])
         return Response(status: .created)
     }
 
@@ -49,7 +55,8 @@ struct KF5TokenRoutes: Sendable {
         let userId = try FieldRules.required(token.userToken, maxBytes: FieldLimits.userIdBytes, field: "userToken")
         let deviceToken = try FieldRules.deviceToken(token.deviceToken, field: "deviceToken")
 
-        let command = DeviceCleanupRequested(authenticated: auth, userId: userId, deviceToken: deviceToken)
+        let command = try identity.checked(DeviceCleanupRequested(authenticated: auth, userId: userId, deviceToken: deviceToken),
+                                           auth: auth, request: request, context: context)
         try await writer.publish(command, context: context)
         return Response(status: .ok)
     }

@@ -25,6 +25,9 @@ struct NotificationRoutes: Sendable {
     /// `PUSHLINE_IDEMPOTENCY_WINDOW_HOURS`.
     let idempotencyWindow: Duration
     let maxBodyBytes: Int
+    /// The id of the deployment key (`PUSHLINE_SECRETS_KEY`) every send names for its message
+    /// ids (`NotificationRequested.messageKeyId`); nil without one: unkeyed ids.
+    let messageKeyId: String?
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
         group.post("notifications", use: send)
@@ -36,6 +39,7 @@ struct NotificationRoutes: Sendable {
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
         let send = try JSONBody.decode(NotificationAPI.SendRequest.self, from: body, decoder: WireJSON.decoder())
         var command = try NotificationRequested(validating: send, deliveryId: .random(), mobileAppId: auth.mobileAppId)
+        command.messageKeyId = messageKeyId
 
         let encoder = CommandWriter.makeEncoder()
         if let key {

@@ -2,9 +2,11 @@ import Contracts
 import Foundation
 import Hummingbird
 
-/// The per-source limit (`PUSHLINE_RATE_LIMIT_SOURCE_…`): every route but `/health` and
-/// `/metrics` (probes and scrapers are not clients), checked before any authentication so that a
-/// flood of bad tokens is refused as cheaply as anything else. Refusal: 429 with `Retry-After`.
+/// The per-source limit (`PUSHLINE_RATE_LIMIT_SOURCE_…`, on by default): every route but
+/// `/health` and `/metrics` (probes and scrapers are not clients), checked before any
+/// authentication so that a flood of bad tokens is refused as cheaply as anything else. The
+/// source is the connection's address, or behind a trusted proxy (`PUSHLINE_TRUSTED_PROXIES`) the
+/// client `TrustedProxies` reads from `X-Forwarded-For`. Refusal: 429 with `Retry-After`.
 struct SourceRateLimitMiddleware: RouterMiddleware {
     typealias Context = IngestRequestContext
 
@@ -12,16 +14,27 @@ struct SourceRateLimitMiddleware: RouterMiddleware {
 
     /// Nil when the limit is off.
     let buckets: TokenBuckets<SourceAddress>?
+    let trustedProxies: TrustedProxies
     let metrics: IngestMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if let buckets, !Self.exemptRoutes.contains(context.endpointPath ?? ""),
-           case .refused(let retryAfterSeconds) = buckets.acquire(SourceAddress(context.remoteAddress)) {
+           case .refused(let retryAfterSeconds) = buckets.acquire(trustedProxies.source(of: request, context: context)) {
             metrics.countRateLimited(scope: .source)
             throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this source address"),
                                           retryAfterSeconds: retryAfterSeconds)
         }
         return try await next(request, context)
+    }
+}
+
+extension TrustedProxies {
+    /// The source address of `request`: its connection's peer, or the client a trusted proxy
+    /// names in `X-Forwarded-For`.
+    func source(of request: Request, context: IngestRequestContext) -> SourceAddress {
+        let peer = TrustedProxies.bytes(of: context.remoteAddress)
+        guard !isEmpty else { return SourceAddress(peer) }
+        return SourceAddress(client(peer: peer, forwardedFor: request.headers[values: .xForwardedFor]))
     }
 }
 

@@ -1,25 +1,22 @@
 import Foundation
-import NIOCore
 
-/// The key of the per-source limit: the client address of the connection, without its port.
+/// The key of the per-source limit: the client's address, without its port — the connection's,
+/// or, behind a trusted proxy, the one `TrustedProxies` reads from `X-Forwarded-For`.
 ///
 /// An IPv6 client is keyed by its /64 prefix, since one host commonly holds a whole /64 and could
 /// otherwise pick a fresh address (and a fresh bucket) per request. Connections without an IP
 /// address (a Unix socket, or none known, as in the in-process test client) share one key.
-/// `X-Forwarded-For` is never read: a client could write any address into it.
 enum SourceAddress: Hashable, Sendable {
     case v4(UInt32)
     case v6Prefix(UInt64)
     case unknown
 
-    init(_ address: SocketAddress?) {
-        switch address {
-        case .v4(let address):
-            self = .v4(address.address.sin_addr.s_addr)
-        case .v6(let address):
-            self = .v6Prefix(withUnsafeBytes(of: address.address.sin6_addr) { $0.loadUnaligned(as: UInt64.self) })
-        case .unixDomainSocket, nil:
-            self = .unknown
+    /// `bytes`: 4 (IPv4) or 16 (IPv6), in network order; nil: unknown.
+    init(_ bytes: [UInt8]?) {
+        switch bytes?.count {
+        case 4: self = .v4(bytes!.withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) })
+        case 16: self = .v6Prefix(bytes!.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) })
+        default: self = .unknown
         }
     }
 }

@@ -54,21 +54,31 @@ final class TokenBuckets<Key: Hashable & Sendable>: Sendable {
         self.maxKeys = maxKeys
     }
 
-    /// Takes one token from `key`'s bucket when it has one.
-    func acquire(_ key: Key, now: ContinuousClock.Instant = .now) -> Decision {
-        buckets.withLock { buckets in
+    /// Takes `cost` tokens (at most the burst) from `key`'s bucket when it has them.
+    func acquire(_ key: Key, cost: Int = 1, now: ContinuousClock.Instant = .now) -> Decision {
+        let needed = min(Double(max(cost, 1)), burst)
+        return buckets.withLock { buckets -> Decision in
             if buckets.count >= maxKeys, buckets[key] == nil {
                 buckets = buckets.filter { refilled($0.value, now: now).tokens < burst }
                 if buckets.count >= maxKeys { buckets.removeAll(keepingCapacity: true) }
             }
             var bucket = buckets[key].map { refilled($0, now: now) } ?? Bucket(tokens: burst, updatedAt: now)
             defer { buckets[key] = bucket }
-            guard bucket.tokens >= 1 else {
-                let seconds = ((1 - bucket.tokens) / perSecond).rounded(.up)
+            guard bucket.tokens >= needed else {
+                let seconds = ((needed - bucket.tokens) / perSecond).rounded(.up)
                 return .refused(retryAfterSeconds: max(1, Int(seconds)))
             }
-            bucket.tokens -= 1
+            bucket.tokens -= needed
             return .allowed
+        }
+    }
+
+    /// Nil when `key`'s bucket has a token, else the whole seconds (at least 1) until it has
+    /// one; takes nothing.
+    func waitBeforeNext(_ key: Key, now: ContinuousClock.Instant = .now) -> Int? {
+        buckets.withLock { buckets in
+            guard let bucket = buckets[key].map({ refilled($0, now: now) }), bucket.tokens < 1 else { return nil }
+            return max(1, Int(((1 - bucket.tokens) / perSecond).rounded(.up)))
         }
     }
 

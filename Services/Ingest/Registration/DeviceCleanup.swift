@@ -12,8 +12,8 @@ extension RegistrationRoutes {
         let cleanup = try JSONBody.decode(DeviceRegistrationAPI.Cleanup.self, from: body, decoder: WireJSON.decoder())
         var tokenHashes = TokenHashes()
         let command = try DeviceCleanupRequested(validating: cleanup, index: nil, orgId: orgId, tokenHashes: &tokenHashes)
-        try await publishAdmitted([command], app: \.mobileAppId, tokenHash: \.apiTokenHash, encoder: CommandWriter.makeEncoder(),
-                                  context: context)
+        try await publishAdmitted([command], assertions: [Self.assertion(cleanup.UserAssertion, request)],
+                                  encoder: CommandWriter.makeEncoder(), context: context)
         return Response(status: .accepted)
     }
 
@@ -22,6 +22,7 @@ extension RegistrationRoutes {
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
         let decoder = WireJSON.decoder()
         var commands: [DeviceCleanupRequested] = []
+        var assertions: [String?] = []
         // The route takes a single object; an array is the batch.
         let batched = JSONBody.firstSignificantByte(of: body) == UInt8(ascii: "[")
         if batched {
@@ -32,12 +33,14 @@ extension RegistrationRoutes {
             for (index, cleanup) in cleanups.enumerated() {
                 commands.append(try DeviceCleanupRequested(validating: cleanup, index: index, orgId: orgId, tokenHashes: &tokenHashes))
             }
+            assertions = cleanups.map(\.UserAssertion)
         } else {
             let cleanup = try JSONBody.decode(DeviceRegistrationAPI.Cleanup.self, from: body, decoder: decoder)
             var tokenHashes = TokenHashes()
             commands.append(try DeviceCleanupRequested(validating: cleanup, index: nil, orgId: orgId, tokenHashes: &tokenHashes))
+            assertions = [Self.assertion(cleanup.UserAssertion, request)]
         }
-        try await publishAdmitted(commands, app: \.mobileAppId, tokenHash: \.apiTokenHash, batched: batched,
+        try await publishAdmitted(commands, assertions: assertions, batched: batched,
                                   encoder: CommandWriter.makeEncoder(), context: context)
         return Response(status: .accepted)
     }

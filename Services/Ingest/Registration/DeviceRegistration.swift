@@ -14,11 +14,12 @@ extension RegistrationRoutes {
         let registration = try JSONBody.decode(DeviceRegistrationAPI.Registration.self, from: body, decoder: decoder)
         let headers = try RegistrationHeaders(request.headers, decoder: decoder)
         var tokenHashes = TokenHashes()
-        let command = try DeviceRegistrationRequested(validating: registration, index: nil, orgId: orgId, headers: headers,
+        let command = try DeviceRegistrationRequested(validating: registration, index: nil, orgId: orgId, headers: headers, secrets: secrets,
                                                       tokenHashes: &tokenHashes)
 
         let encoder = CommandWriter.makeEncoder()
-        try await publishAdmitted([command], app: \.mobileAppId, tokenHash: \.apiTokenHash, encoder: encoder, context: context)
+        try await publishAdmitted([command], assertions: [Self.assertion(registration.UserAssertion, request)],
+                                  callback: headers.callbackTarget, encoder: encoder, context: context)
         guard headers.trackStatus else { return Response(status: .accepted) }
         return try JSONResponse.make(
             DeviceRegistrationAPI.RegistrationAccepted(RegistrationRequestId: command.registrationRequestId),
@@ -37,13 +38,14 @@ extension RegistrationRoutes {
         commands.reserveCapacity(registrations.count)
         var tokenHashes = TokenHashes()
         for (index, registration) in registrations.enumerated() {
-            commands.append(try DeviceRegistrationRequested(validating: registration, index: index, orgId: orgId, headers: headers,
+            commands.append(try DeviceRegistrationRequested(validating: registration, index: index, orgId: orgId, headers: headers, secrets: secrets,
                                                             tokenHashes: &tokenHashes))
         }
 
         let encoder = CommandWriter.makeEncoder()
-        try await publishAdmitted(commands, app: \.mobileAppId, tokenHash: \.apiTokenHash, batched: true, encoder: encoder,
-                                  context: context)
+        // A batch names many users: each registration carries its own assertion.
+        try await publishAdmitted(commands, assertions: registrations.map(\.UserAssertion), batched: true,
+                                  callback: headers.callbackTarget, encoder: encoder, context: context)
         guard headers.trackStatus else { return Response(status: .accepted) }
         return try JSONResponse.make(
             commands.map { DeviceRegistrationAPI.RegistrationAccepted(RegistrationRequestId: $0.registrationRequestId) },
@@ -56,7 +58,7 @@ extension DeviceRegistrationRequested {
     /// platform from the token field that was sent, the API token only as its hash (and inside the
     /// webhook signature). `index` is the element's position in a batch, for the 400's field name.
     init(validating registration: DeviceRegistrationAPI.Registration, index: Int?, orgId: UUID,
-         headers: RegistrationHeaders, tokenHashes: inout TokenHashes) throws {
+         headers: RegistrationHeaders, secrets: SecretsKeyring?, tokenHashes: inout TokenHashes) throws {
         let mobileAppId = try FieldRules.uuid(registration.MobileAppId, field: RegistrationRoutes.field("MobileAppId", index: index))
         let userId = try FieldRules.required(registration.UserId, maxBytes: FieldLimits.userIdBytes,
                                              field: RegistrationRoutes.field("UserId", index: index))
@@ -84,7 +86,7 @@ extension DeviceRegistrationRequested {
 
         self.init(registrationRequestId: .random(), orgId: orgId, mobileAppId: mobileAppId, userId: userId,
                   platform: platform, deviceToken: deviceToken, apiTokenHash: tokenHashes.hash(apiToken),
-                  trackStatus: headers.trackStatus, callback: headers.callback(apiToken: apiToken), timeZone: timeZone)
+                  trackStatus: headers.trackStatus, callback: headers.callback(apiToken: apiToken, app: mobileAppId, secrets: secrets), timeZone: timeZone)
     }
 }
 

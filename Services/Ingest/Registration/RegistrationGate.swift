@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import Logging
+import Projections
 
 /// Judges the commands of the registration API's write routes before they are written
 /// (docs/API.md#forged-requests). That API answers `202` to a request with an unknown API token, so
@@ -20,25 +21,40 @@ import Logging
 /// naming the missing scope and the token's field, and nothing of it is written
 /// (docs/API.md#token-scopes). The processor judges the scope again (`BatchState.authorization`).
 ///
+/// A live token of the app with a missing or wrong user assertion, where the app requires one
+/// (docs/API.md#verified-user-identity), is not a forgery either: it is answered `403` naming the
+/// assertion's field, and nothing of the request is written. A command whose assertion was
+/// checked is written with `identityVerified`; the processor judges that against the app as of
+/// the log.
+/// An app that lists the hosts its status webhooks may reach (`AppRow.webhookHosts`) gets no
+/// command written whose callback URL's host is not on it: the request is answered 400 naming
+/// the header (docs/API.md#webhook-hosts). Judged from the app's row as authenticated (cache or
+/// store); the processor judges again against the list as the log has it when it applies.
+///
 /// The per-app rate limit applies to the apps of the admitted commands (`MobileAppId`, each
 /// distinct app of a batch once per request), after authentication, so that nobody can spend
 /// another app's budget with forged requests; it is kept per (app, scope), like the Bearer routes'.
 struct RegistrationGate: Sendable {
     let authenticator: AppAuthenticator
+    let identity: UserIdentityCheck
     /// Nil when the per-app limit is off.
     let appBuckets: TokenBuckets<AppScopeKey>?
     let metrics: IngestMetrics
 
-    /// The commands worth writing, in order; throws 403 when a command's token is a live token of
-    /// its app without `scope` (`tokenField(i)` names the field of command `i`), 429 when an
-    /// admitted app is over its limit.
-    func admit<C: Sendable>(_ commands: [C], app: (C) -> UUID, tokenHash: (C) -> String, scope: ApiTokenScope,
-                            tokenField: (Int) -> String, context: IngestRequestContext) async throws -> [C] {
+    /// The commands worth writing, in order, each marked `identityVerified` when its assertion
+    /// (`assertions[i]`, the field `assertionField(i)`) was checked; throws 403 when a command's
+    /// token is a live token of its app without `scope` (`tokenField(i)` names the field of
+    /// command `i`) or its assertion is missing or wrong where needed, 400 when an admitted
+    /// command's app does not let `callback` (the request's status webhook URL and the header that
+    /// gave it) be reached, 429 when an admitted app is over its limit.
+    func admit<C: UserBinding>(_ commands: [C], assertions: [String?], scope: ApiTokenScope, tokenField: (Int) -> String,
+                               assertionField: (Int) -> String, callback: (url: String, field: String)? = nil,
+                               context: IngestRequestContext) async throws -> [C] {
         var verdicts: [Credential: Verdict] = [:]
         var admitted: [C] = []
         admitted.reserveCapacity(commands.count)
         for (index, command) in commands.enumerated() {
-            let appId = app(command), hash = tokenHash(command)
+            let appId = command.mobileAppId, hash = command.apiTokenHash
             let key = Credential(appId: appId, tokenHash: hash)
             let verdict: Verdict
             if let known = verdicts[key] {
@@ -48,7 +64,18 @@ struct RegistrationGate: Sendable {
                 verdicts[key] = verdict
             }
             switch verdict {
-            case .admitted: admitted.append(command)
+            case .admitted(let app?):
+                var checked = command
+                if try identity.verify(app: app, userId: command.userId, assertion: assertions[index], field: assertionField(index),
+                                       context: context) {
+                    checked.identityVerified = true
+                }
+                if let callback, !WebhookHosts.allows(callback.url, hosts: app.webhookHosts) {
+                    throw IngestError.badRequest("the host of this URL is not among the app's webhook hosts", field: callback.field)
+                }
+                admitted.append(checked)
+            // The store could not tell: written unverified, and the processor judges it.
+            case .admitted(nil): admitted.append(command)
             case .forged: break
             case .lacksScope: throw ScopeRefusal.problem(missing: scope, field: tokenField(index))
             }
@@ -59,16 +86,22 @@ struct RegistrationGate: Sendable {
             // Debug only: forged requests must not buy log volume.
             context.logger.debug("commands with an API token that is not live not written", metadata: ["dropped": "\(dropped)"])
         }
-        if let appBuckets {
+        if appBuckets != nil {
             var seen: Set<UUID> = []
-            for command in admitted where seen.insert(app(command)).inserted {
-                if case .refused(let retryAfterSeconds) = appBuckets.acquire(AppScopeKey(appId: app(command), scope: scope)) {
-                    metrics.countRateLimited(scope: .app)
-                    throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this app"), retryAfterSeconds: retryAfterSeconds)
-                }
+            for command in admitted where seen.insert(command.mobileAppId).inserted {
+                try spend(1, of: command.mobileAppId, scope: scope)
             }
         }
         return admitted
+    }
+
+    /// Takes `requests` requests from the per-app limit of (`appId`, `scope`); 429 when its
+    /// bucket lacks them. Only for an app whose live token was presented.
+    func spend(_ requests: Int, of appId: UUID, scope: ApiTokenScope) throws {
+        guard let appBuckets,
+              case .refused(let retryAfterSeconds) = appBuckets.acquire(AppScopeKey(appId: appId, scope: scope), cost: requests) else { return }
+        metrics.countRateLimited(scope: .app)
+        throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this app"), retryAfterSeconds: retryAfterSeconds)
     }
 
     /// An (app, token hash) pair a request presents.
@@ -78,8 +111,9 @@ struct RegistrationGate: Sendable {
     }
 
     private enum Verdict {
-        /// A live token of the app with the scope (or the store could not tell: written).
-        case admitted
+        /// A live token of the app with the scope, and the app's row (nil: the store could not
+        /// tell; written, and the processor judges it).
+        case admitted(AppRow?)
         /// Not a live token of the app: answered as usual, not written.
         case forged
         /// A live token of the app without the scope: 403.
@@ -89,10 +123,10 @@ struct RegistrationGate: Sendable {
     private func judge(_ appId: UUID, tokenHash: String, scope: ApiTokenScope, context: IngestRequestContext) async throws -> Verdict {
         do {
             guard let authenticated = try await authenticator.app(appId, tokenHash: tokenHash, context: context) else { return .forged }
-            return authenticated.grants(scope) ? .admitted : .lacksScope
+            return authenticated.grants(scope) ? .admitted(authenticated.app) : .lacksScope
         } catch let error as IngestError {
             guard case .unavailable = error else { throw error }
-            return .admitted
+            return .admitted(nil)
         }
     }
 }

@@ -9,6 +9,8 @@ struct RegistrationHeaders: Sendable {
     var trackStatus: Bool
     /// Where to POST the status webhook; nil when no (or an empty) callback URL was given.
     var callbackURL: String?
+    /// The header that gave `callbackURL`.
+    var callbackURLField = DeviceRegistrationAPI.callbackURLHeader
     /// Extra headers of the status webhook.
     var callbackHeaders: [String: String]
 
@@ -24,6 +26,7 @@ struct RegistrationHeaders: Sendable {
                 (headers[.statusCallbackURL], DeviceRegistrationAPI.statusCallbackURLHeader)
             }
         let trimmedURL = urlText?.trimmingCharacters(in: .whitespaces)
+        callbackURLField = urlField
         if let trimmedURL, !trimmedURL.isEmpty {
             callbackURL = try FieldRules.callbackURL(trimmedURL, field: urlField)
         } else {
@@ -42,13 +45,19 @@ struct RegistrationHeaders: Sendable {
         }
     }
 
+    /// The status webhook URL and the header that gave it, for the app's host list to judge.
+    var callbackTarget: (url: String, field: String)? {
+        callbackURL.map { ($0, callbackURLField) }
+    }
+
     /// The webhook of one registration, signed with that registration's raw API token, as the
     /// seed defines it (the token itself never leaves this function). Registrations need the
     /// client scope, so that is the app's client token, which ships in the app
-    /// (docs/API.md#status-webhook).
-    func callback(apiToken: String) -> StatusCallback? {
+    /// (docs/API.md#status-webhook). With `secrets`, the header values are sealed for `app`.
+    func callback(apiToken: String, app: UUID, secrets: SecretsKeyring?) -> StatusCallback? {
         guard let callbackURL else { return nil }
-        return StatusCallback(url: callbackURL, headers: callbackHeaders,
+        let headers = secrets.map { SealedHeaders.seal(callbackHeaders, app: app, keyring: $0) } ?? callbackHeaders
+        return StatusCallback(url: callbackURL, headers: headers,
                               signature: ApiTokens.webhookSignature(apiToken: apiToken, callbackURL: callbackURL))
     }
 }

@@ -14,6 +14,8 @@ struct RegistrationRoutes: Sendable {
     let writer: CommandWriter
     let store: any ProjectionReader
     let gate: RegistrationGate
+    /// Seals the values of `x-ms-callback-url-headers` (`SealedHeaders`); nil: written as given.
+    let secrets: SecretsKeyring?
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
@@ -26,13 +28,28 @@ struct RegistrationRoutes: Sendable {
     }
 
     /// Writes the commands the gate admits (none: nothing is written, and the answer is the same).
-    /// `batched`: the commands are the elements of a JSON array, in order (for the 403's field).
-    func publishAdmitted<C: Command>(_ commands: [C], app: (C) -> UUID, tokenHash: (C) -> String, batched: Bool = false,
-                                     encoder: JSONEncoder, context: IngestRequestContext) async throws {
-        let admitted = try await gate.admit(commands, app: app, tokenHash: tokenHash, scope: context.requiredTokenScope(),
-                                            tokenField: { Self.field("ApiToken", index: batched ? $0 : nil) }, context: context)
+    /// `assertions[i]` is the user assertion command `i` came with (`UserAssertion`, or the header
+    /// of a single request). `batched`: the commands are the elements of a JSON array, in order
+    /// (for the 403's field). `callback`: the request's status webhook URL and the header that
+    /// gave it, which each app admitted must allow (`RegistrationGate`).
+    func publishAdmitted<C: UserBinding>(_ commands: [C], assertions: [String?], batched: Bool = false,
+                                         callback: (url: String, field: String)? = nil,
+                                         encoder: JSONEncoder, context: IngestRequestContext) async throws {
+        let admitted = try await gate.admit(commands, assertions: assertions, scope: context.requiredTokenScope(),
+                                            tokenField: { Self.field("ApiToken", index: batched ? $0 : nil) },
+                                            assertionField: { Self.field(Self.assertionField, index: batched ? $0 : nil) },
+                                            callback: callback, context: context)
         guard !admitted.isEmpty else { return }
         try await writer.publish(admitted.flatMap { try writer.encode($0, encoder: encoder) }, context: context)
+        gate.metrics.countUnverifiedBindings(admitted)
+    }
+
+    /// The body field of a registration's or cleanup's user assertion.
+    static let assertionField = "UserAssertion"
+
+    /// A single request's assertion: its body field, else the `X-Pushline-User-Assertion` header.
+    static func assertion(_ field: String?, _ request: Request) -> String? {
+        field.nonEmpty ?? request.headers[.userAssertion]
     }
 
     /// The org of the path; it must be a UUID.

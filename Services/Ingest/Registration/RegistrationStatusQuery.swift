@@ -7,10 +7,16 @@ import WireCodec
 /// `POST …/devices/status` (and `…/status/`): the stored outcome of each tracked registration,
 /// in request order.
 ///
-/// Statuses are read only for an app of this org presented with one of its live API tokens;
-/// otherwise every id answers `Pending`, exactly as an unknown or untracked id does, so that a
-/// forger learns nothing (docs/API.md#forged-requests). A live token of the app without the
-/// client scope is answered `403` naming the scope (`ApiToken`), as on the write routes.
+/// Statuses are read only for an app of this org presented with one of its live API tokens
+/// (`AppAuthenticator`, so a forged token costs the cache, not the store); otherwise every id
+/// answers `Pending`, exactly as an unknown or untracked id does, so that a forger learns nothing
+/// (docs/API.md#forged-requests). A live token of the app without the client scope is answered
+/// `403` naming the scope (`ApiToken`), as on the write routes.
+///
+/// A query names at most `DeviceRegistrationAPI.maxStatusIds` ids (past it: 400, nothing read),
+/// and each id of an admitted query costs one request of the app's per-app limit of the route's
+/// scope (429 when the bucket lacks them): a status poll is as dear as the registrations it
+/// asks about, and forged queries spend no app's budget.
 extension RegistrationRoutes {
     @Sendable func status(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let orgId = try orgId(context)
@@ -19,6 +25,10 @@ extension RegistrationRoutes {
 
         guard let rawIds = query.RegistrationRequestIds else {
             throw IngestError.badRequest("RegistrationRequestIds is required", field: "RegistrationRequestIds")
+        }
+        guard rawIds.count <= DeviceRegistrationAPI.maxStatusIds else {
+            throw IngestError.badRequest("RegistrationRequestIds has \(rawIds.count) ids; at most \(DeviceRegistrationAPI.maxStatusIds) "
+                                         + "are allowed per query", field: "RegistrationRequestIds")
         }
         var ids: [UUID] = []
         ids.reserveCapacity(rawIds.count)
@@ -41,18 +51,15 @@ extension RegistrationRoutes {
     }
 
     /// The stored statuses of `ids`, or none at all when the app is not this org's or the token
-    /// is not one of its live tokens; throws 403 when it is one without `scope`.
+    /// is not one of its live tokens; throws 403 when it is one without `scope`, 429 when the
+    /// app's bucket lacks one request per id.
     private func storedStatuses(_ ids: [UUID], orgId: UUID, mobileAppId: UUID, apiToken: String, scope: ApiTokenScope,
                                 context: IngestRequestContext) async throws -> [UUID: RegistrationStatusRow] {
         guard !ids.isEmpty else { return [:] }
-        let found: [UUID: RegistrationStatusRow]? = try await readStore(context) {
-            guard let app = try await store.app(mobileAppId), app.orgId == orgId else { return [:] }
-            let credentials = AppCredentials(app: app, tokens: try await store.apiTokens(app: mobileAppId))
-            guard let token = credentials.admits(ApiTokens.hash(apiToken)) else { return [:] }
-            guard ApiTokenScopes.grant(token.scopes, scope) else { return nil }
-            return try await store.registrationStatuses(app: mobileAppId, requestIds: ids)
-        }
-        guard let found else { throw ScopeRefusal.problem(missing: scope, field: "ApiToken") }
-        return found
+        guard let authenticated = try await gate.authenticator.app(mobileAppId, tokenHash: ApiTokens.hash(apiToken), context: context),
+              authenticated.app.orgId == orgId else { return [:] }
+        guard authenticated.grants(scope) else { throw ScopeRefusal.problem(missing: scope, field: "ApiToken") }
+        try gate.spend(ids.count, of: mobileAppId, scope: scope)
+        return try await readStore(context) { try await store.registrationStatuses(app: mobileAppId, requestIds: ids) }
     }
 }

@@ -18,6 +18,10 @@ struct TrackingRoutes: Sendable {
     let writer: CommandWriter
     let store: any ProjectionReader
     let maxBodyBytes: Int
+    /// Whether this ingest holds the deployment key, so that every send it writes names keyed
+    /// message ids: its reports are then stamped keyed (`TrackingReported.keyedIds`) and name
+    /// only ids made with a key only the server holds.
+    let keyedIds: Bool
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
         group.post("tracking", use: track)
@@ -37,11 +41,11 @@ struct TrackingRoutes: Sendable {
                 throw IngestError.badRequest(
                     "the batch has \(events.count) events; send 1…\(TrackingAPI.maxEvents)", field: "body")
             }
-            commands = try Self.commands(for: events, app: auth.mobileAppId, indexed: true)
+            commands = try Self.commands(for: events, app: auth.mobileAppId, indexed: true, keyedIds: keyedIds)
             count = events.count
         } else {
             let event = try JSONBody.decode(TrackingAPI.Event.self, from: body, decoder: decoder)
-            commands = try Self.commands(for: [event], app: auth.mobileAppId, indexed: false)
+            commands = try Self.commands(for: [event], app: auth.mobileAppId, indexed: false, keyedIds: keyedIds)
             count = 1
         }
         let encoder = CommandWriter.makeEncoder()
@@ -104,7 +108,7 @@ struct TrackingRoutes: Sendable {
 
     /// Validates every event, then groups them by delivery (one command per delivery, in the
     /// order of their first events; each delivery's events in request order).
-    static func commands(for events: [TrackingAPI.Event], app: UUID, indexed: Bool) throws -> [TrackingReported] {
+    static func commands(for events: [TrackingAPI.Event], app: UUID, indexed: Bool, keyedIds: Bool = false) throws -> [TrackingReported] {
         var commands: [TrackingReported] = []
         var position: [UUID: Int] = [:]
         for (index, event) in events.enumerated() {
@@ -120,7 +124,7 @@ struct TrackingRoutes: Sendable {
                 commands[at].events.append(tracked)
             } else {
                 position[deliveryId] = commands.count
-                commands.append(TrackingReported(mobileAppId: app, deliveryId: deliveryId, events: [tracked]))
+                commands.append(TrackingReported(mobileAppId: app, deliveryId: deliveryId, events: [tracked], keyedIds: keyedIds ? true : nil))
             }
         }
         return commands

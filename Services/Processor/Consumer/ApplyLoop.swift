@@ -193,6 +193,7 @@ final class ApplyLoop: Sendable {
             let (admitted, expected) = book.admit(records)
             guard !admitted.isEmpty else { return false }
             try PartMismatch.check(admitted, parts: applier.appParts)
+            try MessageKeyMissing.check(admitted, keys: applier.messageIdKeys)
             try check(admitted, expected)
             do {
                 // A batch once started is finished even when shutdown cancels the loop: its outbound

@@ -4,6 +4,7 @@ import Handlers
 import Kafka
 import Logging
 import Metrics
+import OutboundRendering
 import Projections
 import Settings
 import Synchronization
@@ -82,6 +83,8 @@ final class BatchApplier: Sendable {
     private let ackTime: Duration
     /// The parts the log's apps are split into (`DecisionRules.appParts`).
     let appParts: AppParts
+    /// The message-id keys the handlers hold (`DecisionRules.messageIdKeys`).
+    let messageIdKeys: MessageIdKeys
 
     init(store: any BatchStore, outbound: any OutboundPublisher, verifier: any DeviceTokenVerifier, logger: Logger,
          replaying: Bool = false, retryDelays: [Duration] = [.milliseconds(50), .milliseconds(200), .milliseconds(800)],
@@ -91,6 +94,7 @@ final class BatchApplier: Sendable {
         self.registrationStatusTime = rules.registrationStatusTime
         self.ackTime = rules.ackTime
         self.appParts = rules.appParts
+        self.messageIdKeys = rules.messageIdKeys
         self.outboundWindow = max(1, outboundWindow)
         self.replaying = replaying
         self.store = store

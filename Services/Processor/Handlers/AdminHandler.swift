@@ -88,6 +88,8 @@ package struct AppSettingsChangedHandler: AdminCommandHandler {
         if let url = c.callbackUrl { app.callbackUrl = url.isEmpty ? nil : url }
         if let headers = c.callbackHeaders { app.callbackHeaders = headers }
         if let retries = c.webhookRetries { app.webhookRetries = retries }
+        // Normalized again (ingest wrote them normalized): the rule a registration is judged by is this one.
+        if let hosts = c.webhookHosts { app.webhookHosts = hosts.isEmpty ? nil : hosts.compactMap(WebhookHosts.normalized) }
         state.upsert(app)
         return .applied
     }
@@ -121,6 +123,23 @@ package struct PushCredentialsRemovedHandler: AdminCommandHandler {
         }
         // No credentials left is stored as none at all, whatever the order they were removed in.
         app.pushCredentials = credentials.isEmpty ? nil : credentials
+        state.upsert(app)
+        return .applied
+    }
+}
+
+package struct UserIdentityChangedHandler: AdminCommandHandler {
+    package func app(of c: UserIdentityChanged) -> UUID { c.mobileAppId }
+
+    /// Requiring assertions needs a secret to make them with, as of this point of the log: ingest
+    /// refuses such a change, so a record asking for it is refused here too.
+    package func apply(_ c: UserIdentityChanged, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
+        guard var app = state.app(c.mobileAppId, part: context.part) else { return .rejected("unknown-app") }
+        if let secret = c.secret { app.identitySecret = secret }
+        if let required = c.required {
+            guard !required || app.identitySecret != nil else { return .rejected("no-identity-secret") }
+            app.identityRequired = required
+        }
         state.upsert(app)
         return .applied
     }

@@ -40,7 +40,7 @@ package enum AuditTrail {
         String(decoding: (try? WireJSON.encoder().encode(JSONValue.object(changes))) ?? Data("{}".utf8), as: UTF8.self)
     }
 
-    /// A callback URL as `RedactedURL` shows it (userinfo and query values redacted); an empty
+    /// A callback URL as `RedactedURL` shows it (userinfo, query values and later path segments redacted); an empty
     /// URL (the callback removed) stays empty.
     package static func redactedURL(_ text: String) -> String {
         text.isEmpty ? text : RedactedURL.string(text)
@@ -79,6 +79,7 @@ extension AppSettingsChanged: AuditedCommand {
         // Header names show what was set; their values are often credentials.
         if let callbackHeaders { changes["callbackHeaders"] = .object(callbackHeaders.mapValues { _ in .string(AuditTrail.redacted) }) }
         if let webhookRetries { changes["webhookRetries"] = .number(Double(webhookRetries)) }
+        if let webhookHosts { changes["webhookHosts"] = .array(webhookHosts.map { .string($0) }) }
         return changes
     }
 }
@@ -96,6 +97,17 @@ extension PushCredentialsSet: AuditedCommand {
 extension PushCredentialsRemoved: AuditedCommand {
     package var auditedApp: UUID? { mobileAppId }
     package var auditedChanges: [String: JSONValue] { ["provider": .string(provider.rawValue)] }
+}
+
+extension UserIdentityChanged: AuditedCommand {
+    package var auditedApp: UUID? { mobileAppId }
+    /// Which key sealed a new secret, never the seal.
+    package var auditedChanges: [String: JSONValue] {
+        var changes: [String: JSONValue] = [:]
+        if let required { changes["identityRequired"] = .bool(required) }
+        if let secret { changes["identitySecret"] = .object(["sealedWith": .string(secret.keyId)]) }
+        return changes
+    }
 }
 
 extension AdminTokenIssued: AuditedCommand {

@@ -105,6 +105,12 @@ package struct BatchState {
         return match.grants(scope) ? .authorized : .lacksScope
     }
 
+    /// Whether the app requires user assertions to bind a device to a user or clean up a user's
+    /// devices, as of this point of the log in the app's part `part`.
+    package func requiresIdentity(app appId: UUID, part: Int) -> Bool {
+        app(appId, part: part)?.identityRequired ?? false
+    }
+
     /// True when `authorization` is `.authorized`.
     package func authorizes(app appId: UUID, part: Int, org orgId: UUID?, tokenHash: String, scope: ApiTokenScope) -> Bool {
         authorization(app: appId, part: part, org: orgId, tokenHash: tokenHash, scope: scope) == .authorized

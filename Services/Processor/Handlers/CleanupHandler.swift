@@ -18,6 +18,9 @@ package struct CleanupHandler: CommandHandler {
         // A server-only token: a device's route needs the client scope (docs/API.md#token-scopes).
         case .lacksScope: return .rejected("missing-client-scope")
         }
+        guard c.identityVerified == true || !state.requiresIdentity(app: c.mobileAppId, part: context.part) else {
+            return .rejected("user-identity-not-verified")
+        }
         if let token = c.deviceToken {
             guard state.holds(token: token, part: context.part) else { return .rejected("another-part") }
             let key = DeviceKey(appId: c.mobileAppId, deviceToken: token)

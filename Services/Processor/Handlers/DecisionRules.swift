@@ -1,4 +1,5 @@
 import Contracts
+import OutboundRendering
 
 /// The settings that change what the processor decides for a command, with their one default.
 ///
@@ -34,6 +35,11 @@ public struct DecisionRules: Sendable, Equatable {
     /// The parts every app is split into (docs/ARCHITECTURE.md#one-app-in-parts): a part holds
     /// the devices of its tokens (`AppParts.part(ofToken:)`). One, the default, is an app unsplit.
     public var appParts: AppParts
+    /// The keys message ids are made with (`MessageIdKeys`, from `PUSHLINE_SECRETS_KEY` and
+    /// `PUSHLINE_SECRETS_PREVIOUS_KEYS`): a send names one by id, a keyed tracking report is
+    /// checked against them. A log with keyed sends needs, live and in every rebuild, each key
+    /// it names (`MessageKeyMissing`).
+    public var messageIdKeys: MessageIdKeys
 
     public init(maxDevicesPerUser: Int = 100,
                 maxUsersPerApp: Int = 10_000_000,
@@ -42,7 +48,8 @@ public struct DecisionRules: Sendable, Equatable {
                 ackTtlMs: Int = 30 * 86_400_000,
                 maxBadgeUpdatesPerMinute: Int = 10,
                 idempotencyWindowHours: Int = IdempotencyKeys.defaultWindowHours,
-                appParts: AppParts = .one) {
+                appParts: AppParts = .one,
+                messageIdKeys: MessageIdKeys = .none) {
         self.maxDevicesPerUser = maxDevicesPerUser
         self.maxUsersPerApp = maxUsersPerApp
         self.trackingParkTtlMs = trackingParkTtlMs
@@ -51,6 +58,7 @@ public struct DecisionRules: Sendable, Equatable {
         self.maxBadgeUpdatesPerMinute = maxBadgeUpdatesPerMinute
         self.idempotencyWindowHours = idempotencyWindowHours
         self.appParts = appParts
+        self.messageIdKeys = messageIdKeys
     }
 
     /// The rules of a processor configured with nothing.

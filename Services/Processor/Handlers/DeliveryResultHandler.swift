@@ -11,11 +11,18 @@ import Projections
 /// appended after the progress marks that let the processor apply the send, and count as no
 /// earlier than them.
 package struct DeliveryResultHandler: CommandHandler {
+    /// The keys of keyed message ids, to read a keyed push's place in its delivery.
+    package let messageIdKeys: MessageIdKeys
+
+    package init(messageIdKeys: MessageIdKeys = .none) {
+        self.messageIdKeys = messageIdKeys
+    }
+
     package func addNeeds(of c: DeliveryResultReported, to query: inout StateQuery) {
         query.appIds.insert(c.mobileAppId)
         // A dead token's device may go, with its user's other devices (the app's count of users follows).
         if c.outcome == .unregistered { query.deviceOwners.insert(DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken)) }
-        if let key = Self.outcomeKey(c) {
+        if let key = outcomeKey(c) {
             query.deliveryIds.insert(key.deliveryId)
             query.outcomeKeys.insert(key)
         }
@@ -27,7 +34,7 @@ package struct DeliveryResultHandler: CommandHandler {
         if c.outcome == .unregistered { retire(c, context, &state) }
         // A badge update belongs to no delivery: only its device is concerned.
         guard c.deliveryId != nil else { return .applied }
-        guard let key = Self.outcomeKey(c), let delivery = state.delivery(key.deliveryId, app: c.mobileAppId, part: context.part),
+        guard let key = outcomeKey(c), let delivery = state.delivery(key.deliveryId, app: c.mobileAppId, part: context.part),
               delivery.sentTo(messageIndex: key.messageIndex)
         else { return c.outcome == .unregistered ? .applied : .rejected("unknown-delivery") }
         state.record(DeliveryOutcomeRow(appId: c.mobileAppId, deliveryId: key.deliveryId, messageIndex: key.messageIndex,
@@ -44,8 +51,12 @@ package struct DeliveryResultHandler: CommandHandler {
     }
 
     /// The device's place in its delivery, read from the message id the processor gave the push.
-    private static func outcomeKey(_ c: DeliveryResultReported) -> DeliveryOutcomeKey? {
-        guard let deliveryId = c.deliveryId, let index = MessageId.index(of: c.messageId, deliveryId: deliveryId) else { return nil }
+    /// The sender's report does not say which series made it: keyed under a key held, or
+    /// unkeyed (only the sender writes these reports, so either is the processor's own).
+    private func outcomeKey(_ c: DeliveryResultReported) -> DeliveryOutcomeKey? {
+        guard let deliveryId = c.deliveryId else { return nil }
+        let candidates = messageIdKeys.candidates(for: deliveryId, keyed: true) + [MessageId.Series(deliveryId: deliveryId)]
+        guard let index = candidates.lazy.compactMap({ $0.index(of: c.messageId) }).first else { return nil }
         return DeliveryOutcomeKey(appId: c.mobileAppId, deliveryId: deliveryId, messageIndex: index)
     }
 }

@@ -9,16 +9,19 @@ import WireCodec
 /// each device, and enqueues the app callbacks of `ticket` and `im` sends
 /// (docs/API.md#app-callbacks).
 ///
-/// Everything derives from the command and the loaded rows — message ids from the delivery id
-/// and the device's position, the timestamp from the command's time — so applying the same
-/// command to the same state again writes byte-identical records.
+/// Everything derives from the command and the loaded rows — message ids from the delivery id,
+/// the device's position and the key the command names, the timestamp from the command's time —
+/// so applying the same command to the same state again writes byte-identical records.
 package struct NotificationHandler: CommandHandler {
     /// How long an idempotency key names its first send, in command times
     /// (`PUSHLINE_IDEMPOTENCY_WINDOW_HOURS`).
     package let idempotencyWindow: Duration
+    /// The keys of keyed message ids (`NotificationRequested.messageKeyId`).
+    package let messageIdKeys: MessageIdKeys
 
-    package init(idempotencyWindow: Duration = DecisionRules.default.idempotencyWindow) {
+    package init(idempotencyWindow: Duration = DecisionRules.default.idempotencyWindow, messageIdKeys: MessageIdKeys = .none) {
         self.idempotencyWindow = idempotencyWindow
+        self.messageIdKeys = messageIdKeys
     }
 
     package func addNeeds(of c: NotificationRequested, to query: inout StateQuery) {
@@ -44,6 +47,15 @@ package struct NotificationHandler: CommandHandler {
         if let known = state.delivery(c.deliveryId, app: c.mobileAppId, part: part) {
             return repeated(c, of: known, at: at, state: &state)
         }
+        // A send whose key this processor lacks is never made with other ids: the processor stops
+        // before it (`MessageKeyMissing`); refused here only if applied without that check.
+        var key: MessageIdKey?
+        if let keyId = c.messageKeyId {
+            guard let held = messageIdKeys.key(keyId) else { return .rejected("unknown-message-key") }
+            key = held
+        }
+        // One MAC per delivery: every template shares its series.
+        let series = MessageId.Series(deliveryId: c.deliveryId, key: key)
         // In an app in parts, each part sends to the devices it holds, and names them by message
         // indexes of its own (`AppParts.messageIndex`).
         let devices = Self.resolve(c.target, app: c.mobileAppId, part: part, in: state)
@@ -58,7 +70,7 @@ package struct NotificationHandler: CommandHandler {
             if let known = templates[key] {
                 template = known
             } else {
-                template = OutboundTemplate(c, platform: device.platform, sentAt: at, managedBadge: badge)
+                template = OutboundTemplate(c, platform: device.platform, sentAt: at, managedBadge: badge, series: series)
                 templates[key] = template
             }
             state.emit(OutboundMessage(kind: .push, deviceToken: device.deviceToken,

@@ -41,7 +41,8 @@ package struct HandlerRegistry: Sendable {
     private var handlers: [CommandType: any RegisteredHandler] = [:]
 
     /// The processor's handlers. `verifier` checks registrations' tokens; `rules` set the
-    /// registrations' per-user and per-app caps and the sends' idempotency window.
+    /// registrations' per-user and per-app caps, the sends' idempotency window, the acks' badge
+    /// limit and the message-id keys.
     package static func standard(verifier: any DeviceTokenVerifier = DecisionRules.defaultVerifier,
                          rules: DecisionRules = .default) -> HandlerRegistry {
         var registry = HandlerRegistry()
@@ -51,13 +52,14 @@ package struct HandlerRegistry: Sendable {
         registry.register(AppSettingsChangedHandler())
         registry.register(PushCredentialsSetHandler())
         registry.register(PushCredentialsRemovedHandler())
+        registry.register(UserIdentityChangedHandler())
         registry.register(RegistrationHandler(verifier: verifier, maxDevicesPerUser: rules.maxDevicesPerUser,
                                               maxUsersPerPart: rules.maxUsersPerPart))
         registry.register(CleanupHandler())
-        registry.register(NotificationHandler(idempotencyWindow: rules.idempotencyWindow))
+        registry.register(NotificationHandler(idempotencyWindow: rules.idempotencyWindow, messageIdKeys: rules.messageIdKeys))
         registry.register(AckHandler(maxBadgeUpdatesPerMinute: rules.maxBadgeUpdatesPerMinute))
-        registry.register(TrackingHandler())
-        registry.register(DeliveryResultHandler())
+        registry.register(TrackingHandler(messageIdKeys: rules.messageIdKeys))
+        registry.register(DeliveryResultHandler(messageIdKeys: rules.messageIdKeys))
         registry.register(AdminTokenIssuedHandler())
         registry.register(AdminTokenRevokedHandler())
         return registry

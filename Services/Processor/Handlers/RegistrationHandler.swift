@@ -42,6 +42,11 @@ package struct RegistrationHandler: CommandHandler {
         // A server-only token: a device's route needs the client scope (docs/API.md#token-scopes).
         case .lacksScope: return .rejected("missing-client-scope")
         }
+        // Ingest refuses a binding without an assertion once the app requires them; one written
+        // before the app did, and applied after, is refused here (docs/API.md#verified-user-identity).
+        guard c.identityVerified == true || !state.requiresIdentity(app: c.mobileAppId, part: context.part) else {
+            return .rejected("user-identity-not-verified")
+        }
         guard state.holds(token: c.deviceToken, part: context.part) else { return .rejected("another-part") }
         let failure = context.storeFailed ? .FailedToStoreDevice : decide(c, part: context.part, state: state)
         if failure == nil {
@@ -58,7 +63,10 @@ package struct RegistrationHandler: CommandHandler {
             state.record(RegistrationStatusRow(requestId: c.registrationRequestId, appId: c.mobileAppId,
                                                status: status, failureReason: failure, decidedAt: at, part: context.part))
         }
-        if let callback = c.callback, let app = state.app(c.mobileAppId, part: context.part) {
+        // The app's webhook hosts as the log has them now: the list may have changed since ingest
+        // admitted the request (docs/API.md#webhook-hosts).
+        if let callback = c.callback, let app = state.app(c.mobileAppId, part: context.part), Self.sendsWebhook(after: failure),
+           WebhookHosts.allows(callback.url, hosts: app.webhookHosts) {
             state.enqueue(statusWebhook(for: c, callback: callback, status: status, failure: failure, retries: app.webhookRetries, at: at))
         }
         return failure.map { .rejected($0.rawValue) } ?? .applied
@@ -78,6 +86,19 @@ package struct RegistrationHandler: CommandHandler {
         }
         for device in oldestFirst.prefix(devices.count - maxDevicesPerUser) {
             state.delete(device.key)
+        }
+    }
+
+    /// Whether a registration that came to `failure` sends its status webhook. A token that fails
+    /// verification (`DryRunSendingFailed`, `DeviceTokenTooLong`) is no device: anyone holding the
+    /// client token can make one up, so its webhook would be a POST to a URL of their choosing
+    /// for free (docs/API.md#status-webhook). Its status is still tracked. A duplicate, a store
+    /// failure and a full app concern a token that verified, and keep their webhook.
+    static func sendsWebhook(after failure: Reason?) -> Bool {
+        switch failure {
+        case nil, .DuplicateExists?, .FailedToStoreDevice?, .TooManyUsers?: true
+        // Never decided here (an invalid token is rejected above), and the seed sends nothing for it.
+        case .DryRunSendingFailed?, .DeviceTokenTooLong?, .ApiTokenNotValid?: false
         }
     }
 

@@ -39,10 +39,20 @@ package enum TrackingOutcome: Hashable, Sendable {
 /// within the park time, counted in the app's command times, are dropped. Every one of these decisions
 /// is made here, over the rows the batch loaded; the stores only write them.
 ///
-/// A broadlogId is checked against the delivery id alone (`MessageId`'s check digits), so a
-/// foreign id is refused even before its delivery is known; only "past the sent count" needs
-/// the delivery row.
+/// A broadlogId is checked against the delivery id and the server's keys alone (`MessageId`'s
+/// check digits), so a foreign or forged id is refused even before its delivery is known; only
+/// "past the sent count" needs the delivery row. A report ingest stamped keyed
+/// (`TrackingReported.keyedIds`) names only keyed ids: without a key only the server holds,
+/// nobody — not even a recipient holding its own id and the delivery id — can name another
+/// recipient's message, so each recipient counts once per action.
 package struct TrackingHandler: CommandHandler {
+    /// The keys of keyed message ids: a keyed report's ids must be made with one of them.
+    package let messageIdKeys: MessageIdKeys
+
+    package init(messageIdKeys: MessageIdKeys = .none) {
+        self.messageIdKeys = messageIdKeys
+    }
+
     package func addNeeds(of c: TrackingReported, to query: inout StateQuery) {
         query.deliveryIds.insert(c.deliveryId)
         query.parkedDeliveries.insert(c.deliveryId)
@@ -63,12 +73,14 @@ package struct TrackingHandler: CommandHandler {
             // Reports parked longer than the park time are gone before this one parks anew.
             state.expireIfDue(pair)
         }
-        let series = MessageId.Series(deliveryId: c.deliveryId)
+        // A report cannot tell which key its send used: one series per key held (one, outside a
+        // rotation), each one MAC for the whole report.
+        let candidates = messageIdKeys.candidates(for: c.deliveryId, keyed: c.idsAreKeyed)
         var stored = 0
         for event in c.events {
             // In an app in parts, a part counts the devices it sent to: their message indexes are
             // its own (`AppParts.messageIndex`); ingest sends each report to its index's part.
-            guard let index = series.index(of: event.broadlogId), AppParts.part(ofMessageIndex: index) == context.part,
+            guard let index = Self.index(of: event.broadlogId, in: candidates), AppParts.part(ofMessageIndex: index) == context.part,
                   delivery.map({ $0.sentTo(messageIndex: index) }) ?? true else {
                 state.rejectTracking(.foreignBroadlog)
                 continue
@@ -78,6 +90,14 @@ package struct TrackingHandler: CommandHandler {
             stored += 1
         }
         return stored > 0 ? .applied : .rejected(TrackingOutcome.Reason.foreignBroadlog.rawValue)
+    }
+
+    /// The index `broadlogId` names in the first of `candidates` that made it, else nil.
+    private static func index(of broadlogId: String, in candidates: [MessageId.Series]) -> Int? {
+        for series in candidates {
+            if let index = series.index(of: broadlogId) { return index }
+        }
+        return nil
     }
 
     /// Called when a send is applied, before its delivery is recorded: the app part's pair

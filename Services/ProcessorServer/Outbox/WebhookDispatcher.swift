@@ -37,6 +37,10 @@ final class WebhookDispatcher: Service, Sendable {
         var retryBaseDelay: Duration = .seconds(1)
         var auditTopic: String?
         var targetPolicy = WebhookTargetPolicy()
+        /// The deployment's keys (`PUSHLINE_SECRETS_KEY`): they sign every job of an app with the
+        /// app's secrets (`WebhookSigning`) and open its sealed header values (`SealedHeaders`).
+        /// Nil: jobs go without Pushline's signature, and a job with a sealed value fails.
+        var secrets: SecretsKeyring?
     }
 
     private let configuration: Configuration
@@ -169,15 +173,30 @@ final class WebhookDispatcher: Service, Sendable {
         case .allowed:
             break
         }
+        let headers: [String: String]
+        do {
+            headers = try SealedHeaders.open(job.headers, app: job.appId, keyring: configuration.secrets)
+        } catch {
+            // No retry can open it: the keys are the process's.
+            return Sent(status: nil, failure: "a header value of the job cannot be opened: \(error)", refused: true)
+        }
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         // Headers that frame or route the request are the client's to decide (ingest refuses
         // them too; a job written around ingest may still carry them).
-        for (name, value) in job.headers where !WebhookHeaders.isReserved(name) {
+        // Nor may a job carry a signature of its own: only the dispatcher signs.
+        for (name, value) in headers where !WebhookHeaders.isReserved(name) && name.lowercased() != WebhookSigning.header {
             request.headers.replaceOrAdd(name: name, value: value)
         }
         if let host { request.headers.replaceOrAdd(name: "Host", value: host) }
         request.headers.replaceOrAdd(name: WebhookHeaders.webhookId, value: job.id)
+        if let keyring = configuration.secrets, let app = job.appId {
+            // Signed as sent, at the attempt's time, so that each attempt falls within a receiver's replay window.
+            let secrets = WebhookSigning.secrets(app: app, keyring: keyring)
+            let timestamp = Int64(Date().timeIntervalSince1970)
+            request.headers.replaceOrAdd(name: WebhookSigning.header,
+                                         value: WebhookSigning.headerValue(secrets: secrets, timestamp: timestamp, body: job.body))
+        }
         request.body = .bytes(ByteBuffer(bytes: job.body))
         let response = try await http.execute(request, timeout: .nanoseconds(configuration.requestTimeout.inNanoseconds))
         let status = Int(response.status.code)

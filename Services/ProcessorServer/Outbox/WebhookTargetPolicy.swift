@@ -62,7 +62,7 @@ struct WebhookTargetPolicy: Sendable {
             if let kind = Self.forbiddenKind(address) {
                 let shown = Self.format(address)
                 let target = shown == host ? shown : "\(shown) (\(host))"
-                let article = "aeiou".contains(kind.first ?? "x") ? "an" : "a"
+                let article = "aeiou".contains(kind.lowercased().first ?? "x") ? "an" : "a"
                 return .refused("target \(target) is \(article) \(kind) address; set PUSHLINE_WEBHOOK_ALLOW_PRIVATE_TARGETS=true to allow")
             }
         }
@@ -83,16 +83,27 @@ struct WebhookTargetPolicy: Sendable {
     }
 
     /// Why `address` (4 or 16 bytes) must not be contacted, or nil when it is public.
+    ///
+    /// Every block of IANA's IPv4 and IPv6 special-purpose address registries that is not
+    /// globally reachable is refused, and so are the few globally reachable ones that no
+    /// receiver lives in (protocol anycast, deprecated relays): a webhook has no business there.
     static func forbiddenKind(_ a: [UInt8]) -> String? {
         if a.count == 4 {
-            switch (a[0], a[1]) {
-            case (0, _): return "unspecified"
-            case (127, _): return "loopback"
-            case (10, _), (172, 16...31), (192, 168): return "private"
-            case (169, 254): return "link-local"
-            case (100, 64...127): return "carrier-grade NAT"
-            case (224...239, _): return "multicast"
-            case (255, 255) where a[2] == 255 && a[3] == 255: return "broadcast"
+            switch (a[0], a[1], a[2]) {
+            case (0, _, _): return "unspecified"
+            case (127, _, _): return "loopback"
+            case (10, _, _), (172, 16...31, _), (192, 168, _): return "private"
+            case (169, 254, _): return "link-local"
+            case (100, 64...127, _): return "carrier-grade NAT"
+            // 192.0.0.0/24: IETF protocol assignments (DS-Lite, NAT64 discovery, PCP and TURN anycast).
+            case (192, 0, 0): return "IETF protocol"
+            case (192, 0, 2), (198, 51, 100), (203, 0, 113): return "documentation"
+            case (198, 18...19, _): return "benchmarking"
+            // 192.88.99.0/24: the 6to4 relay anycast, deprecated (RFC 7526).
+            case (192, 88, 99): return "6to4 relay"
+            case (224...239, _, _): return "multicast"
+            case (255, 255, 255) where a[3] == 255: return "broadcast"
+            case (240...255, _, _): return "reserved"
             default: return nil
             }
         }
@@ -104,9 +115,20 @@ struct WebhookTargetPolicy: Sendable {
         if zeros && ((a[10] == 0xff && a[11] == 0xff) || (a[10] == 0 && a[11] == 0)) { return forbiddenKind(Array(a[12...15])) }
         // NAT64 (64:ff9b::/96) and 6to4 (2002::/16) carry an IPv4 address a gateway forwards to.
         if a[0...11] == [0x00, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0] { return forbiddenKind(Array(a[12...15])) }
+        // 64:ff9b:1::/48: NAT64 for a network's own use, which may lead anywhere inside it.
+        if a[0...5] == [0x00, 0x64, 0xff, 0x9b, 0x00, 0x01] { return "local-use NAT64" }
         if a[0] == 0x20 && a[1] == 0x02 { return forbiddenKind(Array(a[2...5])) }
+        // 2001::/32 is Teredo, whose addresses hide an IPv4 address a relay forwards to; the rest
+        // of 2001::/23 are IETF protocol assignments (benchmarking, ORCHID, anycast).
+        if a[0...3] == [0x20, 0x01, 0x00, 0x00] { return "Teredo" }
+        if a[0] == 0x20 && a[1] == 0x01 && a[2] & 0xfe == 0x00 { return "IETF protocol" }
+        if a[0...3] == [0x20, 0x01, 0x0d, 0xb8] || (a[0] == 0x3f && a[1] == 0xff && a[2] & 0xf0 == 0) { return "documentation" }
+        if a[0...7] == [0x01, 0x00, 0, 0, 0, 0, 0, 0] { return "discard-only" }
+        if a[0] == 0x5f && a[1] == 0x00 { return "segment-routing (SRv6)" }
         if a[0] & 0xfe == 0xfc { return "private" }
         if a[0] == 0xfe && a[1] & 0xc0 == 0x80 { return "link-local" }
+        // fec0::/10: site-local, deprecated (RFC 3879) but still routed inside some networks.
+        if a[0] == 0xfe && a[1] & 0xc0 == 0xc0 { return "site-local" }
         if a[0] == 0xff { return "multicast" }
         return nil
     }

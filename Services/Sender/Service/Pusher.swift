@@ -116,6 +116,10 @@ public final class Pusher: Sendable {
         } catch {
             return .badRecord("\(error)")
         }
+        guard endpoints.allowsTokenURI(account.tokenURI) else {
+            return .outcome(.credentialsRejected(reason: "the service account's token_uri \(RedactedURL.string(account.tokenURI)) is neither "
+                + "Google's token endpoint nor on PUSHLINE_FCM_URL's host"))
+        }
         guard let lane = lane(LaneKey(app: record.mobileAppId, provider: .fcm)) else {
             return .outcome(.retry(reason: "no HTTP client", retryAfter: nil))
         }

@@ -121,6 +121,9 @@ public struct AppSettingsChanged: AppScopedCommand, Equatable {
     /// Extra attempts after the first for status webhooks and callbacks (0 = one attempt, the
     /// default).
     public var webhookRetries: Int?
+    /// The hosts status webhooks may reach from now on (`WebhookHosts`, normalized); an empty
+    /// list removes the list (client-chosen URLs are open again).
+    public var webhookHosts: [String]?
 
     /// Who made the change (nil in commands written before actors were recorded).
     public var actor: AdminActor?
@@ -128,13 +131,14 @@ public struct AppSettingsChanged: AppScopedCommand, Equatable {
     public var requestId: String?
 
     public init(mobileAppId: UUID, name: String? = nil, callbackUrl: String? = nil,
-                callbackHeaders: [String: String]? = nil, webhookRetries: Int? = nil,
+                callbackHeaders: [String: String]? = nil, webhookRetries: Int? = nil, webhookHosts: [String]? = nil,
                 actor: AdminActor? = nil, requestId: String? = nil) {
         self.mobileAppId = mobileAppId
         self.name = name
         self.callbackUrl = callbackUrl
         self.callbackHeaders = callbackHeaders
         self.webhookRetries = webhookRetries
+        self.webhookHosts = webhookHosts
         self.actor = actor
         self.requestId = requestId
     }
@@ -183,6 +187,34 @@ public struct PushCredentialsRemoved: AppScopedCommand, Equatable {
                 actor: AdminActor? = nil, requestId: String? = nil) {
         self.mobileAppId = mobileAppId
         self.provider = provider
+        self.actor = actor
+        self.requestId = requestId
+    }
+}
+
+/// An app's verified user identity changed (docs/API.md#verified-user-identity): a new identity
+/// secret (sealed with the deployment's keyring, `UserIdentity.sealContext(app:)`; it never
+/// enters Kafka in clear), and/or whether binding a device to a user needs a user assertion. A
+/// field that is `nil` is left as it was.
+public struct UserIdentityChanged: AppScopedCommand, Equatable {
+    public static let type = CommandType.userIdentityChanged
+    public static let topic = CommandTopic.admin
+
+    @LowercaseUUID public var mobileAppId: UUID
+    /// True: registrations and cleanups need a user assertion; false: they do not.
+    public var required: Bool?
+    /// The new identity secret, sealed; replaces the one before.
+    public var secret: SealedSecret?
+
+    /// Who made the change.
+    public var actor: AdminActor?
+    /// The id of the ingest request that wrote the command.
+    public var requestId: String?
+
+    public init(mobileAppId: UUID, required: Bool? = nil, secret: SealedSecret? = nil, actor: AdminActor? = nil, requestId: String? = nil) {
+        self.mobileAppId = mobileAppId
+        self.required = required
+        self.secret = secret
         self.actor = actor
         self.requestId = requestId
     }

@@ -125,10 +125,16 @@ public struct NotificationRequested: AppScopedCommand, Equatable {
     public var idempotencyKey: String?
     /// `IdempotencyKeys.requestHash` of the request body, set with `idempotencyKey`.
     public var requestHash: String?
+    /// The id of the deployment key the message ids are made with (`MessageIdKeys`), stamped by
+    /// ingest from its `PUSHLINE_SECRETS_KEY`, so that a rebuild makes the same ids after a
+    /// rotation. Nil (absent: logs from before keyed ids, or an ingest without the key): the
+    /// unkeyed ids, which anyone who knows the delivery id can compute.
+    public var messageKeyId: String?
 
     public init(deliveryId: UUID, mobileAppId: UUID, target: NotificationTarget, content: NotificationContent,
                 managed: Bool = false, businessId: String? = nil, tracking: Bool = true, kind: NotificationKind = .alert,
-                ticketId: String? = nil, message: String? = nil, idempotencyKey: String? = nil, requestHash: String? = nil) {
+                ticketId: String? = nil, message: String? = nil, idempotencyKey: String? = nil, requestHash: String? = nil,
+                messageKeyId: String? = nil) {
         self.deliveryId = deliveryId
         self.mobileAppId = mobileAppId
         self.target = target
@@ -141,6 +147,7 @@ public struct NotificationRequested: AppScopedCommand, Equatable {
         self.message = message
         self.idempotencyKey = idempotencyKey
         self.requestHash = requestHash
+        self.messageKeyId = messageKeyId
     }
 
     /// The notification id (`nid`) of a managed notification: its delivery id.
@@ -162,6 +169,7 @@ extension NotificationRequested: HandWrittenCommand {
         writer.key("managed")
         writer.bool(managed)
         writer.field("message", message)
+        writer.field("messageKeyId", messageKeyId)
         writer.key("mobileAppId")
         writer.uuid(mobileAppId)
         writer.field("requestHash", requestHash)

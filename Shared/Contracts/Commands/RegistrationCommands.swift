@@ -59,9 +59,13 @@ public struct DeviceRegistrationRequested: DeviceScopedCommand, Equatable {
     public var callback: StatusCallback?
     /// The device's time zone, an IANA name, when the registration gave one.
     public var timeZone: String?
+    /// True when ingest checked a user assertion for `userId` (docs/API.md#verified-user-identity);
+    /// nil otherwise, and in records from before assertions (left out of the log: not verified).
+    public var identityVerified: Bool?
 
     public init(registrationRequestId: UUID, orgId: UUID, mobileAppId: UUID, userId: String, platform: Platform,
-                deviceToken: String, apiTokenHash: String, trackStatus: Bool, callback: StatusCallback?, timeZone: String? = nil) {
+                deviceToken: String, apiTokenHash: String, trackStatus: Bool, callback: StatusCallback?, timeZone: String? = nil,
+                identityVerified: Bool? = nil) {
         self.registrationRequestId = registrationRequestId
         self.orgId = orgId
         self.mobileAppId = mobileAppId
@@ -72,18 +76,21 @@ public struct DeviceRegistrationRequested: DeviceScopedCommand, Equatable {
         self.trackStatus = trackStatus
         self.callback = callback
         self.timeZone = timeZone
+        self.identityVerified = identityVerified
     }
 }
 
 extension DeviceRegistrationRequested: WireDecodable {
     private enum Key: String, CaseIterable {
         case registrationRequestId, orgId, mobileAppId, userId, platform, deviceToken, apiTokenHash, trackStatus, callback, timeZone
+        case identityVerified
     }
     private static let keys = WireKeys<Key>()
 
     public init?(wire reader: inout WireReader) {
         var registrationRequestId: UUID?, orgId: UUID?, mobileAppId: UUID?, userId: String?, platform: Platform?
         var deviceToken: String?, apiTokenHash: String?, trackStatus: Bool?, callback: StatusCallback?, timeZone: String?
+        var identityVerified: Bool?
         guard reader.object(Self.keys, { reader, key in
             switch key {
             case .registrationRequestId: reader.read(&registrationRequestId)
@@ -96,12 +103,13 @@ extension DeviceRegistrationRequested: WireDecodable {
             case .trackStatus: reader.read(&trackStatus)
             case .callback: reader.readOptional(&callback)
             case .timeZone: reader.readOptional(&timeZone)
+            case .identityVerified: reader.readOptional(&identityVerified)
             }
         }), let registrationRequestId, let orgId, let mobileAppId, let userId, let platform, let deviceToken, let apiTokenHash,
               let trackStatus else { return nil }
         self.init(registrationRequestId: registrationRequestId, orgId: orgId, mobileAppId: mobileAppId, userId: userId,
                   platform: platform, deviceToken: deviceToken, apiTokenHash: apiTokenHash, trackStatus: trackStatus,
-                  callback: callback, timeZone: timeZone)
+                  callback: callback, timeZone: timeZone, identityVerified: identityVerified)
     }
 }
 
@@ -123,6 +131,7 @@ extension DeviceRegistrationRequested: HandWrittenCommand {
         }
         writer.key("deviceToken")
         writer.string(deviceToken)
+        writer.field("identityVerified", identityVerified)
         writer.key("mobileAppId")
         writer.uuid(mobileAppId)
         writer.key("orgId")
@@ -155,13 +164,16 @@ public struct DeviceCleanupRequested: AppScopedCommand, Equatable {
     public var userId: String
     public var deviceToken: String?
     public var apiTokenHash: String
+    /// True when ingest checked a user assertion for `userId` (`DeviceRegistrationRequested.identityVerified`).
+    public var identityVerified: Bool?
 
-    public init(orgId: UUID, mobileAppId: UUID, userId: String, deviceToken: String?, apiTokenHash: String) {
+    public init(orgId: UUID, mobileAppId: UUID, userId: String, deviceToken: String?, apiTokenHash: String, identityVerified: Bool? = nil) {
         self.orgId = orgId
         self.mobileAppId = mobileAppId
         self.userId = userId
         self.deviceToken = deviceToken
         self.apiTokenHash = apiTokenHash
+        self.identityVerified = identityVerified
     }
 
     /// One token's cleanup goes to its part; a cleanup of all of a user's devices to every part,
@@ -173,11 +185,11 @@ public struct DeviceCleanupRequested: AppScopedCommand, Equatable {
 }
 
 extension DeviceCleanupRequested: WireDecodable {
-    private enum Key: String, CaseIterable { case orgId, mobileAppId, userId, deviceToken, apiTokenHash }
+    private enum Key: String, CaseIterable { case orgId, mobileAppId, userId, deviceToken, apiTokenHash, identityVerified }
     private static let keys = WireKeys<Key>()
 
     public init?(wire reader: inout WireReader) {
-        var orgId: UUID?, mobileAppId: UUID?, userId: String?, deviceToken: String?, apiTokenHash: String?
+        var orgId: UUID?, mobileAppId: UUID?, userId: String?, deviceToken: String?, apiTokenHash: String?, identityVerified: Bool?
         guard reader.object(Self.keys, { reader, key in
             switch key {
             case .orgId: reader.read(&orgId)
@@ -185,9 +197,11 @@ extension DeviceCleanupRequested: WireDecodable {
             case .userId: reader.read(&userId)
             case .deviceToken: reader.readOptional(&deviceToken)
             case .apiTokenHash: reader.read(&apiTokenHash)
+            case .identityVerified: reader.readOptional(&identityVerified)
             }
         }), let orgId, let mobileAppId, let userId, let apiTokenHash else { return nil }
-        self.init(orgId: orgId, mobileAppId: mobileAppId, userId: userId, deviceToken: deviceToken, apiTokenHash: apiTokenHash)
+        self.init(orgId: orgId, mobileAppId: mobileAppId, userId: userId, deviceToken: deviceToken, apiTokenHash: apiTokenHash,
+                  identityVerified: identityVerified)
     }
 }
 
@@ -197,6 +211,7 @@ extension DeviceCleanupRequested: HandWrittenCommand {
         writer.key("apiTokenHash")
         writer.string(apiTokenHash)
         writer.field("deviceToken", deviceToken)
+        writer.field("identityVerified", identityVerified)
         writer.key("mobileAppId")
         writer.uuid(mobileAppId)
         writer.key("orgId")

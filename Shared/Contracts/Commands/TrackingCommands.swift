@@ -71,12 +71,20 @@ public struct TrackingReported: AppScopedCommand, Equatable {
     /// The `_dId` the devices received.
     @LowercaseUUID public var deliveryId: UUID
     public var events: [TrackingEvent]
+    /// True when ingest held the deployment's key: the reported ids are checked against keyed
+    /// message ids only (`MessageIdKeys`), which nobody can make without the key. Nil (absent:
+    /// logs from before keyed ids, or an ingest without the key): against the unkeyed ids.
+    public var keyedIds: Bool?
 
-    public init(mobileAppId: UUID, deliveryId: UUID, events: [TrackingEvent]) {
+    public init(mobileAppId: UUID, deliveryId: UUID, events: [TrackingEvent], keyedIds: Bool? = nil) {
         self.mobileAppId = mobileAppId
         self.deliveryId = deliveryId
         self.events = events
+        self.keyedIds = keyedIds
     }
+
+    /// Whether the reported ids must be keyed ones.
+    public var idsAreKeyed: Bool { keyedIds == true }
 
     /// Each event goes to the part of its message index (`AppParts.messageIndex`), read from the
     /// broadlogId's leading decimal digits; one whose id has no index goes to part 0, which
@@ -86,7 +94,8 @@ public struct TrackingReported: AppScopedCommand, Equatable {
         var byPart: [Int: [TrackingEvent]] = [:]
         for event in events { byPart[Self.part(of: event.broadlogId, parts: parts), default: []].append(event) }
         if byPart.isEmpty { byPart[0] = [] }
-        return byPart.keys.sorted().map { ($0, TrackingReported(mobileAppId: mobileAppId, deliveryId: deliveryId, events: byPart[$0]!)) }
+        return byPart.keys.sorted().map { ($0, TrackingReported(mobileAppId: mobileAppId, deliveryId: deliveryId, events: byPart[$0]!,
+                                                                  keyedIds: keyedIds)) }
     }
 
     private static func part(of broadlogId: String, parts: AppParts) -> Int {
@@ -98,19 +107,20 @@ public struct TrackingReported: AppScopedCommand, Equatable {
 }
 
 extension TrackingReported: WireDecodable {
-    private enum Key: String, CaseIterable { case mobileAppId, deliveryId, events }
+    private enum Key: String, CaseIterable { case mobileAppId, deliveryId, events, keyedIds }
     private static let keys = WireKeys<Key>()
 
     public init?(wire reader: inout WireReader) {
-        var mobileAppId: UUID?, deliveryId: UUID?, events: [TrackingEvent]?
+        var mobileAppId: UUID?, deliveryId: UUID?, events: [TrackingEvent]?, keyedIds: Bool?
         guard reader.object(Self.keys, { reader, key in
             switch key {
             case .mobileAppId: reader.read(&mobileAppId)
             case .deliveryId: reader.read(&deliveryId)
             case .events: reader.read(&events)
+            case .keyedIds: reader.readOptional(&keyedIds)
             }
         }), let mobileAppId, let deliveryId, let events else { return nil }
-        self.init(mobileAppId: mobileAppId, deliveryId: deliveryId, events: events)
+        self.init(mobileAppId: mobileAppId, deliveryId: deliveryId, events: events, keyedIds: keyedIds)
     }
 }
 
@@ -128,6 +138,7 @@ extension TrackingReported: HandWrittenCommand {
             writer.endArray()
         }
         writer.endArray()
+        writer.field("keyedIds", keyedIds)
         writer.key("mobileAppId")
         writer.uuid(mobileAppId)
         writer.endObject()

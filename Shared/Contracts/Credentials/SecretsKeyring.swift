@@ -25,6 +25,9 @@ public struct SecretsKeyring: Sendable {
     // Raw key bytes (swift-crypto's `SymmetricKey` is not `Sendable`); a key is made per use.
     private let current: Data
     private let keys: [String: Data]
+    /// The ids of the keys it holds: the current key's first, then the previous ones in the
+    /// order given.
+    public let keyIds: [String]
 
     /// - Parameters:
     ///   - current: seals; opens too.
@@ -33,9 +36,15 @@ public struct SecretsKeyring: Sendable {
         self.current = current.withUnsafeBytes { Data($0) }
         currentKeyId = Self.keyId(of: current)
         var keys: [String: Data] = [:]
-        for key in previous { keys[Self.keyId(of: key)] = key.withUnsafeBytes { Data($0) } }
+        var keyIds = [currentKeyId]
+        for key in previous {
+            let id = Self.keyId(of: key)
+            keys[id] = key.withUnsafeBytes { Data($0) }
+            if !keyIds.contains(id) { keyIds.append(id) }
+        }
         keys[currentKeyId] = self.current
         self.keys = keys
+        self.keyIds = keyIds
     }
 
     /// Reads keys as the settings give them: base64 of 32 random bytes each, the previous ones

@@ -30,13 +30,18 @@ public enum AdminAPI {
         public var clientTokenScopes: [ApiTokenScope]
         /// Which token goes where, in words.
         public var note: String
+        /// Whether user assertions are required (never, for a new app), and what that means.
+        public var userIdentity: UserIdentityView
 
         public static let tokensNote = "clientToken ships inside the mobile app: it can only do what a device does (register, "
             + "clean up, acknowledge, read its pending notifications, report tracking and registration statuses). "
-            + "apiToken is the server token: it sends notifications and reads delivery statistics; keep it on your servers only."
+            + "apiToken is the server token: it sends notifications and reads delivery statistics; keep it on your servers only. "
+            + "Status webhooks are open until you list the hosts they may reach: whoever holds clientToken chooses the URL "
+            + "and headers Pushline POSTs them to (PATCH webhookHosts; docs/API.md#webhook-hosts)."
 
         public init(orgId: UUID, mobileAppId: UUID, apiToken: String, tokenId: UUID, apiTokenScopes: [ApiTokenScope],
-                    clientToken: String, clientTokenId: UUID, clientTokenScopes: [ApiTokenScope], note: String = Self.tokensNote) {
+                    clientToken: String, clientTokenId: UUID, clientTokenScopes: [ApiTokenScope], note: String = Self.tokensNote,
+                    userIdentity: UserIdentityView = UserIdentityView(required: false, secretSealedWith: nil)) {
             self.orgId = orgId
             self.mobileAppId = mobileAppId
             self.apiToken = apiToken
@@ -46,6 +51,7 @@ public enum AdminAPI {
             self.clientTokenId = clientTokenId
             self.clientTokenScopes = clientTokenScopes
             self.note = note
+            self.userIdentity = userIdentity
         }
     }
 
@@ -81,11 +87,15 @@ public enum AdminAPI {
         public var callbackUrl: String?
         public var callbackHeaders: [String: String]?
         public var webhookRetries: Int?
-        public init(name: String? = nil, callbackUrl: String? = nil, callbackHeaders: [String: String]? = nil, webhookRetries: Int? = nil) {
+        /// The hosts status webhooks may reach (docs/API.md#webhook-hosts); `[]` removes the list.
+        public var webhookHosts: [String]?
+        public init(name: String? = nil, callbackUrl: String? = nil, callbackHeaders: [String: String]? = nil, webhookRetries: Int? = nil,
+                    webhookHosts: [String]? = nil) {
             self.name = name
             self.callbackUrl = callbackUrl
             self.callbackHeaders = callbackHeaders
             self.webhookRetries = webhookRetries
+            self.webhookHosts = webhookHosts
         }
     }
 
@@ -100,8 +110,22 @@ public enum AdminAPI {
         public var tokens: [TokenView]
         /// What is not secret of its push credentials; absent when it has none.
         public var pushCredentials: PushCredentialsView?
+        /// The hosts its status webhooks may reach; absent: no list.
+        public var webhookHosts: [String]?
+        /// `open` (no list: whoever holds the client token chooses where status webhooks go) or
+        /// `restricted` (only to `webhookHosts`), and what that means in `statusWebhooksNote`.
+        public var statusWebhooks: String
+        public var statusWebhooksNote: String
+        /// Whether binding a device to a user needs a user assertion, and what that means.
+        public var userIdentity: UserIdentityView
+
+        public static let openNote = "status webhooks are open: whoever holds the client token (it ships in the app) chooses "
+            + "the URL and headers Pushline POSTs them to; set webhookHosts (PATCH) to list the hosts they may reach (docs/API.md#webhook-hosts)"
+        public static let restrictedNote = "status webhooks only reach the hosts in webhookHosts; a registration naming another is refused (400)"
+
         public init(orgId: UUID, mobileAppId: UUID, name: String, callbackUrl: String?, callbackHeaders: [String: String],
-                    webhookRetries: Int, tokens: [TokenView], pushCredentials: PushCredentialsView? = nil) {
+                    webhookRetries: Int, tokens: [TokenView], pushCredentials: PushCredentialsView? = nil, webhookHosts: [String]? = nil,
+                    userIdentity: UserIdentityView = UserIdentityView(required: false, secretSealedWith: nil)) {
             self.orgId = orgId
             self.mobileAppId = mobileAppId
             self.name = name
@@ -110,6 +134,29 @@ public enum AdminAPI {
             self.webhookRetries = webhookRetries
             self.tokens = tokens
             self.pushCredentials = pushCredentials
+            self.webhookHosts = webhookHosts
+            statusWebhooks = webhookHosts == nil ? "open" : "restricted"
+            statusWebhooksNote = webhookHosts == nil ? Self.openNote : Self.restrictedNote
+            self.userIdentity = userIdentity
+        }
+
+        /// Answers from before the list (or user identity) existed read as open (and unverified).
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            _orgId = try c.decode(LowercaseUUID.self, forKey: .orgId)
+            _mobileAppId = try c.decode(LowercaseUUID.self, forKey: .mobileAppId)
+            name = try c.decode(String.self, forKey: .name)
+            callbackUrl = try c.decodeIfPresent(String.self, forKey: .callbackUrl)
+            callbackHeaders = try c.decode([String: String].self, forKey: .callbackHeaders)
+            webhookRetries = try c.decode(Int.self, forKey: .webhookRetries)
+            tokens = try c.decode([TokenView].self, forKey: .tokens)
+            pushCredentials = try c.decodeIfPresent(PushCredentialsView.self, forKey: .pushCredentials)
+            webhookHosts = try c.decodeIfPresent([String].self, forKey: .webhookHosts)
+            statusWebhooks = try c.decodeIfPresent(String.self, forKey: .statusWebhooks) ?? (webhookHosts == nil ? "open" : "restricted")
+            statusWebhooksNote = try c.decodeIfPresent(String.self, forKey: .statusWebhooksNote)
+                ?? (webhookHosts == nil ? Self.openNote : Self.restrictedNote)
+            userIdentity = try c.decodeIfPresent(UserIdentityView.self, forKey: .userIdentity)
+                ?? UserIdentityView(required: false, secretSealedWith: nil)
         }
     }
 
@@ -148,6 +195,86 @@ public enum AdminAPI {
             let scopes = try c.decodeIfPresent([ApiTokenScope].self, forKey: .scopes)
             self.scopes = scopes ?? ApiTokenScope.allCases
             legacy = try c.decodeIfPresent(Bool.self, forKey: .legacy) ?? (scopes == nil)
+        }
+    }
+
+    /// An app's verified user identity (docs/API.md#verified-user-identity), in `AppView`, the
+    /// create answer and the answers of the identity routes. `note` says in words what the setting
+    /// means, above all while it is off.
+    public struct UserIdentityView: Codable, Sendable, Equatable {
+        /// True: registrations, cleanups and pending lists need a user assertion.
+        public var required: Bool
+        /// Whether the app has an identity secret to make assertions with.
+        public var secretSet: Bool
+        /// The id of the deployment key that sealed the secret; absent without one.
+        public var secretSealedWith: String?
+        public var note: String
+
+        public static let offNote = "user identity is not verified: any holder of the client token (it ships in every copy of the app) "
+            + "can bind a device to any user id, and so receive that user's pushes, clean up any user's devices and read any device's "
+            + "pending notifications. To verify it: POST /admin/v1/apps/{id}/identity-secret, have your backend give each signed-in "
+            + "user the hex HMAC-SHA256 of their user id under that secret, then PUT /admin/v1/apps/{id}/identity {\"required\": true}"
+        public static let onNote = "user identity is verified: registering a device to a user, cleaning up a user's devices and "
+            + "reading a device's pending notifications need the user assertion (hex HMAC-SHA256 of the user id under the app's "
+            + "identity secret) that the app's backend gives its signed-in user"
+
+        public init(required: Bool, secretSealedWith: String?) {
+            self.required = required
+            self.secretSet = secretSealedWith != nil
+            self.secretSealedWith = secretSealedWith
+            self.note = required ? Self.onNote : Self.offNote
+        }
+    }
+
+    /// `PUT /admin/v1/apps/{id}/identity`: whether user assertions are required.
+    public struct SetUserIdentity: Codable, Sendable, Equatable {
+        public var required: Bool?
+        public init(required: Bool?) {
+            self.required = required
+        }
+    }
+
+    /// `201` answer of `POST /admin/v1/apps/{id}/identity-secret`: the new identity secret,
+    /// shown only here; the app's backend keeps it and makes user assertions with it.
+    public struct IdentitySecretAnswer: Codable, Sendable, Equatable {
+        public var identitySecret: String
+        public var userIdentity: UserIdentityView
+        public init(identitySecret: String, userIdentity: UserIdentityView) {
+            self.identitySecret = identitySecret
+            self.userIdentity = userIdentity
+        }
+    }
+
+    /// `GET /admin/v1/apps/{id}/webhook-signing-secret`: what a receiver needs to check the
+    /// `x-pushline-signature` of the app's webhooks and callbacks (`WebhookSigning`).
+    public struct WebhookSigningSecretView: Codable, Sendable, Equatable {
+        @LowercaseUUID public var mobileAppId: UUID
+        /// The header that carries the signatures.
+        public var header: String
+        /// The secret signing under the deployment's current key: the one to configure.
+        public var secret: String
+        /// The id of the deployment key it is derived from.
+        public var keyId: String
+        /// The secrets under the deployment's previous keys, which webhooks are also signed with
+        /// until those keys are dropped (a rotation in progress); usually empty.
+        public var previousSecrets: [PreviousSecret]
+
+        public struct PreviousSecret: Codable, Sendable, Equatable {
+            public var keyId: String
+            public var secret: String
+            public init(keyId: String, secret: String) {
+                self.keyId = keyId
+                self.secret = secret
+            }
+        }
+
+        public init(mobileAppId: UUID, header: String = WebhookSigning.header, secret: String, keyId: String,
+                    previousSecrets: [PreviousSecret]) {
+            self.mobileAppId = mobileAppId
+            self.header = header
+            self.secret = secret
+            self.keyId = keyId
+            self.previousSecrets = previousSecrets
         }
     }
 

@@ -12,6 +12,8 @@ public enum DeviceRegistrationAPI {
     public static let statusCallbackURLHeader = "x-ms-status-callback-url"
     public static let callbackURLHeadersHeader = "x-ms-callback-url-headers"
     public static let maxBatch = 100
+    /// The most registration request ids one status query may name (`POST …/devices/status`).
+    public static let maxStatusIds = 100
     public static let maxDeviceTokenBytes = 4096
 
     /// One registration (`POST …/devices`, and each element of `…/devices/batch`).
@@ -23,15 +25,19 @@ public enum DeviceRegistrationAPI {
         public var FcmDeviceToken: String?
         /// The device's time zone, an IANA name (`Europe/Lisbon`); optional.
         public var TimeZone: String?
+        /// The user assertion for `UserId` (`UserIdentity`, docs/API.md#verified-user-identity);
+        /// required when the app requires verified identity.
+        public var UserAssertion: String?
 
         public init(MobileAppId: String?, UserId: String?, ApiToken: String?, ApnsDeviceToken: String? = nil, FcmDeviceToken: String? = nil,
-                    TimeZone: String? = nil) {
+                    TimeZone: String? = nil, UserAssertion: String? = nil) {
             self.MobileAppId = MobileAppId
             self.UserId = UserId
             self.ApiToken = ApiToken
             self.ApnsDeviceToken = ApnsDeviceToken
             self.FcmDeviceToken = FcmDeviceToken
             self.TimeZone = TimeZone
+            self.UserAssertion = UserAssertion
         }
     }
 
@@ -83,12 +89,15 @@ public enum DeviceRegistrationAPI {
         public var ApiToken: String?
         public var UserId: String?
         public var DeviceToken: String?
+        /// The user assertion for `UserId`, as in `Registration`.
+        public var UserAssertion: String?
 
-        public init(MobileAppId: String?, ApiToken: String?, UserId: String?, DeviceToken: String? = nil) {
+        public init(MobileAppId: String?, ApiToken: String?, UserId: String?, DeviceToken: String? = nil, UserAssertion: String? = nil) {
             self.MobileAppId = MobileAppId
             self.ApiToken = ApiToken
             self.UserId = UserId
             self.DeviceToken = DeviceToken
+            self.UserAssertion = UserAssertion
         }
     }
 
@@ -107,11 +116,12 @@ public enum DeviceRegistrationAPI {
 }
 
 extension DeviceRegistrationAPI.Registration: WireDecodable {
-    private enum Key: String, CaseIterable { case MobileAppId, UserId, ApiToken, ApnsDeviceToken, FcmDeviceToken, TimeZone }
+    private enum Key: String, CaseIterable { case MobileAppId, UserId, ApiToken, ApnsDeviceToken, FcmDeviceToken, TimeZone, UserAssertion }
     private static let keys = WireKeys<Key>()
 
     public init?(wire reader: inout WireReader) {
         var mobileAppId: String?, userId: String?, apiToken: String?, apns: String?, fcm: String?, timeZone: String?
+        var assertion: String?
         guard reader.object(Self.keys, { reader, key in
             switch key {
             case .MobileAppId: reader.readOptional(&mobileAppId)
@@ -120,28 +130,30 @@ extension DeviceRegistrationAPI.Registration: WireDecodable {
             case .ApnsDeviceToken: reader.readOptional(&apns)
             case .FcmDeviceToken: reader.readOptional(&fcm)
             case .TimeZone: reader.readOptional(&timeZone)
+            case .UserAssertion: reader.readOptional(&assertion)
             }
         }) else { return nil }
         self.init(MobileAppId: mobileAppId, UserId: userId, ApiToken: apiToken, ApnsDeviceToken: apns, FcmDeviceToken: fcm,
-                  TimeZone: timeZone)
+                  TimeZone: timeZone, UserAssertion: assertion)
     }
 }
 
 extension DeviceRegistrationAPI.Cleanup: WireDecodable {
-    private enum Key: String, CaseIterable { case MobileAppId, ApiToken, UserId, DeviceToken }
+    private enum Key: String, CaseIterable { case MobileAppId, ApiToken, UserId, DeviceToken, UserAssertion }
     private static let keys = WireKeys<Key>()
 
     public init?(wire reader: inout WireReader) {
-        var mobileAppId: String?, apiToken: String?, userId: String?, deviceToken: String?
+        var mobileAppId: String?, apiToken: String?, userId: String?, deviceToken: String?, assertion: String?
         guard reader.object(Self.keys, { reader, key in
             switch key {
             case .MobileAppId: reader.readOptional(&mobileAppId)
             case .ApiToken: reader.readOptional(&apiToken)
             case .UserId: reader.readOptional(&userId)
             case .DeviceToken: reader.readOptional(&deviceToken)
+            case .UserAssertion: reader.readOptional(&assertion)
             }
         }) else { return nil }
-        self.init(MobileAppId: mobileAppId, ApiToken: apiToken, UserId: userId, DeviceToken: deviceToken)
+        self.init(MobileAppId: mobileAppId, ApiToken: apiToken, UserId: userId, DeviceToken: deviceToken, UserAssertion: assertion)
     }
 }
 

@@ -38,7 +38,7 @@ package enum ProjectionMigrations {
     }
 
     /// Every step, in order.
-    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v21]
+    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21]
 
     /// The newest schema version, which this code creates and understands: the last step's.
     package static let version = steps[steps.count - 1].number
@@ -683,6 +683,21 @@ package enum ProjectionMigrations {
             ALTER TABLE \(table) ADD PRIMARY KEY (\(key))
             """
         }.joined(separator: ";\n"))
+
+    /// Verified user identity (docs/API.md#verified-user-identity): whether an app requires user
+    /// assertions (existing apps do not), and its identity secret, sealed (NULL: none).
+    package static let v19 = Step(19, sqlite: """
+        ALTER TABLE apps ADD COLUMN identity_required INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE apps ADD COLUMN identity_secret TEXT
+        """, postgres: """
+        ALTER TABLE apps ADD COLUMN identity_required boolean NOT NULL DEFAULT false;
+        ALTER TABLE apps ADD COLUMN identity_secret text COLLATE "C"
+        """)
+
+    /// The hosts an app's status webhooks may reach (docs/API.md#webhook-hosts), comma-separated;
+    /// NULL: no list.
+    package static let v20 = Step(20, sqlite: "ALTER TABLE apps ADD COLUMN webhook_hosts TEXT",
+                                  postgres: "ALTER TABLE apps ADD COLUMN webhook_hosts text COLLATE \"C\"")
 
     /// Bounded growth (docs/ARCHITECTURE.md#bounded-growth). A registration status names the
     /// part of its app that decided it (each part prunes its own by its own clock; the statuses

@@ -53,6 +53,8 @@ public protocol ProjectionReader: Sendable {
     func registrationStatuses(app appId: UUID, requestIds: [UUID]) async throws -> [UUID: RegistrationStatusRow]
     /// The device's pending notifications, oldest first (by `sentAt`, then `notificationId`).
     func pendingNotifications(_ device: DeviceKey) async throws -> [PendingNotificationRow]
+    /// The device's row (whose user it is), nil when the app has no such device.
+    func device(_ key: DeviceKey) async throws -> DeviceRow?
     /// The app's delivery with its engagement counts; nil for an unknown delivery or one of
     /// another app.
     func deliveryStats(app appId: UUID, deliveryId: UUID) async throws -> DeliveryStatsRow?

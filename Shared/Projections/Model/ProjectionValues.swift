@@ -59,6 +59,21 @@ package enum ProjectionValues {
         }
     }
 
+    /// A sealed secret as sorted-key JSON; NULL for none.
+    package static func sealedSecretJSON(_ secret: SealedSecret?) throws -> String? {
+        guard let secret else { return nil }
+        return String(decoding: try WireJSON.encoder().encode(secret), as: UTF8.self)
+    }
+
+    package static func sealedSecret(json: String?, column: String) throws -> SealedSecret? {
+        guard let json else { return nil }
+        do {
+            return try JSONDecoder().decode(SealedSecret.self, from: Data(json.utf8))
+        } catch {
+            throw ProjectionStoreError.database("column \(column) holds invalid JSON: \(error)")
+        }
+    }
+
     package static func decode<T: RawRepresentable>(_ type: T.Type, _ raw: T.RawValue, column: String) throws -> T {
         guard let value = T(rawValue: raw) else {
             throw ProjectionStoreError.database("column \(column) holds unknown value '\(raw)'")

@@ -96,6 +96,10 @@ public enum TableCatalog {
         .init("callback_headers", .text), .init("webhook_retries", .integer), .init("created_at", .millis),
         // `PushCredentials` as JSON, secrets sealed; NULL: none.
         .init("push_credentials", .text, nullable: true), .init("part", .integer),
+        // Whether user assertions are required; the identity secret, `SealedSecret` as JSON (NULL: none).
+        .init("identity_required", .boolean), .init("identity_secret", .text, nullable: true),
+        // The hosts its status webhooks may reach, comma-separated (`WebhookHosts`); NULL: no list.
+        .init("webhook_hosts", .text, nullable: true),
         // Users with a device in the part (`AppRow.users`).
         .init("users", .integer),
     ])

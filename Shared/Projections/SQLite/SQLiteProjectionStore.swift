@@ -36,6 +36,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
         do {
             let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            Self.keepPrivate(path)
             var configuration = Configuration()
             configuration.label = "pushline.projections"
             // Several processes (processor, ingest, tests) share the file; wait for each other's writes.
@@ -66,6 +67,24 @@ public final class SQLiteProjectionStore: ProjectionStore {
             throw Self.storeError(error)
         }
         logger.debug("projection store opened", metadata: ["path": "\(path)"])
+    }
+
+    /// The store holds what the deployment keeps of its apps (token digests, sealed credentials,
+    /// devices): only its owner may read it. A new file is created with mode 0600 before SQLite
+    /// opens it (SQLite gives its `-wal` and `-shm` files the mode of the database file), and an
+    /// existing one readable by others is narrowed to 0600, whatever the process's umask.
+    static func keepPrivate(_ path: String) {
+        let descriptor = open(path, O_RDONLY | O_CREAT, 0o600)
+        guard descriptor >= 0 else { return }  // SQLite's own open reports what is wrong
+        var status = stat()
+        if fstat(descriptor, &status) == 0, status.st_mode & 0o077 != 0 {
+            for file in [path, path + "-wal", path + "-shm"] { _ = chmod(file, 0o600) }
+        }
+        #if canImport(Glibc)
+        _ = Glibc.close(descriptor)
+        #else
+        _ = Darwin.close(descriptor)
+        #endif
     }
 
     /// Runs `body` while holding an exclusive `flock` on `directory`, which every process opening

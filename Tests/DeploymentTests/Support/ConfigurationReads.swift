@@ -26,7 +26,7 @@ enum ConfigurationReads {
 
     /// The values an executable cannot start without: an admin token and a secrets key.
     static let requiredEnvironment = [
-        "PUSHLINE_ADMIN_TOKEN": "admin-token",
+        "PUSHLINE_ADMIN_TOKEN": "an-admin-token-of-at-least-32-characters",
         "PUSHLINE_SECRETS_KEY": Data(repeating: 7, count: 32).base64EncodedString(),
     ]
 

@@ -25,11 +25,22 @@ struct Harness: Sendable {
     let publisher = FakeCommandPublisher()
     let store = InMemoryProjectionStore()
     /// No processor applies what these tests publish: admin changes are answered once published.
+    /// The in-process client has no address, so every request is one source: the per-source limit
+    /// is off here, and its tests (`RateLimitTests`) turn it on.
     var configuration: IngestConfiguration = {
         var configuration = IngestConfiguration(adminToken: Fixture.adminToken)
         configuration.adminApplyTimeoutMs = 0
+        configuration.sourceRateLimit = RateLimit(perSecond: 0, burst: 1)
         return configuration
     }()
+
+    /// A harness with the deployment's secrets key, as keyed admin creates need: each `test`
+    /// builds the application anew, and their raw tokens derive from that key.
+    static func keyed() -> Harness {
+        var harness = Harness()
+        harness.configuration.secrets = try! SecretsKeyring(current: Fixture.secretsKey)
+        return harness
+    }
 
     func test<Value: Sendable>(_ body: @Sendable (any TestClientProtocol) async throws -> Value) async throws -> Value {
         let app = buildApplication(configuration: configuration, publisher: publisher, store: store,
@@ -72,6 +83,8 @@ struct Harness: Sendable {
 /// Fixed inputs, with expected values computed outside Swift (Python's hashlib/hmac).
 enum Fixture {
     static let adminToken = "admin-secret-token"
+    /// The deployment's secrets key: 32 bytes, base64.
+    static let secretsKey = Data((0..<32).map { UInt8($0) }).base64EncodedString()
     static let orgId = UUID(uuidString: "6f1d2c3b-4a59-4e7d-8c21-0a1b2c3d4e5f")!
     static let appId = UUID(uuidString: "00000000-0000-0000-0000-0000000000a1")!
     static let otherAppId = UUID(uuidString: "00000000-0000-0000-0000-0000000000b2")!

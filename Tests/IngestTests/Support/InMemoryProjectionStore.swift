@@ -16,6 +16,7 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
     private var tokens: [UUID: [ApiTokenRow]] = [:]
     private var statuses: [UUID: RegistrationStatusRow] = [:]
     private var pending: [PendingKey: PendingNotificationRow] = [:]
+    private var devices: [DeviceKey: DeviceRow] = [:]
     private var stats: [NotificationKey: DeliveryStatsRow] = [:]
     private var outcomes: [DeliveryOutcomeRow] = []
     private var adminTokens: [UUID: AdminTokenRow] = [:]
@@ -37,6 +38,7 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
     /// Marks the admin token revoked, as the processor does when it applies `AdminTokenRevoked`.
     func revoke(adminTokenId: UUID) { adminTokens[adminTokenId]?.revoked = true }
     func seed(pending row: PendingNotificationRow) { pending[row.key] = row }
+    func seed(device row: DeviceRow) { devices[row.key] = row }
     func seed(stats row: DeliveryStatsRow) {
         stats[NotificationKey(appId: row.delivery.appId, notificationId: row.delivery.deliveryId.uuidString.lowercased())] = row
     }
@@ -110,6 +112,11 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
         return pending.values.filter { $0.key.device == device }.sorted {
             ($0.sentAt, $0.notificationId) < ($1.sentAt, $1.notificationId)
         }
+    }
+
+    func device(_ key: DeviceKey) throws -> DeviceRow? {
+        try check()
+        return devices[key]
     }
 
     func deliveryStats(app appId: UUID, deliveryId: UUID) throws -> DeliveryStatsRow? {

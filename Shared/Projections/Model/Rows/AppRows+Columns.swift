@@ -9,14 +9,21 @@ extension AppRow: CatalogRow {
     public func writeColumns(to columns: inout some ColumnWriter) throws {
         columns.uuid(appId); columns.uuid(orgId); columns.text(name); columns.text(callbackUrl)
         columns.text(try ProjectionValues.headersJSON(callbackHeaders)); columns.int(webhookRetries); columns.millis(createdAt)
-        columns.text(try ProjectionValues.pushCredentialsJSON(pushCredentials)); columns.int(part); columns.int(users)
+        columns.text(try ProjectionValues.pushCredentialsJSON(pushCredentials)); columns.int(part)
+        columns.bool(identityRequired); columns.text(try ProjectionValues.sealedSecretJSON(identitySecret))
+        columns.text(webhookHosts?.joined(separator: ",")); columns.int(users)
     }
 
     public init(columns: inout some ColumnReader) throws {
         self.init(appId: try columns.uuid(), orgId: try columns.uuid(), name: try columns.text(), callbackUrl: try columns.optionalText(),
                   callbackHeaders: try columns.headers(), webhookRetries: try columns.intValue(), createdAt: try columns.millis(),
                   pushCredentials: try ProjectionValues.pushCredentials(json: try columns.optionalText()),
-                  part: Int(try columns.optionalInt() ?? 0), users: Int(try columns.optionalInt() ?? 0))
+                  // Changelog entries from before step 19 end before the identity columns: not required, no secret;
+                  // from before step 20, before the webhook hosts: no list; from before step 21, before the users: none.
+                  part: Int(try columns.optionalInt() ?? 0), identityRequired: try columns.nextIsNull() ? false : columns.bool(),
+                  identitySecret: try ProjectionValues.sealedSecret(json: try columns.optionalText(), column: "apps.identity_secret"),
+                  webhookHosts: try columns.optionalText().map { $0.split(separator: ",").map(String.init) },
+                  users: Int(try columns.optionalInt() ?? 0))
     }
 }
 

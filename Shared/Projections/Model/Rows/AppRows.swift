@@ -16,14 +16,25 @@ public struct AppRow: Sendable, Equatable, Codable {
     /// The part of the app whose view this row is (`AppPart`): every part applies every admin
     /// command; readers outside the processor read part 0's.
     public var part: Int
+    /// Whether binding a device to a user, or cleaning up a user's devices, needs a user
+    /// assertion (docs/API.md#verified-user-identity); false: any holder of the client token
+    /// can bind a device to any user id.
+    public var identityRequired: Bool
+    /// The identity secret user assertions are made with, sealed (`UserIdentity`); nil: none yet.
+    public var identitySecret: SealedSecret?
+    /// The hosts its status webhooks may reach (`WebhookHosts`, entries normalized); nil: no list,
+    /// client-chosen URLs are open (the seed's behaviour).
+    public var webhookHosts: [String]?
     /// The users with a device in this part (`DecisionRules.maxUsersPerApp` caps them), kept by
     /// the processor as devices come and go.
     public var users: Int
 
     public init(appId: UUID, orgId: UUID, name: String, callbackUrl: String? = nil, callbackHeaders: [String: String] = [:],
-                webhookRetries: Int = 0, createdAt: Date, pushCredentials: PushCredentials? = nil, part: Int = 0, users: Int = 0) {
+                webhookRetries: Int = 0, createdAt: Date, pushCredentials: PushCredentials? = nil, part: Int = 0,
+                identityRequired: Bool = false, identitySecret: SealedSecret? = nil, webhookHosts: [String]? = nil, users: Int = 0) {
         self.appId = appId
         self.part = part
+        self.webhookHosts = webhookHosts
         self.users = users
         self.orgId = orgId
         self.name = name
@@ -32,6 +43,8 @@ public struct AppRow: Sendable, Equatable, Codable {
         self.webhookRetries = webhookRetries
         self.createdAt = createdAt
         self.pushCredentials = pushCredentials
+        self.identityRequired = identityRequired
+        self.identitySecret = identitySecret
     }
 }
 
