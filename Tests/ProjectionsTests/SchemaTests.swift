@@ -126,7 +126,9 @@ final class SchemaTests: StoreTestCase {
         let offsets = try await store.offsets(topics: [Fixture.partition(0).topic])
         let eventTimes = try await store.eventTimes(topics: [Fixture.partition(0).topic])
         XCTAssertEqual(eventTimes, [Fixture.partition(0): 0], "an offset stored before event times reads as time 0")
-        XCTAssertEqual(storedApp, app)
+        var counted = app
+        counted.users = 1
+        XCTAssertEqual(storedApp, counted, "step 21 counts the app's users from its stored devices")
         XCTAssertEqual(storedDevice, device)
         XCTAssertEqual(byHash, token)
         XCTAssertEqual(byHash?.isLegacy, true, "a token stored before scopes reads as legacy")
