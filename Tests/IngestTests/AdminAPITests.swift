@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import Ingest
 import Projections
 import XCTest
 
@@ -10,15 +11,18 @@ final class AdminAPITests: XCTestCase {
     func testEveryAdminRouteRequiresTheAdminBearerToken() async throws {
         let harness = Harness()
         let tokenId = await harness.seedApp()
-        let app = "/admin/v1/apps/\(Fixture.appId)"
-        let routes: [(HTTPRequest.Method, String, String?)] = [
-            (.post, "/admin/v1/apps", #"{"name": "x"}"#),
-            (.post, app + "/tokens", #"{"scopes": ["client"]}"#),
-            (.delete, app + "/tokens/\(tokenId)", nil),
-            (.patch, app, #"{"name": "y"}"#),
-            (.get, app, nil),
-            (.get, "/admin/v1/apps", nil),
-        ]
+        // Every admin route of the route table, its parameters filled in: a route added later is
+        // covered without a line here.
+        let parameters = ["{mobileAppId}": Fixture.appId.uuidString, "{tokenId}": "\(tokenId)", "{provider}": "apns",
+                          "{adminTokenId}": UUID().uuidString]
+        let routes: [(HTTPRequest.Method, String, String?)] = RouteScopes.table.filter { $0.value == .admin }.keys
+            .sorted { ($0.path, $0.method.rawValue) < ($1.path, $1.method.rawValue) }
+            .map { route in
+                let uri = parameters.reduce(route.path) { $0.replacingOccurrences(of: $1.key, with: $1.value) }
+                return (route.method, uri, [.post, .put, .patch].contains(route.method) ? "{}" : nil)
+            }
+        XCTAssertFalse(routes.contains { $0.1.contains("{") }, "every parameter is filled in")
+        XCTAssertGreaterThanOrEqual(routes.count, 16)
         // One application per route: four refusals each stay within the failures one address may
         // make (`AdminAuthMiddleware.failureLimit`, tested in AdminTokenAPITests).
         for (method, uri, json) in routes {
