@@ -127,33 +127,42 @@ final class NotificationFlowTests: XCTestCase {
         XCTAssertEqual(after.filter { $0.record.deliveryId == afterDelete }.map(\.record.deviceToken), [phone])
     }
 
-    /// The ack is applied before its notification (as after a replay across partitions): the
-    /// notification is still sent, and nothing is left pending.
-    func testAckAppliedBeforeItsNotificationLeavesNothingPending() async throws {
+    /// An ack of a notification not yet sent (made up, or early) counts for nothing: it stores no
+    /// row and sends no badge update, and the notification sent after it is pending until it is
+    /// acknowledged (docs/API.md#acknowledgements).
+    func testAnAckBeforeItsNotificationIsRefusedAndTheNotificationStaysPendingUntilAcked() async throws {
         let app = try await stack.createApp()
         let device = Tokens.apns(20)
         try await stack.registerKF5([("u", device, "IOS")], app: app)
         try await stack.waitForDevices(1, app: app.mobileAppId)
         let deliveryId = UUID()
+        let notPending = #"pushline_processor_commands_rejected_total{type="notification.acknowledged",reason="not-pending"}"#
+        let refusedBefore = try await stack.processorMetric(notPending)
         let ack = try await stack.call(.PUT, "/bwmi/v1/apps/\(app.mobileAppId)/acks",
                                        json: ["nid": deliveryId.uuidString, "did": device], token: app.apiToken)
         XCTAssertEqual(ack.status, 201, ack.text)
-        try await eventually("ack applied") { try await self.stack.sqlite("SELECT COUNT(*) FROM acks") == ["1"] }
+        try await eventually("early ack refused") { try await self.stack.processorMetric(notPending) == refusedBefore + 1 }
+        let earlyAcks = try await stack.sqlite("SELECT COUNT(*) FROM acks")
+        XCTAssertEqual(earlyAcks, ["0"])
 
         try await stack.produce(NotificationRequested(deliveryId: deliveryId, mobileAppId: app.mobileAppId,
                                                       target: NotificationTarget(userIds: ["u"]), content: NotificationContent(text: "late"),
                                                       managed: true))
-
         try await eventually("delivery applied") {
             try await self.stack.sqlite("SELECT sent FROM deliveries WHERE delivery_id = '\(deliveryId.uuidString.lowercased())'") == ["1"]
         }
-        let pendingRows = try await stack.sqlite("SELECT COUNT(*) FROM pending_notifications")
-        XCTAssertEqual(pendingRows, ["0"])
         let pendingList = try await stack.pendingList(app: app, device: device)
-        XCTAssertEqual(pendingList, [])
+        XCTAssertEqual(pendingList.count, 1, "the early ack did not acknowledge what came after it")
         let push = try await stack.waitForOutbound(2).first { $0.record.deliveryId == deliveryId }
         guard case .object(let payload)? = push?.record.payload else { return XCTFail("no push record") }
-        XCTAssertEqual(payload["badge"], .string("0"), "the badge does not count an acknowledged notification")
+        XCTAssertEqual(payload["badge"], .string("1"))
+
+        let again = try await stack.call(.PUT, "/bwmi/v1/apps/\(app.mobileAppId)/acks",
+                                         json: ["nid": deliveryId.uuidString, "did": device], token: app.apiToken)
+        XCTAssertEqual(again.status, 201, again.text)
+        try await eventually("ack applied") { try await self.stack.sqlite("SELECT COUNT(*) FROM acks") == ["1"] }
+        let pendingRows = try await stack.sqlite("SELECT COUNT(*) FROM pending_notifications")
+        XCTAssertEqual(pendingRows, ["0"])
     }
 
     func testTicketAndImCallbacksReachTheAppOncePerUser() async throws {
