@@ -115,7 +115,6 @@ import Testing
             #expect(Set(snapshot.devices.keys) == [byToken.key, alice1.key, alice2.key, dave.key])
             #expect(snapshot.pendingCounts == [byToken.key: 2, alice1.key: 3], "alice-2 has none, so is absent; dave's device is loaded but no count was asked for it")
             #expect(snapshot.pending == [:])
-            #expect(snapshot.acks == [])
         }
     }
 
@@ -140,33 +139,6 @@ import Testing
 
             #expect(snapshot.pending == [asked1.key: asked1, asked2.key: asked2, asked3.key: asked3])
             #expect(snapshot.pendingCounts == [:], "counts are for loaded devices only")
-        }
-    }
-
-    @Test(arguments: StoreBackend.allCases)
-    func testLoadReturnsEveryAckOfTheAskedNotifications(_ backend: StoreBackend) async throws {
-        try await withStoreHarness(backend) { h in
-            let store = try await h.openStore()
-            let app = UUID()
-            let otherApp = UUID()
-            try await store.commit(mutations: [
-                Fixture.ack(app: app, token: "t1", nid: "n1"),
-                Fixture.ack(app: app, token: "t2", nid: "n1"),
-                Fixture.ack(app: app, token: "t1", nid: "n2"),
-                Fixture.ack(app: app, token: "t3", nid: "n3"),
-                Fixture.ack(app: otherApp, token: "t4", nid: "n1"),
-            ].map(Mutation.putAck), offsets: [])
-
-            let snapshot = try await store.load(StateQuery(ackedNotifications: [
-                NotificationKey(appId: app, notificationId: "n1"), NotificationKey(appId: app, notificationId: "n2"),
-                NotificationKey(appId: app, notificationId: "never acked"),
-            ]))
-
-            #expect(snapshot.acks == [
-                PendingKey(appId: app, deviceToken: "t1", notificationId: "n1"),
-                PendingKey(appId: app, deviceToken: "t2", notificationId: "n1"),
-                PendingKey(appId: app, deviceToken: "t1", notificationId: "n2"),
-            ])
         }
     }
 

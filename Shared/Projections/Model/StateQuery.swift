@@ -13,10 +13,6 @@ public struct StateQuery: Sendable, Equatable {
     public var deviceOwners: Set<DeviceKey> = []
     /// Pending rows are loaded for those of these keys that exist.
     public var pendingKeys: Set<PendingKey> = []
-    /// Every ack of each of these notifications is loaded.
-    public var ackedNotifications: Set<NotificationKey> = []
-    /// The acks of these (device, notification) keys are loaded, where they exist.
-    public var ackKeys: Set<PendingKey> = []
     /// The pending counts (badges) of the loaded devices among these, and of the loaded devices
     /// of these users, are loaded. Counting costs a lookup per device, so a send that does not
     /// need badges (an unmanaged one) does not ask.
@@ -45,7 +41,7 @@ public struct StateQuery: Sendable, Equatable {
     public var adminTokenIds: Set<UUID> = []
 
     public init(appIds: Set<UUID> = [], deviceKeys: Set<DeviceKey> = [], userKeys: Set<UserKey> = [],
-                pendingKeys: Set<PendingKey> = [], ackedNotifications: Set<NotificationKey> = [], ackKeys: Set<PendingKey> = [],
+                pendingKeys: Set<PendingKey> = [],
                 pendingCountDevices: Set<DeviceKey> = [], pendingCountUsers: Set<UserKey> = [],
                 deliveryIds: Set<UUID> = [], trackedDeliveries: Set<UUID> = [], parkedDeliveries: Set<UUID> = [],
                 parkedBefore: Date? = nil, parkedApps: Set<UUID> = [], outcomeKeys: Set<DeliveryOutcomeKey> = []) {
@@ -53,8 +49,6 @@ public struct StateQuery: Sendable, Equatable {
         self.deviceKeys = deviceKeys
         self.userKeys = userKeys
         self.pendingKeys = pendingKeys
-        self.ackedNotifications = ackedNotifications
-        self.ackKeys = ackKeys
         self.pendingCountDevices = pendingCountDevices
         self.pendingCountUsers = pendingCountUsers
         self.deliveryIds = deliveryIds
@@ -86,8 +80,6 @@ public struct StateSnapshot: Sendable, Equatable {
     public var pendingCounts: [DeviceKey: Int] = [:]
     /// The requested pending rows that exist.
     public var pending: [PendingKey: PendingNotificationRow] = [:]
-    /// The acks of the requested notifications and keys, as (app, device, nid) keys.
-    public var acks: Set<PendingKey> = []
     /// The requested deliveries that exist, of every app that used the id, every part's.
     public var deliveries: [DeliveryKey: DeliveryRow] = [:]
     /// The stored tracking rows of the requested `trackedDeliveries` that have any.
@@ -104,7 +96,7 @@ public struct StateSnapshot: Sendable, Equatable {
     public var adminTokens: [UUID: AdminTokenRow] = [:]
 
     public init(apps: [AppPart: AppRow] = [:], tokens: [AppPart: [ApiTokenRow]] = [:], devices: [DeviceKey: DeviceRow] = [:],
-                pendingCounts: [DeviceKey: Int] = [:], pending: [PendingKey: PendingNotificationRow] = [:], acks: Set<PendingKey> = [],
+                pendingCounts: [DeviceKey: Int] = [:], pending: [PendingKey: PendingNotificationRow] = [:],
                 deliveries: [DeliveryKey: DeliveryRow] = [:], trackedEvents: [UUID: [TrackedEvent]] = [:],
                 parkedTracking: [TrackingPair: Date] = [:]) {
         self.apps = apps
@@ -112,7 +104,6 @@ public struct StateSnapshot: Sendable, Equatable {
         self.devices = devices
         self.pendingCounts = pendingCounts
         self.pending = pending
-        self.acks = acks
         self.deliveries = deliveries
         self.trackedEvents = trackedEvents
         self.parkedTracking = parkedTracking

@@ -19,8 +19,6 @@ struct PostgresStateLoader {
         try await loadDevices(query, into: &snapshot)
         try await loadPendingCounts(query, into: &snapshot)
         try await loadPending(query.pendingKeys, into: &snapshot)
-        try await loadAcks(query.ackedNotifications, into: &snapshot)
-        try await loadAckKeys(query.ackKeys, into: &snapshot)
         try await loadDeliveries(query.deliveryIds, into: &snapshot)
         try await loadTracked(query.trackedDeliveries, into: &snapshot)
         try await loadParked(query, into: &snapshot)
@@ -126,33 +124,6 @@ struct PostgresStateLoader {
             """) {
             let pending = try PendingNotificationRow(postgres: row)
             snapshot.pending[pending.key] = pending
-        }
-    }
-
-    private func loadAcks(_ notifications: Set<NotificationKey>, into snapshot: inout StateSnapshot) async throws {
-        guard !notifications.isEmpty else { return }
-        let keys = Array(notifications)
-        for row in try await rows("""
-            SELECT a.app_id, a.device_token, a.notification_id FROM acks a
-            WHERE (a.app_id, a.notification_id) IN (SELECT * FROM unnest(\(keys.map(\.appId))::uuid[],
-                \(keys.map(\.notificationId))::text[]))
-            """) {
-            let (appId, token, nid) = try row.decode((UUID, String, String).self)
-            snapshot.acks.insert(PendingKey(appId: appId, deviceToken: token, notificationId: nid))
-        }
-    }
-
-    private func loadAckKeys(_ keys: Set<PendingKey>, into snapshot: inout StateSnapshot) async throws {
-        guard !keys.isEmpty else { return }
-        let keys = Array(keys)
-        for row in try await rows("""
-            SELECT a.app_id, a.device_token, a.notification_id FROM acks a
-            WHERE (a.app_id, a.token_key, a.notification_id) IN (SELECT k.app_id, \(unescaped: PostgresRows.unnestedTokenKey), k.notification_id
-                FROM unnest(\(keys.map(\.appId))::uuid[], \(keys.map(\.deviceToken))::text[], \(keys.map(\.notificationId))::text[])
-                AS k(app_id, device_token, notification_id))
-            """) {
-            let (appId, token, nid) = try row.decode((UUID, String, String).self)
-            snapshot.acks.insert(PendingKey(appId: appId, deviceToken: token, notificationId: nid))
         }
     }
 

@@ -20,8 +20,6 @@ struct SQLiteStateLoader {
         try loadUsers(owners(of: query.deviceOwners, in: snapshot).subtracting(query.userKeys), into: &snapshot)
         try loadPendingCounts(query, into: &snapshot)
         try loadPending(query.pendingKeys, into: &snapshot)
-        try loadAcks(query.ackedNotifications, into: &snapshot)
-        try loadAckKeys(query.ackKeys, into: &snapshot)
         try loadDeliveries(query.deliveryIds, into: &snapshot)
         try loadTracked(query.trackedDeliveries, into: &snapshot)
         try loadParked(query, into: &snapshot)
@@ -227,29 +225,6 @@ struct SQLiteStateLoader {
         try forEachRow(of: keys, select: "SELECT \(TableCatalog.pendingNotifications.columnList) FROM pending_notifications") { _, row in
             let pending = try PendingNotificationRow(sqlite: row)
             snapshot.pending[pending.key] = pending
-        }
-    }
-
-    private func loadAcks(_ notifications: Set<NotificationKey>, into snapshot: inout StateSnapshot) throws {
-        for (appId, keys) in Dictionary(grouping: notifications, by: \.appId) {
-            let app = SQLiteValues.text(appId)
-            for list in SQLiteInList.split(keys.map(\.notificationId)) {
-                let sql = """
-                    SELECT device_token, notification_id FROM acks
-                    WHERE app_id = ? AND notification_id IN \(list.placeholders)
-                    """
-                try forEachRow(sql: sql, arguments: StatementArguments([app] + list.values)) { row in
-                    try snapshot.acks.insert(PendingKey(appId: appId, deviceToken: row.decode(atIndex: 0),
-                                                        notificationId: row.decode(atIndex: 1)))
-                }
-            }
-        }
-    }
-
-    private func loadAckKeys(_ keys: Set<PendingKey>, into snapshot: inout StateSnapshot) throws {
-        try forEachRow(of: keys, select: "SELECT device_token FROM acks") { notification, row in
-            try snapshot.acks.insert(PendingKey(appId: notification.appId, deviceToken: row.decode(atIndex: 0),
-                                                notificationId: notification.notificationId))
         }
     }
 
