@@ -101,10 +101,17 @@ public struct MixedStream: Sendable {
     public let appId: UUID
     /// The app's API token (its hash is in the admin phase).
     public let apiToken: String
-    private let base = Date(timeIntervalSince1970: 1_790_000_000)
+    /// The time the stream's first phase starts at.
+    private let base: Date
 
-    public init(seed: UInt64, sizes: Sizes, topics: Topics = Topics(prefix: "pushline.")) {
+    /// `base` defaults to a fixed time, so that a seed always gives the same bytes. A stream
+    /// applied by live processors starts near the present instead: their progress marks carry
+    /// the clock, and a stream dated long before them would have its statuses and acks pruned as
+    /// soon as a mark passed (docs/ARCHITECTURE.md#bounded-growth).
+    public init(seed: UInt64, sizes: Sizes, topics: Topics = Topics(prefix: "pushline."),
+                base: Date = Date(timeIntervalSince1970: 1_790_000_000)) {
         self.seed = seed
+        self.base = base
         self.sizes = sizes
         self.topics = topics
         var random = SplitMix64(seed: seed)
