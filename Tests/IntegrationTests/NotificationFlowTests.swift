@@ -153,8 +153,9 @@ final class NotificationFlowTests: XCTestCase {
         }
         let pendingList = try await stack.pendingList(app: app, device: device)
         XCTAssertEqual(pendingList.count, 1, "the early ack did not acknowledge what came after it")
-        let push = try await stack.waitForOutbound(2).first { $0.record.deliveryId == deliveryId }
-        guard case .object(let payload)? = push?.record.payload else { return XCTFail("no push record") }
+        let records = try await stack.waitForOutbound(1)
+        XCTAssertEqual(records.map(\.record.deliveryId), [deliveryId], "the early ack sent no badge update")
+        guard case .object(let payload)? = records.first?.record.payload else { return XCTFail("no push record") }
         XCTAssertEqual(payload["badge"], .string("1"))
 
         let again = try await stack.call(.PUT, "/bwmi/v1/apps/\(app.mobileAppId)/acks",
@@ -163,6 +164,9 @@ final class NotificationFlowTests: XCTestCase {
         try await eventually("ack applied") { try await self.stack.sqlite("SELECT COUNT(*) FROM acks") == ["1"] }
         let pendingRows = try await stack.sqlite("SELECT COUNT(*) FROM pending_notifications")
         XCTAssertEqual(pendingRows, ["0"])
+        let badgeUpdate = try await stack.waitForOutbound(2).last
+        XCTAssertNil(badgeUpdate?.record.deliveryId, "the counted ack sent a badge update")
+        XCTAssertEqual(badgeUpdate?.record.payload, try JSONValue.parse(Data(#"{"aps":{"badge":0},"badge":"0"}"#.utf8)))
     }
 
     func testTicketAndImCallbacksReachTheAppOncePerUser() async throws {
