@@ -159,7 +159,7 @@ final class TrackingTests: XCTestCase {
             let anonymous = try await client.bearer(.get, Fixture.delivery(d1.uuidString), token: nil)
             XCTAssertEqual(anonymous.status, .unauthorized)
             let foreign = try await client.bearer(.get, Fixture.delivery(d2.uuidString, app: Fixture.otherAppId.uuidString))
-            XCTAssertEqual(foreign.status, .forbidden, "another app's token")
+            XCTAssertEqual(foreign.status, .unauthorized, "another app's token")
         }
     }
 

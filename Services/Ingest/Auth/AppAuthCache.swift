@@ -44,10 +44,13 @@ struct AppCredentials: Sendable {
 /// after the store read that made it began:
 /// - **apps**: each app's `AppCredentials`. A fresh entry is the whole truth about the app's
 ///   tokens, both ways: a token it admits is admitted, and one it does not is refused without a
-///   store read.
-/// - **refusals**: what was refused, so that a refusal costs no store read after the first per
-///   app (an app the store does not have) or per (app, token hash) (whether the token is a live
-///   token of another app: the Bearer routes' 401/403 choice).
+///   store read, however many distinct tokens are tried.
+/// - **missing apps**: app ids the store does not have, so that a made-up app id costs one store
+///   read per TTL.
+///
+/// Requests that miss the cache for one app at the same moment share one store read
+/// (`read(_:using:)`): when an entry expires under load, the app is read once, not once per
+/// request in flight.
 ///
 /// Why a fresh entry may refuse: every change that grants access — an app created, a token
 /// issued — is answered by the admin API one cache lifetime after it was applied
@@ -58,7 +61,7 @@ struct AppCredentials: Sendable {
 /// accepts it for at most the TTL after its entry was read (on top of the processor's lag). A TTL
 /// of 0 disables the cache: every request reads the store.
 ///
-/// Thread-safe (a `Mutex`) and bounded: at most `maxApps` apps and `maxRefusals` refusals. Only
+/// Thread-safe (a `Mutex`) and bounded: at most `maxApps` apps and `maxRefusals` missing apps. Only
 /// apps the store has enter the apps table, so made-up app ids cannot push real apps out. Past a
 /// table's bound, its expired entries are dropped, and if every entry is still fresh that table
 /// alone is emptied (it refills on demand): a flood of more distinct refusals per TTL than the
@@ -81,28 +84,24 @@ final class AppAuthCache: Sendable {
         var readAt: ContinuousClock.Instant
     }
 
-    /// A refusal: of every token of an app the store does not have (`tokenHash` nil), or of one
-    /// token of an app.
-    private struct RefusalKey: Hashable {
-        var appId: UUID
-        var tokenHash: String?
-    }
-
-    private struct RefusalEntry {
-        /// For a token: whether it is a live token of another app; nil when not asked yet.
-        var ownedByAnotherApp: Bool?
-        var readAt: ContinuousClock.Instant
-    }
-
     private struct Tables {
         var apps: [UUID: AppEntry] = [:]
-        var refusals: [RefusalKey: RefusalEntry] = [:]
+        /// Apps the store did not have, by when the read that found so began.
+        var refusals: [UUID: ContinuousClock.Instant] = [:]
+    }
+
+    /// What one store read of an app found.
+    enum AppRead: Sendable {
+        case found(AppCredentials)
+        case missing
     }
 
     let ttl: Duration
     let maxApps: Int
     let maxRefusals: Int
     private let tables = Mutex(Tables())
+    /// The store reads in flight, by app.
+    private let reads = Mutex([UUID: Task<AppRead, any Error>]())
 
     init(ttl: Duration, maxApps: Int = AppAuthCache.maxApps, maxRefusals: Int = AppAuthCache.maxRefusals) {
         self.ttl = ttl
@@ -123,10 +122,9 @@ final class AppAuthCache: Sendable {
                 }
                 tables.apps[appId] = nil
             }
-            let missing = RefusalKey(appId: appId, tokenHash: nil)
-            if let entry = tables.refusals[missing] {
-                if now - entry.readAt < ttl { return .refused }
-                tables.refusals[missing] = nil
+            if let readAt = tables.refusals[appId] {
+                if now - readAt < ttl { return .refused }
+                tables.refusals[appId] = nil
             }
             return nil
         }
@@ -141,21 +139,6 @@ final class AppAuthCache: Sendable {
         }
     }
 
-    /// Whether `tokenHash`, refused for `appId`, is a live token of another app, when a fresh
-    /// refusal says so; nil when the store must be asked.
-    func ownedByAnotherApp(_ appId: UUID, tokenHash: String, now: ContinuousClock.Instant = .now) -> Bool? {
-        guard isEnabled else { return nil }
-        return tables.withLock { tables in
-            let key = RefusalKey(appId: appId, tokenHash: tokenHash)
-            guard let entry = tables.refusals[key] else { return nil }
-            guard now - entry.readAt < ttl else {
-                tables.refusals[key] = nil
-                return nil
-            }
-            return entry.ownedByAnotherApp
-        }
-    }
-
     /// Remembers credentials read from the store by a read that began at `readAt`.
     func remember(_ credentials: AppCredentials, readAt: ContinuousClock.Instant) {
         guard isEnabled else { return }
@@ -167,32 +150,37 @@ final class AppAuthCache: Sendable {
                 if tables.apps.count >= maxApps { tables.apps.removeAll() }
             }
             tables.apps[appId] = AppEntry(credentials: credentials, readAt: readAt)
-            tables.refusals[RefusalKey(appId: appId, tokenHash: nil)] = nil
+            tables.refusals[appId] = nil
         }
     }
 
     /// Remembers that the store had no app `appId` in a read that began at `readAt`.
     func rememberMissing(_ appId: UUID, readAt: ContinuousClock.Instant) {
-        storeRefusal(RefusalEntry(ownedByAnotherApp: nil, readAt: readAt), for: RefusalKey(appId: appId, tokenHash: nil))
-    }
-
-    /// Remembers whether `tokenHash`, refused for `appId`, is a live token of another app, as a
-    /// read that began at `readAt` found.
-    func rememberRefusal(_ appId: UUID, tokenHash: String, ownedByAnotherApp: Bool, readAt: ContinuousClock.Instant) {
-        storeRefusal(RefusalEntry(ownedByAnotherApp: ownedByAnotherApp, readAt: readAt),
-                     for: RefusalKey(appId: appId, tokenHash: tokenHash))
-    }
-
-    private func storeRefusal(_ entry: RefusalEntry, for key: RefusalKey) {
         guard isEnabled else { return }
         tables.withLock { tables in
-            if tables.refusals.count >= maxRefusals, tables.refusals[key] == nil {
+            if tables.refusals.count >= maxRefusals, tables.refusals[appId] == nil {
                 let now = ContinuousClock.now
-                tables.refusals = tables.refusals.filter { now - $0.value.readAt < ttl }
+                tables.refusals = tables.refusals.filter { now - $0.value < ttl }
                 if tables.refusals.count >= maxRefusals { tables.refusals.removeAll() }
             }
-            tables.refusals[key] = entry
+            tables.refusals[appId] = readAt
         }
+    }
+
+    /// The outcome of `read` for `appId`, which remembers what it found. Callers that ask while
+    /// a read of the app is in flight wait for that read instead of starting one. With the cache
+    /// disabled every caller reads on its own (a read begun before the call might miss a change
+    /// the caller must see).
+    func read(_ appId: UUID, using read: @escaping @Sendable () async throws -> AppRead) async throws -> AppRead {
+        guard isEnabled else { return try await read() }
+        let (task, started) = reads.withLock { reads -> (Task<AppRead, any Error>, Bool) in
+            if let task = reads[appId] { return (task, false) }
+            let task = Task { try await read() }
+            reads[appId] = task
+            return (task, true)
+        }
+        defer { if started { reads.withLock { _ = $0.removeValue(forKey: appId) } } }
+        return try await task.value
     }
 
     /// The number of apps held (for tests).

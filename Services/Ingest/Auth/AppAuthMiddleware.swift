@@ -9,17 +9,18 @@ import Projections
 ///
 /// - `mobileAppId` not a UUID → 400 naming it.
 /// - No or a malformed `Authorization` → 401 (with `WWW-Authenticate: Bearer`).
-/// - The token is a live token of another app → 403, so that a client that mixed up its apps
-///   is told so; any other unknown, revoked or mismatched token → 401.
+/// - Any token that is not a live token of the app (unknown, revoked, forged, or another app's)
+///   → 401, all alike: the answer tells nobody whether a token is live elsewhere, and costs no
+///   store read beyond the app's (docs/API.md#authentication).
 /// - A live token of the app without the route's scope → 403 naming the missing scope.
 /// - A legacy token (no scopes: every scope, or only `client` where `PUSHLINE_LEGACY_TOKEN_SCOPE`
 ///   says so) on a server route is admitted and counted in
 ///   `pushline_ingest_legacy_token_requests_total`, so that operators see what still uses one.
 ///
 /// The token is only ever handled as its hash, which the route finds with the app's row in
-/// `context.authenticatedApp()`. App credentials, and the 401/403 choice of a refused token, come
-/// from `AppAuthCache`, else from the store through `readStore` (a store failure is a 503): a
-/// flood of one forged token reads the store at most twice per TTL.
+/// `context.authenticatedApp()`. App credentials come from `AppAuthCache`, else from the store
+/// through `readStore` (a store failure is a 503): a flood of forged tokens reads the store once
+/// per app and TTL.
 struct AppAuthMiddleware: RouterMiddleware {
     typealias Context = IngestRequestContext
 
@@ -38,7 +39,7 @@ struct AppAuthMiddleware: RouterMiddleware {
         let scope = try context.requiredTokenScope()
         let tokenHash = ApiTokens.hash(token)
         guard let authenticated = try await authenticate(mobileAppId, tokenHash: tokenHash, context: context) else {
-            throw try await refusal(tokenHash: tokenHash, mobileAppId: mobileAppId, context: context)
+            throw IngestError.rejected(.unauthorized, Problem(error: "the API token is not a live token of this app", field: "Authorization"))
         }
         guard authenticated.grants(scope) else { throw ScopeRefusal.problem(missing: scope, field: "Authorization") }
         if authenticated.isLegacy, scope == .server { metrics.countLegacyTokenRequest(route: context.endpointPath ?? "") }
@@ -50,13 +51,5 @@ struct AppAuthMiddleware: RouterMiddleware {
 
     private func authenticate(_ appId: UUID, tokenHash: String, context: Context) async throws -> AppAuthenticator.Authenticated? {
         try await AppAuthenticator(store: store, cache: cache, legacyScopes: legacyScopes).app(appId, tokenHash: tokenHash, context: context)
-    }
-
-    /// 403 when the token is a live token of another app, else 401.
-    private func refusal(tokenHash: String, mobileAppId: UUID, context: Context) async throws -> IngestError {
-        if try await AppAuthenticator(store: store, cache: cache, legacyScopes: legacyScopes).isTokenOfAnotherApp(tokenHash, refusedFor: mobileAppId, context: context) {
-            return .rejected(.forbidden, Problem(error: "this API token is not valid for this app", field: "Authorization"))
-        }
-        return .rejected(.unauthorized, Problem(error: "the API token is not a valid token of this app", field: "Authorization"))
     }
 }

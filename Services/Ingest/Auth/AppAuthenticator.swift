@@ -9,8 +9,8 @@ import Projections
 ///
 /// A fresh cached entry of the app decides alone, for a token it lacks too (`AppAuthCache` says
 /// why that is sound); an app the store does not have is remembered as missing for the cache's
-/// TTL. So a flood of forged tokens costs one store read per app and TTL, and a flood of made-up
-/// app ids one per id and TTL.
+/// TTL. So a flood of forged tokens, one or each a new one, costs one store read per app and TTL,
+/// and a flood of made-up app ids one per id and TTL.
 struct AppAuthenticator: Sendable {
     let store: any ProjectionReader
     let cache: AppAuthCache
@@ -36,27 +36,21 @@ struct AppAuthenticator: Sendable {
         case .refused: return nil
         case nil: break
         }
-        let readAt = ContinuousClock.now
-        let (app, tokens) = try await readStore(context) {
-            (try await store.app(appId), try await store.apiTokens(app: appId))
+        let (store, cache) = (store, cache)
+        let read = try await cache.read(appId) {
+            let readAt = ContinuousClock.now
+            let (app, tokens) = try await readStore(context) {
+                (try await store.app(appId), try await store.apiTokens(app: appId))
+            }
+            guard let app else {
+                cache.rememberMissing(appId, readAt: readAt)
+                return .missing
+            }
+            let credentials = AppCredentials(app: app, tokens: tokens)
+            cache.remember(credentials, readAt: readAt)
+            return .found(credentials)
         }
-        guard let app else {
-            cache.rememberMissing(appId, readAt: readAt)
-            return nil
-        }
-        let credentials = AppCredentials(app: app, tokens: tokens)
-        cache.remember(credentials, readAt: readAt)
-        return credentials.admits(tokenHash).map { Authenticated(app: app, scopes: $0.scopes, legacyScopes: legacyScopes) }
-    }
-
-    /// Whether `tokenHash`, refused for `appId`, is a live token of another app (the Bearer
-    /// routes answer 403 rather than 401), from a cached refusal, else from the store.
-    func isTokenOfAnotherApp(_ tokenHash: String, refusedFor appId: UUID, context: IngestRequestContext) async throws -> Bool {
-        if let known = cache.ownedByAnotherApp(appId, tokenHash: tokenHash) { return known }
-        let readAt = ContinuousClock.now
-        let owner = try await readStore(context) { try await store.apiToken(hash: tokenHash) }
-        let ownedByAnotherApp = owner.map { !$0.revoked && $0.appId != appId } ?? false
-        cache.rememberRefusal(appId, tokenHash: tokenHash, ownedByAnotherApp: ownedByAnotherApp, readAt: readAt)
-        return ownedByAnotherApp
+        guard case .found(let credentials) = read else { return nil }
+        return credentials.admits(tokenHash).map { Authenticated(app: credentials.app, scopes: $0.scopes, legacyScopes: legacyScopes) }
     }
 }
