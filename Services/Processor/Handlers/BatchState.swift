@@ -219,7 +219,7 @@ package struct BatchState {
     }
 
     private mutating func unindex(_ device: DeviceRow) {
-        devicesByUser[UserKey(appId: device.appId, userId: device.userId)]?.removeAll { $0.deviceToken == device.deviceToken }
+        devicesByUser[device.user]?.removeAll { $0.deviceToken == device.deviceToken }
     }
 
     package mutating func record(_ status: RegistrationStatusRow) {

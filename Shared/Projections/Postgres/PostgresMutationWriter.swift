@@ -74,16 +74,20 @@ struct PostgresMutationWriter {
     }
 
     private func writeAcks(_ acks: [(key: PendingKey, row: AckRow?)]) async throws {
-        let deleted = acks.filter { $0.row == nil }.map(\.key)
-        if !deleted.isEmpty {
-            try await run("""
-                DELETE FROM acks a USING unnest(\(deleted.map(\.appId))::uuid[],
-                    \(deleted.map(\.deviceToken))::text[], \(deleted.map(\.notificationId))::text[])
-                    AS k(app_id, device_token, notification_id)
-                WHERE a.app_id = k.app_id AND a.token_key = \(unescaped: PostgresRows.unnestedTokenKey) AND a.notification_id = k.notification_id
-                """)
-        }
+        try await delete(acks.filter { $0.row == nil }.map(\.key), from: "acks")
         try await put(acks.compactMap(\.row))
+    }
+
+    /// Deletes the rows of `keys` from `table`, one keyed by app, token and notification
+    /// (`acks`, `pending_notifications`).
+    private func delete(_ keys: [PendingKey], from table: String) async throws {
+        guard !keys.isEmpty else { return }
+        try await run("""
+            DELETE FROM \(unescaped: table) t USING unnest(\(keys.map(\.appId))::uuid[],
+                \(keys.map(\.deviceToken))::text[], \(keys.map(\.notificationId))::text[])
+                AS k(app_id, device_token, notification_id)
+            WHERE t.app_id = k.app_id AND t.token_key = \(unescaped: PostgresRows.unnestedTokenKey) AND t.notification_id = k.notification_id
+            """)
     }
 
     // MARK: - Outbox
@@ -116,15 +120,7 @@ struct PostgresMutationWriter {
                 WHERE p.app_id = k.app_id AND p.token_key = \(unescaped: PostgresRows.unnestedTokenKey)
                 """)
         }
-        let deleted = plan.pendingDeleted.values
-        if !deleted.isEmpty {
-            try await run("""
-                DELETE FROM pending_notifications p USING unnest(\(deleted.map(\.appId))::uuid[],
-                    \(deleted.map(\.deviceToken))::text[], \(deleted.map(\.notificationId))::text[])
-                    AS k(app_id, device_token, notification_id)
-                WHERE p.app_id = k.app_id AND p.token_key = \(unescaped: PostgresRows.unnestedTokenKey) AND p.notification_id = k.notification_id
-                """)
-        }
+        try await delete(Array(plan.pendingDeleted.values), from: "pending_notifications")
         try await put(plan.pendingPuts.values)
     }
 
