@@ -25,7 +25,7 @@ struct Pushline: AsyncParsableCommand {
               pushline apps list
               pushline apps show $APP
               pushline apps set $APP --callback-url https://example.com/hook
-              pushline tokens issue $APP
+              pushline tokens issue $APP --scope server
               pushline admin-tokens create alice
               pushline audit --app $APP
               pushline lag

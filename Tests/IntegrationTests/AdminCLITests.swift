@@ -91,6 +91,36 @@ final class AdminCLITests: XCTestCase {
 
     /// An operator issues a named admin token, works with it, lists and revokes it, and reads
     /// who did what in `pushline audit`.
+    /// Every example `pushline --help` prints runs as shown, in its order, as an operator on
+    /// `make run`'s stack runs it: `pushline` on the PATH, `$APP` an app of the stack, and
+    /// `var/admin-token` holding its admin token, which the first example exports.
+    func testEveryExampleTheHelpPrintsRunsAsShown() async throws {
+        stack = try await PushlineStack.start()
+        let app = try await stack.createApp(name: "examples")
+        let help = try await pushline(["--help"])
+        XCTAssertEqual(help.status, 0)
+        let afterHeading = try XCTUnwrap(help.standardOutput.components(separatedBy: "Examples:\n").dropFirst().first,
+                                         help.standardOutput)
+        let examples = afterHeading.components(separatedBy: "\n\n")[0].split(separator: "\n")
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        XCTAssertGreaterThanOrEqual(examples.count, 8, help.standardOutput)
+        XCTAssertTrue(examples.allSatisfy { $0.hasPrefix("pushline ") || $0.hasPrefix("export ") }, "\(examples)")
+
+        let directory = stack.directory.appendingPathComponent("operator")
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("var"), withIntermediateDirectories: true)
+        try stack.adminToken.write(to: directory.appendingPathComponent("var/admin-token"), atomically: true, encoding: .utf8)
+        let environment = ["PUSHLINE_LOG_LEVEL": "warning", "PUSHLINE_INGEST_URL": stack.ingestURL, "PUSHLINE_ADMIN_TOKEN": "",
+                           "PUSHLINE_KAFKA_BROKERS": stack.broker.bootstrapServers, "PUSHLINE_STORE": stack.storeLocation,
+                           "PUSHLINE_GROUP_ID": stack.groupId, "APP": app.mobileAppId.uuidString,
+                           "PATH": ServiceProcess.binDirectory.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")]
+        let exports = examples.filter { $0.hasPrefix("export ") }.joined(separator: "\n")
+        for example in examples where example.hasPrefix("pushline ") {
+            let out = try await ProcessRunner.run("/bin/bash", ["-c", "set -e; cd \"$0\"\n\(exports)\n\(example)", directory.path],
+                                                  environment: environment)
+            XCTAssertEqual(out.status, 0, "`\(example)` failed:\n\(out.standardOutput)\n\(out.standardError)")
+        }
+    }
+
     func testAdminTokensAndTheAuditLogThroughTheCLI() async throws {
         stack = try await PushlineStack.start()
         let created = try await json(AdminAPI.AdminTokenCreated.self, ["admin-tokens", "create", "ci-bot"])
