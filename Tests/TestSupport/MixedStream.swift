@@ -240,9 +240,7 @@ public struct MixedStream: Sendable {
     /// it to its end. Returns how many it appended.
     @discardableResult
     public static func produceProgressMarks(at: Date, topics: [String], partitions: Int, brokers: String) async throws -> Int {
-        var config = KafkaProducerConfiguration()
-        config.bootstrapServers = brokers
-        let producer = try KafkaProducer(configuration: config, logger: Logger(label: "mixed-stream"))
+        let producer = try KafkaProducer(configuration: producerConfiguration(brokers: brokers), logger: Logger(label: "mixed-stream"))
         let records = topics.flatMap { topic in
             (0..<Int32(partitions)).map { partition in
                 KafkaProducerRecord(topic: topic, key: nil, value: ProgressMark.value(at: at), headers: ProgressMark.headers.fields,
@@ -259,13 +257,20 @@ public struct MixedStream: Sendable {
         return records.count
     }
 
+    /// A test tool's producer: what it writes must arrive, however slowly a loaded machine's broker
+    /// answers, so it waits for the broker far longer than a service's five seconds.
+    static func producerConfiguration(brokers: String) -> KafkaProducerConfiguration {
+        var config = KafkaProducerConfiguration()
+        config.bootstrapServers = brokers
+        config.deliveryTimeout = .seconds(120)
+        return config
+    }
+
     /// Produces encoded commands (this stream's or any other) in batches of 5,000, each batch
     /// acknowledged by the broker. A command of an app's part other than 0 goes to its part's
     /// partition of topics of `partitions` partitions (`EncodedCommand.partition`).
     public static func produce(_ commands: [EncodedCommand], brokers: String, partitions: Int = SharedSettings().partitions) async throws {
-        var config = KafkaProducerConfiguration()
-        config.bootstrapServers = brokers
-        let producer = try KafkaProducer(configuration: config, logger: Logger(label: "mixed-stream"))
+        let producer = try KafkaProducer(configuration: producerConfiguration(brokers: brokers), logger: Logger(label: "mixed-stream"))
         do {
             for start in stride(from: 0, to: commands.count, by: 5_000) {
                 let records = commands[start..<min(start + 5_000, commands.count)].map { c in
