@@ -58,9 +58,9 @@ enum PostgresReadSQL {
     private static func condition(_ keys: ReadKeys, into bindings: inout PostgresBindings) -> String {
         let arrays = keys.columns.indices.map { column(keys, at: $0) }
         if keys.columns.count == 1, !keys.columns[0].isToken {
-            return "\(keys.columns[0].name) = ANY($\(bind(arrays[0], into: &bindings))::\(type(arrays[0])))"
+            return "\(keys.columns[0].name) = ANY(\(parameter(arrays[0], into: &bindings)))"
         }
-        let parameters = arrays.map { "$\(bind($0, into: &bindings))::\(type($0))" }
+        let parameters = arrays.map { parameter($0, into: &bindings) }
         let names = keys.columns.map(\.name).joined(separator: ", ")
         let left = keys.columns.map { $0.isToken ? "token_key" : $0.name }.joined(separator: ", ")
         let right = keys.columns.map { $0.isToken ? PostgresRows.tokenKey("k.\($0.name)") : "k.\($0.name)" }.joined(separator: ", ")
@@ -92,14 +92,6 @@ enum PostgresReadSQL {
         }
     }
 
-    private static func type(_ values: ReadValues) -> String {
-        switch values {
-        case .uuids: "uuid[]"
-        case .texts: "text[]"
-        case .ints: "bigint[]"
-        }
-    }
-
     /// Binds `value`; its parameter's number.
     private static func bind(_ value: ReadValue, into bindings: inout PostgresBindings) -> Int {
         switch value {
@@ -110,12 +102,14 @@ enum PostgresReadSQL {
         return bindings.count
     }
 
-    private static func bind(_ values: ReadValues, into bindings: inout PostgresBindings) -> Int {
+    /// Binds `values` as one array; `$n::type[]`.
+    private static func parameter(_ values: ReadValues, into bindings: inout PostgresBindings) -> String {
+        let type: String
         switch values {
-        case .uuids(let ids): bindings.append(ids)
-        case .texts(let texts): bindings.append(texts)
-        case .ints(let ints): bindings.append(ints)
+        case .uuids(let ids): bindings.append(ids); type = "uuid[]"
+        case .texts(let texts): bindings.append(texts); type = "text[]"
+        case .ints(let ints): bindings.append(ints); type = "bigint[]"
         }
-        return bindings.count
+        return "$\(bindings.count)::\(type)"
     }
 }
