@@ -220,11 +220,16 @@ let package = Package(
             ],
             path: "Services/Sender"
         ),
+        // The long-running ingest service: the HTTP application over the producer and the store it opens.
+        .target(
+            name: "IngestServer",
+            dependencies: ["Ingest", "Kafka", "Projections", "ProjectionStores", "Settings", logging, prometheus, serviceLifecycle],
+            path: "Services/IngestServer"
+        ),
         .executableTarget(
             name: "IngestMain",
             // Every module it imports, named: the build recompiles it when one of them changes.
-            dependencies: ["Ingest", "Kafka", "Projections", "ProjectionStores", "Settings", logging, metrics, prometheus, serviceLifecycle, argumentParser,
-                           nioCore, nioPosix],
+            dependencies: ["Ingest", "IngestServer", "Settings", logging, metrics, prometheus, argumentParser, nioCore, nioPosix],
             path: "Services/IngestMain"
         ),
         .executableTarget(
@@ -232,10 +237,17 @@ let package = Package(
             dependencies: ["Processor", "ProcessorServer", logging, metrics, prometheus, argumentParser],
             path: "Services/ProcessorMain"
         ),
+        // The long-running sender service: the core plus the credentials read from the store, the
+        // producer of outcomes and the /health and /metrics server.
+        .target(
+            name: "SenderServer",
+            dependencies: ["Sender", "Kafka", "Operations", "Projections", "ProjectionStores", "Settings", hummingbird, logging, prometheus,
+                           serviceLifecycle],
+            path: "Services/SenderServer"
+        ),
         .executableTarget(
             name: "SenderMain",
-            dependencies: ["Sender", "Operations", "Projections", "ProjectionStores", "Settings", hummingbird, logging, metrics, prometheus, serviceLifecycle,
-                           argumentParser],
+            dependencies: ["Sender", "SenderServer", "Settings", logging, metrics, prometheus, argumentParser],
             path: "Services/SenderMain"
         ),
         .executableTarget(

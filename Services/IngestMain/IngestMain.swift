@@ -1,15 +1,12 @@
 import ArgumentParser
 import Foundation
 import Ingest
-import Kafka
+import IngestServer
 import Logging
 import Metrics
 import NIOCore
 import NIOPosix
-import Projections
-import ProjectionStores
 import Prometheus
-import ServiceLifecycle
 import Settings
 
 /// `pushline-ingest`: the HTTP front door. Settings come from the environment (see README);
@@ -40,28 +37,9 @@ struct PushlineIngest: AsyncParsableCommand {
             ProcessInfo.processInfo.environment,
             overrides: [IngestConfiguration.Variable.port: port.map(String.init), SharedSettings.Variable.brokers: brokers,
                         SharedSettings.Variable.store: store, SharedSettings.Variable.logLevel: logLevel])
-        let shared = configuration.shared
-        shared.bootstrapLogging()
+        configuration.shared.bootstrapLogging()
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-        let logger = Logger(label: "pushline.ingest")
-
-        try await shared.createMissingTopics()
-        var producerConfig = shared.producerConfiguration(clientId: "pushline-ingest")
-        producerConfig.deliveryTimeout = .milliseconds(configuration.produceTimeoutMs)
-        producerConfig.linger = .milliseconds(configuration.lingerMs)
-        let producer = try KafkaProducer(configuration: producerConfig, logger: logger)
-        let store = try await ProjectionStoreFactory.open(shared.store, logger: logger)
-        logger.info("starting", metadata: ["brokers": "\(shared.brokers)", "store": "\(shared.storeForLogs)",
-                                           "port": "\(configuration.port)"])
-        let app = buildApplication(configuration: configuration, publisher: KafkaCommandPublisher(producer: producer, partitions: configuration.shared.partitions),
-                                   store: store, metrics: registry, logger: logger)
-        // Shut down in reverse order: the HTTP server finishes its requests, then the producer
-        // flushes, then the store closes.
-        try await ServiceGroup(configuration: .init(
-            services: [ProjectionStoreService(store), producer, app],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger
-        )).run()
+        try await IngestApp.run(configuration: configuration, metrics: registry, logger: Logger(label: "pushline.ingest"))
     }
 }

@@ -62,9 +62,9 @@ extension ColumnReader {
 
 /// A row type of a catalog table: it writes and reads its columns in the order of its
 /// `TableCatalog` entry, in a file beside it (`…Rows+Columns.swift`). Every store's statements
-/// for plain rows, the `COPY` text of a restore and the round trip tests go through these two.
-public protocol CatalogRow: Sendable {
+/// for plain rows, their reads (`StoreRead`), the `COPY` text of a restore and the round trip
+/// tests go through these two.
+public protocol CatalogRow: ReadRow {
     static var table: CatalogTable { get }
     func writeColumns(to columns: inout some ColumnWriter) throws
-    init(columns: inout some ColumnReader) throws
 }

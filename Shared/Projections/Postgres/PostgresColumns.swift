@@ -3,18 +3,22 @@ import NIOCore
 import PostgresNIO
 import Projections
 
-/// Reads a row's columns from a PostgreSQL row that selected its table's `columnList`.
+/// Reads a row's columns from a PostgreSQL row, in the order a read selected them.
 struct PostgresRowColumns: ColumnReader {
     let row: PostgresRandomAccessRow
-    let table: CatalogTable
+    let columns: ReadColumns
     private(set) var index = 0
 
-    init(_ row: PostgresRow, _ table: CatalogTable) {
+    init(_ row: PostgresRow, _ columns: ReadColumns) {
         self.row = row.makeRandomAccess()
-        self.table = table
+        self.columns = columns
     }
 
-    var column: String { table.columnName(at: index) }
+    init(_ row: PostgresRow, _ table: CatalogTable) {
+        self.init(row, ReadColumns(table))
+    }
+
+    var column: String { columns.name(at: index) }
 
     mutating func nextIsNull() throws -> Bool {
         guard row[index].bytes == nil else { return false }

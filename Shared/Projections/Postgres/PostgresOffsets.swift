@@ -71,22 +71,4 @@ enum PostgresOffsets {
             WHERE o.topic = k.topic AND o."partition" = k."partition"
             """, logger: logger)
     }
-
-    /// `eventTimes`: the event times instead of the next offsets.
-    static func read(topics: [String], eventTimes: Bool = false, on connection: PostgresConnection,
-                     logger: Logger) async throws -> [PartitionKey: Int64] {
-        guard !topics.isEmpty else { return [:] }
-        var offsets: [PartitionKey: Int64] = [:]
-        let topics = Array(Set(topics))
-        let rows = try await connection.rows(eventTimes ? """
-            SELECT topic, "partition", event_time FROM partition_offsets WHERE topic = ANY(\(topics)::text[])
-            """ : """
-            SELECT topic, "partition", next_offset FROM partition_offsets WHERE topic = ANY(\(topics)::text[])
-            """, logger: logger)
-        for row in rows {
-            let (topic, partition, offset) = try row.decode((String, Int32, Int64).self)
-            offsets[PartitionKey(topic: topic, partition: partition)] = offset
-        }
-        return offsets
-    }
 }

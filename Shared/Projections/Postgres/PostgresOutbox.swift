@@ -68,11 +68,6 @@ enum PostgresOutbox {
             """, logger: logger)
     }
 
-    static func job(_ id: String, on connection: PostgresConnection, logger: Logger) async throws -> OutboxJob? {
-        try await connection.rows("SELECT \(unescaped: TableCatalog.outbox.columnList) FROM outbox WHERE id = \(id)", logger: logger)
-            .first.map(OutboxJob.init(postgres:))
-    }
-
     /// The jobs of these ids that are stored.
     static func jobs(_ ids: [String], on connection: PostgresConnection, logger: Logger) async throws -> [OutboxJob] {
         try await connection.rows("SELECT \(unescaped: TableCatalog.outbox.columnList) FROM outbox WHERE id = ANY(\(ids))", logger: logger)
@@ -88,25 +83,4 @@ enum PostgresOutbox {
 
     /// The first key of the callback shares' locks ("PL" and 1).
     private static let sharesLockClass: Int32 = 0x504C_0001
-
-    /// `id` compares bytewise (`COLLATE "C"`), as SQLite's BINARY does.
-    static func jobs(after id: String?, limit: Int, on connection: PostgresConnection, logger: Logger) async throws -> [OutboxJob] {
-        guard limit > 0 else { return [] }
-        let rows: [PostgresRow]
-        if let id {
-            rows = try await connection.rows("""
-                SELECT \(unescaped: TableCatalog.outbox.columnList) FROM outbox WHERE id > \(id) ORDER BY id LIMIT \(Int64(limit))
-                """, logger: logger)
-        } else {
-            rows = try await connection.rows("""
-                SELECT \(unescaped: TableCatalog.outbox.columnList) FROM outbox ORDER BY id LIMIT \(Int64(limit))
-                """, logger: logger)
-        }
-        return try rows.map(OutboxJob.init(postgres:))
-    }
-
-    static func nextDue(on connection: PostgresConnection, logger: Logger) async throws -> Date? {
-        try await connection.rows("SELECT min(next_attempt_at) FROM outbox WHERE state = 'pending' AND kind <> \(CallbackShare.jobKind)", logger: logger)
-            .first.flatMap { try $0.decode(Int64?.self) }.map(ProjectionValues.date(millis:))
-    }
 }

@@ -22,7 +22,7 @@ import Synchronization
 /// restarted while it sat idle) is replaced once, transparently, unless the failure came
 /// during COMMIT, whose outcome is then unknown (`.unavailable`: a retried commit finds its
 /// offsets moved and conflicts if the first one did commit).
-public final class PostgresProjectionStore: ProjectionStore {
+public final class PostgresProjectionStore: ProjectionStore, ReadRunner {
     public let location: PostgresLocation
     private let pool: PostgresConnectionPool
     private let logger: Logger
@@ -67,7 +67,7 @@ public final class PostgresProjectionStore: ProjectionStore {
 
     public func load(_ query: StateQuery) async throws -> StateSnapshot {
         try await session(Self.snapshot) { connection in
-            try await PostgresStateLoader(connection: connection, logger: self.logger).load(query)
+            try await connection.load(query, logger: self.logger)
         }
     }
 
@@ -191,184 +191,6 @@ public final class PostgresProjectionStore: ProjectionStore {
         }
     }
 
-    public func offsets(topics: [String]) async throws -> [PartitionKey: Int64] {
-        try await session(nil) { connection in try await PostgresOffsets.read(topics: topics, on: connection, logger: self.logger) }
-    }
-
-    public func eventTimes(topics: [String]) async throws -> [PartitionKey: Int64] {
-        try await session(nil) { connection in
-            try await PostgresOffsets.read(topics: topics, eventTimes: true, on: connection, logger: self.logger)
-        }
-    }
-
-    public func app(_ appId: UUID) async throws -> AppRow? {
-        try await rows("SELECT \(unescaped: TableCatalog.apps.columnList) FROM apps WHERE app_id = \(appId) AND part = 0")
-            .first.map(AppRow.init(postgres:))
-    }
-
-    public func apps(after: UUID?, limit: Int) async throws -> [AppRow] {
-        let select: PostgresQuery = if let after {
-            "SELECT \(unescaped: TableCatalog.apps.columnList) FROM apps WHERE app_id > \(after) AND part = 0 ORDER BY app_id LIMIT \(limit)"
-        } else {
-            "SELECT \(unescaped: TableCatalog.apps.columnList) FROM apps WHERE part = 0 ORDER BY app_id LIMIT \(limit)"
-        }
-        return try await rows(select).map(AppRow.init(postgres:))
-    }
-
-    public func apiTokens(app appId: UUID) async throws -> [ApiTokenRow] {
-        try await rows("""
-            SELECT \(unescaped: TableCatalog.apiTokens.columnList) FROM api_tokens WHERE app_id = \(appId) AND part = 0
-            ORDER BY created_at, token_id
-            """).map(ApiTokenRow.init(postgres:))
-    }
-
-    public func adminTokens(after: UUID?, limit: Int) async throws -> [AdminTokenRow] {
-        let select: PostgresQuery = if let after {
-            """
-            SELECT \(unescaped: TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE admin_token_id > \(after)
-            ORDER BY admin_token_id LIMIT \(limit)
-            """
-        } else {
-            "SELECT \(unescaped: TableCatalog.adminTokens.columnList) FROM admin_tokens ORDER BY admin_token_id LIMIT \(limit)"
-        }
-        return try await rows(select).map(AdminTokenRow.init(postgres:))
-    }
-
-    public func idempotencyKey(scope: String, key: String) async throws -> IdempotencyKeyRow? {
-        try await rows("""
-            SELECT \(unescaped: TableCatalog.idempotencyKeys.columnList) FROM idempotency_keys WHERE scope = \(scope) AND idempotency_key = \(key)
-            """).first.map(IdempotencyKeyRow.init(postgres:))
-    }
-
-    public func adminToken(id: UUID) async throws -> AdminTokenRow? {
-        try await rows("""
-            SELECT \(unescaped: TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE admin_token_id = \(id)
-            """).first.map(AdminTokenRow.init(postgres:))
-    }
-
-    public func adminToken(hash: String) async throws -> AdminTokenRow? {
-        try await rows("""
-            SELECT \(unescaped: TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE token_hash = \(hash)
-            ORDER BY created_at, admin_token_id LIMIT 1
-            """).first.map(AdminTokenRow.init(postgres:))
-    }
-
-    public func auditEntries(_ query: AuditQuery) async throws -> [AuditEntryRow] {
-        // Each filter is bound whether or not it is given (NULL: no filter), so the statement is one.
-        let actorId: UUID? = if case .token(let id)? = query.actor { id } else { nil }
-        let bootstrap = query.actor == .bootstrap
-        let before = query.before
-        return try await rows("""
-            SELECT \(unescaped: TableCatalog.auditLog.columnList) FROM audit_log
-            WHERE (\(query.appId)::uuid IS NULL OR app_id = \(query.appId)::uuid)
-              AND (\(actorId)::uuid IS NULL OR actor_id = \(actorId)::uuid)
-              AND (NOT \(bootstrap)::boolean OR (actor_id IS NULL AND actor_name = \(AdminActor.bootstrapName)))
-              AND (\(query.type)::text IS NULL OR type = \(query.type)::text)
-              AND (\(query.since.map(ProjectionValues.millis))::bigint IS NULL OR at >= \(query.since.map(ProjectionValues.millis))::bigint)
-              AND (\(query.until.map(ProjectionValues.millis))::bigint IS NULL OR at < \(query.until.map(ProjectionValues.millis))::bigint)
-              AND (\(before?.atMillis)::bigint IS NULL
-                   OR at < \(before?.atMillis)::bigint OR (at = \(before?.atMillis)::bigint AND command_id < \(before?.commandId)::uuid))
-            ORDER BY at DESC, command_id DESC LIMIT \(query.limit)
-            """).map(AuditEntryRow.init(postgres:))
-    }
-
-    public func devices(app appId: UUID, user userId: String) async throws -> [DeviceRow] {
-        try await rows("""
-            SELECT \(unescaped: TableCatalog.devices.columnList) FROM devices WHERE app_id = \(appId) AND user_id = \(userId)
-            ORDER BY device_token
-            """).map(DeviceRow.init(postgres:))
-    }
-
-    public func device(_ key: DeviceKey) async throws -> DeviceRow? {
-        try await rows("""
-            SELECT \(unescaped: TableCatalog.devices.columnList) FROM devices
-            WHERE app_id = \(key.appId) AND token_key = \(tokenKeyOf: key.deviceToken)
-            """).first.map(DeviceRow.init(postgres:))
-    }
-
-    public func registrationStatuses(app appId: UUID, requestIds: [UUID]) async throws -> [UUID: RegistrationStatusRow] {
-        guard !requestIds.isEmpty else { return [:] }
-        // The app filter is what keeps one app's token from reading another app's statuses.
-        let found = try await rows("""
-            SELECT \(unescaped: TableCatalog.registrationStatus.columnList) FROM registration_status
-            WHERE app_id = \(appId) AND request_id = ANY(\(Array(Set(requestIds)))::uuid[])
-            """)
-        var statuses: [UUID: RegistrationStatusRow] = [:]
-        for row in found {
-            let status = try RegistrationStatusRow(postgres: row)
-            statuses[status.requestId] = status
-        }
-        return statuses
-    }
-
-    public func apiToken(hash: String) async throws -> ApiTokenRow? {
-        // Hashes of generated tokens do not collide; the order only makes the answer stable if they did.
-        try await rows("""
-            SELECT \(unescaped: TableCatalog.apiTokens.columnList) FROM api_tokens WHERE token_hash = \(hash) AND part = 0
-            ORDER BY created_at, token_id LIMIT 1
-            """).first.map(ApiTokenRow.init(postgres:))
-    }
-
-    public func pendingNotifications(_ device: DeviceKey) async throws -> [PendingNotificationRow] {
-        try await rows("""
-            SELECT \(unescaped: TableCatalog.pendingNotifications.columnList) FROM pending_notifications
-            WHERE app_id = \(device.appId) AND token_key = \(tokenKeyOf: device.deviceToken)
-            ORDER BY sent_at, notification_id
-            """).map(PendingNotificationRow.init(postgres:))
-    }
-
-    public func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow? {
-        // Each part that applied the send has its row (`DeliveryRow.part`).
-        DeliveryRow.summed(try await rows("""
-            SELECT \(unescaped: TableCatalog.deliveries.columnList) FROM deliveries WHERE app_id = \(appId) AND delivery_id = \(deliveryId)
-            """).map(DeliveryRow.init(postgres:)))
-    }
-
-    public func deliveryStats(app appId: UUID, deliveryId: UUID) async throws -> DeliveryStatsRow? {
-        // Rows past the sent count or of another app are discarded when the send is applied;
-        // the bound here also holds while a report and its send race. Each part's rows count
-        // within its part's sent count (`AppParts.messageIndex`). One row per part and action
-        // counted (one row of NULLs for a part with none), in one statement.
-        let found = try await rows("""
-            SELECT \(unescaped: TableCatalog.deliveries.columnList), c.action, c.devices, c.repeats FROM deliveries d
-            LEFT JOIN LATERAL (
-                SELECT action, count(*) AS devices, sum(repeats)::bigint AS repeats FROM tracking_events t
-                WHERE d.tracking AND t.delivery_id = d.delivery_id AND t.app_id = d.app_id AND t.part = d.part
-                    AND t.message_index < d.part::bigint * \(unescaped: String(AppParts.indexStride)) + d.sent
-                GROUP BY action) c ON true
-            WHERE d.app_id = \(appId) AND d.delivery_id = \(deliveryId)
-            """)
-        var parts: [Int: DeliveryRow] = [:]
-        var counts: [TrackingAction: Int] = [:]
-        var repeatsIgnored = 0
-        let columns = TableCatalog.deliveries.columns.count
-        for row in found {
-            let delivery = try DeliveryRow(postgres: row)
-            parts[delivery.part] = delivery
-            let cells = row.makeRandomAccess()
-            // After the delivery's columns.
-            guard let raw = try cells[columns].decode(Int?.self) else { continue }
-            let action = try ProjectionValues.decode(TrackingAction.self, raw, column: "tracking_events.action")
-            counts[action, default: 0] += try cells[columns + 1].decode(Int.self)
-            repeatsIgnored += try cells[columns + 2].decode(Int.self)
-        }
-        guard let delivery = DeliveryRow.summed(parts.values) else { return nil }
-        return DeliveryStatsRow(delivery: delivery, impressions: counts[.impression] ?? 0, clicks: counts[.click] ?? 0,
-                                opens: counts[.open] ?? 0, repeatsIgnored: repeatsIgnored)
-    }
-
-    public func deliveryOutcomes(app appId: UUID, deliveryId: UUID, outcome: DeliveryOutcome?, after: Int?,
-                                 limit: Int) async throws -> [DeliveryOutcomeRow] {
-        // NULL parameters leave their condition out; one statement for every combination.
-        try await rows("""
-            SELECT \(unescaped: TableCatalog.deliveryOutcomes.columnList) FROM delivery_outcomes
-            WHERE app_id = \(appId) AND delivery_id = \(deliveryId)
-                AND (\(outcome?.rawValue)::text IS NULL OR outcome = \(outcome?.rawValue))
-                AND message_index > \(Int64(after ?? -1))
-            ORDER BY message_index LIMIT \(Int64(limit))
-            """).map(DeliveryOutcomeRow.init(postgres:))
-    }
-
     public func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date, excludingApps: Set<UUID>) async throws -> [OutboxJob] {
         try await session("BEGIN") { connection in
             try await PostgresOutbox.claim(now: now, limit: limit, leaseUntil: leaseUntil, excludingApps: excludingApps,
@@ -386,20 +208,6 @@ public final class PostgresProjectionStore: ProjectionStore {
         try await session(nil) { connection in
             try await PostgresOutbox.release(jobId: jobId, lease: lease, on: connection, logger: self.logger)
         }
-    }
-
-    public func outboxJob(_ id: String) async throws -> OutboxJob? {
-        try await session(nil) { connection in try await PostgresOutbox.job(id, on: connection, logger: self.logger) }
-    }
-
-    public func outboxJobs(after id: String?, limit: Int) async throws -> [OutboxJob] {
-        try await session(nil) { connection in
-            try await PostgresOutbox.jobs(after: id, limit: limit, on: connection, logger: self.logger)
-        }
-    }
-
-    public func nextOutboxDue() async throws -> Date? {
-        try await session(nil) { connection in try await PostgresOutbox.nextDue(on: connection, logger: self.logger) }
     }
 
     public func createdAt() async throws -> Date {
@@ -451,9 +259,9 @@ public final class PostgresProjectionStore: ProjectionStore {
     /// sessions that hang.
     static let sessionTimeout: Duration = .seconds(120)
 
-    /// One statement on a connection of its own, its rows collected.
-    private func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
-        try await session(nil) { connection in try await connection.rows(query, logger: self.logger) }
+    /// Every read but `load`: one statement on a connection of its own (`ReadRunner`).
+    public func rows<Row: ReadRow>(_ read: StoreRead<Row>) async throws -> [Row] {
+        try await session(nil) { connection in try await connection.rows(read, logger: self.logger) }
     }
 
     /// Runs `body` on a leased connection, inside a transaction opened by `begin` (and then

@@ -4,8 +4,7 @@ import ProjectionChangelog
 import Projections
 import PostgresNIO
 
-/// PostgreSQL's statements built from the catalog, the device token's key, and the reads that
-/// select part of a table; whole rows are read by their row type (`CatalogRow.init(postgres:)`).
+/// PostgreSQL's statements built from the catalog, and the device token's key.
 enum PostgresRows {
     /// The SQL of the key a device token is stored under (devices, pending notifications, acks):
     /// the SHA-256 of its UTF-8 bytes, 32 bytes whatever the token's length. `text` is a column or
@@ -35,25 +34,5 @@ enum PostgresRows {
         return "INSERT INTO \(table.name) (\(table.columnList), token_key)"
             + " SELECT k.*, \(unnestedTokenKey) FROM unnest(\(arguments)) AS k(\(table.columnList))"
             + " ON CONFLICT (\(key.joined(separator: ", "))) " + (onConflict ?? "DO UPDATE SET \(update)")
-    }
-
-    /// With the delivery id first.
-    static let trackedColumns = "delivery_id, app_id, action, message_index, repeats, part"
-
-    static func tracked(_ row: PostgresRow) throws -> (deliveryId: UUID, event: TrackedEvent) {
-        let (deliveryId, appId, action, index, repeats, part) = try row.decode((UUID, UUID, Int, Int, Int, Int).self)
-        return (deliveryId, TrackedEvent(appId: appId,
-                                         action: try ProjectionValues.decode(TrackingAction.self, action, column: "tracking_events.action"),
-                                         messageIndex: index, repeats: repeats, part: part))
-    }
-
-}
-
-extension PostgresQuery.StringInterpolation {
-    /// `PostgresRows.tokenKey` of a token bound as a parameter: `token_key = \(tokenKeyOf: token)`.
-    mutating func appendInterpolation(tokenKeyOf token: String) {
-        appendLiteral(PostgresRows.tokenKeyPrefix)
-        appendInterpolation(token)
-        appendLiteral(PostgresRows.tokenKeySuffix)
     }
 }

@@ -56,22 +56,22 @@ struct SQLiteRowColumns: ColumnReader {
     }
 }
 
-/// Reads a row's columns from the current row of a statement run through SQLite's C API (the
-/// loads of many rows at once). `firstUUID`: the value of the first column when the query selected
-/// on it (a send's devices are all of one app), which spares parsing its text on every row.
+/// Reads a row's columns from the current row of a statement run through SQLite's C API (every
+/// `StoreRead`). `firstUUID`: the value of the first column when the query selected on it (a
+/// send's devices are all of one app), which spares parsing its text on every row.
 struct SQLiteStatementColumns: ColumnReader {
     let statement: SQLiteRawStatement
-    let table: CatalogTable
+    let columns: ReadColumns
     let firstUUID: UUID?
     private(set) var index: Int32 = 0
 
-    init(_ statement: SQLiteRawStatement, _ table: CatalogTable, firstUUID: UUID? = nil) {
+    init(_ statement: SQLiteRawStatement, _ columns: ReadColumns, firstUUID: UUID? = nil) {
         self.statement = statement
-        self.table = table
+        self.columns = columns
         self.firstUUID = firstUUID
     }
 
-    var column: String { table.columnName(at: Int(index)) }
+    var column: String { columns.name(at: Int(index)) }
 
     mutating func nextIsNull() throws -> Bool {
         guard statement.isNull(index) else { return false }
@@ -82,7 +82,8 @@ struct SQLiteStatementColumns: ColumnReader {
     mutating func uuid() throws -> UUID {
         defer { index += 1 }
         if index == 0, let firstUUID { return firstUUID }
-        return try SQLiteValues.uuid(statement.text(index), column: column)
+        guard let id = statement.uuid(index) else { return try SQLiteValues.uuid(statement.text(index), column: column) }
+        return id
     }
 
     mutating func text() throws -> String { defer { index += 1 }; return statement.text(index) }
@@ -96,13 +97,6 @@ extension CatalogRow {
     /// A row of `Self.table` that a query selected as its `columnList`.
     init(sqlite row: Row) throws {
         var columns = SQLiteRowColumns(row, Self.table)
-        try self.init(columns: &columns)
-    }
-
-    /// The current row of `statement`, which selected `Self.table.columnList` (`firstUUID`:
-    /// `SQLiteStatementColumns`).
-    init(sqlite statement: SQLiteRawStatement, firstUUID: UUID? = nil) throws {
-        var columns = SQLiteStatementColumns(statement, Self.table, firstUUID: firstUUID)
         try self.init(columns: &columns)
     }
 

@@ -1,5 +1,3 @@
-import ProjectionChangelog
-import Projections
 /// Splits many keys into `IN (?, …)` lists of a few fixed lengths.
 ///
 /// A batch asks for up to thousands of keys. One statement per key costs a round through
@@ -9,27 +7,35 @@ import Projections
 struct SQLiteInList {
     /// `(?, ?, …)` with one placeholder per value.
     let placeholders: String
-    let values: [String]
+    /// The positions of the list's values among all the values.
+    let range: Range<Int>
+    /// How many values the list binds: its own, then its last repeated.
+    let length: Int
+
+    /// The position of each value the list binds, in order.
+    var indices: some Sequence<Int> {
+        (0..<length).lazy.map { [range] in min(range.lowerBound + $0, range.upperBound - 1) }
+    }
 
     private static let lengths = [1, 8, 64, 512]
     private static let placeholderLists = lengths.map { n in "(" + Array(repeating: "?", count: n).joined(separator: ", ") + ")" }
 
-    /// `values` in lists of the fixed lengths; no list for no values.
-    static func split(_ values: [String]) -> [SQLiteInList] {
+    /// The lists of `count` values, in order; none for no values.
+    static func lists(of count: Int) -> [SQLiteInList] {
         var lists: [SQLiteInList] = []
         var start = 0
-        while start < values.count {
-            let remaining = values.count - start
-            let index = lengths.firstIndex { $0 >= remaining } ?? lengths.count - 1
+        while start < count {
+            let index = lengths.firstIndex { $0 >= count - start } ?? lengths.count - 1
             let length = lengths[index]
-            let end = min(start + length, values.count)
-            var chunk = Array(values[start..<end])
-            if chunk.count < length, let last = chunk.last {
-                chunk.append(contentsOf: repeatElement(last, count: length - chunk.count))
-            }
-            lists.append(SQLiteInList(placeholders: placeholderLists[index], values: chunk))
+            let end = min(start + length, count)
+            lists.append(SQLiteInList(placeholders: placeholderLists[index], range: start..<end, length: length))
             start = end
         }
         return lists
+    }
+
+    /// `values` in lists; each list's values, padded.
+    static func split<Value>(_ values: [Value]) -> [(placeholders: String, values: [Value])] {
+        lists(of: values.count).map { list in (list.placeholders, list.indices.map { values[$0] }) }
     }
 }

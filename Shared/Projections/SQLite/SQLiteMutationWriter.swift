@@ -179,7 +179,7 @@ struct SQLiteMutationWriter {
 
     private static func countTrackingSQL(rows: Int) -> String {
         """
-        INSERT INTO tracking_events (delivery_id, \(SQLiteRows.trackedColumns)) VALUES
+        INSERT INTO tracking_events (\(TableCatalog.trackingEvents.columnList)) VALUES
         \(Array(repeating: "(?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", "))
         ON CONFLICT (delivery_id, app_id, part, action, message_index) DO UPDATE SET repeats = repeats + excluded.repeats + 1
         """

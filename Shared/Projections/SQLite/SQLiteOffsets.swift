@@ -35,20 +35,4 @@ enum SQLiteOffsets {
                                            update.eventTime])
         }
     }
-
-    /// `column`: `next_offset`, or `event_time`.
-    static func read(_ column: String = "next_offset", topics: [String], in db: Database) throws -> [PartitionKey: Int64] {
-        var offsets: [PartitionKey: Int64] = [:]
-        for list in SQLiteInList.split(Array(Set(topics))) {
-            let statement = try db.cachedStatement(sql: """
-                SELECT topic, "partition", \(column) FROM partition_offsets WHERE topic IN \(list.placeholders)
-                """)
-            let rows = try Row.fetchCursor(statement, arguments: StatementArguments(list.values))
-            while let row = try rows.next() {
-                let key = try PartitionKey(topic: row.decode(atIndex: 0), partition: row.decode(atIndex: 1))
-                offsets[key] = try row.decode(atIndex: 2)
-            }
-        }
-        return offsets
-    }
 }

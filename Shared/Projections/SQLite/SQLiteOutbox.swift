@@ -58,29 +58,8 @@ enum SQLiteOutbox {
             .execute(arguments: [jobId, SQLiteValues.millis(lease)])
     }
 
-    static func job(_ id: String, in db: Database) throws -> OutboxJob? {
-        let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.outbox.columnList) FROM outbox WHERE id = ?")
-        return try Row.fetchOne(select, arguments: [id]).map(OutboxJob.init(sqlite:))
-    }
-
     /// The jobs of these ids that are stored.
     static func jobs(_ ids: [String], in db: Database) throws -> [OutboxJob] {
-        try ids.compactMap { try job($0, in: db) }
-    }
-
-    static func jobs(after id: String?, limit: Int, in db: Database) throws -> [OutboxJob] {
-        guard limit > 0 else { return [] }
-        // BINARY collation: byte order of the UTF-8 ids.
-        if let id {
-            let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.outbox.columnList) FROM outbox WHERE id > ? ORDER BY id LIMIT ?")
-            return try Row.fetchAll(select, arguments: [id, limit]).map(OutboxJob.init(sqlite:))
-        }
-        let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.outbox.columnList) FROM outbox ORDER BY id LIMIT ?")
-        return try Row.fetchAll(select, arguments: [limit]).map(OutboxJob.init(sqlite:))
-    }
-
-    static func nextDue(in db: Database) throws -> Date? {
-        let select = try db.cachedStatement(sql: "SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'pending' AND kind <> '\(CallbackShare.jobKind)'")
-        return try Int64.fetchOne(select).map(SQLiteValues.date(millis:))
+        try ids.flatMap { try db.rows(ReaderReads.outboxJob($0)) }
     }
 }

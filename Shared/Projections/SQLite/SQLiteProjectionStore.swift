@@ -16,7 +16,7 @@ import Synchronization
 /// commit in one transaction, so a power loss can only lose whole recent transactions, and
 /// the processor then re-reads those records from Kafka. GRDB and SQLite errors surface as
 /// `ProjectionStoreError.unavailable` (busy, locked) or `.database` (everything else).
-public final class SQLiteProjectionStore: ProjectionStore {
+public final class SQLiteProjectionStore: ProjectionStore, ReadRunner {
     /// Internal so that tests can inspect tables that have no reading API (attempt history).
     let pool: DatabasePool
     /// Connections for `delivery`, read on the calling thread.
@@ -113,7 +113,7 @@ public final class SQLiteProjectionStore: ProjectionStore {
 
     public func load(_ query: StateQuery) async throws -> StateSnapshot {
         guard query.userKeys.count >= Self.concurrentUsers else {
-            return try await reading { db in try SQLiteStateLoader(db: db).load(query) }
+            return try await reading { db in try db.load(query) }
         }
         // A send to many users reads all their devices (100,000 rows for 1,000 users of 100):
         // the users are read in two halves on connections of their own, beside the rest of the
@@ -124,9 +124,9 @@ public final class SQLiteProjectionStore: ProjectionStore {
         let users = Array(query.userKeys)
         let middle = users.count / 2
         let halves = [Set(users[..<middle]), Set(users[middle...])]
-        async let first = reading { db in try SQLiteStateLoader(db: db).users(halves[0], countingFor: query) }
-        async let second = reading { db in try SQLiteStateLoader(db: db).users(halves[1], countingFor: query) }
-        var snapshot = try await reading { db in try SQLiteStateLoader(db: db).load(rest) }
+        async let first = reading { db in try db.users(halves[0], countingFor: query) }
+        async let second = reading { db in try db.users(halves[1], countingFor: query) }
+        var snapshot = try await reading { db in try db.load(rest) }
         let parts = try await [first, second]
         snapshot.add(devices: parts[0].devices + parts[1].devices)
         for part in parts { snapshot.pendingCounts.merge(part.pendingCounts) { current, _ in current } }
@@ -226,231 +226,18 @@ public final class SQLiteProjectionStore: ProjectionStore {
         }
     }
 
-    public func offsets(topics: [String]) async throws -> [PartitionKey: Int64] {
-        try await reading { db in try SQLiteOffsets.read(topics: topics, in: db) }
-    }
-
-    public func eventTimes(topics: [String]) async throws -> [PartitionKey: Int64] {
-        try await reading { db in try SQLiteOffsets.read("event_time", topics: topics, in: db) }
-    }
-
-    public func app(_ appId: UUID) async throws -> AppRow? {
-        try await reading { db in
-            let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.apps.columnList) FROM apps WHERE app_id = ? AND part = 0")
-            return try Row.fetchOne(select, arguments: [SQLiteValues.text(appId)]).map(AppRow.init(sqlite:))
-        }
-    }
-
-    public func apps(after: UUID?, limit: Int) async throws -> [AppRow] {
-        try await reading { db in
-            let select = try db.cachedStatement(sql: """
-                SELECT \(TableCatalog.apps.columnList) FROM apps WHERE app_id > ? AND part = 0 ORDER BY app_id LIMIT ?
-                """)
-            return try Row.fetchAll(select, arguments: [after.map(SQLiteValues.text) ?? "", limit]).map(AppRow.init(sqlite:))
-        }
-    }
-
-    public func apiTokens(app appId: UUID) async throws -> [ApiTokenRow] {
-        try await reading { db in
-            let select = try db.cachedStatement(sql: """
-                SELECT \(TableCatalog.apiTokens.columnList) FROM api_tokens WHERE app_id = ? AND part = 0 ORDER BY created_at, token_id
-                """)
-            return try Row.fetchAll(select, arguments: [SQLiteValues.text(appId)]).map(ApiTokenRow.init(sqlite:))
-        }
-    }
-
-    public func adminTokens(after: UUID?, limit: Int) async throws -> [AdminTokenRow] {
-        try await reading { db in
-            let select = try db.cachedStatement(sql: """
-                SELECT \(TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE admin_token_id > ? ORDER BY admin_token_id LIMIT ?
-                """)
-            return try Row.fetchAll(select, arguments: [after.map(SQLiteValues.text) ?? "", limit]).map(AdminTokenRow.init(sqlite:))
-        }
-    }
-
-    public func idempotencyKey(scope: String, key: String) async throws -> IdempotencyKeyRow? {
-        try await reading { db in
-            let select = try db.cachedStatement(sql: """
-                SELECT \(TableCatalog.idempotencyKeys.columnList) FROM idempotency_keys WHERE scope = ? AND idempotency_key = ?
-                """)
-            return try Row.fetchOne(select, arguments: [scope, key]).map(IdempotencyKeyRow.init(sqlite:))
-        }
-    }
-
-    public func adminToken(id: UUID) async throws -> AdminTokenRow? {
-        try await reading { db in
-            let select = try db.cachedStatement(sql: "SELECT \(TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE admin_token_id = ?")
-            return try Row.fetchOne(select, arguments: [SQLiteValues.text(id)]).map(AdminTokenRow.init(sqlite:))
-        }
-    }
-
-    public func adminToken(hash: String) async throws -> AdminTokenRow? {
-        try await reading { db in
-            let select = try db.cachedStatement(sql: """
-                SELECT \(TableCatalog.adminTokens.columnList) FROM admin_tokens WHERE token_hash = ? ORDER BY created_at, admin_token_id LIMIT 1
-                """)
-            return try Row.fetchOne(select, arguments: [hash]).map(AdminTokenRow.init(sqlite:))
-        }
-    }
-
-    public func auditEntries(_ query: AuditQuery) async throws -> [AuditEntryRow] {
-        try await reading { db in
-            var conditions: [String] = []
-            var arguments: [(any DatabaseValueConvertible)?] = []
-            if let app = query.appId {
-                conditions.append("app_id = ?"); arguments.append(SQLiteValues.text(app))
-            }
-            switch query.actor {
-            case .bootstrap?: conditions.append("actor_id IS NULL AND actor_name = ?"); arguments.append(AdminActor.bootstrapName)
-            case .token(let id)?: conditions.append("actor_id = ?"); arguments.append(SQLiteValues.text(id))
-            case nil: break
-            }
-            if let type = query.type { conditions.append("type = ?"); arguments.append(type) }
-            if let since = query.since { conditions.append("at >= ?"); arguments.append(SQLiteValues.millis(since)) }
-            if let until = query.until { conditions.append("at < ?"); arguments.append(SQLiteValues.millis(until)) }
-            if let before = query.before {
-                conditions.append("(at < ? OR (at = ? AND command_id < ?))")
-                arguments += [before.atMillis, before.atMillis, SQLiteValues.text(before.commandId)]
-            }
-            let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-            arguments.append(query.limit)
-            return try Row.fetchAll(db, sql: """
-                SELECT \(TableCatalog.auditLog.columnList) FROM audit_log \(filter) ORDER BY at DESC, command_id DESC LIMIT ?
-                """, arguments: StatementArguments(arguments)).map(AuditEntryRow.init(sqlite:))
-        }
-    }
-
-    public func devices(app appId: UUID, user userId: String) async throws -> [DeviceRow] {
-        try await reading { db in
-            let select = try db.cachedStatement(sql: """
-                SELECT \(TableCatalog.devices.columnList) FROM devices WHERE app_id = ? AND user_id = ? ORDER BY device_token
-                """)
-            return try Row.fetchAll(select, arguments: [SQLiteValues.text(appId), userId]).map { try DeviceRow(sqlite: $0) }
-        }
-    }
-
-    public func device(_ key: DeviceKey) async throws -> DeviceRow? {
-        try await reading { db in
-            let select = try db.cachedStatement(sql: """
-                SELECT \(TableCatalog.devices.columnList) FROM devices WHERE app_id = ? AND device_token = ?
-                """)
-            return try Row.fetchOne(select, arguments: [SQLiteValues.text(key.appId), key.deviceToken]).map { try DeviceRow(sqlite: $0) }
-        }
-    }
-
-    public func registrationStatuses(app appId: UUID, requestIds: [UUID]) async throws -> [UUID: RegistrationStatusRow] {
-        try await reading { db in
-            var statuses: [UUID: RegistrationStatusRow] = [:]
-            let app = SQLiteValues.text(appId)
-            for list in SQLiteInList.split(Array(Set(requestIds.map(SQLiteValues.text)))) {
-                // The app filter is what keeps one app's token from reading another app's statuses.
-                let select = try db.cachedStatement(sql: """
-                    SELECT \(TableCatalog.registrationStatus.columnList) FROM registration_status
-                    WHERE app_id = ? AND request_id IN \(list.placeholders)
-                    """)
-                let rows = try Row.fetchCursor(select, arguments: StatementArguments([app] + list.values))
-                while let row = try rows.next() {
-                    let status = try RegistrationStatusRow(sqlite: row)
-                    statuses[status.requestId] = status
-                }
-            }
-            return statuses
-        }
-    }
-
-    public func apiToken(hash: String) async throws -> ApiTokenRow? {
-        try await reading { db in
-            // Hashes of generated tokens do not collide; the order only makes the answer stable if they did.
-            let select = try db.cachedStatement(sql: """
-                SELECT \(TableCatalog.apiTokens.columnList) FROM api_tokens WHERE token_hash = ? AND part = 0
-                ORDER BY created_at, token_id LIMIT 1
-                """)
-            return try Row.fetchOne(select, arguments: [hash]).map(ApiTokenRow.init(sqlite:))
-        }
-    }
-
-    public func pendingNotifications(_ device: DeviceKey) async throws -> [PendingNotificationRow] {
-        try await reading { db in
-            let select = try db.cachedStatement(sql: """
-                SELECT \(TableCatalog.pendingNotifications.columnList) FROM pending_notifications WHERE app_id = ? AND device_token = ?
-                ORDER BY sent_at, notification_id
-                """)
-            return try Row.fetchAll(select, arguments: [SQLiteValues.text(device.appId), device.deviceToken])
-                .map(PendingNotificationRow.init(sqlite:))
-        }
+    /// Every read but `delivery` and `load`: in a read transaction of the pool (`ReadRunner`).
+    public func rows<Row: ReadRow>(_ read: StoreRead<Row>) async throws -> [Row] {
+        try await reading { db in try db.rows(read) }
     }
 
     public func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow? {
         // Every keyed send reads this, and almost always finds nothing: one statement (its own
-        // snapshot, no transaction around it) on the calling thread (`SQLiteInlineReaders`),
-        // bound through SQLite's C API.
+        // snapshot, no transaction around it) on the calling thread (`SQLiteInlineReaders`).
         do {
-            return try inlineReaders.read { db in
-                let select = SQLiteRawStatement(try db.cachedStatement(sql: """
-                    SELECT \(TableCatalog.deliveries.columnList) FROM deliveries WHERE app_id = ? AND delivery_id = ?
-                    """))
-                select.bind(1, appId)
-                select.bind(2, deliveryId)
-                var found: [DeliveryRow] = []
-                try select.forEachRow(in: db) { found.append(try DeliveryRow(sqlite: select, firstUUID: appId)) }
-                return DeliveryRow.summed(found)
-            }
+            return DeliveryRow.summed(try inlineReaders.read { db in try db.rows(ReaderReads.delivery(app: appId, deliveryId: deliveryId)) })
         } catch {
             throw Self.storeError(error)
-        }
-    }
-
-    public func deliveryStats(app appId: UUID, deliveryId: UUID) async throws -> DeliveryStatsRow? {
-        try await reading { db -> DeliveryStatsRow? in
-            let select = try db.cachedStatement(sql: """
-                SELECT \(TableCatalog.deliveries.columnList) FROM deliveries WHERE app_id = ? AND delivery_id = ?
-                """)
-            let app = SQLiteValues.text(appId), delivery = SQLiteValues.text(deliveryId)
-            guard let row = DeliveryRow.summed(try Row.fetchAll(select, arguments: [app, delivery]).map(DeliveryRow.init(sqlite:))) else {
-                return nil
-            }
-            var stats = DeliveryStatsRow(delivery: row)
-            guard row.tracking else { return stats }
-            // Rows past the sent count or of another app are discarded when the send is
-            // applied; the bound here also holds while a report and its send race. Each part's
-            // rows count once its part applied the send, within its part's sent count
-            // (`AppParts.messageIndex`).
-            let counts = try db.cachedStatement(sql: """
-                SELECT t.action, COUNT(*), SUM(t.repeats) FROM tracking_events t
-                JOIN deliveries d ON d.app_id = t.app_id AND d.delivery_id = t.delivery_id AND d.part = t.part
-                WHERE t.delivery_id = ? AND t.app_id = ? AND t.message_index < d.part * \(AppParts.indexStride) + d.sent
-                GROUP BY t.action
-                """)
-            let rows = try Row.fetchCursor(counts, arguments: [delivery, app])
-            while let count = try rows.next() {
-                let devices: Int = try count.decode(atIndex: 1)
-                stats.repeatsIgnored += try count.decode(atIndex: 2)
-                switch try SQLiteValues.decode(TrackingAction.self, count.decode(atIndex: 0), column: "tracking_events.action") {
-                case .impression: stats.impressions = devices
-                case .click: stats.clicks = devices
-                case .open: stats.opens = devices
-                }
-            }
-            return stats
-        }
-    }
-
-    public func deliveryOutcomes(app appId: UUID, deliveryId: UUID, outcome: DeliveryOutcome?, after: Int?,
-                                 limit: Int) async throws -> [DeliveryOutcomeRow] {
-        try await reading { db in
-            var sql = "SELECT \(TableCatalog.deliveryOutcomes.columnList) FROM delivery_outcomes WHERE app_id = ? AND delivery_id = ?"
-            var arguments: [(any DatabaseValueConvertible)?] = [SQLiteValues.text(appId), SQLiteValues.text(deliveryId)]
-            if let outcome {
-                sql += " AND outcome = ?"
-                arguments.append(outcome.rawValue)
-            }
-            if let after {
-                sql += " AND message_index > ?"
-                arguments.append(after)
-            }
-            sql += " ORDER BY message_index LIMIT ?"
-            arguments.append(limit)
-            return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: StatementArguments(arguments)).map(DeliveryOutcomeRow.init(sqlite:))
         }
     }
 
@@ -466,18 +253,6 @@ public final class SQLiteProjectionStore: ProjectionStore {
 
     public func releaseOutboxLease(jobId: String, lease: Date) async throws {
         try await writing { db in try SQLiteOutbox.release(jobId: jobId, lease: lease, in: db) }
-    }
-
-    public func outboxJob(_ id: String) async throws -> OutboxJob? {
-        try await reading { db in try SQLiteOutbox.job(id, in: db) }
-    }
-
-    public func outboxJobs(after id: String?, limit: Int) async throws -> [OutboxJob] {
-        try await reading { db in try SQLiteOutbox.jobs(after: id, limit: limit, in: db) }
-    }
-
-    public func nextOutboxDue() async throws -> Date? {
-        try await reading { db in try SQLiteOutbox.nextDue(in: db) }
     }
 
     public func createdAt() async throws -> Date {

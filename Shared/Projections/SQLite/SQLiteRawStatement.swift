@@ -87,6 +87,11 @@ struct SQLiteRawStatement {
         return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, index))), as: UTF8.self)
     }
 
+    /// Column `index` of the current row as a UUID, parsed from its text in place; nil when it is not one.
+    func uuid(_ index: Int32) -> UUID? {
+        guard let bytes = sqlite3_column_text(handle, index) else { return nil }
+        return UUIDHex.parse(UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, index))))
+    }
 
     func isNull(_ index: Int32) -> Bool {
         sqlite3_column_type(handle, index) == SQLITE_NULL
