@@ -1,5 +1,5 @@
 # The two commands: `make run` starts the stack, `make test` runs every test.
-.PHONY: run run-foreground stop test build bench-ingest bench-fanout bench-tracking bench-processor bench-catchup bench-sender bench-latency bench-soak bench-flood bench-s3-store push-mocks setup fuzz
+.PHONY: run run-foreground stop test build bench-ingest bench-fanout bench-tracking bench-processor bench-catchup bench-sender bench-latency bench-soak bench-flood bench-s3-store bench-small-objects push-mocks setup fuzz
 
 run:
 	scripts/run
@@ -51,6 +51,9 @@ bench-flood:
 
 bench-s3-store:
 	scripts/bench-s3-store
+
+bench-small-objects:
+	scripts/bench-small-objects
 
 # The mock APNs and FCM servers in the background (scripts/push-mocks stop ends them).
 push-mocks:

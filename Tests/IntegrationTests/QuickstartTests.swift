@@ -5,7 +5,7 @@ import XCTest
 /// The README's quickstart runs as written: its code block, taken from `README.md` itself, runs
 /// as a shell script in a directory laid out like the checkout (its `scripts/`, `Makefile` and
 /// README), so `make run` and `scripts/push-mocks start` start a stack and mock servers of its
-/// own there, from this build's binaries (`PUSHLINE_PREBUILT_BIN_DIR`), on free ports. Only the
+/// own there, from this build's binaries (`PUSHLINE_BIN_DIR`), on free ports. Only the
 /// ingest port in the block's `BASE=` line is changed, to the one this stack listens on.
 final class QuickstartTests: XCTestCase {
     private static let base = "BASE=http://127.0.0.1:8080"
@@ -36,7 +36,7 @@ final class QuickstartTests: XCTestCase {
                                                        withDestinationURL: root.appendingPathComponent(name))
         }
         let environment = [
-            "PUSHLINE_PREBUILT_BIN_DIR": ServiceProcess.binDirectory.path,
+            "PUSHLINE_BIN_DIR": ServiceProcess.binDirectory.path,
             "PUSHLINE_INGEST_PORT": String(ports.ingest), "PUSHLINE_PROCESSOR_PORT": String(ports.processor),
             "PUSHLINE_SENDER_PORT": String(ports.sender), "PUSHLINE_BROKER_PORT": String(ports.broker),
         ]
