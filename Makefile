@@ -1,5 +1,5 @@
 # The two commands: `make run` starts the stack, `make test` runs every test.
-.PHONY: run run-foreground stop test build bench-ingest bench-fanout bench-tracking bench-processor bench-catchup bench-sender bench-latency bench-soak bench-flood bench-s3-store bench-small-objects push-mocks setup fuzz
+.PHONY: run run-foreground stop test build bench-ingest bench-fanout bench-tracking bench-processor bench-catchup bench-sender bench-latency bench-soak bench-chaos bench-flood bench-s3-store bench-small-objects push-mocks setup fuzz
 
 run:
 	scripts/run
@@ -45,6 +45,10 @@ bench-latency:
 
 bench-soak:
 	scripts/bench-soak --durable --minutes 30 --rate 25
+
+# Ten minutes of mixed load while processor, sender, ingest and broker are killed and restarted.
+bench-chaos:
+	scripts/bench-chaos
 
 bench-flood:
 	scripts/bench-flood

@@ -16,7 +16,7 @@ struct Pushline: AsyncParsableCommand {
             Admin changes are Kafka commands: an accepted change shows in `apps show` once the \
             processor has applied it, usually within a second.
 
-            `lag` and `rebuild` read the processor's configuration (PUSHLINE_KAFKA_BROKERS, \
+            `lag`, `rebuild` and `dump` read the processor's configuration (PUSHLINE_KAFKA_BROKERS, \
             PUSHLINE_STORE, PUSHLINE_TOPIC_PREFIX, PUSHLINE_KAFKA_PROPERTIES, …).
 
             Examples:
@@ -30,9 +30,10 @@ struct Pushline: AsyncParsableCommand {
               pushline audit --app $APP
               pushline lag
               pushline rebuild --store sqlite:var/rebuilt.sqlite
+              pushline dump --store sqlite:var/rebuilt.sqlite | diff <(pushline dump) -
 
             Exit status: 0 success, 1 failure (message on standard error), 64 usage error.
             """,
-        subcommands: [Apps.self, Tokens.self, AdminTokens.self, Audit.self, Lag.self, DeadLetters.self, RebuildCommand.self]
+        subcommands: [Apps.self, Tokens.self, AdminTokens.self, Audit.self, Lag.self, DeadLetters.self, RebuildCommand.self, Dump.self]
     )
 }

@@ -57,7 +57,7 @@ final class AdminCLITests: XCTestCase {
     func testHelpNamesEverySubcommandAndBadUsageExitsWith64() async throws {
         let help = try await pushline(["--help"])
         XCTAssertEqual(help.status, 0)
-        for command in ["apps", "tokens", "lag", "rebuild"] {
+        for command in ["apps", "tokens", "lag", "rebuild", "dump"] {
             XCTAssertTrue(help.standardOutput.contains(command), "--help names \(command): \(help.standardOutput)")
         }
         let apps = try await pushline(["apps", "--help"])
@@ -422,6 +422,15 @@ final class AdminCLITests: XCTestCase {
         XCTAssertTrue(live.contains("u-49"), "sanity: the dump holds the devices")
         ScaleOutTests.assertSameDump(rebuilt, live, "restored by `pushline rebuild` vs live store")
         ScaleOutTests.assertSameDump(replayed, live, "replayed by `pushline rebuild --from commands` vs live store")
+
+        // `pushline dump` prints the same text, so that scripts can compare stores too.
+        XCTAssertEqual(try await succeed(["dump", "--store", "sqlite:\(path)"]), rebuilt, "pushline dump prints the store's dump")
+        ScaleOutTests.assertSameDump(try await succeed(["dump"]), live, "pushline dump of the live store (PUSHLINE_STORE)")
+        XCTAssertEqual(try await succeed(["dump", "--unpublished-changelog"]).trimmingCharacters(in: .whitespacesAndNewlines), "0")
+        let missing = try await pushline(["dump", "--store", "sqlite:\(stack.directory.path)/missing.sqlite"])
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertTrue(missing.standardError.contains("no SQLite store at"), missing.standardError)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(stack.directory.path)/missing.sqlite"), "dump creates no store")
 
         let again = try await pushline(["rebuild", "--store", "sqlite:\(path)"])
         XCTAssertEqual(again.status, 1)

@@ -293,6 +293,55 @@ final class PushMocksTests: XCTestCase {
         XCTAssertEqual(fcm.requests.count, 2)
     }
 
+    func testAPushLogGetsALineForEveryPushAnsweredEvenWhenNoRequestIsKept() async throws {
+        await apns.stop()
+        await fcm.stop()
+        apns = MockAPNsServer(ca: ca, trustedKeys: [
+            .init(teamId: Self.teamId, keyId: Self.keyId, bundleId: Self.bundleId, publicKey: apnsKey.publicKey),
+        ], keepsRequests: false)
+        fcm = MockFCMServer(ca: ca, accounts: [try .init(keys)], keepsRequests: false)
+        try await apns.start()
+        try await fcm.start()
+        let path = NSTemporaryDirectory() + "pushline-push-log-\(UUID().uuidString).jsonl"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let log = try PushLog(path: path)
+        apns.setPushObserver { log.append($0) }
+        fcm.setPushObserver { log.append($0) }
+        apns.setBehaviourRule { $0.hasPrefix("dead") ? .status(410, reason: "Unregistered") : nil }
+
+        let delivery = UUID().uuidString.lowercased()
+        let apnsId = UUID().uuidString.lowercased()
+        let tracked = #"{"aps":{"alert":"hi"},"_dId":"\#(delivery)","_mId":"0-abc"}"#
+        _ = try await push(jwt: try providerToken(), extraHeaders: ["apns-id": apnsId], body: tracked)
+        _ = try await push(jwt: try providerToken(), extraHeaders: ["apns-id": apnsId], body: tracked)
+        _ = try await push(token: "dead01", jwt: try providerToken())
+        _ = try await push(jwt: nil)
+        let accessToken = try await accessToken()
+        _ = try await send(accessToken: accessToken, token: "registration-1",
+                           extra: #","data":{"_dId":"\#(delivery)","_mId":"1-def"}"#)
+        _ = try await send(accessToken: nil, token: "registration-1")
+        XCTAssertTrue(apns.requests.isEmpty && fcm.requests.isEmpty, "no request is kept")
+
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+        let pushes = try lines.map { try XCTUnwrap(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        XCTAssertEqual(pushes.count, 6, "one line per push answered, whatever the answer:\n\(lines.joined(separator: "\n"))")
+        XCTAssertEqual(pushes.map { $0["provider"] as? String }, ["apns", "apns", "apns", "apns", "fcm", "fcm"])
+        XCTAssertEqual(pushes.map { $0["status"] as? Int }, [200, 200, 410, 403, 200, 401])
+        XCTAssertEqual(pushes[0]["deviceToken"] as? String, Self.deviceToken)
+        XCTAssertEqual(pushes[0]["apnsId"] as? String, apnsId)
+        XCTAssertEqual(pushes[1]["apnsId"] as? String, apnsId, "a repeat carries its apns-id")
+        XCTAssertEqual(pushes[0]["deliveryId"] as? String, delivery)
+        XCTAssertEqual(pushes[0]["messageId"] as? String, "0-abc")
+        XCTAssertNil(pushes[2]["messageId"], "a payload without _mId has none")
+        XCTAssertEqual(pushes[2]["deviceToken"] as? String, "dead01")
+        XCTAssertEqual(pushes[4]["deviceToken"] as? String, "registration-1")
+        XCTAssertEqual(pushes[4]["deliveryId"] as? String, delivery)
+        XCTAssertEqual(pushes[4]["messageId"] as? String, "1-def")
+        XCTAssertTrue((pushes[4]["messageName"] as? String)?.hasPrefix("projects/\(keys.projectId)/messages/") ?? false)
+        XCTAssertNil(pushes[5]["messageName"], "a refused send has no message name")
+        XCTAssertTrue(pushes.allSatisfy { ($0["at"] as? Double).map { abs($0 - Date().timeIntervalSince1970) < 60 } ?? false })
+    }
+
     // MARK: FCM
 
     func testASignedAssertionGetsAnAccessTokenThatSendsAMessage() async throws {

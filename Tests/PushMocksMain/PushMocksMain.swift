@@ -9,7 +9,8 @@ import TestSupport
 /// `pushline-mocks`: the mock APNs and FCM servers of the tests (`MockAPNsServer`,
 /// `MockFCMServer`) as a process on loopback, with a CA, an APNs key and an FCM service account
 /// made for the run, written where a sender or a benchmark finds them (`PushMocksDirectory`).
-/// Requests are counted, not kept; the counts are printed when it stops (SIGTERM, SIGINT).
+/// Requests are counted, not kept; the counts are printed when it stops (SIGTERM, SIGINT). With
+/// `--push-log FILE`, every push answered is also appended to FILE as a line of JSON (`PushLog`).
 @main
 struct PushMocks: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -33,6 +34,8 @@ struct PushMocks: AsyncParsableCommand {
     @Option(help: "Where the CA, the credentials and sender.env are written.") var dir = "var/mocks"
     @Option(help: "Device and registration tokens starting with this are unregistered: APNs answers 410 Unregistered, FCM 404 UNREGISTERED. Empty: none.")
     var unregisteredPrefix = "dead"
+    @Option(help: "Append one line of JSON per push answered to this file: provider, device token, status, apns-id or FCM message name, and the payload's _dId and _mId.")
+    var pushLog: String?
 
     func validate() throws {
         for (name, port) in [("--apns-port", apnsPort), ("--fcm-port", fcmPort)] where !(0...65535).contains(port) {
@@ -58,6 +61,12 @@ struct PushMocks: AsyncParsableCommand {
             fcm.setBehaviourRule { token in token.hasPrefix(prefix) ? .unregistered : nil }
         }
 
+        if let pushLog {
+            let log = try PushLog(path: pushLog)
+            apns.setPushObserver { log.append($0) }
+            fcm.setPushObserver { log.append($0) }
+        }
+
         try await apns.start(port: apnsPort)
         do {
             try await fcm.start(port: fcmPort)
@@ -77,6 +86,7 @@ struct PushMocks: AsyncParsableCommand {
         say("mock FCM  \(fcm.baseURL)  project \(Self.projectId), token endpoint \(fcm.tokenURI)")
         if !unregisteredPrefix.isEmpty { say("tokens starting with '\(unregisteredPrefix)' are unregistered") }
         say("credentials and \(URL(fileURLWithPath: directory.senderEnvFile).lastPathComponent) in \(directory.url.path)")
+        if let pushLog { say("pushes answered are logged to \(pushLog)") }
 
         var logger = Logger(label: "pushline-mocks")
         logger.logLevel = .warning

@@ -21,7 +21,7 @@ import Synchronization
 /// A request that fails gets Apple's status and `{"reason": …}`.
 ///
 /// Every request answered is counted by status and, unless the server was made not to keep
-/// them, recorded for assertions.
+/// them, recorded for assertions; an observer, when set, is told of each push answered.
 public final class MockAPNsServer: Sendable {
     /// A signing key the server trusts: a `.p8` key's public part, the key id Apple gave it, its
     /// team, and an app of that team. Several entries may name one team, to give it several apps.
@@ -89,6 +89,7 @@ public final class MockAPNsServer: Sendable {
         /// Provider tokens whose signature and issuer checked out, with their team and `iat`: a
         /// sender reuses one token for up to an hour, so each is verified once, not per push.
         var verifiedTokens: [String: (teamId: String, issuedAt: Double)] = [:]
+        var pushObserver: (@Sendable (AnsweredPush) -> Void)?
     }
 
     private let trustedKeys: [TrustedKey]
@@ -148,6 +149,12 @@ public final class MockAPNsServer: Sendable {
     }
 
     // MARK: Records
+
+    /// Tells `observer` of every request to a device path answered from now on, kept or not
+    /// (`pushline-mocks --push-log`); nil stops telling. `reset` removes it too.
+    public func setPushObserver(_ observer: (@Sendable (AnsweredPush) -> Void)?) {
+        state.withLock { $0.pushObserver = observer }
+    }
 
     /// Every request answered so far, in the order answered; none when the server keeps no requests.
     public var requests: [Request] { state.withLock { $0.requests } }
@@ -248,9 +255,15 @@ public final class MockAPNsServer: Sendable {
             bearerToken: bearerToken, providerToken: providerToken, status: status, reason: failure?.reason,
             apnsId: apnsId, at: .now
         ) : nil
-        state.withLock { state in
+        let observer = state.withLock { state in
             state.answeredByStatus[status, default: 0] += 1
             if let record { state.requests.append(record) }
+            return state.pushObserver
+        }
+        if let observer, !deviceToken.isEmpty {
+            let ids = AnsweredPush.pushlineIds(body, provider: .apns)
+            observer(AnsweredPush(provider: .apns, deviceToken: deviceToken, status: status, apnsId: apnsId,
+                                  deliveryId: ids.deliveryId, messageId: ids.messageId))
         }
 
         var fields = HTTPFields()

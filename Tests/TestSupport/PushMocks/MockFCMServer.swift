@@ -26,7 +26,7 @@ import WireCodec
 /// "status", "details"?}}`.
 ///
 /// Every request answered is recorded for assertions; sends are also counted by status, and a
-/// server made not to keep them only counts them.
+/// server made not to keep them only counts them. An observer, when set, is told of each send answered.
 public final class MockFCMServer: Sendable {
     /// A service account the server trusts: its project, `client_email` and key's public part.
     public struct TrustedAccount: Sendable {
@@ -117,6 +117,7 @@ public final class MockFCMServer: Sendable {
         var tokenRequests: [TokenRequest] = []
         var requests: [Request] = []
         var answeredByStatus: [Int: Int] = [:]
+        var pushObserver: (@Sendable (AnsweredPush) -> Void)?
     }
 
     private let accounts: [TrustedAccount]
@@ -202,6 +203,12 @@ public final class MockFCMServer: Sendable {
     }
 
     // MARK: Records
+
+    /// Tells `observer` of every send (a request to a `messages:send` path) answered from now on,
+    /// kept or not (`pushline-mocks --push-log`); nil stops telling. `reset` leaves it.
+    public func setPushObserver(_ observer: (@Sendable (AnsweredPush) -> Void)?) {
+        state.withLock { $0.pushObserver = observer }
+    }
 
     /// Every token request answered so far, in the order answered.
     public var tokenRequests: [TokenRequest] { state.withLock { $0.tokenRequests } }
@@ -456,9 +463,15 @@ public final class MockFCMServer: Sendable {
             headers: headers, body: body, json: json, accessToken: accessToken, status: status,
             errorStatus: failure?.status, errorCode: failure?.errorCode, messageName: messageName, at: .now
         ) : nil
-        state.withLock { state in
+        let observer = state.withLock { state in
             state.answeredByStatus[status, default: 0] += 1
             if let record { state.requests.append(record) }
+            return state.pushObserver
+        }
+        if let observer, projectId != nil {
+            let ids = AnsweredPush.pushlineIds(body, provider: .fcm)
+            observer(AnsweredPush(provider: .fcm, deviceToken: registrationToken ?? "", status: status, messageName: messageName,
+                                  deliveryId: ids.deliveryId, messageId: ids.messageId))
         }
         guard let failure else { return Self.jsonResponse(200, SendBody(name: messageName ?? "")) }
         var response = Self.jsonResponse(failure.code, GoogleErrorBody(failure))
