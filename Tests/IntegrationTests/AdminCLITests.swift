@@ -394,9 +394,11 @@ final class AdminCLITests: XCTestCase {
         ScaleOutTests.assertSameDump(replayed, live, "replayed by `pushline rebuild --from commands` vs live store")
 
         // `pushline dump` prints the same text, so that scripts can compare stores too.
-        XCTAssertEqual(try await succeed(["dump", "--store", "sqlite:\(path)"]), rebuilt, "pushline dump prints the store's dump")
+        let printed = try await succeed(["dump", "--store", "sqlite:\(path)"])
+        XCTAssertEqual(printed, rebuilt, "pushline dump prints the store's dump")
         ScaleOutTests.assertSameDump(try await succeed(["dump"]), live, "pushline dump of the live store (PUSHLINE_STORE)")
-        XCTAssertEqual(try await succeed(["dump", "--unpublished-changelog"]).trimmingCharacters(in: .whitespacesAndNewlines), "0")
+        let unpublished = try await succeed(["dump", "--unpublished-changelog"])
+        XCTAssertEqual(unpublished.trimmingCharacters(in: .whitespacesAndNewlines), "0")
         let missing = try await pushline(["dump", "--store", "sqlite:\(stack.directory.path)/missing.sqlite"])
         XCTAssertEqual(missing.status, 1)
         XCTAssertTrue(missing.standardError.contains("no SQLite store at"), missing.standardError)
