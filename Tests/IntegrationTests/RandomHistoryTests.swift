@@ -90,7 +90,10 @@ final class RandomHistoryTests: XCTestCase {
         try await waitUntilEveryStoreHoldsTheWholeLog(of: broker, fleets: [one, three, late], seed: seed)
 
         let reference = try await one.store.dump()
-        for table in ["apps", "api_tokens", "devices", "registration_status", "deliveries", "delivery_outcomes"] {
+        // Not registration_status: with its 4 s time to live, the progress marks a slow run writes
+        // while it waits move the apps' clocks far enough to prune every status before the dump
+        // (equally in every store, which the comparison below checks).
+        for table in ["apps", "api_tokens", "devices", "deliveries", "delivery_outcomes"] {
             XCTAssertTrue(reference.hasPrefix("\(table) ") || reference.contains("\n\(table) "), "seed \(seed): the dump has \(table) rows")
         }
         // App callbacks, one job per (delivery, user) whatever the parts (an app in parts merges its parts' shares).
