@@ -111,7 +111,8 @@ final class ObjectStoreTests: XCTestCase {
     /// objects run beside them all the while.
     func testAReadRacingWritesAnswersContentWithItsOwnETag() async throws {
         let key = "clusters/c/topics/t/partitions/0000000000/watermark.json"
-        XCTAssertEqual(try await store.put(key, Data("start".utf8)).status, 200)
+        let start = try await store.put(key, Data("start".utf8))
+        XCTAssertEqual(start.status, 200)
         let mismatches = try await withThrowingTaskGroup(of: [String].self) { group in
             for writer in 0..<3 {
                 group.addTask { [store] in
