@@ -2,8 +2,8 @@ import Foundation
 import TestSupport
 import XCTest
 
-/// `make run` (scripts/run) and scripts/broker start again what is not running, by the PIDs they
-/// recorded. A process that was killed or crashed is a zombie until its parent reaps it — PID 1
+/// `make run` (scripts/run), scripts/broker and the other scripts that start and stop by recorded
+/// PID (through scripts/pids.sh) start again what is not running, and stop it. A process that was killed or crashed is a zombie until its parent reaps it — PID 1
 /// once the script that started it has exited, which a container's init may do late or never —
 /// and a zombie answers `kill -0`: it must count as not running, or the restart skips it
 /// (scripts/bench-chaos found the processor and the broker left down that way for seconds).
@@ -33,6 +33,12 @@ final class ScriptLivenessTests: XCTestCase {
         let dead = try await ProcessRunner.run(broker, ["status", "--state-dir", directory.path])
         XCTAssertEqual(dead.status, 1, dead.standardOutput + dead.standardError)
         XCTAssertEqual(dead.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines), "stopped")
+        // The helpers every such script uses: stopping a zombie ends at once, and it is not alive.
+        let pids = TestBroker.repositoryRoot.appendingPathComponent("scripts/pids.sh").path
+        let helpers = try await ProcessRunner.run("/bin/bash", ["-c", ". \"$0\"; stop_pid \(zombie) 600 && ! pid_alive \"$1\" && echo stopped",
+                                                                pids, pidFile.path])
+        XCTAssertEqual(helpers.status, 0, helpers.standardOutput + helpers.standardError)
+        XCTAssertEqual(helpers.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines), "stopped")
         _ = await ProcessRunner.waitForExit(zombie)
 
         // A process that runs (this one) still counts as running.
@@ -41,12 +47,13 @@ final class ScriptLivenessTests: XCTestCase {
         XCTAssertEqual(alive.status, 0, alive.standardOutput + alive.standardError)
         XCTAssertTrue(alive.standardOutput.hasPrefix("running"), alive.standardOutput)
 
-        // scripts/run decides with the same test.
-        let run = try String(contentsOf: TestBroker.repositoryRoot.appendingPathComponent("scripts/run"), encoding: .utf8)
-        let brokerScript = try String(contentsOfFile: broker, encoding: .utf8)
-        let running = brokerScript.split(separator: "\n").first { $0.hasPrefix("running() ") }
-        XCTAssertNotNil(running)
-        XCTAssertTrue(run.split(separator: "\n").contains { $0 == running! }, "scripts/run's running() is scripts/broker's")
-        XCTAssertTrue(run.contains(#"alive() { [ -f "$1" ] && running "$(cat "$1")"; }"#))
+        // Every script that starts or stops by recorded PID decides with these helpers.
+        for name in ["run", "stop", "broker", "postgres", "push-mocks"] {
+            let script = try String(contentsOf: TestBroker.repositoryRoot.appendingPathComponent("scripts/\(name)"), encoding: .utf8)
+            let lines = script.split(separator: "\n")
+            XCTAssertTrue(lines.contains { $0.hasPrefix(". ") && $0.hasSuffix("pids.sh") || $0.hasSuffix("pids.sh\"") }, "scripts/\(name) sources scripts/pids.sh")
+            XCTAssertFalse(lines.contains { $0.hasPrefix("running()") || $0.hasPrefix("pid_alive()") }, "scripts/\(name) has a liveness test of its own")
+            XCTAssertFalse(script.contains("kill -0"), "scripts/\(name) asks kill -0 alone, which a zombie answers")
+        }
     }
 }
