@@ -135,4 +135,19 @@ final class PruningTests: ApplierTestCase {
         }
         XCTAssertGreaterThan(seedsWithAcks, 0, "some history ends with acks that counted and are not yet pruned")
     }
+
+    /// A batch deletes the statuses it prunes in their ids' order, by bytes: the order of their
+    /// text too (what it sorted by before, at the cost of two formatted strings per comparison),
+    /// so the commit and its changelog entry are what they were.
+    func testStatusesArePrunedInTheOrderOfTheirIdsBytesWhichIsTheirTextsOrder() {
+        var generator = SystemRandomNumberGenerator()
+        let ids = (0..<2_000).map { n -> UUID in
+            // Random ids, some with their first or their last byte set.
+            var bytes = UUID().uuid
+            if n % 3 == 0 { bytes.15 = UInt8.random(in: 0...255, using: &generator) }
+            if n % 5 == 0 { bytes.0 = UInt8(n % 256) }
+            return UUID(uuid: bytes)
+        }
+        XCTAssertEqual(ids.sorted(by: KeyOrder.less), ids.sorted { $0.uuidString < $1.uuidString })
+    }
 }

@@ -424,7 +424,9 @@ package struct BatchState {
     package mutating func finishPruning() {
         var statuses: [UUID: RegistrationStatusRow] = [:]
         for row in prunable.statuses { statuses[row.requestId] = row }
-        for (id, row) in statuses.sorted(by: { $0.key.uuidString < $1.key.uuidString })
+        // In the ids' byte order (their text's order too): comparing `uuidString`s formatted two
+        // strings per comparison, a fifth of a replay's CPU.
+        for (id, row) in statuses.sorted(by: { KeyOrder.less($0.key, $1.key) })
         where isPast(row.decidedAt, by: retention.registrationStatuses, scope: AppPart(row.appId, part: row.part)) {
             mutations.append(.deleteRegistrationStatus(id))
         }
