@@ -3,10 +3,11 @@ import TestSupport
 import XCTest
 
 /// `make run` (scripts/run), scripts/broker and the other scripts that start and stop by recorded
-/// PID (through scripts/pids.sh) start again what is not running, and stop it. A process that was killed or crashed is a zombie until its parent reaps it — PID 1
-/// once the script that started it has exited, which a container's init may do late or never —
-/// and a zombie answers `kill -0`: it must count as not running, or the restart skips it
-/// (scripts/bench-chaos found the processor and the broker left down that way for seconds).
+/// PID (through scripts/pids.sh) start again what is not running, and stop it. A process that was
+/// killed or crashed is a zombie until its parent reaps it — PID 1 once the script that started
+/// it has exited, which a container's init may do late or never — and a zombie answers `kill -0`:
+/// it must count as not running, or the restart skips it (scripts/bench-chaos found the
+/// processor and the broker left down that way for seconds).
 final class ScriptLivenessTests: XCTestCase {
     func testAZombieOfARecordedPIDCountsAsNotRunning() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushline-liveness-\(UUID().uuidString)")
