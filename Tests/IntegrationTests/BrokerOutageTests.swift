@@ -154,6 +154,45 @@ final class BrokerOutageTests: XCTestCase {
         await stack.stop()
     }
 
+    /// The durable broker raises a partition's end before it stores the batch, so a broker
+    /// stopped in between leaves an offset that no record ever fills: the partition's end is one
+    /// past its last record. The processor, waiting for that offset on a partition nobody writes
+    /// to, held every later command back until something else landed there (seen after a broker
+    /// restart under load). It marks such a partition too, and what comes later is decided.
+    func testAGapLeftAtAPartitionsEndByAStoppedBrokerHoldsNothingBack() async throws {
+        let stack = try await PushlineStack.start(durableBroker: true)
+        do {
+            let app = try await stack.createApp()
+            let url = stack.registrationURL(org: app.orgId, "devices")
+            func register(_ n: Int) async throws -> UUID {
+                let registration = DeviceRegistrationAPI.Registration(MobileAppId: app.mobileAppId.uuidString, UserId: "u",
+                                                                      ApiToken: app.apiToken, ApnsDeviceToken: Tokens.apns(n))
+                let answer = try await HTTPClientHelpers.post(url, json: registration,
+                                                              headers: [DeviceRegistrationAPI.trackRegistrationHeader: "true"])
+                XCTAssertEqual(answer.status, 202, answer.text)
+                return try answer.decode(DeviceRegistrationAPI.RegistrationAccepted.self).RegistrationRequestId
+            }
+            let first = try await register(1)
+            let before = try await stack.decidedStatuses(org: app.orgId, app: app.mobileAppId, token: app.apiToken, ids: [first])
+            XCTAssertEqual(before.map(\.Status), [.Success])
+            // The first command had every other partition marked, so each has an end to raise.
+            try await stack.broker.stopKeepingLog()
+            try stack.broker.leaveGapAtEnd(topic: stack.topics.tracking, partition: 0)
+            try await stack.broker.startAgain()
+
+            let second = try await register(2)
+            let after = try await stack.decidedStatuses(org: app.orgId, app: app.mobileAppId, token: app.apiToken, ids: [second],
+                                                        timeout: .seconds(120))
+            XCTAssertEqual(after.map(\.Status), [.Success], "\(stack.logs())")
+            XCTAssertTrue(stack.processor.isRunning)
+        } catch {
+            print(stack.logs())
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+
     // MARK: - Reading the topic and the store
 
     private struct TopicRegistrations {

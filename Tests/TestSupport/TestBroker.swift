@@ -99,6 +99,22 @@ public final class TestBroker: Sendable {
         }
     }
 
+    /// Between `stopKeepingLog()` and `startAgain()`: counts one more offset at the end of
+    /// `partition` of `topic` without storing a record for it, as the durable broker leaves a
+    /// partition when it stops between raising the partition's end and writing the batch (its
+    /// produce does them in that order). Consumers then see an end one past the last record.
+    public func leaveGapAtEnd(topic: String, partition: Int) throws {
+        precondition(durable, "only a durable broker keeps its log across a restart")
+        let file = stateDirectory.appendingPathComponent(
+            "bucket/tansu/clusters/tansu_cluster/topics/\(topic)/partitions/\(String(format: "%010d", partition))/watermark.json")
+        let data = try Data(contentsOf: file)
+        guard var watermark = try JSONSerialization.jsonObject(with: data) as? [String: Any], let high = watermark["high"] as? Int else {
+            throw ScriptError(description: "unexpected watermark \(file.path): \(String(decoding: data, as: UTF8.self))")
+        }
+        watermark["high"] = high + 1
+        try JSONSerialization.data(withJSONObject: watermark).write(to: file)
+    }
+
     /// Starts the broker again on the same port and state directory after `stopKeepingLog()`.
     /// Clients keep their bootstrap address; the port is retried for a while in case the old
     /// listener's socket is not released yet.

@@ -30,6 +30,9 @@ final class ApplyLoop: Sendable {
     /// When each partition last delivered a command: a partition that did lately is about to
     /// deliver more and is waited for rather than marked.
     private let lastArrival = Mutex<[PartitionKey: ContinuousClock.Instant]>([:])
+    /// Each lane found short of its partition's end, with nothing to release, at the offset it
+    /// waited for and since when (`appendMarks`).
+    private let shortOfEnd = Mutex<[PartitionKey: (next: Int64, since: ContinuousClock.Instant)]>([:])
     /// Records read from the log (progress marks and records read again after a seek included).
     private let fetched = Counter(label: "pushline_processor_records_fetched_total")
 
@@ -150,19 +153,39 @@ final class ApplyLoop: Sendable {
         // Never past the clock: a mark's time must not exceed the moment it is appended, so that
         // a command accepted after another one was acknowledged is ordered after it.
         let now = EventTime.milliseconds(Date())
-        let quietSince = ContinuousClock.now - ProgressMarks.quiet
+        let clock = ContinuousClock.now
+        let quietSince = clock - ProgressMarks.quiet
         let arrivals = lastArrival.withLock { $0 }
+        var waits = shortOfEnd.withLock { $0 }
         var quietAt: ContinuousClock.Instant?
         let wanted = order.withLock { order in
             order.marksNeeded(now: now) { partition, next in
-                guard let end = consumer.highWatermark(partition.topicPartition), next >= end else { return false }
+                guard let end = consumer.highWatermark(partition.topicPartition) else { return false }
+                if next < end {
+                    // Usually the records are on their way. But the broker may count an offset
+                    // that it never stores (`ProgressMarks.gapWait`): a lane that waited for the
+                    // same offset that long is marked too. Records before the mark still come
+                    // first, as the mark is read after them.
+                    guard let waited = waits[partition], waited.next == next else {
+                        waits[partition] = (next, clock)
+                        quietAt = min(quietAt ?? clock + ProgressMarks.gapWait, clock + ProgressMarks.gapWait)
+                        return false
+                    }
+                    let due = waited.since + ProgressMarks.gapWait
+                    guard due <= clock else {
+                        quietAt = min(quietAt ?? due, due)
+                        return false
+                    }
+                }
                 guard let arrived = arrivals[partition], arrived > quietSince else { return true }
                 let quiet = arrived + ProgressMarks.quiet
                 quietAt = min(quietAt ?? quiet, quiet)
                 return false
             }
         }
-        // A lane passed over only because it delivered lately is looked at again once it is quiet.
+        shortOfEnd.withLock { $0 = waits }
+        // A lane passed over only because it delivered lately, or because it has waited for its
+        // next offset only briefly, is looked at again then.
         if let quietAt { marks.wake(consumer, at: quietAt) }
         guard !wanted.isEmpty else {
             marks.endRound()
@@ -230,6 +253,12 @@ final class ProgressMarks: Sendable {
     /// How long a partition must have delivered nothing before the processor marks it: one that
     /// did lately is about to deliver more, and a mark would only add a stored object.
     static let quiet = Duration.milliseconds(100)
+    /// How long a lane may wait for the same offset below its partition's end before it is
+    /// marked like a lane read to its end. The durable broker raises a partition's end before it
+    /// writes the batch, so one stopped in between counts an offset that is never stored; a
+    /// lane waiting for it would otherwise hold every later command back until another record
+    /// lands in that partition. A fetch brings records long before this on a working broker.
+    static let gapWait = Duration.seconds(1)
     private let counter = Counter(label: "pushline_processor_progress_marks_total")
     /// The least time between the starts of two rounds: under load, marks stay a few per
     /// partition and second, and each is a stored object on the one-machine broker.
