@@ -35,23 +35,35 @@ public final class TestBroker: Sendable {
             .deletingLastPathComponent()
     }
 
-    /// A loopback TCP port nothing listens on right now (the kernel's choice for port 0).
+    /// A loopback TCP port nothing listens on right now, below the kernel's range of ephemeral
+    /// ports (`ip_local_port_range`). A port the kernel picks for port 0 comes from that range,
+    /// which outgoing connections draw their source ports from too: with several test jobs
+    /// connecting to their brokers, one took a service's port between this check and the
+    /// service's bind ("Address already in use").
     public static func freePort() -> Int {
+        let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))
+            .flatMap { $0.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } } ?? 32768
+        let ports = 10_000..<max(10_001, min(range, 65_536))
+        for _ in 0..<1_000 {
+            let port = Int.random(in: ports)
+            if canBind(port) { return port }
+        }
+        preconditionFailure("no free loopback port in \(ports)")
+    }
+
+    private static func canBind(_ port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         precondition(fd >= 0, "socket() failed")
         defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
+        address.sin_port = UInt16(port).bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(fd, socketAddress, length) == 0 && getsockname(fd, socketAddress, &length) == 0
+        return withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
             }
         }
-        precondition(bound, "binding a loopback port failed")
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// Starts a broker (`durable`: its log on disk, see `scripts/broker --durable`); retries on
