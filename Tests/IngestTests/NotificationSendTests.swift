@@ -30,8 +30,7 @@ final class NotificationSendTests: XCTestCase {
             {"userId": "user-1", "title": "Gate change", "body": "Now B67", "text": "Boarding at B67", "sound": "default",
              "badge": 3, "category": "GATE", "uri": "myapp://flights/1", "mediaAttachmentUrl": "https://cdn.example.com/a.png",
              "contentAvailable": true, "mutableContent": true, "collapseKey": "flight-1", "priority": "high", "timeToLive": 3600,
-             "custom": {"flight": "LH1", "gate": "B67"}, "managed": true, "businessId": "GATE_CHANGE", "tracking": "off",
-             "unknownField": {"ignored": [1, 2]}}
+             "custom": {"flight": "LH1", "gate": "B67"}, "managed": true, "businessId": "GATE_CHANGE", "tracking": "off"}
             """
         let response = try await send(json, harness: harness)
         let deliveryId = try deliveryId(response)
@@ -215,6 +214,12 @@ final class NotificationSendTests: XCTestCase {
             (#"{"userId": "u", "title": "t", "timeToLive": 0}"#, "timeToLive"),
             (#"{"userId": "u", "title": "t", "timeToLive": 2419201}"#, "timeToLive"),
             (#"{"userId": "u", "title": "t", "collapseKey": "\#(String(repeating: "k", count: 65))"}"#, "collapseKey"),
+            // A field the route does not take: a newer server's audience or schedule, or a typo.
+            (#"{"to": {"all": true}, "title": "t"}"#, "to"),
+            (#"{"userId": "u", "title": "t", "sendAt": "2026-12-01T09:00:00Z"}"#, "sendAt"),
+            (#"{"userId": "u", "titel": "t", "body": "b"}"#, "titel"),
+            (#"{"userId": "u", "title": "t", "\u0061udience": "all"}"#, "audience"),
+            (#"{"userId": "u", "title": "t", "\#(String(repeating: "x", count: 70))": 1}"#, String(repeating: "x", count: 64) + "…"),
             // The body itself.
             (#"["userId"]"#, "body"),
             (#"{"userId": "#, "body"),
@@ -226,6 +231,24 @@ final class NotificationSendTests: XCTestCase {
             }
         }
         await assertNothingPublished(harness.publisher)
+    }
+
+    /// The fields a send may carry are exactly those of `SendRequest`: every one it encodes, and
+    /// a member name written with escapes counts as the name it spells.
+    func testTheFieldsASendTakesAreTheOnesItHas() async throws {
+        let full = NotificationAPI.SendRequest(
+            userId: "u", userIds: ["u"], deviceTokens: ["d"], title: "t", body: "b", text: "x", sound: "s", badge: 1, category: "c",
+            uri: "u:", mediaAttachmentUrl: "https://a", contentAvailable: true, mutableContent: true, collapseKey: "k",
+            priority: "high", custom: ["a": "b"], managed: true, businessId: "b", tracking: .bool(true), kind: "alert",
+            ticketId: .int(1), message: "m", timeToLive: 1)
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: JSONEncoder().encode(full)) as? [String: Any])
+        XCTAssertEqual(Set(object.keys), NotificationAPI.SendRequest.fields)
+
+        let harness = Harness()
+        await harness.seedClientApps()
+        _ = try deliveryId(try await send(#"{"userId": "u", "b\u006fdy": "hello"}"#, harness: harness))
+        let command = try await harness.onlyPublished(NotificationRequested.self)
+        XCTAssertEqual(command.content, NotificationContent(body: "hello"))
     }
 
     func testEveryReservedCustomKeyIsRefused() async throws {

@@ -54,6 +54,33 @@ enum JSONBody {
         }
     }
 
+    /// Refuses a member of the body's object that `fields` does not name, with a 400 naming it
+    /// (at most 64 characters of its name). A native route takes only the fields it knows: a
+    /// field a newer server acts on (an audience, a schedule) must never be dropped silently by
+    /// one that does not know it, and a misspelt field is a mistake to report. Call it after the
+    /// body decoded, so that it reads valid JSON; a body that is not an object names no field.
+    static func refuseUnknownFields(in buffer: ByteBuffer, fields: Set<String>) throws {
+        let unknown = buffer.withUnsafeReadableBytes { bytes -> String? in
+            var reader = WireReader(bytes.assumingMemoryBound(to: UInt8.self))
+            var found: String?
+            let read = reader.members { reader, raw in
+                guard let name = WireReader.string(utf8: raw) else { return false }
+                guard fields.contains(name) else {
+                    found = name
+                    return false
+                }
+                return reader.skipValue() != nil
+            }
+            if read || found != nil { return found }
+            // A member name with an escape, which the fast reader leaves to Foundation.
+            let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
+            return object?.keys.sorted().first { !fields.contains($0) }
+        }
+        guard let unknown else { return }
+        let named = unknown.count > 64 ? String(unknown.prefix(64)) + "…" : unknown
+        throw IngestError.badRequest("unknown field: this route takes only the fields its documentation lists", field: named)
+    }
+
     /// The first byte of the JSON text that is not white space (`[` tells an array from an object).
     static func firstSignificantByte(of buffer: ByteBuffer) -> UInt8? {
         buffer.readableBytesView.first { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }

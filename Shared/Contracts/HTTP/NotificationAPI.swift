@@ -3,8 +3,8 @@ import WireCodec
 
 /// Wire shapes of the send API, `POST /v1/apps/{mobileAppId}/notifications`
 /// (docs/API.md#sending-notifications, `Authorization: Bearer <api token>`). Every field is
-/// optional here so that ingest can name the missing or invalid one in its 400; unknown fields are
-/// ignored.
+/// optional here so that ingest can name the missing or invalid one in its 400; ingest refuses a
+/// field not in `SendRequest.fields` with a 400 naming it.
 public enum NotificationAPI {
     /// At most this many `custom` entries.
     public static let maxCustomEntries = 100
@@ -50,6 +50,13 @@ public enum NotificationAPI {
         public var ticketId: Scalar?
         /// Required for `kind: im`.
         public var message: String?
+
+        /// The name of every field above, as the body spells it: the only ones a send may carry.
+        public static let fields: Set<String> = [
+            "userId", "userIds", "deviceTokens", "title", "body", "text", "sound", "badge", "category", "uri",
+            "mediaAttachmentUrl", "contentAvailable", "mutableContent", "collapseKey", "timeToLive", "priority", "custom",
+            "managed", "businessId", "tracking", "kind", "ticketId", "message",
+        ]
 
         public init(userId: String? = nil, userIds: [String]? = nil, deviceTokens: [String]? = nil, title: String? = nil,
                     body: String? = nil, text: String? = nil, sound: String? = nil, badge: Int? = nil, category: String? = nil,
