@@ -124,6 +124,28 @@ final class AdminAPITests: XCTestCase {
         await assertNothingPublished(harness.publisher)
     }
 
+    /// The admin API's bodies take only the fields they list (`ListedFields`): any other is a 400
+    /// naming it, checked before the fields' values, and nothing is written (the credentials'
+    /// bodies: PushCredentialsAPITests).
+    func testEveryAdminBodyRefusesAFieldItDoesNotList() async throws {
+        let harness = Harness()
+        _ = await harness.seedApp()
+        let app = "/admin/v1/apps/\(Fixture.appId)"
+        let cases: [(HTTPRequest.Method, String, String, String)] = [
+            (.post, "/admin/v1/apps", #"{"name": "Shop", "colour": "red"}"#, "colour"),
+            (.patch, app, #"{"nmae": "Shop"}"#, "nmae"),
+            (.post, app + "/tokens", #"{"scopes": ["server"], "expiresIn": 60}"#, "expiresIn"),
+            (.put, app + "/identity", #"{"required": true, "secret": "s"}"#, "secret"),
+            (.post, "/admin/v1/admin-tokens", #"{"name": "ops", "scopes": ["all"]}"#, "scopes"),
+        ]
+        try await harness.test { client in
+            for (method, uri, json, field) in cases {
+                try assertProblem(try await client.admin(method, uri, json: json), .badRequest, field: field)
+            }
+        }
+        await assertNothingPublished(harness.publisher)
+    }
+
     func testIssuingATokenPublishesApiTokenIssued() async throws {
         let harness = Harness()
         _ = await harness.seedApp()

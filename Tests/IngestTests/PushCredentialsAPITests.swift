@@ -114,6 +114,7 @@ final class PushCredentialsAPITests: XCTestCase {
             ("an RSA key", ["privateKey": keys.rsaPEM], "privateKey"),
             ("a huge key", ["privateKey": String(repeating: "A", count: 20_000)], "privateKey"),
             ("a number for a key", ["privateKey": 5], nil),
+            ("a field it does not list", ["topic": "com.example.shop"], "topic"),
         ]
         let accountCases: [(String, Any, String)] = [
             ("not an object", "text", "serviceAccount"),
@@ -130,6 +131,8 @@ final class PushCredentialsAPITests: XCTestCase {
         let requests: [(String, String, String, String?)] =
             try apnsCases.map { ($0.0, apnsPath, try apnsBody($0.1), $0.2) }
             + accountCases.map { ($0.0, fcmPath, try Fixture.json(["serviceAccount": $0.1]), $0.2) }
+            + [("an FCM field it does not list", fcmPath,
+                try Fixture.json(["serviceAccount": keys.serviceAccount(extra: [:]), "projectId": "p"]), "projectId")]
         try await harness.test { client in
             for (name, path, body, field) in requests {
                 let response = try await client.admin(.put, path, json: body)

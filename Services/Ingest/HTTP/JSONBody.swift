@@ -39,8 +39,16 @@ enum JSONBody {
     /// Decodes `T` straight from the collected bytes (no copy into an intermediate `Data`): the
     /// shapes of the high-volume routes by hand when they are plain (`FastRequestBody`), anything
     /// else — and every error — by `decoder`.
+    /// A native route's body (`ListedFields`) with a member it does not list is refused
+    /// (`refuseUnknownFields`).
     static func decode<T: Decodable>(_ type: T.Type, from buffer: ByteBuffer, decoder: JSONDecoder) throws -> T {
         if let value = buffer.withUnsafeReadableBytes({ FastRequestBody.decode(T.self, from: $0) }) { return value }
+        let value = try decodeWithFoundation(type, from: buffer, decoder: decoder)
+        if let listed = T.self as? any ListedFields.Type { try refuseUnknownFields(in: buffer, fields: listed.fields) }
+        return value
+    }
+
+    private static func decodeWithFoundation<T: Decodable>(_ type: T.Type, from buffer: ByteBuffer, decoder: JSONDecoder) throws -> T {
         do {
             return try buffer.withUnsafeReadableBytes { bytes in
                 // The Data only borrows the buffer's bytes while the decoder runs; nothing it
@@ -55,10 +63,9 @@ enum JSONBody {
     }
 
     /// Refuses a member of the body's object that `fields` does not name, with a 400 naming it
-    /// (at most 64 characters of its name). A native route takes only the fields it knows: a
-    /// field a newer server acts on (an audience, a schedule) must never be dropped silently by
-    /// one that does not know it, and a misspelt field is a mistake to report. Call it after the
-    /// body decoded, so that it reads valid JSON; a body that is not an object names no field.
+    /// (at most 64 characters of its name), for the native routes' bodies (`ListedFields`). Called
+    /// after the body decoded, so that it reads valid JSON; a body that is not an object names no
+    /// field.
     static func refuseUnknownFields(in buffer: ByteBuffer, fields: Set<String>) throws {
         let unknown = buffer.withUnsafeReadableBytes { bytes -> String? in
             var reader = WireReader(bytes.assumingMemoryBound(to: UInt8.self))

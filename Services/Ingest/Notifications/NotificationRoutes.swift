@@ -38,7 +38,6 @@ struct NotificationRoutes: Sendable {
         let key = try Self.idempotencyKey(request.headers[.idempotencyKey])
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
         let send = try JSONBody.decode(NotificationAPI.SendRequest.self, from: body, decoder: WireJSON.decoder())
-        try JSONBody.refuseUnknownFields(in: body, fields: NotificationAPI.SendRequest.fields)
         var command = try NotificationRequested(validating: send, deliveryId: .random(), mobileAppId: auth.mobileAppId)
         command.messageKeyId = messageKeyId
 

@@ -4,7 +4,7 @@ import WireCodec
 /// Wire shapes of the send API, `POST /v1/apps/{mobileAppId}/notifications`
 /// (docs/API.md#sending-notifications, `Authorization: Bearer <api token>`). Every field is
 /// optional here so that ingest can name the missing or invalid one in its 400; ingest refuses a
-/// field not in `SendRequest.fields` with a 400 naming it.
+/// field not in `SendRequest.fields` with a 400 naming it (`ListedFields`).
 public enum NotificationAPI {
     /// At most this many `custom` entries.
     public static let maxCustomEntries = 100
