@@ -157,7 +157,9 @@ final class ApplyLoop: Sendable {
         let quietSince = clock - ProgressMarks.quiet
         let arrivals = lastArrival.withLock { $0 }
         var waits = shortOfEnd.withLock { $0 }
-        var quietAt: ContinuousClock.Instant?
+        // The earliest moment a lane passed over now may be marked: the loop looks again then.
+        var lookAgainAt: ContinuousClock.Instant?
+        func lookAgain(at instant: ContinuousClock.Instant) { lookAgainAt = min(lookAgainAt ?? instant, instant) }
         let wanted = order.withLock { order in
             order.marksNeeded(now: now) { partition, next in
                 guard let end = consumer.highWatermark(partition.topicPartition) else { return false }
@@ -168,25 +170,24 @@ final class ApplyLoop: Sendable {
                     // first, as the mark is read after them.
                     guard let waited = waits[partition], waited.next == next else {
                         waits[partition] = (next, clock)
-                        quietAt = min(quietAt ?? clock + ProgressMarks.gapWait, clock + ProgressMarks.gapWait)
+                        lookAgain(at: clock + ProgressMarks.gapWait)
                         return false
                     }
                     let due = waited.since + ProgressMarks.gapWait
                     guard due <= clock else {
-                        quietAt = min(quietAt ?? due, due)
+                        lookAgain(at: due)
                         return false
                     }
                 }
                 guard let arrived = arrivals[partition], arrived > quietSince else { return true }
-                let quiet = arrived + ProgressMarks.quiet
-                quietAt = min(quietAt ?? quiet, quiet)
+                lookAgain(at: arrived + ProgressMarks.quiet)
                 return false
             }
         }
         shortOfEnd.withLock { $0 = waits }
         // A lane passed over only because it delivered lately, or because it has waited for its
         // next offset only briefly, is looked at again then.
-        if let quietAt { marks.wake(consumer, at: quietAt) }
+        if let lookAgainAt { marks.wake(consumer, at: lookAgainAt) }
         guard !wanted.isEmpty else {
             marks.endRound()
             return
