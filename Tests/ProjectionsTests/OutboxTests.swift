@@ -54,23 +54,69 @@ import Testing
         }
     }
 
+    static func app(_ n: UInt8) -> UUID {
+        UUID(uuid: (0, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, n))
+    }
+
     @Test(arguments: StoreBackend.allCases)
-    func testClaimsSkipExcludedAppsAndAReleasedJobIsClaimableAgain(_ backend: StoreBackend) async throws {
+    func testAClaimTakesAppsInTurnEachUpToItsSlotsLeftAndLeasesOnlyWhatItTakes(_ backend: StoreBackend) async throws {
         try await withStoreHarness(backend) { h in
             let store = try await h.openStore()
-            let busy = UUID(), other = UUID()
-            try await store.commit(mutations: [.enqueueOutbox(Fixture.job("busy-1", app: busy)), .enqueueOutbox(Fixture.job("other-1", app: other)),
-                                               .enqueueOutbox(Fixture.job("none-1"))], offsets: [])
-            let claimed = try await store.claimOutboxJobs(now: Fixture.at(0), limit: 10, leaseUntil: Fixture.at(30), excludingApps: [busy])
-            #expect(Set(claimed.map(\.id)) == ["other-1", "none-1"])
+            let (busy, other, full) = (Self.app(1), Self.app(2), Self.app(3))
+            // The busy app's backlog is the oldest; the other apps' jobs and one of no app come after it.
+            var jobs = (1...4).map { n in Fixture.job("busy-\(n)", app: busy, due: Double(n)) }
+            jobs += [Fixture.job("other-1", app: other, due: 5), Fixture.job("full-1", app: full, due: 6), Fixture.job("none-1", due: 7)]
+            try await store.commit(mutations: jobs.map(Mutation.enqueueOutbox), offsets: [])
 
-            try await store.releaseOutboxLease(jobId: "other-1", lease: Fixture.at(29))
-            let stillLeased = try await store.claimOutboxJobs(now: Fixture.at(1), limit: 10, leaseUntil: Fixture.at(31), excludingApps: [busy])
-            #expect(stillLeased.map(\.id) == [], "a release with another lease changes nothing")
-            try await store.releaseOutboxLease(jobId: "other-1", lease: Fixture.at(30))
-            let released = try await store.claimOutboxJobs(now: Fixture.at(2), limit: 10, leaseUntil: Fixture.at(32))
-            #expect(Set(released.map(\.id)) == ["other-1", "busy-1"])
+            let slots = OutboxSlots(perApp: 3, inFlight: [busy: 1, full: 3])
+            let claimed = try await store.claimOutboxJobs(now: Fixture.at(10), limit: 10, leaseUntil: Fixture.at(40), slots: slots)
+            #expect(claimed.map(\.id) == ["none-1", "busy-1", "busy-2", "other-1"], "jobs of no app, then each app up to its slots left")
+
+            // What the claim did not take is not leased. The next claim starts after the app the last one ended
+            // with and comes round to the first.
+            let next = try await store.claimOutboxJobs(now: Fixture.at(11), limit: 10, leaseUntil: Fixture.at(41),
+                                                       slots: OutboxSlots(perApp: 3, after: other))
+            #expect(next.map(\.id) == ["full-1", "busy-3", "busy-4"])
+            let none = try await store.claimOutboxJobs(now: Fixture.at(12), limit: 10, leaseUntil: Fixture.at(42), slots: .unbounded)
+            #expect(none.isEmpty)
         }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
+    func testAClaimStopsAtItsLimitWhereverItIsInTheTurn(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let jobs = (1...3).flatMap { a in (1...2).map { n in Fixture.job("app\(a)-\(n)", app: Self.app(UInt8(a)), due: Double(n)) } }
+            try await store.commit(mutations: jobs.map(Mutation.enqueueOutbox), offsets: [])
+            let first = try await store.claimOutboxJobs(now: Fixture.at(10), limit: 3, leaseUntil: Fixture.at(40),
+                                                        slots: OutboxSlots(perApp: 2, after: Self.app(1)))
+            #expect(first.map(\.id) == ["app2-1", "app2-2", "app3-1"])
+            let second = try await store.claimOutboxJobs(now: Fixture.at(10), limit: 3, leaseUntil: Fixture.at(40),
+                                                         slots: OutboxSlots(perApp: 2, after: Self.app(3)))
+            #expect(second.map(\.id) == ["app1-1", "app1-2", "app3-2"])
+        }
+    }
+
+    @Test func testTheWalkVisitsTheAppsAfterTheLastOneThenComesRoundToIt() {
+        let apps = [Self.app(1), Self.app(2), Self.app(3)]
+        func walk(after: UUID?, over apps: [UUID]) -> [UUID] {
+            var walk = OutboxAppWalk(after: after)
+            var visited: [UUID] = []
+            var looks = 0
+            while !walk.done {
+                looks += 1
+                if looks > 10 { Issue.record("the walk never ends"); break }
+                let from = walk.from
+                if let app = walk.found(apps.first { from == nil || KeyOrder.less(from!, $0) }) { visited.append(app) }
+            }
+            return visited
+        }
+        #expect(walk(after: nil, over: apps) == apps)
+        #expect(walk(after: apps[1], over: apps) == [apps[2], apps[0], apps[1]])
+        #expect(walk(after: apps[2], over: apps) == apps)
+        #expect(walk(after: Self.app(9), over: apps) == apps, "the last app may have no jobs left")
+        #expect(walk(after: Self.app(2), over: [apps[0], apps[2]]) == [apps[2], apps[0]])
+        #expect(walk(after: apps[0], over: []) == [])
     }
 
     @Test(arguments: StoreBackend.allCases)

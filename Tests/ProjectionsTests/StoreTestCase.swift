@@ -115,6 +115,7 @@ final class StoreHarness {
     /// to the caller. A new step adds its undoing here.
     func undoPostgresStepsAfterSeven(store name: String = "store.sqlite") async throws {
         for sql in [
+            "DROP INDEX outbox_claimable",  // version 22
             "ALTER TABLE apps DROP COLUMN users",  // version 21
             "ALTER TABLE devices DROP COLUMN badges_since, DROP COLUMN badges",
             "ALTER TABLE registration_status DROP COLUMN part",

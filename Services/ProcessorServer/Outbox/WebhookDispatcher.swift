@@ -33,6 +33,8 @@ final class WebhookDispatcher: Service, Sendable {
         var lease: Duration { requestTimeout * 2 + .seconds(10) }
         /// Attempts in flight for one app at most (`PUSHLINE_WEBHOOK_APP_CONCURRENCY`).
         var perAppConcurrency = 4
+        /// Audit records waiting for the broker at most before claims pause.
+        var auditBacklog: Int { concurrency * 8 }
         var idlePoll: Duration = .seconds(1)
         var retryBaseDelay: Duration = .seconds(1)
         var auditTopic: String?
@@ -80,8 +82,11 @@ final class WebhookDispatcher: Service, Sendable {
     private var isStopping: Bool { stopping.withLock { $0 } }
 
     private enum Event: Sendable {
-        /// An attempt of a job of this app (nil: a job of no app) is over.
-        case sent(UUID?)
+        /// An attempt of a job of this app (nil: a job of no app) is over and recorded in the
+        /// store; its audit record is still to be written.
+        case sent(UUID?, WebhookAttemptRecord)
+        /// An audit record is written (or could not be).
+        case audited
         case wake
     }
 
@@ -92,34 +97,34 @@ final class WebhookDispatcher: Service, Sendable {
             /// app's slow receiver cannot take every slot from the others.
             var inFlightByApp: [UUID: Int] = [:]
             var waiting = false
+            /// Audit records the broker has not answered yet: while it is slow, at most as many
+            /// as `auditBacklog`, then no new job is claimed.
+            var auditing = 0
+            /// The app the last claim ended with: the next claim starts after it, so apps take turns.
+            var lastApp: UUID?
             while !Task.isCancelled, !isStopping {
-                let free = configuration.concurrency - inFlight
-                var started = 0
+                let free = auditing < configuration.auditBacklog ? configuration.concurrency - inFlight : 0
                 if free > 0 {
                     let now = Date()
                     let leaseUntil = now.addingTimeInterval(configuration.lease.inSeconds)
-                    let atCap = Set(inFlightByApp.filter { $0.value >= configuration.perAppConcurrency }.keys)
+                    let slots = OutboxSlots(perApp: configuration.perAppConcurrency, inFlight: inFlightByApp, after: lastApp)
                     var claimed: [OutboxJob] = []
                     do {
-                        claimed = try await store.claimOutboxJobs(now: now, limit: free, leaseUntil: leaseUntil, excludingApps: atCap)
+                        claimed = try await store.claimOutboxJobs(now: now, limit: free, leaseUntil: leaseUntil, slots: slots)
                     } catch {
                         logger.error("cannot claim outbox jobs", metadata: ["error": "\(error)"])
                     }
                     for job in claimed {
                         if let app = job.appId {
-                            guard inFlightByApp[app, default: 0] < configuration.perAppConcurrency else {
-                                // More of this app's jobs than it has slots left: the rest wait for a later claim.
-                                try? await store.releaseOutboxLease(jobId: job.id, lease: leaseUntil)
-                                continue
-                            }
                             inFlightByApp[app, default: 0] += 1
+                            lastApp = app
                         }
                         inFlight += 1
-                        started += 1
-                        group.addTask { await self.attempt(job, lease: leaseUntil); return .sent(job.appId) }
+                        group.addTask { .sent(job.appId, await self.attempt(job, lease: leaseUntil)) }
                     }
                 }
-                if started > 0 && inFlight < configuration.concurrency { continue }
+                // A claim that took fewer jobs than it asked for looked at every app: nothing else is
+                // due until an attempt ends, a wake or the idle poll.
                 if !waiting {
                     // One idle waiter at a time: it returns on wake() or after idlePoll.
                     waiting = true
@@ -127,17 +132,25 @@ final class WebhookDispatcher: Service, Sendable {
                 }
                 guard let event = await group.next() else { break }
                 switch event {
-                case .sent(let app):
+                case .sent(let app, let record):
                     inFlight -= 1
                     if let app {
                         inFlightByApp[app, default: 1] -= 1
                         if inFlightByApp[app] == 0 { inFlightByApp[app] = nil }
                     }
+                    // The attempt is in the store: its slot is free while the broker takes the
+                    // audit record (a slot held for the broker's answer too would bound one
+                    // app's webhooks by the broker's round trip).
+                    auditing += 1
+                    group.addTask { await self.audit(record); return .audited }
+                case .audited: auditing -= 1
                 case .wake: waiting = false
                 }
             }
-            // Finish (and record) what is in flight; the idle waiter ends by itself.
-            while await group.next() != nil {}
+            // Finish (and record, and audit) what is in flight; the idle waiter ends by itself.
+            while let event = await group.next() {
+                if case .sent(_, let record) = event { group.addTask { await self.audit(record); return .audited } }
+            }
         }
     }
 
@@ -236,9 +249,11 @@ final class WebhookDispatcher: Service, Sendable {
     }
 
     /// Sends `job` once and records the attempt, if this dispatcher still holds the job's lease
-    /// (`lease`, the claim's lease end; nil records in any case). Internal so that tests can
+    /// (`lease`, the claim's lease end; nil records in any case). Returns the attempt's record
+    /// for the `webhooks` topic, which the caller writes (`audit`). Internal so that tests can
     /// drive one attempt.
-    func attempt(_ job: OutboxJob, lease: Date? = nil) async {
+    @discardableResult
+    func attempt(_ job: OutboxJob, lease: Date? = nil) async -> WebhookAttemptRecord {
         let attemptNumber = job.attempts + 1
         var status: Int?
         var failure: String?
@@ -283,8 +298,8 @@ final class WebhookDispatcher: Service, Sendable {
         if failure != nil {
             logger.info("webhook attempt failed", metadata: ["job": "\(job.id)", "attempt": "\(attemptNumber)", "error": "\(failure ?? "")"])
         }
-        await audit(WebhookAttemptRecord(webhookId: job.id, kind: job.kind, mobileAppId: job.appId, url: RedactedURL.string(job.url),
-                                         attempt: attemptNumber, outcome: outcome, httpStatus: status, error: failure))
+        return WebhookAttemptRecord(webhookId: job.id, kind: job.kind, mobileAppId: job.appId, url: RedactedURL.string(job.url),
+                                    attempt: attemptNumber, outcome: outcome, httpStatus: status, error: failure)
     }
 
     private func audit(_ record: WebhookAttemptRecord) async {

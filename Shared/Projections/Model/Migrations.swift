@@ -38,7 +38,7 @@ package enum ProjectionMigrations {
     }
 
     /// Every step, in order.
-    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21]
+    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22]
 
     /// The newest schema version, which this code creates and understands: the last step's.
     package static let version = steps[steps.count - 1].number
@@ -726,4 +726,13 @@ package enum ProjectionMigrations {
         CREATE INDEX registration_status_by_app_and_time ON registration_status (app_id, decided_at);
         CREATE INDEX acks_by_app_and_time ON acks (app_id, acked_at)
         """)
+
+    /// The claimable outbox jobs by app, in the order a claim takes them (docs/ARCHITECTURE.md#status-webhooks-and-app-callbacks):
+    /// a claim finds each app with jobs, and that app's oldest due jobs, with one look each, so an
+    /// app's backlog costs the other apps nothing.
+    package static let v22 = Step(22, sqlite: claimableIndex, postgres: claimableIndex)
+    static let claimableIndex = """
+        CREATE INDEX outbox_claimable ON outbox (app_id, next_attempt_at, created_at, id)
+            WHERE state = 'pending' AND kind <> '\(CallbackShare.jobKind)'
+        """
 }

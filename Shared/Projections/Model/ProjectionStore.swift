@@ -69,18 +69,17 @@ public protocol ProjectionReader: Sendable {
 /// The webhook outbox as its dispatcher sees it: jobs are written by `BatchStore.commit`, then
 /// claimed, attempted and recorded here.
 public protocol OutboxStore: Sendable {
-    /// Takes up to `limit` pending jobs due at `now` whose lease is free or expired, of apps other
-    /// than `excludingApps`, and leases them until `leaseUntil` so that no other dispatcher takes
-    /// them meanwhile. Oldest first. A job's `leaseUntil` only grows from claim to claim, so it
-    /// tells the lease holder from a dispatcher whose lease ran out.
-    func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date, excludingApps: Set<UUID>) async throws -> [OutboxJob]
+    /// Takes up to `limit` pending jobs due at `now` whose lease is free or expired, and leases
+    /// them until `leaseUntil` so that no other dispatcher takes them meanwhile: jobs of no app
+    /// first, then the apps in the turn `slots` says, each app's oldest first and no more of them
+    /// than its slots left. A job's `leaseUntil` only grows from claim to claim, so it tells the
+    /// lease holder from a dispatcher whose lease ran out.
+    func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date, slots: OutboxSlots) async throws -> [OutboxJob]
     /// Records an attempt: counts it, stores its result and releases the lease — only while the
     /// job is still leased until `lease` (the claim's `leaseUntil`); nil records unconditionally.
     /// Returns false, recording nothing, when the lease was lost (it ran out and another
     /// dispatcher claimed the job, or a rebuild's switch-over restored it).
     func recordOutboxAttempt(jobId: String, lease: Date?, result: OutboxAttemptResult) async throws -> Bool
-    /// Gives a claimed job back unattempted, if it is still leased until `lease`.
-    func releaseOutboxLease(jobId: String, lease: Date) async throws
     /// Up to `limit` jobs with ids after `id` (all when nil), ordered by id in byte order: pages
     /// through every job, whatever its state.
     func outboxJobs(after id: String?, limit: Int) async throws -> [OutboxJob]
@@ -88,7 +87,7 @@ public protocol OutboxStore: Sendable {
 
 extension OutboxStore {
     public func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date) async throws -> [OutboxJob] {
-        try await claimOutboxJobs(now: now, limit: limit, leaseUntil: leaseUntil, excludingApps: [])
+        try await claimOutboxJobs(now: now, limit: limit, leaseUntil: leaseUntil, slots: .unbounded)
     }
 
     /// Records an attempt whoever holds the lease.

@@ -12,29 +12,47 @@ import PostgresNIO
 /// A lease (`lease_until`) rather than a state change marks a job as taken, so a dispatcher
 /// that dies mid-attempt loses nothing: its lease runs out and the job is claimed again.
 enum PostgresOutbox {
-    static func claim(now: Date, limit: Int, leaseUntil: Date, excludingApps: Set<UUID>, on connection: PostgresConnection,
+    /// The claimable jobs: pending, and not a callback share (those wait to be merged). Written out
+    /// as the `outbox_claimable` index's condition (no bound value), so that PostgreSQL uses it.
+    static let claimable = "state = 'pending' AND kind <> '\(CallbackShare.jobKind)'"
+
+    static func claim(now: Date, limit: Int, leaseUntil: Date, slots: OutboxSlots, on connection: PostgresConnection,
                       logger: Logger) async throws -> [OutboxJob] {
         guard limit > 0 else { return [] }
         let nowMillis = ProjectionValues.millis(now)
-        let rows = try await connection.rows("""
-            WITH due AS (
-                SELECT id FROM outbox
-                WHERE state = 'pending' AND kind <> \(CallbackShare.jobKind) AND next_attempt_at <= \(nowMillis) AND (lease_until IS NULL OR lease_until < \(nowMillis))
-                    AND (app_id IS NULL OR app_id <> ALL(\(Array(excludingApps))::uuid[]))
-                ORDER BY next_attempt_at, created_at, id
-                LIMIT \(Int64(limit))
-                FOR UPDATE SKIP LOCKED)
-            UPDATE outbox o SET lease_until = \(ProjectionValues.millis(leaseUntil)) FROM due WHERE o.id = due.id
-            RETURNING o.id, o.kind, o.app_id, o.url, o.headers, o.body, o.max_attempts, o.attempts, o.next_attempt_at, o.state,
-                o.last_status, o.last_error, o.created_at
-            """, logger: logger)
-        // The columns of `TableCatalog.outbox.columnList`. RETURNING has no order of its own: oldest
-        // first, as selected.
-        return try rows.map(OutboxJob.init(postgres:)).sorted { a, b in
-            if a.nextAttemptAt != b.nextAttemptAt { return a.nextAttemptAt < b.nextAttemptAt }
-            if a.createdAt != b.createdAt { return a.createdAt < b.createdAt }
-            return KeyOrder.less(a.id, b.id)
+        // Each look locks what it takes for this transaction; a job another claim holds is skipped.
+        func due(_ app: UUID?, _ take: Int) async throws -> [String] {
+            // Numbers only, written out: jobs of no app match `app_id IS NULL`, which no bound value says.
+            let rest = """
+                AND next_attempt_at <= \(nowMillis) AND (lease_until IS NULL OR lease_until < \(nowMillis))
+                ORDER BY next_attempt_at, created_at, id LIMIT \(take) FOR UPDATE SKIP LOCKED
+                """
+            let rows = if let app {
+                try await connection.rows("SELECT id FROM outbox WHERE \(unescaped: claimable) AND app_id = \(app) \(unescaped: rest)", logger: logger)
+            } else {
+                try await connection.rows("SELECT id FROM outbox WHERE \(unescaped: claimable) AND app_id IS NULL \(unescaped: rest)", logger: logger)
+            }
+            return try rows.map { try $0.decode(String.self) }
         }
+        var ids = try await due(nil, limit)
+        var walk = OutboxAppWalk(after: slots.after)
+        while !walk.done, ids.count < limit {
+            let found = try await connection.rows(walk.from.map { from in
+                "SELECT app_id FROM outbox WHERE \(unescaped: claimable) AND app_id > \(from) ORDER BY app_id LIMIT 1"
+            } ?? "SELECT app_id FROM outbox WHERE \(unescaped: claimable) AND app_id IS NOT NULL ORDER BY app_id LIMIT 1", logger: logger)
+            guard let app = walk.found(try found.first?.decode(UUID?.self)) else { continue }
+            let take = min(slots.left(app), limit - ids.count)
+            guard take > 0 else { continue }
+            ids += try await due(app, take)
+        }
+        guard !ids.isEmpty else { return [] }
+        let rows = try await connection.rows("""
+            UPDATE outbox SET lease_until = \(ProjectionValues.millis(leaseUntil)) WHERE id = ANY(\(ids))
+            RETURNING \(unescaped: TableCatalog.outbox.columnList)
+            """, logger: logger)
+        // RETURNING has no order of its own: in the order taken.
+        let byId = Dictionary(uniqueKeysWithValues: try rows.map(OutboxJob.init(postgres:)).map { ($0.id, $0) })
+        return ids.compactMap { byId[$0] }
     }
 
     static func record(jobId: String, lease: Date?, result: OutboxAttemptResult, on connection: PostgresConnection,
@@ -60,12 +78,6 @@ enum PostgresOutbox {
             WHERE id = \(jobId)
             """, logger: logger)
         return true
-    }
-
-    static func release(jobId: String, lease: Date, on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.run("""
-            UPDATE outbox SET lease_until = NULL WHERE id = \(jobId) AND lease_until = \(ProjectionValues.millis(lease))
-            """, logger: logger)
     }
 
     /// The jobs of these ids that are stored.

@@ -191,22 +191,15 @@ public final class PostgresProjectionStore: ProjectionStore, ReadRunner {
         }
     }
 
-    public func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date, excludingApps: Set<UUID>) async throws -> [OutboxJob] {
+    public func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date, slots: OutboxSlots) async throws -> [OutboxJob] {
         try await session("BEGIN") { connection in
-            try await PostgresOutbox.claim(now: now, limit: limit, leaseUntil: leaseUntil, excludingApps: excludingApps,
-                                           on: connection, logger: self.logger)
+            try await PostgresOutbox.claim(now: now, limit: limit, leaseUntil: leaseUntil, slots: slots, on: connection, logger: self.logger)
         }
     }
 
     public func recordOutboxAttempt(jobId: String, lease: Date?, result: OutboxAttemptResult) async throws -> Bool {
         try await session("BEGIN") { connection in
             try await PostgresOutbox.record(jobId: jobId, lease: lease, result: result, on: connection, logger: self.logger)
-        }
-    }
-
-    public func releaseOutboxLease(jobId: String, lease: Date) async throws {
-        try await session(nil) { connection in
-            try await PostgresOutbox.release(jobId: jobId, lease: lease, on: connection, logger: self.logger)
         }
     }
 

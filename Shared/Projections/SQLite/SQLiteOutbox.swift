@@ -9,25 +9,34 @@ import GRDB
 /// A lease (`lease_until`) rather than a state change marks a job as taken, so a dispatcher
 /// that dies mid-attempt loses nothing: its lease runs out and the job is claimed again.
 enum SQLiteOutbox {
-    static func claim(now: Date, limit: Int, leaseUntil: Date, excludingApps: Set<UUID>, in db: Database) throws -> [OutboxJob] {
+    /// The claimable jobs: pending, and not a callback share (those wait to be merged), read through
+    /// the `outbox_claimable` index, whose condition this is (SQLite would rather use `outbox_due`
+    /// and sort, and refuses a statement the named index cannot serve).
+    static let claimable = "outbox INDEXED BY outbox_claimable WHERE state = 'pending' AND kind <> '\(CallbackShare.jobKind)'"
+
+    static func claim(now: Date, limit: Int, leaseUntil: Date, slots: OutboxSlots, in db: Database) throws -> [OutboxJob] {
         guard limit > 0 else { return [] }
         let nowMillis = SQLiteValues.millis(now)
-        // The excluded apps as one JSON array argument, so the statement is prepared once.
-        let excluded = "[" + excludingApps.map { "\"\(SQLiteValues.text($0))\"" }.joined(separator: ",") + "]"
-        let select = try db.cachedStatement(sql: """
-            SELECT \(TableCatalog.outbox.columnList) FROM outbox
-            WHERE state = 'pending' AND kind <> '\(CallbackShare.jobKind)' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?)
-                AND (app_id IS NULL OR app_id NOT IN (SELECT value FROM json_each(?)))
-            ORDER BY next_attempt_at, created_at, id
-            LIMIT ?
-            """)
-        let jobs = try Row.fetchAll(select, arguments: [nowMillis, nowMillis, excluded, limit]).map(OutboxJob.init(sqlite:))
+        let due = "next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?) ORDER BY next_attempt_at, created_at, id LIMIT ?"
+        var ids = try String.fetchAll(db.cachedStatement(sql: "SELECT id FROM \(claimable) AND app_id IS NULL AND \(due)"),
+                                      arguments: [nowMillis, nowMillis, limit])
+        let nextApp = try db.cachedStatement(sql: "SELECT app_id FROM \(claimable) AND app_id > ? ORDER BY app_id LIMIT 1")
+        let dueOfApp = try db.cachedStatement(sql: "SELECT id FROM \(claimable) AND app_id = ? AND \(due)")
+        var walk = OutboxAppWalk(after: slots.after)
+        while !walk.done, ids.count < limit {
+            // Every app id sorts after the empty string.
+            let found = try String.fetchOne(nextApp, arguments: [walk.from.map(SQLiteValues.text) ?? ""])
+            guard let app = walk.found(try found.map { try SQLiteValues.uuid($0, column: "outbox.app_id") }) else { continue }
+            let take = min(slots.left(app), limit - ids.count)
+            guard take > 0 else { continue }
+            ids += try String.fetchAll(dueOfApp, arguments: [found, nowMillis, nowMillis, take])
+        }
         let lease = try db.cachedStatement(sql: "UPDATE outbox SET lease_until = ? WHERE id = ?")
         let until = SQLiteValues.millis(leaseUntil)
-        for job in jobs {
-            try lease.execute(arguments: [until, job.id])
+        for id in ids {
+            try lease.execute(arguments: [until, id])
         }
-        return jobs
+        return try jobs(ids, in: db)
     }
 
     static func record(jobId: String, lease: Date?, result: OutboxAttemptResult, in db: Database) throws -> Bool {
@@ -51,11 +60,6 @@ enum SQLiteOutbox {
             WHERE id = ?
             """).execute(arguments: [attempt, state.rawValue, nextAttemptAt, result.httpStatus, result.error, jobId])
         return true
-    }
-
-    static func release(jobId: String, lease: Date, in db: Database) throws {
-        try db.cachedStatement(sql: "UPDATE outbox SET lease_until = NULL WHERE id = ? AND lease_until = ?")
-            .execute(arguments: [jobId, SQLiteValues.millis(lease)])
     }
 
     /// The jobs of these ids that are stored.

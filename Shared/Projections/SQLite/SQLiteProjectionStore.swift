@@ -241,18 +241,14 @@ public final class SQLiteProjectionStore: ProjectionStore, ReadRunner {
         }
     }
 
-    public func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date, excludingApps: Set<UUID>) async throws -> [OutboxJob] {
+    public func claimOutboxJobs(now: Date, limit: Int, leaseUntil: Date, slots: OutboxSlots) async throws -> [OutboxJob] {
         try await writing { db in
-            try SQLiteOutbox.claim(now: now, limit: limit, leaseUntil: leaseUntil, excludingApps: excludingApps, in: db)
+            try SQLiteOutbox.claim(now: now, limit: limit, leaseUntil: leaseUntil, slots: slots, in: db)
         }
     }
 
     public func recordOutboxAttempt(jobId: String, lease: Date?, result: OutboxAttemptResult) async throws -> Bool {
         try await writing { db in try SQLiteOutbox.record(jobId: jobId, lease: lease, result: result, in: db) }
-    }
-
-    public func releaseOutboxLease(jobId: String, lease: Date) async throws {
-        try await writing { db in try SQLiteOutbox.release(jobId: jobId, lease: lease, in: db) }
     }
 
     public func createdAt() async throws -> Date {

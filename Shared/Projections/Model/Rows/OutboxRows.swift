@@ -67,3 +67,63 @@ public struct OutboxAttemptResult: Sendable, Equatable {
         self.next = next
     }
 }
+
+/// What a claim may take: each app has `perApp` slots, of which `inFlight[app]` are taken by
+/// attempts under way; jobs of no app are bounded only by the claim's limit.
+///
+/// A claim visits the apps with jobs in turn, starting after `after` (the app the last claim
+/// ended with) and coming round to it last, and takes each app's oldest due jobs up to its slots
+/// left, until it has its limit. It finds the next app and an app's due jobs each with one look
+/// in an index of the claimable jobs by app, never by reading a queue of every app's jobs: an
+/// app with a long backlog and no slot left costs the others nothing, and no app waits behind
+/// another's backlog.
+public struct OutboxSlots: Sendable, Equatable {
+    public var perApp: Int
+    public var inFlight: [UUID: Int]
+    /// The app the last claim ended with: this claim starts after it.
+    public var after: UUID?
+
+    public init(perApp: Int, inFlight: [UUID: Int] = [:], after: UUID? = nil) {
+        self.perApp = perApp
+        self.inFlight = inFlight
+        self.after = after
+    }
+
+    /// No bound per app.
+    public static let unbounded = OutboxSlots(perApp: .max)
+
+    /// Slots left to `app`.
+    public func left(_ app: UUID) -> Int { max(0, perApp - inFlight[app, default: 0]) }
+}
+
+/// The order a claim visits apps in: those after `OutboxSlots.after`, then from the first app
+/// round to it. The store looks for the first app with claimable jobs after `from` (nil: the first
+/// of all) and hands what it found to `found`, until `done`.
+public struct OutboxAppWalk: Sendable {
+    public private(set) var done = false
+    /// The app to look after next; nil: from the first.
+    public private(set) var from: UUID?
+    private let start: UUID?
+    private var wrapped = false
+
+    public init(after: UUID?) {
+        start = after
+        from = after
+    }
+
+    /// Takes the app found after `from` (nil: none) and returns it if it is the next to visit;
+    /// nil: look again from `from`, unless `done`.
+    public mutating func found(_ app: UUID?) -> UUID? {
+        if let app, !(wrapped && KeyOrder.less(start!, app)) {
+            from = app
+            return app
+        }
+        if wrapped || start == nil {
+            done = true
+        } else {
+            wrapped = true
+            from = nil
+        }
+        return nil
+    }
+}
