@@ -10,8 +10,9 @@ public enum IngestError: Error, Sendable, CustomStringConvertible {
     case invalidConfiguration(String)
     /// The request is refused with this 4xx status and problem body.
     case rejected(HTTPResponse.Status, Problem)
-    /// A rate limit is exhausted: 429 with this problem and `Retry-After` (whole seconds).
-    case rateLimited(Problem, retryAfterSeconds: Int)
+    /// A rate limit is exhausted: 429 with this problem, `Retry-After` (whole seconds) and the
+    /// limit's `RateLimit-Policy` and `RateLimit` fields.
+    case rateLimited(Problem, retryAfterSeconds: Int, policy: RateLimitPolicy)
     /// A dependency (broker or projection store) did not answer: 503 with `Retry-After`.
     case unavailable(String)
     /// An admin change is in the log but was not applied in time (`AdminChangeApplied`): 503
@@ -23,17 +24,19 @@ public enum IngestError: Error, Sendable, CustomStringConvertible {
         case .invalidConfiguration(let message): "invalid configuration: \(message)"
         case .rejected(let status, let problem):
             "\(status.code) \(problem.error)" + (problem.field.map { " (field \($0))" } ?? "")
-        case .rateLimited(let problem, let retryAfterSeconds): "429 \(problem.error) (retry after \(retryAfterSeconds) s)"
+        case .rateLimited(let problem, let retryAfterSeconds, _): "429 \(problem.error) (retry after \(retryAfterSeconds) s)"
         case .unavailable(let reason): "unavailable: \(reason)"
         case .notApplied(let message): "not applied: \(message)"
         }
     }
 
-    static func badRequest(_ error: String, field: String?) -> IngestError {
-        .rejected(.badRequest, Problem(error: error, field: field))
+    /// 400: a part of the request breaks a rule stated for it (`fieldInvalid` unless the rule
+    /// has a code of its own).
+    static func badRequest(_ error: String, field: String?, code: ProblemCode = .fieldInvalid) -> IngestError {
+        .rejected(.badRequest, Problem(error: error, field: field, code: code))
     }
 
     static func notFound(_ error: String, field: String? = nil) -> IngestError {
-        .rejected(.notFound, Problem(error: error, field: field))
+        .rejected(.notFound, Problem(error: error, field: field, code: .notFound))
     }
 }

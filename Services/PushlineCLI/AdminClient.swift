@@ -85,7 +85,7 @@ struct AdminClient: Sendable {
     /// The one-line message for an unexpected answer.
     static func failure(status: Int, body: Data, retryAfter: String?, subject: Subject) -> CLIError {
         let problem = try? JSONDecoder().decode(Problem.self, from: body)
-        let detail = problem.map { $0.error + ($0.field.map { " (field \($0))" } ?? "") }
+        let detail = problem.map { $0.error + ($0.field.map { " (field \($0))" } ?? "") + ($0.code.map { " [\($0.rawValue)]" } ?? "") }
             ?? String(decoding: body.prefix(200), as: UTF8.self)
         switch status {
         case 401, 403:

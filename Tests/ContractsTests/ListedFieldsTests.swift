@@ -16,6 +16,13 @@ final class ListedFieldsTests: XCTestCase {
         try check(AdminAPI.CreateAdminToken.self)
     }
 
+    func testTheNestedListsNameExactlyTheirObjectsFields() throws {
+        let target = try JSONDecoder().decode(NotificationAPI.Target.self, from: Data("{}".utf8))
+        XCTAssertEqual(Set(Mirror(reflecting: target).children.compactMap(\.label)), NotificationAPI.Target.fields)
+        XCTAssertEqual(NotificationAPI.SendRequest.nestedFields, ["to": NotificationAPI.Target.fields])
+        XCTAssertEqual(AdminAPI.CreateApp.nestedFields, [:])
+    }
+
     private func check<T: ListedFields>(_ type: T.Type, file: StaticString = #filePath, line: UInt = #line) throws {
         // Every field is optional, so `{}` decodes; its stored properties are the keys it decodes.
         let empty = try JSONDecoder().decode(T.self, from: Data("{}".utf8))

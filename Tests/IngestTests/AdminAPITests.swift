@@ -140,7 +140,7 @@ final class AdminAPITests: XCTestCase {
         ]
         try await harness.test { client in
             for (method, uri, json, field) in cases {
-                try assertProblem(try await client.admin(method, uri, json: json), .badRequest, field: field)
+                try assertProblem(try await client.admin(method, uri, json: json), .badRequest, field: field, code: .fieldUnknown)
             }
         }
         await assertNothingPublished(harness.publisher)
@@ -167,11 +167,11 @@ final class AdminAPITests: XCTestCase {
         _ = await harness.seedApp()
         let uri = "/admin/v1/apps/\(Fixture.appId)/tokens"
         try await harness.test { client in
-            try assertProblem(try await client.admin(.post, uri), .unprocessableContent, field: "scopes")
-            try assertProblem(try await client.admin(.post, uri, json: "{}"), .unprocessableContent, field: "scopes")
-            try assertProblem(try await client.admin(.post, uri, json: #"{"scopes": []}"#), .unprocessableContent, field: "scopes")
+            try assertProblem(try await client.admin(.post, uri), .badRequest, field: "scopes", code: .fieldMissing)
+            try assertProblem(try await client.admin(.post, uri, json: "{}"), .badRequest, field: "scopes", code: .fieldMissing)
+            try assertProblem(try await client.admin(.post, uri, json: #"{"scopes": []}"#), .badRequest, field: "scopes", code: .fieldMissing)
             try assertProblem(try await client.admin(.post, uri, json: #"{"scopes": ["client", "admin"]}"#),
-                              .unprocessableContent, field: "scopes[1]")
+                              .badRequest, field: "scopes[1]", code: .fieldInvalid)
             let scoped = try await client.admin(.post, uri, json: #"{"scopes": ["client"]}"#)
             XCTAssertEqual(try decodeBody(AdminAPI.TokenIssuedAnswer.self, scoped).scopes, [.client])
         }

@@ -64,8 +64,7 @@ final class AdminIdempotencyTests: XCTestCase {
         XCTAssertEqual(after.count, 2)
         // Another body with the key is a 422; another admin token's key is another app.
         let other = try await post("/admin/v1/apps", json: #"{"name": "Other"}"#, key: "create-shop", harness: harness)
-        XCTAssertEqual(other.status, .unprocessableContent)
-        XCTAssertEqual(try decodeBody(Problem.self, other).field, "Idempotency-Key")
+        try assertProblem(other, .unprocessableContent, field: "Idempotency-Key", code: .idempotencyKeyReused)
     }
 
     func testARetryWithAnotherAdminTokenOfTheSameActorCannotSeeTheTokens() async throws {

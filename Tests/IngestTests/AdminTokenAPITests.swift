@@ -35,12 +35,12 @@ final class AdminTokenAPITests: XCTestCase {
         XCTAssertEqual(RFC3339.string(from: created.createdAt), RFC3339.string(from: record.at), "the command's time in the log")
     }
 
-    func testBadNamesAreRefusedWith422NamingTheField() async throws {
+    func testBadNamesAreRefusedWith400NamingTheField() async throws {
         let harness = Harness()
         for body in [#"{}"#, #"{"name":""}"#, #"{"name":"-lead"}"#, #"{"name":"has space"}"#, #"{"name":"Bootstrap"}"#,
                      #"{"name":"\#(String(repeating: "a", count: 65))"}"#, #"{"name":"é"}"#] {
             let response = try await harness.test { client in try await client.admin(.post, "/admin/v1/admin-tokens", json: body) }
-            try assertProblem(response, .unprocessableContent, field: "name")
+            try assertProblem(response, .badRequest, field: "name")
         }
         await assertNothingPublished(harness.publisher)
     }
@@ -225,13 +225,13 @@ final class AdminTokenAPITests: XCTestCase {
                        "since is inclusive, until exclusive")
     }
 
-    func testBadAuditFiltersAreRefusedWith422NamingTheField() async throws {
+    func testBadAuditFiltersAreRefusedWith400NamingTheField() async throws {
         let harness = Harness()
         for (query, field) in [("app=x", "app"), ("actor=someone", "actor"), ("type=notification.requested", "type"),
                                ("since=yesterday", "since"), ("until=2026-13-01T00:00:00Z", "until"), ("limit=0", "limit"),
                                ("after=abc", "after")] {
             let response = try await harness.test { client in try await client.admin(.get, "/admin/v1/audit?\(query)") }
-            try assertProblem(response, .unprocessableContent, field: field)
+            try assertProblem(response, .badRequest, field: field, code: .fieldInvalid)
         }
         let unauthorized = try await harness.test { client in try await client.admin(.get, "/admin/v1/audit", token: "nope") }
         XCTAssertEqual(unauthorized.status, .unauthorized)

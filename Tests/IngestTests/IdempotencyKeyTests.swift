@@ -72,10 +72,8 @@ final class IdempotencyKeyTests: XCTestCase {
         await harness.seedClientApps()
         await seedApplied(harness, key: "k", body: body, at: Date().addingTimeInterval(-60))
         let response = try await send(#"{"userId": "u2", "title": "Gate change"}"#, key: "k", harness: harness)
-        XCTAssertEqual(response.status, .unprocessableContent)
-        let problem = try decodeBody(Problem.self, response)
-        XCTAssertEqual(problem.field, "Idempotency-Key")
-        XCTAssertTrue(problem.error.contains("different request"), problem.error)
+        try assertProblem(response, .unprocessableContent, field: "Idempotency-Key", code: .idempotencyKeyReused)
+        XCTAssertTrue(try decodeBody(Problem.self, response).error.contains("different request"))
         let published = await harness.publisher.commands
         XCTAssertTrue(published.isEmpty)
     }

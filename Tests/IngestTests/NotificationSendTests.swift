@@ -60,6 +60,19 @@ final class NotificationSendTests: XCTestCase {
         XCTAssertEqual(keys, [Fixture.appKey])
     }
 
+    /// `to` is the target as one object; the flat fields are its older spellings.
+    func testToNamesUsersOrDevicesAsTheFlatFieldsDo() async throws {
+        for (json, target) in [(#"{"to": {"users": ["a", "b"]}, "body": "hello"}"#, NotificationTarget(userIds: ["a", "b"])),
+                               (#"{"to": {"devices": ["\#(Fixture.apnsToken)"]}, "body": "hello"}"#,
+                                NotificationTarget(deviceTokens: [Fixture.apnsToken]))] {
+            let harness = Harness()
+            await harness.seedClientApps()
+            _ = try deliveryId(try await send(json, harness: harness))
+            let command = try await harness.onlyPublished(NotificationRequested.self)
+            XCTAssertEqual(command.target, target, json)
+        }
+    }
+
     func testASendToDeviceTokensTargetsThem() async throws {
         let harness = Harness()
         await harness.seedClientApps()
@@ -167,9 +180,16 @@ final class NotificationSendTests: XCTestCase {
         let manyCustom = try Fixture.json(Dictionary(uniqueKeysWithValues: (0...100).map { ("k\($0)", "v") }))
         let cases: [(json: String, field: String)] = [
             // Target.
-            (#"{"title": "t"}"#, "userId|userIds|deviceTokens"),
-            (#"{"userId": "u", "userIds": ["v"], "title": "t"}"#, "userId|userIds|deviceTokens"),
-            (#"{"userIds": ["v"], "deviceTokens": ["d"], "title": "t"}"#, "userId|userIds|deviceTokens"),
+            (#"{"title": "t"}"#, "to|userId|userIds|deviceTokens"),
+            (#"{"userId": "u", "userIds": ["v"], "title": "t"}"#, "to|userId|userIds|deviceTokens"),
+            (#"{"userIds": ["v"], "deviceTokens": ["d"], "title": "t"}"#, "to|userId|userIds|deviceTokens"),
+            (#"{"to": {"users": ["v"]}, "userId": "u", "title": "t"}"#, "to|userId|userIds|deviceTokens"),
+            (#"{"to": {}, "title": "t"}"#, "to"),
+            (#"{"to": {"users": ["v"], "devices": ["d"]}, "title": "t"}"#, "to"),
+            (#"{"to": "all", "title": "t"}"#, "to"),
+            (#"{"to": {"users": []}, "title": "t"}"#, "to.users"),
+            (#"{"to": {"users": ["a", ""]}, "title": "t"}"#, "to.users[1]"),
+            (#"{"to": {"devices": ["\#(tooLongToken)"]}, "title": "t"}"#, "to.devices[0]"),
             (#"{"userId": "", "title": "t"}"#, "userId"),
             (#"{"userId": 12, "title": "t"}"#, "userId"),
             (#"{"userIds": [], "title": "t"}"#, "userIds"),
@@ -215,7 +235,8 @@ final class NotificationSendTests: XCTestCase {
             (#"{"userId": "u", "title": "t", "timeToLive": 2419201}"#, "timeToLive"),
             (#"{"userId": "u", "title": "t", "collapseKey": "\#(String(repeating: "k", count: 65))"}"#, "collapseKey"),
             // A field the route does not take: a newer server's audience or schedule, or a typo.
-            (#"{"to": {"all": true}, "title": "t"}"#, "to"),
+            (#"{"to": {"all": true}, "title": "t"}"#, "to.all"),
+            (#"{"to": {"topic": "news", "users": ["u"]}, "title": "t"}"#, "to.topic"),
             (#"{"userId": "u", "title": "t", "sendAt": "2026-12-01T09:00:00Z"}"#, "sendAt"),
             (#"{"userId": "u", "titel": "t", "body": "b"}"#, "titel"),
             (#"{"userId": "u", "title": "t", "\u0061udience": "all"}"#, "audience"),
@@ -229,6 +250,14 @@ final class NotificationSendTests: XCTestCase {
                 let response = try await client.bearer(.post, Fixture.notifications(), json: json)
                 try assertProblem(response, .badRequest, field: field)
             }
+            // Each kind of refusal has its code.
+            for (json, code) in [(#"{"to": {"all": true}, "title": "t"}"#, ProblemCode.fieldUnknown), (#"{"title": "t"}"#, .fieldMissing),
+                                 (#"{"to": {}, "title": "t"}"#, .fieldMissing), (#"{"to": [], "title": "t"}"#, .fieldType),
+                                 (#"{"userId": 5, "title": "t"}"#, .fieldType), (#"{"userId": "u", "title": "t", "badge": -1}"#, .fieldInvalid),
+                                 (#"{"userId": "#, .bodyMalformed)] {
+                let response = try await client.bearer(.post, Fixture.notifications(), json: json)
+                XCTAssertEqual(try decodeBody(Problem.self, response).code, code, json)
+            }
         }
         await assertNothingPublished(harness.publisher)
     }
@@ -237,7 +266,8 @@ final class NotificationSendTests: XCTestCase {
     /// a member name written with escapes counts as the name it spells.
     func testTheFieldsASendTakesAreTheOnesItHas() async throws {
         let full = NotificationAPI.SendRequest(
-            userId: "u", userIds: ["u"], deviceTokens: ["d"], title: "t", body: "b", text: "x", sound: "s", badge: 1, category: "c",
+            to: .init(users: ["u"]), userId: "u", userIds: ["u"], deviceTokens: ["d"], title: "t", body: "b", text: "x", sound: "s", badge: 1,
+            category: "c",
             uri: "u:", mediaAttachmentUrl: "https://a", contentAvailable: true, mutableContent: true, collapseKey: "k",
             priority: "high", custom: ["a": "b"], managed: true, businessId: "b", tracking: .bool(true), kind: "alert",
             ticketId: .int(1), message: "m", timeToLive: 1)

@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -40,6 +41,16 @@ final class OpenAPIDocumentTests: XCTestCase {
         XCTAssertEqual(response.status, .ok)
         XCTAssertEqual(response.headers[.contentType], "application/yaml")
         XCTAssertEqual(Data(response.body.readableBytesView), file, "GET /openapi.yaml differs from \(Self.documentURL.path)")
+    }
+
+    /// Every refusal's `code` is in the `Problem` schema's list, and the list holds no code the
+    /// service never gives.
+    func testTheProblemSchemaListsExactlyTheCodesTheServiceGives() throws {
+        let schemas = try XCTUnwrap((try Self.document()["components"] as? [String: Any])?["schemas"] as? [String: Any])
+        let problem = try XCTUnwrap(schemas["Problem"] as? [String: Any])
+        let code = try XCTUnwrap((problem["properties"] as? [String: Any])?["code"] as? [String: Any])
+        XCTAssertEqual(code["enum"] as? [String], ProblemCode.known.map(\.rawValue))
+        XCTAssertEqual(problem["required"] as? [String], ["error", "code"])
     }
 
     func testDocumentIsOpenAPI31() throws {

@@ -16,46 +16,59 @@ final class RateLimitTests: XCTestCase {
 
     func testABucketAdmitsItsBurstThenRefuses() {
         let buckets = TokenBuckets<Int>(perSecond: 10, burst: 3)
-        for _ in 0..<3 { XCTAssertEqual(buckets.acquire(1, now: t0), .allowed) }
+        for _ in 0..<3 { XCTAssertTrue(buckets.acquire(1, now: t0).isAllowed) }
         XCTAssertEqual(buckets.acquire(1, now: t0), .refused(retryAfterSeconds: 1))
-        XCTAssertEqual(buckets.acquire(2, now: t0), .allowed, "another key has a bucket of its own")
+        XCTAssertTrue(buckets.acquire(2, now: t0).isAllowed, "another key has a bucket of its own")
     }
 
     func testABucketRefillsByElapsedTimeUpToItsBurst() {
         let buckets = TokenBuckets<Int>(perSecond: 2, burst: 2)
-        XCTAssertEqual(buckets.acquire(1, now: t0), .allowed)
-        XCTAssertEqual(buckets.acquire(1, now: t0), .allowed)
+        XCTAssertTrue(buckets.acquire(1, now: t0).isAllowed)
+        XCTAssertTrue(buckets.acquire(1, now: t0).isAllowed)
         XCTAssertEqual(buckets.acquire(1, now: t0 + .milliseconds(400)), .refused(retryAfterSeconds: 1), "0.8 tokens")
-        XCTAssertEqual(buckets.acquire(1, now: t0 + .milliseconds(500)), .allowed, "one token after half a second")
-        XCTAssertEqual(buckets.acquire(1, now: t0 + .seconds(100)), .allowed)
-        XCTAssertEqual(buckets.acquire(1, now: t0 + .seconds(100)), .allowed)
+        XCTAssertTrue(buckets.acquire(1, now: t0 + .milliseconds(500)).isAllowed, "one token after half a second")
+        XCTAssertTrue(buckets.acquire(1, now: t0 + .seconds(100)).isAllowed)
+        XCTAssertTrue(buckets.acquire(1, now: t0 + .seconds(100)).isAllowed)
         XCTAssertEqual(buckets.acquire(1, now: t0 + .seconds(100)), .refused(retryAfterSeconds: 1), "never more than the burst")
+    }
+
+    func testAnAllowedRequestSaysWhatIsLeftAndWhenTheBucketIsFullAgain() {
+        let buckets = TokenBuckets<Int>(perSecond: 2, burst: 5)
+        XCTAssertEqual(buckets.acquire(1, now: t0), .allowed(remaining: 4, fullInSeconds: 1), "half a token's refill rounds up")
+        XCTAssertEqual(buckets.acquire(1, cost: 3, now: t0), .allowed(remaining: 1, fullInSeconds: 2))
+        XCTAssertEqual(buckets.acquire(1, now: t0 + .milliseconds(250)), .allowed(remaining: 0, fullInSeconds: 3), "0.5 left, 4.5 to fill")
+        let policy = buckets.policy(named: "app")
+        XCTAssertEqual([policy.quota, policy.window], [5, 3], "an empty bucket fills in 2.5 s, rounded up")
+        var fields = HTTPFields()
+        policy.write(remaining: 0, resetSeconds: 3, to: &fields)
+        XCTAssertEqual(fields[.rateLimitPolicy], #""app";q=5;w=3"#)
+        XCTAssertEqual(fields[.rateLimit], #""app";r=0;t=3"#)
     }
 
     func testRetryAfterIsTheWholeSecondsUntilTheNextToken() {
         let buckets = TokenBuckets<Int>(perSecond: 0.25, burst: 1)
-        XCTAssertEqual(buckets.acquire(1, now: t0), .allowed)
+        XCTAssertTrue(buckets.acquire(1, now: t0).isAllowed)
         XCTAssertEqual(buckets.acquire(1, now: t0), .refused(retryAfterSeconds: 4))
         XCTAssertEqual(buckets.acquire(1, now: t0 + .milliseconds(1_500)), .refused(retryAfterSeconds: 3), "2.5 s rounds up")
         XCTAssertEqual(buckets.acquire(1, now: t0 + .milliseconds(3_999)), .refused(retryAfterSeconds: 1), "never 0")
-        XCTAssertEqual(buckets.acquire(1, now: t0 + .seconds(4)), .allowed)
+        XCTAssertTrue(buckets.acquire(1, now: t0 + .seconds(4)).isAllowed)
     }
 
     func testTheTableStaysBoundedForgettingFullBucketsFirst() {
         let buckets = TokenBuckets<Int>(perSecond: 1, burst: 2, maxKeys: 3)
-        XCTAssertEqual(buckets.acquire(1, now: t0), .allowed)
-        XCTAssertEqual(buckets.acquire(1, now: t0), .allowed)
-        XCTAssertEqual(buckets.acquire(2, now: t0), .allowed)
+        XCTAssertTrue(buckets.acquire(1, now: t0).isAllowed)
+        XCTAssertTrue(buckets.acquire(1, now: t0).isAllowed)
+        XCTAssertTrue(buckets.acquire(2, now: t0).isAllowed)
         let later = t0 + .milliseconds(1_200)   // key 1 holds 1.2 tokens, key 2 is full again
-        XCTAssertEqual(buckets.acquire(3, now: later), .allowed)
+        XCTAssertTrue(buckets.acquire(3, now: later).isAllowed)
         XCTAssertEqual(buckets.count, 3)
-        XCTAssertEqual(buckets.acquire(4, now: later), .allowed)
+        XCTAssertTrue(buckets.acquire(4, now: later).isAllowed)
         XCTAssertEqual(buckets.count, 3, "key 2 (full) made room for key 4")
-        XCTAssertEqual(buckets.acquire(1, now: later), .allowed)
+        XCTAssertTrue(buckets.acquire(1, now: later).isAllowed)
         XCTAssertEqual(buckets.acquire(1, now: later), .refused(retryAfterSeconds: 1), "key 1 was kept, not reset to a full bucket")
 
         // Every bucket in use: the table is emptied rather than grown.
-        XCTAssertEqual(buckets.acquire(5, now: later), .allowed)
+        XCTAssertTrue(buckets.acquire(5, now: later).isAllowed)
         XCTAssertEqual(buckets.count, 1)
         for key in 6...1_000 { _ = buckets.acquire(key, now: later) }
         XCTAssertLessThanOrEqual(buckets.count, 3)
@@ -70,14 +83,20 @@ final class RateLimitTests: XCTestCase {
         let series = #"pushline_ingest_rate_limited_total{scope="app"}"#
         try await harness.test { client in
             let before = OpsTests.value(of: series, in: String(buffer: try await client.execute(uri: "/metrics", method: .get).body))
-            for _ in 0..<2 {
+            // Each answer names the app's policy and what is left of it (and the source address's).
+            for (left, full) in [(1, 1), (0, 2)] {
                 let response = try await client.bearer(.post, Fixture.notifications(), json: Self.notification)
                 XCTAssertEqual(response.status, .accepted)
+                XCTAssertEqual(response.headers[values: .rateLimitPolicy].first, #""app";q=2;w=2"#)
+                XCTAssertEqual(response.headers[values: .rateLimit].first, "\"app\";r=\(left);t=\(full)")
+                XCTAssertTrue(response.headers[values: .rateLimitPolicy].dropFirst().allSatisfy { $0.hasPrefix(#""source";"#) })
             }
             let refused = try await client.bearer(.post, Fixture.notifications(), json: Self.notification)
-            try assertProblem(refused, .tooManyRequests, field: nil)
+            try assertProblem(refused, .tooManyRequests, field: nil, code: .rateLimitedApp)
             XCTAssertEqual(try decodeBody(Problem.self, refused).error, "rate limit exceeded for this app")
             XCTAssertEqual(refused.headers[.retryAfter], "1")
+            XCTAssertEqual(refused.headers[values: .rateLimitPolicy], [#""app";q=2;w=2"#])
+            XCTAssertEqual(refused.headers[values: .rateLimit], [#""app";r=0;t=1"#])
             // Every route of the app with the same scope spends the same bucket: its delivery statistics too.
             try assertProblem(try await client.bearer(.get, Fixture.delivery(UUID().uuidString)), .tooManyRequests, field: nil)
             let after = OpsTests.value(of: series, in: String(buffer: try await client.execute(uri: "/metrics", method: .get).body))
@@ -132,7 +151,7 @@ final class RateLimitTests: XCTestCase {
             }
             // A bad token is now refused as cheaply as a good one: the store is not asked.
             let refused = try await client.bearer(.post, Fixture.notifications(), json: Self.notification, token: "wrong")
-            try assertProblem(refused, .tooManyRequests, field: nil)
+            try assertProblem(refused, .tooManyRequests, field: nil, code: .rateLimitedSource)
             XCTAssertEqual(try decodeBody(Problem.self, refused).error, "rate limit exceeded for this source address")
             XCTAssertEqual(refused.headers[.retryAfter], "1")
             let goodToken = try await client.bearer(.post, Fixture.notifications(), json: Self.notification)
@@ -235,5 +254,12 @@ final class RateLimitTests: XCTestCase {
             }
             return outcomes
         }
+    }
+}
+
+extension TokenBuckets.Decision {
+    var isAllowed: Bool {
+        if case .allowed = self { return true }
+        return false
     }
 }

@@ -78,7 +78,7 @@ final class TokenScopeTests: XCTestCase {
         for (route, scope) in try Self.bearerRoutes() {
             let other = scope == .server ? Self.clientToken : Self.serverToken
             let response = try await harness.test { client in try await client.call(route, token: other) }
-            try assertProblem(response, .forbidden, field: "Authorization")
+            try assertProblem(response, .forbidden, field: "Authorization", code: .scopeMissing)
             XCTAssertEqual(response.status, .forbidden, "\(route.name) with a token lacking \(scope)")
             let problem = try decodeBody(Problem.self, response)
             XCTAssertTrue(problem.error.contains("lacks the \"\(scope.rawValue)\" scope"), "\(route.name): \(problem.error)")
@@ -115,7 +115,7 @@ final class TokenScopeTests: XCTestCase {
         let harness = await Self.harness()
         let send = try XCTUnwrap(try Self.bearerRoutes().first { $0.scope == .server }?.route)
         try await harness.test { client in
-            try assertProblem(try await client.call(send, token: "unknown"), .unauthorized, field: "Authorization")
+            try assertProblem(try await client.call(send, token: "unknown"), .unauthorized, field: "Authorization", code: .tokenInvalid)
             try assertProblem(try await client.call(send, token: Fixture.otherRawToken), .unauthorized, field: "Authorization")
             let problem = try decodeBody(Problem.self, try await client.call(send, token: Fixture.otherRawToken))
             XCTAssertFalse(problem.error.contains("scope"), problem.error)

@@ -15,7 +15,7 @@ final class TransportTests: XCTestCase {
         let response = try await harness.test { client in
             try await client.post(Fixture.devices(), object: Fixture.registration(apns: nil, fcm: token))
         }
-        try assertProblem(response, .contentTooLarge, field: "body")
+        try assertProblem(response, .contentTooLarge, field: "body", code: .bodyTooLarge)
         await assertNothingPublished(harness.publisher)
     }
 
@@ -58,7 +58,7 @@ final class TransportTests: XCTestCase {
         let response = try await harness.test { client in
             try await client.post(Fixture.devices(), object: Fixture.registration(user: "user\u{0}1"))
         }
-        try assertProblem(response, .badRequest, field: "body")
+        try assertProblem(response, .badRequest, field: "body", code: .bodyMalformed)
         XCTAssertTrue(String(buffer: response.body).contains("NUL character"), String(buffer: response.body))
         await assertNothingPublished(harness.publisher)
     }
@@ -79,7 +79,7 @@ final class TransportTests: XCTestCase {
             for contentType in ["text/plain", "application/x-www-form-urlencoded", "application/json; charset=iso-8859-1"] {
                 let response = try await client.post(Fixture.devices(), object: Fixture.registration(),
                                                      headers: [.contentType: contentType])
-                try assertProblem(response, .unsupportedMediaType, field: "Content-Type")
+                try assertProblem(response, .unsupportedMediaType, field: "Content-Type", code: .mediaTypeUnsupported)
             }
         }
         await assertNothingPublished(harness.publisher)
@@ -111,7 +111,7 @@ final class TransportTests: XCTestCase {
     func testUnknownRouteIs404Problem() async throws {
         let harness = await Harness.withClientApps()
         try await harness.test { client in
-            try assertProblem(try await client.execute(uri: "/nope", method: .get), .notFound, field: nil)
+            try assertProblem(try await client.execute(uri: "/nope", method: .get), .notFound, field: nil, code: .notFound)
             try assertProblem(try await client.post(Fixture.base() + "/phones", object: Fixture.registration()),
                               .notFound, field: nil)
         }
@@ -131,7 +131,7 @@ final class TransportTests: XCTestCase {
                 try await client.admin(.post, "/admin/v1/apps", json: #"{"name": "shop"}"#),
             ]
             for response in responses {
-                try assertProblem(response, .serviceUnavailable, field: nil)
+                try assertProblem(response, .serviceUnavailable, field: nil, code: .unavailable)
                 XCTAssertEqual(response.headers[.retryAfter], "7")
                 XCTAssertFalse(String(buffer: response.body).contains("RegistrationRequestId"))
             }

@@ -44,10 +44,11 @@ final class UserIdentityTests: XCTestCase {
     func testWithIdentityOnARegistrationWithoutOrWithAnotherUsersAssertionIs403AndWritesNothing() async throws {
         let harness = try await harness(required: true)
         try await harness.test { client in
-            try assertProblem(try await client.post(Fixture.devices(), object: Self.registration(assertion: nil)), .forbidden, field: "UserAssertion")
+            try assertProblem(try await client.post(Fixture.devices(), object: Self.registration(assertion: nil)), .forbidden, field: "UserAssertion",
+                              code: .userAssertionRequired)
             // The attacker's own user's assertion does not bind the device to the victim.
             try assertProblem(try await client.post(Fixture.devices(), object: Self.registration(user: "user-1", assertion: Self.userTwo)),
-                              .forbidden, field: "UserAssertion")
+                              .forbidden, field: "UserAssertion", code: .userAssertionInvalid)
             let batch = [Self.registration(assertion: Self.userOne), Self.registration(user: "user-2", assertion: nil)]
             try assertProblem(try await client.post(Fixture.devices() + "/batch", object: batch), .forbidden, field: "[1].UserAssertion")
         }

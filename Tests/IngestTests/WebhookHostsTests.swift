@@ -24,7 +24,7 @@ final class WebhookHostsTests: XCTestCase {
                     header == DeviceRegistrationAPI.callbackURLHeader ? [.xMsCallbackURL: url] : [.xMsStatusCallbackURL: url]
                 }
                 let single = try await client.post(Fixture.devices(), object: Fixture.registration(), headers: fields("https://relay.attacker.test/x"))
-                try assertProblem(single, .badRequest, field: header)
+                try assertProblem(single, .badRequest, field: header, code: .webhookHostNotAllowed)
                 let batch = try await client.post(Fixture.devices() + "/batch", object: [Fixture.registration(), Fixture.registration(user: "u2")],
                                                   headers: fields("https://hooks.example.com.attacker.test/x"))
                 try assertProblem(batch, .badRequest, field: header)

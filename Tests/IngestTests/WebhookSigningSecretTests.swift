@@ -37,6 +37,6 @@ final class WebhookSigningSecretTests: XCTestCase {
         _ = await harness.seedApp()
         let path = Self.path
         let answer = try await harness.test { client in try await client.admin(.get, path) }
-        try assertProblem(answer, .serviceUnavailable, field: nil)
+        try assertProblem(answer, .serviceUnavailable, field: nil, code: .secretsKeyMissing)
     }
 }

@@ -127,7 +127,7 @@ final class AdminCLITests: XCTestCase {
         XCTAssertEqual(created.name, "ci-bot")
         let bad = try await pushline(["admin-tokens", "create", "bootstrap"])
         XCTAssertEqual(bad.status, 1)
-        XCTAssertTrue(bad.standardError.contains("HTTP 422") && bad.standardError.contains("(field name)"), bad.standardError)
+        XCTAssertTrue(bad.standardError.contains("HTTP 400") && bad.standardError.contains("(field name)"), bad.standardError)
 
         // The named token as the CLI's admin token: its change is recorded under its name.
         let asBot = try await pushline(["apps", "create", "--name", "Made by CI", "--json"], environment: ["PUSHLINE_ADMIN_TOKEN": created.token])

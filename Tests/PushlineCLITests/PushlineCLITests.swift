@@ -45,7 +45,11 @@ final class PushlineCLITests: XCTestCase {
     func testProblemBodyIsShownWithItsFieldAndOtherBodiesAsText() {
         let problem = AdminClient.failure(status: 400, body: Data(#"{"error":"callbackUrl must be an absolute http(s) URL","field":"callbackUrl"}"#.utf8),
                                           retryAfter: nil, subject: .app(UUID())).description
-        XCTAssertEqual(problem, "ingest refused the request (HTTP 400): callbackUrl must be an absolute http(s) URL (field callbackUrl)")
+        XCTAssertEqual(problem, "ingest refused the request (HTTP 400): callbackUrl must be an absolute http(s) URL (field callbackUrl)",
+                       "an older server's problem has no code")
+        let coded = AdminClient.failure(status: 400, body: Data(#"{"error":"name must not be empty","field":"name","code":"field_invalid"}"#.utf8),
+                                        retryAfter: nil, subject: .app(UUID())).description
+        XCTAssertEqual(coded, "ingest refused the request (HTTP 400): name must not be empty (field name) [field_invalid]")
         let unavailable = AdminClient.failure(status: 503, body: Data(#"{"error":"broker did not acknowledge"}"#.utf8), retryAfter: "2",
                                               subject: .none).description
         XCTAssertEqual(unavailable, "ingest could not complete the change (HTTP 503, retry after 2s): broker did not acknowledge")

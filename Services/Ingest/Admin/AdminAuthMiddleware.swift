@@ -43,8 +43,9 @@ struct AdminAuthMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let source = trustedProxies.source(of: request, context: context)
         if let retryAfterSeconds = failures.waitBeforeNext(source) {
-            throw IngestError.rateLimited(Problem(error: "too many failed admin authentications from this address", field: "Authorization"),
-                                          retryAfterSeconds: retryAfterSeconds)
+            throw IngestError.rateLimited(Problem(error: "too many failed admin authentications from this address", field: "Authorization",
+                                                  code: .rateLimitedAdminAuthentication),
+                                          retryAfterSeconds: retryAfterSeconds, policy: failures.policy(named: "admin-authentication"))
         }
         guard let presented = Self.bearerToken(request.headers[.authorization]) else { throw refusal(source) }
         let digest = ApiTokens.hash(presented)
@@ -78,7 +79,7 @@ struct AdminAuthMiddleware: RouterMiddleware {
     /// The 401 of a failed attempt, which spends one of `source`'s allowance.
     private func refusal(_ source: SourceAddress) -> IngestError {
         _ = failures.acquire(source)
-        return .rejected(.unauthorized, Problem(error: "a valid admin bearer token is required", field: "Authorization"))
+        return .rejected(.unauthorized, Problem(error: "a valid admin bearer token is required", field: "Authorization", code: .adminTokenInvalid))
     }
 
     /// The token of a `Bearer` authorization (scheme case-insensitive, RFC 9110).

@@ -54,7 +54,7 @@ struct AdminCreateKey: Sendable {
             throw IngestError.rejected(.unprocessableContent, Problem(
                 error: "this Idempotency-Key was used at \(RFC3339.string(from: first.firstAt)) for a different request "
                     + "(which created \(first.resourceId.lowercasedString)); use a new key for a new create",
-                field: IdempotencyKeys.header))
+                field: IdempotencyKeys.header, code: .idempotencyKeyReused))
         }
         return .applied(first.resourceId)
     }
@@ -72,7 +72,7 @@ struct AdminCreateKey: Sendable {
         guard let stored, ApiTokens.constantTimeEquals(ApiTokens.hash(raw), stored[keyPath: hash]) else {
             throw IngestError.rejected(.conflict, Problem(
                 error: "this create was made with another admin token, and its raw tokens are shown only to the token that made it",
-                field: IdempotencyKeys.header))
+                field: IdempotencyKeys.header, code: .conflict))
         }
         return stored
     }

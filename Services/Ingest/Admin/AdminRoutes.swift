@@ -97,7 +97,7 @@ struct AdminRoutes: Sendable {
     }
 
     /// `POST /admin/v1/apps/{mobileAppId}/tokens` `{"scopes": ["client"|"server", …]}` →
-    /// `201 TokenIssuedAnswer`; 422 naming `scopes` when they are missing, empty or unknown. With
+    /// `201 TokenIssuedAnswer`; 400 naming `scopes` when they are missing, empty or unknown. With
     /// an `Idempotency-Key`, a retry gets the same token (`AdminCreateKey`).
     @Sendable func issueToken(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let mobileAppId = try FieldRules.uuidParameter("mobileAppId", in: context)
@@ -132,25 +132,24 @@ struct AdminRoutes: Sendable {
                                      status: .created, encoder: encoder, headers: Self.secretHeaders)
     }
 
-    /// The scopes of a token to issue, normalized; 422 naming the field when the body has none
+    /// The scopes of a token to issue, normalized; 400 naming the field when the body has none
     /// (no body at all included: a token's scopes are always chosen) or names an unknown one.
     static func requestedScopes(_ request: Request, limit: Int) async throws -> (scopes: [ApiTokenScope], body: ByteBuffer) {
         let choose = "choose the new token's scopes: {\"scopes\": [\"client\"]} (ships in the mobile app), [\"server\"] (sends; stays on your servers) or both"
         // No body at all (RFC 9112: neither a length nor chunks, or a length of 0).
         let declared = request.headers[.contentLength].flatMap { Int($0) }
         if declared == 0 || (declared == nil && request.headers[.transferEncoding] == nil) {
-            throw IngestError.rejected(.unprocessableContent, Problem(error: "scopes is required: " + choose, field: "scopes"))
+            throw IngestError.badRequest("scopes is required: " + choose, field: "scopes", code: .fieldMissing)
         }
         let body = try await JSONBody.collect(request, limit: limit)
         let issue = try JSONBody.decode(AdminAPI.IssueToken.self, from: body, decoder: WireJSON.decoder())
         guard let names = issue.scopes, !names.isEmpty else {
-            throw IngestError.rejected(.unprocessableContent, Problem(error: "scopes is required: " + choose, field: "scopes"))
+            throw IngestError.badRequest("scopes is required: " + choose, field: "scopes", code: .fieldMissing)
         }
         var scopes: [ApiTokenScope] = []
         for (index, name) in names.enumerated() {
             guard let scope = ApiTokenScope(rawValue: name) else {
-                throw IngestError.rejected(.unprocessableContent, Problem(
-                    error: "unknown scope \"\(name)\": " + choose, field: "scopes[\(index)]"))
+                throw IngestError.badRequest("unknown scope \"\(name)\": " + choose, field: "scopes[\(index)]")
             }
             scopes.append(scope)
         }

@@ -110,7 +110,7 @@ enum AdminTokenName {
     static let maxLength = 64
 
     /// 1 to 64 characters of ASCII letters, digits, `.`, `_`, `-` and `@`, starting with a letter
-    /// or digit, and not `bootstrap` (the bootstrap token's name, in any case); 422 naming `name`.
+    /// or digit, and not `bootstrap` (the bootstrap token's name, in any case); 400 naming `name`.
     static func validated(_ name: String?) throws -> String {
         guard let name, !name.isEmpty else { throw refused("name is required") }
         guard name.utf8.count <= maxLength else { throw refused("name has at most \(maxLength) characters") }
@@ -131,6 +131,6 @@ enum AdminTokenName {
     }
 
     private static func refused(_ message: String) -> IngestError {
-        .rejected(.unprocessableContent, Problem(error: message, field: "name"))
+        .badRequest(message, field: "name")
     }
 }

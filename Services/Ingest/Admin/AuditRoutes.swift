@@ -8,7 +8,7 @@ import WireCodec
 /// admin topic, read from the projection store, newest first. Filters: `app`, `actor` (an admin
 /// token id or `bootstrap`), `type` (an admin command type), `since` (inclusive) and `until`
 /// (exclusive) as RFC 3339 times of the log; paged by `limit` and the `after` cursor of the
-/// previous page's `next`. A bad filter is a 422 naming it.
+/// previous page's `next`. A bad filter is a 400 naming it.
 struct AuditRoutes: Sendable {
     let store: any ProjectionReader
 
@@ -79,7 +79,7 @@ struct AuditRoutes: Sendable {
     }
 
     private static func refused(_ message: String, field: String) -> IngestError {
-        .rejected(.unprocessableContent, Problem(error: message, field: field))
+        .badRequest(message, field: field)
     }
 
     static func view(_ row: AuditEntryRow) -> AdminAPI.AuditEntry {

@@ -102,7 +102,7 @@ struct PushCredentialsRoutes: Sendable {
         guard let secrets else {
             let message = "push credentials cannot be stored: \(SecretsVariable.key) is not set on ingest"
             context.logger.warning("\(message)")
-            throw IngestError.rejected(.serviceUnavailable, Problem(error: message))
+            throw IngestError.rejected(.serviceUnavailable, Problem(error: message, code: .secretsKeyMissing))
         }
         return secrets
     }

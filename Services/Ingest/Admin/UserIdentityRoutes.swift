@@ -35,7 +35,7 @@ struct UserIdentityRoutes: Sendable {
         guard let secrets else {
             let message = "an identity secret cannot be stored: \(SecretsVariable.key) is not set on ingest"
             context.logger.warning("\(message)")
-            throw IngestError.rejected(.serviceUnavailable, Problem(error: message))
+            throw IngestError.rejected(.serviceUnavailable, Problem(error: message, code: .secretsKeyMissing))
         }
         let app = try await stored(mobileAppId, context)
         let secret = UserIdentity.generateSecret()
@@ -54,13 +54,13 @@ struct UserIdentityRoutes: Sendable {
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
         let input = try JSONBody.decode(AdminAPI.SetUserIdentity.self, from: body, decoder: WireJSON.decoder())
         guard let required = input.required else {
-            throw IngestError.badRequest("required is needed: true (user assertions required) or false", field: "required")
+            throw IngestError.badRequest("required is needed: true (user assertions required) or false", field: "required", code: .fieldMissing)
         }
         let app = try await stored(mobileAppId, context)
         if required && app.identitySecret == nil {
             throw IngestError.rejected(.conflict, Problem(
                 error: "this app has no identity secret to make user assertions with: POST /admin/v1/apps/{id}/identity-secret first",
-                field: "required"))
+                field: "required", code: .conflict))
         }
         let command = UserIdentityChanged(mobileAppId: mobileAppId, required: required, actor: context.adminActor,
                                           requestId: context.requestId)

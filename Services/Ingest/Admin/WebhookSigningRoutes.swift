@@ -22,7 +22,7 @@ struct WebhookSigningRoutes: Sendable {
         let mobileAppId = try FieldRules.uuidParameter("mobileAppId", in: context)
         guard let secrets else {
             let message = "webhooks are not signed: \(SecretsVariable.key) is not set on the processor and ingest"
-            throw IngestError.rejected(.serviceUnavailable, Problem(error: message))
+            throw IngestError.rejected(.serviceUnavailable, Problem(error: message, code: .secretsKeyMissing))
         }
         guard try await readStore(context, { try await store.app(mobileAppId) }) != nil else {
             throw AdminRoutes.unknownApp

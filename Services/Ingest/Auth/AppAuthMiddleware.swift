@@ -34,12 +34,12 @@ struct AppAuthMiddleware: RouterMiddleware {
         let mobileAppId = try FieldRules.uuidParameter("mobileAppId", in: context)
         guard let token = AdminAuthMiddleware.bearerToken(request.headers[.authorization]) else {
             throw IngestError.rejected(.unauthorized, Problem(
-                error: "an API token of this app is required: Authorization: Bearer <token>", field: "Authorization"))
+                error: "an API token of this app is required: Authorization: Bearer <token>", field: "Authorization", code: .tokenMissing))
         }
         let scope = try context.requiredTokenScope()
         let tokenHash = ApiTokens.hash(token)
         guard let authenticated = try await authenticate(mobileAppId, tokenHash: tokenHash, context: context) else {
-            throw IngestError.rejected(.unauthorized, Problem(error: "the API token is not a live token of this app", field: "Authorization"))
+            throw IngestError.rejected(.unauthorized, Problem(error: "the API token is not a live token of this app", field: "Authorization", code: .tokenInvalid))
         }
         guard authenticated.grants(scope) else { throw ScopeRefusal.problem(missing: scope, field: "Authorization") }
         if authenticated.isLegacy, scope == .server { metrics.countLegacyTokenRequest(route: context.endpointPath ?? "") }

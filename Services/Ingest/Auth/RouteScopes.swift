@@ -122,7 +122,7 @@ extension IngestRequestContext {
 /// The 403 of a live token of the app that lacks the route's scope (docs/API.md#token-scopes).
 enum ScopeRefusal {
     static func problem(missing scope: ApiTokenScope, field: String) -> IngestError {
-        .rejected(.forbidden, Problem(error: "this token lacks the \"\(scope.rawValue)\" scope: \(advice(scope))", field: field))
+        .rejected(.forbidden, Problem(error: "this token lacks the \"\(scope.rawValue)\" scope: \(advice(scope))", field: field, code: .scopeMissing))
     }
 
     private static func advice(_ scope: ApiTokenScope) -> String {

@@ -31,7 +31,7 @@ struct UserIdentityCheck: Sendable {
             guard !app.identityRequired else {
                 throw IngestError.rejected(.forbidden, Problem(
                     error: "this app requires a user assertion: the app's backend signs the user id with the app's identity secret "
-                        + "(hex HMAC-SHA256) and the device presents it", field: field))
+                        + "(hex HMAC-SHA256) and the device presents it", field: field, code: .userAssertionRequired))
             }
             return false
         }
@@ -40,7 +40,7 @@ struct UserIdentityCheck: Sendable {
         let secret = try open(sealed, app: app.appId, context: context)
         guard UserIdentity.verify(presented, userId: userId, secret: secret) else {
             throw IngestError.rejected(.forbidden, Problem(error: "the user assertion is not this user id's under the app's identity secret",
-                                                          field: field))
+                                                          field: field, code: .userAssertionInvalid))
         }
         return true
     }

@@ -39,7 +39,7 @@ extension BWDeviceRoutes {
         let assertion = request.headers[.userAssertion]
         if auth.app.identityRequired && claimedUser == nil {
             throw IngestError.rejected(.forbidden, Problem(
-                error: "this app requires the device's user id and its user assertion to read a pending list", field: UserIdentity.userIdHeader))
+                error: "this app requires the device's user id and its user assertion to read a pending list", field: UserIdentity.userIdHeader, code: .userAssertionRequired))
         }
         let verified = try claimedUser.map {
             try identity.verify(app: auth.app, userId: $0, assertion: assertion, field: UserIdentity.assertionHeader, context: context)

@@ -19,7 +19,7 @@ enum FieldRules {
     static func required(_ value: String?, field: @autoclosure () -> String) throws -> String {
         guard let value, !value.isEmpty else {
             let field = field()
-            throw IngestError.badRequest("\(lastComponent(of: field)) is required", field: field)
+            throw IngestError.badRequest("\(lastComponent(of: field)) is required", field: field, code: .fieldMissing)
         }
         return value
     }

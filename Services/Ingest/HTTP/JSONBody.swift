@@ -27,11 +27,11 @@ enum JSONBody {
             throw tooLarge(limit)
         }
         guard buffer.readableBytes > 0 else {
-            throw IngestError.badRequest("a JSON body is required", field: "body")
+            throw IngestError.badRequest("a JSON body is required", field: "body", code: .bodyMissing)
         }
         if contentType == nil { throw unsupportedMediaType }
         if buffer.withUnsafeReadableBytes({ JSONEscapes.containNUL($0) }) {
-            throw IngestError.badRequest("text must not contain the NUL character (\\u0000)", field: "body")
+            throw IngestError.badRequest("text must not contain the NUL character (\\u0000)", field: "body", code: .bodyMalformed)
         }
         return buffer
     }
@@ -44,7 +44,9 @@ enum JSONBody {
     static func decode<T: Decodable>(_ type: T.Type, from buffer: ByteBuffer, decoder: JSONDecoder) throws -> T {
         if let value = buffer.withUnsafeReadableBytes({ FastRequestBody.decode(T.self, from: $0) }) { return value }
         let value = try decodeWithFoundation(type, from: buffer, decoder: decoder)
-        if let listed = T.self as? any ListedFields.Type { try refuseUnknownFields(in: buffer, fields: listed.fields) }
+        if let listed = T.self as? any ListedFields.Type {
+            try refuseUnknownFields(in: buffer, fields: listed.fields, nested: listed.nestedFields)
+        }
         return value
     }
 
@@ -63,29 +65,38 @@ enum JSONBody {
     }
 
     /// Refuses a member of the body's object that `fields` does not name, with a 400 naming it
-    /// (at most 64 characters of its name), for the native routes' bodies (`ListedFields`). Called
-    /// after the body decoded, so that it reads valid JSON; a body that is not an object names no
-    /// field.
-    static func refuseUnknownFields(in buffer: ByteBuffer, fields: Set<String>) throws {
+    /// (at most 64 characters of its name), for the native routes' bodies (`ListedFields`), and a
+    /// member of a `nested` field's object that its list does not name (`to.topic`). Called after
+    /// the body decoded, so that it reads valid JSON; a body that is not an object names no field.
+    static func refuseUnknownFields(in buffer: ByteBuffer, fields: Set<String>, nested: [String: Set<String>] = [:]) throws {
         let unknown = buffer.withUnsafeReadableBytes { bytes -> String? in
             var reader = WireReader(bytes.assumingMemoryBound(to: UInt8.self))
             var found: String?
+            var hasNested = false
             let read = reader.members { reader, raw in
                 guard let name = WireReader.string(utf8: raw) else { return false }
                 guard fields.contains(name) else {
                     found = name
                     return false
                 }
+                if nested[name] != nil { hasNested = true }
                 return reader.skipValue() != nil
             }
-            if read || found != nil { return found }
-            // A member name with an escape, which the fast reader leaves to Foundation.
-            let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
-            return object?.keys.sorted().first { !fields.contains($0) }
+            if found != nil || (read && !hasNested) { return found }
+            // A member name with an escape, which the fast reader leaves to Foundation, or an
+            // object whose members are listed too.
+            guard let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] else { return nil }
+            if let outer = object.keys.sorted().first(where: { !fields.contains($0) }) { return outer }
+            for (name, members) in nested.sorted(by: { $0.key < $1.key }) {
+                if let inner = (object[name] as? [String: Any])?.keys.sorted().first(where: { !members.contains($0) }) {
+                    return name + "." + inner
+                }
+            }
+            return nil
         }
         guard let unknown else { return }
         let named = unknown.count > 64 ? String(unknown.prefix(64)) + "…" : unknown
-        throw IngestError.badRequest("unknown field: this route takes only the fields its documentation lists", field: named)
+        throw IngestError.badRequest("unknown field: this route takes only the fields its documentation lists", field: named, code: .fieldUnknown)
     }
 
     /// The first byte of the JSON text that is not white space (`[` tells an array from an object).
@@ -113,17 +124,17 @@ enum JSONBody {
         switch error {
         case .dataCorrupted(let context):
             if context.codingPath.isEmpty {
-                return .badRequest("the body is not valid JSON", field: "body")
+                return .badRequest("the body is not valid JSON", field: "body", code: .bodyMalformed)
             }
             return .badRequest("invalid value", field: fieldPath(context.codingPath))
         case .typeMismatch(let type, let context):
-            return .badRequest("expected \(describe(type))", field: fieldPath(context.codingPath))
+            return .badRequest("expected \(describe(type))", field: fieldPath(context.codingPath), code: .fieldType)
         case .valueNotFound(let type, let context):
-            return .badRequest("expected \(describe(type)), found null", field: fieldPath(context.codingPath))
+            return .badRequest("expected \(describe(type)), found null", field: fieldPath(context.codingPath), code: .fieldType)
         case .keyNotFound(let key, let context):
-            return .badRequest("missing field", field: fieldPath(context.codingPath + [key]))
+            return .badRequest("missing field", field: fieldPath(context.codingPath + [key]), code: .fieldMissing)
         @unknown default:
-            return .badRequest("the body could not be decoded", field: "body")
+            return .badRequest("the body could not be decoded", field: "body", code: .bodyMalformed)
         }
     }
 
@@ -152,9 +163,9 @@ enum JSONBody {
     }
 
     private static let unsupportedMediaType = IngestError.rejected(
-        .unsupportedMediaType, .init(error: "the body must be application/json (UTF-8)", field: "Content-Type"))
+        .unsupportedMediaType, .init(error: "the body must be application/json (UTF-8)", field: "Content-Type", code: .mediaTypeUnsupported))
 
     private static func tooLarge(_ limit: Int) -> IngestError {
-        .rejected(.contentTooLarge, .init(error: "the body is larger than \(limit) bytes", field: "body"))
+        .rejected(.contentTooLarge, .init(error: "the body is larger than \(limit) bytes", field: "body", code: .bodyTooLarge))
     }
 }

@@ -42,33 +42,45 @@ struct RequestMiddleware: RouterMiddleware {
             status = rejectedStatus
             problem = rejectedProblem
             if status == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
-        case IngestError.rateLimited(let limitProblem, let retryAfterSeconds):
+        case IngestError.rateLimited(let limitProblem, let retryAfterSeconds, let policy):
             status = .tooManyRequests
             problem = limitProblem
             headers[.retryAfter] = String(retryAfterSeconds)
+            policy.write(remaining: 0, resetSeconds: retryAfterSeconds, to: &headers)
         case IngestError.unavailable:
             status = .serviceUnavailable
-            problem = Problem(error: "the service cannot accept this right now; retry later")
+            problem = Problem(error: "the service cannot accept this right now; retry later", code: .unavailable)
             headers[.retryAfter] = String(retryAfterSeconds)
         case IngestError.notApplied(let message):
             status = .serviceUnavailable
-            problem = Problem(error: message)
+            problem = Problem(error: message, code: .notApplied)
             headers[.retryAfter] = String(retryAfterSeconds)
         case let error as HTTPError:
             status = error.status
-            problem = Problem(error: error.body ?? Self.defaultMessage(for: error.status))
+            problem = Problem(error: error.body ?? Self.defaultMessage(for: error.status), code: Self.code(for: error.status))
         case let error as any HTTPResponseError:
             status = error.status
-            problem = Problem(error: Self.defaultMessage(for: error.status))
+            problem = Problem(error: Self.defaultMessage(for: error.status), code: Self.code(for: error.status))
         default:
             logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
             status = .internalServerError
-            problem = Problem(error: "internal error")
+            problem = Problem(error: "internal error", code: .internalError)
         }
         do {
             return try JSONResponse.make(problem, status: status, encoder: WireJSON.encoder(), headers: headers)
         } catch {
             return Response(status: status, headers: headers)
+        }
+    }
+
+    /// The code of an error the HTTP layer raised (no route, a body it could not read).
+    static func code(for status: HTTPResponse.Status) -> ProblemCode {
+        switch status.code {
+        case 404, 405: .notFound
+        case 413: .bodyTooLarge
+        case 415: .mediaTypeUnsupported
+        case 400..<500: .bodyMalformed
+        default: .internalError
         }
     }
 

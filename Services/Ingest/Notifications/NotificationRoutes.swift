@@ -84,14 +84,15 @@ struct NotificationRoutes: Sendable {
                     throw IngestError.rejected(.unprocessableContent, Problem(
                         error: "this Idempotency-Key was used at \(RFC3339.string(from: known.createdAt)) for a different request "
                             + "(delivery \(known.deliveryId.lowercasedString)); use a new key for a new send",
-                        field: IdempotencyKeys.header))
+                        field: IdempotencyKeys.header, code: .idempotencyKeyReused))
                 }
                 return .applied(deliveryId)
             }
             deliveryId = IdempotencyKeys.nextId(after: deliveryId, key: key)
         }
         throw IngestError.rejected(.unprocessableContent, Problem(
-            error: "this Idempotency-Key has been reused over \(Self.maxKeyReuses) windows; use a new key", field: IdempotencyKeys.header))
+            error: "this Idempotency-Key has been reused over \(Self.maxKeyReuses) windows; use a new key", field: IdempotencyKeys.header,
+                                                                  code: .idempotencyKeyExhausted))
     }
 
     /// The validated `Idempotency-Key`, nil when the header is absent (400 when it is malformed).

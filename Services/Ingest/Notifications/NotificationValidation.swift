@@ -34,11 +34,11 @@ extension NotificationRequested {
         let hasAlert = content.title != nil || content.body != nil || content.text != nil
         if managed, !hasAlert {
             // The device's pending list (`ns`) shows the alert text of each managed notification.
-            throw IngestError.badRequest("a managed notification needs a title, body or text", field: "title|body|text")
+            throw IngestError.badRequest("a managed notification needs a title, body or text", field: "title|body|text", code: .fieldMissing)
         }
         if !hasAlert, content.contentAvailable != true {
             throw IngestError.badRequest("one of title, body or text is required (or contentAvailable: true for a silent push)",
-                                         field: "title|body|text")
+                                         field: "title|body|text", code: .fieldMissing)
         }
         let tracking = try Self.tracking(send.tracking)
         if let businessId = send.businessId { try FieldRules.bounded(businessId, maxBytes: FieldLimits.shortTextBytes, field: "businessId") }
@@ -65,28 +65,42 @@ extension NotificationRequested {
         }
     }
 
-    /// Exactly one of `userId`, `userIds` or `deviceTokens`; a list has 1…1000 non-empty elements.
+    /// Exactly one of `to`, `userId`, `userIds` or `deviceTokens`, and `to` has exactly one
+    /// member; a list has 1…1000 non-empty elements.
     private static func target(of send: NotificationAPI.SendRequest) throws -> NotificationTarget {
-        let given = [send.userId != nil, send.userIds != nil, send.deviceTokens != nil].filter { $0 }.count
+        let given = [send.to != nil, send.userId != nil, send.userIds != nil, send.deviceTokens != nil].filter { $0 }.count
         guard given == 1 else {
-            throw IngestError.badRequest(given == 0 ? "a target is required: userId, userIds or deviceTokens"
-                                                    : "send only one of userId, userIds or deviceTokens",
-                                         field: "userId|userIds|deviceTokens")
+            throw IngestError.badRequest(given == 0 ? "a target is required: to, userId, userIds or deviceTokens"
+                                                    : "send only one of to, userId, userIds or deviceTokens",
+                                         field: "to|userId|userIds|deviceTokens", code: given == 0 ? .fieldMissing : .fieldInvalid)
         }
         if let userId = send.userId {
             return NotificationTarget(userIds: [try FieldRules.required(userId, maxBytes: FieldLimits.userIdBytes, field: "userId")])
         }
-        if let userIds = send.userIds {
-            try checkListSize(userIds.count, field: "userIds")
-            for (index, userId) in userIds.enumerated() {
-                _ = try FieldRules.required(userId, maxBytes: FieldLimits.userIdBytes, field: "userIds[\(index)]")
+        if let to = send.to {
+            guard [to.users != nil, to.devices != nil].filter({ $0 }).count == 1 else {
+                throw IngestError.badRequest("to has exactly one of users or devices", field: "to",
+                                             code: to.users == nil && to.devices == nil ? .fieldMissing : .fieldInvalid)
             }
-            return NotificationTarget(userIds: userIds)
+            if let users = to.users { return try userIds(users, field: "to.users") }
+            return try deviceTokens(to.devices ?? [], field: "to.devices")
         }
-        let deviceTokens = send.deviceTokens ?? []
-        try checkListSize(deviceTokens.count, field: "deviceTokens")
+        if let listed = send.userIds { return try userIds(listed, field: "userIds") }
+        return try deviceTokens(send.deviceTokens ?? [], field: "deviceTokens")
+    }
+
+    private static func userIds(_ userIds: [String], field: String) throws -> NotificationTarget {
+        try checkListSize(userIds.count, field: field)
+        for (index, userId) in userIds.enumerated() {
+            _ = try FieldRules.required(userId, maxBytes: FieldLimits.userIdBytes, field: "\(field)[\(index)]")
+        }
+        return NotificationTarget(userIds: userIds)
+    }
+
+    private static func deviceTokens(_ deviceTokens: [String], field: String) throws -> NotificationTarget {
+        try checkListSize(deviceTokens.count, field: field)
         for (index, token) in deviceTokens.enumerated() {
-            _ = try FieldRules.deviceToken(token, field: "deviceTokens[\(index)]")
+            _ = try FieldRules.deviceToken(token, field: "\(field)[\(index)]")
         }
         return NotificationTarget(deviceTokens: deviceTokens)
     }
@@ -164,7 +178,7 @@ extension NotificationRequested {
     /// A non-empty string, or an integer kept as its decimal text (the callback's `ticket_id` is then `"123"`).
     private static func ticketId(_ value: NotificationAPI.Scalar?) throws -> String {
         switch value {
-        case nil: throw IngestError.badRequest("ticketId is required for kind ticket", field: "ticketId")
+        case nil: throw IngestError.badRequest("ticketId is required for kind ticket", field: "ticketId", code: .fieldMissing)
         case .string(let text) where !text.isEmpty: return text
         case .int(let number): return String(number)
         default: throw IngestError.badRequest("ticketId must be a non-empty string or an integer", field: "ticketId")

@@ -31,7 +31,7 @@ struct CommandWriter: Sendable {
 
     /// A request that can never be written: 413, so that a client does not retry it.
     private static func tooLarge(_ message: String) -> IngestError {
-        .rejected(.contentTooLarge, Problem(error: message, field: "body"))
+        .rejected(.contentTooLarge, Problem(error: message, field: "body", code: .commandTooLarge))
     }
 
     /// Publishes the request's one command and waits for the broker's acknowledgement.

@@ -6,7 +6,8 @@ import Hummingbird
 /// `/health` and `/metrics` (probes and scrapers are not clients), checked before any
 /// authentication so that a flood of bad tokens is refused as cheaply as anything else. The
 /// source is the connection's address, or behind a trusted proxy (`PUSHLINE_TRUSTED_PROXIES`) the
-/// client `TrustedProxies` reads from `X-Forwarded-For`. Refusal: 429 with `Retry-After`.
+/// client `TrustedProxies` reads from `X-Forwarded-For`. Refusal: 429 with `Retry-After`. A `2xx`
+/// or `429` under it carries the `source` policy (`RateLimitPolicy`).
 struct SourceRateLimitMiddleware: RouterMiddleware {
     typealias Context = IngestRequestContext
 
@@ -18,13 +19,16 @@ struct SourceRateLimitMiddleware: RouterMiddleware {
     let metrics: IngestMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        if let buckets, !Self.exemptRoutes.contains(context.endpointPath ?? ""),
-           case .refused(let retryAfterSeconds) = buckets.acquire(trustedProxies.source(of: request, context: context)) {
+        guard let buckets, !Self.exemptRoutes.contains(context.endpointPath ?? "") else { return try await next(request, context) }
+        let policy = buckets.policy(named: "source")
+        switch buckets.acquire(trustedProxies.source(of: request, context: context)) {
+        case .refused(let retryAfterSeconds):
             metrics.countRateLimited(scope: .source)
-            throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this source address"),
-                                          retryAfterSeconds: retryAfterSeconds)
+            throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this source address", code: .rateLimitedSource),
+                                          retryAfterSeconds: retryAfterSeconds, policy: policy)
+        case .allowed(let remaining, let fullInSeconds):
+            return try await next(request, context).withRateLimit(policy, remaining: remaining, fullInSeconds: fullInSeconds)
         }
-        return try await next(request, context)
     }
 }
 
@@ -49,7 +53,8 @@ struct AppScopeKey: Hashable, Sendable {
 
 /// The per-app limit (`PUSHLINE_RATE_LIMIT_APP_…`) of the Bearer routes: placed after
 /// `AppAuthMiddleware`, keyed by the authenticated app and the route's scope, so only that app's
-/// own requests of that scope spend its tokens. Refusal: 429 with `Retry-After`.
+/// own requests of that scope spend its tokens. Refusal: 429 with `Retry-After`. A `2xx` or `429`
+/// under it carries the `app` policy.
 struct AppRateLimitMiddleware: RouterMiddleware {
     typealias Context = IngestRequestContext
 
@@ -58,11 +63,26 @@ struct AppRateLimitMiddleware: RouterMiddleware {
     let metrics: IngestMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        if let buckets, let app = context.authenticatedApp,
-           case .refused(let retryAfterSeconds) = buckets.acquire(AppScopeKey(appId: app.mobileAppId, scope: app.scope)) {
+        guard let buckets, let app = context.authenticatedApp else { return try await next(request, context) }
+        let policy = buckets.policy(named: "app")
+        switch buckets.acquire(AppScopeKey(appId: app.mobileAppId, scope: app.scope)) {
+        case .refused(let retryAfterSeconds):
             metrics.countRateLimited(scope: .app)
-            throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this app"), retryAfterSeconds: retryAfterSeconds)
+            throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this app", code: .rateLimitedApp),
+                                          retryAfterSeconds: retryAfterSeconds, policy: policy)
+        case .allowed(let remaining, let fullInSeconds):
+            return try await next(request, context).withRateLimit(policy, remaining: remaining, fullInSeconds: fullInSeconds)
         }
-        return try await next(request, context)
+    }
+}
+
+extension Response {
+    /// With the limit's fields when the answer is a `2xx` (errors are answered without them, but
+    /// for the `429` of the limit itself).
+    func withRateLimit(_ policy: RateLimitPolicy, remaining: Int, fullInSeconds: Int) -> Response {
+        guard (200..<300).contains(status.code) else { return self }
+        var response = self
+        policy.write(remaining: remaining, resetSeconds: fullInSeconds, to: &response.headers)
+        return response
     }
 }

@@ -26,7 +26,9 @@ public struct RateLimit: Sendable, Equatable {
 /// each key one fresh burst — the price of a bound on memory under that many active keys.
 final class TokenBuckets<Key: Hashable & Sendable>: Sendable {
     enum Decision: Equatable {
-        case allowed
+        /// Taken; the bucket has `remaining` whole tokens left and is full again in
+        /// `fullInSeconds` whole seconds.
+        case allowed(remaining: Int, fullInSeconds: Int)
         /// Refused; one token will be back in this many whole seconds (at least 1).
         case refused(retryAfterSeconds: Int)
     }
@@ -69,7 +71,7 @@ final class TokenBuckets<Key: Hashable & Sendable>: Sendable {
                 return .refused(retryAfterSeconds: max(1, Int(seconds)))
             }
             bucket.tokens -= needed
-            return .allowed
+            return .allowed(remaining: Int(bucket.tokens), fullInSeconds: Int(((burst - bucket.tokens) / perSecond).rounded(.up)))
         }
     }
 

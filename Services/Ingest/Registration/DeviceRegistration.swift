@@ -74,7 +74,7 @@ extension DeviceRegistrationRequested {
             (platform, deviceToken) = (.android, fcm)
         case (nil, nil):
             throw IngestError.badRequest("one of ApnsDeviceToken or FcmDeviceToken is required",
-                                         field: RegistrationRoutes.field("ApnsDeviceToken|FcmDeviceToken", index: index))
+                                         field: RegistrationRoutes.field("ApnsDeviceToken|FcmDeviceToken", index: index), code: .fieldMissing)
         case (.some, .some):
             throw IngestError.badRequest("send either ApnsDeviceToken or FcmDeviceToken, not both",
                                          field: RegistrationRoutes.field("ApnsDeviceToken|FcmDeviceToken", index: index))

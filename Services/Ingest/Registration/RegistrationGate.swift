@@ -71,7 +71,7 @@ struct RegistrationGate: Sendable {
                     checked.identityVerified = true
                 }
                 if let callback, !WebhookHosts.allows(callback.url, hosts: app.webhookHosts) {
-                    throw IngestError.badRequest("the host of this URL is not among the app's webhook hosts", field: callback.field)
+                    throw IngestError.badRequest("the host of this URL is not among the app's webhook hosts", field: callback.field, code: .webhookHostNotAllowed)
                 }
                 admitted.append(checked)
             // The store could not tell: written unverified, and the processor judges it.
@@ -101,7 +101,8 @@ struct RegistrationGate: Sendable {
         guard let appBuckets,
               case .refused(let retryAfterSeconds) = appBuckets.acquire(AppScopeKey(appId: appId, scope: scope), cost: requests) else { return }
         metrics.countRateLimited(scope: .app)
-        throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this app"), retryAfterSeconds: retryAfterSeconds)
+        throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this app", code: .rateLimitedApp), retryAfterSeconds: retryAfterSeconds,
+                                      policy: appBuckets.policy(named: "app"))
     }
 
     /// An (app, token hash) pair a request presents.

@@ -24,7 +24,7 @@ extension RegistrationRoutes {
         let query = try JSONBody.decode(DeviceRegistrationAPI.StatusQuery.self, from: body, decoder: WireJSON.decoder())
 
         guard let rawIds = query.RegistrationRequestIds else {
-            throw IngestError.badRequest("RegistrationRequestIds is required", field: "RegistrationRequestIds")
+            throw IngestError.badRequest("RegistrationRequestIds is required", field: "RegistrationRequestIds", code: .fieldMissing)
         }
         guard rawIds.count <= DeviceRegistrationAPI.maxStatusIds else {
             throw IngestError.badRequest("RegistrationRequestIds has \(rawIds.count) ids; at most \(DeviceRegistrationAPI.maxStatusIds) "

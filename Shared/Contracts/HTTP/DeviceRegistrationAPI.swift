@@ -175,13 +175,17 @@ public enum WebhookHeaders {
                                                 "keep-alive"]
 }
 
-/// The JSON problem body of every 4xx/5xx answer: `{"error": "...", "field": "..."}`.
+/// The JSON problem body of every 4xx/5xx answer: `{"error": "...", "field": "...", "code": "..."}`.
+/// `error` is for people and may be reworded; `code` is for programs and never changes meaning.
+/// Every answer of this version has a code; an older server's has none (nil when decoded).
 public struct Problem: Codable, Sendable, Equatable {
     public var error: String
     public var field: String?
+    public var code: ProblemCode?
 
-    public init(error: String, field: String? = nil) {
+    public init(error: String, field: String? = nil, code: ProblemCode) {
         self.error = error
         self.field = field
+        self.code = code
     }
 }

@@ -7,9 +7,17 @@
 public protocol ListedFields: Decodable {
     /// The name of every field, as the body spells it.
     static var fields: Set<String> { get }
+    /// The fields whose value is an object with listed members of its own (a send's `to`).
+    static var nestedFields: [String: Set<String>] { get }
 }
 
-extension NotificationAPI.SendRequest: ListedFields {}
+extension ListedFields {
+    public static var nestedFields: [String: Set<String>] { [:] }
+}
+
+extension NotificationAPI.SendRequest: ListedFields {
+    public static let nestedFields = ["to": NotificationAPI.Target.fields]
+}
 
 extension AdminAPI.CreateApp: ListedFields {
     public static let fields: Set<String> = ["orgId", "name"]

@@ -17,7 +17,9 @@ public enum NotificationAPI {
 
     /// The body of a send request.
     public struct SendRequest: Codable, Sendable, Equatable {
-        // Target: exactly one of these.
+        // Target: exactly one of these. `to` is the target as one object, which audiences
+        // extend; the flat fields are its older spellings and stay.
+        public var to: Target?
         public var userId: String?
         public var userIds: [String]?
         public var deviceTokens: [String]?
@@ -53,17 +55,18 @@ public enum NotificationAPI {
 
         /// The name of every field above, as the body spells it: the only ones a send may carry.
         public static let fields: Set<String> = [
-            "userId", "userIds", "deviceTokens", "title", "body", "text", "sound", "badge", "category", "uri",
+            "to", "userId", "userIds", "deviceTokens", "title", "body", "text", "sound", "badge", "category", "uri",
             "mediaAttachmentUrl", "contentAvailable", "mutableContent", "collapseKey", "timeToLive", "priority", "custom",
             "managed", "businessId", "tracking", "kind", "ticketId", "message",
         ]
 
-        public init(userId: String? = nil, userIds: [String]? = nil, deviceTokens: [String]? = nil, title: String? = nil,
+        public init(to: Target? = nil, userId: String? = nil, userIds: [String]? = nil, deviceTokens: [String]? = nil, title: String? = nil,
                     body: String? = nil, text: String? = nil, sound: String? = nil, badge: Int? = nil, category: String? = nil,
                     uri: String? = nil, mediaAttachmentUrl: String? = nil, contentAvailable: Bool? = nil,
                     mutableContent: Bool? = nil, collapseKey: String? = nil, priority: String? = nil,
                     custom: [String: String]? = nil, managed: Bool? = nil, businessId: String? = nil, tracking: Scalar? = nil,
                     kind: String? = nil, ticketId: Scalar? = nil, message: String? = nil, timeToLive: Int? = nil) {
+            self.to = to
             self.userId = userId
             self.userIds = userIds
             self.deviceTokens = deviceTokens
@@ -87,6 +90,21 @@ public enum NotificationAPI {
             self.kind = kind
             self.ticketId = ticketId
             self.message = message
+        }
+    }
+
+    /// A send's `to`: exactly one member. `{"users": [...]}` is `userIds`, `{"devices": [...]}`
+    /// is `deviceTokens`.
+    public struct Target: Codable, Sendable, Equatable {
+        public var users: [String]?
+        public var devices: [String]?
+
+        /// The members a `to` may have.
+        public static let fields: Set<String> = ["users", "devices"]
+
+        public init(users: [String]? = nil, devices: [String]? = nil) {
+            self.users = users
+            self.devices = devices
         }
     }
 

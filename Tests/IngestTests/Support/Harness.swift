@@ -172,13 +172,18 @@ func decodeBody<T: Decodable>(_ type: T.Type, _ response: TestResponse) throws -
 }
 
 /// Asserts a JSON problem answer with this status and field.
-func assertProblem(_ response: TestResponse, _ status: HTTPResponse.Status, field: String?,
+/// Asserts a refusal: its status, its JSON problem body naming `field`, and a code this version
+/// documents (`code`, when given).
+func assertProblem(_ response: TestResponse, _ status: HTTPResponse.Status, field: String?, code: ProblemCode? = nil,
                    file: StaticString = #filePath, line: UInt = #line) throws {
     XCTAssertEqual(response.status, status, file: file, line: line)
     XCTAssertEqual(response.headers[.contentType], "application/json", file: file, line: line)
     let problem = try decodeBody(Problem.self, response)
     XCTAssertEqual(problem.field, field, "problem: \(problem.error)", file: file, line: line)
     XCTAssertFalse(problem.error.isEmpty, file: file, line: line)
+    XCTAssertTrue(problem.code.map(ProblemCode.known.contains) ?? false, "undocumented code \(problem.code?.rawValue ?? "none")",
+                  file: file, line: line)
+    if let code { XCTAssertEqual(problem.code, code, "problem: \(problem.error)", file: file, line: line) }
 }
 
 /// Asserts that the fake publisher was never called.
