@@ -60,13 +60,13 @@ public func buildRouter(
     let router = Router(context: IngestRequestContext.self)
     router.add(middleware: RequestMiddleware(metrics: ingestMetrics, retryAfterSeconds: configuration.retryAfterSeconds))
     router.add(middleware: SourceRateLimitMiddleware(
-        buckets: configuration.sourceRateLimit.isEnabled ? TokenBuckets(configuration.sourceRateLimit) : nil,
+        buckets: configuration.sourceRateLimit.isEnabled ? TokenBuckets(configuration.sourceRateLimit, name: "source") : nil,
         trustedProxies: configuration.trustedProxies, metrics: ingestMetrics))
     router.add(middleware: RouteScopeMiddleware())
 
     OpsRoutes(publisher: publisher, registry: metrics).addRoutes(to: router)
     let authCache = AppAuthCache(ttl: .milliseconds(configuration.authCacheMs))
-    let appBuckets: TokenBuckets<AppScopeKey>? = configuration.appRateLimit.isEnabled ? TokenBuckets(configuration.appRateLimit) : nil
+    let appBuckets: TokenBuckets<AppScopeKey>? = configuration.appRateLimit.isEnabled ? TokenBuckets(configuration.appRateLimit, name: "app") : nil
     let identity = UserIdentityCheck(secrets: configuration.secrets)
     let gate = RegistrationGate(authenticator: AppAuthenticator(store: store, cache: authCache, legacyScopes: configuration.legacyTokenScopes),
                                 identity: identity, appBuckets: appBuckets, metrics: ingestMetrics)

@@ -15,14 +15,14 @@ final class RateLimitTests: XCTestCase {
     // MARK: the buckets
 
     func testABucketAdmitsItsBurstThenRefuses() {
-        let buckets = TokenBuckets<Int>(perSecond: 10, burst: 3)
+        let buckets = TokenBuckets<Int>(perSecond: 10, burst: 3, name: "test")
         for _ in 0..<3 { XCTAssertTrue(buckets.acquire(1, now: t0).isAllowed) }
         XCTAssertEqual(buckets.acquire(1, now: t0), .refused(retryAfterSeconds: 1))
         XCTAssertTrue(buckets.acquire(2, now: t0).isAllowed, "another key has a bucket of its own")
     }
 
     func testABucketRefillsByElapsedTimeUpToItsBurst() {
-        let buckets = TokenBuckets<Int>(perSecond: 2, burst: 2)
+        let buckets = TokenBuckets<Int>(perSecond: 2, burst: 2, name: "test")
         XCTAssertTrue(buckets.acquire(1, now: t0).isAllowed)
         XCTAssertTrue(buckets.acquire(1, now: t0).isAllowed)
         XCTAssertEqual(buckets.acquire(1, now: t0 + .milliseconds(400)), .refused(retryAfterSeconds: 1), "0.8 tokens")
@@ -33,11 +33,11 @@ final class RateLimitTests: XCTestCase {
     }
 
     func testAnAllowedRequestSaysWhatIsLeftAndWhenTheBucketIsFullAgain() {
-        let buckets = TokenBuckets<Int>(perSecond: 2, burst: 5)
+        let buckets = TokenBuckets<Int>(perSecond: 2, burst: 5, name: "app")
         XCTAssertEqual(buckets.acquire(1, now: t0), .allowed(remaining: 4, fullInSeconds: 1), "half a token's refill rounds up")
         XCTAssertEqual(buckets.acquire(1, cost: 3, now: t0), .allowed(remaining: 1, fullInSeconds: 2))
         XCTAssertEqual(buckets.acquire(1, now: t0 + .milliseconds(250)), .allowed(remaining: 0, fullInSeconds: 3), "0.5 left, 4.5 to fill")
-        let policy = buckets.policy(named: "app")
+        let policy = buckets.policy
         XCTAssertEqual([policy.quota, policy.window], [5, 3], "an empty bucket fills in 2.5 s, rounded up")
         var fields = HTTPFields()
         policy.write(remaining: 0, resetSeconds: 3, to: &fields)
@@ -46,7 +46,7 @@ final class RateLimitTests: XCTestCase {
     }
 
     func testRetryAfterIsTheWholeSecondsUntilTheNextToken() {
-        let buckets = TokenBuckets<Int>(perSecond: 0.25, burst: 1)
+        let buckets = TokenBuckets<Int>(perSecond: 0.25, burst: 1, name: "test")
         XCTAssertTrue(buckets.acquire(1, now: t0).isAllowed)
         XCTAssertEqual(buckets.acquire(1, now: t0), .refused(retryAfterSeconds: 4))
         XCTAssertEqual(buckets.acquire(1, now: t0 + .milliseconds(1_500)), .refused(retryAfterSeconds: 3), "2.5 s rounds up")
@@ -55,7 +55,7 @@ final class RateLimitTests: XCTestCase {
     }
 
     func testTheTableStaysBoundedForgettingFullBucketsFirst() {
-        let buckets = TokenBuckets<Int>(perSecond: 1, burst: 2, maxKeys: 3)
+        let buckets = TokenBuckets<Int>(perSecond: 1, burst: 2, name: "test", maxKeys: 3)
         XCTAssertTrue(buckets.acquire(1, now: t0).isAllowed)
         XCTAssertTrue(buckets.acquire(1, now: t0).isAllowed)
         XCTAssertTrue(buckets.acquire(2, now: t0).isAllowed)

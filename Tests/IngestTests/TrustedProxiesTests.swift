@@ -63,7 +63,7 @@ final class TrustedProxiesTests: XCTestCase {
     private func statuses(trusting ranges: String) async throws -> [String: [HTTPResponse.Status]] {
         let router = Router(context: IngestRequestContext.self)
         router.add(middleware: RequestMiddleware(metrics: IngestMetrics(), retryAfterSeconds: 1))
-        router.add(middleware: SourceRateLimitMiddleware(buckets: TokenBuckets(perSecond: 0.001, burst: 2),
+        router.add(middleware: SourceRateLimitMiddleware(buckets: TokenBuckets(perSecond: 0.001, burst: 2, name: "source"),
                                                          trustedProxies: try TrustedProxies(parsing: ranges), metrics: IngestMetrics()))
         router.get("probe") { _, _ in HTTPResponse.Status.ok }
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))

@@ -37,7 +37,7 @@ struct AdminAuthMiddleware: RouterMiddleware {
         bootstrapDigest = adminToken.isEmpty ? nil : ApiTokens.hash(adminToken)
         self.store = store
         self.cache = cache
-        failures = TokenBuckets(perSecond: Self.failureLimit.perSecond, burst: Self.failureLimit.burst)
+        failures = TokenBuckets(perSecond: Self.failureLimit.perSecond, burst: Self.failureLimit.burst, name: "admin-authentication")
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -45,7 +45,7 @@ struct AdminAuthMiddleware: RouterMiddleware {
         if let retryAfterSeconds = failures.waitBeforeNext(source) {
             throw IngestError.rateLimited(Problem(error: "too many failed admin authentications from this address", field: "Authorization",
                                                   code: .rateLimitedAdminAuthentication),
-                                          retryAfterSeconds: retryAfterSeconds, policy: failures.policy(named: "admin-authentication"))
+                                          retryAfterSeconds: retryAfterSeconds, policy: failures.policy)
         }
         guard let presented = Self.bearerToken(request.headers[.authorization]) else { throw refusal(source) }
         let digest = ApiTokens.hash(presented)

@@ -27,12 +27,6 @@ public struct RateLimitPolicy: Sendable {
     }
 }
 
-extension TokenBuckets {
-    func policy(named name: String) -> RateLimitPolicy {
-        RateLimitPolicy(name: name, perSecond: perSecond, burst: burst)
-    }
-}
-
 extension HTTPField.Name {
     static let rateLimitPolicy = Self("RateLimit-Policy")!
     static let rateLimit = Self("RateLimit")!

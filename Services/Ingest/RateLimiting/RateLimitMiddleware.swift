@@ -20,7 +20,7 @@ struct SourceRateLimitMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let buckets, !Self.exemptRoutes.contains(context.endpointPath ?? "") else { return try await next(request, context) }
-        let policy = buckets.policy(named: "source")
+        let policy = buckets.policy
         switch buckets.acquire(trustedProxies.source(of: request, context: context)) {
         case .refused(let retryAfterSeconds):
             metrics.countRateLimited(scope: .source)
@@ -64,7 +64,7 @@ struct AppRateLimitMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let buckets, let app = context.authenticatedApp else { return try await next(request, context) }
-        let policy = buckets.policy(named: "app")
+        let policy = buckets.policy
         switch buckets.acquire(AppScopeKey(appId: app.mobileAppId, scope: app.scope)) {
         case .refused(let retryAfterSeconds):
             metrics.countRateLimited(scope: .app)

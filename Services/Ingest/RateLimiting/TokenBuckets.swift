@@ -43,17 +43,21 @@ final class TokenBuckets<Key: Hashable & Sendable>: Sendable {
     let perSecond: Double
     let burst: Double
     let maxKeys: Int
+    /// The limit as the `RateLimit-Policy` and `RateLimit` fields name it.
+    let policy: RateLimitPolicy
     private let buckets = Mutex<[Key: Bucket]>([:])
 
-    convenience init(_ limit: RateLimit, maxKeys: Int = defaultMaxKeys) {
-        self.init(perSecond: Double(limit.perSecond), burst: limit.burst, maxKeys: maxKeys)
+    convenience init(_ limit: RateLimit, name: String, maxKeys: Int = defaultMaxKeys) {
+        self.init(perSecond: Double(limit.perSecond), burst: limit.burst, name: name, maxKeys: maxKeys)
     }
 
-    init(perSecond: Double, burst: Int, maxKeys: Int = defaultMaxKeys) {
+    /// `name`: the policy's name in the `RateLimit` fields (`source`, `app`, `admin-authentication`).
+    init(perSecond: Double, burst: Int, name: String, maxKeys: Int = defaultMaxKeys) {
         precondition(perSecond > 0 && burst >= 1 && maxKeys >= 1)
         self.perSecond = perSecond
         self.burst = Double(burst)
         self.maxKeys = maxKeys
+        policy = RateLimitPolicy(name: name, perSecond: perSecond, burst: Double(burst))
     }
 
     /// Takes `cost` tokens (at most the burst) from `key`'s bucket when it has them.

@@ -102,7 +102,7 @@ struct RegistrationGate: Sendable {
               case .refused(let retryAfterSeconds) = appBuckets.acquire(AppScopeKey(appId: appId, scope: scope), cost: requests) else { return }
         metrics.countRateLimited(scope: .app)
         throw IngestError.rateLimited(Problem(error: "rate limit exceeded for this app", code: .rateLimitedApp), retryAfterSeconds: retryAfterSeconds,
-                                      policy: appBuckets.policy(named: "app"))
+                                      policy: appBuckets.policy)
     }
 
     /// An (app, token hash) pair a request presents.
