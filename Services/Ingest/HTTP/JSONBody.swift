@@ -71,20 +71,10 @@ enum JSONBody {
     static func refuseUnknownFields(in buffer: ByteBuffer, fields: Set<String>, nested: [String: Set<String>] = [:]) throws {
         let unknown = buffer.withUnsafeReadableBytes { bytes -> String? in
             var reader = WireReader(bytes.assumingMemoryBound(to: UInt8.self))
-            var found: String?
-            var hasNested = false
-            let read = reader.members { reader, raw in
-                guard let name = WireReader.string(utf8: raw) else { return false }
-                guard fields.contains(name) else {
-                    found = name
-                    return false
-                }
-                if nested[name] != nil { hasNested = true }
-                return reader.skipValue() != nil
-            }
-            if found != nil || (read && !hasNested) { return found }
-            // A member name with an escape, which the fast reader leaves to Foundation, or an
-            // object whose members are listed too.
+            let (read, found) = firstUnlisted(&reader, fields: fields, nested: nested)
+            if read || found != nil { return found }
+            // A member name with an escape, which the fast reader leaves to Foundation, or a nested
+            // field's value that is not an object (null).
             guard let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] else { return nil }
             if let outer = object.keys.sorted().first(where: { !fields.contains($0) }) { return outer }
             for (name, members) in nested.sorted(by: { $0.key < $1.key }) {
@@ -97,6 +87,26 @@ enum JSONBody {
         guard let unknown else { return }
         let named = unknown.count > 64 ? String(unknown.prefix(64)) + "…" : unknown
         throw IngestError.badRequest("unknown field: this route takes only the fields its documentation lists", field: named, code: .fieldUnknown)
+    }
+
+    /// The first member of the object at `reader` that `fields` does not name, or of a `nested`
+    /// field's object that its list does not name (`to.topic`); `read` is false when the fast
+    /// reader cannot tell (a name with an escape, a value that is not what it reads).
+    private static func firstUnlisted(_ reader: inout WireReader, fields: Set<String>, nested: [String: Set<String>],
+                                      prefix: String = "") -> (read: Bool, found: String?) {
+        var found: String?
+        let read = reader.members { reader, raw in
+            guard let name = WireReader.string(utf8: raw) else { return false }
+            guard fields.contains(name) else {
+                found = prefix + name
+                return false
+            }
+            guard let members = nested[name] else { return reader.skipValue() != nil }
+            let inner = firstUnlisted(&reader, fields: members, nested: [:], prefix: name + ".")
+            found = inner.found
+            return inner.read && found == nil
+        }
+        return (read, found)
     }
 
     /// The first byte of the JSON text that is not white space (`[` tells an array from an object).
