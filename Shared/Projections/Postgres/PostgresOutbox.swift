@@ -12,10 +12,6 @@ import PostgresNIO
 /// A lease (`lease_until`) rather than a state change marks a job as taken, so a dispatcher
 /// that dies mid-attempt loses nothing: its lease runs out and the job is claimed again.
 enum PostgresOutbox {
-    /// The claimable jobs: pending, and not a callback share (those wait to be merged). Written out
-    /// as the `outbox_claimable` index's condition (no bound value), so that PostgreSQL uses it.
-    static let claimable = "state = 'pending' AND kind <> '\(CallbackShare.jobKind)'"
-
     static func claim(now: Date, limit: Int, leaseUntil: Date, slots: OutboxSlots, on connection: PostgresConnection,
                       logger: Logger) async throws -> [OutboxJob] {
         guard limit > 0 else { return [] }
@@ -28,9 +24,9 @@ enum PostgresOutbox {
                 ORDER BY next_attempt_at, created_at, id LIMIT \(take) FOR UPDATE SKIP LOCKED
                 """
             let rows = if let app {
-                try await connection.rows("SELECT id FROM outbox WHERE \(unescaped: claimable) AND app_id = \(app) \(unescaped: rest)", logger: logger)
+                try await connection.rows("SELECT id FROM outbox WHERE \(unescaped: OutboxSlots.claimable) AND app_id = \(app) \(unescaped: rest)", logger: logger)
             } else {
-                try await connection.rows("SELECT id FROM outbox WHERE \(unescaped: claimable) AND app_id IS NULL \(unescaped: rest)", logger: logger)
+                try await connection.rows("SELECT id FROM outbox WHERE \(unescaped: OutboxSlots.claimable) AND app_id IS NULL \(unescaped: rest)", logger: logger)
             }
             return try rows.map { try $0.decode(String.self) }
         }
@@ -38,8 +34,8 @@ enum PostgresOutbox {
         var walk = OutboxAppWalk(after: slots.after)
         while !walk.done, ids.count < limit {
             let found = try await connection.rows(walk.from.map { from in
-                "SELECT app_id FROM outbox WHERE \(unescaped: claimable) AND app_id > \(from) ORDER BY app_id LIMIT 1"
-            } ?? "SELECT app_id FROM outbox WHERE \(unescaped: claimable) AND app_id IS NOT NULL ORDER BY app_id LIMIT 1", logger: logger)
+                "SELECT app_id FROM outbox WHERE \(unescaped: OutboxSlots.claimable) AND app_id > \(from) ORDER BY app_id LIMIT 1"
+            } ?? "SELECT app_id FROM outbox WHERE \(unescaped: OutboxSlots.claimable) AND app_id IS NOT NULL ORDER BY app_id LIMIT 1", logger: logger)
             guard let app = walk.found(try found.first?.decode(UUID?.self)) else { continue }
             let take = min(slots.left(app), limit - ids.count)
             guard take > 0 else { continue }

@@ -9,10 +9,10 @@ import GRDB
 /// A lease (`lease_until`) rather than a state change marks a job as taken, so a dispatcher
 /// that dies mid-attempt loses nothing: its lease runs out and the job is claimed again.
 enum SQLiteOutbox {
-    /// The claimable jobs: pending, and not a callback share (those wait to be merged), read through
-    /// the `outbox_claimable` index, whose condition this is (SQLite would rather use `outbox_due`
-    /// and sort, and refuses a statement the named index cannot serve).
-    static let claimable = "outbox INDEXED BY outbox_claimable WHERE state = 'pending' AND kind <> '\(CallbackShare.jobKind)'"
+    /// The claimable jobs (`OutboxSlots.claimable`), read through the `outbox_claimable` index:
+    /// SQLite would rather use `outbox_due` and sort, and refuses a statement the named index
+    /// cannot serve.
+    static let claimable = "outbox INDEXED BY outbox_claimable WHERE \(OutboxSlots.claimable)"
 
     static func claim(now: Date, limit: Int, leaseUntil: Date, slots: OutboxSlots, in db: Database) throws -> [OutboxJob] {
         guard limit > 0 else { return [] }

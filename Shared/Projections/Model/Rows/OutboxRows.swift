@@ -92,6 +92,11 @@ public struct OutboxSlots: Sendable, Equatable {
     /// No bound per app.
     public static let unbounded = OutboxSlots(perApp: .max)
 
+    /// The jobs a claim may take: pending, and not a callback share (those wait to be merged).
+    /// It is the condition of the `outbox_claimable` index (schema step 22), written out with no
+    /// bound value so that both stores see that the index serves a statement with it.
+    package static let claimable = "state = 'pending' AND kind <> '\(CallbackShare.jobKind)'"
+
     /// Slots left to `app`.
     public func left(_ app: UUID) -> Int { max(0, perApp - inFlight[app, default: 0]) }
 }
