@@ -9,6 +9,7 @@ public enum CommandType: String, Sendable, CaseIterable, Codable {
     case pushCredentialsRemoved = "admin.push-credentials-removed"
     case deviceRegistrationRequested = "registration.device-registration-requested"
     case deviceCleanupRequested = "registration.device-cleanup-requested"
+    case deviceChangeRequested = "registration.device-change-requested"
     case notificationRequested = "notification.requested"
     case notificationAcknowledged = "notification.acknowledged"
     case trackingReported = "tracking.reported"

@@ -89,3 +89,45 @@ public enum DeviceTag {
         }
     }
 }
+
+/// A device's topics: named as tags are (`DeviceTag`), at most `maxPerDevice` on a device. A
+/// device subscribes to a topic of its app; a send to the topic reaches its subscribers.
+public enum DeviceTopic {
+    public static let maxBytes = DeviceTag.maxBytes
+    public static let maxPerDevice = 100
+
+    public static func isValid(_ name: String) -> Bool { DeviceTag.isValid(name) }
+}
+
+/// A set of tag or topic names as a device keeps it: sorted by their bytes, each once. Stored as
+/// the names joined by one space (a name has none), nil for the empty set.
+public struct DeviceLabels: Equatable, Hashable, Sendable, Codable, ExpressibleByArrayLiteral {
+    public private(set) var names: [String]
+
+    public init(_ names: some Sequence<String>) {
+        var unique = Array(Set(names))
+        unique.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        self.names = unique
+    }
+
+    public init(arrayLiteral names: String...) { self.init(names) }
+
+    /// The set a stored column holds (nil or empty: none): `stored` wrote it sorted, each name once.
+    public init(stored: String?) {
+        self.names = (stored ?? "").split(separator: " ").map(String.init)
+    }
+
+    /// The column's value: nil for the empty set.
+    public var stored: String? { names.isEmpty ? nil : names.joined(separator: " ") }
+
+    public var count: Int { names.count }
+    public var isEmpty: Bool { names.isEmpty }
+    public func contains(_ name: String) -> Bool { names.contains(name) }
+
+    /// The set with `removing` taken out, then `adding` put in.
+    public func changed(adding: [String], removing: [String]) -> DeviceLabels {
+        guard !adding.isEmpty || !removing.isEmpty else { return self }
+        let removed = Set(removing)
+        return DeviceLabels(names.filter { !removed.contains($0) } + adding)
+    }
+}

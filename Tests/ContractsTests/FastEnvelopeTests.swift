@@ -116,7 +116,10 @@ final class FastEnvelopeTests: XCTestCase {
             let registration = DeviceRegistrationRequested(
                 registrationRequestId: .random(), orgId: .random(), mobileAppId: .random(), userId: text(&random),
                 platform: Bool.random(using: &random) ? .ios : .android, deviceToken: text(&random), apiTokenHash: text(&random),
-                trackStatus: Bool.random(using: &random), callback: callback)
+                trackStatus: Bool.random(using: &random), callback: callback,
+                locale: Bool.random(using: &random) ? nil : text(&random), appVersion: Bool.random(using: &random) ? nil : text(&random),
+                tags: Bool.random(using: &random) ? nil : (0..<Int.random(in: 0...3, using: &random)).map { _ in text(&random) },
+                topics: Bool.random(using: &random) ? nil : (0..<Int.random(in: 0...3, using: &random)).map { _ in text(&random) })
             try add(registration, [registration.registrationRequestId, registration.orgId, registration.mobileAppId])
             let cleanup = DeviceCleanupRequested(orgId: .random(), mobileAppId: .random(), userId: text(&random),
                                                  deviceToken: Bool.random(using: &random) ? nil : text(&random), apiTokenHash: text(&random))

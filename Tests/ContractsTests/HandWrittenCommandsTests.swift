@@ -38,7 +38,9 @@ final class HandWrittenCommandsTests: XCTestCase {
                 registrationRequestId: .random(), orgId: .random(), mobileAppId: .random(), userId: text(&random),
                 platform: Bool.random(using: &random) ? .ios : .android, deviceToken: text(&random), apiTokenHash: text(&random),
                 trackStatus: Bool.random(using: &random), callback: callback, timeZone: maybe(text(&random)),
-                identityVerified: Bool.random(using: &random) ? nil : true))
+                identityVerified: Bool.random(using: &random) ? nil : true, locale: maybe(text(&random)), appVersion: maybe(text(&random)),
+                tags: Bool.random(using: &random) ? nil : (0..<Int.random(in: 0...3, using: &random)).map { _ in text(&random) },
+                topics: Bool.random(using: &random) ? nil : (0..<Int.random(in: 0...3, using: &random)).map { _ in text(&random) }))
             try check(DeviceCleanupRequested(orgId: .random(), mobileAppId: .random(), userId: text(&random),
                                              deviceToken: maybe(text(&random)), apiTokenHash: text(&random),
                                              identityVerified: Bool.random(using: &random) ? nil : true))

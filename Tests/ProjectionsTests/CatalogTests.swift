@@ -33,11 +33,13 @@ import Testing
     @Test func testTheStatementsBuiltFromAnEntryNameEveryColumnOnceAndUpdateAllButTheKey() {
         let devices = TableCatalog.devices
         #expect(devices.sqliteUpsert == """
-            INSERT INTO devices (app_id, device_token, user_id, platform, version, updated_at, time_zone, badges_since, badges) \
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) \
+            INSERT INTO devices (app_id, device_token, user_id, platform, version, updated_at, time_zone, badges_since, badges, \
+            locale, app_version, tags, topics) \
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
             ON CONFLICT (app_id, device_token) DO UPDATE SET user_id = excluded.user_id, platform = excluded.platform, \
             version = excluded.version, updated_at = excluded.updated_at, time_zone = excluded.time_zone, \
-            badges_since = excluded.badges_since, badges = excluded.badges
+            badges_since = excluded.badges_since, badges = excluded.badges, locale = excluded.locale, \
+            app_version = excluded.app_version, tags = excluded.tags, topics = excluded.topics
             """)
         #expect(devices.sqliteDeleteByKey == "DELETE FROM devices WHERE app_id = ? AND device_token = ?")
         #expect(TableCatalog.parkedTracking.sqliteInsertUnlessStored.hasSuffix("ON CONFLICT (delivery_id, app_id, part) DO NOTHING"))
@@ -60,6 +62,8 @@ import Testing
         try Self.roundTrip(Fixture.device(app: app, token: "t", user: "u", platform: .android, version: 4))
         try Self.roundTrip(DeviceRow(appId: app, deviceToken: "t", userId: "u", platform: .ios, version: 1, updatedAt: at,
                                      timeZone: "America/Sao_Paulo"))
+        try Self.roundTrip(DeviceRow(appId: app, deviceToken: "t", userId: "u", platform: .ios, version: 1, updatedAt: at,
+                                     locale: "pt-BR", appVersion: "5.2.1", tags: ["team:benfica", "vip"], topics: ["news"]))
         try Self.roundTrip(Fixture.status(app: app))
         try Self.roundTrip(RegistrationStatusRow(requestId: UUID(), appId: app, status: .Failed, failureReason: .DeviceTokenTooLong, decidedAt: at))
         try Self.roundTrip(Fixture.pending(app: app, token: "t", nid: "n"))

@@ -259,6 +259,8 @@ private enum Seed {
             integer("updated_at", 1_763_800_001_123), hidden("token_key", .tokenKey(token), since: 7),
             text("time_zone", "Europe/Lisbon", since: 16),
             integer("badges_since", 1_763_800_003_123, since: 21), integer("badges", 2, since: 21, filled: "0"),
+            text("locale", "pt-BR", since: 23), text("app_version", "5.2", since: 23), text("tags", "plan.premium team:benfica", since: 23),
+            text("topics", "news", since: 23),
         ]),
         Row(table: "registration_status", since: 1, columns: [
             text("request_id", "00000000-0000-0000-0000-0000000000f1"), text("app_id", app), text("status", "Failed"),

@@ -30,10 +30,12 @@ extension IngestRequestContext {
 extension DeviceRegistrationRequested {
     /// A registration through a Bearer route (BW, KF5): the app's org, the presented token's hash,
     /// and neither status tracking nor a status webhook (only the registration API has them).
-    init(authenticated auth: AuthenticatedApp, userId: String, platform: Platform, deviceToken: String) {
+    init(authenticated auth: AuthenticatedApp, userId: String, platform: Platform, deviceToken: String, timeZone: String? = nil,
+         properties: DeviceProperties? = nil) {
         self.init(registrationRequestId: .random(), orgId: auth.orgId, mobileAppId: auth.mobileAppId, userId: userId,
                   platform: platform, deviceToken: deviceToken, apiTokenHash: auth.tokenHash, trackStatus: false,
-                  callback: nil)
+                  callback: nil, timeZone: timeZone, locale: properties?.locale, appVersion: properties?.appVersion, tags: properties?.tags,
+                  topics: properties?.topics)
     }
 }
 

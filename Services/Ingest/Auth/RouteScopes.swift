@@ -51,10 +51,12 @@ public enum RouteScopes {
         Route(.post, "/kf5/v1/apps/{mobileAppId}/tokens"): .client,
         Route(.delete, "/kf5/v1/apps/{mobileAppId}/tokens"): .client,
         Route(.post, "/v1/apps/{mobileAppId}/tracking"): .client,
+        Route(.post, "/v1/apps/{mobileAppId}/devices/changes"): .client,
         // What the app's backend does: send, read statistics and outcomes.
         Route(.post, "/v1/apps/{mobileAppId}/notifications"): .server,
         Route(.get, "/v1/apps/{mobileAppId}/deliveries/{deliveryId}"): .server,
         Route(.get, "/v1/apps/{mobileAppId}/deliveries/{deliveryId}/outcomes"): .server,
+        Route(.post, "/v1/apps/{mobileAppId}/devices/changes/batch"): .server,
         // The admin API (admin bearer token).
         Route(.post, admin): .admin,
         Route(.get, admin): .admin,

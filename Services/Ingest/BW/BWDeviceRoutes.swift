@@ -43,9 +43,13 @@ struct BWDeviceRoutes: Sendable {
         let platform = try FieldRules.platform(try FieldRules.required(device.type, field: "type"), field: "type")
         try FieldRules.deviceToken(deviceId, platform: platform, field: "deviceId")
         let userId = try Self.userId(device.user)
+        let timeZone = try device.timeZone.nonEmpty.map { try FieldRules.timeZone($0, field: "timeZone") }
+        let properties = try DeviceProperties(locale: device.locale, appVersion: device.appVersion, tags: device.tags, topics: device.topics,
+                                              names: .camelCase)
 
         let command = try identity.checked(
-            DeviceRegistrationRequested(authenticated: auth, userId: userId, platform: platform, deviceToken: deviceId),
+            DeviceRegistrationRequested(authenticated: auth, userId: userId, platform: platform, deviceToken: deviceId, timeZone: timeZone,
+                                        properties: properties),
             auth: auth, request: request, context: context)
         try await writer.publish(command, context: context)
         metrics.countUnverifiedBindings([command])

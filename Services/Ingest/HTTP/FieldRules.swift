@@ -54,6 +54,37 @@ enum FieldRules {
         return value
     }
 
+    /// A locale in its canonical form (`DeviceLocale`): `pt_br` is `pt-BR`.
+    static func locale(_ value: String, field: @autoclosure () -> String) throws -> String {
+        guard value.utf8.count <= 35, let canonical = DeviceLocale.canonical(value) else {
+            let field = field()
+            throw IngestError.badRequest("\(lastComponent(of: field)) must be a BCP 47 locale: a language, an optional script and an "
+                                         + "optional region, such as pt-BR or zh-Hant-TW", field: field)
+        }
+        return canonical
+    }
+
+    /// An app version (`AppVersion`), as its numbers without leading zeros.
+    static func appVersion(_ value: String, field: @autoclosure () -> String) throws -> String {
+        guard value.utf8.count <= 64, let version = AppVersion(value) else {
+            let field = field()
+            throw IngestError.badRequest("\(lastComponent(of: field)) must be 1 to 4 numbers joined by dots, such as 5.2.1", field: field)
+        }
+        return version.description
+    }
+
+    /// Tag or topic names (`DeviceTag`, `DeviceTopic`: the same grammar), each once, at most `max`.
+    static func names(_ values: [String], max: Int, field: @autoclosure () -> String) throws -> [String] {
+        guard values.count <= max else {
+            let field = field()
+            throw IngestError.badRequest("\(lastComponent(of: field)) has \(values.count) names; at most \(max) are allowed", field: field)
+        }
+        for (index, name) in values.enumerated() where !DeviceTag.isValid(name) {
+            throw IngestError.badRequest("a name has 1 to \(DeviceTag.maxBytes) bytes of letters, digits, _ - . and :", field: "\(field())[\(index)]")
+        }
+        return DeviceLabels(values).names
+    }
+
     /// At most `maxBytes` UTF-8 bytes (`FieldLimits`).
     static func bounded(_ value: String, maxBytes: Int, field: @autoclosure () -> String) throws {
         guard value.utf8.count <= maxBytes else {

@@ -136,6 +136,10 @@ enum JSONBody {
             if context.codingPath.isEmpty {
                 return .badRequest("the body is not valid JSON", field: "body", code: .bodyMalformed)
             }
+            if context.debugDescription == UnknownFields.message {
+                let path = fieldPath(context.codingPath)
+                return .badRequest(UnknownFields.message, field: path.count > 64 ? String(path.prefix(64)) + "…" : path, code: .fieldUnknown)
+            }
             return .badRequest("invalid value", field: fieldPath(context.codingPath))
         case .typeMismatch(let type, let context):
             return .badRequest("expected \(describe(type))", field: fieldPath(context.codingPath), code: .fieldType)

@@ -38,9 +38,13 @@ struct KF5TokenRoutes: Sendable {
             platform = DeviceTokenFormat.isValid(deviceToken, platform: .ios) ? .ios : .android
         }
         try FieldRules.deviceToken(deviceToken, platform: platform, field: "deviceToken")
+        let timeZone = try token.timeZone.nonEmpty.map { try FieldRules.timeZone($0, field: "timeZone") }
+        let properties = try DeviceProperties(locale: token.locale, appVersion: token.appVersion, tags: token.tags, topics: token.topics,
+                                              names: .camelCase)
 
         let command = try identity.checked(
-            DeviceRegistrationRequested(authenticated: auth, userId: userId, platform: platform, deviceToken: deviceToken),
+            DeviceRegistrationRequested(authenticated: auth, userId: userId, platform: platform, deviceToken: deviceToken, timeZone: timeZone,
+                                        properties: properties),
             auth: auth, request: request, context: context)
         try await writer.publish(command, context: context)
         metrics.countUnverifiedBindings([command])

@@ -84,9 +84,13 @@ extension DeviceRegistrationRequested {
             try FieldRules.timeZone($0, field: RegistrationRoutes.field("TimeZone", index: index))
         }
 
+        let properties = try DeviceProperties(locale: registration.Locale, appVersion: registration.AppVersion, tags: registration.Tags,
+                                              topics: registration.Topics) { RegistrationRoutes.field($0, index: index) }
+
         self.init(registrationRequestId: .random(), orgId: orgId, mobileAppId: mobileAppId, userId: userId,
                   platform: platform, deviceToken: deviceToken, apiTokenHash: tokenHashes.hash(apiToken),
-                  trackStatus: headers.trackStatus, callback: headers.callback(apiToken: apiToken, app: mobileAppId, secrets: secrets), timeZone: timeZone)
+                  trackStatus: headers.trackStatus, callback: headers.callback(apiToken: apiToken, app: mobileAppId, secrets: secrets), timeZone: timeZone,
+                  locale: properties.locale, appVersion: properties.appVersion, tags: properties.tags, topics: properties.topics)
     }
 }
 

@@ -56,6 +56,7 @@ package struct HandlerRegistry: Sendable {
         registry.register(RegistrationHandler(verifier: verifier, maxDevicesPerUser: rules.maxDevicesPerUser,
                                               maxUsersPerPart: rules.maxUsersPerPart))
         registry.register(CleanupHandler())
+        registry.register(DeviceChangeHandler())
         registry.register(NotificationHandler(idempotencyWindow: rules.idempotencyWindow, messageIdKeys: rules.messageIdKeys))
         registry.register(AckHandler(maxBadgeUpdatesPerMinute: rules.maxBadgeUpdatesPerMinute))
         registry.register(TrackingHandler(messageIdKeys: rules.messageIdKeys))

@@ -51,11 +51,9 @@ package struct RegistrationHandler: CommandHandler {
         let failure = context.storeFailed ? .FailedToStoreDevice : decide(c, part: context.part, state: state)
         if failure == nil {
             let key = DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken)
-            let existing = state.devices[key]
-            state.upsert(DeviceRow(appId: c.mobileAppId, deviceToken: c.deviceToken, userId: c.userId,
-                                   platform: c.platform, version: (existing?.version ?? 0) + 1, updatedAt: at,
-                                   timeZone: c.timeZone ?? existing?.timeZone,
-                                   badgesSince: existing?.badgesSince, badges: existing?.badges ?? 0))
+            var row = Self.registered(c, over: state.devices[key])
+            row.updatedAt = at
+            state.upsert(row)
             retireOldestDevices(of: UserKey(appId: c.mobileAppId, userId: c.userId), part: context.part, keeping: key, in: &state)
         }
         let status: DeviceRegistrationAPI.Status = failure == nil ? .Success : .Failed
@@ -102,13 +100,38 @@ package struct RegistrationHandler: CommandHandler {
         }
     }
 
+    /// The device row a registration leaves (its version one past `existing`'s): the user and
+    /// platform it names, the properties it gives, the others as they were. A device that changes
+    /// hands starts without tags and topics (they were the previous user's); tags or topics that
+    /// would take the device past its limit are not added (docs/API.md#device-properties).
+    static func registered(_ c: DeviceRegistrationRequested, over existing: DeviceRow?) -> DeviceRow {
+        let kept = existing?.userId == c.userId ? existing : nil
+        var tags = kept?.tags ?? [], topics = kept?.topics ?? []
+        if let added = c.tags, !added.isEmpty {
+            let all = tags.changed(adding: added, removing: [])
+            if all.count <= DeviceTag.maxPerDevice { tags = all }
+        }
+        if let added = c.topics, !added.isEmpty {
+            let all = topics.changed(adding: added, removing: [])
+            if all.count <= DeviceTopic.maxPerDevice { topics = all }
+        }
+        return DeviceRow(appId: c.mobileAppId, deviceToken: c.deviceToken, userId: c.userId, platform: c.platform,
+                         version: (existing?.version ?? 0) + 1, updatedAt: existing?.updatedAt ?? .distantPast,
+                         timeZone: c.timeZone ?? existing?.timeZone, badgesSince: existing?.badgesSince, badges: existing?.badges ?? 0,
+                         locale: c.locale ?? existing?.locale, appVersion: c.appVersion ?? existing?.appVersion, tags: tags, topics: topics)
+    }
+
     private func decide(_ c: DeviceRegistrationRequested, part: Int, state: BatchState) -> Reason? {
         if c.deviceToken.utf8.count > DeviceRegistrationAPI.maxDeviceTokenBytes { return .DeviceTokenTooLong }
         if !verifier.verify(token: c.deviceToken, platform: c.platform) { return .DryRunSendingFailed }
         let existing = state.devices[DeviceKey(appId: c.mobileAppId, deviceToken: c.deviceToken)]
-        // A registration without a time zone leaves the stored one; a new one is a change.
-        if let existing, existing.userId == c.userId, existing.platform == c.platform, c.timeZone == nil || c.timeZone == existing.timeZone {
-            return .DuplicateExists
+        // A registration that changes nothing is a duplicate: the same user and platform, and
+        // every property it gives already the device's (one it leaves out stays as it was).
+        if let existing {
+            var registered = Self.registered(c, over: existing)
+            registered.version = existing.version
+            registered.updatedAt = existing.updatedAt
+            if registered == existing { return .DuplicateExists }
         }
         // A user the part does not have yet would be one more than it may keep: anyone holding
         // the client token could otherwise add devices without bound under made-up user ids.

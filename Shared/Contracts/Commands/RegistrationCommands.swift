@@ -62,10 +62,17 @@ public struct DeviceRegistrationRequested: DeviceScopedCommand, Equatable {
     /// True when ingest checked a user assertion for `userId` (docs/API.md#verified-user-identity);
     /// nil otherwise, and in records from before assertions (left out of the log: not verified).
     public var identityVerified: Bool?
+    /// The device's locale (canonical, `DeviceLocale`) and app version (`AppVersion`), when given.
+    public var locale: String?
+    public var appVersion: String?
+    /// Tags the registration adds to the device, and topics it subscribes it to (none: nil).
+    public var tags: [String]?
+    public var topics: [String]?
 
     public init(registrationRequestId: UUID, orgId: UUID, mobileAppId: UUID, userId: String, platform: Platform,
                 deviceToken: String, apiTokenHash: String, trackStatus: Bool, callback: StatusCallback?, timeZone: String? = nil,
-                identityVerified: Bool? = nil) {
+                identityVerified: Bool? = nil, locale: String? = nil, appVersion: String? = nil, tags: [String]? = nil,
+                topics: [String]? = nil) {
         self.registrationRequestId = registrationRequestId
         self.orgId = orgId
         self.mobileAppId = mobileAppId
@@ -77,20 +84,29 @@ public struct DeviceRegistrationRequested: DeviceScopedCommand, Equatable {
         self.callback = callback
         self.timeZone = timeZone
         self.identityVerified = identityVerified
+        self.locale = locale
+        self.appVersion = appVersion
+        self.tags = tags
+        self.topics = topics
+    }
+
+    /// Whether it gives any property besides the token's user and platform.
+    public var changesProperties: Bool {
+        timeZone != nil || locale != nil || appVersion != nil || !(tags ?? []).isEmpty || !(topics ?? []).isEmpty
     }
 }
 
 extension DeviceRegistrationRequested: WireDecodable {
     private enum Key: String, CaseIterable {
         case registrationRequestId, orgId, mobileAppId, userId, platform, deviceToken, apiTokenHash, trackStatus, callback, timeZone
-        case identityVerified
+        case identityVerified, locale, appVersion, tags, topics
     }
     private static let keys = WireKeys<Key>()
 
     public init?(wire reader: inout WireReader) {
         var registrationRequestId: UUID?, orgId: UUID?, mobileAppId: UUID?, userId: String?, platform: Platform?
         var deviceToken: String?, apiTokenHash: String?, trackStatus: Bool?, callback: StatusCallback?, timeZone: String?
-        var identityVerified: Bool?
+        var identityVerified: Bool?, locale: String?, appVersion: String?, tags: [String]?, topics: [String]?
         guard reader.object(Self.keys, { reader, key in
             switch key {
             case .registrationRequestId: reader.read(&registrationRequestId)
@@ -104,12 +120,17 @@ extension DeviceRegistrationRequested: WireDecodable {
             case .callback: reader.readOptional(&callback)
             case .timeZone: reader.readOptional(&timeZone)
             case .identityVerified: reader.readOptional(&identityVerified)
+            case .locale: reader.readOptional(&locale)
+            case .appVersion: reader.readOptional(&appVersion)
+            case .tags: reader.readOptional(&tags)
+            case .topics: reader.readOptional(&topics)
             }
         }), let registrationRequestId, let orgId, let mobileAppId, let userId, let platform, let deviceToken, let apiTokenHash,
               let trackStatus else { return nil }
         self.init(registrationRequestId: registrationRequestId, orgId: orgId, mobileAppId: mobileAppId, userId: userId,
                   platform: platform, deviceToken: deviceToken, apiTokenHash: apiTokenHash, trackStatus: trackStatus,
-                  callback: callback, timeZone: timeZone, identityVerified: identityVerified)
+                  callback: callback, timeZone: timeZone, identityVerified: identityVerified, locale: locale, appVersion: appVersion,
+                  tags: tags, topics: topics)
     }
 }
 
@@ -118,6 +139,7 @@ extension DeviceRegistrationRequested: HandWrittenCommand {
         writer.beginObject()
         writer.key("apiTokenHash")
         writer.string(apiTokenHash)
+        writer.field("appVersion", appVersion)
         if let callback {
             writer.key("callback")
             writer.beginObject()
@@ -132,6 +154,7 @@ extension DeviceRegistrationRequested: HandWrittenCommand {
         writer.key("deviceToken")
         writer.string(deviceToken)
         writer.field("identityVerified", identityVerified)
+        writer.field("locale", locale)
         writer.key("mobileAppId")
         writer.uuid(mobileAppId)
         writer.key("orgId")
@@ -140,9 +163,17 @@ extension DeviceRegistrationRequested: HandWrittenCommand {
         writer.string(platform.rawValue)
         writer.key("registrationRequestId")
         writer.uuid(registrationRequestId)
+        if let tags {
+            writer.key("tags")
+            writer.strings(tags)
+        }
         if let timeZone {
             writer.key("timeZone")
             writer.string(timeZone)
+        }
+        if let topics {
+            writer.key("topics")
+            writer.strings(topics)
         }
         writer.key("trackStatus")
         writer.bool(trackStatus)
@@ -219,5 +250,54 @@ extension DeviceCleanupRequested: HandWrittenCommand {
         writer.key("userId")
         writer.string(userId)
         writer.endObject()
+    }
+}
+
+/// A change of device properties (docs/API.md#device-properties): of one device
+/// (`deviceToken`), or of every device of a user (`userId` alone). What it leaves out stays as it
+/// was; tags are removed, then added, and so are topics.
+public struct DeviceChangeRequested: AppScopedCommand, Equatable {
+    public static let type = CommandType.deviceChangeRequested
+    public static let topic = CommandTopic.registration
+
+    @LowercaseUUID public var mobileAppId: UUID
+    /// The device; nil: every device of `userId`.
+    public var deviceToken: String?
+    /// The user whose device (or devices) it changes; with a token, the device must be the user's.
+    public var userId: String?
+    public var locale: String?
+    public var timeZone: String?
+    public var appVersion: String?
+    public var addTags: [String]?
+    public var removeTags: [String]?
+    public var subscribe: [String]?
+    public var unsubscribe: [String]?
+    /// Made by a device (the client scope): where the app requires verified identity, applied only
+    /// with `identityVerified` (docs/API.md#verified-user-identity). Nil: the app's backend.
+    public var fromClient: Bool?
+    public var identityVerified: Bool?
+
+    public init(mobileAppId: UUID, deviceToken: String?, userId: String?, locale: String? = nil, timeZone: String? = nil,
+                appVersion: String? = nil, addTags: [String]? = nil, removeTags: [String]? = nil, subscribe: [String]? = nil,
+                unsubscribe: [String]? = nil, fromClient: Bool? = nil, identityVerified: Bool? = nil) {
+        self.mobileAppId = mobileAppId
+        self.deviceToken = deviceToken
+        self.userId = userId
+        self.locale = locale
+        self.timeZone = timeZone
+        self.appVersion = appVersion
+        self.addTags = addTags
+        self.removeTags = removeTags
+        self.subscribe = subscribe
+        self.unsubscribe = unsubscribe
+        self.fromClient = fromClient
+        self.identityVerified = identityVerified
+    }
+
+    /// One device's change goes to its token's part; a user's to every part, each changing the
+    /// devices it holds.
+    public func split(into parts: AppParts) -> [(part: Int, command: DeviceChangeRequested)] {
+        guard let deviceToken else { return parts.all.map { ($0, self) } }
+        return [(parts.part(ofToken: deviceToken), self)]
     }
 }

@@ -12,11 +12,24 @@ public enum BWDeviceAPI {
         /// `IOS` or `ANDROID` (case-insensitive); required to register, ignored on delete.
         public var type: String?
         public var user: User?
+        /// Pushline's own, optional, on `PUT` (docs/API.md#device-properties): the device's locale,
+        /// time zone and app version, tags to add and topics to subscribe to.
+        public var locale: String?
+        public var timeZone: String?
+        public var appVersion: String?
+        public var tags: [String]?
+        public var topics: [String]?
 
-        public init(deviceId: String?, type: String?, user: User?) {
+        public init(deviceId: String?, type: String?, user: User?, locale: String? = nil, timeZone: String? = nil,
+                    appVersion: String? = nil, tags: [String]? = nil, topics: [String]? = nil) {
             self.deviceId = deviceId
             self.type = type
             self.user = user
+            self.locale = locale
+            self.timeZone = timeZone
+            self.appVersion = appVersion
+            self.tags = tags
+            self.topics = topics
         }
     }
 
@@ -121,19 +134,26 @@ public enum BWDeviceAPI {
 }
 
 extension BWDeviceAPI.Device: WireDecodable {
-    private enum Key: String, CaseIterable { case deviceId, type, user }
+    private enum Key: String, CaseIterable { case deviceId, type, user, locale, timeZone, appVersion, tags, topics }
     private static let keys = WireKeys<Key>()
 
     public init?(wire reader: inout WireReader) {
         var deviceId: String?, type: String?, user: BWDeviceAPI.User?
+        var locale: String?, timeZone: String?, appVersion: String?, tags: [String]?, topics: [String]?
         guard reader.object(Self.keys, { reader, key in
             switch key {
             case .deviceId: reader.readOptional(&deviceId)
             case .type: reader.readOptional(&type)
             case .user: reader.readOptional(&user)
+            case .locale: reader.readOptional(&locale)
+            case .timeZone: reader.readOptional(&timeZone)
+            case .appVersion: reader.readOptional(&appVersion)
+            case .tags: reader.readOptional(&tags)
+            case .topics: reader.readOptional(&topics)
             }
         }) else { return nil }
-        self.init(deviceId: deviceId, type: type, user: user)
+        self.init(deviceId: deviceId, type: type, user: user, locale: locale, timeZone: timeZone, appVersion: appVersion, tags: tags,
+                  topics: topics)
     }
 }
 

@@ -28,9 +28,20 @@ public enum DeviceRegistrationAPI {
         /// The user assertion for `UserId` (`UserIdentity`, docs/API.md#verified-user-identity);
         /// required when the app requires verified identity.
         public var UserAssertion: String?
+        /// The device's locale (BCP 47, `pt-BR`), app version (`5.2.1`), tags to add and topics to
+        /// subscribe to (docs/API.md#device-properties); optional.
+        public var Locale: String?
+        public var AppVersion: String?
+        public var Tags: [String]?
+        public var Topics: [String]?
 
         public init(MobileAppId: String?, UserId: String?, ApiToken: String?, ApnsDeviceToken: String? = nil, FcmDeviceToken: String? = nil,
-                    TimeZone: String? = nil, UserAssertion: String? = nil) {
+                    TimeZone: String? = nil, UserAssertion: String? = nil, Locale: String? = nil, AppVersion: String? = nil,
+                    Tags: [String]? = nil, Topics: [String]? = nil) {
+            self.Locale = Locale
+            self.AppVersion = AppVersion
+            self.Tags = Tags
+            self.Topics = Topics
             self.MobileAppId = MobileAppId
             self.UserId = UserId
             self.ApiToken = ApiToken
@@ -116,12 +127,14 @@ public enum DeviceRegistrationAPI {
 }
 
 extension DeviceRegistrationAPI.Registration: WireDecodable {
-    private enum Key: String, CaseIterable { case MobileAppId, UserId, ApiToken, ApnsDeviceToken, FcmDeviceToken, TimeZone, UserAssertion }
+    private enum Key: String, CaseIterable {
+        case MobileAppId, UserId, ApiToken, ApnsDeviceToken, FcmDeviceToken, TimeZone, UserAssertion, Locale, AppVersion, Tags, Topics
+    }
     private static let keys = WireKeys<Key>()
 
     public init?(wire reader: inout WireReader) {
         var mobileAppId: String?, userId: String?, apiToken: String?, apns: String?, fcm: String?, timeZone: String?
-        var assertion: String?
+        var assertion: String?, locale: String?, appVersion: String?, tags: [String]?, topics: [String]?
         guard reader.object(Self.keys, { reader, key in
             switch key {
             case .MobileAppId: reader.readOptional(&mobileAppId)
@@ -131,10 +144,14 @@ extension DeviceRegistrationAPI.Registration: WireDecodable {
             case .FcmDeviceToken: reader.readOptional(&fcm)
             case .TimeZone: reader.readOptional(&timeZone)
             case .UserAssertion: reader.readOptional(&assertion)
+            case .Locale: reader.readOptional(&locale)
+            case .AppVersion: reader.readOptional(&appVersion)
+            case .Tags: reader.readOptional(&tags)
+            case .Topics: reader.readOptional(&topics)
             }
         }) else { return nil }
         self.init(MobileAppId: mobileAppId, UserId: userId, ApiToken: apiToken, ApnsDeviceToken: apns, FcmDeviceToken: fcm,
-                  TimeZone: timeZone, UserAssertion: assertion)
+                  TimeZone: timeZone, UserAssertion: assertion, Locale: locale, AppVersion: appVersion, Tags: tags, Topics: topics)
     }
 }
 

@@ -38,7 +38,7 @@ package enum ProjectionMigrations {
     }
 
     /// Every step, in order.
-    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22]
+    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22, v23]
 
     /// The newest schema version, which this code creates and understands: the last step's.
     package static let version = steps[steps.count - 1].number
@@ -735,4 +735,19 @@ package enum ProjectionMigrations {
         CREATE INDEX outbox_claimable ON outbox (app_id, next_attempt_at, created_at, id)
             WHERE state = 'pending' AND kind <> '\(CallbackShare.jobKind)'
         """
+
+    /// A device's properties besides its time zone (docs/API.md#device-properties): its locale
+    /// and app version in canonical form, and its tags and topics, each a set of names kept
+    /// sorted and joined by one space (names have no spaces); NULL: none given, or an empty set.
+    package static let v23 = Step(23, sqlite: """
+        ALTER TABLE devices ADD COLUMN locale TEXT;
+        ALTER TABLE devices ADD COLUMN app_version TEXT;
+        ALTER TABLE devices ADD COLUMN tags TEXT;
+        ALTER TABLE devices ADD COLUMN topics TEXT
+        """, postgres: """
+        ALTER TABLE devices ADD COLUMN locale text COLLATE "C";
+        ALTER TABLE devices ADD COLUMN app_version text COLLATE "C";
+        ALTER TABLE devices ADD COLUMN tags text COLLATE "C";
+        ALTER TABLE devices ADD COLUMN topics text COLLATE "C"
+        """)
 }

@@ -118,6 +118,10 @@ public enum TableCatalog {
         .init("time_zone", .text, nullable: true),
         // The badge updates sent in the device's current window of log time, and when it started.
         .init("badges_since", .millis, nullable: true), .init("badges", .integer),
+        // Its canonical locale and app version (`DeviceLocale`, `AppVersion`); NULL: not given.
+        .init("locale", .text, nullable: true), .init("app_version", .text, nullable: true),
+        // Its tags and topics, sorted and joined by a space (`DeviceLabels`); NULL: none.
+        .init("tags", .text, nullable: true), .init("topics", .text, nullable: true),
     ])
 
     public static let registrationStatus = CatalogTable("registration_status", key: ["request_id"], [

@@ -16,6 +16,7 @@ extension Fixture {
     static func kf5Tokens(_ app: String = appId.uuidString) -> String { "/kf5/v1/apps/\(app)/tokens" }
     static func tracking(_ app: String = appId.uuidString) -> String { "/v1/apps/\(app)/tracking" }
     static func delivery(_ id: String, app: String = appId.uuidString) -> String { "/v1/apps/\(app)/deliveries/\(id)" }
+    static func deviceChanges(_ app: String = appId.uuidString) -> String { "/v1/apps/\(app)/devices/changes" }
 
     /// A BW device body as JSON.
     static func bwDevice(deviceId: String? = apnsToken, type: String? = "IOS",
@@ -57,6 +58,10 @@ struct ClientRoute: Sendable {
             ClientRoute(method: .post, path: { Fixture.tracking($0) },
                         json: #"{"deliveryId": "0a1868e6-04c9-4d3b-8125-2f9597f68e78", "broadlogId": "0-0123456789abcdef", "action": "7"}"#,
                         success: .accepted),
+            ClientRoute(method: .post, path: { Fixture.deviceChanges($0) }, json: #"{"userId": "u1", "tags": {"add": ["vip"]}}"#,
+                        success: .accepted),
+            ClientRoute(method: .post, path: { Fixture.deviceChanges($0) + "/batch" },
+                        json: #"{"changes": [{"userId": "u1", "locale": "pt-BR"}]}"#, success: .accepted),
         ]
     }
 }

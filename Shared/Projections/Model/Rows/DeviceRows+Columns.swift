@@ -9,13 +9,16 @@ extension DeviceRow: CatalogRow {
     @inlinable public func writeColumns(to columns: inout some ColumnWriter) throws {
         columns.uuid(appId); columns.text(deviceToken); columns.text(userId); columns.text(platform.rawValue)
         columns.int(version); columns.millis(updatedAt); columns.text(timeZone); columns.millis(badgesSince); columns.int(badges)
+        columns.text(locale); columns.text(appVersion); columns.text(tags.stored); columns.text(topics.stored)
     }
 
     @inlinable public init(columns: inout some ColumnReader) throws {
         self.init(appId: try columns.uuid(), deviceToken: try columns.text(), userId: try columns.text(),
                   platform: try columns.raw(Platform.self), version: try columns.int(), updatedAt: try columns.millis(),
                   timeZone: try columns.optionalText(), badgesSince: try columns.optionalMillis(),
-                  badges: Int(try columns.optionalInt() ?? 0))
+                  badges: Int(try columns.optionalInt() ?? 0), locale: try columns.optionalText(),
+                  appVersion: try columns.optionalText(), tags: DeviceLabels(stored: try columns.optionalText()),
+                  topics: DeviceLabels(stored: try columns.optionalText()))
     }
 }
 

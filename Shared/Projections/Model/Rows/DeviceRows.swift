@@ -17,11 +17,23 @@ public struct DeviceRow: Sendable, Equatable, Codable {
     /// window started (nil: none sent yet): `DecisionRules.maxBadgeUpdatesPerMinute` limits them.
     public var badgesSince: Date?
     public var badges: Int
+    /// Its locale in canonical form (`DeviceLocale`) and its app version (`AppVersion`), as its
+    /// registrations and changes last gave them; nil: never given.
+    public var locale: String?
+    public var appVersion: String?
+    /// Its tags, and the topics it is subscribed to (docs/API.md#device-properties).
+    public var tags: DeviceLabels
+    public var topics: DeviceLabels
 
     public init(appId: UUID, deviceToken: String, userId: String, platform: Platform, version: Int64, updatedAt: Date,
-                timeZone: String? = nil, badgesSince: Date? = nil, badges: Int = 0) {
+                timeZone: String? = nil, badgesSince: Date? = nil, badges: Int = 0, locale: String? = nil, appVersion: String? = nil,
+                tags: DeviceLabels = [], topics: DeviceLabels = []) {
         self.badgesSince = badgesSince
         self.badges = badges
+        self.locale = locale
+        self.appVersion = appVersion
+        self.tags = tags
+        self.topics = topics
         self.appId = appId
         self.deviceToken = deviceToken
         self.userId = userId
