@@ -86,7 +86,7 @@ public func buildRouter(
         .addRoutes(to: bearerGroup(KF5TokenRoutes.basePath))
     TrackingRoutes(writer: writer, store: store, maxBodyBytes: configuration.maxBodyBytes, keyedIds: configuration.secrets != nil)
         .addRoutes(to: bearerGroup(TrackingRoutes.basePath))
-    DeviceChangeRoutes(writer: writer, identity: identity, maxBodyBytes: configuration.maxBodyBytes)
+    DeviceChangeRoutes(writer: writer, store: store, identity: identity, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: bearerGroup(DeviceChangeRoutes.basePath))
     let adminTokenCache = AdminTokenCache(ttl: .milliseconds(configuration.authCacheMs))
     let admin = router.group(AdminRoutes.basePath)

@@ -64,7 +64,8 @@ final class HandWrittenCommandsTests: XCTestCase {
             let users = (0..<Int.random(in: 0...5, using: &random)).map { _ in text(&random) }
             try check(NotificationRequested(
                 deliveryId: .random(), mobileAppId: .random(),
-                target: users.isEmpty ? NotificationTarget(deviceTokens: (0...3).map { _ in text(&random) }) : NotificationTarget(userIds: users),
+                target: Bool.random(using: &random) ? NotificationTarget(audience: text(&random))
+                    : users.isEmpty ? NotificationTarget(deviceTokens: (0...3).map { _ in text(&random) }) : NotificationTarget(userIds: users),
                 content: content, managed: Bool.random(using: &random), businessId: maybe(text(&random)),
                 tracking: Bool.random(using: &random), kind: NotificationKind.allCases.randomElement(using: &random)!,
                 ticketId: maybe(text(&random)), message: maybe(text(&random))))

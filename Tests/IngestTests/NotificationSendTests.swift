@@ -235,8 +235,8 @@ final class NotificationSendTests: XCTestCase {
             (#"{"userId": "u", "title": "t", "timeToLive": 2419201}"#, "timeToLive"),
             (#"{"userId": "u", "title": "t", "collapseKey": "\#(String(repeating: "k", count: 65))"}"#, "collapseKey"),
             // A field the route does not take: a newer server's audience or schedule, or a typo.
-            (#"{"to": {"all": true}, "title": "t"}"#, "to.all"),
-            (#"{"to": {"topic": "news", "users": ["u"]}, "title": "t"}"#, "to.topic"),
+            (#"{"to": {"topic": "news", "users": ["u"]}, "title": "t"}"#, "to"),
+            (#"{"to": {"segment": "news"}, "title": "t"}"#, "to.segment"),
             (#"{"userId": "u", "title": "t", "sendAt": "2026-12-01T09:00:00Z"}"#, "sendAt"),
             (#"{"userId": "u", "titel": "t", "body": "b"}"#, "titel"),
             (#"{"userId": "u", "title": "t", "\u0061udience": "all"}"#, "audience"),
@@ -251,7 +251,7 @@ final class NotificationSendTests: XCTestCase {
                 try assertProblem(response, .badRequest, field: field)
             }
             // Each kind of refusal has its code.
-            for (json, code) in [(#"{"to": {"all": true}, "title": "t"}"#, ProblemCode.fieldUnknown), (#"{"title": "t"}"#, .fieldMissing),
+            for (json, code) in [(#"{"to": {"everyone": true}, "title": "t"}"#, ProblemCode.fieldUnknown), (#"{"title": "t"}"#, .fieldMissing),
                                  (#"{"to": {}, "title": "t"}"#, .fieldMissing), (#"{"to": [], "title": "t"}"#, .fieldType),
                                  (#"{"userId": 5, "title": "t"}"#, .fieldType), (#"{"userId": "u", "title": "t", "badge": -1}"#, .fieldInvalid),
                                  (#"{"userId": "#, .bodyMalformed)] {

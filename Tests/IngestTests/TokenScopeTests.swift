@@ -69,8 +69,10 @@ final class TokenScopeTests: XCTestCase {
         let server = try Self.bearerRoutes().filter { $0.scope == .server }.map(\.route.name).sorted()
         XCTAssertEqual(server, ["GET /v1/apps/{mobileAppId}/deliveries/0a1868e6-04c9-4d3b-8125-2f9597f68e78",
                                 "GET /v1/apps/{mobileAppId}/deliveries/0a1868e6-04c9-4d3b-8125-2f9597f68e78/outcomes",
+                                "POST /v1/apps/{mobileAppId}/audiences/count",
+                                "POST /v1/apps/{mobileAppId}/devices/changes/batch",
                                 "POST /v1/apps/{mobileAppId}/notifications"])
-        XCTAssertEqual(try Self.bearerRoutes().count, 10)
+        XCTAssertEqual(try Self.bearerRoutes().count, 13)
     }
 
     func testATokenWithoutTheRoutesScopeIsRefusedWith403NamingTheScopeAndNothingIsWritten() async throws {

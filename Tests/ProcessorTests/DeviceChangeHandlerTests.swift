@@ -149,4 +149,67 @@ final class DeviceChangeHandlerTests: XCTestCase {
         XCTAssertEqual(DeviceLabels(stored: nil), [])
         XCTAssertEqual(labels.changed(adding: ["c"], removing: ["A", "zz"]).names, ["a:1", "b", "c"])
     }
+
+    // MARK: Audience sends
+
+    private func send(_ audience: String) -> NotificationRequested {
+        NotificationRequested(deliveryId: UUID(), mobileAppId: appId, target: NotificationTarget(audience: audience),
+                              content: NotificationContent(title: "hi"), managed: false, businessId: nil, tracking: true, kind: .alert)
+    }
+
+    private func reached(_ s: BatchState) -> [String] { s.outbound.map(\.deviceToken) }
+
+    func testAnAudienceSendReachesTheAppsDevicesItSelectsAsTheBatchLeftThemInTokenOrder() {
+        var one = device(t1, tags: ["vip"]), two = device(t2, user: "v", tags: ["vip"]), three = device(t3, tags: ["beta"], topics: ["news"])
+        one.locale = "pt-BR"
+        two.appVersion = "2.10"
+        three.appVersion = "2.9"
+        let otherApp = DeviceRow(appId: UUID(), deviceToken: t1 + "ff", userId: "u", platform: .ios, version: 1, updatedAt: at, tags: ["vip"])
+        var s = state(devices: [three, two, one, otherApp])
+        let sends = NotificationHandler()
+        let context = CommandContext(at: at)
+        XCTAssertEqual(sends.apply(send("tag:vip"), context, to: &s), .applied)
+        XCTAssertEqual(reached(s), [t1, t2], "the app's devices with the tag, by token; not another app's")
+        // A change earlier in the batch counts: t3 subscribes, t1 loses its tag.
+        _ = changes.apply(DeviceChangeRequested(mobileAppId: appId, deviceToken: t1, userId: nil, removeTags: ["vip"]), context, to: &s)
+        var again = s
+        XCTAssertEqual(sends.apply(send("tag:vip or topic:news"), context, to: &again), .applied)
+        XCTAssertEqual(reached(again).suffix(2), [t2, t3])
+        var versions = state(devices: [three, two, one])
+        XCTAssertEqual(sends.apply(send("version > 2.9"), context, to: &versions), .applied)
+        XCTAssertEqual(reached(versions), [t2], "2.10 is above 2.9; a device without a version is not")
+        var locales = state(devices: [three, two, one])
+        XCTAssertEqual(sends.apply(send("locale:pt"), context, to: &locales), .applied)
+        XCTAssertEqual(reached(locales), [t1])
+        var nobody = state(devices: [three, two, one])
+        XCTAssertEqual(sends.apply(send("tag:unknown"), context, to: &nobody), .rejected("no-devices"), "an unknown tag selects no device")
+        guard case .putDelivery(let delivery)? = nobody.mutations.last(where: { if case .putDelivery = $0 { true } else { false } }) else {
+            return XCTFail("no delivery row")
+        }
+        XCTAssertEqual(delivery.sent, 0, "the delivery is recorded, with nobody reached")
+        var forged = state(devices: [one])
+        XCTAssertEqual(sends.apply(send("tag:"), context, to: &forged), .rejected("invalid-audience"))
+    }
+
+    func testEachPartOfAnAppSendsToTheSelectedDevicesItHolds() {
+        let parts = AppParts(3)
+        let tokens = (0..<12).map { String(format: "%064x", $0 * 7919) }
+        var snapshot = StateSnapshot()
+        for part in parts.all {
+            snapshot.apps[AppPart(appId, part: part)] = AppRow(appId: appId, orgId: org, name: "a", webhookRetries: 0, createdAt: at)
+        }
+        for (n, token) in tokens.enumerated() {
+            let row = device(token, user: "u\(n)", tags: n % 2 == 0 ? ["vip"] : [])
+            snapshot.devices[row.key] = row
+        }
+        var reachedByPart: [[String]] = []
+        for part in parts.all {
+            var s = BatchState(snapshot, parts: parts)
+            _ = NotificationHandler().apply(send("tag:vip"), CommandContext(at: at, part: part), to: &s)
+            reachedByPart.append(reached(s))
+            XCTAssertTrue(reached(s).allSatisfy { parts.part(ofToken: $0) == part })
+        }
+        XCTAssertEqual(reachedByPart.flatMap { $0 }.sorted(), tokens.enumerated().filter { $0.offset % 2 == 0 }.map(\.element).sorted(),
+                       "the parts together reach each selected device once")
+    }
 }

@@ -92,10 +92,23 @@ public struct RandomHistory: Sendable {
             case 0..<30:
                 // Mostly a current token, sometimes a revoked or unknown one.
                 let hash = pick(10) == 0 ? ApiTokens.hash("forged-\(random.next())") : app.tokens[pick(app.tokens.count)].hash
+                // Some give properties (docs/API.md#device-properties), which audiences read.
+                let properties = pick(3) == 0
                 try add(DeviceRegistrationRequested(
                     registrationRequestId: random.uuid(), orgId: app.org, mobileAppId: app.id, userId: user, platform: .ios,
-                    deviceToken: device(a, pick(10)), apiTokenHash: hash, trackStatus: true, callback: nil))
-            case 30..<38:
+                    deviceToken: device(a, pick(10)), apiTokenHash: hash, trackStatus: true, callback: nil,
+                    timeZone: properties ? ["Europe/Lisbon", "America/Sao_Paulo"][pick(2)] : nil,
+                    locale: properties ? ["pt", "pt-BR", "es", "en-US"][pick(4)] : nil, appVersion: properties ? ["1.9", "2", "2.10"][pick(3)] : nil,
+                    tags: properties ? [["vip"], ["beta"], ["vip", "beta"]][pick(3)] : nil, topics: properties && pick(2) == 0 ? ["news"] : nil))
+            case 30..<34:
+                // A property change of one device, or of all of a user's devices, racing the sends.
+                let labels = [["vip"], ["beta"], ["news"], []]
+                try add(DeviceChangeRequested(
+                    mobileAppId: app.id, deviceToken: pick(2) == 0 ? device(a, pick(10)) : nil, userId: pick(3) == 0 ? nil : user,
+                    locale: pick(3) == 0 ? ["pt", "es"][pick(2)] : nil, appVersion: pick(4) == 0 ? "3" : nil,
+                    addTags: labels[pick(4)], removeTags: labels[pick(4)], subscribe: pick(2) == 0 ? ["news"] : nil,
+                    unsubscribe: pick(4) == 0 ? ["news"] : nil))
+            case 34..<38:
                 try add(DeviceCleanupRequested(orgId: app.org, mobileAppId: app.id, userId: user,
                                                deviceToken: pick(3) == 0 ? nil : device(a, pick(10)), apiTokenHash: app.tokens[0].hash))
             case 38..<55:
@@ -113,12 +126,15 @@ public struct RandomHistory: Sendable {
                 let send = app.sends[sent[a]]
                 sent[a] += 1
                 let users = (0..<(1 + pick(3))).map { _ in "u\(pick(6))" }
-                // Some are tickets and chat messages: an app with a callback URL calls back per user.
-                let kind = [NotificationKind.alert, .alert, .ticket, .im][pick(4)]
+                // Some go to an audience (alerts that are not managed); some are tickets and chat
+                // messages: an app with a callback URL calls back per user.
+                let audience = pick(3) == 0 ? Self.audiences[pick(Self.audiences.count)] : nil
+                let kind = audience != nil ? .alert : [NotificationKind.alert, .alert, .ticket, .im][pick(4)]
                 let command = NotificationRequested(
-                    deliveryId: send.delivery, mobileAppId: app.id, target: NotificationTarget(userIds: users),
-                    content: NotificationContent(title: "t \(send.nid)", body: "b"), managed: send.managed,
-                    businessId: send.managed ? "bid" : nil, tracking: pick(5) != 0, kind: kind,
+                    deliveryId: send.delivery, mobileAppId: app.id,
+                    target: audience.map { NotificationTarget(audience: $0) } ?? NotificationTarget(userIds: users),
+                    content: NotificationContent(title: "t \(send.nid)", body: "b"), managed: send.managed && audience == nil,
+                    businessId: send.managed && audience == nil ? "bid" : nil, tracking: pick(5) != 0, kind: kind,
                     ticketId: kind == .ticket ? "ticket-\(send.nid)" : nil, message: kind == .im ? "message \(send.nid)" : nil,
                     idempotencyKey: send.key, requestHash: send.key.map { "body-\($0)" })
                 if send.key != nil { keyed[a].append(command) }
@@ -207,4 +223,8 @@ public struct RandomHistory: Sendable {
         commands = out
         self.closing = closing
     }
+
+    /// The audiences of the history's audience sends, in canonical form.
+    static let audiences = ["all", "tag:vip", "topic:news", "tag:vip or topic:news", "not tag:vip and locale:pt",
+                            "version >= 2 and platform:ios", "timezone:Europe/Lisbon or locale:es"]
 }

@@ -57,6 +57,7 @@ public enum RouteScopes {
         Route(.get, "/v1/apps/{mobileAppId}/deliveries/{deliveryId}"): .server,
         Route(.get, "/v1/apps/{mobileAppId}/deliveries/{deliveryId}/outcomes"): .server,
         Route(.post, "/v1/apps/{mobileAppId}/devices/changes/batch"): .server,
+        Route(.post, "/v1/apps/{mobileAppId}/audiences/count"): .server,
         // The admin API (admin bearer token).
         Route(.post, admin): .admin,
         Route(.get, admin): .admin,

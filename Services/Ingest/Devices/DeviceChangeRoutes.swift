@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Hummingbird
+import Projections
 import WireCodec
 
 /// Changes of device properties (docs/API.md#device-properties), mounted at
@@ -15,16 +16,37 @@ import WireCodec
 ///
 /// Each change becomes one `DeviceChangeRequested`; every change is checked before any is
 /// written, and the answer is `202 {"accepted": n}` once the broker has them.
+///
+/// - `POST …/audiences/count` (scope `server`): `{"audience": "…"}` → `200 {"audience", "devices"}`,
+///   the devices the expression selects now, as projected.
 struct DeviceChangeRoutes: Sendable {
     static let basePath: RouterPath = "v1/apps/:mobileAppId"
 
     let writer: CommandWriter
+    let store: any ProjectionReader
     let identity: UserIdentityCheck
     let maxBodyBytes: Int
 
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
         group.post("devices/changes", use: change)
         group.post("devices/changes/batch", use: changeBatch)
+        group.post("audiences/count", use: countAudience)
+    }
+
+    /// Counted from the app's devices grouped by their properties (`devicePropertyCounts`): each
+    /// combination is matched once, so the cost grows with the combinations, not the devices.
+    @Sendable func countAudience(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        let auth = try context.authenticated()
+        let body = try await JSONBody.collect(request, limit: maxBodyBytes)
+        let asked = try JSONBody.decode(AudiencesAPI.CountRequest.self, from: body, decoder: WireJSON.decoder())
+        guard let text = asked.audience else { throw IngestError.badRequest("audience is required", field: "audience", code: .fieldMissing) }
+        let audience = try NotificationRequested.audience(text, field: "audience")
+        let counts = try await readStore(context) { try await store.devicePropertyCounts(app: auth.mobileAppId) }
+        let devices = counts.reduce(0) { sum, combination in
+            sum + (audience.matches(AudienceFacts(combination)) ? combination.count : 0)
+        }
+        return try JSONResponse.make(AudiencesAPI.Count(audience: audience.description, devices: devices), status: .ok,
+                                     encoder: WireJSON.encoder())
     }
 
     @Sendable func change(_ request: Request, context: IngestRequestContext) async throws -> Response {

@@ -31,6 +31,13 @@ extension NotificationRequested {
             if content.text == nil { content.text = chat }
         }
 
+        // An audience reaches devices, not named users: the pending lists and badges of managed
+        // notifications, and the per-user app callbacks of tickets and chats, are for named ones.
+        if target.audience != nil, managed || kind != .alert {
+            throw IngestError.badRequest(managed ? "a managed notification goes to named users or devices, not to an audience"
+                                                 : "a \(kind.rawValue) goes to named users or devices, not to an audience",
+                                         field: managed ? "managed" : "kind")
+        }
         let hasAlert = content.title != nil || content.body != nil || content.text != nil
         if managed, !hasAlert {
             // The device's pending list (`ns`) shows the alert text of each managed notification.
@@ -78,15 +85,47 @@ extension NotificationRequested {
             return NotificationTarget(userIds: [try FieldRules.required(userId, maxBytes: FieldLimits.userIdBytes, field: "userId")])
         }
         if let to = send.to {
-            guard [to.users != nil, to.devices != nil].filter({ $0 }).count == 1 else {
-                throw IngestError.badRequest("to has exactly one of users or devices", field: "to",
-                                             code: to.users == nil && to.devices == nil ? .fieldMissing : .fieldInvalid)
+            let members = [to.users != nil, to.devices != nil, to.topic != nil, to.all != nil, to.audience != nil].filter { $0 }.count
+            guard members == 1 else {
+                throw IngestError.badRequest("to has exactly one of users, devices, topic, all or audience", field: "to",
+                                             code: members == 0 ? .fieldMissing : .fieldInvalid)
             }
             if let users = to.users { return try userIds(users, field: "to.users") }
-            return try deviceTokens(to.devices ?? [], field: "to.devices")
+            if let devices = to.devices { return try deviceTokens(devices, field: "to.devices") }
+            if let topic = to.topic {
+                guard DeviceTopic.isValid(topic) else {
+                    throw IngestError.badRequest("a topic has 1 to \(DeviceTopic.maxBytes) bytes of letters, digits, _ - . and :",
+                                                 field: "to.topic")
+                }
+                return NotificationTarget(audience: AudienceExpression.topic(topic).description)
+            }
+            if let all = to.all {
+                guard all else { throw IngestError.badRequest("all must be true: to reach every device of the app", field: "to.all") }
+                return NotificationTarget(audience: AudienceExpression.all.description)
+            }
+            return NotificationTarget(audience: try audience(to.audience ?? "", field: "to.audience").description)
         }
         if let listed = send.userIds { return try userIds(listed, field: "userIds") }
         return try deviceTokens(send.deviceTokens ?? [], field: "deviceTokens")
+    }
+
+    /// An audience expression (`AudienceExpression`); a `400 audience_invalid` says where it
+    /// goes wrong (`position`, a UTF-8 byte offset).
+    static func audience(_ text: String, field: String) throws -> AudienceExpression {
+        do {
+            let expression = try AudienceExpression.parse(text)
+            // The command carries the canonical text, which the processor parses again; it may
+            // be longer than what was sent (`&&` is ` and `).
+            guard expression.description.utf8.count <= AudienceExpression.maxBytes else {
+                throw IngestError.rejected(.badRequest, Problem(
+                    error: "the audience's canonical form (and, or, not in words) would be over \(AudienceExpression.maxBytes) bytes",
+                    field: field, code: .audienceInvalid, position: 0))
+            }
+            return expression
+        } catch let error as AudienceExpression.SyntaxError {
+            throw IngestError.rejected(.badRequest, Problem(error: "\(error.message), at byte \(error.position) of the audience",
+                                                           field: field, code: .audienceInvalid, position: error.position))
+        }
     }
 
     private static func userIds(_ userIds: [String], field: String) throws -> NotificationTarget {

@@ -27,6 +27,7 @@ package struct NotificationHandler: CommandHandler {
     package func addNeeds(of c: NotificationRequested, to query: inout StateQuery) {
         query.appIds.insert(c.mobileAppId)
         query.deliveryIds.insert(c.deliveryId)
+        if c.target.audience != nil { query.allDevicesOf.insert(c.mobileAppId) }
         for user in c.target.userIds { query.userKeys.insert(UserKey(appId: c.mobileAppId, userId: user)) }
         for token in c.target.deviceTokens { query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: token)) }
         query.trackedDeliveries.insert(c.deliveryId)
@@ -58,7 +59,14 @@ package struct NotificationHandler: CommandHandler {
         let series = MessageId.Series(deliveryId: c.deliveryId, key: key)
         // In an app in parts, each part sends to the devices it holds, and names them by message
         // indexes of its own (`AppParts.messageIndex`).
-        let devices = Self.resolve(c.target, app: c.mobileAppId, part: part, in: state)
+        let devices: [DeviceRow]
+        if let text = c.target.audience {
+            // Ingest wrote it parsed and canonical; another writer's unreadable one sends nothing.
+            guard let audience = try? AudienceExpression.parse(text) else { return .rejected("invalid-audience") }
+            devices = Self.resolve(audience, app: c.mobileAppId, part: part, in: state)
+        } else {
+            devices = Self.resolve(c.target, app: c.mobileAppId, part: part, in: state)
+        }
         state.reserveOutbound(devices.count)
         // One template per platform (and per badge, for a managed send): each device's record is
         // the template with its token and message id, rendered when published.
@@ -131,6 +139,18 @@ package struct NotificationHandler: CommandHandler {
                 if let device = state.devices[DeviceKey(appId: app, deviceToken: token)] { devices.append(device) }
             }
         }
+        return devices
+    }
+
+    /// The app's devices that part `part` holds and `audience` selects, as they are at the send's
+    /// place in the event order (every device of the app is loaded, `StateQuery.allDevicesOf`,
+    /// and the batch's earlier commands have changed them), in token order, which fixes the
+    /// message ids.
+    package static func resolve(_ audience: AudienceExpression, app: UUID, part: Int, in state: BatchState) -> [DeviceRow] {
+        var devices = state.devices.values.filter { device in
+            device.appId == app && state.holds(token: device.deviceToken, part: part) && audience.matches(AudienceFacts(device))
+        }
+        devices.sort { $0.deviceToken.utf8.lexicographicallyPrecedes($1.deviceToken.utf8) }
         return devices
     }
 

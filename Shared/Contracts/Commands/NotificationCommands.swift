@@ -1,15 +1,20 @@
 import Foundation
 import WireCodec
 
-/// Who a notification goes to: the devices of some users of the app, or some device tokens of
-/// the app. Exactly one list is non-empty (ingest checks it).
+/// Who a notification goes to: the devices of some users of the app, some device tokens of the
+/// app, or the app's devices an audience expression selects (`AudienceExpression`, in its
+/// canonical text). Exactly one is given (ingest checks it).
 public struct NotificationTarget: Codable, Sendable, Equatable {
     public var userIds: [String]
     public var deviceTokens: [String]
+    /// An audience expression's canonical text (`all`, `topic:news`, …); nil: the lists name
+    /// the devices.
+    public var audience: String?
 
-    public init(userIds: [String] = [], deviceTokens: [String] = []) {
+    public init(userIds: [String] = [], deviceTokens: [String] = [], audience: String? = nil) {
         self.userIds = userIds
         self.deviceTokens = deviceTokens
+        self.audience = audience
     }
 
     /// The most elements either list may have.
@@ -175,6 +180,7 @@ extension NotificationRequested: HandWrittenCommand {
         writer.field("requestHash", requestHash)
         writer.key("target")
         writer.beginObject()
+        writer.field("audience", target.audience)
         writer.key("deviceTokens")
         writer.strings(target.deviceTokens)
         writer.key("userIds")

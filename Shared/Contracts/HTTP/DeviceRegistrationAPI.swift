@@ -199,10 +199,14 @@ public struct Problem: Codable, Sendable, Equatable {
     public var error: String
     public var field: String?
     public var code: ProblemCode?
+    /// Where in the field's text the problem is: the 0-based UTF-8 byte offset of an audience
+    /// expression's offending token (`audience_invalid`); nil for other problems.
+    public var position: Int?
 
-    public init(error: String, field: String? = nil, code: ProblemCode) {
+    public init(error: String, field: String? = nil, code: ProblemCode, position: Int? = nil) {
         self.error = error
         self.field = field
         self.code = code
+        self.position = position
     }
 }

@@ -127,3 +127,23 @@ public enum UnknownFields {
         init?(intValue: Int) { nil }
     }
 }
+
+/// `POST /v1/apps/{mobileAppId}/audiences/count` (scope `server`, docs/API.md#audiences): how
+/// many devices of the app an audience expression selects now, as projected, without sending.
+public enum AudiencesAPI {
+    public struct CountRequest: Codable, Sendable, Equatable {
+        public var audience: String?
+        public init(audience: String?) { self.audience = audience }
+    }
+
+    public struct Count: Codable, Sendable, Equatable {
+        /// The expression in its canonical form, as a send would carry it.
+        public var audience: String
+        public var devices: Int
+
+        public init(audience: String, devices: Int) {
+            self.audience = audience
+            self.devices = devices
+        }
+    }
+}

@@ -19,6 +19,10 @@ extension NotificationAPI.SendRequest: ListedFields {
     public static let nestedFields = ["to": NotificationAPI.Target.fields]
 }
 
+extension AudiencesAPI.CountRequest: ListedFields {
+    public static let fields: Set<String> = ["audience"]
+}
+
 extension AdminAPI.CreateApp: ListedFields {
     public static let fields: Set<String> = ["orgId", "name"]
 }

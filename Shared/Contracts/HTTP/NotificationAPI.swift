@@ -94,17 +94,24 @@ public enum NotificationAPI {
     }
 
     /// A send's `to`: exactly one member. `{"users": [...]}` is `userIds`, `{"devices": [...]}`
-    /// is `deviceTokens`.
+    /// is `deviceTokens`; `{"topic": "news"}`, `{"all": true}` and `{"audience": "…"}` choose the
+    /// app's devices by their properties (docs/API.md#audiences).
     public struct Target: Codable, Sendable, Equatable {
         public var users: [String]?
         public var devices: [String]?
+        public var topic: String?
+        public var all: Bool?
+        public var audience: String?
 
         /// The members a `to` may have.
-        public static let fields: Set<String> = ["users", "devices"]
+        public static let fields: Set<String> = ["users", "devices", "topic", "all", "audience"]
 
-        public init(users: [String]? = nil, devices: [String]? = nil) {
+        public init(users: [String]? = nil, devices: [String]? = nil, topic: String? = nil, all: Bool? = nil, audience: String? = nil) {
             self.users = users
             self.devices = devices
+            self.topic = topic
+            self.all = all
+            self.audience = audience
         }
     }
 

@@ -22,6 +22,7 @@ public struct ProblemCode: RawRepresentable, Codable, Hashable, Sendable {
     public static let fieldType = ProblemCode(rawValue: "field_type")
     public static let fieldInvalid = ProblemCode(rawValue: "field_invalid")
     public static let webhookHostNotAllowed = ProblemCode(rawValue: "webhook_host_not_allowed")
+    public static let audienceInvalid = ProblemCode(rawValue: "audience_invalid")
     // 401 and 403: who is asking.
     public static let tokenMissing = ProblemCode(rawValue: "token_missing")
     public static let tokenInvalid = ProblemCode(rawValue: "token_invalid")
@@ -49,7 +50,7 @@ public struct ProblemCode: RawRepresentable, Codable, Hashable, Sendable {
 
     /// Every code this version gives.
     public static let known: [ProblemCode] = [
-        .bodyMissing, .bodyMalformed, .fieldUnknown, .fieldMissing, .fieldType, .fieldInvalid, .webhookHostNotAllowed,
+        .bodyMissing, .bodyMalformed, .fieldUnknown, .fieldMissing, .fieldType, .fieldInvalid, .webhookHostNotAllowed, .audienceInvalid,
         .tokenMissing, .tokenInvalid, .adminTokenInvalid, .scopeMissing, .userAssertionRequired, .userAssertionInvalid,
         .notFound, .conflict, .idempotencyKeyReused, .idempotencyKeyExhausted, .bodyTooLarge,
         .commandTooLarge, .mediaTypeUnsupported, .rateLimitedSource, .rateLimitedApp, .rateLimitedAdminAuthentication,

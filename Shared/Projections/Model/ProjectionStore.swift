@@ -58,6 +58,9 @@ public protocol ProjectionReader: Sendable {
     /// The app's delivery with its engagement counts; nil for an unknown delivery or one of
     /// another app.
     func deliveryStats(app appId: UUID, deliveryId: UUID) async throws -> DeliveryStatsRow?
+    /// The app's devices counted by the properties an audience reads, one count per combination
+    /// of them (`DevicePropertiesCount`).
+    func devicePropertyCounts(app appId: UUID) async throws -> [DevicePropertiesCount]
     /// The app's delivery alone (no engagement counts); nil as for `deliveryStats`.
     func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow?
     /// One page of a delivery's per-device outcomes, in message index order after `after`,

@@ -11,6 +11,8 @@ public struct StateQuery: Sendable, Equatable {
     /// device that may change hands or go needs, so that its user's count of apps' users stays
     /// exact (`AppRow.users`).
     public var deviceOwners: Set<DeviceKey> = []
+    /// Every device of these apps is loaded: an audience send chooses among them.
+    public var allDevicesOf: Set<UUID> = []
     /// Pending rows are loaded for those of these keys that exist.
     public var pendingKeys: Set<PendingKey> = []
     /// The pending counts (badges) of the loaded devices among these, and of the loaded devices

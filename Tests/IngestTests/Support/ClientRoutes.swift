@@ -41,6 +41,8 @@ struct ClientRoute: Sendable {
     var success: HTTPResponse.Status
 
     var name: String { "\(method) \(path("{mobileAppId}"))" }
+    /// Whether a call writes a command (the reads do not: the pending list, the audience count).
+    var publishes: Bool { method != .get && !name.hasSuffix("/audiences/count") }
 
     /// Every Bearer route, each with a valid request.
     static func all() throws -> [ClientRoute] {
@@ -62,6 +64,7 @@ struct ClientRoute: Sendable {
                         success: .accepted),
             ClientRoute(method: .post, path: { Fixture.deviceChanges($0) + "/batch" },
                         json: #"{"changes": [{"userId": "u1", "locale": "pt-BR"}]}"#, success: .accepted),
+            ClientRoute(method: .post, path: { "/v1/apps/\($0)/audiences/count" }, json: #"{"audience": "all"}"#, success: .ok),
         ]
     }
 }

@@ -119,6 +119,11 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
         return devices[key]
     }
 
+    func devicePropertyCounts(app appId: UUID) throws -> [DevicePropertiesCount] {
+        try check()
+        return devices.values.filter { $0.appId == appId }.map { DevicePropertiesCount($0, count: 1) }
+    }
+
     func deliveryStats(app appId: UUID, deliveryId: UUID) throws -> DeliveryStatsRow? {
         try check()
         return stats[NotificationKey(appId: appId, notificationId: deliveryId.uuidString.lowercased())]

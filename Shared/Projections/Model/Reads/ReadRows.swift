@@ -112,3 +112,31 @@ extension DeliveryStatsRow {
                   opens: counts[.open] ?? 0, repeatsIgnored: repeats)
     }
 }
+
+/// How many devices of an app have one combination of the properties an audience reads
+/// (`ReaderReads.devicePropertyCounts`).
+public struct DevicePropertiesCount: ReadRow {
+    public var platform: Platform
+    public var locale: String?
+    public var timeZone: String?
+    public var appVersion: String?
+    public var tags: DeviceLabels
+    public var topics: DeviceLabels
+    public var count: Int
+
+    /// The properties of `device`, counted `count` times.
+    public init(_ device: DeviceRow, count: Int) {
+        (platform, locale, timeZone, appVersion) = (device.platform, device.locale, device.timeZone, device.appVersion)
+        (tags, topics, self.count) = (device.tags, device.topics, count)
+    }
+
+    public init(columns: inout some ColumnReader) throws {
+        platform = try columns.raw(Platform.self)
+        locale = try columns.optionalText()
+        timeZone = try columns.optionalText()
+        appVersion = try columns.optionalText()
+        tags = DeviceLabels(stored: try columns.optionalText())
+        topics = DeviceLabels(stored: try columns.optionalText())
+        count = try columns.intValue()
+    }
+}

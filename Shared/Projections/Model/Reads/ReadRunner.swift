@@ -85,6 +85,10 @@ extension ReadRunner {
         DeliveryRow.summed(try await rows(ReaderReads.delivery(app: appId, deliveryId: deliveryId)))
     }
 
+    public func devicePropertyCounts(app appId: UUID) async throws -> [DevicePropertiesCount] {
+        try await rows(ReaderReads.devicePropertyCounts(app: appId))
+    }
+
     public func deliveryStats(app appId: UUID, deliveryId: UUID) async throws -> DeliveryStatsRow? {
         DeliveryStatsRow(parts: try await rows(ReaderReads.deliveryStats(app: appId, deliveryId: deliveryId)))
     }

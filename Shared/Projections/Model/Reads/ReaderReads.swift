@@ -111,6 +111,15 @@ public enum ReaderReads {
         return StoreRead(filter + " ORDER BY message_index LIMIT \(limit)")
     }
 
+    /// The app's devices counted by the properties an audience reads: one row per combination,
+    /// so that an audience is counted by matching combinations, not devices.
+    public static func devicePropertyCounts(app appId: UUID) -> StoreRead<DevicePropertiesCount> {
+        let properties = "platform, locale, time_zone, app_version, tags, topics"
+        return StoreRead("""
+            SELECT \(unescaped: properties), COUNT(*) FROM devices WHERE app_id = \(appId) GROUP BY \(unescaped: properties)
+            """, columns: ReadColumns(table: "devices", ["platform", "locale", "time_zone", "app_version", "tags", "topics", "count"]))
+    }
+
     /// The stored `column` (`next_offset` or `event_time`) of every partition of these topics.
     public static func partitions(_ column: String, topics: [String]) -> StoreRead<PartitionValueRow> {
         StoreRead("""

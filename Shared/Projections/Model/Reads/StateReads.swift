@@ -125,6 +125,9 @@ public enum StateReads {
         let keys = query.deviceKeys.union(query.deviceOwners)
         if !keys.isEmpty { branches.append(StoreRead("WHERE \(keys: deviceKeys(keys))", firstColumnIsFirstValue: true)) }
         if let users = devices(ofUsers: query.userKeys) { branches.append(users) }
+        if !query.allDevicesOf.isEmpty {
+            branches.append(StoreRead("WHERE \(keys: ReadKeys(.init("app_id"), .uuids(Array(query.allDevicesOf))))", firstColumnIsFirstValue: true))
+        }
         if !query.deviceOwners.isEmpty {
             branches.append(StoreRead("""
                 WHERE (app_id, user_id) IN (SELECT app_id, user_id FROM devices WHERE \(keys: deviceKeys(query.deviceOwners)))
