@@ -19,6 +19,8 @@ struct AdminClient: Sendable {
         /// `GET /admin/v1/apps`, which ingest versions before it answer 404.
         case appList
         case adminToken(UUID)
+        /// A call of an app's routes with one of its API tokens (`pushline send`, `audiences`, `devices`).
+        case apiToken
         case none
     }
 
@@ -27,15 +29,18 @@ struct AdminClient: Sendable {
     }
 
     /// Sends `body` as JSON and returns the body of an answer with status `expected`.
-    func call(_ method: Method, _ path: String, body: some Encodable, expected: Int, subject: Subject) async throws -> Data {
-        try await call(method, path, json: try WireJSON.encoder().encode(body), expected: expected, subject: subject)
+    func call(_ method: Method, _ path: String, body: some Encodable, expected: Int, subject: Subject,
+              headers: [String: String] = [:]) async throws -> Data {
+        try await call(method, path, json: try WireJSON.encoder().encode(body), expected: expected, subject: subject, headers: headers)
     }
 
     /// Sends the request and returns the body of an answer with status `expected`.
-    func call(_ method: Method, _ path: String, json: Data? = nil, expected: Int, subject: Subject) async throws -> Data {
+    func call(_ method: Method, _ path: String, json: Data? = nil, expected: Int, subject: Subject,
+              headers extra: [String: String] = [:]) async throws -> Data {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = HTTPMethod(rawValue: method.rawValue)
         request.headers.add(name: "Authorization", value: "Bearer \(adminToken)")
+        for (name, value) in extra { request.headers.add(name: name, value: value) }
         request.headers.add(name: "Accept", value: "application/json")
         if let json {
             request.headers.add(name: "Content-Type", value: "application/json")
@@ -88,6 +93,8 @@ struct AdminClient: Sendable {
         let detail = problem.map { $0.error + ($0.field.map { " (field \($0))" } ?? "") + ($0.code.map { " [\($0.rawValue)]" } ?? "") }
             ?? String(decoding: body.prefix(200), as: UTF8.self)
         switch status {
+        case 401 where subject.isAPIToken, 403 where subject.isAPIToken:
+            return CLIError("the API token was refused (HTTP \(status)): \(detail); check PUSHLINE_API_TOKEN or --token")
         case 401, 403:
             return CLIError("the admin token was refused (HTTP \(status)): check PUSHLINE_ADMIN_TOKEN or --admin-token")
         case 404:
@@ -100,7 +107,7 @@ struct AdminClient: Sendable {
                 return CLIError("unknown admin token \(id.lowercasedString) (HTTP 404)")
             case .appList:
                 return CLIError("this ingest does not list apps (HTTP 404: \(detail)); it predates GET /admin/v1/apps")
-            case .none:
+            case .none, .apiToken:
                 return CLIError("not found (HTTP 404): \(detail)")
             }
         case 503:
@@ -111,4 +118,8 @@ struct AdminClient: Sendable {
             return CLIError("ingest refused the request (HTTP \(status)): \(detail)")
         }
     }
+}
+
+extension AdminClient.Subject {
+    var isAPIToken: Bool { if case .apiToken = self { true } else { false } }
 }

@@ -28,12 +28,15 @@ struct Pushline: AsyncParsableCommand {
               pushline tokens issue $APP --scope server
               pushline admin-tokens create alice
               pushline audit --app $APP
+              PUSHLINE_API_TOKEN=<server token> pushline send $APP --topic news --body "Hello"
+              PUSHLINE_API_TOKEN=<server token> pushline audiences count $APP 'tag:vip and locale:pt'
+              PUSHLINE_API_TOKEN=<server token> pushline devices change $APP --user u-42 --add-tag vip
               pushline lag
               pushline rebuild --store sqlite:var/rebuilt.sqlite
               pushline dump --store sqlite:var/rebuilt.sqlite | diff <(pushline dump) -
 
             Exit status: 0 success, 1 failure (message on standard error), 64 usage error.
             """,
-        subcommands: [Apps.self, Tokens.self, AdminTokens.self, Audit.self, Lag.self, DeadLetters.self, RebuildCommand.self, Dump.self]
+        subcommands: [Apps.self, Tokens.self, AdminTokens.self, Audit.self, Send.self, Audiences.self, Devices.self, Lag.self, DeadLetters.self, RebuildCommand.self, Dump.self]
     )
 }

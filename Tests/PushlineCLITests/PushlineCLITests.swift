@@ -29,6 +29,38 @@ final class PushlineCLITests: XCTestCase {
         }
     }
 
+    func testARefusedAPITokenIsNamedWithTheProblem() {
+        for status in [401, 403] {
+            let message = AdminClient.failure(status: status, body: Data(#"{"error":"lacks the server scope","code":"scope_missing"}"#.utf8),
+                                              retryAfter: nil, subject: .apiToken).description
+            XCTAssertEqual(message, "the API token was refused (HTTP \(status)): lacks the server scope [scope_missing]; "
+                           + "check PUSHLINE_API_TOKEN or --token")
+        }
+    }
+
+    func testSendTakesExactlyOneTargetAndBecomesItsToObject() throws {
+        let app = UUID().uuidString
+        XCTAssertEqual(try Send.parse([app, "--topic", "news", "--title", "Goal"]).request(),
+                       NotificationAPI.SendRequest(to: NotificationAPI.Target(topic: "news"), title: "Goal"))
+        XCTAssertEqual(try Send.parse([app, "--all", "--body", "b"]).request().to, NotificationAPI.Target(all: true))
+        XCTAssertEqual(try Send.parse([app, "--user", "a", "--user", "b", "--body", "b"]).request().to, NotificationAPI.Target(users: ["a", "b"]))
+        XCTAssertEqual(try Send.parse([app, "--audience", "tag:vip", "--body", "b"]).request().to, NotificationAPI.Target(audience: "tag:vip"))
+        XCTAssertThrowsError(try Send.parse([app, "--all", "--topic", "news", "--body", "b"]), "two targets")
+        XCTAssertThrowsError(try Send.parse([app, "--body", "b"]), "no target")
+        XCTAssertThrowsError(try Send.parse([app, "--all"]), "no text")
+        XCTAssertThrowsError(try Send.parse(["not-an-app", "--all", "--body", "b"]))
+    }
+
+    func testADevicesChangeSendsOnlyWhatItsOptionsGive() throws {
+        let app = UUID().uuidString
+        XCTAssertEqual(try Devices.Change.parse([app, "--user", "u-42", "--add-tag", "vip", "--add-tag", "beta", "--subscribe", "news"]).change(),
+                       DevicesAPI.Change(userId: "u-42", tags: DevicesAPI.TagChange(add: ["vip", "beta"]),
+                                         topics: DevicesAPI.TopicChange(subscribe: ["news"])))
+        XCTAssertEqual(try Devices.Change.parse([app, "--device", "tok", "--locale", "pt-BR", "--remove-tag", "trial"]).change(),
+                       DevicesAPI.Change(deviceToken: "tok", locale: "pt-BR", tags: DevicesAPI.TagChange(remove: ["trial"])))
+        XCTAssertThrowsError(try Devices.Change.parse([app, "--locale", "pt"]), "no device or user")
+    }
+
     func testNotFoundSaysWhichAppOrTokenIsUnknown() {
         let app = UUID(), token = UUID()
         let appMissing = AdminClient.failure(status: 404, body: Data(#"{"error":"no such app","field":"mobileAppId"}"#.utf8),

@@ -47,6 +47,7 @@ enum ConfigurationReads {
                     _ = try SenderConfiguration.fromEnvironment(requiredEnvironment)
                 case .pushline:
                     _ = try AdminOptions.parse([]).client(environment: requiredEnvironment)
+                    _ = try AppTokenOptions.parse([]).client(environment: requiredEnvironment.merging(["PUSHLINE_API_TOKEN": "t"]) { $1 })
                 }
             }
             recorded[executable] = reads.defaults
