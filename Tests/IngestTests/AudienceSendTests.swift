@@ -86,3 +86,39 @@ final class AudienceSendTests: XCTestCase {
         }
     }
 }
+
+/// Localized content (docs/API.md#localized-content): the text per locale travels with the send,
+/// its keys canonical; a key that is not a locale, an empty variant, an unknown member or a
+/// variant whose payload cannot fit is a 400 naming it.
+final class LocalizedSendTests: XCTestCase {
+    func testTheTextPerLocaleTravelsWithItsKeysCanonical() async throws {
+        let harness = await Harness.withClientApps()
+        let response = try await harness.test { client in
+            try await client.bearer(.post, Fixture.notifications(), json: """
+                {"to": {"all": true}, "title": "Goal", "localized": {"pt_br": {"title": "Gol"}, "PT": {"title": "Golo", "body": "1-0"}}}
+                """)
+        }
+        XCTAssertEqual(response.status, .accepted, String(buffer: response.body))
+        let command = try await harness.onlyPublished(NotificationRequested.self)
+        XCTAssertEqual(command.content.localized, ["pt-BR": LocalizedText(title: "Gol"), "pt": LocalizedText(title: "Golo", body: "1-0")])
+    }
+
+    func testABadVariantIsA400NamingItAndWritesNothing() async throws {
+        let harness = await Harness.withClientApps()
+        let long = String(repeating: "x", count: 4_000)
+        let cases: [(String, String, ProblemCode)] = [
+            (#"{"userId": "u", "title": "t", "localized": {"default": {"title": "d"}}}"#, "localized.default", .fieldInvalid),
+            (#"{"userId": "u", "title": "t", "localized": {"pt": {}}}"#, "localized.pt", .fieldMissing),
+            (#"{"userId": "u", "title": "t", "localized": {"pt": {"titel": "x"}}}"#, "localized.pt.titel", .fieldUnknown),
+            (#"{"userId": "u", "title": "t", "localized": {"pt-BR": {"body": "\#(long)"}}}"#, "localized.pt-BR", .fieldInvalid),
+            (#"{"userId": "u", "title": "t", "localized": {"pt-BR": {"title": "a"}, "pt_br": {"title": "b"}}}"#, "localized.pt_br", .fieldInvalid),
+            (#"{"userId": "u", "title": "t", "localized": {}}"#, "localized", .fieldInvalid),
+        ]
+        try await harness.test { client in
+            for (json, field, code) in cases {
+                try assertProblem(try await client.bearer(.post, Fixture.notifications(), json: json), .badRequest, field: field, code: code)
+            }
+        }
+        await assertNothingPublished(harness.publisher)
+    }
+}

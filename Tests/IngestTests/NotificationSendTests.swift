@@ -270,7 +270,7 @@ final class NotificationSendTests: XCTestCase {
             category: "c",
             uri: "u:", mediaAttachmentUrl: "https://a", contentAvailable: true, mutableContent: true, collapseKey: "k",
             priority: "high", custom: ["a": "b"], managed: true, businessId: "b", tracking: .bool(true), kind: "alert",
-            ticketId: .int(1), message: "m", timeToLive: 1)
+            ticketId: .int(1), message: "m", timeToLive: 1, localized: ["pt": .init(title: "t")])
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: JSONEncoder().encode(full)) as? [String: Any])
         XCTAssertEqual(Set(object.keys), NotificationAPI.SendRequest.fields)
 

@@ -213,3 +213,42 @@ final class DeviceChangeHandlerTests: XCTestCase {
                        "the parts together reach each selected device once")
     }
 }
+
+extension DeviceChangeHandlerTests {
+    func testALocalizedSendGivesEachDeviceItsLocalesTextAndCountsThem() throws {
+        var brazil = device(t1), portugal = device(t2), unknown = device(t3)
+        brazil.locale = "pt-BR"
+        portugal.locale = "pt-PT"
+        unknown.locale = "ja"
+        var s = state(devices: [brazil, portugal, unknown])
+        var c = NotificationRequested(deliveryId: UUID(), mobileAppId: appId, target: NotificationTarget(audience: "all"),
+                                      content: NotificationContent(title: "Goal", localized: ["pt": LocalizedText(title: "Golo"),
+                                                                                           "pt-BR": LocalizedText(title: "Gol")]),
+                                      managed: false, businessId: nil, tracking: true, kind: .alert)
+        XCTAssertEqual(NotificationHandler().apply(c, CommandContext(at: at), to: &s), .applied)
+        let titles = try s.outbound.map { message -> String in
+            let record = try JSONDecoder().decode(OutboundRecordView.self, from: message.value)
+            guard case .object(let payload) = record.payload, case .object(let aps)? = payload["aps"], case .object(let alert)? = aps["alert"],
+                  case .string(let title)? = alert["title"] else { throw NoTitle(payload: "\(record.payload)") }
+            return "\(record.deviceToken.prefix(2)) \(title)"
+        }
+        XCTAssertEqual(titles, ["a1 Gol", "b2 Golo", "c3 Goal"])
+        guard case .putDelivery(let delivery)? = s.mutations.last(where: { if case .putDelivery = $0 { true } else { false } }) else {
+            return XCTFail("no delivery")
+        }
+        XCTAssertEqual(delivery.sentByLocale, ["pt-BR": 1, "pt": 1, "default": 1])
+        c.content.localized = nil
+        var plain = state(devices: [brazil])
+        _ = NotificationHandler().apply(c, CommandContext(at: at), to: &plain)
+        let counted = plain.mutations.compactMap { mutation -> [String: Int]? in
+            guard case .putDelivery(let delivery) = mutation else { return nil }
+            return delivery.sentByLocale
+        }
+        XCTAssertEqual(counted, [], "a send without localized text counts no locales")
+    }
+}
+
+/// An outbound record without the alert title a test looks for.
+private struct NoTitle: Error {
+    var payload: String
+}

@@ -70,6 +70,8 @@ import Testing
         try Self.roundTrip(Fixture.ack(app: app, token: "t", nid: "n", business: "b"))
         try Self.roundTrip(Fixture.ack(app: app, token: "t", nid: "n"))
         try Self.roundTrip(Fixture.delivery(app: app))
+        try Self.roundTrip(DeliveryRow(appId: app, deliveryId: UUID(), kind: .alert, managed: false, tracking: true, sent: 9, createdAt: at,
+                                       sentByLocale: ["default": 2, "pt": 3, "pt-BR": 4]))
         try Self.roundTrip(DeliveryRow(appId: app, deliveryId: UUID(), kind: .im, managed: false, tracking: true, sent: 5, createdAt: at,
                                        delivered: 1, failed: 2, unregistered: 3, idempotencyKey: "k", requestHash: "h", duplicates: 4,
                                        conflicts: 5))

@@ -133,7 +133,9 @@ public struct RandomHistory: Sendable {
                 let command = NotificationRequested(
                     deliveryId: send.delivery, mobileAppId: app.id,
                     target: audience.map { NotificationTarget(audience: $0) } ?? NotificationTarget(userIds: users),
-                    content: NotificationContent(title: "t \(send.nid)", body: "b"), managed: send.managed && audience == nil,
+                    content: NotificationContent(title: "t \(send.nid)", body: "b",
+                                                 localized: pick(3) == 0 ? ["pt": LocalizedText(title: "pt"), "es": LocalizedText(body: "es")] : nil),
+                    managed: send.managed && audience == nil,
                     businessId: send.managed && audience == nil ? "bid" : nil, tracking: pick(5) != 0, kind: kind,
                     ticketId: kind == .ticket ? "ticket-\(send.nid)" : nil, message: kind == .im ? "message \(send.nid)" : nil,
                     idempotencyKey: send.key, requestHash: send.key.map { "body-\($0)" })

@@ -58,16 +58,21 @@ extension NotificationRequested {
 
     /// Both platform payloads must fit APNs' and FCM's 4096 bytes, with the longest message id and
     /// badge the processor could give a device, so that no device's record is refused later.
+    /// Every locale's variant is checked the same way, and a variant that cannot fit is named.
     private func checkPayloadSize() throws {
         var writer = JSONWriter(capacity: PushPayload.maxBytes)
-        for platform in Platform.allCases {
-            writer.reset()
-            PushPayload.render(self, platform: platform, messageId: MessageId.make(deliveryId: deliveryId, index: 999_999_999),
-                               sentAt: Date(), managedBadge: managed ? 999_999_999 : nil, into: &writer)
-            guard writer.bytes.count <= PushPayload.maxBytes else {
-                let service = platform == .ios ? "APNs" : "FCM"
-                throw IngestError.badRequest("the \(service) payload would be \(writer.bytes.count) bytes; at most \(PushPayload.maxBytes) are allowed",
-                                             field: "payload")
+        for variant in [nil] + (content.localized?.keys.sorted() ?? []) {
+            var rendered = self
+            rendered.content = content.localized(variant)
+            for platform in Platform.allCases {
+                writer.reset()
+                PushPayload.render(rendered, platform: platform, messageId: MessageId.make(deliveryId: deliveryId, index: 999_999_999),
+                                   sentAt: Date(), managedBadge: managed ? 999_999_999 : nil, into: &writer)
+                guard writer.bytes.count <= PushPayload.maxBytes else {
+                    let service = platform == .ios ? "APNs" : "FCM"
+                    throw IngestError.badRequest("the \(service) payload\(variant.map { " of \($0)" } ?? "") would be \(writer.bytes.count) bytes; "
+                                                 + "at most \(PushPayload.maxBytes) are allowed", field: variant.map { "localized.\($0)" } ?? "payload")
+                }
             }
         }
     }
@@ -183,7 +188,34 @@ extension NotificationRequested {
             title: send.title.nonEmpty, body: send.body.nonEmpty, text: send.text.nonEmpty, sound: send.sound.nonEmpty,
             badge: send.badge, category: send.category.nonEmpty, uri: send.uri, mediaAttachmentUrl: send.mediaAttachmentUrl,
             contentAvailable: send.contentAvailable, mutableContent: send.mutableContent, collapseKey: send.collapseKey.nonEmpty,
-            priority: priority, custom: send.custom, timeToLive: send.timeToLive)
+            priority: priority, custom: send.custom, timeToLive: send.timeToLive, localized: try localized(send.localized))
+    }
+
+    /// The text per locale: keys in canonical form, each once, each with some text; at most
+    /// `NotificationAPI.maxLocalizations` (docs/API.md#localized-content).
+    private static func localized(_ given: [String: NotificationAPI.Text]?) throws -> [String: LocalizedText]? {
+        guard let given else { return nil }
+        guard (1...NotificationAPI.maxLocalizations).contains(given.count) else {
+            throw IngestError.badRequest("localized has \(given.count) locales; give 1…\(NotificationAPI.maxLocalizations)", field: "localized")
+        }
+        var localized: [String: LocalizedText] = [:]
+        for key in given.keys.sorted() {
+            let field = "localized." + (key.utf8.count > 40 ? String(key.prefix(40)) + "…" : key)
+            guard let locale = DeviceLocale.canonical(key) else {
+                throw IngestError.badRequest("a key of localized is a locale such as pt-BR or pt; the default text is the send's own title, "
+                                             + "body and text", field: field)
+            }
+            guard localized[locale] == nil else {
+                throw IngestError.badRequest("localized names \(locale) twice", field: field)
+            }
+            let text = given[key]!
+            let variant = LocalizedText(title: text.title.nonEmpty, body: text.body.nonEmpty, text: text.text.nonEmpty)
+            guard variant.title != nil || variant.body != nil || variant.text != nil else {
+                throw IngestError.badRequest("a locale's text needs a title, body or text", field: field, code: .fieldMissing)
+            }
+            localized[locale] = variant
+        }
+        return localized
     }
 
     /// At most 100 entries, non-empty keys, none of `PushPayload.reservedCustomKeys` (the payload's own keys).

@@ -64,7 +64,7 @@ struct TrackingRoutes: Sendable {
                                               repeatsIgnored: row.repeatsIgnored, delivered: row.delivery.delivered,
                                               failed: row.delivery.failed, unregistered: row.delivery.unregistered,
                                               idempotencyKey: row.delivery.idempotencyKey, duplicates: row.delivery.duplicates,
-                                              conflicts: row.delivery.conflicts)
+                                              conflicts: row.delivery.conflicts, sentByLocale: row.delivery.sentByLocale)
         return try JSONResponse.make(stats, status: .ok, encoder: WireJSON.encoder())
     }
 

@@ -71,14 +71,21 @@ package struct NotificationHandler: CommandHandler {
         // One template per platform (and per badge, for a managed send): each device's record is
         // the template with its token and message id, rendered when published.
         var templates: [TemplateKey: OutboundTemplate] = [:]
+        // A localized send's devices each get the text of their locale's best match
+        // (docs/API.md#localized-content), counted per locale.
+        var sentByLocale: [String: Int]? = c.content.localized == nil ? nil : [:]
         for (index, device) in devices.enumerated() {
             let badge = c.managed ? Self.makePending(c, device: device, at: at, state: &state) : nil
-            let key = TemplateKey(platform: device.platform, badge: badge)
+            let variant = c.content.variant(for: device.locale)
+            sentByLocale?[variant ?? Self.defaultVariant, default: 0] += 1
+            let key = TemplateKey(platform: device.platform, badge: badge, variant: variant)
             let template: OutboundTemplate
             if let known = templates[key] {
                 template = known
             } else {
-                template = OutboundTemplate(c, platform: device.platform, sentAt: at, managedBadge: badge, series: series)
+                var rendered = c
+                if c.content.localized != nil { rendered.content = c.content.localized(variant) }
+                template = OutboundTemplate(rendered, platform: device.platform, sentAt: at, managedBadge: badge, series: series)
                 templates[key] = template
             }
             state.emit(OutboundMessage(kind: .push, deviceToken: device.deviceToken,
@@ -86,7 +93,8 @@ package struct NotificationHandler: CommandHandler {
         }
         let delivery = DeliveryRow(appId: c.mobileAppId, deliveryId: c.deliveryId, kind: c.kind, managed: c.managed,
                                    tracking: c.tracking, sent: devices.count, createdAt: at,
-                                   idempotencyKey: c.idempotencyKey, requestHash: c.idempotencyKey == nil ? nil : c.requestHash, part: part)
+                                   idempotencyKey: c.idempotencyKey, requestHash: c.idempotencyKey == nil ? nil : c.requestHash, part: part,
+                                   sentByLocale: sentByLocale)
         TrackingHandler.settle(delivery, state: &state)
         state.record(delivery)
         if c.kind != .alert {
@@ -120,7 +128,12 @@ package struct NotificationHandler: CommandHandler {
     private struct TemplateKey: Hashable {
         var platform: Platform
         var badge: Int?
+        /// The key of `localized` whose text the template carries; nil: the send's own.
+        var variant: String?
     }
+
+    /// The name `sentByLocale` counts the devices that got the send's own text under.
+    package static let defaultVariant = "default"
 
     /// The target's devices that part `part` holds, each once, in a stable order that fixes the
     /// message ids: user by user as listed, each user's devices by token; or the tokens as

@@ -54,11 +54,16 @@ public struct NotificationContent: Codable, Sendable, Equatable {
     /// Seconds after the send during which the push may be delivered (the providers' expiry,
     /// the sender's last retry); nil: the sender's default.
     public var timeToLive: Int?
+    /// The displayed text per locale (canonical `DeviceLocale` keys): each device gets the best
+    /// match for its locale (`variant(for:)`), and the fields above when none matches
+    /// (docs/API.md#localized-content).
+    public var localized: [String: LocalizedText]?
 
     public init(title: String? = nil, body: String? = nil, text: String? = nil, sound: String? = nil, badge: Int? = nil,
                 category: String? = nil, uri: String? = nil, mediaAttachmentUrl: String? = nil, contentAvailable: Bool? = nil,
                 mutableContent: Bool? = nil, collapseKey: String? = nil, priority: NotificationPriority? = nil,
-                custom: [String: String]? = nil, timeToLive: Int? = nil) {
+                custom: [String: String]? = nil, timeToLive: Int? = nil, localized: [String: LocalizedText]? = nil) {
+        self.localized = localized
         self.title = title
         self.body = body
         self.text = text
@@ -77,6 +82,46 @@ public struct NotificationContent: Codable, Sendable, Equatable {
 
     /// The alert text: `text`, else `body`, else `title` (empty when none is set).
     public var alertText: String { text ?? body ?? title ?? "" }
+
+    /// The key of `localized` that best fits a device's canonical locale: the whole tag, then
+    /// its language and region (`zh-TW` for `zh-Hant-TW`), then language and script, then the
+    /// language alone; nil (the default text) when none is there or the device has no locale.
+    public func variant(for locale: String?) -> String? {
+        guard let localized, !localized.isEmpty, let locale else { return nil }
+        let subtags = locale.split(separator: "-").map(String.init)
+        guard let language = subtags.first else { return nil }
+        var candidates = [locale]
+        if subtags.count == 3 { candidates += [language + "-" + subtags[2], language + "-" + subtags[1]] }
+        candidates.append(language)
+        return candidates.first { localized[$0] != nil }
+    }
+
+    /// The content a device of variant `key` gets: that locale's text in place of the default
+    /// (a field the variant leaves out is the default's), and no other variants.
+    public func localized(_ key: String?) -> NotificationContent {
+        var content = self
+        content.localized = nil
+        guard let key, let variant = localized?[key] else { return content }
+        content.title = variant.title ?? title
+        content.body = variant.body ?? body
+        // The default's alert text is in the default's language: a variant without one shows its
+        // own body or title instead.
+        content.text = variant.text ?? (text == nil ? nil : variant.body ?? variant.title ?? text)
+        return content
+    }
+}
+
+/// One locale's displayed text of a send (`NotificationContent.localized`).
+public struct LocalizedText: Codable, Sendable, Equatable {
+    public var title: String?
+    public var body: String?
+    public var text: String?
+
+    public init(title: String? = nil, body: String? = nil, text: String? = nil) {
+        self.title = title
+        self.body = body
+        self.text = text
+    }
 }
 
 extension NotificationContent {
@@ -90,6 +135,20 @@ extension NotificationContent {
         if let custom {
             writer.key("custom")
             writer.object(custom)
+        }
+        if let localized {
+            writer.key("localized")
+            writer.beginObject()
+            for key in localized.keys.sorted() {
+                let text = localized[key]!
+                writer.key(key)
+                writer.beginObject()
+                writer.field("body", text.body)
+                writer.field("text", text.text)
+                writer.field("title", text.title)
+                writer.endObject()
+            }
+            writer.endObject()
         }
         writer.field("mediaAttachmentUrl", mediaAttachmentUrl)
         writer.field("mutableContent", mutableContent)

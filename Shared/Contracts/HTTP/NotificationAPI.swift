@@ -40,6 +40,9 @@ public enum NotificationAPI {
         /// `high` or `normal`.
         public var priority: String?
         public var custom: [String: String]?
+        /// The displayed text per locale (`pt-BR`, `pt`, `es`…); the fields above are the default
+        /// (docs/API.md#localized-content).
+        public var localized: [String: Text]?
         // Delivery options.
         /// Default false.
         public var managed: Bool?
@@ -57,7 +60,7 @@ public enum NotificationAPI {
         public static let fields: Set<String> = [
             "to", "userId", "userIds", "deviceTokens", "title", "body", "text", "sound", "badge", "category", "uri",
             "mediaAttachmentUrl", "contentAvailable", "mutableContent", "collapseKey", "timeToLive", "priority", "custom",
-            "managed", "businessId", "tracking", "kind", "ticketId", "message",
+            "localized", "managed", "businessId", "tracking", "kind", "ticketId", "message",
         ]
 
         public init(to: Target? = nil, userId: String? = nil, userIds: [String]? = nil, deviceTokens: [String]? = nil, title: String? = nil,
@@ -65,7 +68,9 @@ public enum NotificationAPI {
                     uri: String? = nil, mediaAttachmentUrl: String? = nil, contentAvailable: Bool? = nil,
                     mutableContent: Bool? = nil, collapseKey: String? = nil, priority: String? = nil,
                     custom: [String: String]? = nil, managed: Bool? = nil, businessId: String? = nil, tracking: Scalar? = nil,
-                    kind: String? = nil, ticketId: Scalar? = nil, message: String? = nil, timeToLive: Int? = nil) {
+                    kind: String? = nil, ticketId: Scalar? = nil, message: String? = nil, timeToLive: Int? = nil,
+                    localized: [String: Text]? = nil) {
+            self.localized = localized
             self.to = to
             self.userId = userId
             self.userIds = userIds
@@ -90,6 +95,29 @@ public enum NotificationAPI {
             self.kind = kind
             self.ticketId = ticketId
             self.message = message
+        }
+    }
+
+    /// The most locales one send's `localized` may name.
+    public static let maxLocalizations = 100
+
+    /// One locale's text in a send's `localized`; it refuses a member it does not list.
+    public struct Text: Codable, Sendable, Equatable {
+        public var title: String?
+        public var body: String?
+        public var text: String?
+
+        public init(title: String? = nil, body: String? = nil, text: String? = nil) {
+            self.title = title
+            self.body = body
+            self.text = text
+        }
+
+        public init(from decoder: any Decoder) throws {
+            try UnknownFields.refuse(in: decoder, listed: ["title", "body", "text"])
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(title: try c.decodeIfPresent(String.self, forKey: .title), body: try c.decodeIfPresent(String.self, forKey: .body),
+                      text: try c.decodeIfPresent(String.self, forKey: .text))
         }
     }
 

@@ -60,10 +60,14 @@ public enum TrackingAPI {
         public var idempotencyKey: String?
         public var duplicates: Int
         public var conflicts: Int
+        /// A localized send's devices per locale whose text they got (`default`: the send's own);
+        /// absent for a send without localized text (docs/API.md#localized-content).
+        public var sentByLocale: [String: Int]?
 
         public init(deliveryId: UUID, sent: Int, impressions: Int, clicks: Int, opens: Int, repeatsIgnored: Int,
                     delivered: Int = 0, failed: Int = 0, unregistered: Int = 0, idempotencyKey: String? = nil,
-                    duplicates: Int = 0, conflicts: Int = 0) {
+                    duplicates: Int = 0, conflicts: Int = 0, sentByLocale: [String: Int]? = nil) {
+            self.sentByLocale = sentByLocale
             self.deliveryId = deliveryId.lowercasedString
             self.sent = sent
             self.impressions = impressions

@@ -38,7 +38,7 @@ package enum ProjectionMigrations {
     }
 
     /// Every step, in order.
-    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22, v23]
+    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22, v23, v24]
 
     /// The newest schema version, which this code creates and understands: the last step's.
     package static let version = steps[steps.count - 1].number
@@ -750,4 +750,10 @@ package enum ProjectionMigrations {
         ALTER TABLE devices ADD COLUMN tags text COLLATE "C";
         ALTER TABLE devices ADD COLUMN topics text COLLATE "C"
         """)
+
+    /// A localized send's devices per locale it was sent in (docs/API.md#localized-content):
+    /// `locale=count` pairs in locale order, joined by commas, `default` for the send's own text;
+    /// NULL for a send without localized text.
+    package static let v24 = Step(24, sqlite: "ALTER TABLE deliveries ADD COLUMN sent_by_locale TEXT",
+                                  postgres: "ALTER TABLE deliveries ADD COLUMN sent_by_locale text COLLATE \"C\"")
 }

@@ -145,6 +145,8 @@ public enum TableCatalog {
         .init("delivered", .integer), .init("failed", .integer), .init("unregistered", .integer),
         .init("idempotency_key", .text, nullable: true), .init("request_hash", .text, nullable: true),
         .init("duplicates", .integer), .init("conflicts", .integer), .init("part", .integer),
+        // A localized send's devices per locale (`DeliveryRow.sentByLocale`); NULL: not localized.
+        .init("sent_by_locale", .text, nullable: true),
     ])
 
     public static let deliveryOutcomes = CatalogTable("delivery_outcomes", key: ["app_id", "delivery_id", "message_index"], [

@@ -39,6 +39,7 @@ extension DeliveryRow: CatalogRow {
         columns.uuid(appId); columns.uuid(deliveryId); columns.text(kind.rawValue); columns.bool(managed); columns.bool(tracking)
         columns.int(sent); columns.millis(createdAt); columns.int(delivered); columns.int(failed); columns.int(unregistered)
         columns.text(idempotencyKey); columns.text(requestHash); columns.int(duplicates); columns.int(conflicts); columns.int(part)
+        columns.text(sentByLocale.map(LocaleCounts.stored))
     }
 
     @inlinable public init(columns: inout some ColumnReader) throws {
@@ -46,7 +47,8 @@ extension DeliveryRow: CatalogRow {
                   managed: try columns.bool(), tracking: try columns.bool(), sent: try columns.intValue(), createdAt: try columns.millis(),
                   delivered: try columns.intValue(), failed: try columns.intValue(), unregistered: try columns.intValue(),
                   idempotencyKey: try columns.optionalText(), requestHash: try columns.optionalText(),
-                  duplicates: try columns.intValue(), conflicts: try columns.intValue(), part: Int(try columns.optionalInt() ?? 0))
+                  duplicates: try columns.intValue(), conflicts: try columns.intValue(), part: Int(try columns.optionalInt() ?? 0),
+                  sentByLocale: try columns.optionalText().map(LocaleCounts.read))
     }
 }
 
@@ -62,5 +64,22 @@ extension DeliveryOutcomeRow: CatalogRow {
         self.init(appId: try columns.uuid(), deliveryId: try columns.uuid(), messageIndex: try columns.intValue(),
                   deviceToken: try columns.text(), outcome: try columns.raw(DeliveryOutcome.self), reason: try columns.optionalText(),
                   reportedAt: try columns.millis())
+    }
+}
+
+/// Counts per locale as a column keeps them: `locale=count` pairs in locale order, joined by
+/// commas (`default=3,pt=2,pt-BR=7`). Neither a locale nor `default` has `=` or `,`.
+public enum LocaleCounts {
+    public static func stored(_ counts: [String: Int]) -> String {
+        counts.keys.sorted().map { "\($0)=\(counts[$0]!)" }.joined(separator: ",")
+    }
+
+    public static func read(_ text: String) -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for pair in text.split(separator: ",") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.count == 2, let count = Int(parts[1]) { counts[String(parts[0])] = count }
+        }
+        return counts
     }
 }

@@ -76,10 +76,14 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
     /// The part of the app that applied the send and counts its devices (`AppPart`): a
     /// delivery's figures are the sum over its parts' rows (`summed`).
     public var part: Int
+    /// A localized send's devices per locale it was sent in (`NotificationContent.variant`,
+    /// `default` for the send's own text); nil for a send without localized text.
+    public var sentByLocale: [String: Int]?
 
     public init(appId: UUID, deliveryId: UUID, kind: NotificationKind, managed: Bool, tracking: Bool, sent: Int, createdAt: Date,
                 delivered: Int = 0, failed: Int = 0, unregistered: Int = 0, idempotencyKey: String? = nil,
-                requestHash: String? = nil, duplicates: Int = 0, conflicts: Int = 0, part: Int = 0) {
+                requestHash: String? = nil, duplicates: Int = 0, conflicts: Int = 0, part: Int = 0, sentByLocale: [String: Int]? = nil) {
+        self.sentByLocale = sentByLocale
         self.appId = appId
         self.part = part
         self.deliveryId = deliveryId
@@ -113,6 +117,9 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
             sum.unregistered += row.unregistered
             sum.duplicates += row.duplicates
             sum.conflicts += row.conflicts
+            if let counts = row.sentByLocale {
+                sum.sentByLocale = (sum.sentByLocale ?? [:]).merging(counts, uniquingKeysWith: +)
+            }
             total = sum
         }
         return total
