@@ -252,3 +252,11 @@ extension DeviceChangeHandlerTests {
 private struct NoTitle: Error {
     var payload: String
 }
+
+extension DeviceChangeHandlerTests {
+    func testTokensAreOrderedByTheirBytes() {
+        let tokens = ["b", "a", "ab", "", "aa", "B", "é", "e", "ab\u{0}", "z"]
+        XCTAssertEqual(tokens.sorted(by: NotificationHandler.bytesPrecede),
+                       tokens.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+    }
+}

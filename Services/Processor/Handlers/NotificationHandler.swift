@@ -160,11 +160,27 @@ package struct NotificationHandler: CommandHandler {
     /// and the batch's earlier commands have changed them), in token order, which fixes the
     /// message ids.
     package static func resolve(_ audience: AudienceExpression, app: UUID, part: Int, in state: BatchState) -> [DeviceRow] {
-        var devices = state.devices.values.filter { device in
+        let devices = state.devices.values.filter { device in
             device.appId == app && state.holds(token: device.deviceToken, part: part) && audience.matches(AudienceFacts(device))
         }
-        devices.sort { $0.deviceToken.utf8.lexicographicallyPrecedes($1.deviceToken.utf8) }
-        return devices
+        // Positions are sorted, not rows: moving a row moves every one of its fields.
+        let tokens = devices.map(\.deviceToken)
+        var order = Array(devices.indices)
+        order.sort { bytesPrecede(tokens[$0], tokens[$1]) }
+        return order.map { devices[$0] }
+    }
+
+    /// Whether `a`'s UTF-8 bytes come before `b`'s: one `memcmp` (the generic comparison of two
+    /// `UTF8View`s was three quarters of a 100,000-device audience send).
+    static func bytesPrecede(_ a: String, _ b: String) -> Bool {
+        var a = a, b = b
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                let shared = min(x.count, y.count)
+                let order = shared == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, shared)
+                return order != 0 ? order < 0 : x.count < y.count
+            }
+        }
     }
 
     /// Makes the notification pending on the device and returns the device's badge. (No ack of
