@@ -236,6 +236,29 @@ final class UserIdentityTests: XCTestCase {
             XCTAssertEqual(try decodeBody(AdminAPI.AppCreatedAnswer.self, created).userIdentity.note, AdminAPI.UserIdentityView.offNote)
         }
     }
+
+    // MARK: a device's own change of its properties
+
+    func testWithIdentityOnADevicesOwnChangeNeedsItsUsersAssertionAndTheBackendsBatchDoesNot() async throws {
+        let identified = try await harness(required: true)
+        let change = #"{"userId": "user-1", "tags": {"add": ["vip"]}}"#
+        try await identified.test { client in
+            try assertProblem(try await client.bearer(.post, Fixture.deviceChanges(), json: change), .forbidden,
+                              field: UserIdentity.assertionHeader, code: .userAssertionRequired)
+            for (assertion, status) in [(Self.userTwo, HTTPResponse.Status.forbidden), (Self.userOne, .accepted)] {
+                let headers: HTTPFields = [.authorization: "Bearer \(Fixture.rawToken)", .contentType: "application/json",
+                                           .pushlineUserAssertion: assertion]
+                let answer = try await client.execute(uri: Fixture.deviceChanges(), method: .post, headers: headers,
+                                                      body: ByteBuffer(string: change))
+                XCTAssertEqual(answer.status, status, String(buffer: answer.body))
+            }
+            let batch = try await client.bearer(.post, Fixture.deviceChanges() + "/batch", json: #"{"changes": [\#(change)]}"#)
+            XCTAssertEqual(batch.status, .accepted, String(buffer: batch.body))
+        }
+        let commands = try await identified.published(DeviceChangeRequested.self)
+        XCTAssertEqual(commands.map(\DeviceChangeRequested.identityVerified), [true, nil])
+        XCTAssertEqual(commands.map(\DeviceChangeRequested.fromClient), [true, nil], "only the device's own change is judged for its user's assertion")
+    }
 }
 
 /// Asserts the status of an answer (XCTAssertEqual cannot await).
