@@ -28,9 +28,6 @@ struct Pushline: AsyncParsableCommand {
               pushline tokens issue $APP --scope server
               pushline admin-tokens create alice
               pushline audit --app $APP
-              PUSHLINE_API_TOKEN=<server token> pushline send $APP --topic news --body "Hello"
-              PUSHLINE_API_TOKEN=<server token> pushline audiences count $APP 'tag:vip and locale:pt'
-              PUSHLINE_API_TOKEN=<server token> pushline devices change $APP --user u-42 --add-tag vip
               pushline lag
               pushline rebuild --store sqlite:var/rebuilt.sqlite
               pushline dump --store sqlite:var/rebuilt.sqlite | diff <(pushline dump) -

@@ -62,7 +62,9 @@ final class HandWrittenCommandsTests: XCTestCase {
                                  uniquingKeysWith: { a, _ in a }),
                 timeToLive: Bool.random(using: &random) ? nil : Int.random(in: 1...2_419_200, using: &random),
                 localized: Bool.random(using: &random) ? nil
-                    : [text(&random): LocalizedText(title: maybe(text(&random))), text(&random): LocalizedText(body: maybe(text(&random)), text: maybe(text(&random)))])
+                    : Dictionary([(text(&random), LocalizedText(title: maybe(text(&random)))),
+                                  (text(&random), LocalizedText(body: maybe(text(&random)), text: maybe(text(&random))))],
+                                 uniquingKeysWith: { a, _ in a }))
             let users = (0..<Int.random(in: 0...5, using: &random)).map { _ in text(&random) }
             try check(NotificationRequested(
                 deliveryId: .random(), mobileAppId: .random(),
