@@ -98,11 +98,8 @@ struct DeviceChangeRoutes: Sendable {
         }
         let properties = try DeviceProperties(locale: change.locale, appVersion: change.appVersion, tags: change.tags?.add,
                                               topics: change.topics?.subscribe, names: .change) { field($0) }
-        let removeTags = try change.tags?.remove.flatMap { $0.isEmpty ? nil : try FieldRules.names($0, max: DeviceTag.maxPerDevice,
-                                                                                                  field: field("tags.remove")) }
-        let unsubscribe = try change.topics?.unsubscribe.flatMap {
-            $0.isEmpty ? nil : try FieldRules.names($0, max: DeviceTopic.maxPerDevice, field: field("topics.unsubscribe"))
-        }
+        let removeTags = try FieldRules.names(change.tags?.remove, max: DeviceTag.maxPerDevice, field: field("tags.remove"))
+        let unsubscribe = try FieldRules.names(change.topics?.unsubscribe, max: DeviceTopic.maxPerDevice, field: field("topics.unsubscribe"))
         let timeZone = try change.timeZone.nonEmpty.map { try FieldRules.timeZone($0, field: field("timeZone")) }
         let command = DeviceChangeRequested(mobileAppId: app, deviceToken: token, userId: userId, locale: properties.locale,
                                             timeZone: timeZone, appVersion: properties.appVersion, addTags: properties.tags,

@@ -73,8 +73,10 @@ enum FieldRules {
         return version.description
     }
 
-    /// Tag or topic names (`DeviceTag`, `DeviceTopic`: the same grammar), each once, at most `max`.
-    static func names(_ values: [String], max: Int, field: @autoclosure () -> String) throws -> [String] {
+    /// Tag or topic names (`DeviceTag`, `DeviceTopic`: the same grammar), each once, at most `max`;
+    /// nil for none (absent or empty).
+    static func names(_ values: [String]?, max: Int, field: @autoclosure () -> String) throws -> [String]? {
+        guard let values, !values.isEmpty else { return nil }
         guard values.count <= max else {
             let field = field()
             throw IngestError.badRequest("\(lastComponent(of: field)) has \(values.count) names; at most \(max) are allowed", field: field)

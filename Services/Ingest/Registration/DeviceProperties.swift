@@ -25,9 +25,7 @@ struct DeviceProperties {
          field: (String) -> String = { $0 }) throws {
         self.locale = try locale.nonEmpty.map { try FieldRules.locale($0, field: field(names.locale)) }
         self.appVersion = try appVersion.nonEmpty.map { try FieldRules.appVersion($0, field: field(names.appVersion)) }
-        self.tags = try tags.flatMap { $0.isEmpty ? nil : try FieldRules.names($0, max: DeviceTag.maxPerDevice, field: field(names.tags)) }
-        self.topics = try topics.flatMap {
-            $0.isEmpty ? nil : try FieldRules.names($0, max: DeviceTopic.maxPerDevice, field: field(names.topics))
-        }
+        self.tags = try FieldRules.names(tags, max: DeviceTag.maxPerDevice, field: field(names.tags))
+        self.topics = try FieldRules.names(topics, max: DeviceTopic.maxPerDevice, field: field(names.topics))
     }
 }

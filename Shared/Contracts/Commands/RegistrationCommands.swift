@@ -89,11 +89,6 @@ public struct DeviceRegistrationRequested: DeviceScopedCommand, Equatable {
         self.tags = tags
         self.topics = topics
     }
-
-    /// Whether it gives any property besides the token's user and platform.
-    public var changesProperties: Bool {
-        timeZone != nil || locale != nil || appVersion != nil || !(tags ?? []).isEmpty || !(topics ?? []).isEmpty
-    }
 }
 
 extension DeviceRegistrationRequested: WireDecodable {
