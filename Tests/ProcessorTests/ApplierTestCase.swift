@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import Kafka
 import Logging
 import Projections
 import ProjectionStores
@@ -42,12 +43,14 @@ class ApplierTestCase: XCTestCase {
     }
 
     /// Applies the batches in order to a new store `name` with `rules`; returns it and what was published.
-    func apply(_ batches: [[ConsumedRecord]], name: String,
-               rules: DecisionRules = .default) async throws -> (store: any ProjectionStore, outbound: [OutboundMessage]) {
+    /// `outboundWindow` and `devicePageSize`: the applier's (by default, as a processor has them).
+    func apply(_ batches: [[ConsumedRecord]], name: String, rules: DecisionRules = .default,
+               outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages),
+               devicePageSize: Int = 10_000) async throws -> (store: any ProjectionStore, outbound: [OutboundMessage]) {
         let store = try await ProjectionStoreFactory.open("sqlite:" + directory.appendingPathComponent(name).path, logger: Logger(label: "test"))
         let outbound = RecordingOutbound()
         let applier = BatchApplier(store: store, outbound: outbound, verifier: TokenFormatVerifier(), logger: Logger(label: "test"),
-                                   rules: rules)
+                                   outboundWindow: outboundWindow, rules: rules, devicePageSize: devicePageSize)
         var positions: [PartitionKey: Int64] = [:]
         for batch in batches {
             for (k, v) in try await applier.apply(batch, expected: positions) { positions[k] = v }

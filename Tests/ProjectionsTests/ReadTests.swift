@@ -43,6 +43,37 @@ import WireCodec
         }
     }
 
+    /// The pages an audience send reads: every device of the app once, in the tokens' byte
+    /// order, also for tokens longer than PostgreSQL's index holds that share its prefix.
+    @Test(arguments: StoreBackend.allCases)
+    func testAnAppsDevicesArePagedInTheTokensByteOrder(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let app = UUID(), other = UUID()
+            let long = String(repeating: "a", count: 300)
+            var tokens = (0..<25).map { String(format: "%064x", $0 * 7919 % 101) }
+            tokens += [long + "b", long + "a", long, long + "ab", String(repeating: "a", count: 256), String(repeating: "a", count: 255) + "b",
+                       "Z", "\u{E9}-token", "e-token", "\u{FC}", "a\u{7F}", "a", String(repeating: "f", count: 4_096)]
+            var mutations = tokens.shuffled().map { Mutation.upsertDevice(Fixture.device(app: app, token: $0, user: "u")) }
+            mutations.append(.upsertDevice(Fixture.device(app: other, token: "0", user: "u")))
+            try await store.commit(mutations: mutations, offsets: [])
+            let expected = tokens.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+
+            var paged: [String] = []
+            var after: String?
+            while true {
+                let page = try await store.devices(app: app, after: after, limit: 4)
+                paged += page.map(\.deviceToken)
+                guard page.count == 4 else { break }
+                after = page.last!.deviceToken
+            }
+            #expect(paged == expected)
+            #expect(try await store.devices(app: app, after: nil, limit: 1_000).map(\.deviceToken) == expected)
+            #expect(try await store.devices(app: app, after: expected.last!, limit: 10).isEmpty)
+            #expect(try await store.devices(app: other, after: nil, limit: 10).map(\.deviceToken) == ["0"])
+        }
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func testAppsArePagedInIdOrder(_ backend: StoreBackend) async throws {
         try await withStoreHarness(backend) { h in

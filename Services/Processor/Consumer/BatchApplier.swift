@@ -60,6 +60,8 @@ final class BatchApplier: Sendable {
     private let store: any BatchStore
     private let outbound: any OutboundPublisher
     private let handlers: HandlerRegistry
+    /// The handler of sends, for those applied on their own (`stream`).
+    private let notifications: NotificationHandler
     private let logger: Logger
     private let retryDelays: [Duration]
     /// A rebuild's applier: outbox jobs are written as `replayed`, never to be sent.
@@ -76,6 +78,8 @@ final class BatchApplier: Sendable {
 
     /// The most outbound records handed to the producer at once (`outboundWindow(forQueue:)`).
     private let outboundWindow: Int
+    /// How many devices a page of an audience send reads (`stream`).
+    private let devicePageSize: Int
     /// How long reports of a delivery whose send has not been applied are kept (`DecisionRules.trackingParkTtlMs`).
     private let trackingParkTime: Duration
     /// How long registration statuses and acks are kept (`DecisionRules.registrationStatusTtlMs`, `.ackTtlMs`).
@@ -89,7 +93,8 @@ final class BatchApplier: Sendable {
     init(store: any BatchStore, outbound: any OutboundPublisher, verifier: any DeviceTokenVerifier, logger: Logger,
          replaying: Bool = false, retryDelays: [Duration] = [.milliseconds(50), .milliseconds(200), .milliseconds(800)],
          outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages),
-         rules: DecisionRules = .default) {
+         rules: DecisionRules = .default, devicePageSize: Int = 10_000) {
+        self.devicePageSize = max(1, devicePageSize)
         self.trackingParkTime = rules.trackingParkTime
         self.registrationStatusTime = rules.registrationStatusTime
         self.ackTime = rules.ackTime
@@ -100,6 +105,7 @@ final class BatchApplier: Sendable {
         self.store = store
         self.outbound = outbound
         self.handlers = .standard(verifier: verifier, rules: rules)
+        self.notifications = NotificationHandler(rules: rules)
         self.logger = logger
         self.retryDelays = retryDelays
     }
@@ -109,6 +115,22 @@ final class BatchApplier: Sendable {
     /// (absent: nothing stored). Throws `ProjectionStoreError.offsetConflict` when another
     /// processor moved a partition meanwhile; nothing is written then.
     func apply(_ decoded: [DecodedRecord], expected: [PartitionKey: Int64]) async throws -> [PartitionKey: Int64] {
+        // A send whose devices are read in pages is applied on its own, once the records before
+        // it are committed (`stream`).
+        var positions = expected
+        var next: [PartitionKey: Int64] = [:]
+        var rest = decoded[...]
+        while let index = rest.firstIndex(where: { Self.streamed($0) != nil }) {
+            for (key, offset) in try await applyBatch(Array(rest[..<index]), expected: positions) { positions[key] = offset; next[key] = offset }
+            let (c, send) = Self.streamed(rest[index])!
+            for (key, offset) in try await stream(rest[index], c, send, expected: positions) { positions[key] = offset; next[key] = offset }
+            rest = rest[(index + 1)...]
+        }
+        for (key, offset) in try await applyBatch(Array(rest), expected: positions) { next[key] = offset }
+        return next
+    }
+
+    private func applyBatch(_ decoded: [DecodedRecord], expected: [PartitionKey: Int64]) async throws -> [PartitionKey: Int64] {
         guard !decoded.isEmpty else { return [:] }
         let records = decoded
         let clock = ContinuousClock()
@@ -202,8 +224,51 @@ final class BatchApplier: Sendable {
 
     /// Loads the rows the records need and runs their handlers in memory.
     private func decide(_ records: [DecodedRecord], storeFailed: Bool = false) async throws -> Decided {
-        // Each command with its record's event time: non-decreasing along the event order, across
-        // batches too, so the apps' clocks depend on the log alone, never on where batches end.
+        var prepared = try await prepare(records)
+        for (c, requestId, time) in prepared.commands {
+            if let app = c.app { prepared.state.advance(to: time, app: app, part: c.part) }
+            prepared.count(c, c.apply(to: &prepared.state, storeFailed: storeFailed), requestId: requestId, logger: logger)
+        }
+        return prepared.concluded()
+    }
+
+    /// A batch's commands in event order, with the rows they need loaded: what `decide` runs the
+    /// handlers over. `streaming`: the batch is one send whose devices are read in pages
+    /// (`stream`), so they are not loaded with it.
+    private struct Prepared {
+        /// Each command with its record's event time: non-decreasing along the event order,
+        /// across batches too, so the apps' clocks depend on the log alone, never on where
+        /// batches end.
+        var commands: [(command: ProcessorCommand, requestId: String?, time: Date)] = []
+        var state: BatchState
+        var tally: Tally
+        var next: [PartitionKey: Int64]
+        var times: [PartitionKey: Int64]
+        var loadTime: Duration
+
+        mutating func count(_ c: ProcessorCommand, _ result: HandlerResult, requestId: String?, logger: Logger) {
+            tally.count(c.type, result)
+            if case .rejected(let reason) = result {
+                // Debug only: forged requests must not buy log volume. The request id ties the
+                // outcome to the ingest request that carried the command.
+                logger.debug("command rejected", metadata: [
+                    "type": "\(c.type.rawValue)", "reason": "\(reason)", "command_id": "\(c.id)", "request_id": "\(requestId ?? "-")",
+                ])
+            }
+        }
+
+        /// The batch's mutations and outbound records, once every command is applied.
+        mutating func concluded() -> Decided {
+            state.finishTracking()
+            state.finishOutcomes()
+            state.finishPruning()
+            state.finishUsers()
+            tally.tracking = state.trackingOutcomes
+            return Decided(mutations: state.mutations, outbound: state.outbound, next: next, times: times, tally: tally, loadTime: loadTime)
+        }
+    }
+
+    private func prepare(_ records: [DecodedRecord], streaming: Bool = false) async throws -> Prepared {
         var commands: [(command: ProcessorCommand, requestId: String?, time: Date)] = []
         commands.reserveCapacity(records.count)
         var tally = Tally()
@@ -226,46 +291,121 @@ final class BatchApplier: Sendable {
             }
         }
         // In event order (`EventOrder`): every command sees exactly the commands before it.
-        let ordered = commands
         var query = StateQuery()
         var newest = Date.distantPast
-        for (c, _, time) in ordered {
+        for (c, _, time) in commands {
             c.addNeeds(to: &query)
             if let app = c.app { query.parkedApps.insert(app) }
             newest = max(newest, time)
         }
+        if streaming { query.allDevicesOf = [] }
         // Parked tracking that may expire in this batch: the marks of its apps older than the
         // park time before its newest event time (`TrackingHandler`); of those, the marks whose
         // own app's clock passes them expire.
-        if !ordered.isEmpty { query.parkedBefore = newest.addingTimeInterval(-trackingParkTime.inSeconds) }
+        if !commands.isEmpty { query.parkedBefore = newest.addingTimeInterval(-trackingParkTime.inSeconds) }
         // Statuses and acks that may be pruned in this batch, the same way: each goes once its
         // own app part's clock has passed its time to live.
-        if !ordered.isEmpty {
+        if !commands.isEmpty {
             query.statusesBefore = newest.addingTimeInterval(-registrationStatusTime.inSeconds)
             query.acksBefore = newest.addingTimeInterval(-ackTime.inSeconds)
         }
         let loadStart = ContinuousClock.now
-        var state = BatchState(try await store.load(query), trackingParkTime: trackingParkTime,
+        let state = BatchState(try await store.load(query), trackingParkTime: trackingParkTime,
                                keeping: Retention(registrationStatuses: registrationStatusTime, acks: ackTime), parts: appParts)
-        let loadTime = ContinuousClock.now - loadStart
-        for (c, requestId, time) in ordered {
-            if let app = c.app { state.advance(to: time, app: app, part: c.part) }
-            let result = c.apply(to: &state, storeFailed: storeFailed)
-            tally.count(c.type, result)
-            if case .rejected(let reason) = result {
-                // Debug only: forged requests must not buy log volume. The request id ties the
-                // outcome to the ingest request that carried the command.
-                logger.debug("command rejected", metadata: [
-                    "type": "\(c.type.rawValue)", "reason": "\(reason)", "command_id": "\(c.id)", "request_id": "\(requestId ?? "-")",
-                ])
+        return Prepared(commands: commands, state: state, tally: tally, next: next, times: times, loadTime: ContinuousClock.now - loadStart)
+    }
+
+    // MARK: - Sends read in pages
+
+    /// The command of a record that is applied on its own, its devices read in pages
+    /// (`NotificationHandler.streams`).
+    private static func streamed(_ record: DecodedRecord) -> (ProcessorCommand, NotificationRequested)? {
+        guard case .command(let c) = record.outcome, let send = c.payload as? NotificationRequested,
+              NotificationHandler.streams(send) else { return nil }
+        return (c, send)
+    }
+
+    /// Applies a send to an audience on its own, so that its memory does not grow with the app.
+    /// Every record before it is committed, so the store holds the devices as they are at its
+    /// place in the event order: they are read in pages in the tokens' byte order, the audience
+    /// chooses among them, and their records are published window by window as they are made.
+    /// The delivery and the partition's offset are committed after the last window. A crash
+    /// before that commit applies the send again over the same stored devices: the same records
+    /// again, as for any batch whose records were published and not committed (`apply`).
+    ///
+    /// Only this processor writes the devices this part holds while it holds the partition, so
+    /// the pages see nothing after the send; the rows of the app's other parts may change, and
+    /// are not looked at.
+    private func stream(_ record: DecodedRecord, _ c: ProcessorCommand, _ send: NotificationRequested,
+                        expected: [PartitionKey: Int64]) async throws -> [PartitionKey: Int64] {
+        var prepared = try await withRetries { try await self.prepare([record], streaming: true) }
+        prepared.state.advance(to: prepared.commands[0].time, app: send.mobileAppId, part: c.part)
+        let result: HandlerResult
+        switch notifications.start(send, CommandContext(id: c.id, at: c.at, part: c.part), state: &prepared.state) {
+        case .decided(let decided):
+            result = decided
+        case .sending(var sending):
+            // Ingest wrote it parsed and canonical; another writer's unreadable one sends nothing.
+            if let text = send.target.audience, let audience = try? AudienceExpression.parse(text) {
+                try await publishPages(of: &sending, audience: audience)
+                result = notifications.finish(sending, devices: [], state: &prepared.state)
+            } else {
+                result = .rejected("invalid-audience")
             }
         }
-        state.finishTracking()
-        state.finishOutcomes()
-        state.finishPruning()
-        state.finishUsers()
-        tally.tracking = state.trackingOutcomes
-        return Decided(mutations: state.mutations, outbound: state.outbound, next: next, times: times, tally: tally, loadTime: loadTime)
+        prepared.count(c, result, requestId: record.requestId, logger: logger)
+        let batch = prepared.concluded()
+        do {
+            try await withRetries { try await self.commit(batch, expected: expected) }
+        } catch let error as ProjectionStoreError where error.isConflict {
+            throw error
+        } catch {
+            logger.error("send could not be stored; recording its failure", metadata: [
+                "partition": "\(record.partition)", "offset": "\(record.offset)", "error": "\(error)",
+                "request_id": "\(record.requestId ?? "-")",
+            ])
+            try await settleRefused(record, expected: expected)
+            return [record.partition: record.offset + 1]
+        }
+        if !replaying { recordApplyDelay([record]) }
+        return batch.next
+    }
+
+    /// Reads the app's devices page by page, makes the record of each device the audience takes
+    /// in this part, and publishes them in windows of `outboundWindow`, two at a time, the next
+    /// page read while they are acknowledged (`publish`).
+    private func publishPages(of sending: inout NotificationHandler.Send, audience: AudienceExpression) async throws {
+        let app = sending.command.mobileAppId, part = sending.part
+        let window = outboundWindow, parts = appParts, pageSize = devicePageSize
+        var records: [OutboundMessage] = []
+        records.reserveCapacity(min(window, pageSize))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var inFlight = 0
+            var after: String?
+            while true {
+                let from = after
+                let page = try await withRetries { try await self.store.devices(app: app, after: from, limit: pageSize) }
+                for device in page where NotificationHandler.selects(audience, device, part: part, of: parts) {
+                    records.append(sending.message(to: device))
+                    guard records.count == window else { continue }
+                    if inFlight == 2 {
+                        try await group.next()
+                        inFlight -= 1
+                    }
+                    let full = records, total = sending.sent
+                    group.addTask { try await self.publishWindow(full, of: total) }
+                    inFlight += 1
+                    records.removeAll(keepingCapacity: true)
+                }
+                guard page.count == pageSize, let last = page.last else { break }
+                after = last.deviceToken
+            }
+            if !records.isEmpty {
+                let rest = records, total = sending.sent
+                group.addTask { try await self.publishWindow(rest, of: total) }
+            }
+            try await group.waitForAll()
+        }
     }
 
     private func commit(_ batch: Decided, expected: [PartitionKey: Int64]) async throws {

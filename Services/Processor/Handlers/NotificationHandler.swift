@@ -39,26 +39,17 @@ package struct NotificationHandler: CommandHandler {
         }
     }
 
+    package init(rules: DecisionRules) {
+        self.init(idempotencyWindow: rules.idempotencyWindow, messageIdKeys: rules.messageIdKeys)
+    }
+
     package func apply(_ c: NotificationRequested, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
-        let at = context.at
+        var send: Send
+        switch start(c, context, state: &state) {
+        case .decided(let result): return result
+        case .sending(let started): send = started
+        }
         let part = context.part
-        guard let app = state.app(c.mobileAppId, part: part) else { return .rejected("unknown-app") }
-        // A send without a key has a new random delivery id; with a key, the id is the key's, so
-        // a known id is a retry or a reuse of the key: it is counted, never sent again.
-        if let known = state.delivery(c.deliveryId, app: c.mobileAppId, part: part) {
-            return repeated(c, of: known, at: at, state: &state)
-        }
-        // A send whose key this processor lacks is never made with other ids: the processor stops
-        // before it (`MessageKeyMissing`); refused here only if applied without that check.
-        var key: MessageIdKey?
-        if let keyId = c.messageKeyId {
-            guard let held = messageIdKeys.key(keyId) else { return .rejected("unknown-message-key") }
-            key = held
-        }
-        // One MAC per delivery: every template shares its series.
-        let series = MessageId.Series(deliveryId: c.deliveryId, key: key)
-        // In an app in parts, each part sends to the devices it holds, and names them by message
-        // indexes of its own (`AppParts.messageIndex`).
         let devices: [DeviceRow]
         if let text = c.target.audience {
             // Ingest wrote it parsed and canonical; another writer's unreadable one sends nothing.
@@ -68,16 +59,72 @@ package struct NotificationHandler: CommandHandler {
             devices = Self.resolve(c.target, app: c.mobileAppId, part: part, in: state)
         }
         state.reserveOutbound(devices.count)
-        // One template per platform (and per badge, for a managed send): each device's record is
-        // the template with its token and message id, rendered when published.
-        var templates: [TemplateKey: OutboundTemplate] = [:]
-        // A localized send's devices each get the text of their locale's best match
-        // (docs/API.md#localized-content), counted per locale.
-        var sentByLocale: [String: Int]? = c.content.localized == nil ? nil : [:]
-        for (index, device) in devices.enumerated() {
-            let badge = c.managed ? Self.makePending(c, device: device, at: at, state: &state) : nil
+        for device in devices {
+            let badge = c.managed ? Self.makePending(c, device: device, at: context.at, state: &state) : nil
+            state.emit(send.message(to: device, badge: badge))
+        }
+        return finish(send, devices: devices, state: &state)
+    }
+
+    /// How a send starts: decided already (an unknown app, a repeat, a key this processor lacks),
+    /// or sending, its devices to come.
+    package enum Start {
+        case decided(HandlerResult)
+        case sending(Send)
+    }
+
+    /// Everything a send decides before its devices: whether it is sent at all, and what each
+    /// device's record is made from.
+    package func start(_ c: NotificationRequested, _ context: CommandContext, state: inout BatchState) -> Start {
+        guard let app = state.app(c.mobileAppId, part: context.part) else { return .decided(.rejected("unknown-app")) }
+        // A send without a key has a new random delivery id; with a key, the id is the key's, so
+        // a known id is a retry or a reuse of the key: it is counted, never sent again.
+        if let known = state.delivery(c.deliveryId, app: c.mobileAppId, part: context.part) {
+            return .decided(repeated(c, of: known, at: context.at, state: &state))
+        }
+        // A send whose key this processor lacks is never made with other ids: the processor stops
+        // before it (`MessageKeyMissing`); refused here only if applied without that check.
+        var key: MessageIdKey?
+        if let keyId = c.messageKeyId {
+            guard let held = messageIdKeys.key(keyId) else { return .decided(.rejected("unknown-message-key")) }
+            key = held
+        }
+        return .sending(Send(command: c, app: app, part: context.part, at: context.at, series: MessageId.Series(deliveryId: c.deliveryId, key: key)))
+    }
+
+    /// A send under way: each device's record, in the order the devices come, and the counts.
+    package struct Send: Sendable {
+        package let command: NotificationRequested
+        let app: AppRow
+        package let part: Int
+        let at: Date
+        /// One MAC per delivery: every template shares its series.
+        let series: MessageId.Series
+        /// One template per platform (and per badge, for a managed send, and per text, for a
+        /// localized one): each device's record is the template with its token and message id,
+        /// rendered when published.
+        private var templates: [TemplateKey: OutboundTemplate] = [:]
+        /// The devices sent to so far; the next one's place.
+        package private(set) var sent = 0
+        /// A localized send's devices each get the text of their locale's best match
+        /// (docs/API.md#localized-content), counted per locale.
+        private(set) var sentByLocale: [String: Int]?
+
+        init(command: NotificationRequested, app: AppRow, part: Int, at: Date, series: MessageId.Series) {
+            self.command = command
+            self.app = app
+            self.part = part
+            self.at = at
+            self.series = series
+            self.sentByLocale = command.content.localized == nil ? nil : [:]
+        }
+
+        /// The record of the next device. In an app in parts, each part names its devices by
+        /// message indexes of its own (`AppParts.messageIndex`).
+        package mutating func message(to device: DeviceRow, badge: Int? = nil) -> OutboundMessage {
+            let c = command
             let variant = c.content.variant(for: device.locale)
-            sentByLocale?[variant ?? Self.defaultVariant, default: 0] += 1
+            sentByLocale?[variant ?? NotificationHandler.defaultVariant, default: 0] += 1
             let key = TemplateKey(platform: device.platform, badge: badge, variant: variant)
             let template: OutboundTemplate
             if let known = templates[key] {
@@ -88,19 +135,34 @@ package struct NotificationHandler: CommandHandler {
                 template = OutboundTemplate(rendered, platform: device.platform, sentAt: at, managedBadge: badge, series: series)
                 templates[key] = template
             }
-            state.emit(OutboundMessage(kind: .push, deviceToken: device.deviceToken,
-                                       body: .template(template, index: AppParts.messageIndex(place: index, part: part))))
+            defer { sent += 1 }
+            return OutboundMessage(kind: .push, deviceToken: device.deviceToken,
+                                   body: .template(template, index: AppParts.messageIndex(place: sent, part: part)))
         }
+    }
+
+    /// Records the send's delivery once its devices are sent to, and enqueues the callbacks of a
+    /// ticket or im send to `devices`.
+    package func finish(_ send: Send, devices: [DeviceRow], state: inout BatchState) -> HandlerResult {
+        let c = send.command
         let delivery = DeliveryRow(appId: c.mobileAppId, deliveryId: c.deliveryId, kind: c.kind, managed: c.managed,
-                                   tracking: c.tracking, sent: devices.count, createdAt: at,
-                                   idempotencyKey: c.idempotencyKey, requestHash: c.idempotencyKey == nil ? nil : c.requestHash, part: part,
-                                   sentByLocale: sentByLocale)
+                                   tracking: c.tracking, sent: send.sent, createdAt: send.at,
+                                   idempotencyKey: c.idempotencyKey, requestHash: c.idempotencyKey == nil ? nil : c.requestHash, part: send.part,
+                                   sentByLocale: send.sentByLocale)
         TrackingHandler.settle(delivery, state: &state)
         state.record(delivery)
         if c.kind != .alert {
-            Self.enqueueCallbacks(c, devices: devices, app: app, part: part, at: at, state: &state)
+            Self.enqueueCallbacks(c, devices: devices, app: send.app, part: send.part, at: send.at, state: &state)
         }
-        return devices.isEmpty ? .rejected("no-devices") : .applied
+        return send.sent == 0 ? .rejected("no-devices") : .applied
+    }
+
+    /// Whether a send's devices are read from the store in pages as they are sent to
+    /// (`BatchApplier`), rather than loaded with its batch: a send to an audience that keeps no
+    /// state per device and calls back nobody (not managed, an alert), so that its devices need
+    /// not be held at once.
+    package static func streams(_ c: NotificationRequested) -> Bool {
+        c.target.audience != nil && !c.managed && c.kind == .alert
     }
 
     /// A send whose delivery id is known (docs/API.md#idempotency-keys). Within the key's window
@@ -161,13 +223,18 @@ package struct NotificationHandler: CommandHandler {
     /// message ids.
     package static func resolve(_ audience: AudienceExpression, app: UUID, part: Int, in state: BatchState) -> [DeviceRow] {
         let devices = state.devices.values.filter { device in
-            device.appId == app && state.holds(token: device.deviceToken, part: part) && audience.matches(AudienceFacts(device))
+            device.appId == app && selects(audience, device, part: part, of: state.parts)
         }
         // Positions are sorted, not rows: moving a row moves every one of its fields.
         let tokens = devices.map(\.deviceToken)
         var order = Array(devices.indices)
         order.sort { bytesPrecede(tokens[$0], tokens[$1]) }
         return order.map { devices[$0] }
+    }
+
+    /// Whether the audience takes `device`, of those part `part` holds.
+    package static func selects(_ audience: AudienceExpression, _ device: DeviceRow, part: Int, of parts: AppParts) -> Bool {
+        parts.part(ofToken: device.deviceToken) == part && audience.matches(AudienceFacts(device))
     }
 
     /// Whether `a`'s UTF-8 bytes come before `b`'s: one `memcmp` (the generic comparison of two

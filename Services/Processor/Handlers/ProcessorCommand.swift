@@ -57,7 +57,7 @@ package struct HandlerRegistry: Sendable {
                                               maxUsersPerPart: rules.maxUsersPerPart))
         registry.register(CleanupHandler())
         registry.register(DeviceChangeHandler())
-        registry.register(NotificationHandler(idempotencyWindow: rules.idempotencyWindow, messageIdKeys: rules.messageIdKeys))
+        registry.register(NotificationHandler(rules: rules))
         registry.register(AckHandler(maxBadgeUpdatesPerMinute: rules.maxBadgeUpdatesPerMinute))
         registry.register(TrackingHandler(messageIdKeys: rules.messageIdKeys))
         registry.register(DeliveryResultHandler(messageIdKeys: rules.messageIdKeys))

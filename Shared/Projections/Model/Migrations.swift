@@ -38,7 +38,7 @@ package enum ProjectionMigrations {
     }
 
     /// Every step, in order.
-    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22, v23, v24]
+    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22, v23, v24, v25]
 
     /// The newest schema version, which this code creates and understands: the last step's.
     package static let version = steps[steps.count - 1].number
@@ -756,4 +756,12 @@ package enum ProjectionMigrations {
     /// NULL for a send without localized text.
     package static let v24 = Step(24, sqlite: "ALTER TABLE deliveries ADD COLUMN sent_by_locale TEXT",
                                   postgres: "ALTER TABLE deliveries ADD COLUMN sent_by_locale text COLLATE \"C\"")
+
+    /// An app's devices in their tokens' byte order, the order an audience send reads them in
+    /// pages (`StateReads.devicePage`). SQLite's key is that order already; PostgreSQL keys tokens
+    /// by their SHA-256, so it gets an index on each token's first 256 characters
+    /// (`PostgresRows.tokenOrder`: a B-tree entry cannot hold a 4,096-byte token).
+    package static let v25 = Step(25, sqlite: nil, postgres: """
+        CREATE INDEX devices_in_token_order ON devices (app_id, left(device_token, 256))
+        """)
 }

@@ -18,6 +18,9 @@ public protocol BatchStore: Sendable {
     /// Throws `ProjectionStoreError.offsetConflict` (and writes nothing) when an expected offset
     /// does not match.
     func commit(mutations: [Mutation], offsets: [OffsetUpdate]) async throws
+    /// Up to `limit` devices of the app whose tokens come after `after` (from the first when nil),
+    /// in the tokens' byte order, as committed: an audience send reads its devices in such pages.
+    func devices(app appId: UUID, after: String?, limit: Int) async throws -> [DeviceRow]
     /// The stored next-offset of every partition of these topics.
     func offsets(topics: [String]) async throws -> [PartitionKey: Int64]
     /// The stored event time (milliseconds since 1970) of every stored partition of these topics.

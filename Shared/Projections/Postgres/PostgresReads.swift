@@ -46,6 +46,8 @@ enum PostgresReadSQL {
                 case .sql(let text): sql += text
                 case .value(let value): sql += "$\(bind(value, into: &bindings))"
                 case .deviceToken(let token): sql += "token_key = " + PostgresRows.tokenKey("$\(bind(.text(token), into: &bindings))")
+                case .tokenAfter(let token): sql += PostgresRows.tokenAfter("$\(bind(.text(token), into: &bindings))::text")
+                case .tokenOrder: sql += PostgresRows.tokenOrder
                 case .keys(let keys): sql += condition(keys, into: &bindings)
                 }
             }

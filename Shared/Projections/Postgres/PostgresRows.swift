@@ -14,6 +14,20 @@ enum PostgresRows {
     static let unnestedTokenKey = tokenKey("k.device_token")
     fileprivate static let tokenKeyPrefix = "sha256(convert_to(", tokenKeySuffix = "::text, 'UTF8'))"
 
+    /// The devices in their tokens' byte order (`COLLATE "C"`), which an index can serve: a token
+    /// may be longer than a B-tree entry holds, so the index `devices_in_token_order` (schema
+    /// step 25) keeps each token's first `tokenOrderPrefix` characters, and the whole token only
+    /// orders the rare tokens that share them. Ordering by the prefix first keeps the byte order:
+    /// a prefix that differs decides it, and an equal one leaves it to the whole token.
+    static let tokenOrder = "left(device_token, \(tokenOrderPrefix)), device_token"
+    static let tokenOrderPrefix = 256
+    /// The condition "the row's token comes after `text`" in `tokenOrder`: the first comparison is
+    /// the index's range, the second the exact one.
+    static func tokenAfter(_ text: String) -> String {
+        let prefix = "left(\(text), \(tokenOrderPrefix))"
+        return "left(device_token, \(tokenOrderPrefix)) >= \(prefix) AND (\(tokenOrder)) > (\(prefix), \(text))"
+    }
+
     /// Whether PostgreSQL keys `table` by its device token's `tokenKey`, a column it keeps beside
     /// the catalog's (`TableCatalog.postgresStoreColumns`).
     static func keyedByToken(_ table: CatalogTable) -> Bool {

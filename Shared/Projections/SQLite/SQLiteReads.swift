@@ -54,6 +54,8 @@ extension Database {
             case .sql(let text): sql += text
             case .value: sql += "?"
             case .deviceToken: sql += "device_token = ?"
+            case .tokenAfter: sql += "device_token > ?"
+            case .tokenOrder: sql += "device_token"
             case .keys(let set):
                 for column in set.columns.dropLast() { sql += column.name + " = ? AND " }
                 sql += set.columns[set.columns.count - 1].name + " IN " + (keys?.list.placeholders ?? "()")
@@ -65,7 +67,8 @@ extension Database {
             switch piece {
             case .sql: break
             case .value(let value): binder.bind(value)
-            case .deviceToken(let token): binder.bind(.text(token))
+            case .deviceToken(let token), .tokenAfter(let token): binder.bind(.text(token))
+            case .tokenOrder: break
             case .keys:
                 guard let (group, list) = keys else { break }
                 for value in group.leading { binder.bind(value) }

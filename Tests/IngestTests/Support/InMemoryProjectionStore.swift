@@ -73,6 +73,15 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
         commitCount += 1
     }
 
+    func devices(app appId: UUID, after: String?, limit: Int) throws -> [DeviceRow] {
+        try check()
+        let after = after.map { Array($0.utf8) }
+        let tokens = devices.keys.filter { $0.appId == appId }.map(\.deviceToken)
+            .filter { token in after.map { $0.lexicographicallyPrecedes(token.utf8) } ?? true }
+            .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        return tokens.prefix(limit).map { devices[DeviceKey(appId: appId, deviceToken: $0)]! }
+    }
+
     func offsets(topics: [String]) -> [PartitionKey: Int64] { [:] }
     func eventTimes(topics: [String]) -> [PartitionKey: Int64] { [:] }
 

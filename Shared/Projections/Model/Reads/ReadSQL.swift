@@ -8,6 +8,12 @@ public struct ReadSQL: Sendable, ExpressibleByStringInterpolation {
         /// The condition "the row's device token is this one": `device_token = ?` in SQLite;
         /// `token_key = sha256(…)` in PostgreSQL, which keys tokens by their SHA-256.
         case deviceToken(String)
+        /// The condition "the row's device token comes after this one" in `tokenOrder`.
+        case tokenAfter(String)
+        /// The device tokens' byte order, for `ORDER BY`: the key's order in SQLite; in PostgreSQL
+        /// the order of the index on a token's first characters, then the whole token
+        /// (`PostgresRows.tokenOrder`).
+        case tokenOrder
         /// The condition `(columns) IN keys` (`ReadKeys`); a statement holds one at most.
         case keys(ReadKeys)
     }
@@ -58,9 +64,14 @@ public struct ReadSQL: Sendable, ExpressibleByStringInterpolation {
         /// A date as its milliseconds.
         public mutating func appendInterpolation(millis date: Date) { pieces.append(.value(.int(ProjectionValues.millis(date)))) }
         public mutating func appendInterpolation(deviceToken token: String) { pieces.append(.deviceToken(token)) }
+        public mutating func appendInterpolation(tokenAfter token: String) { pieces.append(.tokenAfter(token)) }
+        public mutating func appendInterpolation(_ order: TokenOrder) { pieces.append(.tokenOrder) }
         public mutating func appendInterpolation(keys: ReadKeys) { pieces.append(.keys(keys)) }
     }
 }
+
+/// The device tokens' byte order in an `ORDER BY` (`ReadSQL.Piece.tokenOrder`).
+public enum TokenOrder: Sendable { case tokenOrder }
 
 /// A value bound to one parameter. UUIDs are bound as each store keeps them (lower-case text in
 /// SQLite, `uuid` in PostgreSQL); dates as their milliseconds (`ProjectionValues.millis`).

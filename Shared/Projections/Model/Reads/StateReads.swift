@@ -136,6 +136,14 @@ public enum StateReads {
         return branches.isEmpty ? nil : StoreRead(union: branches)
     }
 
+    /// Up to `limit` devices of the app whose tokens come after `after` (from the first when nil),
+    /// in the tokens' byte order: the pages an audience send reads its devices in.
+    public static func devicePage(app: UUID, after: String?, limit: Int) -> StoreRead<DeviceRow> {
+        var filter: ReadSQL = "WHERE app_id = \(app)"
+        if let after { filter += " AND \(tokenAfter: after)" }
+        return StoreRead(filter + " ORDER BY \(TokenOrder.tokenOrder) LIMIT \(limit)", firstColumnIsFirstValue: true)
+    }
+
     /// Every device of these users; nil for none.
     public static func devices(ofUsers users: some Collection<UserKey>) -> StoreRead<DeviceRow>? {
         guard !users.isEmpty else { return nil }
