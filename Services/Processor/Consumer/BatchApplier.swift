@@ -338,16 +338,20 @@ final class BatchApplier: Sendable {
     /// are not looked at.
     private func stream(_ record: DecodedRecord, _ c: ProcessorCommand, _ send: NotificationRequested,
                         expected: [PartitionKey: Int64]) async throws -> [PartitionKey: Int64] {
+        let clock = ContinuousClock()
+        let start = clock.now
         var prepared = try await withRetries { try await self.prepare([record], streaming: true) }
         prepared.state.advance(to: prepared.commands[0].time, app: send.mobileAppId, part: c.part)
         let result: HandlerResult
+        var pages = 0, sent = 0
         switch notifications.start(send, CommandContext(id: c.id, at: c.at, part: c.part), state: &prepared.state) {
         case .decided(let decided):
             result = decided
         case .sending(var sending):
             // Ingest wrote it parsed and canonical; another writer's unreadable one sends nothing.
             if let text = send.target.audience, let audience = try? AudienceExpression.parse(text) {
-                try await publishPages(of: &sending, audience: audience)
+                pages = try await publishPages(of: &sending, audience: audience)
+                sent = sending.sent
                 result = notifications.finish(sending, devices: [], state: &prepared.state)
             } else {
                 result = .rejected("invalid-audience")
@@ -355,6 +359,7 @@ final class BatchApplier: Sendable {
         }
         prepared.count(c, result, requestId: record.requestId, logger: logger)
         let batch = prepared.concluded()
+        let published = clock.now
         do {
             try await withRetries { try await self.commit(batch, expected: expected) }
         } catch let error as ProjectionStoreError where error.isConflict {
@@ -368,23 +373,28 @@ final class BatchApplier: Sendable {
             return [record.partition: record.offset + 1]
         }
         if !replaying { recordApplyDelay([record]) }
+        logger.debug("send applied in pages", metadata: [
+            "pages": "\(pages)", "outbound": "\(sent)", "load_ms": "\(batch.loadTime.inMilliseconds)",
+            "send_ms": "\((published - start).inMilliseconds)", "commit_ms": "\((clock.now - published).inMilliseconds)",
+        ])
         return batch.next
     }
 
     /// Reads the app's devices page by page, makes the record of each device the audience takes
     /// in this part, and publishes them in windows of `outboundWindow`, two at a time, the next
-    /// page read while they are acknowledged (`publish`).
-    private func publishPages(of sending: inout NotificationHandler.Send, audience: AudienceExpression) async throws {
+    /// page read while they are acknowledged (`publish`). Returns how many pages it read.
+    private func publishPages(of sending: inout NotificationHandler.Send, audience: AudienceExpression) async throws -> Int {
         let app = sending.command.mobileAppId, part = sending.part
         let window = outboundWindow, parts = appParts, pageSize = devicePageSize
         var records: [OutboundMessage] = []
         records.reserveCapacity(min(window, pageSize))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            var inFlight = 0
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            var inFlight = 0, pages = 0
             var after: String?
             while true {
                 let from = after
                 let page = try await withRetries { try await self.store.devices(app: app, after: from, limit: pageSize) }
+                pages += 1
                 for device in page where NotificationHandler.selects(audience, device, part: part, of: parts) {
                     records.append(sending.message(to: device))
                     guard records.count == window else { continue }
@@ -405,6 +415,7 @@ final class BatchApplier: Sendable {
                 group.addTask { try await self.publishWindow(rest, of: total) }
             }
             try await group.waitForAll()
+            return pages
         }
     }
 
