@@ -73,6 +73,15 @@ final class HandWrittenCommandsTests: XCTestCase {
                 content: content, managed: Bool.random(using: &random), businessId: maybe(text(&random)),
                 tracking: Bool.random(using: &random), kind: NotificationKind.allCases.randomElement(using: &random)!,
                 ticketId: maybe(text(&random)), message: maybe(text(&random))))
+            func names() -> [String]? {
+                Bool.random(using: &random) ? nil : (0..<Int.random(in: 0...3, using: &random)).map { _ in text(&random) }
+            }
+            let token = maybe(text(&random))
+            try check(DeviceChangeRequested(
+                mobileAppId: .random(), deviceToken: token, userId: token == nil ? text(&random) : maybe(text(&random)),
+                locale: maybe(text(&random)), timeZone: maybe(text(&random)), appVersion: maybe(text(&random)), addTags: names(),
+                removeTags: names(), subscribe: names(), unsubscribe: names(), fromClient: Bool.random(using: &random) ? nil : true,
+                identityVerified: Bool.random(using: &random) ? nil : Bool.random(using: &random)))
             let outcome = DeliveryOutcome.allCases.randomElement(using: &random)!
             try check(DeliveryResultReported(
                 mobileAppId: .random(), deviceToken: text(&random), platform: Bool.random(using: &random) ? .ios : .android,
@@ -82,8 +91,8 @@ final class HandWrittenCommandsTests: XCTestCase {
                 invalidSince: Bool.random(using: &random) ? nil
                     : Date(timeIntervalSince1970: Double(Int64.random(in: 0...4_102_444_800_000, using: &random)) / 1000)))
         }
-        XCTAssertEqual(checked.count, 6)
-        XCTAssertEqual(checked.values.reduce(0, +), 1800)
+        XCTAssertEqual(checked.count, 7)
+        XCTAssertEqual(checked.values.reduce(0, +), 2100)
     }
 
     /// The other commands still go through the encoder, unchanged.

@@ -2,7 +2,8 @@
 -- BATCH (env) = registrations per request: 1 → POST …/devices, n > 1 → POST …/devices/batch.
 -- ROUTE (env) = "bw-device": PUT /bwmi/v1/apps/{app}/devices instead (a BW registration, Bearer
 -- token); "send": POST /v1/apps/{app}/notifications, a notification to one user; "send-keyed": the
--- same with a new Idempotency-Key on every request (each is a first send).
+-- same with a new Idempotency-Key on every request (each is a first send); "tags": POST
+-- /v1/apps/{app}/devices/changes/batch, BATCH changes each adding a tag to a user's devices.
 -- FORGED (env) = "distinct": every request presents a new made-up API token (in the body, or as
 -- the Bearer token of "bw-device"); "one": all present the same made-up token.
 -- RATE and CONNS (env): each of the CONNS connections waits CONNS/RATE seconds before each request,
@@ -56,6 +57,11 @@ request = function()
     local headers = {["Content-Type"] = bearer["Content-Type"], ["Authorization"] = bearer["Authorization"],
                      [name] = string.format("bench-%d", base)}
     return wrk.format("POST", "/v1/apps/" .. app .. "/notifications", headers, body)
+  elseif route == "tags" then
+    local items = {}
+    for i = 1, batch do items[i] = string.format('{"userId":"user-%d","tags":{"add":["team-%d"]}}', (base + i) % 100000, (base + i) % 20) end
+    body = '{"changes":[' .. table.concat(items, ",") .. ']}'
+    return wrk.format("POST", "/v1/apps/" .. app .. "/devices/changes/batch", bearer, body)
   elseif batch == 1 then
     body = registration(base)
     path = "/api/v1.0/orgs/" .. org .. "/pushdeviceregistration/devices"

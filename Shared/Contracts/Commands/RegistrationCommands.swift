@@ -296,3 +296,36 @@ public struct DeviceChangeRequested: AppScopedCommand, Equatable {
         return [(parts.part(ofToken: deviceToken), self)]
     }
 }
+
+/// Written by hand, as a bulk change of tags writes one per device or user.
+extension DeviceChangeRequested: HandWrittenCommand {
+    public func writePayload(to writer: inout JSONWriter) {
+        writer.beginObject()
+        if let addTags {
+            writer.key("addTags")
+            writer.strings(addTags)
+        }
+        writer.field("appVersion", appVersion)
+        writer.field("deviceToken", deviceToken)
+        writer.field("fromClient", fromClient)
+        writer.field("identityVerified", identityVerified)
+        writer.field("locale", locale)
+        writer.key("mobileAppId")
+        writer.uuid(mobileAppId)
+        if let removeTags {
+            writer.key("removeTags")
+            writer.strings(removeTags)
+        }
+        if let subscribe {
+            writer.key("subscribe")
+            writer.strings(subscribe)
+        }
+        writer.field("timeZone", timeZone)
+        if let unsubscribe {
+            writer.key("unsubscribe")
+            writer.strings(unsubscribe)
+        }
+        writer.field("userId", userId)
+        writer.endObject()
+    }
+}
