@@ -13,11 +13,11 @@ final class FastRequestBodyTests: XCTestCase {
     func testFastReadingAgreesWithJSONDecoder() throws {
         var random = SplitMix64(seed: 0xb0d1)
         var taken = 0, plainTaken = 0, plain = 0
-        for round in 0..<3_000 {
+        for round in 0..<4_000 {
             let hostile = round % 2 == 1
             let body: String
             let agrees: Bool?
-            switch round % 12 / 2 {
+            switch round % 16 / 2 {
             case 0:
                 body = object(["MobileAppId", "UserId", "ApiToken", "ApnsDeviceToken", "FcmDeviceToken"], hostile, &random)
                 agrees = check(Registration.self, body)
@@ -33,10 +33,17 @@ final class FastRequestBodyTests: XCTestCase {
             case 4:
                 body = object(["nid", "did", "bid"], hostile, &random)
                 agrees = check(BWDeviceAPI.Ack.self, body)
-            default:
+            case 5:
                 let user = Bool.random(using: &random) ? nil : object(["phone", "email"], hostile, &random)
                 body = object(["deviceId", "type"], hostile, &random, extra: user.map { ("user", $0) })
                 agrees = check(BWDeviceAPI.Device.self, body)
+            case 6:
+                body = change(hostile, &random)
+                agrees = check(DevicesAPI.Change.self, body)
+            default:
+                let changes = (0..<Int.random(in: 0...4, using: &random)).map { _ in change(hostile, &random) }
+                body = object(members: [("changes", "[" + changes.joined(separator: ",") + "]")], hostile, &random)
+                agrees = check(DevicesAPI.ChangeBatch.self, body)
             }
             guard let agrees else { continue }
             XCTAssertTrue(agrees, "round \(round): \(body)")
@@ -48,6 +55,9 @@ final class FastRequestBodyTests: XCTestCase {
             plain += 1
             let body = array(["MobileAppId", "UserId", "ApiToken", "ApnsDeviceToken", "FcmDeviceToken"], false, &random)
             XCTAssertEqual(check([Registration].self, body), true, "round \(round): a plain body should be read by hand: \(body)")
+            let changes = (0..<Int.random(in: 1...4, using: &random)).map { _ in change(false, &random) }
+            let batch = #"{"changes":["# + changes.joined(separator: ",") + "]}"
+            XCTAssertEqual(check(DevicesAPI.ChangeBatch.self, batch), true, "round \(round): a plain batch should be read by hand: \(batch)")
         }
         XCTAssertGreaterThan(plainTaken, 1_000)
         XCTAssertGreaterThan(taken, plainTaken)
@@ -78,6 +88,31 @@ final class FastRequestBodyTests: XCTestCase {
         var members: [(String, String)] = keys.shuffled(using: &random).filter { _ in Int.random(in: 0..<4, using: &random) > 0 }
             .map { ($0, value(hostile, &random)) }
         if let extra { members.append(extra) }
+        return object(members: members, hostile, &random)
+    }
+
+    /// A device change: string members, and `tags` and `topics` objects of name lists.
+    private func change(_ hostile: Bool, _ random: inout SplitMix64) -> String {
+        var members: [(String, String)] = ["deviceToken", "userId", "locale", "timeZone", "appVersion"].shuffled(using: &random)
+            .filter { _ in Int.random(in: 0..<3, using: &random) == 0 }.map { ($0, value(hostile, &random)) }
+        for (key, lists) in [("tags", ["add", "remove"]), ("topics", ["subscribe", "unsubscribe"])] where Bool.random(using: &random) {
+            let inner = lists.filter { _ in Int.random(in: 0..<4, using: &random) > 0 }.map { ($0, names(hostile, &random)) }
+            members.append((key, Int.random(in: 0..<8, using: &random) == 0 ? "null" : object(members: inner, hostile, &random)))
+        }
+        return object(members: members.shuffled(using: &random), hostile, &random)
+    }
+
+    private func names(_ hostile: Bool, _ random: inout SplitMix64) -> String {
+        if hostile, Int.random(in: 0..<6, using: &random) == 0 { return value(true, &random) }
+        let names = (0..<Int.random(in: 0...3, using: &random)).map { _ in
+            let name = value(hostile, &random)
+            return name == "null" ? "\"n\"" : name
+        }
+        return "[" + names.joined(separator: "," + space(&random)) + "]"
+    }
+
+    private func object(members: [(String, String)], _ hostile: Bool, _ random: inout SplitMix64) -> String {
+        var members = members
         if hostile {
             switch Int.random(in: 0..<6, using: &random) {
             case 0: members.append(("Unknown", value(false, &random)))

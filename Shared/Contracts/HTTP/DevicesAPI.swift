@@ -1,4 +1,5 @@
 import Foundation
+import WireCodec
 
 /// Wire shapes of the device property routes (docs/API.md#device-properties), under
 /// `/v1/apps/{mobileAppId}`:
@@ -145,5 +146,77 @@ public enum AudiencesAPI {
             self.audience = audience
             self.devices = devices
         }
+    }
+}
+
+// Read by hand (`FastRequestBody`): a bulk change of tags is the batch route's whole body.
+
+extension DevicesAPI.TagChange: WireDecodable {
+    private enum Key: String, CaseIterable { case add, remove }
+    private static let keys = WireKeys<Key>()
+
+    public init?(wire reader: inout WireReader) {
+        var add: [String]?, remove: [String]?
+        guard reader.object(Self.keys, { reader, key in
+            switch key {
+            case .add: reader.readOptional(&add)
+            case .remove: reader.readOptional(&remove)
+            }
+        }) else { return nil }
+        self.init(add: add, remove: remove)
+    }
+}
+
+extension DevicesAPI.TopicChange: WireDecodable {
+    private enum Key: String, CaseIterable { case subscribe, unsubscribe }
+    private static let keys = WireKeys<Key>()
+
+    public init?(wire reader: inout WireReader) {
+        var subscribe: [String]?, unsubscribe: [String]?
+        guard reader.object(Self.keys, { reader, key in
+            switch key {
+            case .subscribe: reader.readOptional(&subscribe)
+            case .unsubscribe: reader.readOptional(&unsubscribe)
+            }
+        }) else { return nil }
+        self.init(subscribe: subscribe, unsubscribe: unsubscribe)
+    }
+}
+
+extension DevicesAPI.Change: WireDecodable {
+    private enum Key: String, CaseIterable { case deviceToken, userId, locale, timeZone, appVersion, tags, topics }
+    private static let keys = WireKeys<Key>()
+
+    public init?(wire reader: inout WireReader) {
+        var deviceToken: String?, userId: String?, locale: String?, timeZone: String?, appVersion: String?
+        var tags: DevicesAPI.TagChange?, topics: DevicesAPI.TopicChange?
+        guard reader.object(Self.keys, { reader, key in
+            switch key {
+            case .deviceToken: reader.readOptional(&deviceToken)
+            case .userId: reader.readOptional(&userId)
+            case .locale: reader.readOptional(&locale)
+            case .timeZone: reader.readOptional(&timeZone)
+            case .appVersion: reader.readOptional(&appVersion)
+            case .tags: reader.readOptional(&tags)
+            case .topics: reader.readOptional(&topics)
+            }
+        }) else { return nil }
+        self.init(deviceToken: deviceToken, userId: userId, locale: locale, timeZone: timeZone, appVersion: appVersion, tags: tags,
+                  topics: topics)
+    }
+}
+
+extension DevicesAPI.ChangeBatch: WireDecodable {
+    private enum Key: String, CaseIterable { case changes }
+    private static let keys = WireKeys<Key>()
+
+    public init?(wire reader: inout WireReader) {
+        var changes: [DevicesAPI.Change]?
+        guard reader.object(Self.keys, { reader, key in
+            switch key {
+            case .changes: reader.readOptional(&changes)
+            }
+        }) else { return nil }
+        self.init(changes: changes)
     }
 }

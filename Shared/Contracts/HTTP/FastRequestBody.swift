@@ -1,8 +1,8 @@
 import Foundation
 import WireCodec
 
-/// Hand-written reading of the request bodies of the high-volume client routes: registrations
-/// and cleanups (one, or a batch), BW devices and acks. `JSONDecoder` took 15% of ingest's CPU on
+/// Hand-written reading of the request bodies of the high-volume routes: registrations and
+/// cleanups (one, or a batch), BW devices and acks, and device changes (one, or a batch). `JSONDecoder` took 15% of ingest's CPU on
 /// the batch route (docs/BENCHMARKS.md, "Ingest").
 ///
 /// A value it returns is exactly what `WireJSON.decoder()` decodes from the same bytes. It
@@ -20,6 +20,8 @@ public enum FastRequestBody {
         case is [DeviceRegistrationAPI.Cleanup].Type: [DeviceRegistrationAPI.Cleanup](wire: &reader)
         case is BWDeviceAPI.Device.Type: BWDeviceAPI.Device(wire: &reader)
         case is BWDeviceAPI.Ack.Type: BWDeviceAPI.Ack(wire: &reader)
+        case is DevicesAPI.ChangeBatch.Type: DevicesAPI.ChangeBatch(wire: &reader)
+        case is DevicesAPI.Change.Type: DevicesAPI.Change(wire: &reader)
         default: nil
         }
         guard let value = value as? T, reader.atEnd() else { return nil }
