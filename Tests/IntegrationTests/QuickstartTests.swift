@@ -6,7 +6,8 @@ import XCTest
 /// as a shell script in a directory laid out like the checkout (its `scripts/`, `Makefile` and
 /// README), so `make run` and `scripts/push-mocks start` start a stack and mock servers of its
 /// own there, from this build's binaries (`PUSHLINE_BIN_DIR`), on free ports. Only the
-/// ingest port in the block's `BASE=` line is changed, to the one this stack listens on.
+/// ingest port in the block's `BASE=` line is changed, to the one this stack listens on. The
+/// audience walkthrough's block then runs on the same stack.
 final class QuickstartTests: XCTestCase {
     private static let base = "BASE=http://127.0.0.1:8080"
 
@@ -19,10 +20,20 @@ final class QuickstartTests: XCTestCase {
         return String(rest[open.upperBound..<close.lowerBound]) + "\n"
     }
 
+    /// The `sh` block of the audience walkthrough, which continues from the quickstart's.
+    static func audienceBlock(of readme: String) throws -> String {
+        let section = try XCTUnwrap(readme.range(of: "\n## Walkthrough: tags, topics and audiences\n"), "README has no audience walkthrough")
+        let rest = readme[section.upperBound...]
+        let open = try XCTUnwrap(rest.range(of: "```sh\n"), "the audience walkthrough has no sh block")
+        let close = try XCTUnwrap(rest[open.upperBound...].range(of: "\n```"), "the audience walkthrough's sh block is not closed")
+        return String(rest[open.upperBound..<close.lowerBound]) + "\n"
+    }
+
     func testTheReadmeQuickstartRunsAsWrittenAndItsSendIsDelivered() async throws {
         let root = TestBroker.repositoryRoot
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         let block = try Self.quickstartBlock(of: readme)
+        let audiences = try Self.audienceBlock(of: readme)
         XCTAssertTrue(block.hasPrefix("scripts/push-mocks start"), "the quickstart starts with the mocks:\n\(block)")
         XCTAssertTrue(block.contains("\nmake run"), "the quickstart starts the stack with make run:\n\(block)")
         XCTAssertTrue(block.contains(Self.base), "the quickstart names its ingest with \(Self.base):\n\(block)")
@@ -41,7 +52,7 @@ final class QuickstartTests: XCTestCase {
             "PUSHLINE_SENDER_PORT": String(ports.sender), "PUSHLINE_BROKER_PORT": String(ports.broker),
         ]
         do {
-            try await Self.runQuickstart(block, in: directory, ingestPort: ports.ingest, environment: environment)
+            try await Self.runQuickstart(block, audiences: audiences, in: directory, ingestPort: ports.ingest, environment: environment)
         } catch {
             await Self.stop(directory, environment: environment)
             throw error
@@ -55,7 +66,8 @@ final class QuickstartTests: XCTestCase {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    private static func runQuickstart(_ block: String, in directory: URL, ingestPort: Int, environment: [String: String]) async throws {
+    private static func runQuickstart(_ block: String, audiences: String, in directory: URL, ingestPort: Int,
+                                      environment: [String: String]) async throws {
         let script = block.replacingOccurrences(of: Self.base, with: "BASE=http://127.0.0.1:\(ingestPort)")
         try ("set -euo pipefail\n" + script).write(to: directory.appendingPathComponent("quickstart.sh"), atomically: true, encoding: .utf8)
         let quickstart = try await shell("timeout 600 bash quickstart.sh", in: directory, environment: environment)
@@ -63,6 +75,24 @@ final class QuickstartTests: XCTestCase {
         let delivery = try XCTUnwrap(quickstart.standardOutput.split(separator: "\n").last, quickstart.standardOutput)
         XCTAssertTrue(delivery.contains(#""delivered":1"#) && delivery.contains(#""sent":1"#),
                       "the last line printed is not the delivered send: \(delivery)")
+
+        // The audience walkthrough, on the same stack, with the quickstart's names.
+        let walkthrough = #"""
+            set -euo pipefail
+            BASE=http://127.0.0.1:\#(ingestPort)
+            field() { python3 -c "import json,sys;print(json.load(sys.stdin)['$1'])"; }
+            APP=$(field mobileAppId < app.json); CLIENT=$(field clientToken < app.json); SERVER=$(field apiToken < app.json)
+
+            """# + audiences
+        try walkthrough.write(to: directory.appendingPathComponent("audiences.sh"), atomically: true, encoding: .utf8)
+        let walked = try await shell("timeout 600 bash audiences.sh", in: directory, environment: environment)
+        XCTAssertEqual(walked.status, 0, "the audience walkthrough failed:\n\(walked.standardOutput)\n\(walked.standardError)")
+        for expected in [#"{"accepted":2}"#, #""sentByLocale":{"pt":1}"#, #"{"audience":"locale:pt","devices":2}"#,
+                         #""code":"audience_invalid""#, #""position":11"#] {
+            XCTAssertTrue(walked.standardOutput.contains(expected), "the walkthrough printed no \(expected):\n\(walked.standardOutput)")
+        }
+        XCTAssertEqual(walked.standardOutput.components(separatedBy: #""delivered":1"#).count - 1, 3,
+                       "the topic, expression and localized sends each delivered once:\n\(walked.standardOutput)")
 
         // Mocks started again after the stack (new ports, new keys): `make run` again restarts the
         // sender, which then pushes to them once the app has their credentials, as the README says.
