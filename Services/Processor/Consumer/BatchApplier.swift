@@ -381,34 +381,42 @@ final class BatchApplier: Sendable {
     }
 
     /// Reads the app's devices page by page, makes the record of each device the audience takes
-    /// in this part, and publishes them in windows of `outboundWindow`, two at a time, the next
-    /// page read while they are acknowledged (`publish`). Returns how many pages it read.
+    /// in this part, and publishes them in windows of `outboundWindow`, two at a time (`publish`),
+    /// the next page read while a page's records are made. Returns how many pages it read.
     private func publishPages(of sending: inout NotificationHandler.Send, audience: AudienceExpression) async throws -> Int {
         let app = sending.command.mobileAppId, part = sending.part
         let window = outboundWindow, parts = appParts, pageSize = devicePageSize
+        let read: @Sendable (String?) async throws -> [DeviceRow] = { after in
+            try await self.withRetries { try await self.store.devices(app: app, after: after, limit: pageSize) }
+        }
         var records: [OutboundMessage] = []
         records.reserveCapacity(min(window, pageSize))
         return try await withThrowingTaskGroup(of: Void.self) { group in
-            var inFlight = 0, pages = 0
-            var after: String?
+            var inFlight = 0, pages = 1
+            var page = try await read(nil)
             while true {
-                let from = after
-                let page = try await withRetries { try await self.store.devices(app: app, after: from, limit: pageSize) }
-                pages += 1
-                for device in page where NotificationHandler.selects(audience, device, part: part, of: parts) {
-                    records.append(sending.message(to: device))
-                    guard records.count == window else { continue }
-                    if inFlight == 2 {
-                        try await group.next()
-                        inFlight -= 1
+                // The next page is read while this one's records are made.
+                let next = page.count == pageSize ? page.last.map { last in Task { try await read(last.deviceToken) } } : nil
+                do {
+                    for device in page where NotificationHandler.selects(audience, device, part: part, of: parts) {
+                        records.append(sending.message(to: device))
+                        guard records.count == window else { continue }
+                        if inFlight == 2 {
+                            try await group.next()
+                            inFlight -= 1
+                        }
+                        let full = records, total = sending.sent
+                        group.addTask { try await self.publishWindow(full, of: total) }
+                        inFlight += 1
+                        records.removeAll(keepingCapacity: true)
                     }
-                    let full = records, total = sending.sent
-                    group.addTask { try await self.publishWindow(full, of: total) }
-                    inFlight += 1
-                    records.removeAll(keepingCapacity: true)
+                } catch {
+                    next?.cancel()
+                    throw error
                 }
-                guard page.count == pageSize, let last = page.last else { break }
-                after = last.deviceToken
+                guard let next else { break }
+                page = try await next.value
+                pages += 1
             }
             if !records.isEmpty {
                 let rest = records, total = sending.sent

