@@ -437,7 +437,7 @@ final class PostgresStoreTests: StoreTestCase {
         XCTAssertEqual(restoredDump, committedDump)
         XCTAssertEqual(setAside, [])
         XCTAssertEqual(builtKeys, PostgresChangelog.restoredKeys.keys.sorted())
-        XCTAssertEqual(indexes, SecondaryIndexes.names.sorted())
+        XCTAssertEqual(indexes, (SecondaryIndexes.names + SecondaryIndexes.postgresOnly).sorted())
     }
 
     // MARK: - Locations

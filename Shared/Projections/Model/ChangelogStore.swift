@@ -67,6 +67,9 @@ package enum SecondaryIndexes {
         "admin_tokens_by_hash", "audit_log_by_time", "audit_log_by_app", "registration_status_by_app_and_time", "acks_by_app_and_time",
         "outbox_claimable",
     ]
+    /// PostgreSQL's besides them: the devices in their tokens' order (schema step 25), which
+    /// SQLite's key already is.
+    package static let postgresOnly = ["devices_in_token_order"]
 }
 
 /// The tables a restore writes, which `beginRestore` empties: an empty store's restore writes

@@ -41,13 +41,14 @@ enum PostgresChangelog {
             """, logger: logger)
     }
 
-    /// Keeps the definitions of the secondary indexes (the same as SQLite's) and of the primary
+    /// Keeps the definitions of the secondary indexes (SQLite's, and its own) and of the primary
     /// keys of the tables a restore copies into (`restoredKeys`), and drops them. A key is kept
     /// as its unique index, which `build` attaches again as the key.
     static func setIndexesAside(on connection: PostgresConnection, logger: Logger) async throws {
         let found = try await connection.rows("""
             SELECT indexname::text, indexdef FROM pg_indexes
-            WHERE schemaname = current_schema() AND indexname = ANY(\(SecondaryIndexes.names + restoredKeys.keys)::text[])
+            WHERE schemaname = current_schema()
+              AND indexname = ANY(\(SecondaryIndexes.names + SecondaryIndexes.postgresOnly + restoredKeys.keys)::text[])
             """, logger: logger).map { try $0.decode((String, String).self) }
         for (name, definition) in found {
             try await connection.run("""
