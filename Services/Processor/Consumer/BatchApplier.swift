@@ -169,11 +169,7 @@ final class BatchApplier: Sendable {
             } catch let error as ProjectionStoreError where error.isConflict {
                 throw error
             } catch {
-                logger.error("record could not be stored; recording its failure", metadata: [
-                    "partition": "\(record.partition)", "offset": "\(record.offset)", "error": "\(error)",
-                    "request_id": "\(record.requestId ?? "-")",
-                ])
-                try await settleRefused(record, expected: positions)
+                try await settleRefused(record, after: error, expected: positions)
             }
             positionsOut[record.partition] = record.offset + 1
         }
@@ -348,14 +344,10 @@ final class BatchApplier: Sendable {
         case .decided(let decided):
             result = decided
         case .sending(var sending):
-            // Ingest wrote it parsed and canonical; another writer's unreadable one sends nothing.
-            if let text = send.target.audience, let audience = try? AudienceExpression.parse(text) {
-                pages = try await publishPages(of: &sending, audience: audience)
-                sent = sending.sent
-                result = notifications.finish(sending, devices: [], state: &prepared.state)
-            } else {
-                result = .rejected("invalid-audience")
-            }
+            // `streamed` took the send for its audience, which `start` has read.
+            pages = try await publishPages(of: &sending, audience: sending.audience!)
+            sent = sending.sent
+            result = notifications.finish(sending, devices: [], state: &prepared.state)
         }
         prepared.count(c, result, requestId: record.requestId, logger: logger)
         let batch = prepared.concluded()
@@ -365,11 +357,7 @@ final class BatchApplier: Sendable {
         } catch let error as ProjectionStoreError where error.isConflict {
             throw error
         } catch {
-            logger.error("send could not be stored; recording its failure", metadata: [
-                "partition": "\(record.partition)", "offset": "\(record.offset)", "error": "\(error)",
-                "request_id": "\(record.requestId ?? "-")",
-            ])
-            try await settleRefused(record, expected: expected)
+            try await settleRefused(record, after: error, expected: expected)
             return [record.partition: record.offset + 1]
         }
         if !replaying { recordApplyDelay([record]) }
@@ -510,11 +498,15 @@ final class BatchApplier: Sendable {
 
     // MARK: - Records the store refuses
 
-    /// Settles a record the store refused after the retries. Its decided failure is stored if
-    /// the store takes it (a registration becomes `FailedToStoreDevice`); if the store refuses
-    /// that too, the record goes to the dead letters with its partition's next offset, and the
-    /// partition moves on. Only an unavailable store (or broker) is waited for.
-    private func settleRefused(_ record: DecodedRecord, expected: [PartitionKey: Int64]) async throws {
+    /// Settles a record the store refused after the retries (`failure`, logged). Its decided
+    /// failure is stored if the store takes it (a registration becomes `FailedToStoreDevice`); if
+    /// the store refuses that too, the record goes to the dead letters with its partition's next
+    /// offset, and the partition moves on. Only an unavailable store (or broker) is waited for.
+    private func settleRefused(_ record: DecodedRecord, after failure: any Error, expected: [PartitionKey: Int64]) async throws {
+        logger.error("record could not be stored; recording its failure", metadata: [
+            "partition": "\(record.partition)", "offset": "\(record.offset)", "error": "\(failure)",
+            "request_id": "\(record.requestId ?? "-")",
+        ])
         let reason: any Error
         do {
             let batch = try await withRetries { try await self.decide([record], storeFailed: true) }

@@ -51,9 +51,7 @@ package struct NotificationHandler: CommandHandler {
         }
         let part = context.part
         let devices: [DeviceRow]
-        if let text = c.target.audience {
-            // Ingest wrote it parsed and canonical; another writer's unreadable one sends nothing.
-            guard let audience = try? AudienceExpression.parse(text) else { return .rejected("invalid-audience") }
+        if let audience = send.audience {
             devices = Self.resolve(audience, app: c.mobileAppId, part: part, in: state)
         } else {
             devices = Self.resolve(c.target, app: c.mobileAppId, part: part, in: state)
@@ -66,8 +64,8 @@ package struct NotificationHandler: CommandHandler {
         return finish(send, devices: devices, state: &state)
     }
 
-    /// How a send starts: decided already (an unknown app, a repeat, a key this processor lacks),
-    /// or sending, its devices to come.
+    /// How a send starts: decided already (an unknown app, a repeat, a key this processor lacks,
+    /// an audience it cannot read), or sending, its devices to come.
     package enum Start {
         case decided(HandlerResult)
         case sending(Send)
@@ -89,7 +87,14 @@ package struct NotificationHandler: CommandHandler {
             guard let held = messageIdKeys.key(keyId) else { return .decided(.rejected("unknown-message-key")) }
             key = held
         }
-        return .sending(Send(command: c, app: app, part: context.part, at: context.at, series: MessageId.Series(deliveryId: c.deliveryId, key: key)))
+        // Ingest wrote it parsed and canonical; another writer's unreadable one sends nothing.
+        var audience: AudienceExpression?
+        if let text = c.target.audience {
+            guard let parsed = try? AudienceExpression.parse(text) else { return .decided(.rejected("invalid-audience")) }
+            audience = parsed
+        }
+        return .sending(Send(command: c, app: app, part: context.part, at: context.at, series: MessageId.Series(deliveryId: c.deliveryId, key: key),
+                             audience: audience))
     }
 
     /// A send under way: each device's record, in the order the devices come, and the counts.
@@ -100,6 +105,8 @@ package struct NotificationHandler: CommandHandler {
         let at: Date
         /// One MAC per delivery: every template shares its series.
         let series: MessageId.Series
+        /// The target's audience, parsed; nil for a send to users or tokens.
+        package let audience: AudienceExpression?
         /// One template per platform (and per badge, for a managed send, and per text, for a
         /// localized one): each device's record is the template with its token and message id,
         /// rendered when published.
@@ -110,12 +117,13 @@ package struct NotificationHandler: CommandHandler {
         /// (docs/API.md#localized-content), counted per locale.
         private(set) var sentByLocale: [String: Int]?
 
-        init(command: NotificationRequested, app: AppRow, part: Int, at: Date, series: MessageId.Series) {
+        init(command: NotificationRequested, app: AppRow, part: Int, at: Date, series: MessageId.Series, audience: AudienceExpression?) {
             self.command = command
             self.app = app
             self.part = part
             self.at = at
             self.series = series
+            self.audience = audience
             self.sentByLocale = command.content.localized == nil ? nil : [:]
         }
 
