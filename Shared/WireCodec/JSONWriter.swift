@@ -173,6 +173,13 @@ public struct JSONWriter: Sendable {
     }
 
     @inlinable
+    public mutating func field(_ key: String, _ values: [String]?) {
+        guard let values else { return }
+        self.key(key)
+        strings(values)
+    }
+
+    @inlinable
     public mutating func field(_ key: String, intString value: Int?) {
         guard let value else { return }
         self.key(key)

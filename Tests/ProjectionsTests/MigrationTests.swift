@@ -27,6 +27,8 @@ import Testing
         #expect(steps.filter { $0.sqlite == nil }.map(\.number) == [7, 25])
         #expect(ProjectionMigrations.v7.postgres?.contains(PostgresRows.tokenKey("device_token")) == true,
                 "step 7 keys the rows as the store computes a token's key")
+        #expect(ProjectionMigrations.v25.postgres?.contains("left(device_token, \(PostgresRows.tokenOrderPrefix))") == true,
+                "step 25 indexes the prefix the pages are ordered by")
         // SQLite's migrator records each SQLite step under its own name, in order.
         let identifiers = steps.filter { $0.sqlite != nil }.map(\.sqliteIdentifier)
         #expect(SQLiteSchema.migrator.migrations == identifiers)

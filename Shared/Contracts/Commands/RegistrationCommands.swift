@@ -158,18 +158,9 @@ extension DeviceRegistrationRequested: HandWrittenCommand {
         writer.string(platform.rawValue)
         writer.key("registrationRequestId")
         writer.uuid(registrationRequestId)
-        if let tags {
-            writer.key("tags")
-            writer.strings(tags)
-        }
-        if let timeZone {
-            writer.key("timeZone")
-            writer.string(timeZone)
-        }
-        if let topics {
-            writer.key("topics")
-            writer.strings(topics)
-        }
+        writer.field("tags", tags)
+        writer.field("timeZone", timeZone)
+        writer.field("topics", topics)
         writer.key("trackStatus")
         writer.bool(trackStatus)
         writer.key("userId")
@@ -301,10 +292,7 @@ public struct DeviceChangeRequested: AppScopedCommand, Equatable {
 extension DeviceChangeRequested: HandWrittenCommand {
     public func writePayload(to writer: inout JSONWriter) {
         writer.beginObject()
-        if let addTags {
-            writer.key("addTags")
-            writer.strings(addTags)
-        }
+        writer.field("addTags", addTags)
         writer.field("appVersion", appVersion)
         writer.field("deviceToken", deviceToken)
         writer.field("fromClient", fromClient)
@@ -312,19 +300,10 @@ extension DeviceChangeRequested: HandWrittenCommand {
         writer.field("locale", locale)
         writer.key("mobileAppId")
         writer.uuid(mobileAppId)
-        if let removeTags {
-            writer.key("removeTags")
-            writer.strings(removeTags)
-        }
-        if let subscribe {
-            writer.key("subscribe")
-            writer.strings(subscribe)
-        }
+        writer.field("removeTags", removeTags)
+        writer.field("subscribe", subscribe)
         writer.field("timeZone", timeZone)
-        if let unsubscribe {
-            writer.key("unsubscribe")
-            writer.strings(unsubscribe)
-        }
+        writer.field("unsubscribe", unsubscribe)
         writer.field("userId", userId)
         writer.endObject()
     }

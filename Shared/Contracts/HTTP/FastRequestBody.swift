@@ -2,8 +2,9 @@ import Foundation
 import WireCodec
 
 /// Hand-written reading of the request bodies of the high-volume routes: registrations and
-/// cleanups (one, or a batch), BW devices and acks, and device changes (one, or a batch). `JSONDecoder` took 15% of ingest's CPU on
-/// the batch route (docs/BENCHMARKS.md, "Ingest").
+/// cleanups (one, or a batch), BW devices and acks, and device changes (one, or a batch).
+/// `JSONDecoder` took 15% of ingest's CPU on the registration batch route, and 47% on the change
+/// batch route (docs/BENCHMARKS.md, "Ingest").
 ///
 /// A value it returns is exactly what `WireJSON.decoder()` decodes from the same bytes. It
 /// returns nil for other types and whenever it is not certain (escapes, unknown or repeated keys,

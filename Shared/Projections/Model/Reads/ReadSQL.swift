@@ -28,6 +28,13 @@ public struct ReadSQL: Sendable, ExpressibleByStringInterpolation {
         pieces = stringInterpolation.pieces
     }
 
+    private init(_ pieces: [Piece]) {
+        self.pieces = pieces
+    }
+
+    /// The device tokens' byte order, for an `ORDER BY` (`Piece.tokenOrder`).
+    public static let tokenOrder = ReadSQL([.tokenOrder])
+
     public static func + (a: ReadSQL, b: ReadSQL) -> ReadSQL {
         var sum = a
         sum.pieces += b.pieces
@@ -65,13 +72,9 @@ public struct ReadSQL: Sendable, ExpressibleByStringInterpolation {
         public mutating func appendInterpolation(millis date: Date) { pieces.append(.value(.int(ProjectionValues.millis(date)))) }
         public mutating func appendInterpolation(deviceToken token: String) { pieces.append(.deviceToken(token)) }
         public mutating func appendInterpolation(tokenAfter token: String) { pieces.append(.tokenAfter(token)) }
-        public mutating func appendInterpolation(_ order: TokenOrder) { pieces.append(.tokenOrder) }
         public mutating func appendInterpolation(keys: ReadKeys) { pieces.append(.keys(keys)) }
     }
 }
-
-/// The device tokens' byte order in an `ORDER BY` (`ReadSQL.Piece.tokenOrder`).
-public enum TokenOrder: Sendable { case tokenOrder }
 
 /// A value bound to one parameter. UUIDs are bound as each store keeps them (lower-case text in
 /// SQLite, `uuid` in PostgreSQL); dates as their milliseconds (`ProjectionValues.millis`).

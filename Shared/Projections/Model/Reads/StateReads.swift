@@ -141,7 +141,7 @@ public enum StateReads {
     public static func devicePage(app: UUID, after: String?, limit: Int) -> StoreRead<DeviceRow> {
         var filter: ReadSQL = "WHERE app_id = \(app)"
         if let after { filter += " AND \(tokenAfter: after)" }
-        return StoreRead(filter + " ORDER BY \(TokenOrder.tokenOrder) LIMIT \(limit)", firstColumnIsFirstValue: true)
+        return StoreRead(filter + " ORDER BY " + .tokenOrder + " LIMIT \(limit)", firstColumnIsFirstValue: true)
     }
 
     /// Every device of these users; nil for none.
