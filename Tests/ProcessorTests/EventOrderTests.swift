@@ -132,6 +132,42 @@ final class EventOrderTests: XCTestCase {
         XCTAssertEqual(order.release(limit: 10).map(\.offset), [4, 1])
     }
 
+    func testAHeldShardKeepsItsRecordsWhileTheOtherShardsGoOnInTheirOrder() {
+        // Shard 0 (partition 0 of each topic) holds after its notification at 20; shard 1 goes on.
+        let keys = topics.flatMap { topic in (0..<Int32(2)).map { PartitionKey(topic: topic, partition: $0) } }
+        var order = EventOrder(topics: topics)
+        for key in keys { order.claim(key, next: 0, time: 0) }
+        let n0 = PartitionKey(topic: "notification", partition: 0), r0 = PartitionKey(topic: "registration", partition: 0)
+        let r1 = PartitionKey(topic: "registration", partition: 1), n1 = PartitionKey(topic: "notification", partition: 1)
+        order.add([record(r0, 0, at: 10), record(r0, 1, at: 30), record(n0, 0, at: 20), record(n0, 1, at: 40)])
+        order.add([record(r1, 0, at: 15), record(r1, 1, at: 35), record(n1, 0, at: 25)])
+        // Every other lane shows it has nothing before 1000.
+        for key in keys where ![n0, r0, r1, n1].contains(key) { order.add([mark(key, 0, at: 1_000)]) }
+        order.add([mark(n1, 1, at: 1_000), mark(r1, 2, at: 1_000), mark(r0, 2, at: 1_000), mark(n0, 2, at: 1_000)])
+        let isSend: (DecodedRecord) -> Bool = { $0.partition == n0 && $0.offset == 0 }
+        let first = order.release(limit: 100, holdingAfter: isSend).filter { !$0.isProgressMark }
+        XCTAssertEqual(first.map { "\($0.partition)@\($0.offset)" },
+                       ["\(r0)@0", "\(r1)@0", "\(n0)@0", "\(n1)@0", "\(r1)@1"],
+                       "shard 0 stops after its send; shard 1's later records are not held back by it")
+        XCTAssertEqual(order.held, [0])
+        XCTAssertTrue(order.release(limit: 100, holdingAfter: isSend).filter { !$0.isProgressMark }.isEmpty)
+        XCTAssertTrue(order.marksNeeded(now: 0) { _, _ in true }.isEmpty, "a held shard's waiting records ask for no mark")
+        order.resume(0)
+        XCTAssertEqual(order.release(limit: 100, holdingAfter: isSend).filter { !$0.isProgressMark }.map { "\($0.partition)@\($0.offset)" },
+                       ["\(r0)@1", "\(n0)@1"], "resumed, in its own order")
+
+        // Topics of unequal partition counts are one shard: holding it holds every lane.
+        var single = EventOrder(topics: topics)
+        single.coPartitioned = false
+        for key in [n0, r1] { single.claim(key, next: 0, time: 0) }
+        single.add([record(n0, 0, at: 10), record(r1, 0, at: 20), mark(n0, 1, at: 1_000), mark(r1, 1, at: 1_000)])
+        XCTAssertEqual(single.release(limit: 100, holdingAfter: isSend).map(\.partition), [n0])
+        XCTAssertEqual(single.held, [0])
+        single.drop(n0)
+        single.drop(r1)
+        XCTAssertTrue(single.held.isEmpty, "a shard given up is no longer held")
+    }
+
     func testALateRecordCountsAsTheLatestTimeOfItsPartition() {
         let r = PartitionKey(topic: "registration", partition: 0)
         var order = EventOrder(topics: topics)

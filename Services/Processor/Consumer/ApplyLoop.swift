@@ -35,9 +35,14 @@ final class ApplyLoop: Sendable {
     private let shortOfEnd = Mutex<[PartitionKey: (next: Int64, since: ContinuousClock.Instant)]>([:])
     /// Records read from the log (progress marks and records read again after a seek included).
     private let fetched = Counter(label: "pushline_processor_records_fetched_total")
+    /// Whether a send read in pages runs beside the loop (`Streams`), holding only its shard
+    /// back; otherwise it is applied in its batch, and everything waits for it.
+    private let streamsBeside: Bool
+    private let streams = Mutex(Streams())
 
     init(store: any BatchStore, topics: [String], applier: BatchApplier, unseenStart: Int64?, maxBatch: Int,
-         marks: ProgressMarks?, logger: Logger) {
+         marks: ProgressMarks?, streamsBeside: Bool = false, logger: Logger) {
+        self.streamsBeside = streamsBeside
         self.store = store
         self.topics = topics
         self.applier = applier
@@ -62,7 +67,11 @@ final class ApplyLoop: Sendable {
 
     /// A consumer of `partitions`, read without a group, each from where the store says.
     func makeConsumer(_ configuration: KafkaConsumerConfiguration, partitions: [PartitionKey]) async throws -> KafkaConsumer {
-        try KafkaConsumer(configuration: configuration, partitions: partitions.map(\.topicPartition),
+        // A share of co-partitioned topics holds as many partitions of each; a share of topics
+        // that are not holds every partition, one shard.
+        let coPartitioned = Set(Dictionary(grouping: partitions, by: \.topic).values.map(\.count)).count <= 1
+        order.withLock { $0.coPartitioned = coPartitioned }
+        return try KafkaConsumer(configuration: configuration, partitions: partitions.map(\.topicPartition),
                           startingAt: try await claim(partitions), logger: logger)
     }
 
@@ -121,9 +130,10 @@ final class ApplyLoop: Sendable {
             // comes next: only commands make a partition count as busy.
             lastArrival.withLock { last in for record in records where record.type != ProgressMark.type { last[record.partition] = now } }
         }
-        var applied = false
+        var applied = try await settleStreams(consumer: consumer)
+        let applier = self.applier, beside = streamsBeside
         while true {
-            let released = order.withLock { $0.release(limit: maxBatch) }
+            let released = order.withLock { $0.release(limit: maxBatch) { beside && applier.streams($0) } }
             if !released.isEmpty, try await apply(released, consumer: consumer, check: check) { applied = true }
             if released.count == maxBatch { continue }
             appendMarks(consumer: consumer)
@@ -219,30 +229,157 @@ final class ApplyLoop: Sendable {
             try PartMismatch.check(admitted, parts: applier.appParts)
             try MessageKeyMissing.check(admitted, keys: applier.messageIdKeys)
             try check(admitted, expected)
+            // A send read in pages (released as its shard's last) goes beside the loop once the
+            // records before it are committed.
+            let beside = streamsBeside ? admitted.filter(applier.streams) : []
+            let batch = beside.isEmpty ? admitted : admitted.filter { !applier.streams($0) }
             do {
                 // A batch once started is finished even when shutdown cancels the loop: its outbound
                 // records may be out already, and stopping before its commit would send them again
                 // on restart. (An unstructured task does not inherit the cancellation.)
                 let applier = self.applier
-                let committed = try await Task { try await applier.apply(admitted, expected: expected) }.value
-                book.update(committed)
-                consumer.commit(Dictionary(uniqueKeysWithValues: committed.map { ($0.key.topicPartition, $0.value) }))
-                Counter(label: "pushline_processor_records_consumed_total").increment(by: admitted.count)
+                var positions = expected
+                if !batch.isEmpty {
+                    let committed = try await Task { try await applier.apply(batch, expected: expected) }.value
+                    positions.merge(committed) { $1 }
+                    book.update(committed)
+                    consumer.commit(Dictionary(uniqueKeysWithValues: committed.map { ($0.key.topicPartition, $0.value) }))
+                    Counter(label: "pushline_processor_records_consumed_total").increment(by: batch.count)
+                }
+                for record in beside { startStream(record, expected: positions[record.partition], consumer: consumer) }
                 return true
             } catch ProjectionStoreError.offsetConflict(let partitions) {
                 // Another processor applied these partitions meanwhile: believe the store, read on
                 // from where it says, and apply the rest of the batch.
-                logger.warning("offset conflict; re-reading stored offsets", metadata: ["partitions": "\(partitions.map(\.description))"])
-                let stored = try await store.offsets(topics: topics)
-                let times = try await store.eventTimes(topics: topics)
-                var moved: [PartitionKey: Int64] = [:]
-                for p in partitions { moved[p] = stored[p] ?? 0 }
-                book.update(moved)
-                order.withLock { order in
-                    for (p, o) in moved where order.claimed.contains(p) { order.claim(p, next: o, time: times[p] ?? 0) }
+                // A shard held for a send in this batch goes back whole to the store's offsets,
+                // and its send is released again with it.
+                var again = Set(partitions)
+                let shards = order.withLock { order in Set(partitions.map { order.shard(of: $0) }).intersection(order.held) }
+                if !shards.isEmpty {
+                    let owned = book.owned
+                    order.withLock { order in again.formUnion(owned.filter { shards.contains(order.shard(of: $0)) }) }
                 }
-                for (p, o) in moved where book.owned.contains(p) { try? consumer.seek(p.topicPartition, to: o) }
-                records.removeAll { partitions.contains($0.partition) }
+                try await reclaim(Array(again), consumer: consumer)
+                order.withLock { order in for shard in shards { order.resume(shard) } }
+                records.removeAll { again.contains($0.partition) }
+            }
+        }
+    }
+
+    /// Believes the store's offsets for `partitions`, which another processor moved: the book,
+    /// the order and the consumer go on from there.
+    fileprivate func reclaim(_ partitions: [PartitionKey], consumer: KafkaConsumer) async throws {
+        logger.warning("offset conflict; re-reading stored offsets", metadata: ["partitions": "\(partitions.map(\.description))"])
+        let stored = try await store.offsets(topics: topics)
+        let times = try await store.eventTimes(topics: topics)
+        var moved: [PartitionKey: Int64] = [:]
+        for p in partitions { moved[p] = stored[p] ?? 0 }
+        book.update(moved)
+        order.withLock { order in
+            for (p, o) in moved where order.claimed.contains(p) { order.claim(p, next: o, time: times[p] ?? 0) }
+        }
+        for (p, o) in moved where book.owned.contains(p) { try? consumer.seek(p.topicPartition, to: o) }
+    }
+}
+
+extension ApplyLoop {
+    /// The sends read in pages beside the loop (`BatchApplier.applyStream`): one at a time, so
+    /// that its two windows in flight and the loop's own fit the producer's queue together. A
+    /// send's shard is held in the order from its release until its commit is settled; the other
+    /// shards go on meanwhile.
+    struct Streams {
+        /// The sends released and not started, in release order, each with the stored offset of
+        /// its partition it moves from (the records before it are committed).
+        var queue: [(record: DecodedRecord, expected: Int64?)] = []
+        var running: Task<Void, Never>?
+        /// What the sends that ended committed (their next offsets), or why they failed.
+        var ended: [(record: DecodedRecord, result: Result<[PartitionKey: Int64], any Error>)] = []
+    }
+
+    /// Queues `record`, a send whose shard the order now holds, and starts it if none runs.
+    fileprivate func startStream(_ record: DecodedRecord, expected: Int64?, consumer: KafkaConsumer) {
+        streams.withLock { $0.queue.append((record, expected)) }
+        runNextStream(consumer: consumer)
+    }
+
+    private func runNextStream(consumer: KafkaConsumer) {
+        let applier = self.applier
+        streams.withLock { streams in
+            guard streams.running == nil, !streams.queue.isEmpty else { return }
+            let (record, expected) = streams.queue.removeFirst()
+            // Not a child of the loop: like a batch, a send once started is finished even when
+            // the loop is cancelled (`finishStreams` waits for it).
+            streams.running = Task {
+                let result: Result<[PartitionKey: Int64], any Error>
+                do {
+                    result = .success(try await applier.applyStream(record, expected: expected))
+                } catch {
+                    result = .failure(error)
+                }
+                self.streams.withLock { streams in
+                    streams.running = nil
+                    streams.ended.append((record, result))
+                }
+                // The loop's next turn settles it and releases its shard.
+                consumer.wake()
+            }
+        }
+    }
+
+    /// Settles the sends that ended: their offsets go into the book and the group, their shards
+    /// are released again, and the next send starts. A send whose offset another processor moved
+    /// gives its shard back to the store's offsets; any other failure stops the loop, as a
+    /// batch's does. Returns whether one was applied.
+    fileprivate func settleStreams(consumer: KafkaConsumer) async throws -> Bool {
+        let ended = streams.withLock { streams in
+            defer { streams.ended.removeAll() }
+            return streams.ended
+        }
+        guard !ended.isEmpty else { return false }
+        var applied = false
+        for (record, result) in ended {
+            let shard = order.withLock { $0.shard(of: record.partition) }
+            switch result {
+            case .success(let committed):
+                book.update(committed)
+                consumer.commit(Dictionary(uniqueKeysWithValues: committed.map { ($0.key.topicPartition, $0.value) }))
+                Counter(label: "pushline_processor_records_consumed_total").increment()
+                applied = true
+            case .failure(ProjectionStoreError.offsetConflict):
+                let owned = book.owned
+                let partitions = order.withLock { order in owned.filter { order.shard(of: $0) == shard } }
+                try await reclaim(Array(partitions), consumer: consumer)
+            case .failure(let error):
+                throw error
+            }
+            order.withLock { $0.resume(shard) }
+        }
+        runNextStream(consumer: consumer)
+        return applied
+    }
+
+    /// Waits for the send that runs (a send once started is finished, as a batch is) and puts
+    /// its offsets in the book; the sends queued behind it are left to whoever applies their
+    /// shards next. Called when the loop stops or gives its shards up.
+    func finishStreams(consumer: KafkaConsumer) async {
+        let running = streams.withLock { streams in
+            streams.queue.removeAll()
+            return streams.running
+        }
+        await running?.value
+        let ended = streams.withLock { streams in
+            defer { streams = Streams() }
+            return streams.ended
+        }
+        for (record, result) in ended {
+            switch result {
+            case .success(let committed):
+                book.update(committed)
+                consumer.commit(Dictionary(uniqueKeysWithValues: committed.map { ($0.key.topicPartition, $0.value) }))
+            case .failure(let error):
+                logger.warning("a send read in pages was not committed; its shard's next owner applies it", metadata: [
+                    "partition": "\(record.partition)", "offset": "\(record.offset)", "error": "\(error)",
+                ])
             }
         }
     }

@@ -315,6 +315,19 @@ final class BatchApplier: Sendable {
 
     /// The command of a record that is applied on its own, its devices read in pages
     /// (`NotificationHandler.streams`).
+    /// Whether `record` is a send whose devices are read in pages.
+    func streams(_ record: DecodedRecord) -> Bool { Self.streamed(record) != nil }
+
+    /// Applies `record`, a send `streams` names, on its own from its partition's stored offset
+    /// `expected` (nil: nothing stored), and returns its partition's next offset. Throws
+    /// `ProjectionStoreError.offsetConflict` when another processor moved the partition.
+    func applyStream(_ record: DecodedRecord, expected: Int64?) async throws -> [PartitionKey: Int64] {
+        let (c, send) = Self.streamed(record)!
+        var positions: [PartitionKey: Int64] = [:]
+        positions[record.partition] = expected
+        return try await stream(record, c, send, expected: positions)
+    }
+
     private static func streamed(_ record: DecodedRecord) -> (ProcessorCommand, NotificationRequested)? {
         guard case .command(let c) = record.outcome, let send = c.payload as? NotificationRequested,
               NotificationHandler.streams(send) else { return nil }

@@ -38,7 +38,7 @@ public final class CommandConsumer: Service, Sendable {
         let applier = BatchApplier(store: store, outbound: outbound, verifier: verifier, logger: logger,
                                    outboundWindow: outboundWindow, rules: rules)
         self.loop = ApplyLoop(store: store, topics: topics, applier: applier, unseenStart: nil,
-                              maxBatch: configuration.maxBatchSize, marks: marks, logger: logger)
+                              maxBatch: configuration.maxBatchSize, marks: marks, streamsBeside: true, logger: logger)
         self.onApplied = onApplied
         self.logger = logger
     }
@@ -117,9 +117,11 @@ public final class CommandConsumer: Service, Sendable {
                 group.cancelAll()
             }
         } catch {
+            await loop.finishStreams(consumer: consumer)
             await consumer.close()
             throw error
         }
+        await loop.finishStreams(consumer: consumer)
         await consumer.close()
     }
 

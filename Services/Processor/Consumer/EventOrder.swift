@@ -15,6 +15,10 @@ import Projections
 /// holds a later record already, or has shown — by a record or a `ProgressMark` — an event time
 /// that puts everything it may still receive after it. A lane with nothing new holds the others
 /// back; `marksNeeded` names the lanes a progress mark would free.
+///
+/// A shard may be *held* (`release(limit:holdingAfter:)`): its lanes are left out, neither
+/// released nor waited for, until it is resumed. Shards share no state, so the other shards'
+/// records keep the order among themselves; the held shard's keep theirs.
 struct EventOrder {
     /// A record's place in the order.
     struct Key: Comparable, Sendable, CustomStringConvertible {
@@ -56,6 +60,14 @@ struct EventOrder {
 
     private var lanes: [PartitionKey: Lane] = [:]
     private let ranks: [String: Int]
+    /// The shards held back (`release(limit:holdingAfter:)`).
+    private(set) var held: Set<Int32> = []
+    /// Whether the command topics have equal partition counts, so that shard *i* is partition
+    /// *i* of each; otherwise every partition is shard 0 (`ShardShare.partitions(of:)`).
+    var coPartitioned = true
+
+    /// The shard `partition` belongs to.
+    func shard(of partition: PartitionKey) -> Int32 { coPartitioned ? partition.partition : 0 }
 
     /// `topics` in the order that breaks ties between equal event times.
     init(topics: [String]) {
@@ -71,6 +83,8 @@ struct EventOrder {
     /// Forgets `partition` (revoked): its records are no longer released.
     mutating func drop(_ partition: PartitionKey) {
         lanes[partition] = nil
+        let shard = shard(of: partition)
+        if !lanes.keys.contains(where: { self.shard(of: $0) == shard }) { held.remove(shard) }
     }
 
     /// `partition` receives nothing more (a rebuild reached the offset the serving store stands at):
@@ -111,11 +125,12 @@ struct EventOrder {
     }
 
     /// Releases up to `limit` records, in order, as far as no lane can still receive an earlier
-    /// one.
-    mutating func release(limit: Int) -> [DecodedRecord] {
+    /// one. A record `holdingAfter` names is released as its shard's last: the shard is held
+    /// from then on, until `resume`.
+    mutating func release(limit: Int, holdingAfter: (DecodedRecord) -> Bool = { _ in false }) -> [DecodedRecord] {
         var bound = Key.last
         var heads = Heap<Key, PartitionKey>()
-        for (partition, lane) in lanes {
+        for (partition, lane) in lanes where !held.contains(shard(of: partition)) {
             if lane.isEmpty {
                 bound = min(bound, lane.bound(partition))
             } else {
@@ -125,10 +140,15 @@ struct EventOrder {
         var out: [DecodedRecord] = []
         while out.count < limit, let (key, partition) = heads.top, key < bound {
             heads.pop()
+            // A lane of a shard held during this release keeps its records.
+            guard !held.contains(shard(of: partition)) else { continue }
             var lane = lanes.removeValue(forKey: partition)!
-            out.append(lane.buffer[lane.head])
+            let record = lane.buffer[lane.head]
+            out.append(record)
             lane.head += 1
-            if lane.isEmpty {
+            if holdingAfter(record) {
+                held.insert(shard(of: partition))
+            } else if lane.isEmpty {
                 bound = min(bound, lane.bound(partition))
             } else {
                 heads.push(self.key(of: lane.buffer[lane.head], rank: lane.rank), partition)
@@ -142,6 +162,11 @@ struct EventOrder {
         return out
     }
 
+    /// Lets `shard`'s records be released again, in their order.
+    mutating func resume(_ shard: Int32) {
+        held.remove(shard)
+    }
+
     /// The lanes that hold released-able records back while they have nothing new: each with
     /// the time a progress mark there must state to free every record waiting now (at least
     /// `now`, in milliseconds since 1970). `atEnd` says whether the consumer has read a lane to
@@ -149,7 +174,7 @@ struct EventOrder {
     /// lane is not marked again while its last mark is still on the way.
     mutating func marksNeeded(now: Int64, atEnd: (PartitionKey, Int64) -> Bool) -> [(partition: PartitionKey, time: Int64)] {
         var latest = Int64.min
-        for lane in lanes.values {
+        for (partition, lane) in lanes where !held.contains(shard(of: partition)) {
             for record in lane.buffer[lane.head...].reversed() where !record.isProgressMark {
                 latest = max(latest, record.eventTime)
                 break
@@ -160,7 +185,7 @@ struct EventOrder {
         var marks: [(partition: PartitionKey, time: Int64)] = []
         // Every lane whose time does not pass the latest waiting record holds one of them back.
         for (partition, lane) in lanes where lane.isEmpty && !lane.closed && lane.markedAt == nil
-            && lane.time <= latest && atEnd(partition, lane.next) {
+            && lane.time <= latest && !held.contains(shard(of: partition)) && atEnd(partition, lane.next) {
             lanes[partition]!.markedAt = time
             marks.append((partition, time))
         }
