@@ -4,7 +4,8 @@ import WireCodec
 /// The value of one record on the `outbound` topic, keyed by device token
 /// (docs/API.md#outbound-payloads):
 /// `{"mobileAppId","deviceToken","platform","deliveryId" (absent on badge updates),"messageId",`
-/// `"collapseKey","priority","expiresAt" (each when the send has one),"payload":{…}}`.
+/// `"collapseKey","priority","expiresAt" (each when the send has one),"locale" (a localized`
+/// `send's variant the device got, `default` for the send's own text),"payload":{…}}`.
 ///
 /// Written by hand into one buffer, payload included: a record per device is the processor's
 /// hottest output. Its keys are listed once, `Key`: the writer here, the sender's reader
@@ -13,14 +14,16 @@ import WireCodec
 public enum OutboundRecord {
     /// The record's keys, in the order the writer writes them.
     public enum Key: String, CodingKey, CaseIterable, Sendable {
-        case mobileAppId, deviceToken, platform, deliveryId, messageId, collapseKey, priority, expiresAt, payload
+        case mobileAppId, deviceToken, platform, deliveryId, messageId, collapseKey, priority, expiresAt, locale, payload
     }
 
     /// Writes one record into `w`; `payload` writes the platform payload (`PushPayload`).
+    /// `locale`: the variant of a localized send the device gets, which the sender reports its
+    /// outcome under.
     /// - Returns: the payload's size in bytes, to check against `PushPayload.maxBytes`.
     @discardableResult
     public static func encode(mobileAppId: UUID, deviceToken: String, platform: Platform, deliveryId: UUID?,
-                              messageId: String, options: NotificationContent? = nil, sentAt: Date? = nil,
+                              messageId: String, options: NotificationContent? = nil, sentAt: Date? = nil, locale: String? = nil,
                               into w: inout JSONWriter, payload: (inout JSONWriter) -> Void) -> Int {
         w.beginObject()
         w.key(Key.mobileAppId.rawValue)
@@ -40,6 +43,7 @@ public enum OutboundRecord {
                 w.field(Key.expiresAt.rawValue, Int(RFC3339.milliseconds(sentAt)) + ttl * 1000)
             }
         }
+        w.field(Key.locale.rawValue, locale)
         w.key(Key.payload.rawValue)
         let start = w.bytes.count
         payload(&w)
@@ -67,6 +71,8 @@ public struct OutboundPush: Sendable, Equatable {
     public var priority: NotificationPriority?
     /// Milliseconds since 1970: the send's time plus its `timeToLive`.
     public var expiresAt: Int64?
+    /// The variant of a localized send the device got (`default`: the send's own text).
+    public var locale: String? = nil
     /// The rendered payload, a JSON object in every record the processor writes.
     public var payload: Data
     /// What the sender needs to know of the payload's contents.
@@ -97,14 +103,14 @@ public struct OutboundPush: Sendable, Equatable {
         let view = try OutboundRecordView.decode(data)
         return OutboundPush(mobileAppId: view.mobileAppId, deviceToken: view.deviceToken, platform: view.platform,
                             deliveryId: view.deliveryId, messageId: view.messageId, collapseKey: view.collapseKey,
-                            priority: view.priority, expiresAt: view.expiresAt, payload: try WireJSON.encoder().encode(view.payload),
-                            contents: PayloadContents(view.payload))
+                            priority: view.priority, expiresAt: view.expiresAt, locale: view.locale,
+                            payload: try WireJSON.encoder().encode(view.payload), contents: PayloadContents(view.payload))
     }
 
     private static func fast(_ bytes: UnsafeBufferPointer<UInt8>) -> OutboundPush? {
         var reader = WireReader(bytes)
         var mobileAppId: UUID?, deviceToken: String?, platform: Platform?, deliveryId: UUID?, messageId: String?
-        var collapseKey: String?, priority: NotificationPriority?, expiresAt: Int?, payload: Range<Int>?
+        var collapseKey: String?, priority: NotificationPriority?, expiresAt: Int?, locale: String?, payload: Range<Int>?
         guard reader.object(outboundKeys, { reader, key in
             switch key {
             case .mobileAppId: reader.read(&mobileAppId)
@@ -115,6 +121,7 @@ public struct OutboundPush: Sendable, Equatable {
             case .collapseKey: reader.readOptional(&collapseKey)
             case .priority: reader.readOptional(&priority)
             case .expiresAt: reader.readOptional(&expiresAt)
+            case .locale: reader.readOptional(&locale)
             case .payload: reader.span(&payload)
             }
         }), reader.atEnd(), let mobileAppId, let deviceToken, let platform, let messageId, let payload else { return nil }
@@ -123,7 +130,7 @@ public struct OutboundPush: Sendable, Equatable {
         else { return nil }
         return OutboundPush(mobileAppId: mobileAppId, deviceToken: deviceToken, platform: platform, deliveryId: deliveryId,
                             messageId: messageId, collapseKey: collapseKey, priority: priority, expiresAt: expiresAt.map(Int64.init),
-                            payload: Data(payloadBytes), contents: contents)
+                            locale: locale, payload: Data(payloadBytes), contents: contents)
     }
 }
 
@@ -216,6 +223,8 @@ public struct OutboundRecordView: Decodable, Sendable, Equatable {
     public var priority: NotificationPriority?
     /// Milliseconds since 1970: the send's time plus its `timeToLive`.
     public var expiresAt: Int64?
+    /// The variant of a localized send the device got.
+    public var locale: String?
     public var payload: JSONValue
 
     /// When the push expires, if the send said.

@@ -6,12 +6,13 @@ import WireCodec
 /// update's. The record's shape and its writer (`OutboundRecord.encode`) are in Contracts; what
 /// goes in them is rendered here.
 extension OutboundRecord {
-    /// The record of `n` for one device, as a Kafka record value.
+    /// The record of `n` for one device, as a Kafka record value; `locale`: the variant of a
+    /// localized send `n`'s content is (`NotificationContent.localized(_:)`).
     public static func notification(_ n: NotificationRequested, deviceToken: String, platform: Platform, messageId: String,
-                                    sentAt: Date, managedBadge: Int?) -> Data {
+                                    sentAt: Date, managedBadge: Int?, locale: String? = nil) -> Data {
         var w = JSONWriter()
         encode(mobileAppId: n.mobileAppId, deviceToken: deviceToken, platform: platform, deliveryId: n.deliveryId,
-               messageId: messageId, options: n.content, sentAt: sentAt, into: &w) { w in
+               messageId: messageId, options: n.content, sentAt: sentAt, locale: locale, into: &w) { w in
             PushPayload.render(n, platform: platform, messageId: messageId, sentAt: sentAt, managedBadge: managedBadge, into: &w)
         }
         return w.data

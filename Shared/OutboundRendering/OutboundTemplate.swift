@@ -20,15 +20,16 @@ public struct OutboundTemplate: Sendable {
     private let size: Int
 
     /// `series`: the delivery's message ids (`MessageId.Series`, keyed when the send names a key),
-    /// made once per delivery by the caller.
-    public init(_ n: NotificationRequested, platform: Platform, sentAt: Date, managedBadge: Int?, series: MessageId.Series) {
+    /// made once per delivery by the caller; `locale`: as `OutboundRecord.notification` has it.
+    public init(_ n: NotificationRequested, platform: Platform, sentAt: Date, managedBadge: Int?, series: MessageId.Series,
+                locale: String? = nil) {
         self.series = series
         // Placeholders are random hex (never escaped). Content that happened to contain one
         // would change the number of occurrences; a new pair is drawn then.
         while true {
             let token = Self.placeholder(), message = Self.placeholder()
             let rendered = OutboundRecord.notification(n, deviceToken: token, platform: platform, messageId: message,
-                                                       sentAt: sentAt, managedBadge: managedBadge)
+                                                       sentAt: sentAt, managedBadge: managedBadge, locale: locale)
             if let parts = Self.split(Array(rendered), token: Array(token.utf8), message: Array(message.utf8)) {
                 self.parts = parts
                 size = parts.reduce(0) { if case .bytes(let b) = $1 { $0 + b.count } else { $0 } }

@@ -69,6 +69,9 @@ final class AudiencePagesTests: ApplierTestCase {
             return ["pt-BR": "pt-BR", "pt-PT": "pt"][locales[n % locales.count] ?? ""] ?? "default"
         }.mapValues(\.count)
         XCTAssertEqual(delivery?.sentByLocale, byLocale)
+        // Each record names the variant its device got, which the sender reports its outcome under.
+        let recordLocales = try paged.outbound.map { try OutboundPush.read($0.value).locale ?? "none" }
+        XCTAssertEqual(Dictionary(grouping: recordLocales) { $0 }.mapValues(\.count), byLocale)
         let offsets = try await paged.store.offsets(topics: [topics.notification, topics.registration])
         XCTAssertEqual(offsets[PartitionKey(topic: topics.notification, partition: 2)], 1)
         XCTAssertEqual(offsets[PartitionKey(topic: topics.registration, partition: 1)], 44, "the records after the send are applied too")

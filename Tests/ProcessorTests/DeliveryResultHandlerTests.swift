@@ -62,6 +62,34 @@ final class DeliveryResultHandlerTests: XCTestCase {
                                                      outcome: .delivered, reason: nil, reportedAt: at))
     }
 
+    func testALocalizedSendsOutcomesAreCountedPerLocaleToo() {
+        var snapshot = StateSnapshot()
+        snapshot.apps[AppPart(appId)] = AppRow(appId: appId, orgId: UUID(), name: "a", createdAt: at)
+        snapshot.deliveries[DeliveryKey(appId: appId, deliveryId: deliveryId)] = DeliveryRow(
+            appId: appId, deliveryId: deliveryId, kind: .alert, managed: false, tracking: false, sent: 4, createdAt: at,
+            sentByLocale: ["pt-BR": 2, "default": 2])
+        var s = BatchState(snapshot)
+        let context = CommandContext(at: at)
+        func localized(_ index: Int, _ outcome: DeliveryOutcome, _ locale: String?) -> DeliveryResultReported {
+            var r = report(index, outcome)
+            r.locale = locale
+            return r
+        }
+        for r in [localized(0, .failed, "pt-BR"), localized(0, .delivered, "pt-BR"), localized(1, .unregistered, "pt-BR"),
+                  localized(2, .delivered, "default"), localized(3, .delivered, "xx")] {
+            XCTAssertEqual(handler.apply(r, context, to: &s), .applied)
+        }
+        let d = s.delivery(deliveryId, app: appId, part: 0)!
+        XCTAssertEqual([d.delivered, d.failed, d.unregistered], [3, 0, 1])
+        XCTAssertEqual(d.outcomesByLocale, ["pt-BR": OutcomeCounts(delivered: 1, unregistered: 1), "default": OutcomeCounts(delivered: 1)],
+                       "each device by its last report, under the variant it got; a variant the send was not sent in is not one")
+
+        // A send without localized text counts none per locale, whatever a report says.
+        var plain = state()
+        XCTAssertEqual(handler.apply(localized(0, .delivered, "pt-BR"), context, to: &plain), .applied)
+        XCTAssertNil(plain.delivery(deliveryId, app: appId, part: 0)!.outcomesByLocale)
+    }
+
     func testADeadTokenRetiresItsDeviceUnlessItRegisteredAfterItDied() {
         let key = DeviceKey(appId: appId, deviceToken: token(1))
         // Registered before the token died (APNs's timestamp): retired, its pending rows cleared.

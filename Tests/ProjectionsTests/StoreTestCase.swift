@@ -111,10 +111,11 @@ final class StoreHarness {
     }
 
     /// Takes the PostgreSQL store `name` back to the tables of schema version 7, undoing steps 8
-    /// to 25 (the newest first), for the tests that upgrade an old store; the version row is left
+    /// to 26 (the newest first), for the tests that upgrade an old store; the version row is left
     /// to the caller. A new step adds its undoing here.
     func undoPostgresStepsAfterSeven(store name: String = "store.sqlite") async throws {
         for sql in [
+            "ALTER TABLE deliveries DROP COLUMN outcomes_by_locale",  // version 26
             "DROP INDEX devices_in_token_order",  // version 25
             "ALTER TABLE deliveries DROP COLUMN sent_by_locale",  // version 24
             "ALTER TABLE devices DROP COLUMN locale, DROP COLUMN app_version, DROP COLUMN tags, DROP COLUMN topics",  // version 23

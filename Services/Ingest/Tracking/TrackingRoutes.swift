@@ -64,7 +64,8 @@ struct TrackingRoutes: Sendable {
                                               repeatsIgnored: row.repeatsIgnored, delivered: row.delivery.delivered,
                                               failed: row.delivery.failed, unregistered: row.delivery.unregistered,
                                               idempotencyKey: row.delivery.idempotencyKey, duplicates: row.delivery.duplicates,
-                                              conflicts: row.delivery.conflicts, sentByLocale: row.delivery.sentByLocale)
+                                              conflicts: row.delivery.conflicts, sentByLocale: row.delivery.sentByLocale,
+                                              outcomesByLocale: row.delivery.outcomesByLocale)
         return try JSONResponse.make(stats, status: .ok, encoder: WireJSON.encoder())
     }
 

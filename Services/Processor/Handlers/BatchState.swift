@@ -284,13 +284,14 @@ package struct BatchState {
 
     /// Stores a device's outcome of its delivery (the last report stays) and moves the device
     /// between the delivery's counts; the delivery row is written once, by `finishOutcomes`.
-    package mutating func record(_ outcome: DeliveryOutcomeRow) {
+    /// `locale`: the variant of a localized send the push carried, counted per locale.
+    package mutating func record(_ outcome: DeliveryOutcomeRow, locale: String? = nil) {
         let previous = outcomes.updateValue(outcome.outcome, forKey: outcome.key)
         mutations.append(.putDeliveryOutcome(outcome))
         let key = DeliveryKey(appId: outcome.appId, deliveryId: outcome.deliveryId,
                               part: AppParts.part(ofMessageIndex: outcome.messageIndex))
         guard previous != outcome.outcome, var delivery = deliveries[key] else { return }
-        delivery.recount(from: previous, to: outcome.outcome)
+        delivery.recount(from: previous, to: outcome.outcome, locale: locale)
         deliveries[key] = delivery
         if !recounted.contains(key) { recounted.append(key) }
     }

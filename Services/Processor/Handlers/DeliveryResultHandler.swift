@@ -38,7 +38,8 @@ package struct DeliveryResultHandler: CommandHandler {
               delivery.sentTo(messageIndex: key.messageIndex)
         else { return c.outcome == .unregistered ? .applied : .rejected("unknown-delivery") }
         state.record(DeliveryOutcomeRow(appId: c.mobileAppId, deliveryId: key.deliveryId, messageIndex: key.messageIndex,
-                                        deviceToken: c.deviceToken, outcome: c.outcome, reason: c.reason, reportedAt: context.at))
+                                        deviceToken: c.deviceToken, outcome: c.outcome, reason: c.reason, reportedAt: context.at),
+                     locale: c.locale)
         return .applied
     }
 

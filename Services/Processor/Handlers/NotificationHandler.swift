@@ -139,8 +139,13 @@ package struct NotificationHandler: CommandHandler {
                 template = known
             } else {
                 var rendered = c
-                if c.content.localized != nil { rendered.content = c.content.localized(variant) }
-                template = OutboundTemplate(rendered, platform: device.platform, sentAt: at, managedBadge: badge, series: series)
+                var locale: String? = nil
+                if c.content.localized != nil {
+                    rendered.content = c.content.localized(variant)
+                    locale = variant ?? NotificationHandler.defaultVariant
+                }
+                template = OutboundTemplate(rendered, platform: device.platform, sentAt: at, managedBadge: badge, series: series,
+                                            locale: locale)
                 templates[key] = template
             }
             defer { sent += 1 }

@@ -293,7 +293,7 @@ public final class SendLoop: Service, Sendable {
         let result = DeliveryResultReported(mobileAppId: record.mobileAppId, deviceToken: record.deviceToken, platform: record.platform,
                                             deliveryId: record.deliveryId, messageId: record.messageId, outcome: report.outcome,
                                             reason: report.reason, status: report.status, attempts: attempts,
-                                            invalidSince: report.invalidSince)
+                                            invalidSince: report.invalidSince, locale: record.locale)
         guard await publish(result, partition: partition, generation: generation) else { return }
         metrics.finished(record.platform, report.outcome)
         ledger.withLock { $0.finish(partition, offset: message.offset, generation: generation) }

@@ -11,6 +11,47 @@ public enum DeliveryOutcome: String, Codable, Sendable, CaseIterable {
     case unregistered
 }
 
+/// How many of a delivery's devices (of one locale) ended in each outcome, by the last report
+/// of each (docs/API.md#delivery-outcomes).
+public struct OutcomeCounts: Codable, Sendable, Equatable {
+    public var delivered: Int
+    public var failed: Int
+    public var unregistered: Int
+
+    public init(delivered: Int = 0, failed: Int = 0, unregistered: Int = 0) {
+        self.delivered = delivered
+        self.failed = failed
+        self.unregistered = unregistered
+    }
+
+    public subscript(outcome: DeliveryOutcome) -> Int {
+        get {
+            switch outcome {
+            case .delivered: delivered
+            case .failed: failed
+            case .unregistered: unregistered
+            }
+        }
+        set {
+            switch outcome {
+            case .delivered: delivered = newValue
+            case .failed: failed = newValue
+            case .unregistered: unregistered = newValue
+            }
+        }
+    }
+
+    /// Moves one device from the count of `from` (nil: not counted yet) to that of `to`.
+    public mutating func recount(from: DeliveryOutcome?, to: DeliveryOutcome) {
+        if let from { self[from] -= 1 }
+        self[to] += 1
+    }
+
+    public static func + (a: OutcomeCounts, b: OutcomeCounts) -> OutcomeCounts {
+        OutcomeCounts(delivered: a.delivered + b.delivered, failed: a.failed + b.failed, unregistered: a.unregistered + b.unregistered)
+    }
+}
+
 /// The sender's report of how one outbound record ended (docs/ARCHITECTURE.md#delivery), keyed
 /// by device so that one device's outcomes are applied in the order they happened. The
 /// processor counts it against its delivery and, for `unregistered`, retires the device unless
@@ -35,9 +76,14 @@ public struct DeliveryResultReported: DeviceScopedCommand, Equatable {
     /// Since when the provider says the token is invalid (APNs's `timestamp` of a 410); absent:
     /// since the attempt, the command's time.
     public var invalidSince: Date?
+    /// The variant of a localized send the push carried (its outbound record's `locale`); absent
+    /// for a send without localized text.
+    public var locale: String?
 
     public init(mobileAppId: UUID, deviceToken: String, platform: Platform, deliveryId: UUID?, messageId: String,
-                outcome: DeliveryOutcome, reason: String? = nil, status: Int? = nil, attempts: Int = 1, invalidSince: Date? = nil) {
+                outcome: DeliveryOutcome, reason: String? = nil, status: Int? = nil, attempts: Int = 1, invalidSince: Date? = nil,
+                locale: String? = nil) {
+        self.locale = locale
         self.mobileAppId = mobileAppId
         self.deviceToken = deviceToken
         self.platform = platform
@@ -66,6 +112,7 @@ extension DeliveryResultReported: HandWrittenCommand {
             writer.key("invalidSince")
             writer.date(invalidSince)
         }
+        writer.field("locale", locale)
         writer.key("messageId")
         writer.string(messageId)
         writer.key("mobileAppId")

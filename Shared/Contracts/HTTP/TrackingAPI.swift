@@ -63,11 +63,16 @@ public enum TrackingAPI {
         /// A localized send's devices per locale whose text they got (`default`: the send's own);
         /// absent for a send without localized text (docs/API.md#localized-content).
         public var sentByLocale: [String: Int]?
+        /// A localized send's devices per locale by the last outcome reported of their push, as
+        /// `delivered`, `failed` and `unregistered` count them all; absent until one is reported.
+        public var outcomesByLocale: [String: OutcomeCounts]?
 
         public init(deliveryId: UUID, sent: Int, impressions: Int, clicks: Int, opens: Int, repeatsIgnored: Int,
                     delivered: Int = 0, failed: Int = 0, unregistered: Int = 0, idempotencyKey: String? = nil,
-                    duplicates: Int = 0, conflicts: Int = 0, sentByLocale: [String: Int]? = nil) {
+                    duplicates: Int = 0, conflicts: Int = 0, sentByLocale: [String: Int]? = nil,
+                    outcomesByLocale: [String: OutcomeCounts]? = nil) {
             self.sentByLocale = sentByLocale
+            self.outcomesByLocale = outcomesByLocale
             self.deliveryId = deliveryId.lowercasedString
             self.sent = sent
             self.impressions = impressions

@@ -38,7 +38,7 @@ package enum ProjectionMigrations {
     }
 
     /// Every step, in order.
-    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22, v23, v24, v25]
+    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22, v23, v24, v25, v26]
 
     /// The newest schema version, which this code creates and understands: the last step's.
     package static let version = steps[steps.count - 1].number
@@ -764,4 +764,10 @@ package enum ProjectionMigrations {
     package static let v25 = Step(25, sqlite: nil, postgres: """
         CREATE INDEX devices_in_token_order ON devices (app_id, left(device_token, 256))
         """)
+
+    /// A localized send's devices per locale by their last reported outcome
+    /// (docs/API.md#delivery-outcomes): `locale=delivered/failed/unregistered` in locale order,
+    /// joined by commas; NULL until one is reported, and for a send without localized text.
+    package static let v26 = Step(26, sqlite: "ALTER TABLE deliveries ADD COLUMN outcomes_by_locale TEXT",
+                                  postgres: "ALTER TABLE deliveries ADD COLUMN outcomes_by_locale text COLLATE \"C\"")
 }

@@ -147,6 +147,8 @@ public enum TableCatalog {
         .init("duplicates", .integer), .init("conflicts", .integer), .init("part", .integer),
         // A localized send's devices per locale (`DeliveryRow.sentByLocale`); NULL: not localized.
         .init("sent_by_locale", .text, nullable: true),
+        // Its devices per locale by their last outcome (`DeliveryRow.outcomesByLocale`); NULL: none reported.
+        .init("outcomes_by_locale", .text, nullable: true),
     ])
 
     public static let deliveryOutcomes = CatalogTable("delivery_outcomes", key: ["app_id", "delivery_id", "message_index"], [

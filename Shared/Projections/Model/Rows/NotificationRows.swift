@@ -79,11 +79,16 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
     /// A localized send's devices per locale it was sent in (`NotificationContent.variant`,
     /// `default` for the send's own text); nil for a send without localized text.
     public var sentByLocale: [String: Int]?
+    /// A localized send's devices per locale by their last reported outcome, as `delivered`,
+    /// `failed` and `unregistered` count them all; nil until one is reported.
+    public var outcomesByLocale: [String: OutcomeCounts]?
 
     public init(appId: UUID, deliveryId: UUID, kind: NotificationKind, managed: Bool, tracking: Bool, sent: Int, createdAt: Date,
                 delivered: Int = 0, failed: Int = 0, unregistered: Int = 0, idempotencyKey: String? = nil,
-                requestHash: String? = nil, duplicates: Int = 0, conflicts: Int = 0, part: Int = 0, sentByLocale: [String: Int]? = nil) {
+                requestHash: String? = nil, duplicates: Int = 0, conflicts: Int = 0, part: Int = 0, sentByLocale: [String: Int]? = nil,
+                outcomesByLocale: [String: OutcomeCounts]? = nil) {
         self.sentByLocale = sentByLocale
+        self.outcomesByLocale = outcomesByLocale
         self.appId = appId
         self.part = part
         self.deliveryId = deliveryId
@@ -120,6 +125,9 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
             if let counts = row.sentByLocale {
                 sum.sentByLocale = (sum.sentByLocale ?? [:]).merging(counts, uniquingKeysWith: +)
             }
+            if let counts = row.outcomesByLocale {
+                sum.outcomesByLocale = (sum.outcomesByLocale ?? [:]).merging(counts, uniquingKeysWith: +)
+            }
             total = sum
         }
         return total
@@ -131,10 +139,15 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
         AppParts.part(ofMessageIndex: index) == part && AppParts.place(ofMessageIndex: index) < sent
     }
 
-    /// Moves one device from the count of `from` (nil: not counted yet) to that of `to`.
-    public mutating func recount(from: DeliveryOutcome?, to: DeliveryOutcome) {
+    /// Moves one device from the count of `from` (nil: not counted yet) to that of `to`, and,
+    /// for a localized send, in the counts of the variant `locale` it got (one the send was
+    /// sent in: any other is not counted per locale).
+    public mutating func recount(from: DeliveryOutcome?, to: DeliveryOutcome, locale: String? = nil) {
         if let from { self[count: from] -= 1 }
         self[count: to] += 1
+        guard let locale, sentByLocale?[locale] != nil else { return }
+        outcomesByLocale = outcomesByLocale ?? [:]
+        outcomesByLocale![locale, default: OutcomeCounts()].recount(from: from, to: to)
     }
 
     public subscript(count outcome: DeliveryOutcome) -> Int {
