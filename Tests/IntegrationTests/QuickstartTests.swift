@@ -92,7 +92,7 @@ final class QuickstartTests: XCTestCase {
                          #""code":"audience_invalid""#, #""position":11"#] {
             XCTAssertTrue(walked.standardOutput.contains(expected), "the walkthrough printed no \(expected):\n\(walked.standardOutput)")
         }
-        XCTAssertEqual(walked.standardOutput.components(separatedBy: #""delivered":1"#).count - 1, 3,
+        XCTAssertEqual(walked.standardOutput.components(separatedBy: #""delivered":1,"deliveryId""#).count - 1, 3,
                        "the topic, expression and localized sends each delivered once:\n\(walked.standardOutput)")
 
         // Mocks started again after the stack (new ports, new keys): `make run` again restarts the
