@@ -313,8 +313,6 @@ final class BatchApplier: Sendable {
 
     // MARK: - Sends read in pages
 
-    /// The command of a record that is applied on its own, its devices read in pages
-    /// (`NotificationHandler.streams`).
     /// Whether `record` is a send whose devices are read in pages.
     func streams(_ record: DecodedRecord) -> Bool { Self.streamed(record) != nil }
 
@@ -328,6 +326,8 @@ final class BatchApplier: Sendable {
         return try await stream(record, c, send, expected: positions)
     }
 
+    /// The command of a record that is applied on its own, its devices read in pages
+    /// (`NotificationHandler.streams`).
     private static func streamed(_ record: DecodedRecord) -> (ProcessorCommand, NotificationRequested)? {
         guard case .command(let c) = record.outcome, let send = c.payload as? NotificationRequested,
               NotificationHandler.streams(send) else { return nil }
