@@ -27,6 +27,19 @@ final class ProgressWatchTests: XCTestCase {
         XCTAssertEqual(watch.observe(positions: [p0: 11], highWatermark: end, now: start + .seconds(19)), [p0])
     }
 
+    func testAPartitionWhoseSendMakesProgressBesideTheLoopDoesNotStall() {
+        var watch = ProgressWatch(stallAfter: .seconds(10))
+        let end: (PartitionKey) -> Int64? = { _ in 100 }
+        _ = watch.observe(positions: [p0: 10], highWatermark: end, now: start)
+        for second in stride(from: 5, through: 60, by: 5) {
+            XCTAssertEqual(watch.observe(positions: [p0: 10], highWatermark: end, moving: [p0], now: start + .seconds(second)), [],
+                           "its send reads pages and publishes windows: progress, though its offset waits for the commit")
+        }
+        XCTAssertEqual(watch.observe(positions: [p0: 10], highWatermark: end, now: start + .seconds(69)), [])
+        XCTAssertEqual(watch.observe(positions: [p0: 10], highWatermark: end, now: start + .seconds(70)), [p0],
+                       "once the send stops making progress, the stall time runs from its last step")
+    }
+
     func testAnIdlePartitionOrOneWithoutAKnownEndNeverStalls() {
         var watch = ProgressWatch(stallAfter: .seconds(1))
         _ = watch.observe(positions: [p0: 5, p1: 5], highWatermark: { $0 == self.p0 ? 5 : nil }, now: start)

@@ -149,6 +149,9 @@ final class StreamBesideTests: ApplierTestCase {
         let sendOffset = Int64(0)
         let heldAt = try await store.offsets(topics: topics.commandTopics)[notification]
         XCTAssertTrue(heldAt == nil || heldAt == sendOffset, "the send's offset is not committed before it is sent")
+        XCTAssertEqual(loop.streamingPartitions, Set(partitions.filter { $0.partition == 0 }),
+                       "its shard's partitions count as making progress while it reads and publishes (`ProgressWatch`)")
+        XCTAssertGreaterThan(applier.streamSteps.withLock { $0 }, 0, "it read its first page")
 
         outbound.open()
         let lateApplied = try await waitForDevice(store, app: a, token: late)
@@ -159,6 +162,7 @@ final class StreamBesideTests: ApplierTestCase {
         XCTAssertGreaterThanOrEqual(offsets[notification] ?? 0, sendOffset + 1, "the send is committed")
         XCTAssertGreaterThanOrEqual(offsets[PartitionKey(topic: topics.registration, partition: 1)] ?? 0, 2, "so is B's registration")
 
+        XCTAssertEqual(loop.streamingPartitions, [], "no send runs any more")
         running.cancel()
         _ = try? await running.value
         await loop.finishStreams(consumer: consumer)

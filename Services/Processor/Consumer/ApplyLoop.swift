@@ -292,6 +292,8 @@ extension ApplyLoop {
         /// its partition it moves from (the records before it are committed).
         var queue: [(record: DecodedRecord, expected: Int64?)] = []
         var running: Task<Void, Never>?
+        /// The shard of the send that runs.
+        var runningShard: Int32?
         /// What the sends that ended committed (their next offsets), or why they failed.
         var ended: [(record: DecodedRecord, result: Result<[PartitionKey: Int64], any Error>)] = []
     }
@@ -307,6 +309,7 @@ extension ApplyLoop {
         streams.withLock { streams in
             guard streams.running == nil, !streams.queue.isEmpty else { return }
             let (record, expected) = streams.queue.removeFirst()
+            streams.runningShard = order.withLock { $0.shard(of: record.partition) }
             // Not a child of the loop: like a batch, a send once started is finished even when
             // the loop is cancelled (`finishStreams` waits for it).
             streams.running = Task {
@@ -318,12 +321,20 @@ extension ApplyLoop {
                 }
                 self.streams.withLock { streams in
                     streams.running = nil
+                    streams.runningShard = nil
                     streams.ended.append((record, result))
                 }
                 // The loop's next turn settles it and releases its shard.
                 consumer.wake()
             }
         }
+    }
+
+    /// The owned partitions of the shard whose send runs beside the loop; empty when none runs.
+    var streamingPartitions: Set<PartitionKey> {
+        guard let shard = streams.withLock({ $0.runningShard }) else { return [] }
+        let owned = book.owned
+        return order.withLock { order in owned.filter { order.shard(of: $0) == shard } }
     }
 
     /// Settles the sends that ended: their offsets go into the book and the group, their shards

@@ -75,6 +75,9 @@ final class BatchApplier: Sendable {
     /// Since when the store has been failing as unavailable (nil: it answered the last call).
     private let unavailableSince = Mutex<ContinuousClock.Instant?>(nil)
     private let outboundCounter = Counter(label: "pushline_processor_outbound_records_total")
+    /// Pages read and windows published by sends read in pages (`stream`): their progress, which
+    /// their partition's offset shows only at their commit (`ProgressWatch`).
+    let streamSteps = Mutex(0)
 
     /// The most outbound records handed to the producer at once (`outboundWindow(forQueue:)`).
     private let outboundWindow: Int
@@ -388,7 +391,9 @@ final class BatchApplier: Sendable {
         let app = sending.command.mobileAppId, part = sending.part
         let window = outboundWindow, parts = appParts, pageSize = devicePageSize
         let read: @Sendable (String?) async throws -> [DeviceRow] = { after in
-            try await self.withRetries { try await self.store.devices(app: app, after: after, limit: pageSize) }
+            let page = try await self.withRetries { try await self.store.devices(app: app, after: after, limit: pageSize) }
+            self.streamSteps.withLock { $0 += 1 }
+            return page
         }
         var records: [OutboundMessage] = []
         records.reserveCapacity(min(window, pageSize))
@@ -407,7 +412,10 @@ final class BatchApplier: Sendable {
                             inFlight -= 1
                         }
                         let full = records, total = sending.sent
-                        group.addTask { try await self.publishWindow(full, of: total) }
+                        group.addTask {
+                            try await self.publishWindow(full, of: total)
+                            self.streamSteps.withLock { $0 += 1 }
+                        }
                         inFlight += 1
                         records.removeAll(keepingCapacity: true)
                     }

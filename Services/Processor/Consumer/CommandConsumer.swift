@@ -128,11 +128,19 @@ public final class CommandConsumer: Service, Sendable {
     /// Updates the consumer lag gauges every second until cancelled, so that a processor that
     /// is idle or stuck (e.g. its store is down) still shows its lag.
     private func reportLag(of consumer: KafkaConsumer) async throws {
+        var steps = loop.applier.streamSteps.withLock { $0 }
         while true {
             let positions = loop.book.positions
             lag.report(positions: positions) { consumer.highWatermark($0.topicPartition) }
             let now = ContinuousClock.now
-            let stuck = watch.withLock { $0.observe(positions: positions, highWatermark: { consumer.highWatermark($0.topicPartition) }, now: now) }
+            // A send read in pages moves its partition's offset only at its commit: while it reads
+            // pages and publishes windows, its shard makes progress.
+            let stepped = loop.applier.streamSteps.withLock { $0 }
+            let moving = stepped != steps ? loop.streamingPartitions : []
+            steps = stepped
+            let stuck = watch.withLock {
+                $0.observe(positions: positions, highWatermark: { consumer.highWatermark($0.topicPartition) }, moving: moving, now: now)
+            }
             let before = stalled.withLock { stalled in
                 defer { stalled = stuck }
                 return stalled

@@ -17,15 +17,17 @@ struct ProgressWatch {
     }
 
     /// Records the stored next offsets of the owned partitions at `now` and returns the stalled
-    /// ones, in key order. Partitions no longer owned are forgotten.
+    /// ones, in key order. Partitions no longer owned are forgotten. `moving`: partitions that
+    /// made progress since the last observation without their offset moving (the shard of a send
+    /// read in pages, while it reads and publishes).
     mutating func observe(positions: [PartitionKey: Int64], highWatermark: (PartitionKey) -> Int64?,
-                          now: ContinuousClock.Instant) -> [PartitionKey] {
+                          moving: Set<PartitionKey> = [], now: ContinuousClock.Instant) -> [PartitionKey] {
         watched = watched.filter { positions[$0.key] != nil }
         var stalled: [PartitionKey] = []
         for (partition, next) in positions {
             let behind = highWatermark(partition).map { $0 > next } ?? false
-            guard let seen = watched[partition], seen.next == next, seen.behind, behind else {
-                // New, moved on, nothing waiting, or records just arrived: the clock starts again.
+            guard let seen = watched[partition], seen.next == next, seen.behind, behind, !moving.contains(partition) else {
+                // New, moved on, nothing waiting, records just arrived, or moving: the clock starts again.
                 watched[partition] = (next, now, behind)
                 continue
             }
