@@ -143,28 +143,25 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
     /// for a localized send, in the counts of the variant `locale` it got (one the send was
     /// sent in: any other is not counted per locale).
     public mutating func recount(from: DeliveryOutcome?, to: DeliveryOutcome, locale: String? = nil) {
-        if let from { self[count: from] -= 1 }
-        self[count: to] += 1
+        outcomes.recount(from: from, to: to)
         guard let locale, sentByLocale?[locale] != nil else { return }
         outcomesByLocale = outcomesByLocale ?? [:]
         outcomesByLocale![locale, default: OutcomeCounts()].recount(from: from, to: to)
     }
 
-    public subscript(count outcome: DeliveryOutcome) -> Int {
-        get {
-            switch outcome {
-            case .delivered: delivered
-            case .failed: failed
-            case .unregistered: unregistered
-            }
-        }
+    /// `delivered`, `failed` and `unregistered` together.
+    public var outcomes: OutcomeCounts {
+        get { OutcomeCounts(delivered: delivered, failed: failed, unregistered: unregistered) }
         set {
-            switch outcome {
-            case .delivered: delivered = newValue
-            case .failed: failed = newValue
-            case .unregistered: unregistered = newValue
-            }
+            delivered = newValue.delivered
+            failed = newValue.failed
+            unregistered = newValue.unregistered
         }
+    }
+
+    public subscript(count outcome: DeliveryOutcome) -> Int {
+        get { outcomes[outcome] }
+        set { outcomes[outcome] = newValue }
     }
 }
 
