@@ -4,6 +4,7 @@ import Foundation
 @testable import Handlers
 import Projections
 import TestSupport
+import WireCodec
 import XCTest
 
 /// `EventOrder`: the order records are released in depends on the log alone, never on how the
@@ -76,12 +77,12 @@ final class EventOrderTests: XCTestCase {
                     let limit = 1 + Int(random.next() % 7)
                     while true {
                         let batch = order.release(limit: limit)
-                        released += batch.map { "\($0.partition)@\($0.offset)" }
+                        released += batch.records.map { "\($0.partition)@\($0.offset)" }
                         if batch.count < limit { break }
                     }
                 }
                 for key in log.keys { XCTAssertTrue(order.close(key)) }
-                released += order.release(limit: .max).map { "\($0.partition)@\($0.offset)" }
+                released += order.release(limit: .max).records.map { "\($0.partition)@\($0.offset)" }
                 XCTAssertEqual(released, reference, "seed \(seed), run \(run)")
             }
         }
@@ -93,7 +94,7 @@ final class EventOrderTests: XCTestCase {
         order.claim(a, next: 3, time: 100)
         order.claim(r, next: 0, time: 0)
         order.add([record(r, 0, at: 90), record(r, 1, at: 150)])
-        XCTAssertEqual(order.release(limit: 10).map(\.offset), [0], "90 is before anything admin may still receive")
+        XCTAssertEqual(order.release(limit: 10).records.map(\.offset), [0], "90 is before anything admin may still receive")
         XCTAssertEqual(order.buffered, 1)
 
         // The admin partition was read to its end (offset 3): a mark there frees the record.
@@ -104,7 +105,7 @@ final class EventOrderTests: XCTestCase {
         XCTAssertFalse(order.markAppended(mark(a, 4, at: 151)), "a record landed before the mark: it must be read first")
         XCTAssertTrue(order.release(limit: 10).isEmpty)
         order.add([record(a, 3, at: 140), mark(a, 4, at: 151)])
-        XCTAssertEqual(order.release(limit: 10).map(\.offset), [3, 4, 1], "a mark at the head of its lane waits for nothing")
+        XCTAssertEqual(order.release(limit: 10).records.map(\.offset), [3, 4, 1], "a mark at the head of its lane waits for nothing")
         XCTAssertTrue(order.marksNeeded(now: 200) { _, _ in true }.isEmpty, "no record waits: no mark begets another")
     }
 
@@ -119,7 +120,7 @@ final class EventOrderTests: XCTestCase {
         let marks = order.marksNeeded(now: 0) { _, _ in true }
         XCTAssertTrue(order.markAppended(mark(a, 3, at: marks[0].time)))
         // The mark is taken as read: it goes first (it waits for nothing), then the record it freed.
-        XCTAssertEqual(order.release(limit: 10).map(\.partition), [a, r])
+        XCTAssertEqual(order.release(limit: 10).records.map(\.partition), [a, r])
         // When it is read back it is dropped as already received, and the lane may be marked again
         // for a later record without waiting for that.
         order.add([mark(a, 3, at: marks[0].time)])
@@ -129,43 +130,120 @@ final class EventOrderTests: XCTestCase {
         XCTAssertEqual(again.map(\.partition), [a])
         XCTAssertEqual(again.first?.time, 301)
         XCTAssertTrue(order.markAppended(mark(a, 4, at: 301)))
-        XCTAssertEqual(order.release(limit: 10).map(\.offset), [4, 1])
+        XCTAssertEqual(order.release(limit: 10).records.map(\.offset), [4, 1])
     }
 
-    func testAHeldShardKeepsItsRecordsWhileTheOtherShardsGoOnInTheirOrder() {
-        // Shard 0 (partition 0 of each topic) holds after its notification at 20; shard 1 goes on.
-        let keys = topics.flatMap { topic in (0..<Int32(2)).map { PartitionKey(topic: topic, partition: $0) } }
-        var order = EventOrder(topics: topics)
-        for key in keys { order.claim(key, next: 0, time: 0) }
-        let n0 = PartitionKey(topic: "notification", partition: 0), r0 = PartitionKey(topic: "registration", partition: 0)
-        let r1 = PartitionKey(topic: "registration", partition: 1), n1 = PartitionKey(topic: "notification", partition: 1)
-        order.add([record(r0, 0, at: 10), record(r0, 1, at: 30), record(n0, 0, at: 20), record(n0, 1, at: 40)])
-        order.add([record(r1, 0, at: 15), record(r1, 1, at: 35), record(n1, 0, at: 25)])
-        // Every other lane shows it has nothing before 1000.
-        for key in keys where ![n0, r0, r1, n1].contains(key) { order.add([mark(key, 0, at: 1_000)]) }
-        order.add([mark(n1, 1, at: 1_000), mark(r1, 2, at: 1_000), mark(r0, 2, at: 1_000), mark(n0, 2, at: 1_000)])
-        let isSend: (DecodedRecord) -> Bool = { $0.partition == n0 && $0.offset == 0 }
-        let first = order.release(limit: 100, holdingAfter: isSend).filter { !$0.isProgressMark }
-        XCTAssertEqual(first.map { "\($0.partition)@\($0.offset)" },
-                       ["\(r0)@0", "\(r1)@0", "\(n0)@0", "\(n1)@0", "\(r1)@1"],
-                       "shard 0 stops after its send; shard 1's later records are not held back by it")
-        XCTAssertEqual(order.held, [0])
-        XCTAssertTrue(order.release(limit: 100, holdingAfter: isSend).filter { !$0.isProgressMark }.isEmpty)
-        XCTAssertTrue(order.marksNeeded(now: 0) { _, _ in true }.isEmpty, "a held shard's waiting records ask for no mark")
-        order.resume(0)
-        XCTAssertEqual(order.release(limit: 100, holdingAfter: isSend).filter { !$0.isProgressMark }.map { "\($0.partition)@\($0.offset)" },
-                       ["\(r0)@1", "\(n0)@1"], "resumed, in its own order")
+    private let decoder = CommandDecoder(registry: .standard())
 
-        // Topics of unequal partition counts are one shard: holding it holds every lane.
-        var single = EventOrder(topics: topics)
-        single.coPartitioned = false
-        for key in [n0, r1] { single.claim(key, next: 0, time: 0) }
-        single.add([record(n0, 0, at: 10), record(r1, 0, at: 20), mark(n0, 1, at: 1_000), mark(r1, 1, at: 1_000)])
-        XCTAssertEqual(single.release(limit: 100, holdingAfter: isSend).map(\.partition), [n0])
-        XCTAssertEqual(single.held, [0])
-        single.drop(n0)
-        single.drop(r1)
-        XCTAssertTrue(single.held.isEmpty, "a shard given up is no longer held")
+    /// A command of `app` at time `at`: a send to its audience (`send`), or a registration.
+    private func command(_ partition: PartitionKey, _ offset: Int64, at: Int64, app: UUID, send: Bool = false) -> DecodedRecord {
+        let payload: any Command = send
+            ? NotificationRequested(deliveryId: UUID(), mobileAppId: app, target: NotificationTarget(audience: "all"),
+                                    content: NotificationContent(title: "t"), managed: false, businessId: nil, tracking: false, kind: .alert)
+            : DeviceRegistrationRequested(registrationRequestId: UUID(), orgId: UUID(), mobileAppId: app, userId: "u", platform: .ios,
+                                          deviceToken: String(repeating: "a", count: 64), apiTokenHash: "h", trackStatus: false, callback: nil)
+        let encoded = try! EncodedCommand(payload, topics: Topics(), id: UUID(), at: EventTime.date(at), encoder: WireJSON.encoder())
+        return DecodedRecord(partition: partition, offset: offset, requestId: nil,
+                             outcome: decoder.decode(type: encoded.type, version: encoded.version, value: encoded.value), type: encoded.type,
+                             value: encoded.value, at: at)
+    }
+
+    private func isSend(_ record: DecodedRecord) -> Bool {
+        guard case .command(let c) = record.outcome else { return false }
+        return c.payload is NotificationRequested
+    }
+
+    private func names(_ records: [DecodedRecord]) -> [String] {
+        records.filter { !$0.isProgressMark }.map { "\($0.partition)@\($0.offset)" }
+    }
+
+    func testAHeldAppPartsRecordsAreReleasedApartWhileTheOtherAppsGoOnInTheirOrder() {
+        // One shard: apps A and B share every lane. A's send at 20 holds A; B goes on.
+        let r = PartitionKey(topic: "registration", partition: 0), n = PartitionKey(topic: "notification", partition: 0)
+        let (a, b) = (UUID(), UUID())
+        var order = EventOrder(topics: topics)
+        for key in topics.map({ PartitionKey(topic: $0, partition: 0) }) { order.claim(key, next: 0, time: 0) }
+        order.add([command(r, 0, at: 10, app: a), command(r, 1, at: 30, app: b), command(r, 2, at: 35, app: a), command(r, 3, at: 45, app: b)])
+        order.add([command(n, 0, at: 20, app: a, send: true), command(n, 1, at: 40, app: b, send: true)])
+        for topic in topics { order.add([mark(PartitionKey(topic: topic, partition: 0), topic == "registration" ? 4 : topic == "notification" ? 2 : 0,
+                                              at: 1_000)]) }
+
+        let first = order.release(limit: 100, startsHold: isSend)
+        XCTAssertEqual(names(first.records), ["\(r)@0"], "the records before the send")
+        XCTAssertEqual(names(first.diverted), ["\(n)@0"], "the send begins its app's hold, and is the last released")
+        let admin = PartitionKey(topic: "admin", partition: 0), tracking = PartitionKey(topic: "tracking", partition: 0)
+        let (heldA, heldB) = (HeldApp(app: a, part: 0), HeldApp(app: b, part: 0))
+        XCTAssertEqual(Set(first.started), [
+            HeldLane(held: heldA, lane: n, next: 0, eventTime: 0), HeldLane(held: heldA, lane: r, next: 1, eventTime: 10),
+            HeldLane(held: heldA, lane: admin, next: 1, eventTime: 1_000), HeldLane(held: heldA, lane: tracking, next: 1, eventTime: 1_000),
+        ], "one row per lane of the shard: where A's records stop being applied, with the lane's time there")
+        XCTAssertEqual(order.held, [heldA: 0])
+
+        let second = order.release(limit: 100, startsHold: isSend)
+        XCTAssertEqual(names(second.records), ["\(r)@1"], "B's records go on in their order")
+        XCTAssertEqual(names(second.diverted), ["\(r)@2", "\(n)@1"], "A's later record is released apart; B's send begins B's hold")
+        XCTAssertEqual(Set(second.started), [
+            HeldLane(held: heldB, lane: n, next: 1, eventTime: 20), HeldLane(held: heldB, lane: r, next: 3, eventTime: 35),
+            HeldLane(held: heldB, lane: admin, next: 1, eventTime: 1_000), HeldLane(held: heldB, lane: tracking, next: 1, eventTime: 1_000),
+        ])
+        let third = order.release(limit: 100, startsHold: isSend)
+        XCTAssertEqual(names(third.diverted), ["\(r)@3"])
+        XCTAssertTrue(names(third.records).isEmpty)
+        XCTAssertEqual(order.held, [heldA: 0, heldB: 0])
+
+        order.resume(heldA)
+        XCTAssertEqual(order.held, [heldB: 0])
+        order.add([command(r, 5, at: 1_100, app: a), mark(r, 6, at: 2_000)])
+        for topic in topics where topic != "registration" { order.add([mark(PartitionKey(topic: topic, partition: 0), topic == "notification" ? 3 : 1, at: 2_000)]) }
+        XCTAssertEqual(names(order.release(limit: 100).records), ["\(r)@5"], "let go, A's records flow with the others'")
+    }
+
+    func testALaneClaimedWithAHeldAppPartReleasesOnlyItsRecordsBelowTheStoredOffset() {
+        // The log of one shard, as the hold above left it: the partitions' offsets are past A's
+        // send and later registration; A's rows say they are not applied.
+        let r = PartitionKey(topic: "registration", partition: 0), n = PartitionKey(topic: "notification", partition: 0)
+        let (a, b) = (UUID(), UUID()), held = HeldApp(app: a, part: 0)
+        let log: [PartitionKey: [DecodedRecord]] = [
+            r: [command(r, 0, at: 10, app: a), command(r, 1, at: 30, app: b), command(r, 2, at: 25, app: a), command(r, 3, at: 45, app: b),
+                command(r, 4, at: 50, app: a)],
+            n: [command(n, 0, at: 20, app: a, send: true), command(n, 1, at: 40, app: b)],
+        ]
+        // Applied: r up to 4 (B's 1 and 3), n up to 2 (B's 1); A's rows: r from 1 at time 10, n from 0.
+        var order = EventOrder(topics: topics)
+        order.claim(r, next: 4, time: 45, held: [HeldLane(held: held, lane: r, next: 1, eventTime: 10),
+                                                 HeldLane(held: held, lane: n, next: 0, eventTime: 0)])
+        order.claim(n, next: 2, time: 40, held: [HeldLane(held: held, lane: r, next: 1, eventTime: 10),
+                                                 HeldLane(held: held, lane: n, next: 0, eventTime: 0)])
+        XCTAssertEqual(order.next(r), 1, "the lane is read again from A's row")
+        XCTAssertEqual(order.next(n), 0)
+        XCTAssertEqual(order.held, [held: 0])
+        XCTAssertTrue(order.caughtUp(HeldApp(app: b, part: 0)), "an app part not held has nothing to catch up")
+
+        order.add(Array(log[r]![1...]))
+        XCTAssertFalse(order.caughtUp(held), "A's records below the stored offsets are not all released yet")
+        order.add(log[n]!)
+        order.add([mark(r, 5, at: 1_000), mark(n, 2, at: 1_000)])
+        let out = order.release(limit: 100)
+        XCTAssertEqual(names(out.diverted), ["\(n)@0", "\(r)@2", "\(r)@4"], "A's records, in their order, again")
+        XCTAssertEqual(out.diverted.map(\.eventTime), [20, 30, 50], "with the times their lanes gave them the first time")
+        XCTAssertTrue(names(out.records).isEmpty, "B's records below the offsets are applied: not released again")
+        XCTAssertTrue(order.caughtUp(held))
+    }
+
+    func testAHoldBegunWhileAnotherIsCaughtUpStartsAtTheStoredOffsetsNotBelow() {
+        // A is held from r@0 (recovered); B's send at n@1, past the stored offsets, holds B from
+        // there: B's records below the stored offsets are applied, so its row on r is not below them.
+        let r = PartitionKey(topic: "registration", partition: 0), n = PartitionKey(topic: "notification", partition: 0)
+        let (a, b) = (UUID(), UUID()), heldA = HeldApp(app: a, part: 0)
+        let rows = [HeldLane(held: heldA, lane: r, next: 0, eventTime: 0), HeldLane(held: heldA, lane: n, next: 1, eventTime: 5)]
+        var order = EventOrder(topics: topics)
+        order.claim(r, next: 3, time: 30, held: rows)
+        order.claim(n, next: 1, time: 5, held: rows)
+        order.add([command(r, 0, at: 10, app: a), command(r, 1, at: 20, app: b), command(r, 2, at: 30, app: a)])
+        order.add([command(n, 1, at: 15, app: b, send: true)])
+        let out = order.release(limit: 100, startsHold: isSend)
+        XCTAssertEqual(names(out.diverted), ["\(r)@0", "\(n)@1"], "A's record at 10, then B's send at 15, the last")
+        XCTAssertEqual(Set(out.started.map { "\($0.lane)@\($0.next)/\($0.eventTime)" }), ["\(r)@3/30", "\(n)@1/5"])
     }
 
     func testALateRecordCountsAsTheLatestTimeOfItsPartition() {
@@ -174,6 +252,6 @@ final class EventOrderTests: XCTestCase {
         order.claim(r, next: 0, time: 500)
         order.add([record(r, 0, at: 400), record(r, 1, at: 700), record(r, 2, at: 600), record(r, 3, at: nil)])
         _ = order.close(r)
-        XCTAssertEqual(order.release(limit: 10).map(\.eventTime), [500, 700, 700, 700])
+        XCTAssertEqual(order.release(limit: 10).records.map(\.eventTime), [500, 700, 700, 700])
     }
 }

@@ -45,13 +45,15 @@ private final class GatedOutbound: OutboundPublisher {
     }
 }
 
-/// A send to an audience is published beside the live loop (`ApplyLoop.Streams`): while it is
-/// sent, only its shard waits; another shard's commands are applied, against a real broker
-/// and a real SQLite store.
+/// A send to an audience is published beside the live loop (`ApplyLoop.Holds`): while it is
+/// sent, only its app part waits, and another app's commands in the same partitions are applied;
+/// a processor that stops meanwhile leaves the hold to the next, which applies the app's
+/// commands once. Against a real broker and a real SQLite store, with every command topic in one
+/// partition, as the stack `make run` starts has them.
 final class StreamBesideTests: ApplierTestCase {
     private let org = UUID(), tokenHash = ApiTokens.hash("t")
 
-    func testWhileABroadcastIsSentOnlyItsShardWaits() async throws {
+    func testWhileABroadcastIsSentOnlyItsAppWaitsAndTheNextProcessorTakesTheHoldOver() async throws {
         try await TestBroker.with { try await run($0) }
     }
 
@@ -60,7 +62,7 @@ final class StreamBesideTests: ApplierTestCase {
     }
 
     /// Produces `commands`, then a progress mark at `marksAt` in each partition `marked` of every command topic.
-    private func produce(_ commands: [(EncodedCommand, partition: Int32)], marksAt: Date, marked: [Int32] = [0, 1],
+    private func produce(_ commands: [(EncodedCommand, partition: Int32)], marksAt: Date, marked: [Int32] = [0],
                          brokers: String) async throws {
         var configuration = KafkaProducerConfiguration()
         configuration.bootstrapServers = brokers
@@ -100,9 +102,9 @@ final class StreamBesideTests: ApplierTestCase {
     }
 
     private func run(_ broker: TestBroker) async throws {
-        try await KafkaAdmin.createTopics(topics.commandTopics.map { ($0, 2) }, bootstrapServers: broker.bootstrapServers)
-        let store = try await ProjectionStoreFactory.open("sqlite:" + directory.appendingPathComponent("beside.sqlite").path,
-                                                          logger: Logger(label: "test"))
+        try await KafkaAdmin.createTopics(topics.commandTopics.map { ($0, 1) }, bootstrapServers: broker.bootstrapServers)
+        let path = "sqlite:" + directory.appendingPathComponent("beside.sqlite").path
+        let store = try await ProjectionStoreFactory.open(path, logger: Logger(label: "test"))
         let log = Logger(label: "test")
         let outbound = GatedOutbound()
         let applier = BatchApplier(store: store, outbound: outbound, verifier: TokenFormatVerifier(), logger: log,
@@ -110,7 +112,7 @@ final class StreamBesideTests: ApplierTestCase {
         let loop = ApplyLoop(store: store, topics: topics.commandTopics, applier: applier, unseenStart: 0, maxBatch: 500,
                              marks: nil, streamsBeside: true, logger: log)
 
-        // App A in shard 0: five devices, a broadcast to them, then one more device. App B in shard 1.
+        // Apps A and B in the one shard: five devices of A, a broadcast to them, then one more device.
         let a = UUID(), b = UUID()
         let tokens = (0..<5).map { String(format: "%064x", $0) }, late = String(repeating: "e", count: 64)
         let send = NotificationRequested(deliveryId: UUID(), mobileAppId: a, target: NotificationTarget(audience: "tag:vip"),
@@ -118,16 +120,16 @@ final class StreamBesideTests: ApplierTestCase {
                                          kind: .alert)
         var first: [(EncodedCommand, partition: Int32)] = [
             (try encoded(AppCreated(orgId: org, mobileAppId: a, name: "a", tokenId: UUID(), tokenHash: tokenHash), at: at), 0),
-            (try encoded(AppCreated(orgId: org, mobileAppId: b, name: "b", tokenId: UUID(), tokenHash: tokenHash), at: at), 1),
+            (try encoded(AppCreated(orgId: org, mobileAppId: b, name: "b", tokenId: UUID(), tokenHash: tokenHash), at: at), 0),
         ]
         for token in tokens { first.append((try encoded(registration(a, token: token), at: at.addingTimeInterval(1)), 0)) }
         first.append((try encoded(send, at: at.addingTimeInterval(2)), 0))
         first.append((try encoded(registration(a, token: late), at: at.addingTimeInterval(3)), 0))
         try await produce(first, marksAt: at.addingTimeInterval(4), brokers: broker.bootstrapServers)
 
-        let partitions = topics.commandTopics.flatMap { topic in (Int32(0)..<2).map { PartitionKey(topic: topic, partition: $0) } }
-        let consumer = try await loop.makeConsumer(KafkaConsumerConfiguration(bootstrapServers: broker.bootstrapServers, groupId: "beside"),
-                                                   partitions: partitions)
+        let partitions = topics.commandTopics.map { PartitionKey(topic: $0, partition: 0) }
+        let configuration = KafkaConsumerConfiguration(bootstrapServers: broker.bootstrapServers, groupId: "beside")
+        let consumer = try await loop.makeConsumer(configuration, partitions: partitions)
         let running = Task { for try await batch in consumer.batches() { _ = try await loop.apply(batch, consumer: consumer) } }
 
         // The broadcast is being published (held at the gate), and B's registration arrives after it.
@@ -138,34 +140,75 @@ final class StreamBesideTests: ApplierTestCase {
         }
         XCTAssertTrue(published, "the broadcast started")
         let bToken = String(repeating: "b", count: 64)
-        try await produce([(try encoded(registration(b, token: bToken), at: at.addingTimeInterval(5)), 1)],
-                          marksAt: at.addingTimeInterval(6), marked: [1], brokers: broker.bootstrapServers)
+        try await produce([(try encoded(registration(b, token: bToken), at: at.addingTimeInterval(5)), 0)],
+                          marksAt: at.addingTimeInterval(6), brokers: broker.bootstrapServers)
 
         let applied = try await waitForDevice(store, app: b, token: bToken)
-        XCTAssertTrue(applied, "the other shard's registration was applied while the broadcast was being sent")
+        XCTAssertTrue(applied, "another app's registration in the same partitions was applied while the broadcast was being sent")
         let aDevices = try await store.devices(app: a, after: nil, limit: 100).map(\.deviceToken)
-        XCTAssertFalse(aDevices.contains(late), "the broadcasting shard's later command waits for it")
+        XCTAssertFalse(aDevices.contains(late), "the broadcasting app's later command waits for it")
         let notification = PartitionKey(topic: topics.notification, partition: 0)
-        let sendOffset = Int64(0)
-        let heldAt = try await store.offsets(topics: topics.commandTopics)[notification]
-        XCTAssertTrue(heldAt == nil || heldAt == sendOffset, "the send's offset is not committed before it is sent")
-        XCTAssertEqual(loop.streamingPartitions, Set(partitions.filter { $0.partition == 0 }),
-                       "its shard's partitions count as making progress while it reads and publishes (`ProgressWatch`)")
+        let registrationLane = PartitionKey(topic: topics.registration, partition: 0)
+        let offsets = try await store.offsets(topics: topics.commandTopics)
+        XCTAssertGreaterThan(offsets[notification] ?? 0, 0, "the partitions' offsets are past the send")
+        XCTAssertGreaterThanOrEqual(offsets[registrationLane] ?? 0, 8, "and past A's later registration (5) and B's (7)")
+        let held = HeldApp(app: a, part: 0)
+        let rows = try await store.heldLanes(topics: topics.commandTopics)
+        XCTAssertEqual(Set(rows.map(\.lane)), Set(partitions), "A is held on every lane of its shard")
+        XCTAssertEqual(rows.first { $0.lane == notification }?.next, 0, "from its send")
+        XCTAssertEqual(rows.first { $0.lane == registrationLane }?.next, 5, "and its later registration")
+        XCTAssertTrue(rows.allSatisfy { $0.held == held })
+        XCTAssertTrue(loop.heldProgress.contains { $0.runsSend }, "its send counts as making progress while it runs (`ProgressWatch`)")
         XCTAssertGreaterThan(applier.streamSteps.withLock { $0 }, 0, "it read its first page")
 
-        outbound.open()
-        let lateApplied = try await waitForDevice(store, app: a, token: late)
-        XCTAssertTrue(lateApplied, "once sent, its shard goes on")
-        XCTAssertEqual(outbound.messages.map(\.deviceToken).sorted(), tokens,
-                       "the broadcast reached the devices before it in the event order, once each")
-        let offsets = try await store.offsets(topics: topics.commandTopics)
-        XCTAssertGreaterThanOrEqual(offsets[notification] ?? 0, sendOffset + 1, "the send is committed")
-        XCTAssertGreaterThanOrEqual(offsets[PartitionKey(topic: topics.registration, partition: 1)] ?? 0, 2, "so is B's registration")
-
-        XCTAssertEqual(loop.streamingPartitions, [], "no send runs any more")
+        // The processor stops, as if it crashed, in the middle of the send: nothing of A's is
+        // committed. The next one takes the hold over from the store.
         running.cancel()
         _ = try? await running.value
-        await loop.finishStreams(consumer: consumer)
         await consumer.close()
+        let stopped = try await store.offsets(topics: topics.commandTopics)
+        let nextOutbound = RecordingOutbound()
+        let nextStore = try await ProjectionStoreFactory.open(path, logger: log)
+        let nextLoop = ApplyLoop(store: nextStore, topics: topics.commandTopics,
+                                 applier: BatchApplier(store: nextStore, outbound: nextOutbound, verifier: TokenFormatVerifier(), logger: log,
+                                                       devicePageSize: 2),
+                                 unseenStart: 0, maxBatch: 500, marks: nil, streamsBeside: true, logger: log)
+        let nextConsumer = try await nextLoop.makeConsumer(configuration, partitions: partitions)
+        let next = Task { for try await batch in nextConsumer.batches() { _ = try await nextLoop.apply(batch, consumer: nextConsumer) } }
+
+        let lateApplied = try await waitForDevice(nextStore, app: a, token: late)
+        XCTAssertTrue(lateApplied, "the next processor applied A's held commands")
+        for _ in 0..<600 where !(try await nextStore.heldLanes(topics: topics.commandTopics).isEmpty) {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let left = try await nextStore.heldLanes(topics: topics.commandTopics)
+        XCTAssertEqual(left, [], "once drained, the hold is let go")
+        XCTAssertEqual(nextOutbound.messages.map(\.deviceToken).sorted(), tokens,
+                       "the broadcast reached the devices before it in the event order, once each")
+        let delivery = try await nextStore.delivery(app: a, deliveryId: send.deliveryId)
+        XCTAssertEqual(delivery?.sent, 5)
+        let nextOffsets = try await nextStore.offsets(topics: topics.commandTopics)
+        XCTAssertEqual(nextOffsets, stopped, "the others' records were not applied again")
+
+        // The first processor's send, still at the gate, finds its rows gone: it commits nothing.
+        outbound.open()
+        for _ in 0..<100 where outbound.messages.count < tokens.count { try await Task.sleep(for: .milliseconds(50)) }
+        try await Task.sleep(for: .milliseconds(300))
+        let after = try await nextStore.delivery(app: a, deliveryId: send.deliveryId)
+        XCTAssertEqual(after?.sent, 5, "a stale send's commit is refused by the rows' compare-and-set")
+
+        // A's later commands flow with the others' again.
+        let again = String(repeating: "f", count: 64)
+        try await produce([(try encoded(registration(a, token: again), at: at.addingTimeInterval(7)), 0)],
+                          marksAt: at.addingTimeInterval(8), brokers: broker.bootstrapServers)
+        let againApplied = try await waitForDevice(nextStore, app: a, token: again)
+        XCTAssertTrue(againApplied)
+        XCTAssertEqual(nextLoop.heldProgress.count, 0)
+
+        next.cancel()
+        _ = try? await next.value
+        await nextLoop.finishHolds()
+        await loop.finishHolds()
+        await nextConsumer.close()
     }
 }

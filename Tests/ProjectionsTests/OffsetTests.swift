@@ -178,6 +178,44 @@ import Testing
             #expect(none == [:])
         }
     }
+    /// A held app part's rows are offset rows of their own: read apart from the partitions',
+    /// moved by compare-and-set, and deleted by an update that says so.
+    @Test(arguments: StoreBackend.allCases)
+    func testAHeldAppPartsRowsAreMovedByCompareAndSetAndDeleted(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let lane = Fixture.partition(0, topic: registration), other = Fixture.partition(0, topic: admin)
+            let held = HeldApp(app: UUID(), part: 1)
+            try await store.commit(mutations: [], offsets: [
+                OffsetUpdate(partition: lane, expected: nil, next: 30, eventTime: 900),
+                OffsetUpdate(partition: held.key(on: lane), expected: nil, next: 12, eventTime: 400),
+                OffsetUpdate(partition: held.key(on: other), expected: nil, next: 5, eventTime: 300),
+            ])
+            #expect(try await store.offsets(topics: [registration]) == [lane: 30], "the partition's own offset, not the held row")
+            #expect(Set(try await store.heldLanes(topics: [registration, admin])) == [
+                HeldLane(held: held, lane: lane, next: 12, eventTime: 400), HeldLane(held: held, lane: other, next: 5, eventTime: 300),
+            ])
+            #expect(try await store.heldLanes(topics: [admin]).map(\.lane) == [other])
+
+            await h.assertThrows(.offsetConflict([held.key(on: lane)])) {
+                try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: held.key(on: lane), expected: 11, next: 13)])
+            }
+            try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: held.key(on: lane), expected: 12, next: 20, eventTime: 500)])
+            await h.assertThrows(.offsetConflict([held.key(on: other)])) {
+                try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: held.key(on: other), expected: 4, next: OffsetUpdate.deleted)])
+            }
+            try await store.commit(mutations: [], offsets: [
+                OffsetUpdate(partition: held.key(on: lane), expected: 20, next: OffsetUpdate.deleted),
+                OffsetUpdate(partition: held.key(on: other), expected: 5, next: OffsetUpdate.deleted),
+            ])
+            #expect(try await store.heldLanes(topics: [registration, admin]).isEmpty)
+            #expect(try await store.offsets(topics: [registration]) == [lane: 30])
+            // A row deleted may be held again from nothing.
+            try await store.commit(mutations: [], offsets: [OffsetUpdate(partition: held.key(on: lane), expected: nil, next: 31, eventTime: 1)])
+            #expect(try await store.heldLanes(topics: [registration]).map(\.next) == [31])
+        }
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func testOfTwoStoresOnOneFileOnlyOneMovesAPartitionFromTheSameOffset(_ backend: StoreBackend) async throws {
         try await withStoreHarness(backend) { h in

@@ -35,10 +35,10 @@ final class ApplyLoop: Sendable {
     private let shortOfEnd = Mutex<[PartitionKey: (next: Int64, since: ContinuousClock.Instant)]>([:])
     /// Records read from the log (progress marks and records read again after a seek included).
     private let fetched = Counter(label: "pushline_processor_records_fetched_total")
-    /// Whether a send read in pages runs beside the loop (`Streams`), holding only its shard
-    /// back; otherwise it is applied in its batch, and everything waits for it.
+    /// Whether a send read in pages runs beside the loop, holding only its app part back
+    /// (`Holds`); otherwise it is applied in its batch, and everything waits for it.
     private let streamsBeside: Bool
-    private let streams = Mutex(Streams())
+    private let holds = Mutex(Holds())
 
     init(store: any BatchStore, topics: [String], applier: BatchApplier, unseenStart: Int64?, maxBatch: Int,
          marks: ProgressMarks?, streamsBeside: Bool = false, logger: Logger) {
@@ -75,22 +75,37 @@ final class ApplyLoop: Sendable {
                           startingAt: try await claim(partitions), logger: logger)
     }
 
-    /// Takes `keys` into the book and returns where each starts: at its stored offset.
+    /// Takes `keys` into the book and returns where each starts: at its stored offset, or
+    /// before it, at the row of an app part held there (`Holds`).
     private func claim(_ keys: [PartitionKey]) async throws -> [TopicPartition: Int64] {
         let stored = try await store.offsets(topics: topics)
         let times = try await store.eventTimes(topics: topics)
+        let held = try await heldLanes(of: keys)
         book.assign(keys, stored: stored)
         order.withLock { order in
-            for k in keys { order.claim(k, next: stored[k] ?? unseenStart ?? 0, time: times[k] ?? 0) }
+            for k in keys { order.claim(k, next: stored[k] ?? unseenStart ?? 0, time: times[k] ?? 0, held: held) }
         }
+        adoptHolds(held)
         logger.info("partitions assigned", metadata: ["partitions": "\(keys.map(\.description))"])
         var start: [TopicPartition: Int64] = [:]
-        for k in keys { if let o = stored[k] ?? unseenStart { start[k.topicPartition] = o } }
+        for k in keys {
+            guard let o = stored[k] ?? unseenStart else { continue }
+            start[k.topicPartition] = held.filter { $0.lane == k }.map(\.next).reduce(o, min)
+        }
         return start
     }
 
+    /// The rows of the app parts held on `keys`. Only a live processor holds app parts; a rebuild
+    /// into a store that has such rows (restored from a serving store's changelog) stops.
+    private func heldLanes(of keys: [PartitionKey]) async throws -> [HeldLane] {
+        let wanted = Set(keys)
+        let held = try await store.heldLanes(topics: topics).filter { wanted.contains($0.lane) }
+        if !streamsBeside, let first = held.first { throw HeldLanesInRebuild(lane: first) }
+        return held
+    }
+
     /// Lets `partitions` go (the lease is gone): nothing of them is admitted or ordered any more,
-    /// and the next claim starts afresh from the store.
+    /// and the next claim starts afresh from the store (`finishHolds` has let their holds go).
     func release(_ partitions: [PartitionKey]) {
         book.revoke(partitions)
         order.withLock { order in for p in partitions { order.drop(p) } }
@@ -130,12 +145,12 @@ final class ApplyLoop: Sendable {
             // comes next: only commands make a partition count as busy.
             lastArrival.withLock { last in for record in records where record.type != ProgressMark.type { last[record.partition] = now } }
         }
-        var applied = try await settleStreams(consumer: consumer)
+        var applied = try await settleHolds(consumer: consumer)
         let applier = self.applier, beside = streamsBeside
         while true {
             let released = order.withLock { $0.release(limit: maxBatch) { beside && applier.streams($0) } }
             if !released.isEmpty, try await apply(released, consumer: consumer, check: check) { applied = true }
-            if released.count == maxBatch { continue }
+            if released.count == maxBatch || !released.started.isEmpty { continue }
             appendMarks(consumer: consumer)
             return applied
         }
@@ -218,181 +233,282 @@ final class ApplyLoop: Sendable {
         }
     }
 
-    /// Applies released records the book admits, in one store transaction, and commits their
-    /// offsets to the group.
-    private func apply(_ records: [DecodedRecord], consumer: KafkaConsumer,
+    /// Applies released records: those the book admits in one store transaction, with their
+    /// offsets, and commits them to the group. The records of held app parts go to their holds'
+    /// queues once the partitions' offsets are past them and the rows of a hold begun here are
+    /// stored (`Holds`).
+    private func apply(_ released: EventOrder.Released, consumer: KafkaConsumer,
                        check: ([DecodedRecord], [PartitionKey: Int64]) throws -> Void) async throws -> Bool {
-        var records = records
+        var released = released
         while true {
-            let (admitted, expected) = book.admit(records)
-            guard !admitted.isEmpty else { return false }
-            try PartMismatch.check(admitted, parts: applier.appParts)
-            try MessageKeyMissing.check(admitted, keys: applier.messageIdKeys)
+            let owned = book.owned
+            released.diverted.removeAll { !owned.contains($0.partition) }
+            let (admitted, expected) = book.admit(released.records)
+            guard !admitted.isEmpty || !released.diverted.isEmpty else { return false }
+            try PartMismatch.check(admitted + released.diverted, parts: applier.appParts)
+            try MessageKeyMissing.check(admitted + released.diverted, keys: applier.messageIdKeys)
             try check(admitted, expected)
-            // A send read in pages (released as its shard's last) goes beside the loop once the
-            // records before it are committed.
-            let beside = streamsBeside ? admitted.filter(applier.streams) : []
-            let batch = beside.isEmpty ? admitted : admitted.filter { !applier.streams($0) }
+            try check(released.diverted, book.stored(released.diverted.map(\.partition)))
             do {
                 // A batch once started is finished even when shutdown cancels the loop: its outbound
                 // records may be out already, and stopping before its commit would send them again
                 // on restart. (An unstructured task does not inherit the cancellation.)
                 let applier = self.applier
-                var positions = expected
-                if !batch.isEmpty {
-                    let committed = try await Task { try await applier.apply(batch, expected: expected) }.value
-                    positions.merge(committed) { $1 }
+                if !admitted.isEmpty {
+                    let committed = try await Task { try await applier.apply(admitted, expected: expected) }.value
                     book.update(committed)
                     consumer.commit(Dictionary(uniqueKeysWithValues: committed.map { ($0.key.topicPartition, $0.value) }))
-                    Counter(label: "pushline_processor_records_consumed_total").increment(by: batch.count)
+                    Counter(label: "pushline_processor_records_consumed_total").increment(by: admitted.count)
                 }
-                for record in beside { startStream(record, expected: positions[record.partition], consumer: consumer) }
+                if !released.diverted.isEmpty { try await pass(released.diverted, starting: released.started, consumer: consumer) }
                 return true
             } catch ProjectionStoreError.offsetConflict(let partitions) {
                 // Another processor applied these partitions meanwhile: believe the store, read on
-                // from where it says, and apply the rest of the batch.
-                // A shard held for a send in this batch goes back whole to the store's offsets,
-                // and its send is released again with it.
-                var again = Set(partitions)
-                let shards = order.withLock { order in Set(partitions.map { order.shard(of: $0) }).intersection(order.held) }
-                if !shards.isEmpty {
-                    let owned = book.owned
-                    order.withLock { order in again.formUnion(owned.filter { shards.contains(order.shard(of: $0)) }) }
-                }
-                try await reclaim(Array(again), consumer: consumer)
-                order.withLock { order in for shard in shards { order.resume(shard) } }
-                records.removeAll { again.contains($0.partition) }
+                // from where it says, and apply the rest of the batch. Their shards are claimed
+                // again whole, with the app parts held there (a hold begun here among them, if
+                // its rows were not stored).
+                let shards = try await reclaim(shardsOf: partitions, consumer: consumer)
+                let startedShard = released.started.first.map { l in order.withLock { $0.shard(of: l.lane) } }
+                if let startedShard, shards.contains(startedShard) { released.started = [] }
+                let inShards = { (r: DecodedRecord) in shards.contains(self.order.withLock { $0.shard(of: r.partition) }) }
+                released.records.removeAll(where: inShards)
+                released.diverted.removeAll(where: inShards)
             }
         }
     }
 
-    /// Believes the store's offsets for `partitions`, which another processor moved: the book,
-    /// the order and the consumer go on from there.
-    fileprivate func reclaim(_ partitions: [PartitionKey], consumer: KafkaConsumer) async throws {
+    /// Moves the partitions' offsets past `diverted`, records of held app parts, storing the rows
+    /// of the hold `started` begins in the same transaction, and hands the records to their holds.
+    /// The order matters on a crash: a record whose partition's offset is past it is applied
+    /// again only through its app part's row, which must be stored by then.
+    private func pass(_ diverted: [DecodedRecord], starting started: [HeldLane], consumer: KafkaConsumer) async throws {
+        var past: [PartitionKey: (next: Int64, time: Int64)] = [:]
+        for record in diverted { past[record.partition] = (record.offset + 1, record.eventTime) }
+        let stored = book.stored(Array(past.keys))
+        var updates = started.map { OffsetUpdate(partition: $0.held.key(on: $0.lane), expected: nil, next: $0.next, eventTime: $0.eventTime) }
+        for (partition, position) in past where position.next > stored[partition] ?? .min {
+            updates.append(OffsetUpdate(partition: partition, expected: stored[partition], next: position.next, eventTime: position.time))
+        }
+        if !updates.isEmpty {
+            let store = self.store
+            try await Task { try await store.commit(mutations: [], offsets: updates) }.value
+            let moved = Dictionary(uniqueKeysWithValues: updates.filter { HeldLane.parse($0.partition) == nil }.map { ($0.partition, $0.next) })
+            book.update(moved)
+            consumer.commit(Dictionary(uniqueKeysWithValues: moved.map { ($0.key.topicPartition, $0.value) }))
+        }
+        if !started.isEmpty {
+            logger.info("a send read in pages holds its app part: its later commands are applied beside the loop", metadata: [
+                "app_part": "\(started[0].held)", "lanes": "\(started.map { "\($0.lane)@\($0.next)" })",
+            ])
+        }
+        enqueue(diverted, starting: started, consumer: consumer)
+    }
+
+    /// Believes the store's offsets, and its rows of held app parts, for the lanes of the shards
+    /// of `partitions`, which another processor moved: the book, the order, the holds and the
+    /// consumer go on from there. Returns the shards.
+    fileprivate func reclaim(shardsOf partitions: [PartitionKey], consumer: KafkaConsumer) async throws -> Set<Int32> {
+        let shards = order.withLock { order in Set(partitions.map { order.shard(of: $0) }) }
         logger.warning("offset conflict; re-reading stored offsets", metadata: ["partitions": "\(partitions.map(\.description))"])
+        await finishHolds(in: shards)
+        let owned = book.owned
+        let lanes = order.withLock { order in owned.filter { shards.contains(order.shard(of: $0)) } }
         let stored = try await store.offsets(topics: topics)
         let times = try await store.eventTimes(topics: topics)
+        let held = try await heldLanes(of: Array(lanes))
         var moved: [PartitionKey: Int64] = [:]
-        for p in partitions { moved[p] = stored[p] ?? 0 }
+        for p in lanes { moved[p] = stored[p] ?? 0 }
         book.update(moved)
         order.withLock { order in
-            for (p, o) in moved where order.claimed.contains(p) { order.claim(p, next: o, time: times[p] ?? 0) }
+            for shard in shards { order.dropHolds(of: shard) }
+            for (p, o) in moved where order.claimed.contains(p) { order.claim(p, next: o, time: times[p] ?? 0, held: held) }
         }
-        for (p, o) in moved where book.owned.contains(p) { try? consumer.seek(p.topicPartition, to: o) }
+        adoptHolds(held)
+        for (p, o) in moved where book.owned.contains(p) {
+            try? consumer.seek(p.topicPartition, to: held.filter { $0.lane == p }.map(\.next).reduce(o, min))
+        }
+        return shards
+    }
+}
+
+/// A rebuild found rows of app parts held beside a live processor's loop: only a live processor
+/// applies their commands.
+struct HeldLanesInRebuild: Error, CustomStringConvertible {
+    var lane: HeldLane
+
+    var description: String {
+        "the store holds app part \(lane.held) beside the loop on \(lane.lane) (from offset \(lane.next)): a live processor was "
+            + "applying its commands after a send read in pages. Start a processor on this store to finish them, then rebuild."
     }
 }
 
 extension ApplyLoop {
-    /// The sends read in pages beside the loop (`BatchApplier.applyStream`): one at a time, so
-    /// that its two windows in flight and the loop's own fit the producer's queue together. A
-    /// send's shard is held in the order from its release until its commit is settled; the other
-    /// shards go on meanwhile.
-    struct Streams {
-        /// The sends released and not started, in release order, each with the stored offset of
-        /// its partition it moves from (the records before it are committed).
-        var queue: [(record: DecodedRecord, expected: Int64?)] = []
-        var running: Task<Void, Never>?
-        /// The shard of the send that runs.
-        var runningShard: Int32?
-        /// What the sends that ended committed (their next offsets), or why they failed.
-        var ended: [(record: DecodedRecord, result: Result<[PartitionKey: Int64], any Error>)] = []
+    /// The app parts held beside the loop. From a send read in pages on, its app part's records
+    /// are applied in a queue of their own, in their order, while the loop goes on with the other
+    /// apps' records (docs/ARCHITECTURE.md#a-send-read-in-pages-holds-only-its-app).
+    ///
+    /// A hold is in the store as one row per lane of its shard (`HeldLane`): the partitions'
+    /// offsets move past the held records, and the rows say which of them are not applied yet.
+    /// Each commit of a queue moves its rows by compare-and-set, as the offsets move. A hold whose
+    /// queue is drained, once every record it must apply again after a claim is released, is let
+    /// go by the loop: its rows are deleted, and its records flow with the others' again.
+    ///
+    /// A send runs at a time, so that its two windows in flight and the loop's own fit the
+    /// producer's queue together; the other queues apply their records meanwhile.
+    struct Holds {
+        struct Queue {
+            var shard: Int32
+            /// The stored rows of the hold, by lane: what its next commit expects.
+            var next: [PartitionKey: Int64]
+            var pending: [DecodedRecord] = []
+            var running: Task<Void, Never>?
+            var runsSend = false
+            /// Commits made; what the stall watch sees move (`heldProgress`).
+            var steps = 0
+            /// Why the last step failed; the loop settles it.
+            var failure: (any Error)?
+        }
+
+        var queues: [HeldApp: Queue] = [:]
+        var sendRunning = false
+        /// Steps ended since the loop last looked (`settleHolds`).
+        var ended = 0
     }
 
-    /// Queues `record`, a send whose shard the order now holds, and starts it if none runs.
-    fileprivate func startStream(_ record: DecodedRecord, expected: Int64?, consumer: KafkaConsumer) {
-        streams.withLock { $0.queue.append((record, expected)) }
-        runNextStream(consumer: consumer)
+    /// Takes over the holds found in the store when their lanes were claimed.
+    fileprivate func adoptHolds(_ rows: [HeldLane]) {
+        guard !rows.isEmpty else { return }
+        holds.withLock { holds in
+            for row in rows {
+                let shard = order.withLock { $0.shard(of: row.lane) }
+                holds.queues[row.held, default: Holds.Queue(shard: shard, next: [:])].next[row.lane] = row.next
+            }
+        }
+        logger.info("app parts held beside the loop taken over", metadata: [
+            "app_parts": "\(Set(rows.map(\.held)).map(\.description).sorted())",
+        ])
     }
 
-    private func runNextStream(consumer: KafkaConsumer) {
-        let applier = self.applier
-        streams.withLock { streams in
-            guard streams.running == nil, !streams.queue.isEmpty else { return }
-            let (record, expected) = streams.queue.removeFirst()
-            streams.runningShard = order.withLock { $0.shard(of: record.partition) }
-            // Not a child of the loop: like a batch, a send once started is finished even when
-            // the loop is cancelled (`finishStreams` waits for it).
-            streams.running = Task {
-                let result: Result<[PartitionKey: Int64], any Error>
-                do {
-                    result = .success(try await applier.applyStream(record, expected: expected))
-                } catch {
-                    result = .failure(error)
+    /// Queues `records` to their holds, after the hold `started` begins, and runs what may run.
+    fileprivate func enqueue(_ records: [DecodedRecord], starting started: [HeldLane], consumer: KafkaConsumer) {
+        holds.withLock { holds in
+            if let first = started.first {
+                let shard = order.withLock { $0.shard(of: first.lane) }
+                holds.queues[first.held] = Holds.Queue(shard: shard, next: Dictionary(started.map { ($0.lane, $0.next) }) { $1 })
+            }
+            for record in records {
+                guard let app = record.heldApp else { continue }
+                holds.queues[app]?.pending.append(record)
+            }
+        }
+        runHolds(consumer: consumer)
+    }
+
+    /// Starts a step of every queue that has records and none running: the records up to its
+    /// next send in one transaction, or that send, if no other send runs.
+    private func runHolds(consumer: KafkaConsumer) {
+        let applier = self.applier, maxBatch = self.maxBatch
+        holds.withLock { holds in
+            for (app, queue) in holds.queues where queue.running == nil && queue.failure == nil && !queue.pending.isEmpty {
+                let isSend = applier.streams(queue.pending[0])
+                if isSend && holds.sendRunning { continue }
+                let count = isSend ? 1 : min(maxBatch, queue.pending.prefix { !applier.streams($0) }.count)
+                let records = Array(queue.pending.prefix(count))
+                holds.queues[app]!.pending.removeFirst(count)
+                holds.queues[app]!.runsSend = isSend
+                if isSend { holds.sendRunning = true }
+                let expected = queue.next
+                // Not a child of the loop: like a batch, a step once started is finished even when
+                // the loop is cancelled (`finishHolds` waits for it).
+                holds.queues[app]!.running = Task {
+                    let result: Result<[PartitionKey: Int64], any Error>
+                    do {
+                        result = .success(try await applier.apply(records, expected: expected, held: app))
+                    } catch {
+                        result = .failure(error)
+                    }
+                    self.holds.withLock { holds in
+                        if isSend { holds.sendRunning = false }
+                        holds.ended += 1
+                        guard holds.queues[app] != nil else { return }
+                        holds.queues[app]!.running = nil
+                        holds.queues[app]!.runsSend = false
+                        switch result {
+                        case .success(let next):
+                            holds.queues[app]!.next.merge(next) { $1 }
+                            holds.queues[app]!.steps += 1
+                        case .failure(let error):
+                            holds.queues[app]!.failure = error
+                        }
+                    }
+                    if case .success = result {
+                        Counter(label: "pushline_processor_records_consumed_total").increment(by: records.count)
+                        self.runHolds(consumer: consumer)
+                    }
+                    // The loop's next turn lets a drained hold go, or settles a failure.
+                    consumer.wake()
                 }
-                self.streams.withLock { streams in
-                    streams.running = nil
-                    streams.runningShard = nil
-                    streams.ended.append((record, result))
-                }
-                // The loop's next turn settles it and releases its shard.
-                consumer.wake()
             }
         }
     }
 
-    /// The owned partitions of the shard whose send runs beside the loop; empty when none runs.
-    var streamingPartitions: Set<PartitionKey> {
-        guard let shard = streams.withLock({ $0.runningShard }) else { return [] }
-        let owned = book.owned
-        return order.withLock { order in owned.filter { order.shard(of: $0) == shard } }
+    /// Lets go the holds whose queues are drained and that have nothing left to apply again
+    /// (their rows are deleted, and their records flow with the others' again), and settles the
+    /// steps that failed: a conflict (another processor took the shard) claims the shard again
+    /// from the store; any other failure stops the loop, as a batch's does. Returns whether a
+    /// queue applied anything since the last turn.
+    fileprivate func settleHolds(consumer: KafkaConsumer) async throws -> Bool {
+        let (ended, failed, drained) = holds.withLock { holds in
+            defer { holds.ended = 0 }
+            let failed = holds.queues.compactMap { app, queue in queue.failure.map { (app, queue.shard, $0) } }
+            let drained = holds.queues.filter { $0.value.running == nil && $0.value.pending.isEmpty && $0.value.failure == nil }
+            return (holds.ended, failed, drained)
+        }
+        for (app, shard, error) in failed {
+            guard case ProjectionStoreError.offsetConflict = error else { throw error }
+            logger.warning("a held app part's rows moved underneath; claiming its shard again", metadata: ["app_part": "\(app)"])
+            let lanes = order.withLock { order in book.owned.filter { order.shard(of: $0) == shard } }
+            _ = try await reclaim(shardsOf: Array(lanes), consumer: consumer)
+        }
+        for (app, queue) in drained where order.withLock({ $0.caughtUp(app) }) {
+            let deletes = queue.next.map { OffsetUpdate(partition: app.key(on: $0.key), expected: $0.value, next: OffsetUpdate.deleted) }
+            do {
+                try await store.commit(mutations: [], offsets: deletes)
+            } catch ProjectionStoreError.offsetConflict(let partitions) {
+                _ = try await reclaim(shardsOf: partitions.compactMap { HeldLane.parse($0)?.lane }, consumer: consumer)
+                continue
+            }
+            holds.withLock { $0.queues[app] = nil }
+            order.withLock { $0.resume(app) }
+            logger.info("a held app part is let go: its commands flow with the others' again", metadata: ["app_part": "\(app)"])
+        }
+        return ended > 0
     }
 
-    /// Settles the sends that ended: their offsets go into the book and the group, their shards
-    /// are released again, and the next send starts. A send whose offset another processor moved
-    /// gives its shard back to the store's offsets; any other failure stops the loop, as a
-    /// batch's does. Returns whether one was applied.
-    fileprivate func settleStreams(consumer: KafkaConsumer) async throws -> Bool {
-        let ended = streams.withLock { streams in
-            defer { streams.ended.removeAll() }
-            return streams.ended
-        }
-        guard !ended.isEmpty else { return false }
-        var applied = false
-        for (record, result) in ended {
-            let shard = order.withLock { $0.shard(of: record.partition) }
-            switch result {
-            case .success(let committed):
-                book.update(committed)
-                consumer.commit(Dictionary(uniqueKeysWithValues: committed.map { ($0.key.topicPartition, $0.value) }))
-                Counter(label: "pushline_processor_records_consumed_total").increment()
-                applied = true
-            case .failure(ProjectionStoreError.offsetConflict):
-                let owned = book.owned
-                let partitions = order.withLock { order in owned.filter { order.shard(of: $0) == shard } }
-                try await reclaim(Array(partitions), consumer: consumer)
-            case .failure(let error):
-                throw error
+    /// Where each hold stands, by its rows' names (`HeldApp.key(on:)`), with the commits its
+    /// queue made and whether a send of it runs: what `/health` watches beside the partitions.
+    var heldProgress: [(key: PartitionKey, lane: PartitionKey, next: Int64, steps: Int, runsSend: Bool)] {
+        holds.withLock { holds in
+            holds.queues.flatMap { app, queue in
+                queue.next.map { (app.key(on: $0.key), $0.key, $0.value, queue.steps, queue.runsSend) }
             }
-            order.withLock { $0.resume(shard) }
         }
-        runNextStream(consumer: consumer)
-        return applied
     }
 
-    /// Waits for the send that runs (a send once started is finished, as a batch is) and puts
-    /// its offsets in the book; the sends queued behind it are left to whoever applies their
-    /// shards next. Called when the loop stops or gives its shards up.
-    func finishStreams(consumer: KafkaConsumer) async {
-        let running = streams.withLock { streams in
-            streams.queue.removeAll()
-            return streams.running
-        }
-        await running?.value
-        let ended = streams.withLock { streams in
-            defer { streams = Streams() }
-            return streams.ended
-        }
-        for (record, result) in ended {
-            switch result {
-            case .success(let committed):
-                book.update(committed)
-                consumer.commit(Dictionary(uniqueKeysWithValues: committed.map { ($0.key.topicPartition, $0.value) }))
-            case .failure(let error):
-                logger.warning("a send read in pages was not committed; its shard's next owner applies it", metadata: [
-                    "partition": "\(record.partition)", "offset": "\(record.offset)", "error": "\(error)",
-                ])
+    /// Waits for the steps that run (a step once started is finished, as a batch is) and forgets
+    /// the holds of `shards` (all when nil) with their queued records: whoever claims their lanes
+    /// next takes them over from the store. Called when the loop stops, gives its shards up, or
+    /// claims them again.
+    func finishHolds(in shards: Set<Int32>? = nil) async {
+        let running = holds.withLock { holds in
+            var running: [Task<Void, Never>] = []
+            for (app, queue) in holds.queues where shards.map({ $0.contains(queue.shard) }) ?? true {
+                if let task = queue.running { running.append(task) }
+                holds.queues[app] = nil
             }
+            return running
         }
+        for task in running { await task.value }
     }
 }
 

@@ -37,6 +37,15 @@ struct DecodedRecord: Sendable {
     var at: Int64?
     /// The partition's event time at this record (`EventOrder`), set when it is ordered.
     var eventTime: Int64 = 0
+    /// The partition's event time before this record, set with `eventTime`.
+    var timeBefore: Int64 = 0
+
+    /// The app part of the command, which a send read in pages holds (`EventOrder`); nil for a
+    /// record about no app.
+    var heldApp: HeldApp? {
+        guard case .command(let c) = outcome, let app = c.app else { return nil }
+        return HeldApp(app: app, part: c.part)
+    }
 
     var isProgressMark: Bool {
         if case .progressMark = outcome { return true }
@@ -116,24 +125,32 @@ final class BatchApplier: Sendable {
     /// Applies `records` (decoded, in event order) and returns the new next-offset of every
     /// partition they came from. `expected` holds the stored next-offsets the caller believes in
     /// (absent: nothing stored). Throws `ProjectionStoreError.offsetConflict` when another
-    /// processor moved a partition meanwhile; nothing is written then.
-    func apply(_ decoded: [DecodedRecord], expected: [PartitionKey: Int64]) async throws -> [PartitionKey: Int64] {
+    /// processor moved a partition meanwhile; nothing is written then. `held`: the records are all
+    /// of this app part, held beside the loop, and move its held rows (`HeldApp.key(on:)`)
+    /// instead of the partitions' offsets; `expected` and the result are still keyed by partition.
+    func apply(_ decoded: [DecodedRecord], expected: [PartitionKey: Int64], held: HeldApp? = nil) async throws -> [PartitionKey: Int64] {
         // A send whose devices are read in pages is applied on its own, once the records before
         // it are committed (`stream`).
         var positions = expected
         var next: [PartitionKey: Int64] = [:]
         var rest = decoded[...]
         while let index = rest.firstIndex(where: { Self.streamed($0) != nil }) {
-            for (key, offset) in try await applyBatch(Array(rest[..<index]), expected: positions) { positions[key] = offset; next[key] = offset }
+            for (key, offset) in try await applyBatch(Array(rest[..<index]), expected: positions, held: held) {
+                positions[key] = offset
+                next[key] = offset
+            }
             let (c, send) = Self.streamed(rest[index])!
-            for (key, offset) in try await stream(rest[index], c, send, expected: positions) { positions[key] = offset; next[key] = offset }
+            for (key, offset) in try await stream(rest[index], c, send, expected: positions, held: held) {
+                positions[key] = offset
+                next[key] = offset
+            }
             rest = rest[(index + 1)...]
         }
-        for (key, offset) in try await applyBatch(Array(rest), expected: positions) { next[key] = offset }
+        for (key, offset) in try await applyBatch(Array(rest), expected: positions, held: held) { next[key] = offset }
         return next
     }
 
-    private func applyBatch(_ decoded: [DecodedRecord], expected: [PartitionKey: Int64]) async throws -> [PartitionKey: Int64] {
+    private func applyBatch(_ decoded: [DecodedRecord], expected: [PartitionKey: Int64], held: HeldApp?) async throws -> [PartitionKey: Int64] {
         guard !decoded.isEmpty else { return [:] }
         let records = decoded
         let clock = ContinuousClock()
@@ -145,7 +162,7 @@ final class BatchApplier: Sendable {
             try await publish(batch.outbound)
             published = true
             let publishedAt = clock.now
-            try await withRetries { try await self.commit(batch, expected: expected) }
+            try await withRetries { try await self.commit(batch, expected: expected, held: held) }
             if !replaying { recordApplyDelay(records) }
             logger.debug("batch applied", metadata: [
                 "records": "\(records.count)", "mutations": "\(batch.mutations.count)", "outbound": "\(batch.outbound.count)",
@@ -168,11 +185,11 @@ final class BatchApplier: Sendable {
             do {
                 let batch = try await withRetries { try await self.decide(one) }
                 if !published { try await publish(batch.outbound) }
-                try await withRetries { try await self.commit(batch, expected: positions) }
+                try await withRetries { try await self.commit(batch, expected: positions, held: held) }
             } catch let error as ProjectionStoreError where error.isConflict {
                 throw error
             } catch {
-                try await settleRefused(record, after: error, expected: positions)
+                try await settleRefused(record, after: error, expected: positions, held: held)
             }
             positionsOut[record.partition] = record.offset + 1
         }
@@ -319,16 +336,6 @@ final class BatchApplier: Sendable {
     /// Whether `record` is a send whose devices are read in pages.
     func streams(_ record: DecodedRecord) -> Bool { Self.streamed(record) != nil }
 
-    /// Applies `record`, a send `streams` names, on its own from its partition's stored offset
-    /// `expected` (nil: nothing stored), and returns its partition's next offset. Throws
-    /// `ProjectionStoreError.offsetConflict` when another processor moved the partition.
-    func applyStream(_ record: DecodedRecord, expected: Int64?) async throws -> [PartitionKey: Int64] {
-        let (c, send) = Self.streamed(record)!
-        var positions: [PartitionKey: Int64] = [:]
-        positions[record.partition] = expected
-        return try await stream(record, c, send, expected: positions)
-    }
-
     /// The command of a record that is applied on its own, its devices read in pages
     /// (`NotificationHandler.streams`).
     private static func streamed(_ record: DecodedRecord) -> (ProcessorCommand, NotificationRequested)? {
@@ -349,7 +356,7 @@ final class BatchApplier: Sendable {
     /// the pages see nothing after the send; the rows of the app's other parts may change, and
     /// are not looked at.
     private func stream(_ record: DecodedRecord, _ c: ProcessorCommand, _ send: NotificationRequested,
-                        expected: [PartitionKey: Int64]) async throws -> [PartitionKey: Int64] {
+                        expected: [PartitionKey: Int64], held: HeldApp?) async throws -> [PartitionKey: Int64] {
         let clock = ContinuousClock()
         let start = clock.now
         var prepared = try await withRetries { try await self.prepare([record], streaming: true) }
@@ -369,11 +376,11 @@ final class BatchApplier: Sendable {
         let batch = prepared.concluded()
         let published = clock.now
         do {
-            try await withRetries { try await self.commit(batch, expected: expected) }
+            try await withRetries { try await self.commit(batch, expected: expected, held: held) }
         } catch let error as ProjectionStoreError where error.isConflict {
             throw error
         } catch {
-            try await settleRefused(record, after: error, expected: expected)
+            try await settleRefused(record, after: error, expected: expected, held: held)
             return [record.partition: record.offset + 1]
         }
         if !replaying { recordApplyDelay([record]) }
@@ -436,9 +443,9 @@ final class BatchApplier: Sendable {
         }
     }
 
-    private func commit(_ batch: Decided, expected: [PartitionKey: Int64]) async throws {
+    private func commit(_ batch: Decided, expected: [PartitionKey: Int64], held: HeldApp? = nil) async throws {
         let offsets = batch.next.map {
-            OffsetUpdate(partition: $0.key, expected: expected[$0.key], next: $0.value, eventTime: batch.times[$0.key])
+            OffsetUpdate(partition: held?.key(on: $0.key) ?? $0.key, expected: expected[$0.key], next: $0.value, eventTime: batch.times[$0.key])
         }
         let start = ContinuousClock.now
         try await store.commit(mutations: replaying ? batch.mutations.map(\.replayed) : batch.mutations, offsets: offsets)
@@ -523,7 +530,8 @@ final class BatchApplier: Sendable {
     /// failure is stored if the store takes it (a registration becomes `FailedToStoreDevice`); if
     /// the store refuses that too, the record goes to the dead letters with its partition's next
     /// offset, and the partition moves on. Only an unavailable store (or broker) is waited for.
-    private func settleRefused(_ record: DecodedRecord, after failure: any Error, expected: [PartitionKey: Int64]) async throws {
+    private func settleRefused(_ record: DecodedRecord, after failure: any Error, expected: [PartitionKey: Int64],
+                               held: HeldApp?) async throws {
         logger.error("record could not be stored; recording its failure", metadata: [
             "partition": "\(record.partition)", "offset": "\(record.offset)", "error": "\(failure)",
             "request_id": "\(record.requestId ?? "-")",
@@ -531,7 +539,7 @@ final class BatchApplier: Sendable {
         let reason: any Error
         do {
             let batch = try await withRetries { try await self.decide([record], storeFailed: true) }
-            try await withRetries { try await self.commit(batch, expected: expected) }
+            try await withRetries { try await self.commit(batch, expected: expected, held: held) }
             return
         } catch let error as ProjectionStoreError where error.isConflict {
             throw error
@@ -542,7 +550,8 @@ final class BatchApplier: Sendable {
             partition: record.partition, offset: record.offset, type: record.type.map { Self.storable($0, limit: 200) },
             reason: Self.storable(String(describing: reason), limit: DeadLetterRow.maxReasonLength),
             requestId: record.requestId.map { Self.storable($0, limit: 200) }, value: record.value, recordedAt: Date())
-        let offset = OffsetUpdate(partition: record.partition, expected: expected[record.partition], next: record.offset + 1,
+        let offset = OffsetUpdate(partition: held?.key(on: record.partition) ?? record.partition, expected: expected[record.partition],
+                                  next: record.offset + 1,
                                   eventTime: record.eventTime)
         try await retryForever {
             try await self.store.commit(mutations: [.putDeadLetter(letter)], offsets: [offset])

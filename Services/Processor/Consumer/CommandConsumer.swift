@@ -117,11 +117,11 @@ public final class CommandConsumer: Service, Sendable {
                 group.cancelAll()
             }
         } catch {
-            await loop.finishStreams(consumer: consumer)
+            await loop.finishHolds()
             await consumer.close()
             throw error
         }
-        await loop.finishStreams(consumer: consumer)
+        await loop.finishHolds()
         await consumer.close()
     }
 
@@ -129,17 +129,29 @@ public final class CommandConsumer: Service, Sendable {
     /// is idle or stuck (e.g. its store is down) still shows its lag.
     private func reportLag(of consumer: KafkaConsumer) async throws {
         var steps = loop.applier.streamSteps.withLock { $0 }
+        var heldSteps: [PartitionKey: Int] = [:]
         while true {
             let positions = loop.book.positions
             lag.report(positions: positions) { consumer.highWatermark($0.topicPartition) }
             let now = ContinuousClock.now
-            // A send read in pages moves its partition's offset only at its commit: while it reads
-            // pages and publishes windows, its shard makes progress.
+            // An app part held beside the loop is watched by its rows, which its queue moves as it
+            // commits. A send read in pages moves them only at its commit: while it reads pages
+            // and publishes windows, its app part makes progress.
+            let held = loop.heldProgress
             let stepped = loop.applier.streamSteps.withLock { $0 }
-            let moving = stepped != steps ? loop.streamingPartitions : []
+            var moving: Set<PartitionKey> = []
+            var watched = positions
+            var lanes: [PartitionKey: PartitionKey] = [:]
+            for row in held {
+                watched[row.key] = row.next
+                lanes[row.key] = row.lane
+                if (row.runsSend && stepped != steps) || heldSteps[row.key].map({ $0 != row.steps }) ?? false { moving.insert(row.key) }
+            }
+            heldSteps = Dictionary(held.map { ($0.key, $0.steps) }) { $1 }
             steps = stepped
             let stuck = watch.withLock {
-                $0.observe(positions: positions, highWatermark: { consumer.highWatermark($0.topicPartition) }, moving: moving, now: now)
+                $0.observe(positions: watched, highWatermark: { consumer.highWatermark((lanes[$0] ?? $0).topicPartition) }, moving: moving,
+                           now: now)
             }
             let before = stalled.withLock { stalled in
                 defer { stalled = stuck }

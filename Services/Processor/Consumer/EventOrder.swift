@@ -16,9 +16,12 @@ import Projections
 /// that puts everything it may still receive after it. A lane with nothing new holds the others
 /// back; `marksNeeded` names the lanes a progress mark would free.
 ///
-/// A shard may be *held* (`release(limit:holdingAfter:)`): its lanes are left out, neither
-/// released nor waited for, until it is resumed. Shards share no state, so the other shards'
-/// records keep the order among themselves; the held shard's keep theirs.
+/// An app part may be *held* (`release(limit:startsHold:)`): from a send read in pages on, its
+/// records are released apart (`Released.diverted`), to be applied beside the loop in their
+/// order, while the other apps' records go on. Apps share no state, so each keeps the order of
+/// its own records, and the others' keep theirs. A lane claimed with held app parts
+/// (`claim(_:next:time:held:)`) is read again from the least of their rows, and of the records
+/// below its stored offset only theirs are released again.
 struct EventOrder {
     /// A record's place in the order.
     struct Key: Comparable, Sendable, CustomStringConvertible {
@@ -49,8 +52,22 @@ struct EventOrder {
         var closed = false
         /// The time of a progress mark asked for and not yet seen in the lane.
         var markedAt: Int64?
+        /// The partition's stored offset and event time when it was claimed: records below it
+        /// are applied, but for those of app parts held at or past their rows (`recovering`).
+        var applied: Int64
+        var appliedTime: Int64
 
         var isEmpty: Bool { head == buffer.count }
+
+        /// Where a hold that begins now starts on this lane: its first record not released, and
+        /// the lane's time before it; never below the stored offset, as the records there are
+        /// applied (those still released again are another held app part's).
+        var position: (next: Int64, time: Int64) {
+            unreleased < applied ? (applied, appliedTime) : isEmpty ? (next, time) : (buffer[head].offset, buffer[head].timeBefore)
+        }
+
+        /// The lane's first offset not released.
+        var unreleased: Int64 { isEmpty ? next : buffer[head].offset }
 
         /// No record the lane may still receive comes before this key.
         func bound(_ partition: PartitionKey) -> Key {
@@ -60,8 +77,11 @@ struct EventOrder {
 
     private var lanes: [PartitionKey: Lane] = [:]
     private let ranks: [String: Int]
-    /// The shards held back (`release(limit:holdingAfter:)`).
-    private(set) var held: Set<Int32> = []
+    /// The app parts held, each with its shard.
+    private(set) var held: [HeldApp: Int32] = [:]
+    /// The rows of the app parts found held when their lanes were claimed: on each lane, their
+    /// records from there on are released again, though the partition's offset is past them.
+    private var recovering: [HeldApp: [PartitionKey: Int64]] = [:]
     /// Whether the command topics have equal partition counts, so that shard *i* is partition
     /// *i* of each; otherwise every partition is shard 0 (`ShardShare.partitions(of:)`).
     var coPartitioned = true
@@ -75,16 +95,33 @@ struct EventOrder {
     }
 
     /// Starts (or restarts, after an offset conflict) `partition` at its stored next offset and
-    /// the event time stored with it; whatever was received for it before is dropped.
-    mutating func claim(_ partition: PartitionKey, next: Int64, time: Int64) {
-        lanes[partition] = Lane(rank: ranks[partition.topic] ?? ranks.count, next: next, time: time)
+    /// the event time stored with it, and holds the app parts `held` names there (their rows on
+    /// this lane): the lane then starts at the least of their rows. Whatever was received for it
+    /// before is dropped.
+    mutating func claim(_ partition: PartitionKey, next: Int64, time: Int64, held rows: [HeldLane] = []) {
+        var lane = Lane(rank: ranks[partition.topic] ?? ranks.count, next: next, time: time, applied: next, appliedTime: time)
+        for row in rows where row.lane == partition {
+            held[row.held] = shard(of: partition)
+            recovering[row.held, default: [:]][partition] = row.next
+            if row.next < lane.next { (lane.next, lane.time) = (row.next, row.eventTime) }
+        }
+        lanes[partition] = lane
     }
 
-    /// Forgets `partition` (revoked): its records are no longer released.
+    /// Forgets `partition` (revoked): its records are no longer released. A shard none of whose
+    /// lanes is left holds no app part any more.
     mutating func drop(_ partition: PartitionKey) {
         lanes[partition] = nil
         let shard = shard(of: partition)
-        if !lanes.keys.contains(where: { self.shard(of: $0) == shard }) { held.remove(shard) }
+        if !lanes.keys.contains(where: { self.shard(of: $0) == shard }) { dropHolds(of: shard) }
+    }
+
+    /// Forgets the app parts held in `shard` (it is claimed again, or given up).
+    mutating func dropHolds(of shard: Int32) {
+        for (app, s) in held where s == shard {
+            held[app] = nil
+            recovering[app] = nil
+        }
     }
 
     /// `partition` receives nothing more (a rebuild reached the offset the serving store stands at):
@@ -105,15 +142,23 @@ struct EventOrder {
     func next(_ partition: PartitionKey) -> Int64? { lanes[partition]?.next }
 
     /// Takes consumed records (in offset order within each partition) and gives each its event
-    /// time. Records of partitions not claimed, and records before a lane's next offset (already
-    /// applied, or fetched again after a seek), are dropped.
+    /// time. Records of partitions not claimed, and records before a lane's next offset (fetched
+    /// again after a seek), are dropped; so are records below the partition's stored offset
+    /// (applied), but for those of a held app part at or past its row, which count for the
+    /// lane's time all the same.
     mutating func add(_ records: [DecodedRecord]) {
         for var record in records {
             guard var lane = lanes[record.partition], record.offset >= lane.next else { continue }
             lanes[record.partition] = nil  // keeps the buffer uniquely referenced while it grows
+            record.timeBefore = lane.time
             if let at = record.at { lane.time = max(lane.time, at) }
             record.eventTime = lane.time
             lane.next = record.offset + 1
+            if record.offset < lane.applied,
+               !(record.heldApp.flatMap { recovering[$0]?[record.partition] }.map { record.offset >= $0 } ?? false) {
+                lanes[record.partition] = lane
+                continue
+            }
             if let marked = lane.markedAt, lane.time >= marked { lane.markedAt = nil }
             if lane.head > 0 && lane.head == lane.buffer.count {
                 lane.buffer.removeAll(keepingCapacity: true)
@@ -124,31 +169,57 @@ struct EventOrder {
         }
     }
 
+    /// What `release` lets go, in order.
+    struct Released {
+        /// The records of app parts not held.
+        var records: [DecodedRecord] = []
+        /// The records of held app parts, a hold's first record included: each to be applied
+        /// after its app part's records before it.
+        var diverted: [DecodedRecord] = []
+        /// The rows of the app part whose hold the last record began, one per lane of its shard:
+        /// where its records start not being applied (`HeldLane`).
+        var started: [HeldLane] = []
+
+        var count: Int { records.count + diverted.count }
+        var isEmpty: Bool { count == 0 }
+    }
+
     /// Releases up to `limit` records, in order, as far as no lane can still receive an earlier
-    /// one. A record `holdingAfter` names is released as its shard's last: the shard is held
-    /// from then on, until `resume`.
-    mutating func release(limit: Int, holdingAfter: (DecodedRecord) -> Bool = { _ in false }) -> [DecodedRecord] {
+    /// one. The records of held app parts are released apart (`Released.diverted`). A record that
+    /// `startsHold` names, of an app part not held, holds its app part from it on, and is the
+    /// last released: the rows of the new hold are in `Released.started`.
+    mutating func release(limit: Int, startsHold: (DecodedRecord) -> Bool = { _ in false }) -> Released {
         var bound = Key.last
         var heads = Heap<Key, PartitionKey>()
-        for (partition, lane) in lanes where !held.contains(shard(of: partition)) {
+        for (partition, lane) in lanes {
             if lane.isEmpty {
                 bound = min(bound, lane.bound(partition))
             } else {
                 heads.push(key(of: lane.buffer[lane.head], rank: lane.rank), partition)
             }
         }
-        var out: [DecodedRecord] = []
+        var out = Released()
         while out.count < limit, let (key, partition) = heads.top, key < bound {
             heads.pop()
-            // A lane of a shard held during this release keeps its records.
-            guard !held.contains(shard(of: partition)) else { continue }
             var lane = lanes.removeValue(forKey: partition)!
             let record = lane.buffer[lane.head]
-            out.append(record)
             lane.head += 1
-            if holdingAfter(record) {
-                held.insert(shard(of: partition))
-            } else if lane.isEmpty {
+            if let app = record.heldApp, held[app] != nil {
+                out.diverted.append(record)
+            } else if let app = record.heldApp, startsHold(record) {
+                out.diverted.append(record)
+                lanes[partition] = lane
+                let shard = shard(of: partition)
+                held[app] = shard
+                out.started = lanes.filter { self.shard(of: $0.key) == shard }.map { other, lane in
+                    let (next, time) = other == partition ? (record.offset, record.timeBefore) : lane.position
+                    return HeldLane(held: app, lane: other, next: next, eventTime: time)
+                }
+                break
+            } else {
+                out.records.append(record)
+            }
+            if lane.isEmpty {
                 bound = min(bound, lane.bound(partition))
             } else {
                 heads.push(self.key(of: lane.buffer[lane.head], rank: lane.rank), partition)
@@ -162,9 +233,17 @@ struct EventOrder {
         return out
     }
 
-    /// Lets `shard`'s records be released again, in their order.
-    mutating func resume(_ shard: Int32) {
-        held.remove(shard)
+    /// Lets `app`'s records be released with the others' again.
+    mutating func resume(_ app: HeldApp) {
+        held[app] = nil
+        recovering[app] = nil
+    }
+
+    /// Whether every record below its lanes' stored offsets that `app`, held when they were
+    /// claimed, has to apply again is released: until then its hold must stay.
+    func caughtUp(_ app: HeldApp) -> Bool {
+        guard let shard = held[app] else { return true }
+        return lanes.allSatisfy { partition, lane in self.shard(of: partition) != shard || lane.unreleased >= lane.applied }
     }
 
     /// The lanes that hold released-able records back while they have nothing new: each with
@@ -174,7 +253,7 @@ struct EventOrder {
     /// lane is not marked again while its last mark is still on the way.
     mutating func marksNeeded(now: Int64, atEnd: (PartitionKey, Int64) -> Bool) -> [(partition: PartitionKey, time: Int64)] {
         var latest = Int64.min
-        for (partition, lane) in lanes where !held.contains(shard(of: partition)) {
+        for (_, lane) in lanes {
             for record in lane.buffer[lane.head...].reversed() where !record.isProgressMark {
                 latest = max(latest, record.eventTime)
                 break
@@ -185,7 +264,7 @@ struct EventOrder {
         var marks: [(partition: PartitionKey, time: Int64)] = []
         // Every lane whose time does not pass the latest waiting record holds one of them back.
         for (partition, lane) in lanes where lane.isEmpty && !lane.closed && lane.markedAt == nil
-            && lane.time <= latest && !held.contains(shard(of: partition)) && atEnd(partition, lane.next) {
+            && lane.time <= latest && atEnd(partition, lane.next) {
             lanes[partition]!.markedAt = time
             marks.append((partition, time))
         }

@@ -47,6 +47,15 @@ final class OffsetBook: Sendable {
         state.withLock { s in Dictionary(uniqueKeysWithValues: s.owned.map { ($0, s.next[$0] ?? 0) }) }
     }
 
+    /// The stored next offsets of those of `partitions` that have one.
+    func stored(_ partitions: [PartitionKey]) -> [PartitionKey: Int64] {
+        state.withLock { s in
+            var stored: [PartitionKey: Int64] = [:]
+            for p in partitions { stored[p] = s.next[p] }
+            return stored
+        }
+    }
+
     /// Keeps the records this processor owns and has not applied yet, and returns them with
     /// the stored offsets their commit must expect.
     func admit(_ records: [DecodedRecord]) -> (records: [DecodedRecord], expected: [PartitionKey: Int64]) {

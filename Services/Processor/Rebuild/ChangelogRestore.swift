@@ -94,7 +94,10 @@ enum ChangelogRestore {
         let reporter = progressInterval.map { interval in Task { try await shown.report(every: interval) } }
         defer { reporter?.cancel() }
         // Into an empty store, the mutations are written in the order of their rows, all at the end.
-        var writer = RestoreWriter(store: store, lineage: lineage, offsets: offsets, applied: applied,
+        // The rows of app parts held beside a loop are offsets too, and the entries move them alike.
+        var chained = offsets
+        for held in try await store.heldLanes(topics: topics) { chained[held.held.key(on: held.lane)] = held.next }
+        var writer = RestoreWriter(store: store, lineage: lineage, offsets: chained, applied: applied,
                                    sorter: fresh ? ChangelogSorter() : nil)
         if fresh { try await store.beginRestore() }
         logger.info("restoring from the changelog", metadata: [
@@ -275,7 +278,7 @@ private struct RestoreWriter {
                 throw ChangelogRestore.Failure.brokenChain(seq: seq, partition: update.partition, stored: offsets[update.partition],
                                                            expected: update.expected)
             }
-            offsets[update.partition] = update.next
+            offsets[update.partition] = update.deletes ? nil : update.next
             if let time = update.eventTime { eventTimes[update.partition] = time }
             moved.insert(update.partition)
         }
@@ -323,7 +326,10 @@ private struct RestoreWriter {
         } else {
             guard !pending.isEmpty else { return }
         }
-        let updates = moved.map { OffsetUpdate(partition: $0, expected: storedOffsets[$0], next: offsets[$0]!, eventTime: eventTimes[$0]) }
+        // A row the entries deleted is deleted (`OffsetUpdate.deleted`), unless they also created it.
+        let updates = moved.filter { offsets[$0] != nil || storedOffsets[$0] != nil }.map {
+            OffsetUpdate(partition: $0, expected: storedOffsets[$0], next: offsets[$0] ?? OffsetUpdate.deleted, eventTime: eventTimes[$0])
+        }
         let start = ContinuousClock.now
         try await store.restore(pending, offsets: updates, lineage: lineage, through: applied)
         writeTime += ContinuousClock.now - start

@@ -25,6 +25,8 @@ public protocol BatchStore: Sendable {
     func offsets(topics: [String]) async throws -> [PartitionKey: Int64]
     /// The stored event time (milliseconds since 1970) of every stored partition of these topics.
     func eventTimes(topics: [String]) async throws -> [PartitionKey: Int64]
+    /// Where each app part held beside the loop stands on the lanes of these topics (`HeldLane`).
+    func heldLanes(topics: [String]) async throws -> [HeldLane]
     /// When the store was created; `Date(timeIntervalSince1970: 0)` for a store created before
     /// this was recorded. A live processor uses it to tell a log it has never consumed from
     /// records that arrived after the store existed.
@@ -37,6 +39,9 @@ public protocol ProjectionReader: Sendable {
     /// The next offset to apply of every stored partition of `topics`: what the processors have
     /// applied (ingest waits on it for admin changes).
     func offsets(topics: [String]) async throws -> [PartitionKey: Int64]
+    /// Where each app part held beside a processor's loop stands (`HeldLane`): its records are
+    /// applied up to there, whatever the partition's offset says.
+    func heldLanes(topics: [String]) async throws -> [HeldLane]
     func app(_ appId: UUID) async throws -> AppRow?
     /// Up to `limit` apps with an id after `after` (all when nil), ordered by id.
     func apps(after: UUID?, limit: Int) async throws -> [AppRow]

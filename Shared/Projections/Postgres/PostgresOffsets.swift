@@ -42,7 +42,16 @@ enum PostgresOffsets {
         var conflicts = updates.filter { stored[$0.partition] != $0.expected }.map(\.partition)
         guard conflicts.isEmpty else { throw ProjectionStoreError.offsetConflict(conflicts) }
 
-        let new = keys.filter { stored[$0] == nil }
+        // An update that deletes its row (`OffsetUpdate.deleted`) found it as expected.
+        let deleted = keys.filter { next[$0]! < 0 }
+        if !deleted.isEmpty {
+            try await connection.run("""
+                DELETE FROM partition_offsets o
+                USING unnest(\(deleted.map(\.topic))::text[], \(deleted.map(\.partition))::integer[]) AS k(topic, "partition")
+                WHERE o.topic = k.topic AND o."partition" = k."partition"
+                """, logger: logger)
+        }
+        let new = keys.filter { stored[$0] == nil && next[$0]! >= 0 }
         if !new.isEmpty {
             let inserted = try await connection.rows("""
                 INSERT INTO partition_offsets (topic, "partition", next_offset, event_time)
@@ -60,7 +69,7 @@ enum PostgresOffsets {
             guard conflicts.isEmpty else { throw ProjectionStoreError.offsetConflict(conflicts) }
         }
 
-        let moved = keys.filter { stored[$0] != nil }
+        let moved = keys.filter { stored[$0] != nil && next[$0]! >= 0 }
         guard !moved.isEmpty else { return }
         // A NULL event time keeps the stored one.
         try await connection.run("""

@@ -23,6 +23,7 @@ enum SQLiteOffsets {
         return conflicts
     }
 
+    /// Moves the offsets; an update that `deletes` removes its row (`OffsetUpdate.deleted`).
     static func store(_ updates: [OffsetUpdate], in db: Database) throws {
         guard !updates.isEmpty else { return }
         let upsert = try db.cachedStatement(sql: """
@@ -30,7 +31,14 @@ enum SQLiteOffsets {
             ON CONFLICT (topic, "partition") DO UPDATE SET next_offset = excluded.next_offset,
                 event_time = coalesce(?, partition_offsets.event_time)
             """)
+        let delete = try db.cachedStatement(sql: """
+            DELETE FROM partition_offsets WHERE topic = ? AND "partition" = ?
+            """)
         for update in updates {
+            if update.deletes {
+                try delete.execute(arguments: [update.partition.topic, update.partition.partition])
+                continue
+            }
             try upsert.execute(arguments: [update.partition.topic, update.partition.partition, update.next, update.eventTime,
                                            update.eventTime])
         }

@@ -84,6 +84,7 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
 
     func offsets(topics: [String]) -> [PartitionKey: Int64] { [:] }
     func eventTimes(topics: [String]) -> [PartitionKey: Int64] { [:] }
+    func heldLanes(topics: [String]) -> [HeldLane] { [] }
 
     func app(_ appId: UUID) throws -> AppRow? {
         try check()

@@ -86,6 +86,17 @@ public struct PartitionValueRow: ReadRow {
     }
 }
 
+/// A held app part's row (`HeldApp.key(on:)`); nil `lane` for a name that does not parse.
+public struct HeldLaneRow: ReadRow {
+    public var lane: HeldLane?
+
+    public init(columns: inout some ColumnReader) throws {
+        let key = PartitionKey(topic: try columns.text(), partition: Int32(truncatingIfNeeded: try columns.int()))
+        let next = try columns.int(), time = try columns.int()
+        lane = HeldLane.parse(key).map { HeldLane(held: $0.held, lane: $0.lane, next: next, eventTime: time) }
+    }
+}
+
 /// One integer that may be NULL (an aggregate over no rows).
 public struct OptionalIntRow: ReadRow {
     public var value: Int64?

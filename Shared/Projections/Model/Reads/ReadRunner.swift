@@ -17,6 +17,11 @@ extension ReadRunner {
         try await partitions("event_time", topics: topics)
     }
 
+    public func heldLanes(topics: [String]) async throws -> [HeldLane] {
+        let wanted = Set(topics)
+        return try await rows(ReaderReads.heldLanes).compactMap(\.lane).filter { wanted.contains($0.lane.topic) }
+    }
+
     private func partitions(_ column: String, topics: [String]) async throws -> [PartitionKey: Int64] {
         guard !topics.isEmpty else { return [:] }
         var values: [PartitionKey: Int64] = [:]

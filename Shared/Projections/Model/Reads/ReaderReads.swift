@@ -127,6 +127,11 @@ public enum ReaderReads {
             """, columns: ReadColumns(table: "partition_offsets", ["topic", "partition", column]))
     }
 
+    /// Every held app part's rows (`HeldApp.key(on:)`): their names, offsets and event times.
+    public static let heldLanes = StoreRead<HeldLaneRow>("""
+        SELECT topic, "partition", next_offset, event_time FROM partition_offsets WHERE topic LIKE \(HeldApp.prefix + "%")
+        """, columns: ReadColumns(table: "partition_offsets", ["topic", "partition", "next_offset", "event_time"]))
+
     public static func outboxJob(_ id: String) -> StoreRead<OutboxJob> {
         StoreRead("WHERE id = \(id)")
     }
