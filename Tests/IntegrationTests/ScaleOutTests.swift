@@ -243,14 +243,18 @@ final class ProcessorFleet: @unchecked Sendable {
         Int(try await store.offsets(topics: topics.commandTopics).values.reduce(0, +))
     }
 
-    /// Waits until the stored offsets reach the end of every partition of the command topics.
+    /// Waits until the stored offsets reach the end of every partition of the command topics, and
+    /// no app part is held beside a loop.
     func waitAllApplied(timeout: Duration) async throws {
         let ends = try await KafkaAdmin.endOffsets(topics: topics.commandTopics, bootstrapServers: broker.bootstrapServers)
         do {
             try await eventually("every command applied", timeout: timeout) {
                 let stored = try await self.store.offsets(topics: self.topics.commandTopics)
-                // At or past the end read before: progress marks may follow.
-                return ends.allSatisfy { tp, end in end == 0 || (stored[PartitionKey(topic: tp.topic, partition: tp.partition)] ?? 0) >= end }
+                // At or past the end read before: progress marks may follow. An app part still held
+                // beside a loop (after a send read in pages) has commands left to apply.
+                let held = try await self.store.heldLanes(topics: self.topics.commandTopics)
+                return held.isEmpty
+                    && ends.allSatisfy { tp, end in end == 0 || (stored[PartitionKey(topic: tp.topic, partition: tp.partition)] ?? 0) >= end }
             }
         } catch {
             throw TestFailure("\(error)\n\(logs())")

@@ -28,17 +28,25 @@ struct AdminChangeApplied: Sendable {
     /// How often the store is asked while waiting.
     static let pollInterval = Duration.milliseconds(10)
 
-    /// Returns once every record at `positions` is applied (and, when `changesAccess`, cached
-    /// auth entries from before it have expired); throws `IngestError.notApplied` past the
-    /// timeout, naming what was written.
-    func wait(for positions: [KafkaDeliveryReport], changesAccess: Bool = false, written: @autoclosure () -> String) async throws {
+    /// Returns once every record at `positions`, commands about `app` (nil: about no app), is
+    /// applied (and, when `changesAccess`, cached auth entries from before it have expired);
+    /// throws `IngestError.notApplied` past the timeout, naming what was written.
+    ///
+    /// While a send read in pages holds the app (`HeldLane`), the partition's offset moves past
+    /// its commands before they are applied: the app's rows say how far they are.
+    func wait(for positions: [KafkaDeliveryReport], app: UUID?, changesAccess: Bool = false,
+              written: @autoclosure () -> String) async throws {
         guard timeout > .zero, !positions.isEmpty else { return }
         let deadline = ContinuousClock.now + timeout
         let topics = Array(Set(positions.map(\.topic))).sorted()
         while true {
             // A store that cannot be read now may answer at the next poll; the deadline bounds both.
             if let stored = try? await store.offsets(topics: topics),
-               positions.allSatisfy({ (stored[PartitionKey(topic: $0.topic, partition: $0.partition)] ?? 0) > $0.offset }) {
+               let held = app == nil ? [] : try? await store.heldLanes(topics: topics).filter({ $0.held.app == app }),
+               positions.allSatisfy({ position in
+                   let lane = PartitionKey(topic: position.topic, partition: position.partition)
+                   return (stored[lane] ?? 0) > position.offset && !held.contains { $0.lane == lane && $0.next <= position.offset }
+               }) {
                 break
             }
             guard ContinuousClock.now + Self.pollInterval < deadline else {

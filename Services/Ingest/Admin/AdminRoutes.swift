@@ -60,7 +60,8 @@ struct AdminRoutes: Sendable {
                                  tokenHash: ApiTokens.hash(serverToken), tokenScopes: AppCreated.serverTokenScopes,
                                  clientTokenId: clientTokenId, clientTokenHash: ApiTokens.hash(clientToken),
                                  actor: context.adminActor, requestId: context.requestId, idempotency: keyed?.stamp)
-        try await applied.wait(for: writer.publish(writer.encode(command, encoder: encoder), context: context), changesAccess: true,
+        try await applied.wait(for: writer.publish(writer.encode(command, encoder: encoder), context: context),
+                               app: command.mobileAppId, changesAccess: true,
                                written: "app \(command.mobileAppId) (its server token \(command.tokenId), client token \(clientTokenId))")
         context.logger.info("app created", metadata: ["mobile_app_id": "\(command.mobileAppId)", "org_id": "\(command.orgId)"])
         return try JSONResponse.make(
@@ -124,8 +125,8 @@ struct AdminRoutes: Sendable {
         }
         let command = ApiTokenIssued(mobileAppId: mobileAppId, tokenId: tokenId, tokenHash: ApiTokens.hash(token), scopes: scopes,
                                      actor: context.adminActor, requestId: context.requestId, idempotency: keyed?.stamp)
-        try await applied.wait(for: writer.publish(writer.encode(command, encoder: encoder), context: context), changesAccess: true,
-                               written: "token \(command.tokenId) of app \(mobileAppId)")
+        try await applied.wait(for: writer.publish(writer.encode(command, encoder: encoder), context: context),
+                               app: mobileAppId, changesAccess: true, written: "token \(command.tokenId) of app \(mobileAppId)")
         context.logger.info("api token issued", metadata: ["mobile_app_id": "\(mobileAppId)", "token_id": "\(command.tokenId)",
                                                            "scopes": "\(ApiTokenScopes.column(scopes) ?? "")"])
         return try JSONResponse.make(AdminAPI.TokenIssuedAnswer(tokenId: command.tokenId, apiToken: token, scopes: scopes),
@@ -168,7 +169,7 @@ struct AdminRoutes: Sendable {
             throw IngestError.notFound("no such API token for this app", field: "tokenId")
         }
         let command = ApiTokenRevoked(mobileAppId: mobileAppId, tokenId: tokenId, actor: context.adminActor, requestId: context.requestId)
-        try await applied.wait(for: writer.publish(command, context: context), changesAccess: true,
+        try await applied.wait(for: writer.publish(command, context: context), app: mobileAppId, changesAccess: true,
                                written: "the revocation of token \(tokenId) of app \(mobileAppId)")
         context.logger.info("api token revoked", metadata: ["mobile_app_id": "\(mobileAppId)", "token_id": "\(tokenId)"])
         return Response(status: .accepted)
@@ -203,7 +204,7 @@ struct AdminRoutes: Sendable {
         let command = AppSettingsChanged(mobileAppId: mobileAppId, name: update.name, callbackUrl: update.callbackUrl,
                                          callbackHeaders: callbackHeaders, webhookRetries: update.webhookRetries,
                                          webhookHosts: webhookHosts, actor: context.adminActor, requestId: context.requestId)
-        try await applied.wait(for: writer.publish(command, context: context), written: "the settings change of app \(mobileAppId)")
+        try await applied.wait(for: writer.publish(command, context: context), app: mobileAppId, written: "the settings change of app \(mobileAppId)")
         context.logger.info("app settings changed", metadata: ["mobile_app_id": "\(mobileAppId)"])
         return Response(status: .accepted)
     }

@@ -45,7 +45,7 @@ struct AdminTokenRoutes: Sendable {
                                        actor: context.adminActor, requestId: context.requestId, idempotency: keyed?.stamp)
         let encoder = CommandWriter.makeEncoder()
         let encoded = try writer.encode(command, encoder: encoder)
-        try await applied.wait(for: writer.publish(encoded, context: context),
+        try await applied.wait(for: writer.publish(encoded, context: context), app: nil,
                                written: "admin token \(command.adminTokenId) (\(name))")
         context.logger.info("admin token issued", metadata: ["admin_token_id": "\(command.adminTokenId)", "name": "\(name)"])
         // The processor records the command's time as the token's creation time (the first
@@ -94,7 +94,7 @@ struct AdminTokenRoutes: Sendable {
         }
         guard !row.revoked else { return Response(status: .accepted) }
         let command = AdminTokenRevoked(adminTokenId: id, actor: context.adminActor, requestId: context.requestId)
-        try await applied.wait(for: writer.publish(command, context: context), changesAccess: true,
+        try await applied.wait(for: writer.publish(command, context: context), app: nil, changesAccess: true,
                                written: "the revocation of admin token \(id)")
         context.logger.info("admin token revoked", metadata: ["admin_token_id": "\(id)"])
         return Response(status: .accepted)

@@ -43,6 +43,7 @@ struct PushCredentialsRoutes: Sendable {
         _ = try await stored(mobileAppId, context)  // 404 for an app not projected yet
         try await applied.wait(for: writer.publish(PushCredentialsSet(mobileAppId: mobileAppId, apns: credentials,
                                                                                 actor: context.adminActor, requestId: context.requestId), context: context),
+                               app: mobileAppId,
                                written: "the APNs credentials of app \(mobileAppId)")
         context.logger.info("push credentials set", metadata: [
             "mobile_app_id": "\(mobileAppId)", "provider": "apns", "fingerprint": "\(credentials.fingerprint)",
@@ -61,6 +62,7 @@ struct PushCredentialsRoutes: Sendable {
         _ = try await stored(mobileAppId, context)  // 404 for an app not projected yet
         try await applied.wait(for: writer.publish(PushCredentialsSet(mobileAppId: mobileAppId, fcm: credentials,
                                                                                 actor: context.adminActor, requestId: context.requestId), context: context),
+                               app: mobileAppId,
                                written: "the FCM credentials of app \(mobileAppId)")
         context.logger.info("push credentials set", metadata: [
             "mobile_app_id": "\(mobileAppId)", "provider": "fcm", "fingerprint": "\(credentials.fingerprint)",
@@ -92,6 +94,7 @@ struct PushCredentialsRoutes: Sendable {
         guard provider == .apns ? existing.apns != nil : existing.fcm != nil else { throw Self.none(provider) }
         try await applied.wait(for: writer.publish(PushCredentialsRemoved(mobileAppId: mobileAppId, provider: provider,
                                                                                    actor: context.adminActor, requestId: context.requestId), context: context),
+                               app: mobileAppId,
                                written: "the removal of the \(provider) credentials of app \(mobileAppId)")
         context.logger.info("push credentials removed", metadata: ["mobile_app_id": "\(mobileAppId)", "provider": "\(provider.rawValue)"])
         return Response(status: .accepted)

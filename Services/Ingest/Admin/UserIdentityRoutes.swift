@@ -41,7 +41,7 @@ struct UserIdentityRoutes: Sendable {
         let secret = UserIdentity.generateSecret()
         let sealed = secrets.seal(Data(secret.utf8), context: UserIdentity.sealContext(app: mobileAppId))
         let command = UserIdentityChanged(mobileAppId: mobileAppId, secret: sealed, actor: context.adminActor, requestId: context.requestId)
-        try await applied.wait(for: writer.publish(command, context: context), changesAccess: true,
+        try await applied.wait(for: writer.publish(command, context: context), app: mobileAppId, changesAccess: true,
                                written: "the new identity secret of app \(mobileAppId)")
         context.logger.info("identity secret made", metadata: ["mobile_app_id": "\(mobileAppId)", "sealed_with": "\(sealed.keyId)"])
         let view = AdminAPI.UserIdentityView(required: app.identityRequired, secretSealedWith: sealed.keyId)
@@ -64,7 +64,7 @@ struct UserIdentityRoutes: Sendable {
         }
         let command = UserIdentityChanged(mobileAppId: mobileAppId, required: required, actor: context.adminActor,
                                           requestId: context.requestId)
-        try await applied.wait(for: writer.publish(command, context: context), changesAccess: required,
+        try await applied.wait(for: writer.publish(command, context: context), app: mobileAppId, changesAccess: required,
                                written: "the user identity setting of app \(mobileAppId)")
         context.logger.info("user identity setting changed", metadata: ["mobile_app_id": "\(mobileAppId)", "required": "\(required)"])
         return try JSONResponse.make(AdminAPI.UserIdentityView(required: required, secretSealedWith: app.identitySecret?.keyId),

@@ -25,6 +25,8 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
     private(set) var auditQueries: [AuditQuery] = []
     private var idempotencyKeys: [String: IdempotencyKeyRow] = [:]
     private var failing = false
+    private var storedOffsets: [PartitionKey: Int64] = [:]
+    private var held: [HeldLane] = []
     private(set) var commitCount = 0
     /// Every read call so far (`load` and the single-row reads).
     private(set) var readCount = 0
@@ -82,9 +84,15 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
         return tokens.prefix(limit).map { devices[DeviceKey(appId: appId, deviceToken: $0)]! }
     }
 
-    func offsets(topics: [String]) -> [PartitionKey: Int64] { [:] }
+    func offsets(topics: [String]) -> [PartitionKey: Int64] { storedOffsets.filter { topics.contains($0.key.topic) } }
     func eventTimes(topics: [String]) -> [PartitionKey: Int64] { [:] }
-    func heldLanes(topics: [String]) -> [HeldLane] { [] }
+    func heldLanes(topics: [String]) -> [HeldLane] { held.filter { topics.contains($0.lane.topic) } }
+
+    /// Sets what the processors have applied: the partitions' offsets and the held app parts' rows.
+    func setApplied(offsets: [PartitionKey: Int64], held: [HeldLane] = []) {
+        storedOffsets = offsets
+        self.held = held
+    }
 
     func app(_ appId: UUID) throws -> AppRow? {
         try check()
