@@ -243,6 +243,8 @@ final class ApplyLoop: Sendable {
         while true {
             let owned = book.owned
             released.diverted.removeAll { !owned.contains($0.partition) }
+            // A hold begins only in a shard still owned whole.
+            if released.started.contains(where: { !owned.contains($0.lane) }) { released.started = [] }
             let (admitted, expected) = book.admit(released.records)
             guard !admitted.isEmpty || !released.diverted.isEmpty else { return false }
             try PartMismatch.check(admitted + released.diverted, parts: applier.appParts)

@@ -348,13 +348,15 @@ final class BatchApplier: Sendable {
     /// Every record before it is committed, so the store holds the devices as they are at its
     /// place in the event order: they are read in pages in the tokens' byte order, the audience
     /// chooses among them, and their records are published window by window as they are made.
-    /// The delivery and the partition's offset are committed after the last window. A crash
+    /// The delivery and the partition's offset (or, held, its app part's row) are committed after
+    /// the last window. A crash
     /// before that commit applies the send again over the same stored devices: the same records
     /// again, as for any batch whose records were published and not committed (`apply`).
     ///
-    /// Only this processor writes the devices this part holds while it holds the partition, so
-    /// the pages see nothing after the send; the rows of the app's other parts may change, and
-    /// are not looked at.
+    /// Only this processor writes the devices this part holds while it holds the partition, and
+    /// the part's later commands wait for the send (held beside a live loop, after it in a
+    /// rebuild's batch), so the pages see nothing after it; the rows of the app's other parts may
+    /// change, and are not looked at.
     private func stream(_ record: DecodedRecord, _ c: ProcessorCommand, _ send: NotificationRequested,
                         expected: [PartitionKey: Int64], held: HeldApp?) async throws -> [PartitionKey: Int64] {
         let clock = ContinuousClock()

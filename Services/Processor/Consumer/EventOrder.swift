@@ -204,7 +204,7 @@ struct EventOrder {
             var lane = lanes.removeValue(forKey: partition)!
             let record = lane.buffer[lane.head]
             lane.head += 1
-            if let app = record.heldApp, held[app] != nil {
+            if !held.isEmpty, let app = record.heldApp, held[app] != nil {
                 out.diverted.append(record)
             } else if let app = record.heldApp, startsHold(record) {
                 out.diverted.append(record)

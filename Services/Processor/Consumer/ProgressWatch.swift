@@ -7,7 +7,9 @@ import Projections
 ///
 /// A partition is watched from the moment it is first observed (assignment): a processor that
 /// just took a partition over is given `stallAfter` before it counts as stalled. A partition
-/// that is caught up, or whose high watermark is not known yet, is never stalled.
+/// that is caught up, or whose high watermark is not known yet, is never stalled. An app part
+/// held beside the loop is watched alike, by its rows (`HeldApp.key(on:)`) against its lanes' high
+/// watermarks.
 struct ProgressWatch {
     let stallAfter: Duration
     private var watched: [PartitionKey: (next: Int64, since: ContinuousClock.Instant, behind: Bool)] = [:]
@@ -18,8 +20,8 @@ struct ProgressWatch {
 
     /// Records the stored next offsets of the owned partitions at `now` and returns the stalled
     /// ones, in key order. Partitions no longer owned are forgotten. `moving`: partitions that
-    /// made progress since the last observation without their offset moving (the shard of a send
-    /// read in pages, while it reads and publishes).
+    /// made progress since the last observation without their offset moving (the rows of a held
+    /// app part whose send reads pages and publishes windows).
     mutating func observe(positions: [PartitionKey: Int64], highWatermark: (PartitionKey) -> Int64?,
                           moving: Set<PartitionKey> = [], now: ContinuousClock.Instant) -> [PartitionKey] {
         watched = watched.filter { positions[$0.key] != nil }
