@@ -137,6 +137,22 @@ public indirect enum AudienceExpression: Equatable, Sendable, CustomStringConver
         return names
     }
 
+    /// The tags and topics every device the expression selects carries: those of its `and`s at
+    /// the top (a store may skip the devices without them before reading them whole).
+    public var required: (tags: Set<String>, topics: Set<String>) {
+        switch self {
+        case .tag(let name): return ([name], [])
+        case .topic(let name): return ([], [name])
+        case .and(let operands):
+            return operands.reduce(into: (tags: Set<String>(), topics: Set<String>())) { required, operand in
+                let more = operand.required
+                required.tags.formUnion(more.tags)
+                required.topics.formUnion(more.topics)
+            }
+        default: return ([], [])
+        }
+    }
+
     private func visit(_ body: (AudienceExpression) -> Void) {
         body(self)
         switch self {

@@ -193,6 +193,19 @@ final class AudienceExpressionTests: XCTestCase {
         XCTAssertEqual(try parse("version >= 5 or all").tags, [])
     }
 
+    func testTheTagsAndTopicsEverySelectedDeviceCarries() throws {
+        let required = { (text: String) in try self.parse(text).required }
+        XCTAssertEqual(try required("tag:vip and tag:fan and locale:pt").tags, ["vip", "fan"])
+        XCTAssertEqual(try required("tag:a and (topic:x and (tag:b and platform:ios))").tags, ["a", "b"])
+        XCTAssertEqual(try required("tag:a and (topic:x and (tag:b and platform:ios))").topics, ["x"])
+        XCTAssertEqual(try required("topic:news").topics, ["news"])
+        for text in ["tag:a or tag:b", "not tag:a", "all", "locale:pt and (tag:a or topic:x)", "platform:ios"] {
+            let none = try required(text)
+            XCTAssertTrue(none.tags.isEmpty && none.topics.isEmpty, text)
+        }
+        XCTAssertEqual(try required("tag:a and (tag:b or tag:c)").tags, ["a"], "an `or` requires none of its own")
+    }
+
     // MARK: Errors
 
     func testEveryErrorHasItsPositionAndMessage() {

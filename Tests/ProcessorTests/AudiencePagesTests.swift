@@ -135,9 +135,9 @@ private final class ReadCountingStore: BatchStore {
 
     func commit(mutations: [Mutation], offsets: [OffsetUpdate]) async throws { try await store.commit(mutations: mutations, offsets: offsets) }
 
-    func devices(app appId: UUID, after: String?, limit: Int) async throws -> [DeviceRow] {
+    func devices(app appId: UUID, after: String?, limit: Int, having: DeviceNames) async throws -> [DeviceRow] {
         reads.withLock { $0.pages.append(after) }
-        return try await store.devices(app: appId, after: after, limit: limit)
+        return try await store.devices(app: appId, after: after, limit: limit, having: having)
     }
 
     func offsets(topics: [String]) async throws -> [PartitionKey: Int64] { try await store.offsets(topics: topics) }

@@ -74,6 +74,40 @@ import WireCodec
         }
     }
 
+    /// A page of the devices that carry some tags and topics: a superset of them, never one less
+    /// (SQLite compares the names without case); a name's `_` and `%` match only themselves.
+    @Test(arguments: StoreBackend.allCases)
+    func testAPageOfTheDevicesWithSomeTagsAndTopicsLeavesNoneOfThemOut(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let app = UUID()
+            let labelled: [(token: String, tags: DeviceLabels, topics: DeviceLabels)] = [
+                ("t1", ["a", "b"], ["news"]), ("t2", ["ab"], ["news"]), ("t3", ["b_c"], []), ("t4", ["bxc"], ["news"]),
+                ("t5", [], ["news"]), ("t6", ["b"], []), ("t7", ["B"], ["news"]), ("t8", ["a%"], ["news", "sport"]),
+            ]
+            let mutations = labelled.map { token, tags, topics in
+                var device = Fixture.device(app: app, token: token, user: "u")
+                device.tags = tags
+                device.topics = topics
+                return Mutation.upsertDevice(device)
+            }
+            try await store.commit(mutations: mutations, offsets: [])
+            func page(tags: Set<String> = [], topics: Set<String> = [], after: String? = nil, limit: Int = 100) async throws -> [String] {
+                try await store.devices(app: app, after: after, limit: limit, having: DeviceNames(tags: tags, topics: topics)).map(\.deviceToken)
+            }
+            let caseless = backend == .sqlite
+            #expect(try await page(tags: ["b"]) == ["t1", "t6"] + (caseless ? ["t7"] : []))
+            #expect(try await page(tags: ["b_c"]) == ["t3"])
+            #expect(try await page(tags: ["a%"]) == ["t8"])
+            #expect(try await page(tags: ["a", "b"]) == ["t1"])
+            #expect(try await page(topics: ["news"]) == ["t1", "t2", "t4", "t5", "t7", "t8"])
+            #expect(try await page(tags: ["a"], topics: ["news"]) == ["t1"])
+            #expect(try await page(topics: ["sport", "news"]) == ["t8"])
+            #expect(try await page(topics: ["news"], after: "t2", limit: 2) == ["t4", "t5"])
+            #expect(try await page() == labelled.map(\.token))
+        }
+    }
+
     @Test(arguments: StoreBackend.allCases)
     func testAppsArePagedInIdOrder(_ backend: StoreBackend) async throws {
         try await withStoreHarness(backend) { h in

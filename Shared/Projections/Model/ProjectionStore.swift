@@ -20,7 +20,8 @@ public protocol BatchStore: Sendable {
     func commit(mutations: [Mutation], offsets: [OffsetUpdate]) async throws
     /// Up to `limit` devices of the app whose tokens come after `after` (from the first when nil),
     /// in the tokens' byte order, as committed: an audience send reads its devices in such pages.
-    func devices(app appId: UUID, after: String?, limit: Int) async throws -> [DeviceRow]
+    /// `having`: only devices that may carry these tags and topics (a superset: the caller checks).
+    func devices(app appId: UUID, after: String?, limit: Int, having: DeviceNames) async throws -> [DeviceRow]
     /// The stored next-offset of every partition of these topics.
     func offsets(topics: [String]) async throws -> [PartitionKey: Int64]
     /// The stored event time (milliseconds since 1970) of every stored partition of these topics.
@@ -35,6 +36,13 @@ public protocol BatchStore: Sendable {
 
 /// The reads of ingest's routes (authentication, statuses, pending lists, statistics, admin
 /// `GET`s); ingest never writes.
+extension BatchStore {
+    /// Every device of the page, whatever it carries.
+    public func devices(app appId: UUID, after: String?, limit: Int) async throws -> [DeviceRow] {
+        try await devices(app: appId, after: after, limit: limit, having: DeviceNames())
+    }
+}
+
 public protocol ProjectionReader: Sendable {
     /// The next offset to apply of every stored partition of `topics`: what the processors have
     /// applied (ingest waits on it for admin changes).

@@ -75,7 +75,7 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
         commitCount += 1
     }
 
-    func devices(app appId: UUID, after: String?, limit: Int) throws -> [DeviceRow] {
+    func devices(app appId: UUID, after: String?, limit: Int, having: DeviceNames) throws -> [DeviceRow] {
         try check()
         let after = after.map { Array($0.utf8) }
         let tokens = devices.keys.filter { $0.appId == appId }.map(\.deviceToken)

@@ -90,8 +90,8 @@ extension ReadRunner {
         DeliveryRow.summed(try await rows(ReaderReads.delivery(app: appId, deliveryId: deliveryId)))
     }
 
-    public func devices(app appId: UUID, after: String?, limit: Int) async throws -> [DeviceRow] {
-        try await rows(StateReads.devicePage(app: appId, after: after, limit: limit))
+    public func devices(app appId: UUID, after: String?, limit: Int, having: DeviceNames) async throws -> [DeviceRow] {
+        try await rows(StateReads.devicePage(app: appId, after: after, limit: limit, having: having))
     }
 
     public func devicePropertyCounts(app appId: UUID) async throws -> [DevicePropertiesCount] {

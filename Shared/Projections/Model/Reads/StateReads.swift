@@ -138,9 +138,16 @@ public enum StateReads {
 
     /// Up to `limit` devices of the app whose tokens come after `after` (from the first when nil),
     /// in the tokens' byte order: the pages an audience send reads its devices in.
-    public static func devicePage(app: UUID, after: String?, limit: Int) -> StoreRead<DeviceRow> {
+    /// `having`: only devices that carry these tags and topics (a superset of them: a `LIKE`
+    /// over the space-joined names, which SQLite compares without case); the caller decides.
+    public static func devicePage(app: UUID, after: String?, limit: Int, having: DeviceNames = DeviceNames()) -> StoreRead<DeviceRow> {
         var filter: ReadSQL = "WHERE app_id = \(app)"
         if let after { filter += " AND \(tokenAfter: after)" }
+        for (column, names) in [("tags", having.tags), ("topics", having.topics)] {
+            for name in names.sorted() {
+                filter += " AND (' ' || \(unescaped: column) || ' ') LIKE \(DeviceNames.pattern(name)) ESCAPE '\\'"
+            }
+        }
         return StoreRead(filter + " ORDER BY " + .tokenOrder + " LIMIT \(limit)", firstColumnIsFirstValue: true)
     }
 
