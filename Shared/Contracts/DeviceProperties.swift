@@ -105,7 +105,13 @@ public struct DeviceLabels: Equatable, Hashable, Sendable, Codable, ExpressibleB
     public private(set) var names: [String]
 
     public init(_ names: some Sequence<String>) {
-        var unique = Array(Set(names))
+        var unique = Array(names)
+        // One name (a change's usual tag) is its own set: no hashing, no sort.
+        guard unique.count > 1 else {
+            self.names = unique
+            return
+        }
+        unique = Array(Set(unique))
         unique.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         self.names = unique
     }

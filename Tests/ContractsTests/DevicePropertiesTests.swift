@@ -41,4 +41,13 @@ final class DevicePropertiesTests: XCTestCase {
             XCTAssertFalse(DeviceTag.isValid(name), name)
         }
     }
+
+    /// A set of names: each once, in byte order, however many are given.
+    func testDeviceLabelsAreASortedSetWhateverTheirCount() {
+        XCTAssertEqual(DeviceLabels([]).names, [])
+        XCTAssertEqual(DeviceLabels(["x"]).names, ["x"])
+        XCTAssertEqual(DeviceLabels(["b", "a", "b"]).names, ["a", "b"])
+        XCTAssertEqual(DeviceLabels(["b", "B", "a:1", "b"]).names, ["B", "a:1", "b"])
+        XCTAssertEqual(DeviceLabels(["same", "same"]).names, ["same"])
+    }
 }

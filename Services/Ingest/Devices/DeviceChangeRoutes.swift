@@ -89,7 +89,8 @@ struct DeviceChangeRoutes: Sendable {
     /// Checks one change and makes its command; `element` names the change in a 400, and `field`
     /// turns a member's name into the 400's field. A change must name a device or a user, and
     /// change something.
-    static func command(for change: DevicesAPI.Change, app: UUID, element: String, field: (String) -> String) throws -> DeviceChangeRequested {
+    static func command(for change: DevicesAPI.Change, app: UUID, element: @autoclosure () -> String,
+                        field: (String) -> String) throws -> DeviceChangeRequested {
         let token = try change.deviceToken.map { try FieldRules.deviceToken($0, field: field("deviceToken")) }
         let userId = try change.userId.map { try FieldRules.required($0, maxBytes: FieldLimits.userIdBytes, field: field("userId")) }
         guard token != nil || userId != nil else {
@@ -104,15 +105,16 @@ struct DeviceChangeRoutes: Sendable {
         let command = DeviceChangeRequested(mobileAppId: app, deviceToken: token, userId: userId, locale: properties.locale,
                                             timeZone: timeZone, appVersion: properties.appVersion, addTags: properties.tags,
                                             removeTags: removeTags, subscribe: properties.topics, unsubscribe: unsubscribe)
-        let changesSomething = [command.locale, command.timeZone, command.appVersion].contains { $0 != nil }
-            || [command.addTags, command.removeTags, command.subscribe, command.unsubscribe].contains { $0 != nil }
+        let changesSomething = command.locale != nil || command.timeZone != nil || command.appVersion != nil || command.addTags != nil
+            || command.removeTags != nil || command.subscribe != nil || command.unsubscribe != nil
         guard changesSomething else {
-            throw IngestError.badRequest("the change changes nothing: give locale, timeZone, appVersion, tags or topics", field: element)
+            throw IngestError.badRequest("the change changes nothing: give locale, timeZone, appVersion, tags or topics", field: element())
         }
-        if let both = Set(command.addTags ?? []).intersection(command.removeTags ?? []).min() {
+        if let added = command.addTags, let removed = command.removeTags, let both = Set(added).intersection(removed).min() {
             throw IngestError.badRequest("the tag \(both) is both added and removed", field: field("tags"))
         }
-        if let both = Set(command.subscribe ?? []).intersection(command.unsubscribe ?? []).min() {
+        if let subscribed = command.subscribe, let unsubscribed = command.unsubscribe,
+           let both = Set(subscribed).intersection(unsubscribed).min() {
             throw IngestError.badRequest("the topic \(both) is both subscribed to and unsubscribed from", field: field("topics"))
         }
         return command
