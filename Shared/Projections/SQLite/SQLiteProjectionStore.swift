@@ -21,9 +21,16 @@ public final class SQLiteProjectionStore: ProjectionStore, ReadRunner {
     let pool: DatabasePool
     /// Connections for `delivery`, read on the calling thread.
     private let inlineReaders: SQLiteInlineReaders
+    /// The connection an audience send reads its pages of devices on (`devices(app:after:limit:having:)`):
+    /// through read calls and a small page cache, not the memory map, so that a send that reads
+    /// every device of a large app leaves none of the file's pages in the processor's resident
+    /// memory, which then does not grow with the audience.
+    private let pageReader: DatabaseQueue
     private let logger: Logger
     /// How much of the file each connection reads through a memory map.
     private static let mapBytes = 1 << 30
+    /// The page cache of the connection an audience send reads its pages on.
+    private static let pageReaderCacheKiB = 2_048
     /// The writer's page cache, and its size while a restore builds the indexes it set aside.
     private static let writerCacheKiB = 65_536, indexBuildCacheKiB = 16_384
     /// Whether commits write their changelog entry (`SQLiteChangelog`), read once when opened.
@@ -63,6 +70,12 @@ public final class SQLiteProjectionStore: ProjectionStore, ReadRunner {
                 return (pool, try pool.read { db in try SQLiteChangelog.position(in: db) } != nil)
             }
             inlineReaders = SQLiteInlineReaders(path: path, configuration: configuration)
+            var pages = Configuration()
+            pages.label = "pushline.projections.pages"
+            pages.readonly = true
+            pages.busyMode = .timeout(10)
+            pages.prepareDatabase { db in try db.execute(sql: "PRAGMA mmap_size = 0; PRAGMA cache_size = -\(Self.pageReaderCacheKiB)") }
+            pageReader = try DatabaseQueue(path: path, configuration: pages)
         } catch {
             throw Self.storeError(error)
         }
@@ -105,6 +118,7 @@ public final class SQLiteProjectionStore: ProjectionStore, ReadRunner {
 
     public func close() async {
         do {
+            try pageReader.close()
             try pool.close()
         } catch {
             logger.warning("closing the SQLite store failed", metadata: ["error": "\(error)"])
@@ -229,6 +243,15 @@ public final class SQLiteProjectionStore: ProjectionStore, ReadRunner {
     /// Every read but `delivery` and `load`: in a read transaction of the pool (`ReadRunner`).
     public func rows<Row: ReadRow>(_ read: StoreRead<Row>) async throws -> [Row] {
         try await reading { db in try db.rows(read) }
+    }
+
+    public func devices(app appId: UUID, after: String?, limit: Int, having: DeviceNames) async throws -> [DeviceRow] {
+        let read = StateReads.devicePage(app: appId, after: after, limit: limit, having: having)
+        do {
+            return try await pageReader.read { db in try db.rows(read) }
+        } catch {
+            throw Self.storeError(error)
+        }
     }
 
     public func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow? {
