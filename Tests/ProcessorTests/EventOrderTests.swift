@@ -246,6 +246,121 @@ final class EventOrderTests: XCTestCase {
         XCTAssertEqual(Set(out.started.map { "\($0.lane)@\($0.next)/\($0.eventTime)" }), ["\(r)@3/30", "\(n)@1/5"])
     }
 
+    /// The protocol of holds (`ApplyLoop.Holds`) in miniature, over random logs of three apps in
+    /// one shard, with random arrivals, releases, queue steps, let-gos and crashes: whatever
+    /// happens, each app's records are applied once each, in the order and with the event times
+    /// they have without any hold. What survives a crash is what the store would hold: the
+    /// partitions' offsets and times, and the held rows.
+    func testHoldsApplyEachAppsRecordsOnceInItsOrderThroughRandomCrashes() {
+        let lanes = topics.map { PartitionKey(topic: $0, partition: 0) }
+        let apps = [UUID(), UUID(), UUID()]
+        var holdsBegun = 0, crashesWhileHeld = 0, letGo = 0
+        for seed in UInt64(1)...30 {
+            var random = SplitMix64(seed: seed)
+            var log: [PartitionKey: [DecodedRecord]] = [:]
+            for lane in lanes {
+                var time = Int64(random.next() % 20)
+                log[lane] = (0..<Int64(5 + random.next() % 25)).map { offset in
+                    time += Int64(random.next() % 15)
+                    let app = apps[Int(random.next() % 3)]
+                    let at = random.next() % 6 == 0 ? time - Int64(random.next() % 20) : time
+                    return command(lane, offset, at: at, app: app, send: lane.topic == "notification" && random.next() % 3 == 0)
+                }
+            }
+            // The reference: everything released at once, no hold.
+            var plain = EventOrder(topics: topics)
+            for lane in lanes { plain.claim(lane, next: 0, time: 0) }
+            for lane in lanes { plain.add(log[lane]!) }
+            for lane in lanes { _ = plain.close(lane) }
+            var expected: [UUID: [String]] = [:]
+            for record in plain.release(limit: .max).records { expected[record.heldApp!.app, default: []].append("\(record.partition)@\(record.offset)/\(record.eventTime)") }
+
+            // The store: offsets with their times, and the held rows.
+            var offsets: [PartitionKey: (next: Int64, time: Int64)] = [:]
+            var rows: [HeldApp: [PartitionKey: (next: Int64, time: Int64)]] = [:]
+            var applied: [UUID: [String]] = [:]
+            func apply(_ record: DecodedRecord) { applied[record.heldApp!.app, default: []].append("\(record.partition)@\(record.offset)/\(record.eventTime)") }
+
+            var order = EventOrder(topics: topics)
+            var read: [PartitionKey: Int64] = [:]
+            var queues: [HeldApp: [DecodedRecord]] = [:]
+            func start() {
+                order = EventOrder(topics: topics)
+                let held = rows.flatMap { app, lanes in lanes.map { HeldLane(held: app, lane: $0.key, next: $0.value.next, eventTime: $0.value.time) } }
+                for lane in lanes { order.claim(lane, next: offsets[lane]?.next ?? 0, time: offsets[lane]?.time ?? 0, held: held) }
+                for lane in lanes {
+                    read[lane] = order.next(lane)!
+                    // A lane read to its end holds nothing back (a progress mark's part, in the log).
+                    if read[lane]! == Int64(log[lane]!.count) { _ = order.close(lane) }
+                }
+                queues = Dictionary(uniqueKeysWithValues: rows.keys.map { ($0, []) })
+            }
+            start()
+            var steps = 0
+            while true {
+                steps += 1
+                XCTAssertLessThan(steps, 100_000, "seed \(seed): no end")
+                if steps >= 100_000 { break }
+                let unread = lanes.filter { read[$0]! < Int64(log[$0]!.count) }
+                if unread.isEmpty && queues.values.allSatisfy(\.isEmpty) && order.buffered == 0 && rows.isEmpty { break }
+                switch random.next() % 10 {
+                case 0, 1, 2:
+                    // A chunk of a lane arrives; at its end the lane is closed (nothing more comes).
+                    guard let lane = unread.isEmpty ? nil : unread[Int(random.next() % UInt64(unread.count))] else { continue }
+                    let from = Int(read[lane]!), take = 1 + Int(random.next() % 4)
+                    let chunk = Array(log[lane]![from..<min(from + take, log[lane]!.count)])
+                    order.add(chunk)
+                    read[lane] = chunk.last!.offset + 1
+                    if read[lane]! == Int64(log[lane]!.count) { _ = order.close(lane) }
+                case 3, 4, 5:
+                    // The loop's turn: the main records are committed with their offsets; then a new
+                    // hold's rows and the offsets past the diverted records, in one transaction.
+                    let out = order.release(limit: 1 + Int(random.next() % 5), startsHold: isSend)
+                    for record in out.records {
+                        apply(record)
+                        offsets[record.partition] = (record.offset + 1, record.eventTime)
+                    }
+                    for row in out.started { rows[row.held, default: [:]][row.lane] = (row.next, row.eventTime) }
+                    if !out.started.isEmpty { holdsBegun += 1 }
+                    if let first = out.started.first { queues[first.held] = [] }
+                    for record in out.diverted {
+                        if record.offset + 1 > offsets[record.partition]?.next ?? 0 { offsets[record.partition] = (record.offset + 1, record.eventTime) }
+                        queues[record.heldApp!]!.append(record)
+                    }
+                case 6, 7:
+                    // A queue's step: some of its records, its rows moved past them.
+                    let ready = queues.filter { !$0.value.isEmpty }.keys.sorted { $0.description < $1.description }
+                    guard !ready.isEmpty else { continue }
+                    let app = ready[Int(random.next() % UInt64(ready.count))]
+                    for record in queues[app]!.prefix(1 + Int(random.next() % 3)) {
+                        apply(record)
+                        rows[app]![record.partition] = (record.offset + 1, record.eventTime)
+                        queues[app]!.removeFirst()
+                    }
+                case 8:
+                    // The loop lets go of the holds that are drained and caught up.
+                    for (app, queue) in queues where queue.isEmpty && order.caughtUp(app) {
+                        rows[app] = nil
+                        queues[app] = nil
+                        order.resume(app)
+                        letGo += 1
+                    }
+                default:
+                    // A crash: what was not committed is gone; the next processor starts from the store.
+                    if random.next() % 3 == 0 {
+                        if !rows.isEmpty { crashesWhileHeld += 1 }
+                        start()
+                    }
+                }
+            }
+            XCTAssertEqual(applied, expected, "seed \(seed)")
+        }
+        // The histories did what they are for.
+        XCTAssertGreaterThan(holdsBegun, 30)
+        XCTAssertGreaterThan(crashesWhileHeld, 30)
+        XCTAssertGreaterThan(letGo, 30)
+    }
+
     func testALateRecordCountsAsTheLatestTimeOfItsPartition() {
         let r = PartitionKey(topic: "registration", partition: 0)
         var order = EventOrder(topics: topics)
