@@ -35,6 +35,8 @@ final class ApplyLoop: Sendable {
     private let shortOfEnd = Mutex<[PartitionKey: (next: Int64, since: ContinuousClock.Instant)]>([:])
     /// Records read from the log (progress marks and records read again after a seek included).
     private let fetched = Counter(label: "pushline_processor_records_fetched_total")
+    /// Records applied, by the loop and by the holds' queues beside it.
+    private let consumed = Counter(label: "pushline_processor_records_consumed_total")
     /// Whether a send read in pages runs beside the loop, holding only its app part back
     /// (`Holds`); otherwise it is applied in its batch, and everything waits for it.
     private let streamsBeside: Bool
@@ -260,7 +262,7 @@ final class ApplyLoop: Sendable {
                     let committed = try await Task { try await applier.apply(admitted, expected: expected) }.value
                     book.update(committed)
                     consumer.commit(Dictionary(uniqueKeysWithValues: committed.map { ($0.key.topicPartition, $0.value) }))
-                    Counter(label: "pushline_processor_records_consumed_total").increment(by: admitted.count)
+                    consumed.increment(by: admitted.count)
                 }
                 if !released.diverted.isEmpty { try await pass(released.diverted, starting: released.started, consumer: consumer) }
                 return true
@@ -444,7 +446,7 @@ extension ApplyLoop {
                         }
                     }
                     if case .success = result {
-                        Counter(label: "pushline_processor_records_consumed_total").increment(by: records.count)
+                        self.consumed.increment(by: records.count)
                         self.runHolds(consumer: consumer)
                     }
                     // The loop's next turn lets a drained hold go, or settles a failure.
