@@ -110,6 +110,9 @@ final class RandomHistoryTests: XCTestCase {
         }
         ScaleOutTests.assertSameDump(try await three.store.dump(), reference, "seed \(seed): 3 processors on PostgreSQL, the active one killed, vs 1 on SQLite")
         ScaleOutTests.assertSameDump(try await late.store.dump(), reference, "seed \(seed): a processor started late over the backlog vs live")
+        for (fleet, what) in [(one, "1 on SQLite"), (three, "3 on PostgreSQL"), (late, "late")] {
+            try await ScaleOutTests.assertNamesIndexed(fleet.store, "seed \(seed): \(what)")
+        }
 
         // Rebuilt by deciding the command topics again, and restored from the changelog: each
         // deployment's own lineage (its last entries perhaps still in its outbox), and the
@@ -128,6 +131,7 @@ final class RandomHistoryTests: XCTestCase {
                                    processes: rebuild.arguments.contains("--join") ? 2 : 1)
             let rebuilt = try SQLiteProjectionStore(path: rebuiltPath, logger: Logger(label: "test"))
             ScaleOutTests.assertSameDump(try await rebuilt.dump(), reference, "seed \(seed): \(rebuild.what) vs live")
+            try await ScaleOutTests.assertNamesIndexed(rebuilt, "seed \(seed): \(rebuild.what)")
             await rebuilt.close()
         }
     }

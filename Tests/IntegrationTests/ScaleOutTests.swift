@@ -163,6 +163,48 @@ final class ScaleOutTests: XCTestCase {
             """, file: file, line: line)
     }
 
+    /// Each tag and topic of the store's devices, paged by that name (through the store's index
+    /// of names), gives exactly the devices that carry it, in the same order: the index follows
+    /// the devices however the store was written (live, rebuilt, restored).
+    static func assertNamesIndexed(_ store: any ProjectionStore, _ what: String, file: StaticString = #filePath, line: UInt = #line) async throws {
+        func pages(_ app: UUID, having: DeviceNames) async throws -> [String] {
+            var tokens: [String] = [], after: String?
+            while true {
+                let page = try await store.devices(app: app, after: after, limit: 7, having: having)
+                tokens += page.map(\.deviceToken)
+                guard page.count == 7 else { return tokens }
+                after = page.last!.deviceToken
+            }
+        }
+        var checked = 0, afterApp: UUID?
+        while true {
+            let apps = try await store.apps(after: afterApp, limit: 100)
+            for app in apps {
+                var devices: [DeviceRow] = [], after: String?
+                repeat {
+                    let page = try await store.devices(app: app.appId, after: after, limit: 500)
+                    devices += page
+                    after = page.count == 500 ? page.last!.deviceToken : nil
+                } while after != nil
+                for tag in Set(devices.flatMap(\.tags.names)) {
+                    let expected = devices.filter { $0.tags.contains(tag) }.map(\.deviceToken)
+                    let paged = try await pages(app.appId, having: DeviceNames(tags: [tag]))
+                    XCTAssertEqual(paged, expected, "\(what): tag \(tag)", file: file, line: line)
+                    checked += 1
+                }
+                for topic in Set(devices.flatMap(\.topics.names)) {
+                    let expected = devices.filter { $0.topics.contains(topic) }.map(\.deviceToken)
+                    let paged = try await pages(app.appId, having: DeviceNames(topics: [topic]))
+                    XCTAssertEqual(paged, expected, "\(what): topic \(topic)", file: file, line: line)
+                    checked += 1
+                }
+            }
+            guard apps.count == 100 else { break }
+            afterApp = apps.last!.appId
+        }
+        XCTAssertGreaterThan(checked, 0, "\(what): the store's devices carry names", file: file, line: line)
+    }
+
     /// The present, in whole seconds: where the streams start, so that the processors' progress
     /// marks (which carry the clock) prune none of their statuses and acks.
     static func now() -> Date {

@@ -79,6 +79,9 @@ import Testing
             await store.close()
 
             #expect(dump == Seed.dump(at: shipped.step))
+            // Step 27 indexes the names the device already had.
+            #expect(try await h.strings("SELECT kind || ' ' || name FROM device_names ORDER BY kind, name")
+                == (shipped.step >= 23 ? ["tag plan.premium", "tag team:benfica", "topic news"] : []))
             #expect(offsets == [Seed.partition: 7])
             #expect(eventTimes == [Seed.partition: shipped.step >= 8 ? 5 : 0], "an offset stored before event times reads as time 0")
             let version = try await h.strings(Self.versionQuery(h.backend))

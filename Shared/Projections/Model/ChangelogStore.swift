@@ -76,4 +76,7 @@ package enum SecondaryIndexes {
 /// its offsets last, so one that stopped left rows in a store that still looks empty.
 package enum RestoredTables {
     package static let names = ProjectionDump.tables.map(\.table) + ["outbox_attempts", "dead_letters"]
+    /// Tables that triggers keep from the restored ones (`device_names` from `devices`): emptied
+    /// with them, then filled by the restore's writes.
+    package static let derived = ["device_names"]
 }

@@ -22,8 +22,9 @@ package enum ProjectionMigrations {
         package let number: Int
         /// The statements for SQLite, separated by `;`; nil: SQLite needs no such step.
         package let sqlite: String?
-        /// The statements for PostgreSQL, separated by `;` (none inside a statement); nil:
-        /// PostgreSQL needs no such step.
+        /// The statements for PostgreSQL, separated by `;` (none inside a statement but in a
+        /// `$$`-quoted function body: `PostgresSchema.statements`); nil: PostgreSQL needs no
+        /// such step.
         package let postgres: String?
         /// The name GRDB's migrator records the step under in a SQLite file (`grdb_migrations`):
         /// `v` and the number the SQLite store gave the step when it shipped.
@@ -38,7 +39,7 @@ package enum ProjectionMigrations {
     }
 
     /// Every step, in order.
-    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22, v23, v24, v25, v26]
+    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22, v23, v24, v25, v26, v27]
 
     /// The newest schema version, which this code creates and understands: the last step's.
     package static let version = steps[steps.count - 1].number
@@ -770,4 +771,109 @@ package enum ProjectionMigrations {
     /// joined by commas; NULL until one is reported, and for a send without localized text.
     package static let v26 = Step(26, sqlite: "ALTER TABLE deliveries ADD COLUMN outcomes_by_locale TEXT",
                                   postgres: "ALTER TABLE deliveries ADD COLUMN outcomes_by_locale text COLLATE \"C\"")
+
+    /// The devices of each tag and topic of an app, in their tokens' byte order
+    /// (`StateReads.devicePage`): an audience that requires a name reads that name's devices
+    /// instead of every device of the app. A row per device and name, kept by triggers on
+    /// `devices` (inserts, deletes and changes of `tags` or `topics`), so that every write of a
+    /// device, a restore's too, keeps it; `kind` is `tag` or `topic`.
+    ///
+    /// SQLite splits the space-joined names as a JSON array (names have no quote, backslash or
+    /// space). A change inserts only the names it adds: a trigger's own conflict clause gives way
+    /// to that of the statement that fired it, an upsert. PostgreSQL keys a row by the token's first 256 characters and its `token_key`, as
+    /// `devices_in_token_order` orders the devices (a B-tree entry cannot hold a whole token).
+    package static let v27 = Step(27, sqlite: """
+        CREATE TABLE device_names (
+            app_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            name TEXT NOT NULL,
+            device_token TEXT NOT NULL,
+            PRIMARY KEY (app_id, kind, name, device_token)
+        ) STRICT, WITHOUT ROWID;
+        INSERT INTO device_names
+            SELECT d.app_id, 'tag', j.value, d.device_token FROM devices d, json_each('["' || replace(d.tags, ' ', '","') || '"]') j
+            WHERE d.tags IS NOT NULL
+            UNION ALL
+            SELECT d.app_id, 'topic', j.value, d.device_token FROM devices d, json_each('["' || replace(d.topics, ' ', '","') || '"]') j
+            WHERE d.topics IS NOT NULL;
+        CREATE TRIGGER device_names_inserted AFTER INSERT ON devices WHEN NEW.tags IS NOT NULL OR NEW.topics IS NOT NULL BEGIN
+            INSERT INTO device_names
+                SELECT NEW.app_id, 'tag', value, NEW.device_token FROM json_each('["' || replace(NEW.tags, ' ', '","') || '"]')
+                WHERE NEW.tags IS NOT NULL
+                UNION ALL
+                SELECT NEW.app_id, 'topic', value, NEW.device_token FROM json_each('["' || replace(NEW.topics, ' ', '","') || '"]')
+                WHERE NEW.topics IS NOT NULL;
+        END;
+        CREATE TRIGGER device_names_updated AFTER UPDATE OF tags, topics ON devices
+        WHEN OLD.tags IS NOT NEW.tags OR OLD.topics IS NOT NEW.topics BEGIN
+            DELETE FROM device_names WHERE app_id = OLD.app_id AND kind = 'tag' AND device_token = OLD.device_token AND name IN (
+                SELECT value FROM json_each('["' || replace(OLD.tags, ' ', '","') || '"]') WHERE OLD.tags IS NOT NULL
+                EXCEPT SELECT value FROM json_each('["' || replace(NEW.tags, ' ', '","') || '"]') WHERE NEW.tags IS NOT NULL);
+            DELETE FROM device_names WHERE app_id = OLD.app_id AND kind = 'topic' AND device_token = OLD.device_token AND name IN (
+                SELECT value FROM json_each('["' || replace(OLD.topics, ' ', '","') || '"]') WHERE OLD.topics IS NOT NULL
+                EXCEPT SELECT value FROM json_each('["' || replace(NEW.topics, ' ', '","') || '"]') WHERE NEW.topics IS NOT NULL);
+            INSERT INTO device_names
+                SELECT NEW.app_id, 'tag', value, NEW.device_token FROM json_each('["' || replace(NEW.tags, ' ', '","') || '"]')
+                WHERE NEW.tags IS NOT NULL
+                EXCEPT SELECT NEW.app_id, 'tag', value, NEW.device_token FROM json_each('["' || replace(OLD.tags, ' ', '","') || '"]')
+                WHERE OLD.tags IS NOT NULL;
+            INSERT INTO device_names
+                SELECT NEW.app_id, 'topic', value, NEW.device_token FROM json_each('["' || replace(NEW.topics, ' ', '","') || '"]')
+                WHERE NEW.topics IS NOT NULL
+                EXCEPT SELECT NEW.app_id, 'topic', value, NEW.device_token FROM json_each('["' || replace(OLD.topics, ' ', '","') || '"]')
+                WHERE OLD.topics IS NOT NULL;
+        END;
+        CREATE TRIGGER device_names_deleted AFTER DELETE ON devices WHEN OLD.tags IS NOT NULL OR OLD.topics IS NOT NULL BEGIN
+            DELETE FROM device_names WHERE app_id = OLD.app_id AND kind = 'tag' AND device_token = OLD.device_token AND name IN (
+                SELECT value FROM json_each('["' || replace(OLD.tags, ' ', '","') || '"]') WHERE OLD.tags IS NOT NULL);
+            DELETE FROM device_names WHERE app_id = OLD.app_id AND kind = 'topic' AND device_token = OLD.device_token AND name IN (
+                SELECT value FROM json_each('["' || replace(OLD.topics, ' ', '","') || '"]') WHERE OLD.topics IS NOT NULL);
+        END
+        """, postgres: """
+        CREATE TABLE device_names (
+            app_id uuid NOT NULL,
+            kind text COLLATE "C" NOT NULL,
+            name text COLLATE "C" NOT NULL,
+            token_prefix text COLLATE "C" NOT NULL,
+            token_key bytea NOT NULL,
+            PRIMARY KEY (app_id, kind, name, token_prefix, token_key)
+        );
+        INSERT INTO device_names
+            SELECT app_id, 'tag', n, left(device_token, 256), token_key FROM devices, unnest(string_to_array(tags, ' ')) AS n
+            UNION ALL
+            SELECT app_id, 'topic', n, left(device_token, 256), token_key FROM devices, unnest(string_to_array(topics, ' ')) AS n;
+        CREATE FUNCTION device_names_follow() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                INSERT INTO device_names
+                    SELECT NEW.app_id, 'tag', n, left(NEW.device_token, 256), NEW.token_key FROM unnest(string_to_array(NEW.tags, ' ')) AS n
+                    UNION ALL
+                    SELECT NEW.app_id, 'topic', n, left(NEW.device_token, 256), NEW.token_key FROM unnest(string_to_array(NEW.topics, ' ')) AS n
+                    ON CONFLICT DO NOTHING;
+            ELSIF TG_OP = 'DELETE' THEN
+                DELETE FROM device_names WHERE app_id = OLD.app_id AND token_prefix = left(OLD.device_token, 256) AND token_key = OLD.token_key
+                    AND (kind, name) IN (SELECT 'tag', unnest(string_to_array(OLD.tags, ' '))
+                                         UNION ALL SELECT 'topic', unnest(string_to_array(OLD.topics, ' ')));
+            ELSE
+                DELETE FROM device_names WHERE app_id = OLD.app_id AND token_prefix = left(OLD.device_token, 256) AND token_key = OLD.token_key
+                    AND (kind, name) IN (SELECT 'tag', unnest(string_to_array(OLD.tags, ' '))
+                                         UNION ALL SELECT 'topic', unnest(string_to_array(OLD.topics, ' '))
+                                         EXCEPT SELECT 'tag', unnest(string_to_array(NEW.tags, ' '))
+                                         EXCEPT SELECT 'topic', unnest(string_to_array(NEW.topics, ' ')));
+                INSERT INTO device_names
+                    SELECT NEW.app_id, 'tag', n, left(NEW.device_token, 256), NEW.token_key FROM unnest(string_to_array(NEW.tags, ' ')) AS n
+                    UNION ALL
+                    SELECT NEW.app_id, 'topic', n, left(NEW.device_token, 256), NEW.token_key FROM unnest(string_to_array(NEW.topics, ' ')) AS n
+                    ON CONFLICT DO NOTHING;
+            END IF;
+            RETURN NULL;
+        END
+        $$;
+        CREATE TRIGGER device_names_inserted AFTER INSERT ON devices FOR EACH ROW
+            WHEN (NEW.tags IS NOT NULL OR NEW.topics IS NOT NULL) EXECUTE FUNCTION device_names_follow();
+        CREATE TRIGGER device_names_updated AFTER UPDATE OF tags, topics ON devices FOR EACH ROW
+            WHEN (OLD.tags IS DISTINCT FROM NEW.tags OR OLD.topics IS DISTINCT FROM NEW.topics) EXECUTE FUNCTION device_names_follow();
+        CREATE TRIGGER device_names_deleted AFTER DELETE ON devices FOR EACH ROW
+            WHEN (OLD.tags IS NOT NULL OR OLD.topics IS NOT NULL) EXECUTE FUNCTION device_names_follow()
+        """)
 }

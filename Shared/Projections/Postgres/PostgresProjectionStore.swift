@@ -116,7 +116,7 @@ public final class PostgresProjectionStore: ProjectionStore, ReadRunner {
     public func beginRestore() async throws {
         try await session("BEGIN") { connection in
             try await PostgresChangelog.setIndexesAside(on: connection, logger: self.logger)
-            try await connection.run(PostgresQuery(unsafeSQL: "TRUNCATE \(RestoredTables.names.joined(separator: ", "))"), logger: self.logger)
+            try await connection.run(PostgresQuery(unsafeSQL: "TRUNCATE \((RestoredTables.names + RestoredTables.derived).joined(separator: ", "))"), logger: self.logger)
         }
     }
 

@@ -49,6 +49,7 @@ enum PostgresReadSQL {
                 case .tokenAfter(let token): sql += PostgresRows.tokenAfter("$\(bind(.text(token), into: &bindings))::text")
                 case .tokenOrder: sql += PostgresRows.tokenOrder
                 case .keys(let keys): sql += condition(keys, into: &bindings)
+                case .namedTokens(let named): sql += namedTokens(named, into: &bindings)
                 }
             }
         }
@@ -67,6 +68,26 @@ enum PostgresReadSQL {
         let left = keys.columns.map { $0.isToken ? "token_key" : $0.name }.joined(separator: ", ")
         let right = keys.columns.map { $0.isToken ? PostgresRows.tokenKey("k.\($0.name)") : "k.\($0.name)" }.joined(separator: ", ")
         return "(\(left)) IN (SELECT \(right) FROM unnest(\(parameters.joined(separator: ", "))) AS k(\(names)))"
+    }
+
+    /// `token_key IN (…)`: the first name's devices from `device_names` in the index's order (a
+    /// token's first characters), then the whole token's from `devices` for the rare tokens that
+    /// share them (`PostgresRows.tokenOrder`); each looked up under the other names by its key.
+    private static func namedTokens(_ named: NamedTokens, into bindings: inout PostgresBindings) -> String {
+        let prefix = PostgresRows.tokenOrderPrefix
+        var sql = "token_key IN (SELECT n.token_key FROM device_names n JOIN devices d ON d.app_id = n.app_id AND d.token_key = n.token_key"
+        sql += " WHERE n.app_id = $\(bind(.uuid(named.app), into: &bindings))"
+        sql += " AND n.kind = $\(bind(.text(named.names[0].kind), into: &bindings)) AND n.name = $\(bind(.text(named.names[0].name), into: &bindings))"
+        if let after = named.after {
+            let token = "$\(bind(.text(after), into: &bindings))::text"
+            sql += " AND n.token_prefix >= left(\(token), \(prefix)) AND (n.token_prefix, d.device_token) > (left(\(token), \(prefix)), \(token))"
+        }
+        for (kind, name) in named.names.dropFirst() {
+            sql += " AND EXISTS (SELECT 1 FROM device_names o WHERE o.app_id = n.app_id"
+            sql += " AND o.kind = $\(bind(.text(kind), into: &bindings)) AND o.name = $\(bind(.text(name), into: &bindings))"
+            sql += " AND o.token_prefix = n.token_prefix AND o.token_key = n.token_key)"
+        }
+        return sql + " ORDER BY n.token_prefix, d.device_token LIMIT $\(bind(.int(Int64(named.limit)), into: &bindings)))"
     }
 
     /// The values of the key column at `index` over every group, in order.

@@ -51,8 +51,8 @@ enum PostgresSchema {
         for step in ProjectionMigrations.steps where step.number > found && step.number <= target {
             guard let sql = step.postgres else { continue }
             // One statement per query: the extended protocol takes no more.
-            for statement in sql.split(separator: ";") where !statement.allSatisfy(\.isWhitespace) {
-                try await connection.run(PostgresQuery(unsafeSQL: String(statement)), logger: logger)
+            for statement in statements(sql) {
+                try await connection.run(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
             try await connection.run("""
                 INSERT INTO schema_version (version) VALUES (\(Int32(step.number)))
@@ -60,5 +60,29 @@ enum PostgresSchema {
                 """, logger: logger)
         }
         return found
+    }
+
+    /// The statements of a step: its text split at each `;` outside a `$$`-quoted body (a
+    /// function's), without the empty ones.
+    static func statements(_ sql: String) -> [String] {
+        var statements: [String] = [], current = "", quoted = false
+        var rest = Substring(sql)
+        while let first = rest.first {
+            if rest.hasPrefix("$$") {
+                quoted.toggle()
+                current += "$$"
+                rest = rest.dropFirst(2)
+                continue
+            }
+            rest = rest.dropFirst()
+            if first == ";" && !quoted {
+                statements.append(current)
+                current = ""
+            } else {
+                current.append(first)
+            }
+        }
+        statements.append(current)
+        return statements.filter { !$0.allSatisfy(\.isWhitespace) }
     }
 }

@@ -198,7 +198,7 @@ public final class SQLiteProjectionStore: ProjectionStore, ReadRunner {
                 try db.execute(sql: "INSERT OR REPLACE INTO restore_indexes (name, definition) VALUES (?, ?)", arguments: [index.name, index.sql])
                 try db.execute(sql: "DROP INDEX \(index.name)")
             }
-            for table in RestoredTables.names { try db.execute(sql: "DELETE FROM \(table)") }
+            for table in RestoredTables.names + RestoredTables.derived { try db.execute(sql: "DELETE FROM \(table)") }
         }
         // Nothing is durable before `finishRestore`: a restore that stops is run again from the start.
         // Pages are read into the page cache, not through the memory map: a map of the growing

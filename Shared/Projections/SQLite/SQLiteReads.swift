@@ -59,6 +59,7 @@ extension Database {
             case .keys(let set):
                 for column in set.columns.dropLast() { sql += column.name + " = ? AND " }
                 sql += set.columns[set.columns.count - 1].name + " IN " + (keys?.list.placeholders ?? "()")
+            case .namedTokens(let named): sql += Self.namedTokens(named)
             }
         }
         let statement = SQLiteRawStatement(try cachedStatement(sql: sql))
@@ -69,6 +70,12 @@ extension Database {
             case .value(let value): binder.bind(value)
             case .deviceToken(let token), .tokenAfter(let token): binder.bind(.text(token))
             case .tokenOrder: break
+            case .namedTokens(let named):
+                binder.bind(.uuid(named.app))
+                for (kind, name) in named.names.prefix(1) { binder.bind(.text(kind)); binder.bind(.text(name)) }
+                if let after = named.after { binder.bind(.text(after)) }
+                for (kind, name) in named.names.dropFirst() { binder.bind(.text(kind)); binder.bind(.text(name)) }
+                binder.bind(.int(Int64(named.limit)))
             case .keys:
                 guard let (group, list) = keys else { break }
                 for value in group.leading { binder.bind(value) }
@@ -80,6 +87,21 @@ extension Database {
             var columns = SQLiteStatementColumns(statement, read.columns, firstUUID: first)
             rows.append(try Row(columns: &columns))
         }
+    }
+}
+
+extension Database {
+    /// `device_token IN (…)`: the first name's devices in the key's order, from `device_names`'
+    /// key, each looked up under the other names in the same key; bound as `NamedTokens` lists
+    /// its values (app, first name, `after`, the other names, limit).
+    fileprivate static func namedTokens(_ named: NamedTokens) -> String {
+        var sql = "device_token IN (SELECT n.device_token FROM device_names n WHERE n.app_id = ? AND n.kind = ? AND n.name = ?"
+        if named.after != nil { sql += " AND n.device_token > ?" }
+        for _ in named.names.dropFirst() {
+            sql += " AND EXISTS (SELECT 1 FROM device_names o WHERE o.app_id = n.app_id AND o.kind = ? AND o.name = ?"
+                + " AND o.device_token = n.device_token)"
+        }
+        return sql + " ORDER BY n.device_token LIMIT ?)"
     }
 }
 

@@ -16,6 +16,8 @@ public struct ReadSQL: Sendable, ExpressibleByStringInterpolation {
         case tokenOrder
         /// The condition `(columns) IN keys` (`ReadKeys`); a statement holds one at most.
         case keys(ReadKeys)
+        /// The condition "the row's token is one of these" (`NamedTokens`), on the devices.
+        case namedTokens(NamedTokens)
     }
 
     public private(set) var pieces: [Piece]
@@ -73,6 +75,7 @@ public struct ReadSQL: Sendable, ExpressibleByStringInterpolation {
         public mutating func appendInterpolation(deviceToken token: String) { pieces.append(.deviceToken(token)) }
         public mutating func appendInterpolation(tokenAfter token: String) { pieces.append(.tokenAfter(token)) }
         public mutating func appendInterpolation(keys: ReadKeys) { pieces.append(.keys(keys)) }
+        public mutating func appendInterpolation(namedTokens: NamedTokens) { pieces.append(.namedTokens(namedTokens)) }
     }
 }
 

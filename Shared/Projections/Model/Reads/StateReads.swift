@@ -138,15 +138,14 @@ public enum StateReads {
 
     /// Up to `limit` devices of the app whose tokens come after `after` (from the first when nil),
     /// in the tokens' byte order: the pages an audience send reads its devices in.
-    /// `having`: only devices that carry these tags and topics (a superset of them: a `LIKE`
-    /// over the space-joined names, which SQLite compares without case); the caller decides.
+    /// `having`: only devices that carry every one of these tags and topics, read from the index
+    /// of names (`NamedTokens`); the caller decides the rest of its audience.
     public static func devicePage(app: UUID, after: String?, limit: Int, having: DeviceNames = DeviceNames()) -> StoreRead<DeviceRow> {
         var filter: ReadSQL = "WHERE app_id = \(app)"
-        if let after { filter += " AND \(tokenAfter: after)" }
-        for (column, names) in [("tags", having.tags), ("topics", having.topics)] {
-            for name in names.sorted() {
-                filter += " AND (' ' || \(unescaped: column) || ' ') LIKE \(DeviceNames.pattern(name)) ESCAPE '\\'"
-            }
+        if !having.isEmpty {
+            filter += " AND \(namedTokens: NamedTokens(app: app, names: having, after: after, limit: limit))"
+        } else if let after {
+            filter += " AND \(tokenAfter: after)"
         }
         return StoreRead(filter + " ORDER BY " + .tokenOrder + " LIMIT \(limit)", firstColumnIsFirstValue: true)
     }
