@@ -780,8 +780,10 @@ package enum ProjectionMigrations {
     ///
     /// SQLite splits the space-joined names as a JSON array (names have no quote, backslash or
     /// space). A change inserts only the names it adds: a trigger's own conflict clause gives way
-    /// to that of the statement that fired it, an upsert. PostgreSQL keys a row by the token's first 256 characters and its `token_key`, as
-    /// `devices_in_token_order` orders the devices (a B-tree entry cannot hold a whole token).
+    /// to that of the statement that fired it, an upsert. PostgreSQL keys a row by the token's
+    /// first 256 characters and its `token_key` (a B-tree entry cannot hold a whole token), and
+    /// keeps the rest of a longer token beside them (`token_rest`, empty for most): the two in
+    /// order are the tokens' byte order.
     package static let v27 = Step(27, sqlite: """
         CREATE TABLE device_names (
             app_id TEXT NOT NULL,
@@ -835,20 +837,21 @@ package enum ProjectionMigrations {
             kind text COLLATE "C" NOT NULL,
             name text COLLATE "C" NOT NULL,
             token_prefix text COLLATE "C" NOT NULL,
+            token_rest text COLLATE "C" NOT NULL,
             token_key bytea NOT NULL,
             PRIMARY KEY (app_id, kind, name, token_prefix, token_key)
         );
         INSERT INTO device_names
-            SELECT app_id, 'tag', n, left(device_token, 256), token_key FROM devices, unnest(string_to_array(tags, ' ')) AS n
+            SELECT app_id, 'tag', n, left(device_token, 256), substr(device_token, 257), token_key FROM devices, unnest(string_to_array(tags, ' ')) AS n
             UNION ALL
-            SELECT app_id, 'topic', n, left(device_token, 256), token_key FROM devices, unnest(string_to_array(topics, ' ')) AS n;
+            SELECT app_id, 'topic', n, left(device_token, 256), substr(device_token, 257), token_key FROM devices, unnest(string_to_array(topics, ' ')) AS n;
         CREATE FUNCTION device_names_follow() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             IF TG_OP = 'INSERT' THEN
                 INSERT INTO device_names
-                    SELECT NEW.app_id, 'tag', n, left(NEW.device_token, 256), NEW.token_key FROM unnest(string_to_array(NEW.tags, ' ')) AS n
+                    SELECT NEW.app_id, 'tag', n, left(NEW.device_token, 256), substr(NEW.device_token, 257), NEW.token_key FROM unnest(string_to_array(NEW.tags, ' ')) AS n
                     UNION ALL
-                    SELECT NEW.app_id, 'topic', n, left(NEW.device_token, 256), NEW.token_key FROM unnest(string_to_array(NEW.topics, ' ')) AS n
+                    SELECT NEW.app_id, 'topic', n, left(NEW.device_token, 256), substr(NEW.device_token, 257), NEW.token_key FROM unnest(string_to_array(NEW.topics, ' ')) AS n
                     ON CONFLICT DO NOTHING;
             ELSIF TG_OP = 'DELETE' THEN
                 DELETE FROM device_names WHERE app_id = OLD.app_id AND token_prefix = left(OLD.device_token, 256) AND token_key = OLD.token_key
@@ -861,9 +864,9 @@ package enum ProjectionMigrations {
                                          EXCEPT SELECT 'tag', unnest(string_to_array(NEW.tags, ' '))
                                          EXCEPT SELECT 'topic', unnest(string_to_array(NEW.topics, ' ')));
                 INSERT INTO device_names
-                    SELECT NEW.app_id, 'tag', n, left(NEW.device_token, 256), NEW.token_key FROM unnest(string_to_array(NEW.tags, ' ')) AS n
+                    SELECT NEW.app_id, 'tag', n, left(NEW.device_token, 256), substr(NEW.device_token, 257), NEW.token_key FROM unnest(string_to_array(NEW.tags, ' ')) AS n
                     UNION ALL
-                    SELECT NEW.app_id, 'topic', n, left(NEW.device_token, 256), NEW.token_key FROM unnest(string_to_array(NEW.topics, ' ')) AS n
+                    SELECT NEW.app_id, 'topic', n, left(NEW.device_token, 256), substr(NEW.device_token, 257), NEW.token_key FROM unnest(string_to_array(NEW.topics, ' ')) AS n
                     ON CONFLICT DO NOTHING;
             END IF;
             RETURN NULL;

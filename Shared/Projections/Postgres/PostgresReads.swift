@@ -70,24 +70,26 @@ enum PostgresReadSQL {
         return "(\(left)) IN (SELECT \(right) FROM unnest(\(parameters.joined(separator: ", "))) AS k(\(names)))"
     }
 
-    /// `token_key IN (…)`: the first name's devices from `device_names` in the index's order (a
-    /// token's first characters), then the whole token's from `devices` for the rare tokens that
-    /// share them (`PostgresRows.tokenOrder`); each looked up under the other names by its key.
+    /// `token_key = ANY(ARRAY(…))`: the first name's devices from `device_names` in the tokens'
+    /// byte order (their first characters, then the rest: `PostgresRows.tokenOrder`), each looked
+    /// up under the other names by its key. The array is read once, then the devices by their
+    /// key; the look-ups are scalar subqueries, so that the planner reads the names in order and
+    /// stops at the limit instead of joining every device of a name.
     private static func namedTokens(_ named: NamedTokens, into bindings: inout PostgresBindings) -> String {
         let prefix = PostgresRows.tokenOrderPrefix
-        var sql = "token_key IN (SELECT n.token_key FROM device_names n JOIN devices d ON d.app_id = n.app_id AND d.token_key = n.token_key"
-        sql += " WHERE n.app_id = $\(bind(.uuid(named.app), into: &bindings))"
+        var sql = "token_key = ANY(ARRAY(SELECT n.token_key FROM device_names n WHERE n.app_id = $\(bind(.uuid(named.app), into: &bindings))"
         sql += " AND n.kind = $\(bind(.text(named.names[0].kind), into: &bindings)) AND n.name = $\(bind(.text(named.names[0].name), into: &bindings))"
         if let after = named.after {
             let token = "$\(bind(.text(after), into: &bindings))::text"
-            sql += " AND n.token_prefix >= left(\(token), \(prefix)) AND (n.token_prefix, d.device_token) > (left(\(token), \(prefix)), \(token))"
+            sql += " AND n.token_prefix >= left(\(token), \(prefix))"
+            sql += " AND (n.token_prefix > left(\(token), \(prefix)) OR n.token_rest > substr(\(token), \(prefix + 1)))"
         }
         for (kind, name) in named.names.dropFirst() {
-            sql += " AND EXISTS (SELECT 1 FROM device_names o WHERE o.app_id = n.app_id"
+            sql += " AND (SELECT true FROM device_names o WHERE o.app_id = n.app_id"
             sql += " AND o.kind = $\(bind(.text(kind), into: &bindings)) AND o.name = $\(bind(.text(name), into: &bindings))"
             sql += " AND o.token_prefix = n.token_prefix AND o.token_key = n.token_key)"
         }
-        return sql + " ORDER BY n.token_prefix, d.device_token LIMIT $\(bind(.int(Int64(named.limit)), into: &bindings)))"
+        return sql + " ORDER BY n.token_prefix, n.token_rest LIMIT $\(bind(.int(Int64(named.limit)), into: &bindings))))"
     }
 
     /// The values of the key column at `index` over every group, in order.
