@@ -225,6 +225,13 @@ import Testing
             try await restored.finishRestore()
 
             #expect(try await restored.dump() == live.dump())
+            // The index of names, kept by triggers, follows the restored devices.
+            let names = backend == .sqlite
+                ? "SELECT app_id || ' ' || kind || ' ' || name || ' ' || device_token FROM device_names ORDER BY 1"
+                : "SELECT app_id::text || ' ' || kind || ' ' || name || ' ' || token_prefix || token_rest FROM device_names ORDER BY 1"
+            let liveNames = try await h.strings(names, store: "live.sqlite")
+            #expect(!liveNames.isEmpty)
+            #expect(try await h.strings(names, store: "restored.sqlite") == liveNames)
             #expect(try await restored.changelogPosition() == position)
             let topics = [Fixture.partition(0).topic]
             #expect(try await restored.offsets(topics: topics) == live.offsets(topics: topics))

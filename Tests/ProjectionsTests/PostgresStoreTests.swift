@@ -563,9 +563,12 @@ enum MixedMutations {
                                                                  createdAt: at, scopes: [nil, [.client], [.server], [.client, .server]][n % 4])))
                 }
             case 6..<26:
-                mutations.append(.upsertDevice(DeviceRow(appId: app(), deviceToken: token(), userId: "u\(n % 7)",
-                                                         platform: Bool.random(using: &random) ? .ios : .android,
-                                                         version: Int64(n), updatedAt: Fixture.at(seconds()))))
+                var device = DeviceRow(appId: app(), deviceToken: token(), userId: "u\(n % 7)",
+                                       platform: Bool.random(using: &random) ? .ios : .android,
+                                       version: Int64(n), updatedAt: Fixture.at(seconds()))
+                device.tags = DeviceLabels(["vip", "fan", "team:a"].prefix(n % 4))
+                device.topics = n % 3 == 0 ? ["news"] : []
+                mutations.append(.upsertDevice(device))
             case 26..<32:
                 mutations.append(.deleteDevice(DeviceKey(appId: app(), deviceToken: token())))
             case 32..<38:
