@@ -140,6 +140,10 @@ private final class ReadCountingStore: BatchStore {
         return try await store.devices(app: appId, after: after, limit: limit, having: having)
     }
 
+    func deviceCount(app appId: UUID, name: DeviceName, upTo limit: Int) async throws -> Int {
+        try await store.deviceCount(app: appId, name: name, upTo: limit)
+    }
+
     func offsets(topics: [String]) async throws -> [PartitionKey: Int64] { try await store.offsets(topics: topics) }
     func eventTimes(topics: [String]) async throws -> [PartitionKey: Int64] { try await store.eventTimes(topics: topics) }
     func heldLanes(topics: [String]) async throws -> [HeldLane] { try await store.heldLanes(topics: topics) }

@@ -112,6 +112,24 @@ import WireCodec
             #expect(try await page(topics: ["news"], after: "t2", limit: 2) == ["t4", "t5"])
             #expect(try await page(tags: ["nobody"]).isEmpty)
             #expect(try await page() == labelled.map(\.token))
+
+            // Counted up to a limit; the page leads with the name of the fewest devices, and
+            // gives the same devices whichever leads.
+            let news = DeviceName(kind: .topic, name: "news")
+            #expect(try await store.deviceCount(app: app, name: news, upTo: 100) == 6)
+            #expect(try await store.deviceCount(app: app, name: news, upTo: 4) == 4)
+            #expect(try await store.deviceCount(app: app, name: DeviceName(kind: .tag, name: "news"), upTo: 100) == 1)
+            #expect(try await store.deviceCount(app: other, name: news, upTo: 100) == 0)
+            var names = DeviceNames(tags: ["a"], topics: ["news"])
+            #expect(try await store.leading(names, app: app).lead == DeviceName(kind: .tag, name: "a"))
+            names = DeviceNames(tags: ["news", "b"], topics: ["news"])
+            #expect(try await store.leading(names, app: app).lead == DeviceName(kind: .tag, name: "news"))
+            names = DeviceNames(topics: ["sport", "news"])
+            let led = try await store.leading(names, app: app)
+            #expect(led.lead == DeviceName(kind: .topic, name: "sport"))
+            #expect(try await store.devices(app: app, after: nil, limit: 100, having: led).map(\.deviceToken) == ["t8"])
+            names.lead = news
+            #expect(try await store.devices(app: app, after: nil, limit: 100, having: names).map(\.deviceToken) == ["t8"])
         }
     }
 
@@ -145,8 +163,10 @@ import WireCodec
                 }
                 try await store.commit(mutations: mutations, offsets: [])
 
+                var ledByTheLast = DeviceNames(tags: ["fan", "x.y"], topics: ["news"])
+                ledByTheLast.lead = DeviceName(kind: .topic, name: "news")
                 for having in [DeviceNames(tags: ["vip"]), DeviceNames(topics: ["news"]), DeviceNames(tags: ["fan", "x.y"]),
-                               DeviceNames(tags: ["team:benfica"], topics: ["vip"])] {
+                               DeviceNames(tags: ["team:benfica"], topics: ["vip"]), ledByTheLast] {
                     var paged: [String] = []
                     var after: String?
                     while true {

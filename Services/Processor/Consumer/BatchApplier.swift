@@ -399,8 +399,9 @@ final class BatchApplier: Sendable {
     private func publishPages(of sending: inout NotificationHandler.Send, audience: AudienceExpression) async throws -> Int {
         let app = sending.command.mobileAppId, part = sending.part
         let window = outboundWindow, parts = appParts, pageSize = devicePageSize
-        // The store passes over the devices without the tags and topics every selected one has.
-        let required = audience.required, having = DeviceNames(tags: required.tags, topics: required.topics)
+        // The store reads the devices of the rarest tag or topic every selected device has.
+        let required = audience.required
+        let having = try await withRetries { try await self.store.leading(DeviceNames(tags: required.tags, topics: required.topics), app: app) }
         let read: @Sendable (String?) async throws -> [DeviceRow] = { after in
             let page = try await self.withRetries { try await self.store.devices(app: app, after: after, limit: pageSize, having: having) }
             self.streamSteps.withLock { $0 += 1 }

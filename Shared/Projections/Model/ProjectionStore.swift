@@ -22,6 +22,8 @@ public protocol BatchStore: Sendable {
     /// in the tokens' byte order, as committed: an audience send reads its devices in such pages.
     /// `having`: only devices that may carry these tags and topics (a superset: the caller checks).
     func devices(app appId: UUID, after: String?, limit: Int, having: DeviceNames) async throws -> [DeviceRow]
+    /// How many of the app's devices carry this tag or topic, as committed, counted up to `limit`.
+    func deviceCount(app appId: UUID, name: DeviceName, upTo limit: Int) async throws -> Int
     /// The stored next-offset of every partition of these topics.
     func offsets(topics: [String]) async throws -> [PartitionKey: Int64]
     /// The stored event time (milliseconds since 1970) of every stored partition of these topics.
@@ -40,6 +42,18 @@ extension BatchStore {
     /// Every device of the page, whatever it carries.
     public func devices(app appId: UUID, after: String?, limit: Int) async throws -> [DeviceRow] {
         try await devices(app: appId, after: after, limit: limit, having: DeviceNames())
+    }
+
+    /// `names` with the name of the fewest devices as its `lead`: each counted up to the fewest so
+    /// far, so that the counts read no more than the lead's devices for each name.
+    public func leading(_ names: DeviceNames, app appId: UUID) async throws -> DeviceNames {
+        var names = names, fewest = Int.max
+        guard names.all.count > 1 else { return names }
+        for name in names.all {
+            let count = try await deviceCount(app: appId, name: name, upTo: fewest)
+            if count < fewest { (fewest, names.lead) = (count, name) }
+        }
+        return names
     }
 }
 

@@ -78,15 +78,15 @@ enum PostgresReadSQL {
     private static func namedTokens(_ named: NamedTokens, into bindings: inout PostgresBindings) -> String {
         let prefix = PostgresRows.tokenOrderPrefix
         var sql = "token_key = ANY(ARRAY(SELECT n.token_key FROM device_names n WHERE n.app_id = $\(bind(.uuid(named.app), into: &bindings))"
-        sql += " AND n.kind = $\(bind(.text(named.names[0].kind), into: &bindings)) AND n.name = $\(bind(.text(named.names[0].name), into: &bindings))"
+        sql += " AND n.kind = $\(bind(.text(named.names[0].kind.rawValue), into: &bindings)) AND n.name = $\(bind(.text(named.names[0].name), into: &bindings))"
         if let after = named.after {
             let token = "$\(bind(.text(after), into: &bindings))::text"
             sql += " AND n.token_prefix >= left(\(token), \(prefix))"
             sql += " AND (n.token_prefix > left(\(token), \(prefix)) OR n.token_rest > substr(\(token), \(prefix + 1)))"
         }
-        for (kind, name) in named.names.dropFirst() {
+        for other in named.names.dropFirst() {
             sql += " AND (SELECT true FROM device_names o WHERE o.app_id = n.app_id"
-            sql += " AND o.kind = $\(bind(.text(kind), into: &bindings)) AND o.name = $\(bind(.text(name), into: &bindings))"
+            sql += " AND o.kind = $\(bind(.text(other.kind.rawValue), into: &bindings)) AND o.name = $\(bind(.text(other.name), into: &bindings))"
             sql += " AND o.token_prefix = n.token_prefix AND o.token_key = n.token_key)"
         }
         return sql + " ORDER BY n.token_prefix, n.token_rest LIMIT $\(bind(.int(Int64(named.limit)), into: &bindings))))"

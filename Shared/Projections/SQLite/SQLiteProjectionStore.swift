@@ -254,6 +254,15 @@ public final class SQLiteProjectionStore: ProjectionStore, ReadRunner {
         }
     }
 
+    public func deviceCount(app appId: UUID, name: DeviceName, upTo limit: Int) async throws -> Int {
+        let read = StateReads.deviceCount(app: appId, name: name, upTo: limit)
+        do {
+            return Int(try await pageReader.read { db in try db.rows(read) }.first?.value ?? 0)
+        } catch {
+            throw Self.storeError(error)
+        }
+    }
+
     public func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow? {
         // Every keyed send reads this, and almost always finds nothing: one statement (its own
         // snapshot, no transaction around it) on the calling thread (`SQLiteInlineReaders`).

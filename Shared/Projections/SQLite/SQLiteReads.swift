@@ -72,9 +72,9 @@ extension Database {
             case .tokenOrder: break
             case .namedTokens(let named):
                 binder.bind(.uuid(named.app))
-                for (kind, name) in named.names.prefix(1) { binder.bind(.text(kind)); binder.bind(.text(name)) }
+                for name in named.names.prefix(1) { binder.bind(.text(name.kind.rawValue)); binder.bind(.text(name.name)) }
                 if let after = named.after { binder.bind(.text(after)) }
-                for (kind, name) in named.names.dropFirst() { binder.bind(.text(kind)); binder.bind(.text(name)) }
+                for name in named.names.dropFirst() { binder.bind(.text(name.kind.rawValue)); binder.bind(.text(name.name)) }
                 binder.bind(.int(Int64(named.limit)))
             case .keys:
                 guard let (group, list) = keys else { break }

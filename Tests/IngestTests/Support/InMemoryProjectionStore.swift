@@ -84,6 +84,14 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
         return tokens.prefix(limit).map { devices[DeviceKey(appId: appId, deviceToken: $0)]! }
     }
 
+    func deviceCount(app appId: UUID, name: DeviceName, upTo limit: Int) throws -> Int {
+        try check()
+        let count = devices.values.filter { device in
+            device.appId == appId && (name.kind == .tag ? device.tags : device.topics).contains(name.name)
+        }.count
+        return min(count, limit)
+    }
+
     func offsets(topics: [String]) -> [PartitionKey: Int64] { storedOffsets.filter { topics.contains($0.key.topic) } }
     func eventTimes(topics: [String]) -> [PartitionKey: Int64] { [:] }
     func heldLanes(topics: [String]) -> [HeldLane] { held.filter { topics.contains($0.lane.topic) } }

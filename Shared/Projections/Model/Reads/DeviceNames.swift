@@ -7,6 +7,9 @@ import Foundation
 public struct DeviceNames: Sendable, Equatable {
     public var tags: Set<String>
     public var topics: Set<String>
+    /// The name whose devices a page reads, the others looked up: by default the first of
+    /// `all`; a send chooses the one with the fewest devices (`BatchStore.deviceCount`).
+    public var lead: DeviceName?
 
     public init(tags: Set<String> = [], topics: Set<String> = []) {
         self.tags = tags
@@ -15,10 +18,31 @@ public struct DeviceNames: Sendable, Equatable {
 
     public var isEmpty: Bool { tags.isEmpty && topics.isEmpty }
 
-    /// Each name with its kind as `device_names` keeps it (`tag` or `topic`): the tags, then the
-    /// topics, each in order. A page reads the first one's devices and looks the others up.
-    public var kinded: [(kind: String, name: String)] {
-        tags.sorted().map { ("tag", $0) } + topics.sorted().map { ("topic", $0) }
+    /// Every name with its kind: the tags, then the topics, each in order.
+    public var all: [DeviceName] {
+        tags.sorted().map { DeviceName(kind: .tag, name: $0) } + topics.sorted().map { DeviceName(kind: .topic, name: $0) }
+    }
+
+    /// `all`, `lead` first.
+    var ordered: [DeviceName] {
+        let all = all
+        guard let lead, all.contains(lead) else { return all }
+        return [lead] + all.filter { $0 != lead }
+    }
+}
+
+/// A tag or a topic, as `device_names` keeps it.
+public struct DeviceName: Sendable, Hashable {
+    public enum Kind: String, Sendable {
+        case tag, topic
+    }
+
+    public var kind: Kind
+    public var name: String
+
+    public init(kind: Kind, name: String) {
+        self.kind = kind
+        self.name = name
     }
 }
 
@@ -27,14 +51,14 @@ public struct DeviceNames: Sendable, Equatable {
 /// (`ReadSQL.Piece.namedTokens`), read from `device_names`.
 public struct NamedTokens: Sendable {
     public var app: UUID
-    public var names: [(kind: String, name: String)]
+    public var names: [DeviceName]
     public var after: String?
     public var limit: Int
 
     public init(app: UUID, names: DeviceNames, after: String?, limit: Int) {
         precondition(!names.isEmpty, "tokens named by no name")
         self.app = app
-        self.names = names.kinded
+        self.names = names.ordered
         self.after = after
         self.limit = limit
     }

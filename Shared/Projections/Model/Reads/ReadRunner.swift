@@ -94,6 +94,10 @@ extension ReadRunner {
         try await rows(StateReads.devicePage(app: appId, after: after, limit: limit, having: having))
     }
 
+    public func deviceCount(app appId: UUID, name: DeviceName, upTo limit: Int) async throws -> Int {
+        Int(try await rows(StateReads.deviceCount(app: appId, name: name, upTo: limit)).first?.value ?? 0)
+    }
+
     public func devicePropertyCounts(app appId: UUID) async throws -> [DevicePropertiesCount] {
         try await rows(ReaderReads.devicePropertyCounts(app: appId))
     }

@@ -150,6 +150,14 @@ public enum StateReads {
         return StoreRead(filter + " ORDER BY " + .tokenOrder + " LIMIT \(limit)", firstColumnIsFirstValue: true)
     }
 
+    /// How many of the app's devices carry `name`, counted up to `limit`.
+    public static func deviceCount(app: UUID, name: DeviceName, upTo limit: Int) -> StoreRead<OptionalIntRow> {
+        StoreRead("""
+            SELECT count(*) FROM (SELECT 1 FROM device_names WHERE app_id = \(app) AND kind = \(name.kind.rawValue) AND name = \(name.name) \
+            LIMIT \(limit)) AS named
+            """, columns: ReadColumns(table: "device_names", ["count"]))
+    }
+
     /// Every device of these users; nil for none.
     public static func devices(ofUsers users: some Collection<UserKey>) -> StoreRead<DeviceRow>? {
         guard !users.isEmpty else { return nil }
