@@ -479,11 +479,20 @@ final class BatchApplier: Sendable {
     }
 
     /// The outbound window for a producer whose local queue holds `queue` records: a quarter of
-    /// it, at most 50,000, so that the two windows in flight always fit the queue beside what
-    /// else is queued.
+    /// it, so that the two windows in flight always fit the queue beside what else is queued, and
+    /// at most `maxOutboundWindow`.
     static func outboundWindow(forQueue queue: Int) -> Int {
-        max(1, min(50_000, queue / 4))
+        max(1, min(maxOutboundWindow, queue / 4))
     }
+
+    /// The largest outbound window. A send holds up to three windows of records at once (two
+    /// in flight, each also copied into librdkafka's queue, and the next one being made: about
+    /// 1 KB a record), and glibc keeps what a window freed in the arena of the thread that made
+    /// it for the next: the processor's resident memory follows the window, whatever the send's
+    /// size. At 50,000 a broadcast to 100,000 devices had only two windows, never a third, and
+    /// one to 1,000,000 peaked 1.3–1.4 times as high; at 10,000 both reach the same, lower
+    /// plateau, and publish as fast (`scripts/bench-fanout --fresh-processor --audience all`).
+    static let maxOutboundWindow = 10_000
 
     /// Publishes outbound records until the broker takes them, in windows of `outboundWindow`
     /// records, two at a time: a fan-out larger than the producer's queue is published in parts
