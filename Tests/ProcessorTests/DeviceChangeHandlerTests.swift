@@ -111,6 +111,23 @@ final class DeviceChangeHandlerTests: XCTestCase {
         XCTAssertEqual(s.devices[DeviceKey(appId: appId, deviceToken: t3)], device(t3, user: "bob"))
     }
 
+    /// Names outside the grammar reach the log only from a producer other than ingest; they would
+    /// break the stores' lists of names (a space) and SQLite's index of them (a quote, a control
+    /// character), so they change no device, in every store alike.
+    func testNamesOutsideTheGrammarAreNeitherAddedByARegistrationNorByAChange() {
+        var s = state(devices: [device(t1, tags: ["vip"])])
+        for bad in ["a\"b", "a b", "a\tb", "a\\b", "", String(repeating: "x", count: DeviceTag.maxBytes + 1)] {
+            _ = registrations.apply(registration(tags: ["ok", bad]), CommandContext(at: at), to: &s)
+            XCTAssertEqual(s.devices[key]?.tags, ["vip"], "\(bad.debugDescription)")
+            let tag = DeviceChangeRequested(mobileAppId: appId, deviceToken: t1, userId: nil, addTags: [bad])
+            XCTAssertEqual(changes.apply(tag, CommandContext(at: at), to: &s), .rejected("invalid-name"))
+            let topic = DeviceChangeRequested(mobileAppId: appId, deviceToken: t1, userId: nil, subscribe: ["ok", bad])
+            XCTAssertEqual(changes.apply(topic, CommandContext(at: at), to: &s), .rejected("invalid-name"))
+            XCTAssertEqual(s.devices[key]?.tags, ["vip"])
+            XCTAssertEqual(s.devices[key]?.topics, [])
+        }
+    }
+
     func testADeviceThatWouldPassItsLimitKeepsWhatItHadWhileTheUsersOtherDevicesChange() {
         let full = DeviceLabels((0..<DeviceTopic.maxPerDevice).map { "t\($0)" })
         var s = state(devices: [device(t1, user: "alice", topics: full), device(t2, user: "alice")])

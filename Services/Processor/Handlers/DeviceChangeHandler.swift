@@ -7,7 +7,10 @@ import Projections
 /// registered before the change in the event order are changed; an unknown device, or a device
 /// of another user than the one named, is left alone (`unknown-device`). A device that would end
 /// with more than `DeviceTag.maxPerDevice` tags or `DeviceTopic.maxPerDevice` topics keeps what
-/// it had (`too-many-tags`, `too-many-topics`); the user's other devices still change.
+/// it had (`too-many-tags`, `too-many-topics`); the user's other devices still change. A name to
+/// add outside the grammar (`DeviceTag.isValid`: ingest never writes one) changes no device
+/// (`invalid-name`): the stores split the names they keep at spaces, and SQLite's index of them
+/// reads them as JSON strings.
 package struct DeviceChangeHandler: CommandHandler {
     package init() {}
 
@@ -52,11 +55,15 @@ package struct DeviceChangeHandler: CommandHandler {
     package enum Refusal: String, Error {
         case tooManyTags = "too-many-tags"
         case tooManyTopics = "too-many-topics"
+        case invalidName = "invalid-name"
     }
 
     /// The device with the change applied (its row's version one higher when anything changed),
     /// or why it keeps what it had.
     static func changed(_ device: DeviceRow, by c: DeviceChangeRequested) -> Result<DeviceRow, Refusal> {
+        guard (c.addTags ?? []).allSatisfy(DeviceTag.isValid), (c.subscribe ?? []).allSatisfy(DeviceTopic.isValid) else {
+            return .failure(.invalidName)
+        }
         var row = device
         row.locale = c.locale ?? row.locale
         row.timeZone = c.timeZone ?? row.timeZone

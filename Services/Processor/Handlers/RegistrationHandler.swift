@@ -103,15 +103,16 @@ package struct RegistrationHandler: CommandHandler {
     /// The device row a registration leaves (its version one past `existing`'s): the user and
     /// platform it names, the properties it gives, the others as they were. A device that changes
     /// hands starts without tags and topics (they were the previous user's); tags or topics that
-    /// would take the device past its limit are not added (docs/API.md#device-properties).
+    /// would take the device past its limit, or that hold a name outside the grammar
+    /// (`DeviceTag.isValid`: ingest never writes one), are not added (docs/API.md#device-properties).
     static func registered(_ c: DeviceRegistrationRequested, over existing: DeviceRow?) -> DeviceRow {
         let kept = existing?.userId == c.userId ? existing : nil
         var tags = kept?.tags ?? [], topics = kept?.topics ?? []
-        if let added = c.tags, !added.isEmpty {
+        if let added = c.tags, !added.isEmpty, added.allSatisfy(DeviceTag.isValid) {
             let all = tags.changed(adding: added, removing: [])
             if all.count <= DeviceTag.maxPerDevice { tags = all }
         }
-        if let added = c.topics, !added.isEmpty {
+        if let added = c.topics, !added.isEmpty, added.allSatisfy(DeviceTopic.isValid) {
             let all = topics.changed(adding: added, removing: [])
             if all.count <= DeviceTopic.maxPerDevice { topics = all }
         }
