@@ -246,18 +246,17 @@ public final class SQLiteProjectionStore: ProjectionStore, ReadRunner {
     }
 
     public func devices(app appId: UUID, after: String?, limit: Int, having: DeviceNames) async throws -> [DeviceRow] {
-        let read = StateReads.devicePage(app: appId, after: after, limit: limit, having: having)
-        do {
-            return try await pageReader.read { db in try db.rows(read) }
-        } catch {
-            throw Self.storeError(error)
-        }
+        try await pageRows(StateReads.devicePage(app: appId, after: after, limit: limit, having: having))
     }
 
     public func deviceCount(app appId: UUID, name: DeviceName, upTo limit: Int) async throws -> Int {
-        let read = StateReads.deviceCount(app: appId, name: name, upTo: limit)
+        Int(try await pageRows(StateReads.deviceCount(app: appId, name: name, upTo: limit)).first?.value ?? 0)
+    }
+
+    /// The reads of an audience send's pages: on `pageReader`, without the memory map.
+    private func pageRows<Row: ReadRow>(_ read: StoreRead<Row>) async throws -> [Row] {
         do {
-            return Int(try await pageReader.read { db in try db.rows(read) }.first?.value ?? 0)
+            return try await pageReader.read { db in try db.rows(read) }
         } catch {
             throw Self.storeError(error)
         }
