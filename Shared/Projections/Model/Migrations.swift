@@ -39,7 +39,7 @@ package enum ProjectionMigrations {
     }
 
     /// Every step, in order.
-    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22, v23, v24, v25, v26, v27]
+    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22, v23, v24, v25, v26, v27, v28]
 
     /// The newest schema version, which this code creates and understands: the last step's.
     package static let version = steps[steps.count - 1].number
@@ -879,4 +879,85 @@ package enum ProjectionMigrations {
         CREATE TRIGGER device_names_deleted AFTER DELETE ON devices FOR EACH ROW
             WHEN (OLD.tags IS NOT NULL OR OLD.topics IS NOT NULL) EXECUTE FUNCTION device_names_follow()
         """)
+
+    /// SQLite: a device's row has a stable number (`row_id`, its rowid as an `INTEGER PRIMARY
+    /// KEY`, which `VACUUM` keeps; the devices' key stays unique), and `device_names` keeps it
+    /// beside each token (`device_row`), so that an audience's page fetches each device of a name
+    /// by it instead of looking its token up in the devices' key (`StateReads.devicePage`).
+    /// SQLite changes a table's key only by copying the table; the copy keeps each device's rowid,
+    /// the names are indexed again, and the triggers of step 27 come back with the number.
+    /// PostgreSQL keeps its index of names as it is: a send's pages look the tokens up by key.
+    package static let v28 = Step(28, sqlite: """
+        CREATE TABLE devices_v28 (
+            row_id INTEGER PRIMARY KEY,
+            app_id TEXT NOT NULL,
+            device_token TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            time_zone TEXT,
+            badges_since INTEGER,
+            badges INTEGER NOT NULL DEFAULT 0,
+            locale TEXT,
+            app_version TEXT,
+            tags TEXT,
+            topics TEXT,
+            UNIQUE (app_id, device_token)
+        ) STRICT;
+        INSERT INTO devices_v28 SELECT rowid, app_id, device_token, user_id, platform, version, updated_at, time_zone, badges_since,
+            badges, locale, app_version, tags, topics FROM devices;
+        DROP TABLE devices;
+        ALTER TABLE devices_v28 RENAME TO devices;
+        CREATE INDEX devices_by_user ON devices (app_id, user_id);
+
+        DROP TABLE device_names;
+        CREATE TABLE device_names (
+            app_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            name TEXT NOT NULL,
+            device_token TEXT NOT NULL,
+            device_row INTEGER NOT NULL,
+            PRIMARY KEY (app_id, kind, name, device_token)
+        ) STRICT, WITHOUT ROWID;
+        INSERT INTO device_names
+            SELECT d.app_id, 'tag', j.value, d.device_token, d.row_id FROM devices d, json_each('["' || replace(d.tags, ' ', '","') || '"]') j
+            WHERE d.tags IS NOT NULL
+            UNION ALL
+            SELECT d.app_id, 'topic', j.value, d.device_token, d.row_id FROM devices d, json_each('["' || replace(d.topics, ' ', '","') || '"]') j
+            WHERE d.topics IS NOT NULL;
+        CREATE TRIGGER device_names_inserted AFTER INSERT ON devices WHEN NEW.tags IS NOT NULL OR NEW.topics IS NOT NULL BEGIN
+            INSERT INTO device_names
+                SELECT NEW.app_id, 'tag', value, NEW.device_token, NEW.row_id FROM json_each('["' || replace(NEW.tags, ' ', '","') || '"]')
+                WHERE NEW.tags IS NOT NULL
+                UNION ALL
+                SELECT NEW.app_id, 'topic', value, NEW.device_token, NEW.row_id FROM json_each('["' || replace(NEW.topics, ' ', '","') || '"]')
+                WHERE NEW.topics IS NOT NULL;
+        END;
+        CREATE TRIGGER device_names_updated AFTER UPDATE OF tags, topics ON devices
+        WHEN OLD.tags IS NOT NEW.tags OR OLD.topics IS NOT NEW.topics BEGIN
+            DELETE FROM device_names WHERE app_id = OLD.app_id AND kind = 'tag' AND device_token = OLD.device_token AND name IN (
+                SELECT value FROM json_each('["' || replace(OLD.tags, ' ', '","') || '"]') WHERE OLD.tags IS NOT NULL
+                EXCEPT SELECT value FROM json_each('["' || replace(NEW.tags, ' ', '","') || '"]') WHERE NEW.tags IS NOT NULL);
+            DELETE FROM device_names WHERE app_id = OLD.app_id AND kind = 'topic' AND device_token = OLD.device_token AND name IN (
+                SELECT value FROM json_each('["' || replace(OLD.topics, ' ', '","') || '"]') WHERE OLD.topics IS NOT NULL
+                EXCEPT SELECT value FROM json_each('["' || replace(NEW.topics, ' ', '","') || '"]') WHERE NEW.topics IS NOT NULL);
+            INSERT INTO device_names
+                SELECT NEW.app_id, 'tag', value, NEW.device_token, NEW.row_id FROM json_each('["' || replace(NEW.tags, ' ', '","') || '"]')
+                WHERE NEW.tags IS NOT NULL
+                EXCEPT SELECT NEW.app_id, 'tag', value, NEW.device_token, NEW.row_id FROM json_each('["' || replace(OLD.tags, ' ', '","') || '"]')
+                WHERE OLD.tags IS NOT NULL;
+            INSERT INTO device_names
+                SELECT NEW.app_id, 'topic', value, NEW.device_token, NEW.row_id FROM json_each('["' || replace(NEW.topics, ' ', '","') || '"]')
+                WHERE NEW.topics IS NOT NULL
+                EXCEPT SELECT NEW.app_id, 'topic', value, NEW.device_token, NEW.row_id FROM json_each('["' || replace(OLD.topics, ' ', '","') || '"]')
+                WHERE OLD.topics IS NOT NULL;
+        END;
+        CREATE TRIGGER device_names_deleted AFTER DELETE ON devices WHEN OLD.tags IS NOT NULL OR OLD.topics IS NOT NULL BEGIN
+            DELETE FROM device_names WHERE app_id = OLD.app_id AND kind = 'tag' AND device_token = OLD.device_token AND name IN (
+                SELECT value FROM json_each('["' || replace(OLD.tags, ' ', '","') || '"]') WHERE OLD.tags IS NOT NULL);
+            DELETE FROM device_names WHERE app_id = OLD.app_id AND kind = 'topic' AND device_token = OLD.device_token AND name IN (
+                SELECT value FROM json_each('["' || replace(OLD.topics, ' ', '","') || '"]') WHERE OLD.topics IS NOT NULL);
+        END
+        """, postgres: nil)
 }

@@ -200,9 +200,10 @@ public enum TableCatalog {
     ]
 
     /// Columns a store keeps beside a table's catalog columns, for its own work; no row type
-    /// carries them. Both stores: an outbox job's lease. PostgreSQL: the SHA-256 key of a device
-    /// token (a B-tree entry holds at most about 2,700 bytes, and a token may have 4,096).
-    public static let storeColumns: [String: Set<String>] = ["outbox": ["lease_until"]]
+    /// carries them. Both stores: an outbox job's lease. SQLite: a device's row number, which
+    /// its index of names refers to (`row_id`, schema step 28). PostgreSQL: the SHA-256 key of a
+    /// device token (a B-tree entry holds at most about 2,700 bytes, and a token may have 4,096).
+    public static let storeColumns: [String: Set<String>] = ["outbox": ["lease_until"], "devices": ["row_id"]]
     public static let postgresStoreColumns: [String: Set<String>] = [
         "outbox": ["lease_until"], "devices": ["token_key"], "pending_notifications": ["token_key"], "acks": ["token_key"],
     ]

@@ -49,7 +49,7 @@ enum PostgresReadSQL {
                 case .tokenAfter(let token): sql += PostgresRows.tokenAfter("$\(bind(.text(token), into: &bindings))::text")
                 case .tokenOrder: sql += PostgresRows.tokenOrder
                 case .keys(let keys): sql += condition(keys, into: &bindings)
-                case .namedTokens(let named): sql += namedTokens(named, into: &bindings)
+                case .namedDevicePage(let named): sql += namedDevicePage(named, into: &bindings)
                 }
             }
         }
@@ -70,14 +70,16 @@ enum PostgresReadSQL {
         return "(\(left)) IN (SELECT \(right) FROM unnest(\(parameters.joined(separator: ", "))) AS k(\(names)))"
     }
 
-    /// `token_key = ANY(ARRAY(…))`: the first name's devices from `device_names` in the tokens'
-    /// byte order (their first characters, then the rest: `PostgresRows.tokenOrder`), each looked
-    /// up under the other names by its key. The array is read once, then the devices by their
-    /// key; the look-ups are scalar subqueries, so that the planner reads the names in order and
-    /// stops at the limit instead of joining every device of a name.
-    private static func namedTokens(_ named: NamedTokens, into bindings: inout PostgresBindings) -> String {
+    /// The devices whose `token_key = ANY(ARRAY(…))`: the first name's devices from `device_names`
+    /// in the tokens' byte order (their first characters, then the rest: `PostgresRows.tokenOrder`),
+    /// each looked up under the other names by its key. The array is read once, then the devices
+    /// by their key; the look-ups are scalar subqueries, so that the planner reads the names in
+    /// order and stops at the limit instead of joining every device of a name.
+    private static func namedDevicePage(_ named: NamedTokens, into bindings: inout PostgresBindings) -> String {
         let prefix = PostgresRows.tokenOrderPrefix
-        var sql = "token_key = ANY(ARRAY(SELECT n.token_key FROM device_names n WHERE n.app_id = $\(bind(.uuid(named.app), into: &bindings))"
+        let app = "$\(bind(.uuid(named.app), into: &bindings))"
+        var sql = "SELECT \(TableCatalog.devices.columnList) FROM devices WHERE app_id = \(app)"
+        sql += " AND token_key = ANY(ARRAY(SELECT n.token_key FROM device_names n WHERE n.app_id = \(app)"
         sql += " AND n.kind = $\(bind(.text(named.names[0].kind.rawValue), into: &bindings)) AND n.name = $\(bind(.text(named.names[0].name), into: &bindings))"
         if let after = named.after {
             let token = "$\(bind(.text(after), into: &bindings))::text"
@@ -89,7 +91,8 @@ enum PostgresReadSQL {
             sql += " AND o.kind = $\(bind(.text(other.kind.rawValue), into: &bindings)) AND o.name = $\(bind(.text(other.name), into: &bindings))"
             sql += " AND o.token_prefix = n.token_prefix AND o.token_key = n.token_key)"
         }
-        return sql + " ORDER BY n.token_prefix, n.token_rest LIMIT $\(bind(.int(Int64(named.limit)), into: &bindings))))"
+        let limit = "$\(bind(.int(Int64(named.limit)), into: &bindings))"
+        return sql + " ORDER BY n.token_prefix, n.token_rest LIMIT \(limit))) ORDER BY \(PostgresRows.tokenOrder) LIMIT \(limit)"
     }
 
     /// The values of the key column at `index` over every group, in order.

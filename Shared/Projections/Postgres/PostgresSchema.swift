@@ -49,9 +49,9 @@ enum PostgresSchema {
             throw ProjectionStoreError.unsupportedSchemaVersion(found: found, supported: version)
         }
         for step in ProjectionMigrations.steps where step.number > found && step.number <= target {
-            guard let sql = step.postgres else { continue }
-            // One statement per query: the extended protocol takes no more.
-            for statement in statements(sql) {
+            // One statement per query: the extended protocol takes no more. A step PostgreSQL
+            // needs nothing of (SQLite's alone) is recorded all the same.
+            for statement in step.postgres.map(statements) ?? [] {
                 try await connection.run(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
             try await connection.run("""

@@ -59,7 +59,7 @@ extension Database {
             case .keys(let set):
                 for column in set.columns.dropLast() { sql += column.name + " = ? AND " }
                 sql += set.columns[set.columns.count - 1].name + " IN " + (keys?.list.placeholders ?? "()")
-            case .namedTokens(let named): sql += Self.namedTokens(named)
+            case .namedDevicePage(let named): sql += Self.namedDevicePage(named)
             }
         }
         let statement = SQLiteRawStatement(try cachedStatement(sql: sql))
@@ -70,11 +70,12 @@ extension Database {
             case .value(let value): binder.bind(value)
             case .deviceToken(let token), .tokenAfter(let token): binder.bind(.text(token))
             case .tokenOrder: break
-            case .namedTokens(let named):
+            case .namedDevicePage(let named):
                 binder.bind(.uuid(named.app))
-                for name in named.names.prefix(1) { binder.bind(.text(name.kind.rawValue)); binder.bind(.text(name.name)) }
+                binder.bind(.text(named.names[0].kind.rawValue))
+                binder.bind(.text(named.names[0].name))
                 if let after = named.after { binder.bind(.text(after)) }
-                for name in named.names.dropFirst() { binder.bind(.text(name.kind.rawValue)); binder.bind(.text(name.name)) }
+                for name in named.names.dropFirst() { binder.bind(.text(name.name)) }
                 binder.bind(.int(Int64(named.limit)))
             case .keys:
                 guard let (group, list) = keys else { break }
@@ -91,17 +92,20 @@ extension Database {
 }
 
 extension Database {
-    /// `device_token IN (…)`: the first name's devices in the key's order, from `device_names`'
-    /// key, each looked up under the other names in the same key; bound as `NamedTokens` lists
-    /// its values (app, first name, `after`, the other names, limit).
-    fileprivate static func namedTokens(_ named: NamedTokens) -> String {
-        var sql = "device_token IN (SELECT n.device_token FROM device_names n WHERE n.app_id = ? AND n.kind = ? AND n.name = ?"
+    /// The devices of the first name, walked in `device_names`' key (the tokens' byte order) and
+    /// each fetched by its `row_id` (schema step 28): a page costs what the same devices cost
+    /// in the devices' own key. The other names are checked on the device's row (its `tags` or
+    /// `topics`, the names `device_names` holds, joined by single spaces). Bound as `NamedTokens`
+    /// lists its values: app, the first name's kind and name, `after`, the other names, limit.
+    fileprivate static func namedDevicePage(_ named: NamedTokens) -> String {
+        var sql = "SELECT " + TableCatalog.devices.columns.map { "d." + $0.name }.joined(separator: ", ")
+            + " FROM device_names n JOIN devices d ON d.row_id = n.device_row WHERE n.app_id = ? AND n.kind = ? AND n.name = ?"
         if named.after != nil { sql += " AND n.device_token > ?" }
-        for _ in named.names.dropFirst() {
-            sql += " AND EXISTS (SELECT 1 FROM device_names o WHERE o.app_id = n.app_id AND o.kind = ? AND o.name = ?"
-                + " AND o.device_token = n.device_token)"
+        for name in named.names.dropFirst() {
+            let column = name.kind == .tag ? "d.tags" : "d.topics"
+            sql += " AND instr(' ' || \(column) || ' ', ' ' || ? || ' ') > 0"
         }
-        return sql + " ORDER BY n.device_token LIMIT ?)"
+        return sql + " ORDER BY n.device_token LIMIT ?"
     }
 }
 

@@ -46,9 +46,9 @@ public struct DeviceName: Sendable, Hashable {
     }
 }
 
-/// The condition "the row's device token is one of the first `limit` of the app's devices after
-/// `after` (from the first when nil), in the tokens' byte order, that carry every one of `names`"
-/// (`ReadSQL.Piece.namedTokens`), read from `device_names`.
+/// The first `limit` of the app's devices after `after` (from the first when nil), in the tokens'
+/// byte order, that carry every one of `names` (`ReadSQL.Piece.namedDevicePage`): the devices of
+/// the first name, read from `device_names` in that order, with the others checked per device.
 public struct NamedTokens: Sendable {
     public var app: UUID
     public var names: [DeviceName]

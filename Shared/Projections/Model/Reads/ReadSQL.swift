@@ -16,8 +16,9 @@ public struct ReadSQL: Sendable, ExpressibleByStringInterpolation {
         case tokenOrder
         /// The condition `(columns) IN keys` (`ReadKeys`); a statement holds one at most.
         case keys(ReadKeys)
-        /// The condition "the row's token is one of these" (`NamedTokens`), on the devices.
-        case namedTokens(NamedTokens)
+        /// A whole statement: a page of the devices that carry names (`NamedTokens`), every
+        /// column of `TableCatalog.devices` in order, read from the index of names.
+        case namedDevicePage(NamedTokens)
     }
 
     public private(set) var pieces: [Piece]
@@ -75,7 +76,7 @@ public struct ReadSQL: Sendable, ExpressibleByStringInterpolation {
         public mutating func appendInterpolation(deviceToken token: String) { pieces.append(.deviceToken(token)) }
         public mutating func appendInterpolation(tokenAfter token: String) { pieces.append(.tokenAfter(token)) }
         public mutating func appendInterpolation(keys: ReadKeys) { pieces.append(.keys(keys)) }
-        public mutating func appendInterpolation(namedTokens: NamedTokens) { pieces.append(.namedTokens(namedTokens)) }
+        public mutating func appendInterpolation(namedDevicePage: NamedTokens) { pieces.append(.namedDevicePage(namedDevicePage)) }
     }
 }
 

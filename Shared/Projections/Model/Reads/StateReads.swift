@@ -141,12 +141,12 @@ public enum StateReads {
     /// `having`: only devices that carry every one of these tags and topics, read from the index
     /// of names (`NamedTokens`); the caller decides the rest of its audience.
     public static func devicePage(app: UUID, after: String?, limit: Int, having: DeviceNames = DeviceNames()) -> StoreRead<DeviceRow> {
-        var filter: ReadSQL = "WHERE app_id = \(app)"
         if !having.isEmpty {
-            filter += " AND \(namedTokens: NamedTokens(app: app, names: having, after: after, limit: limit))"
-        } else if let after {
-            filter += " AND \(tokenAfter: after)"
+            return StoreRead("\(namedDevicePage: NamedTokens(app: app, names: having, after: after, limit: limit))",
+                             columns: ReadColumns(DeviceRow.table), firstColumnIsFirstValue: true)
         }
+        var filter: ReadSQL = "WHERE app_id = \(app)"
+        if let after { filter += " AND \(tokenAfter: after)" }
         return StoreRead(filter + " ORDER BY " + .tokenOrder + " LIMIT \(limit)", firstColumnIsFirstValue: true)
     }
 
