@@ -111,8 +111,8 @@ final class StoreHarness {
     }
 
     /// Takes the PostgreSQL store `name` back to the tables of schema version 7, undoing steps 8
-    /// to 27 (the newest first), for the tests that upgrade an old store; the version row is left
-    /// to the caller. A new step adds its undoing here.
+    /// to 27 (the newest first; step 28 changes nothing in PostgreSQL), for the tests that upgrade
+    /// an old store; the version row is left to the caller. A new step adds its undoing here.
     func undoPostgresStepsAfterSeven(store name: String = "store.sqlite") async throws {
         for sql in [
             "DROP TABLE device_names",  // version 27, and with the function its triggers:
