@@ -18,10 +18,9 @@ public enum SenderApp {
         try await shared.createMissingTopics()
         let store = try await ProjectionStoreFactory.open(shared.store, logger: logger)
         var producerConfiguration = shared.producerConfiguration(clientId: "pushline-sender")
-        // Outcomes wait for nobody: lingering longer than ingest makes fewer, larger produce
-        // requests (librdkafka's producer thread woke per outcome at 2 ms; the durable broker
-        // writes one object per request; docs/BENCHMARKS.md, "Sender").
-        producerConfiguration.linger = .milliseconds(20)
+        // Outcomes wait for nobody: they linger longer than ingest's commands
+        // (`SenderConfiguration.lingerMs`; docs/BENCHMARKS.md, "Sender").
+        producerConfiguration.linger = .milliseconds(configuration.lingerMs)
         let producer = try KafkaProducer(configuration: producerConfiguration, logger: logger)
         let pusher = try Pusher(keyring: configuration.keyring!, endpoints: configuration.endpoints, caFile: configuration.caFile,
                                 timeout: .milliseconds(configuration.requestTimeoutMs), concurrency: configuration.concurrency,

@@ -213,6 +213,11 @@ final class SenderServiceTests: XCTestCase {
         XCTAssertEqual(defaults.endpoints.apns(.production), ProviderEndpoints.apnsProduction)
         XCTAssertEqual(defaults.endpoints.apns(.sandbox), ProviderEndpoints.apnsSandbox)
         XCTAssertEqual(defaults.endpoints.fcm, ProviderEndpoints.fcmDefault)
+        XCTAssertEqual(defaults.lingerMs, 100)
+        XCTAssertEqual(try SenderConfiguration.fromEnvironment(key.merging(["PUSHLINE_SENDER_LINGER_MS": "0"]) { $1 }).lingerMs, 0)
+        XCTAssertThrowsError(try SenderConfiguration.fromEnvironment(key.merging(["PUSHLINE_SENDER_LINGER_MS": "10001"]) { $1 })) { error in
+            XCTAssertTrue("\(error)".contains("PUSHLINE_SENDER_LINGER_MS"), "\(error)")
+        }
         let local = try SenderConfiguration.fromEnvironment(key.merging(["PUSHLINE_APNS_URL": "https://127.0.0.1:9443/",
                                                                           "PUSHLINE_FCM_URL": "https://127.0.0.1:9444"]) { $1 })
         XCTAssertEqual(local.endpoints.apns(.sandbox), "https://127.0.0.1:9443")

@@ -50,6 +50,11 @@ public struct SenderConfiguration: Sendable {
     /// How long partitions may have records waiting without any finishing before `/health`
     /// answers 503 (`PUSHLINE_STALL_TIMEOUT_MS`).
     public var stallTimeoutMs = 60_000
+    /// How long an outcome waits for others to share its produce request (`PUSHLINE_SENDER_LINGER_MS`).
+    /// Outcomes wait for nobody: fewer, larger requests and batches cost the broker less (the
+    /// memory broker's fetch takes longer the more batches a partition holds; the durable one
+    /// writes an object per request) and wake librdkafka's producer thread less.
+    public var lingerMs = 100
     /// The consumer's session and poll timeouts and fetch wait.
     public var consumerTimings = ConsumerTimings()
 
@@ -90,6 +95,7 @@ public struct SenderConfiguration: Sendable {
         c.credentialsCacheMs = try reader.int("PUSHLINE_SENDER_CREDENTIALS_CACHE_MS", default: c.credentialsCacheMs, range: 0...3_600_000)
         c.requestTimeoutMs = try reader.int("PUSHLINE_SENDER_TIMEOUT_MS", default: c.requestTimeoutMs, range: 100...600_000)
         c.idleConnectionMs = try reader.int("PUSHLINE_SENDER_IDLE_CONNECTION_MS", default: c.idleConnectionMs, range: 1_000...86_400_000)
+        c.lingerMs = try reader.int("PUSHLINE_SENDER_LINGER_MS", default: c.lingerMs, range: 0...10_000)
         c.stallTimeoutMs = try reader.int("PUSHLINE_STALL_TIMEOUT_MS", default: c.stallTimeoutMs, range: 1_000...86_400_000)
         c.consumerTimings = try ConsumerTimings(reader)
         return c
