@@ -128,6 +128,13 @@ import WireCodec
             let led = try await store.leading(names, app: app)
             #expect(led.lead == DeviceName(kind: .topic, name: "sport"))
             #expect(try await store.devices(app: app, after: nil, limit: 100, having: led).map(\.deviceToken) == ["t8"])
+            // Led by the topic, the tag is checked on each device's own names, whole: `a` is not
+            // in `ab` or `a%`, nor `ab` in `a b`.
+            for (tag, expected) in [("a", ["t1"]), ("ab", ["t2"]), ("b", ["t1"]), ("news", [String]())] {
+                var byNews = DeviceNames(tags: [tag], topics: ["news"])
+                byNews.lead = news
+                #expect(try await store.devices(app: app, after: nil, limit: 100, having: byNews).map(\.deviceToken) == expected, "\(tag)")
+            }
             names.lead = news
             #expect(try await store.devices(app: app, after: nil, limit: 100, having: names).map(\.deviceToken) == ["t8"])
         }
