@@ -81,6 +81,10 @@ final class FastEnvelopeTests: XCTestCase {
         envelope(.trackingReported, #"{"deliveryId":"\#(id)","events":[["0-a",7],["0-b",1],["0-c",2]],"mobileAppId":"\#(app)"}"#)
     }
 
+    var outcome: String {
+        envelope(.deliveryResultReported, #"{"attempts":2,"deliveryId":"\#(id)","deviceToken":"token-1","invalidSince":"\#(at)","locale":"pt-BR","messageId":"0-abc","mobileAppId":"\#(app)","outcome":"unregistered","platform":"ios","reason":"Unregistered","status":410}"#)
+    }
+
     /// `json` with whitespace of every kind around every token (the bases have no escapes).
     func spaced(_ json: String) -> String {
         var out = "\r\n "
@@ -132,6 +136,15 @@ final class FastEnvelopeTests: XCTestCase {
                 TrackingEvent(broadlogId: text(&random), action: TrackingAction.allCases.randomElement(using: &random)!)
             })
             try add(tracking, [tracking.mobileAppId, tracking.deliveryId])
+            let deliveryId: UUID? = Bool.random(using: &random) ? nil : .random()
+            let outcome = DeliveryResultReported(
+                mobileAppId: .random(), deviceToken: text(&random), platform: Bool.random(using: &random) ? .ios : .android,
+                deliveryId: deliveryId, messageId: text(&random), outcome: DeliveryOutcome.allCases.randomElement(using: &random)!,
+                reason: Bool.random(using: &random) ? nil : text(&random), status: Bool.random(using: &random) ? nil : Int.random(in: 0...599, using: &random),
+                attempts: Int.random(in: 1...20, using: &random),
+                invalidSince: Bool.random(using: &random) ? nil : Date(timeIntervalSince1970: Double(Int64.random(in: 0...4_102_444_800_000, using: &random)) / 1000),
+                locale: Bool.random(using: &random) ? nil : text(&random))
+            try add(outcome, [outcome.mobileAppId] + (deliveryId.map { [$0] } ?? []))
         }
 
         var fastCount = 0
@@ -152,12 +165,13 @@ final class FastEnvelopeTests: XCTestCase {
             case .deviceCleanupRequested: agree(DeviceCleanupRequested.self, data, name)
             case .notificationAcknowledged: agree(NotificationAcknowledged.self, data, name)
             case .trackingReported: agree(TrackingReported.self, data, name)
+            case .deliveryResultReported: agree(DeliveryResultReported.self, data, name)
             default: false
             }
             XCTAssertTrue(fast, "\(name): should take the fast path")
             if fast { fastCount += 1 }
         }
-        XCTAssertEqual(fastCount, 1000)
+        XCTAssertEqual(fastCount, 1250)
     }
 
     /// Up to 12 characters from a mix of scripts, emoji, combining marks and URL punctuation;
@@ -206,6 +220,15 @@ final class FastEnvelopeTests: XCTestCase {
             ("no events", edit(tracking, #"[["0-a",7],["0-b",1],["0-c",2]]"#, "[]")),
             ("no events, spaced", edit(tracking, #"[["0-a",7],["0-b",1],["0-c",2]]"#, "[ \n ]")),
         ])
+        assertFast(DeliveryResultReported.self, [
+            ("base", outcome), ("whitespace", spaced(outcome)),
+            ("a badge update's, without a delivery", edit(outcome, #""deliveryId":"\#(id)","#, "")),
+            ("null delivery", edit(outcome, #""\#(id)","deviceToken""#, #"null,"deviceToken""#)),
+            ("without the optionals", edit(edit(edit(edit(outcome, #""invalidSince":"\#(at)","#, ""), #""locale":"pt-BR","#, ""),
+                                                #","reason":"Unregistered""#, ""), #","status":410"#, "")),
+            ("null optionals", edit(edit(edit(edit(outcome, #""\#(at)","locale""#, #"null,"locale""#), #""pt-BR""#, "null"),
+                                         #""Unregistered""#, "null"), "410", "null")),
+        ])
     }
 
     func testEscapesAreLeftToJSONDecoder() {
@@ -250,6 +273,18 @@ final class FastEnvelopeTests: XCTestCase {
         assertFallback(TrackingReported.self, [
             ("no events", edit(tracking, #""events":[["0-a",7],["0-b",1],["0-c",2]],"#, "")),
             ("event as an object", edit(tracking, #"["0-a",7]"#, #"{"broadlogId":"0-a","action":7}"#)),
+        ])
+        assertFallback(DeliveryResultReported.self, [
+            ("no attempts", edit(outcome, #""attempts":2,"#, "")),
+            ("no outcome", edit(outcome, #""outcome":"unregistered","#, "")),
+            ("no message id", edit(outcome, #""messageId":"0-abc","#, "")),
+            ("unknown outcome", edit(outcome, #""unregistered""#, #""expired""#)),
+            ("unknown key", edit(outcome, #""attempts":2"#, #""attempts":2,"retryAfter":5"#)),
+            ("repeated outcome", edit(outcome, #""outcome":"unregistered""#, #""outcome":"unregistered","outcome":"delivered""#)),
+            ("status as a string", edit(outcome, "410", #""410""#)),
+            ("status 410.0", edit(outcome, "410", "410.0")),
+            ("null attempts", edit(outcome, #""attempts":2"#, #""attempts":null"#)),
+            ("invalid since with an offset", edit(outcome, #""invalidSince":"\#(at)""#, #""invalidSince":"2026-11-22T12:00:00+02:00""#)),
         ])
     }
 

@@ -11,6 +11,8 @@ public enum DeliveryOutcome: String, Codable, Sendable, CaseIterable {
     case unregistered
 }
 
+extension DeliveryOutcome: WireDecodable {}
+
 /// How many of a delivery's devices (of one locale) ended in each outcome, by the last report
 /// of each (docs/API.md#delivery-outcomes).
 public struct OutcomeCounts: Codable, Sendable, Equatable {
@@ -94,6 +96,35 @@ public struct DeliveryResultReported: DeviceScopedCommand, Equatable {
         self.status = status
         self.attempts = attempts
         self.invalidSince = invalidSince
+    }
+}
+
+extension DeliveryResultReported: WireDecodable {
+    private enum Key: String, CaseIterable {
+        case mobileAppId, deviceToken, platform, deliveryId, messageId, outcome, reason, status, attempts, invalidSince, locale
+    }
+    private static let keys = WireKeys<Key>()
+
+    public init?(wire reader: inout WireReader) {
+        var mobileAppId: UUID?, deviceToken: String?, platform: Platform?, deliveryId: UUID?, messageId: String?
+        var outcome: DeliveryOutcome?, reason: String?, status: Int?, attempts: Int?, invalidSince: Date?, locale: String?
+        guard reader.object(Self.keys, { reader, key in
+            switch key {
+            case .mobileAppId: reader.read(&mobileAppId)
+            case .deviceToken: reader.read(&deviceToken)
+            case .platform: reader.read(&platform)
+            case .deliveryId: reader.readOptional(&deliveryId)
+            case .messageId: reader.read(&messageId)
+            case .outcome: reader.read(&outcome)
+            case .reason: reader.readOptional(&reason)
+            case .status: reader.readOptional(&status)
+            case .attempts: reader.read(&attempts)
+            case .invalidSince: reader.readOptional(&invalidSince)
+            case .locale: reader.readOptional(&locale)
+            }
+        }), let mobileAppId, let deviceToken, let platform, let messageId, let outcome, let attempts else { return nil }
+        self.init(mobileAppId: mobileAppId, deviceToken: deviceToken, platform: platform, deliveryId: deliveryId, messageId: messageId,
+                  outcome: outcome, reason: reason, status: status, attempts: attempts, invalidSince: invalidSince, locale: locale)
     }
 }
 
