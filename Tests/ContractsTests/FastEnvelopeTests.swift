@@ -278,7 +278,7 @@ final class FastEnvelopeTests: XCTestCase {
             ("no attempts", edit(outcome, #""attempts":2,"#, "")),
             ("no outcome", edit(outcome, #""outcome":"unregistered","#, "")),
             ("no message id", edit(outcome, #""messageId":"0-abc","#, "")),
-            ("unknown outcome", edit(outcome, #""unregistered""#, #""expired""#)),
+            ("unknown outcome", edit(outcome, #""unregistered""#, #""bounced""#)),
             ("unknown key", edit(outcome, #""attempts":2"#, #""attempts":2,"retryAfter":5"#)),
             ("repeated outcome", edit(outcome, #""outcome":"unregistered""#, #""outcome":"unregistered","outcome":"delivered""#)),
             ("status as a string", edit(outcome, "410", #""410""#)),

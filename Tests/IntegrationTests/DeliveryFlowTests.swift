@@ -294,8 +294,10 @@ final class DeliveryFlowTests: XCTestCase {
         rig.fcm.setBehaviour(.status(503, status: "UNAVAILABLE", errorCode: "UNAVAILABLE"), forNext: 1, requestsTo: android[2])
 
         let delivery = try await stack.send(["userIds": ["i0", "i1", "i2", "i3", "a0", "a1", "a2"], "title": "answers"], app: app)
-        let stats = try await rig.waitForStats(delivery, app: app, "every push ended") { $0.delivered + $0.failed + $0.unregistered == 7 }
-        XCTAssertEqual([stats.delivered, stats.failed, stats.unregistered], [2, 3, 2])
+        let stats = try await rig.waitForStats(delivery, app: app, "every push ended") {
+            $0.delivered + $0.failed + $0.unregistered + $0.expired == 7
+        }
+        XCTAssertEqual([stats.delivered, stats.failed, stats.unregistered, stats.expired], [2, 2, 2, 1])
         var ended: [String: (outcome: String, reason: String?)] = [:]
         for row in try await rig.outcomes(delivery, app: app) {
             if let token = row["deviceToken"] as? String, let outcome = row["outcome"] as? String {
@@ -306,8 +308,8 @@ final class DeliveryFlowTests: XCTestCase {
         XCTAssertEqual(ended[ios[1]]?.outcome, "failed", "another 400 is final")
         XCTAssertEqual(ended[ios[1]]?.reason, "BadMessageId")
         XCTAssertEqual(ended[ios[2]]?.outcome, "delivered", "5xx retried")
-        XCTAssertEqual(ended[ios[3]]?.outcome, "failed", "retried until the push expired")
-        XCTAssertTrue(ended[ios[3]]?.reason?.hasPrefix("Expired") == true, "\(String(describing: ended[ios[3]]))")
+        XCTAssertEqual(ended[ios[3]]?.outcome, "expired", "retried until the push expired")
+        XCTAssertEqual(ended[ios[3]]?.reason, "ServiceUnavailable", "the last answer's reason")
         XCTAssertEqual(ended[android[0]]?.outcome, "unregistered", "INVALID_ARGUMENT about the token")
         XCTAssertEqual(ended[android[1]]?.outcome, "failed", "SENDER_ID_MISMATCH is the token's project, not the account")
         XCTAssertEqual(ended[android[2]]?.outcome, "delivered", "503 retried")
@@ -316,6 +318,37 @@ final class DeliveryFlowTests: XCTestCase {
         XCTAssertGreaterThan(rig.apns.requests(for: ios[3]).count, 1)
         let pausedNow = try await rig.senderMetric("pushline_sender_paused_apps")
         XCTAssertEqual(pausedNow, 0, "none of these is the credentials' fault")
+    }
+
+    func testAPushThatExpiredBeforeTheSenderReadItIsNeverHandedOverAndCountsAsExpired() async throws {
+        let rig = try await DeliveryRig.start()
+        self.rig = rig
+        let stack = rig.stack
+        let app = try await stack.createApp(name: "stale")
+        try await rig.setAPNs(app: app.mobileAppId, keyId: "KEYAAAAAA1")
+        try await rig.setFCM(app: app.mobileAppId)
+        let ios = Tokens.apns(1, salt: 0xE)
+        let android = Tokens.fcm(1, salt: 0xE)
+        try await stack.registerKF5([("u", ios, "IOS"), ("u", android, "ANDROID")], app: app)
+        try await stack.waitForDevices(2, app: app.mobileAppId)
+        // No sender runs yet: the pushes wait on the outbound topic past their one second.
+        let stale = try await stack.send(["userIds": ["u"], "title": "flash sale", "timeToLive": 1], app: app)
+        let records = try await stack.waitForOutbound(2).map(\.record).filter { $0.deliveryId == stale }
+        let expiresAt = try XCTUnwrap(records.compactMap(\.expiresAt).max())
+        while Date().timeIntervalSince1970 * 1000 <= Double(expiresAt) { try await Task.sleep(for: .milliseconds(100)) }
+        try await rig.startSender()
+        let fresh = try await stack.send(["userIds": ["u"], "title": "still on"], app: app)
+
+        let stats = try await rig.waitForStats(stale, app: app, "both pushes ended") { $0.delivered + $0.failed + $0.unregistered + $0.expired == 2 }
+        XCTAssertEqual([stats.delivered, stats.failed, stats.unregistered, stats.expired], [0, 0, 0, 2])
+        let ended = try await rig.outcomes(stale, app: app, outcome: "expired")
+        XCTAssertEqual(Set(ended.compactMap { $0["deviceToken"] as? String }), [ios, android])
+        XCTAssertTrue(ended.allSatisfy { $0["reason"] == nil }, "no provider was asked: \(ended)")
+        try await rig.waitForStats(fresh, app: app, "the later send delivered") { $0.delivered == 2 }
+        XCTAssertEqual(rig.apns.requests(for: ios).count, 1, "only the later push reached APNs")
+        XCTAssertEqual(rig.fcm.requests(for: android).count, 1, "only the later push reached FCM")
+        let expiredPushes = try await rig.senderMetric("pushline_sender_pushes_total{platform=\"ios\",outcome=\"expired\"}")
+        XCTAssertEqual(expiredPushes, 1)
     }
 
     func testHealthSaysSoWhenNoPushFinishesAndRecoversWhenOneDoes() async throws {

@@ -88,7 +88,7 @@ final class QuickstartTests: XCTestCase {
         let walked = try await shell("timeout 600 bash audiences.sh", in: directory, environment: environment)
         XCTAssertEqual(walked.status, 0, "the audience walkthrough failed:\n\(walked.standardOutput)\n\(walked.standardError)")
         for expected in [#"{"accepted":2}"#, #""sentByLocale":{"pt":1}"#,
-                         #""outcomesByLocale":{"pt":{"delivered":1,"failed":0,"unregistered":0}}"#, #"{"audience":"locale:pt","devices":2}"#,
+                         #""outcomesByLocale":{"pt":{"delivered":1,"expired":0,"failed":0,"unregistered":0}}"#, #"{"audience":"locale:pt","devices":2}"#,
                          #""code":"audience_invalid""#, #""position":11"#] {
             XCTAssertTrue(walked.standardOutput.contains(expected), "the walkthrough printed no \(expected):\n\(walked.standardOutput)")
         }

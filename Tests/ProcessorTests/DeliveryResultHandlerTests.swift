@@ -41,7 +41,7 @@ final class DeliveryResultHandlerTests: XCTestCase {
 
     private func counts(_ state: BatchState) -> [Int] {
         let d = state.delivery(deliveryId, app: appId, part: 0)!
-        return [d.delivered, d.failed, d.unregistered]
+        return [d.delivered, d.failed, d.unregistered, d.expired]
     }
 
     func testEachDeviceCountsOnceByItsLastReport() {
@@ -51,7 +51,7 @@ final class DeliveryResultHandlerTests: XCTestCase {
             XCTAssertEqual(handler.apply(r, context, to: &s), .applied)
         }
         // Device 3's failure was counted by an earlier batch: its new report moves it over.
-        XCTAssertEqual(counts(s), [3, 0, 0])
+        XCTAssertEqual(counts(s), [3, 0, 0, 0])
         s.finishOutcomes()
         let puts = s.mutations.compactMap { if case .putDelivery(let d) = $0 { d } else { nil } }
         XCTAssertEqual(puts.count, 1, "the delivery is written once per batch")
@@ -60,6 +60,21 @@ final class DeliveryResultHandlerTests: XCTestCase {
         XCTAssertEqual(rows.map(\.messageIndex), [0, 1, 1, 0, 3])
         XCTAssertEqual(rows.last, DeliveryOutcomeRow(appId: appId, deliveryId: deliveryId, messageIndex: 3, deviceToken: token(3),
                                                      outcome: .delivered, reason: nil, reportedAt: at))
+    }
+
+    func testAnExpiredPushIsCountedApartAndRetiresNothing() {
+        var s = state(registeredAt: at.addingTimeInterval(-60), outcomes: [2: .failed])
+        let context = CommandContext(at: at)
+        // Device 1 expired; device 2's failure (an earlier batch) became an expiry; device 3
+        // expired, then a repeat of its push was delivered: its last report counts.
+        for r in [report(1, .expired), report(2, .expired), report(3, .expired), report(3, .delivered)] {
+            XCTAssertEqual(handler.apply(r, context, to: &s), .applied)
+        }
+        XCTAssertEqual(counts(s), [1, 0, 0, 2])
+        XCTAssertNotNil(s.devices[DeviceKey(appId: appId, deviceToken: token(1))], "an expired push says nothing of its token")
+        s.finishOutcomes()
+        let puts = s.mutations.compactMap { if case .putDelivery(let d) = $0 { d } else { nil } }
+        XCTAssertEqual(puts.map(\.expired), [2])
     }
 
     func testALocalizedSendsOutcomesAreCountedPerLocaleToo() {
@@ -97,13 +112,13 @@ final class DeliveryResultHandlerTests: XCTestCase {
         XCTAssertEqual(handler.apply(report(1, .unregistered, invalidSince: at.addingTimeInterval(-10)), CommandContext(at: at), to: &s), .applied)
         XCTAssertNil(s.devices[key])
         XCTAssertTrue(s.mutations.contains(.deleteDevice(key)) && s.mutations.contains(.clearPending(key)))
-        XCTAssertEqual(counts(s), [0, 0, 1])
+        XCTAssertEqual(counts(s), [0, 0, 1, 0])
         // Registered again after the timestamp: kept, still counted.
         s = state(registeredAt: at.addingTimeInterval(-5))
         _ = handler.apply(report(1, .unregistered, invalidSince: at.addingTimeInterval(-10)), CommandContext(at: at), to: &s)
         XCTAssertNotNil(s.devices[key])
         XCTAssertFalse(s.mutations.contains(.deleteDevice(key)))
-        XCTAssertEqual(counts(s), [0, 0, 1])
+        XCTAssertEqual(counts(s), [0, 0, 1, 0])
         // No timestamp (FCM, BadDeviceToken): the report's time decides.
         s = state(registeredAt: at.addingTimeInterval(-5))
         _ = handler.apply(report(1, .unregistered), CommandContext(at: at), to: &s)
@@ -135,6 +150,6 @@ final class DeliveryResultHandlerTests: XCTestCase {
         badge.messageId = MessageId.badgeUpdate(ackId: UUID())
         XCTAssertEqual(handler.apply(badge, context, to: &s), .applied)
         XCTAssertNil(s.devices[DeviceKey(appId: appId, deviceToken: token(1))])
-        XCTAssertEqual(counts(s), [0, 0, 0])
+        XCTAssertEqual(counts(s), [0, 0, 0, 0])
     }
 }

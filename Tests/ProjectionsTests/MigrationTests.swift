@@ -296,7 +296,7 @@ private enum Seed {
             text("idempotency_key", "key-1", since: 15), text("request_hash", "hash-1", since: 15),
             integer("duplicates", 4, since: 15, filled: "0"), integer("conflicts", 5, since: 15, filled: "0"),
             integer("part", 1, since: 18, filled: "0"), text("sent_by_locale", "default=1,pt-BR=1", since: 24),
-            text("outcomes_by_locale", "default=1/0/0,pt-BR=0/1/0", since: 26),
+            text("outcomes_by_locale", "default=1/0/0,pt-BR=0/1/0", since: 26), integer("expired", 6, since: 29, filled: "0"),
         ]),
         Row(table: "delivery_outcomes", since: 12, columns: [
             text("app_id", app), text("delivery_id", delivery), integer("message_index", 0), text("device_token", token),

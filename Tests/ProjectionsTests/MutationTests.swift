@@ -55,21 +55,28 @@ import Testing
         try await withStoreHarness(backend) { h in
             let store = try await h.openStore()
             let (app, other, delivery) = (UUID(), UUID(), UUID())
-            var row = DeliveryRow(appId: app, deliveryId: delivery, kind: .alert, managed: false, tracking: false, sent: 5, createdAt: Fixture.t0)
+            var row = DeliveryRow(appId: app, deliveryId: delivery, kind: .alert, managed: false, tracking: false, sent: 6, createdAt: Fixture.t0)
             func outcome(_ index: Int, _ outcome: DeliveryOutcome, app appId: UUID = app) -> DeliveryOutcomeRow {
                 DeliveryOutcomeRow(appId: appId, deliveryId: delivery, messageIndex: index, deviceToken: String(repeating: "t\(index)", count: 600),
                                    outcome: outcome, reason: outcome == .delivered ? nil : "Unregistered", reportedAt: Fixture.at(Double(index)))
             }
-            (row.delivered, row.unregistered) = (3, 1)
+            (row.delivered, row.unregistered, row.expired) = (3, 1, 1)
+            // Per locale: an expired count is stored only where there is one.
+            row.sentByLocale = ["pt": 3, "default": 2]
+            row.outcomesByLocale = ["pt": OutcomeCounts(delivered: 2, expired: 1), "default": OutcomeCounts(delivered: 1, unregistered: 1)]
             try await store.commit(mutations: [
                 .putDelivery(row), .putDeliveryOutcome(outcome(3, .delivered)), .putDeliveryOutcome(outcome(0, .delivered)),
                 .putDeliveryOutcome(outcome(2, .unregistered)), .putDeliveryOutcome(outcome(1, .failed)),
                 .putDeliveryOutcome(outcome(1, .delivered)), .putDeliveryOutcome(outcome(0, .failed, app: other)),
+                .putDeliveryOutcome(outcome(5, .expired)),
             ], offsets: [])
             #expect(try await store.deliveryStats(app: app, deliveryId: delivery)?.delivery == row)
+            #expect(try await store.dump().contains("outcomes_by_locale=\"default=1/0/1,pt=2/0/0/1\" expired=1"))
             let all = try await store.deliveryOutcomes(app: app, deliveryId: delivery, outcome: nil, after: nil, limit: 10)
-            #expect(all == [outcome(0, .delivered), outcome(1, .delivered), outcome(2, .unregistered), outcome(3, .delivered)],
+            #expect(all == [outcome(0, .delivered), outcome(1, .delivered), outcome(2, .unregistered), outcome(3, .delivered),
+                            outcome(5, .expired)],
                     "the last report of each device stays, in index order, another app's apart")
+            #expect(try await store.deliveryOutcomes(app: app, deliveryId: delivery, outcome: .expired, after: nil, limit: 10) == [outcome(5, .expired)])
             #expect(try await store.deliveryOutcomes(app: app, deliveryId: delivery, outcome: nil, after: 1, limit: 1) == [outcome(2, .unregistered)])
             #expect(try await store.deliveryOutcomes(app: app, deliveryId: delivery, outcome: .delivered, after: 0, limit: 10)
                 == [outcome(1, .delivered), outcome(3, .delivered)])

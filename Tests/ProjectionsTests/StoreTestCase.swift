@@ -111,10 +111,11 @@ final class StoreHarness {
     }
 
     /// Takes the PostgreSQL store `name` back to the tables of schema version 7, undoing steps 8
-    /// to 27 (the newest first; step 28 changes nothing in PostgreSQL), for the tests that upgrade
+    /// to 29 (the newest first; step 28 changes nothing in PostgreSQL), for the tests that upgrade
     /// an old store; the version row is left to the caller. A new step adds its undoing here.
     func undoPostgresStepsAfterSeven(store name: String = "store.sqlite") async throws {
         for sql in [
+            "ALTER TABLE deliveries DROP COLUMN expired",  // version 29
             "DROP TABLE device_names",  // version 27, and with the function its triggers:
             "DROP FUNCTION device_names_follow() CASCADE",
             "ALTER TABLE deliveries DROP COLUMN outcomes_by_locale",  // version 26

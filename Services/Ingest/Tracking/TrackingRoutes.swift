@@ -65,11 +65,11 @@ struct TrackingRoutes: Sendable {
                                               failed: row.delivery.failed, unregistered: row.delivery.unregistered,
                                               idempotencyKey: row.delivery.idempotencyKey, duplicates: row.delivery.duplicates,
                                               conflicts: row.delivery.conflicts, sentByLocale: row.delivery.sentByLocale,
-                                              outcomesByLocale: row.delivery.outcomesByLocale)
+                                              outcomesByLocale: row.delivery.outcomesByLocale, expired: row.delivery.expired)
         return try JSONResponse.make(stats, status: .ok, encoder: WireJSON.encoder())
     }
 
-    /// `GET …/deliveries/{deliveryId}/outcomes?outcome=delivered|failed|unregistered&limit=1…1000 (100)&after=index`.
+    /// `GET …/deliveries/{deliveryId}/outcomes?outcome=delivered|failed|unregistered|expired&limit=1…1000 (100)&after=index`.
     @Sendable func outcomes(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let auth = try context.authenticated()
         let deliveryId = try FieldRules.uuidParameter("deliveryId", in: context)
@@ -85,7 +85,7 @@ struct TrackingRoutes: Sendable {
         var outcome: DeliveryOutcome?
         if let text = query.get("outcome") {
             guard let value = DeliveryOutcome(rawValue: text) else {
-                throw IngestError.badRequest("outcome must be delivered, failed or unregistered", field: "outcome")
+                throw IngestError.badRequest("outcome must be delivered, failed, unregistered or expired", field: "outcome")
             }
             outcome = value
         }

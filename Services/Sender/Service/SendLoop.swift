@@ -234,8 +234,9 @@ public final class SendLoop: Service, Sendable {
             var random = SystemRandomNumberGenerator()
             var last: Report?
             while ledger.withLock({ $0.owns(partition, generation: generation) }), !Task.isCancelled {
+                // Never handed over after its expiry: counted as expired, with the last answer's reason.
                 if Date() >= expiresAt {
-                    return Report(outcome: .failed, reason: last.map { "Expired (\($0.reason ?? "no answer"))" } ?? "Expired", status: last?.status)
+                    return Report(outcome: .expired, reason: last?.reason, status: last?.status)
                 }
                 let credentials: PushCredentials?
                 do {
@@ -281,7 +282,7 @@ public final class SendLoop: Service, Sendable {
                     last = Report(outcome: .failed, reason: reason)
                     let delay = configuration.retryPolicy.delay(afterAttempt: attempts, retryAfter: retryAfter, using: &random)
                     guard Date().addingTimeInterval(delay) < expiresAt else {
-                        return Report(outcome: .failed, reason: "Expired (\(reason))")
+                        return Report(outcome: .expired, reason: reason)
                     }
                     guard mayWait() else { return Report(outcome: .failed, reason: "\(reason): too many of the app's pushes wait for a retry") }
                     guard (try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))) != nil else { return nil }

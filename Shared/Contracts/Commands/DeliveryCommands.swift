@@ -5,10 +5,13 @@ import WireCodec
 public enum DeliveryOutcome: String, Codable, Sendable, CaseIterable {
     /// The provider accepted it for the device.
     case delivered
-    /// Refused for good, for a reason that is not the device's token (or the retries ran out).
+    /// Refused for good, for a reason that is not the device's token.
     case failed
     /// The device's token is dead: the processor retires the device.
     case unregistered
+    /// Its time to live ran out before a provider took it: the sender never hands a push over
+    /// after its expiry.
+    case expired
 }
 
 extension DeliveryOutcome: WireDecodable {}
@@ -19,11 +22,23 @@ public struct OutcomeCounts: Codable, Sendable, Equatable {
     public var delivered: Int
     public var failed: Int
     public var unregistered: Int
+    public var expired: Int
 
-    public init(delivered: Int = 0, failed: Int = 0, unregistered: Int = 0) {
+    public init(delivered: Int = 0, failed: Int = 0, unregistered: Int = 0, expired: Int = 0) {
         self.delivered = delivered
         self.failed = failed
         self.unregistered = unregistered
+        self.expired = expired
+    }
+
+    private enum CodingKeys: String, CodingKey { case delivered, failed, unregistered, expired }
+
+    /// `expired` may be absent: counts written before pushes could expire have none.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(delivered: try c.decode(Int.self, forKey: .delivered), failed: try c.decode(Int.self, forKey: .failed),
+                  unregistered: try c.decode(Int.self, forKey: .unregistered),
+                  expired: try c.decodeIfPresent(Int.self, forKey: .expired) ?? 0)
     }
 
     public subscript(outcome: DeliveryOutcome) -> Int {
@@ -32,6 +47,7 @@ public struct OutcomeCounts: Codable, Sendable, Equatable {
             case .delivered: delivered
             case .failed: failed
             case .unregistered: unregistered
+            case .expired: expired
             }
         }
         set {
@@ -39,6 +55,7 @@ public struct OutcomeCounts: Codable, Sendable, Equatable {
             case .delivered: delivered = newValue
             case .failed: failed = newValue
             case .unregistered: unregistered = newValue
+            case .expired: expired = newValue
             }
         }
     }
@@ -50,7 +67,8 @@ public struct OutcomeCounts: Codable, Sendable, Equatable {
     }
 
     public static func + (a: OutcomeCounts, b: OutcomeCounts) -> OutcomeCounts {
-        OutcomeCounts(delivered: a.delivered + b.delivered, failed: a.failed + b.failed, unregistered: a.unregistered + b.unregistered)
+        OutcomeCounts(delivered: a.delivered + b.delivered, failed: a.failed + b.failed, unregistered: a.unregistered + b.unregistered,
+                      expired: a.expired + b.expired)
     }
 }
 

@@ -54,6 +54,9 @@ public enum TrackingAPI {
         public var delivered: Int
         public var failed: Int
         public var unregistered: Int
+        /// Devices whose push expired before a provider took it (the send's `timeToLive`, else
+        /// the sender's default).
+        public var expired: Int
         /// The send's `Idempotency-Key` (absent without one), and the later sends with it within
         /// its window: the same body (`duplicates`) or another (`conflicts`); none was sent
         /// (docs/API.md#idempotency-keys).
@@ -64,13 +67,15 @@ public enum TrackingAPI {
         /// absent for a send without localized text (docs/API.md#localized-content).
         public var sentByLocale: [String: Int]?
         /// A localized send's devices per locale by the last outcome reported of their push, as
-        /// `delivered`, `failed` and `unregistered` count them all; absent until one is reported.
+        /// `delivered`, `failed`, `unregistered` and `expired` count them all; absent until one is
+        /// reported.
         public var outcomesByLocale: [String: OutcomeCounts]?
 
         public init(deliveryId: UUID, sent: Int, impressions: Int, clicks: Int, opens: Int, repeatsIgnored: Int,
                     delivered: Int = 0, failed: Int = 0, unregistered: Int = 0, idempotencyKey: String? = nil,
                     duplicates: Int = 0, conflicts: Int = 0, sentByLocale: [String: Int]? = nil,
-                    outcomesByLocale: [String: OutcomeCounts]? = nil) {
+                    outcomesByLocale: [String: OutcomeCounts]? = nil, expired: Int = 0) {
+            self.expired = expired
             self.sentByLocale = sentByLocale
             self.outcomesByLocale = outcomesByLocale
             self.deliveryId = deliveryId.lowercasedString
@@ -109,7 +114,8 @@ public enum TrackingAPI {
         public var index: Int
         public var deviceToken: String
         public var outcome: DeliveryOutcome
-        /// The provider's reason, for `failed` and `unregistered`.
+        /// The provider's reason, for `failed` and `unregistered`; for `expired`, the last
+        /// attempt's when there was one.
         public var reason: String?
         /// When the sender reported it (RFC 3339, ms).
         public var reportedAt: Date

@@ -39,7 +39,7 @@ package enum ProjectionMigrations {
     }
 
     /// Every step, in order.
-    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22, v23, v24, v25, v26, v27, v28]
+    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22, v23, v24, v25, v26, v27, v28, v29]
 
     /// The newest schema version, which this code creates and understands: the last step's.
     package static let version = steps[steps.count - 1].number
@@ -960,4 +960,9 @@ package enum ProjectionMigrations {
                 SELECT value FROM json_each('["' || replace(OLD.topics, ' ', '","') || '"]') WHERE OLD.topics IS NOT NULL);
         END
         """, postgres: nil)
+
+    /// A delivery counts its devices whose push expired before a provider took it
+    /// (docs/API.md#delivery-outcomes), beside `delivered`, `failed` and `unregistered`.
+    package static let v29 = Step(29, sqlite: "ALTER TABLE deliveries ADD COLUMN expired INTEGER NOT NULL DEFAULT 0",
+                                  postgres: "ALTER TABLE deliveries ADD COLUMN expired bigint NOT NULL DEFAULT 0")
 }

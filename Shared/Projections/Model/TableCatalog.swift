@@ -149,6 +149,8 @@ public enum TableCatalog {
         .init("sent_by_locale", .text, nullable: true),
         // Its devices per locale by their last outcome (`DeliveryRow.outcomesByLocale`); NULL: none reported.
         .init("outcomes_by_locale", .text, nullable: true),
+        // Its devices whose push expired before a provider took it (`DeliveryOutcome.expired`).
+        .init("expired", .integer),
     ])
 
     public static let deliveryOutcomes = CatalogTable("delivery_outcomes", key: ["app_id", "delivery_id", "message_index"], [

@@ -39,7 +39,7 @@ extension DeliveryRow: CatalogRow {
         columns.uuid(appId); columns.uuid(deliveryId); columns.text(kind.rawValue); columns.bool(managed); columns.bool(tracking)
         columns.int(sent); columns.millis(createdAt); columns.int(delivered); columns.int(failed); columns.int(unregistered)
         columns.text(idempotencyKey); columns.text(requestHash); columns.int(duplicates); columns.int(conflicts); columns.int(part)
-        columns.text(sentByLocale.map(LocaleCounts.stored)); columns.text(outcomesByLocale.map(LocaleCounts.stored))
+        columns.text(sentByLocale.map(LocaleCounts.stored)); columns.text(outcomesByLocale.map(LocaleCounts.stored)); columns.int(expired)
     }
 
     @inlinable public init(columns: inout some ColumnReader) throws {
@@ -49,7 +49,9 @@ extension DeliveryRow: CatalogRow {
                   idempotencyKey: try columns.optionalText(), requestHash: try columns.optionalText(),
                   duplicates: try columns.intValue(), conflicts: try columns.intValue(), part: Int(try columns.optionalInt() ?? 0),
                   sentByLocale: try columns.optionalText().map(LocaleCounts.read),
-                  outcomesByLocale: try columns.optionalText().map(LocaleCounts.outcomes))
+                  outcomesByLocale: try columns.optionalText().map(LocaleCounts.outcomes),
+                  // A changelog entry written before the column has none.
+                  expired: Int(try columns.optionalInt() ?? 0))
     }
 }
 
@@ -71,12 +73,14 @@ extension DeliveryOutcomeRow: CatalogRow {
 /// Counts per locale as a column keeps them: `locale=count` pairs in locale order, joined by
 /// commas (`default=3,pt=2,pt-BR=7`). Neither a locale nor `default` has `=` or `,`.
 /// A delivery's counts per locale as stored: `locale=count` pairs (`sent_by_locale`) or
-/// `locale=delivered/failed/unregistered` (`outcomes_by_locale`), in locale order, joined by commas.
+/// `locale=delivered/failed/unregistered[/expired]` (`outcomes_by_locale`; the expired count
+/// only when there is one, so counts from before it read and write alike), in locale order,
+/// joined by commas.
 public enum LocaleCounts {
     public static func stored(_ counts: [String: OutcomeCounts]) -> String {
         counts.keys.sorted().map { key in
             let c = counts[key]!
-            return "\(key)=\(c.delivered)/\(c.failed)/\(c.unregistered)"
+            return "\(key)=\(c.delivered)/\(c.failed)/\(c.unregistered)" + (c.expired == 0 ? "" : "/\(c.expired)")
         }.joined(separator: ",")
     }
 
@@ -86,7 +90,9 @@ public enum LocaleCounts {
             let parts = pair.split(separator: "=", maxSplits: 1)
             guard parts.count == 2 else { continue }
             let numbers = parts[1].split(separator: "/").compactMap { Int($0) }
-            if numbers.count == 3 { counts[String(parts[0])] = OutcomeCounts(delivered: numbers[0], failed: numbers[1], unregistered: numbers[2]) }
+            guard numbers.count == 3 || numbers.count == 4 else { continue }
+            counts[String(parts[0])] = OutcomeCounts(delivered: numbers[0], failed: numbers[1], unregistered: numbers[2],
+                                                     expired: numbers.count == 4 ? numbers[3] : 0)
         }
         return counts
     }

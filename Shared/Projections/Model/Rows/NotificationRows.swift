@@ -65,6 +65,7 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
     public var delivered: Int
     public var failed: Int
     public var unregistered: Int
+    public var expired: Int
     /// The send's `Idempotency-Key`, nil for a send without one (docs/API.md#idempotency-keys).
     public var idempotencyKey: String?
     /// `IdempotencyKeys.requestHash` of the first send's body, set with `idempotencyKey`.
@@ -80,13 +81,14 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
     /// `default` for the send's own text); nil for a send without localized text.
     public var sentByLocale: [String: Int]?
     /// A localized send's devices per locale by their last reported outcome, as `delivered`,
-    /// `failed` and `unregistered` count them all; nil until one is reported.
+    /// `failed`, `unregistered` and `expired` count them all; nil until one is reported.
     public var outcomesByLocale: [String: OutcomeCounts]?
 
     public init(appId: UUID, deliveryId: UUID, kind: NotificationKind, managed: Bool, tracking: Bool, sent: Int, createdAt: Date,
                 delivered: Int = 0, failed: Int = 0, unregistered: Int = 0, idempotencyKey: String? = nil,
                 requestHash: String? = nil, duplicates: Int = 0, conflicts: Int = 0, part: Int = 0, sentByLocale: [String: Int]? = nil,
-                outcomesByLocale: [String: OutcomeCounts]? = nil) {
+                outcomesByLocale: [String: OutcomeCounts]? = nil, expired: Int = 0) {
+        self.expired = expired
         self.sentByLocale = sentByLocale
         self.outcomesByLocale = outcomesByLocale
         self.appId = appId
@@ -120,6 +122,7 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
             sum.delivered += row.delivered
             sum.failed += row.failed
             sum.unregistered += row.unregistered
+            sum.expired += row.expired
             sum.duplicates += row.duplicates
             sum.conflicts += row.conflicts
             if let counts = row.sentByLocale {
@@ -149,13 +152,14 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
         outcomesByLocale![locale, default: OutcomeCounts()].recount(from: from, to: to)
     }
 
-    /// `delivered`, `failed` and `unregistered` together.
+    /// `delivered`, `failed`, `unregistered` and `expired` together.
     public var outcomes: OutcomeCounts {
-        get { OutcomeCounts(delivered: delivered, failed: failed, unregistered: unregistered) }
+        get { OutcomeCounts(delivered: delivered, failed: failed, unregistered: unregistered, expired: expired) }
         set {
             delivered = newValue.delivered
             failed = newValue.failed
             unregistered = newValue.unregistered
+            expired = newValue.expired
         }
     }
 
