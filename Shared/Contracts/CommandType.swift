@@ -12,6 +12,7 @@ public enum CommandType: String, Sendable, CaseIterable, Codable {
     case deviceChangeRequested = "registration.device-change-requested"
     case notificationRequested = "notification.requested"
     case notificationAcknowledged = "notification.acknowledged"
+    case notificationCancelled = "notification.cancelled"
     case trackingReported = "tracking.reported"
     case deliveryResultReported = "delivery.result-reported"
     case adminTokenIssued = "admin.admin-token-issued"

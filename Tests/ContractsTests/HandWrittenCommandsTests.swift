@@ -72,7 +72,9 @@ final class HandWrittenCommandsTests: XCTestCase {
                     : users.isEmpty ? NotificationTarget(deviceTokens: (0...3).map { _ in text(&random) }) : NotificationTarget(userIds: users),
                 content: content, managed: Bool.random(using: &random), businessId: maybe(text(&random)),
                 tracking: Bool.random(using: &random), kind: NotificationKind.allCases.randomElement(using: &random)!,
-                ticketId: maybe(text(&random)), message: maybe(text(&random))))
+                ticketId: maybe(text(&random)), message: maybe(text(&random)),
+                sendAt: Bool.random(using: &random) ? nil : Date(timeIntervalSince1970: Double(Int64.random(in: 0...4_102_444_800_000, using: &random)) / 1000),
+                firing: [nil, true, false].randomElement(using: &random)!))
             func names() -> [String]? {
                 Bool.random(using: &random) ? nil : (0..<Int.random(in: 0...3, using: &random)).map { _ in text(&random) }
             }

@@ -76,9 +76,26 @@ package struct NotificationHandler: CommandHandler {
     package func start(_ c: NotificationRequested, _ context: CommandContext, state: inout BatchState) -> Start {
         guard let app = state.app(c.mobileAppId, part: context.part) else { return .decided(.rejected("unknown-app")) }
         // A send without a key has a new random delivery id; with a key, the id is the key's, so
-        // a known id is a retry or a reuse of the key: it is counted, never sent again.
-        if let known = state.delivery(c.deliveryId, app: c.mobileAppId, part: context.part) {
+        // a known id is a retry or a reuse of the key: it is counted, never sent again. The one
+        // send of a known id that goes is a waiting send's firing.
+        let known = state.delivery(c.deliveryId, app: c.mobileAppId, part: context.part)
+        var waiting: DeliveryRow?
+        if c.firing == true {
+            guard let known, known.schedule == .waiting else { return .decided(.rejected("not-waiting")) }
+            if let ttl = c.content.timeToLive, let sendAt = known.sendAt, context.at > sendAt.addingTimeInterval(TimeInterval(ttl)) {
+                // Fired after its time to live: never sent late.
+                var expired = known
+                expired.schedule = .expired
+                expired.scheduledCommand = nil
+                state.record(expired)
+                return .decided(.applied)
+            }
+            waiting = known
+        } else if let known {
             return .decided(repeated(c, of: known, at: context.at, state: &state))
+        } else if c.isScheduled(at: context.at) {
+            state.record(Self.waiting(c, at: context.at, part: context.part))
+            return .decided(.applied)
         }
         // A send whose key this processor lacks is never made with other ids: the processor stops
         // before it (`MessageKeyMissing`); refused here only if applied without that check.
@@ -94,7 +111,18 @@ package struct NotificationHandler: CommandHandler {
             audience = parsed
         }
         return .sending(Send(command: c, app: app, part: context.part, at: context.at, series: MessageId.Series(deliveryId: c.deliveryId, key: key),
-                             audience: audience))
+                             audience: audience, waiting: waiting))
+    }
+
+    /// The delivery of a send kept until its time: nothing sent yet, its command kept for its
+    /// firing.
+    static func waiting(_ c: NotificationRequested, at: Date, part: Int) -> DeliveryRow {
+        var writer = JSONWriter(capacity: 1024)
+        c.writePayload(to: &writer)
+        return DeliveryRow(appId: c.mobileAppId, deliveryId: c.deliveryId, kind: c.kind, managed: c.managed, tracking: c.tracking,
+                           sent: 0, createdAt: at, idempotencyKey: c.idempotencyKey,
+                           requestHash: c.idempotencyKey == nil ? nil : c.requestHash, part: part, sendAt: c.sendAt,
+                           schedule: .waiting, scheduledCommand: String(decoding: writer.data, as: UTF8.self))
     }
 
     /// A send under way: each device's record, in the order the devices come, and the counts.
@@ -107,6 +135,8 @@ package struct NotificationHandler: CommandHandler {
         let series: MessageId.Series
         /// The target's audience, parsed; nil for a send to users or tokens.
         package let audience: AudienceExpression?
+        /// The delivery of a scheduled send as it waited, for its firing; nil for a send made at once.
+        let waiting: DeliveryRow?
         /// One template per platform (and per badge, for a managed send, and per text, for a
         /// localized one): each device's record is the template with its token and message id,
         /// rendered when published.
@@ -117,7 +147,9 @@ package struct NotificationHandler: CommandHandler {
         /// (docs/API.md#localized-content), counted per locale.
         private(set) var sentByLocale: [String: Int]?
 
-        init(command: NotificationRequested, app: AppRow, part: Int, at: Date, series: MessageId.Series, audience: AudienceExpression?) {
+        init(command: NotificationRequested, app: AppRow, part: Int, at: Date, series: MessageId.Series, audience: AudienceExpression?,
+             waiting: DeliveryRow? = nil) {
+            self.waiting = waiting
             self.command = command
             self.app = app
             self.part = part
@@ -158,10 +190,17 @@ package struct NotificationHandler: CommandHandler {
     /// ticket or im send to `devices`.
     package func finish(_ send: Send, devices: [DeviceRow], state: inout BatchState) -> HandlerResult {
         let c = send.command
-        let delivery = DeliveryRow(appId: c.mobileAppId, deliveryId: c.deliveryId, kind: c.kind, managed: c.managed,
+        var delivery = DeliveryRow(appId: c.mobileAppId, deliveryId: c.deliveryId, kind: c.kind, managed: c.managed,
                                    tracking: c.tracking, sent: send.sent, createdAt: send.at,
                                    idempotencyKey: c.idempotencyKey, requestHash: c.idempotencyKey == nil ? nil : c.requestHash, part: send.part,
                                    sentByLocale: send.sentByLocale)
+        if let waiting = send.waiting {
+            // A firing: the delivery dates from the send, and keeps what was counted while it waited.
+            delivery.createdAt = waiting.createdAt
+            (delivery.duplicates, delivery.conflicts) = (waiting.duplicates, waiting.conflicts)
+            delivery.sendAt = waiting.sendAt
+            delivery.schedule = .fired
+        }
         TrackingHandler.settle(delivery, state: &state)
         state.record(delivery)
         if c.kind != .alert {
@@ -175,10 +214,11 @@ package struct NotificationHandler: CommandHandler {
     /// state per device and calls back nobody (not managed, an alert), so that its devices need
     /// not be held at once.
     package static func streams(_ c: NotificationRequested) -> Bool {
-        c.target.audience != nil && !c.managed && c.kind == .alert
+        // A scheduled send is only kept until its firing, which streams.
+        c.target.audience != nil && !c.managed && c.kind == .alert && (c.sendAt == nil || c.firing == true)
     }
 
-    /// A send whose delivery id is known (docs/API.md#idempotency-keys). Within the key's window
+    /// A send whose delivery id is known (docs/API.md#idempotency-keys), its firing aside. Within the key's window
     /// (counted from the first send's time), the same key and body is a duplicate and another
     /// body a conflict, each counted on the delivery. Anything else (a key past its window whose
     /// retry ingest could not tell, or a copied record of a send without a key) is refused. None

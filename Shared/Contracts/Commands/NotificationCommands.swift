@@ -21,6 +21,18 @@ public struct NotificationTarget: Codable, Sendable, Equatable {
     public static let maxTargets = 1000
 }
 
+/// Where a scheduled send stands (docs/API.md#scheduled-sends).
+public enum ScheduleState: String, Codable, Sendable, CaseIterable {
+    /// Kept until its time.
+    case waiting
+    /// Its time came and it was sent.
+    case fired
+    /// Cancelled before its time.
+    case cancelled
+    /// Its firing came after its time to live ran out: nothing was sent.
+    case expired
+}
+
 /// FCM message priority.
 public enum NotificationPriority: String, Codable, Sendable, CaseIterable {
     case high, normal
@@ -194,11 +206,19 @@ public struct NotificationRequested: AppScopedCommand, Equatable {
     /// rotation. Nil (absent: logs from before keyed ids, or an ingest without the key): the
     /// unkeyed ids, which anyone who knows the delivery id can compute.
     public var messageKeyId: String?
+    /// When the send is to go out (docs/API.md#scheduled-sends); nil: when it is applied. A send
+    /// whose time is after its own is kept, and goes out at its firing.
+    public var sendAt: Date?
+    /// True on a scheduled send's firing: the copy of it a processor appends to the log once its
+    /// time came (docs/ARCHITECTURE.md#time-is-part-of-the-log). Nil on the send ingest wrote.
+    public var firing: Bool?
 
     public init(deliveryId: UUID, mobileAppId: UUID, target: NotificationTarget, content: NotificationContent,
                 managed: Bool = false, businessId: String? = nil, tracking: Bool = true, kind: NotificationKind = .alert,
                 ticketId: String? = nil, message: String? = nil, idempotencyKey: String? = nil, requestHash: String? = nil,
-                messageKeyId: String? = nil) {
+                messageKeyId: String? = nil, sendAt: Date? = nil, firing: Bool? = nil) {
+        self.sendAt = sendAt
+        self.firing = firing
         self.deliveryId = deliveryId
         self.mobileAppId = mobileAppId
         self.target = target
@@ -217,6 +237,13 @@ public struct NotificationRequested: AppScopedCommand, Equatable {
     /// The notification id (`nid`) of a managed notification: its delivery id.
     public var notificationId: String { deliveryId.lowercasedString }
 
+    /// Whether this is a send to keep until its time: one with a time after its own `at`, and
+    /// not its firing.
+    public func isScheduled(at: Date) -> Bool {
+        guard let sendAt, firing != true else { return false }
+        return sendAt > at
+    }
+
 }
 
 extension NotificationRequested: HandWrittenCommand {
@@ -227,6 +254,7 @@ extension NotificationRequested: HandWrittenCommand {
         content.write(to: &writer)
         writer.key("deliveryId")
         writer.uuid(deliveryId)
+        writer.field("firing", firing)
         writer.field("idempotencyKey", idempotencyKey)
         writer.key("kind")
         writer.string(kind.rawValue)
@@ -237,6 +265,10 @@ extension NotificationRequested: HandWrittenCommand {
         writer.key("mobileAppId")
         writer.uuid(mobileAppId)
         writer.field("requestHash", requestHash)
+        if let sendAt {
+            writer.key("sendAt")
+            writer.date(sendAt)
+        }
         writer.key("target")
         writer.beginObject()
         writer.field("audience", target.audience)
@@ -249,6 +281,22 @@ extension NotificationRequested: HandWrittenCommand {
         writer.key("tracking")
         writer.bool(tracking)
         writer.endObject()
+    }
+}
+
+/// A scheduled send cancelled before its time (`DELETE /v1/apps/{id}/notifications/{deliveryId}`).
+/// It goes to every part of the app, like the send; a part whose copy of the send is still
+/// waiting drops it, and one where it fired (or never came) changes nothing.
+public struct NotificationCancelled: AppScopedCommand, Equatable {
+    public static let type = CommandType.notificationCancelled
+    public static let topic = CommandTopic.notification
+
+    @LowercaseUUID public var mobileAppId: UUID
+    @LowercaseUUID public var deliveryId: UUID
+
+    public init(mobileAppId: UUID, deliveryId: UUID) {
+        self.mobileAppId = mobileAppId
+        self.deliveryId = deliveryId
     }
 }
 

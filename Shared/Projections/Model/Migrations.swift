@@ -39,7 +39,7 @@ package enum ProjectionMigrations {
     }
 
     /// Every step, in order.
-    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22, v23, v24, v25, v26, v27, v28, v29]
+    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22, v23, v24, v25, v26, v27, v28, v29, v30]
 
     /// The newest schema version, which this code creates and understands: the last step's.
     package static let version = steps[steps.count - 1].number
@@ -965,4 +965,19 @@ package enum ProjectionMigrations {
     /// (docs/API.md#delivery-outcomes), beside `delivered`, `failed` and `unregistered`.
     package static let v29 = Step(29, sqlite: "ALTER TABLE deliveries ADD COLUMN expired INTEGER NOT NULL DEFAULT 0",
                                   postgres: "ALTER TABLE deliveries ADD COLUMN expired bigint NOT NULL DEFAULT 0")
+
+    /// Scheduled sends (docs/API.md#scheduled-sends): a delivery keeps its send's time, where it
+    /// stands, and while it waits its command, which its firing repeats; the waiting ones are
+    /// found by time.
+    package static let v30 = Step(30, sqlite: """
+        ALTER TABLE deliveries ADD COLUMN send_at INTEGER;
+        ALTER TABLE deliveries ADD COLUMN schedule TEXT;
+        ALTER TABLE deliveries ADD COLUMN scheduled_command TEXT;
+        CREATE INDEX deliveries_waiting ON deliveries (send_at) WHERE schedule = 'waiting';
+        """, postgres: """
+        ALTER TABLE deliveries ADD COLUMN send_at bigint;
+        ALTER TABLE deliveries ADD COLUMN schedule text COLLATE "C";
+        ALTER TABLE deliveries ADD COLUMN scheduled_command text COLLATE "C";
+        CREATE INDEX deliveries_waiting ON deliveries (send_at) WHERE schedule = 'waiting';
+        """)
 }

@@ -151,6 +151,10 @@ public enum TableCatalog {
         .init("outcomes_by_locale", .text, nullable: true),
         // Its devices whose push expired before a provider took it (`DeliveryOutcome.expired`).
         .init("expired", .integer),
+        // A scheduled send's time, where it stands, and, while it waits, its command
+        // (`DeliveryRow.sendAt`, `schedule`, `scheduledCommand`); NULL for a send made at once.
+        .init("send_at", .millis, nullable: true), .init("schedule", .text, nullable: true),
+        .init("scheduled_command", .text, nullable: true),
     ])
 
     public static let deliveryOutcomes = CatalogTable("delivery_outcomes", key: ["app_id", "delivery_id", "message_index"], [

@@ -40,6 +40,7 @@ extension DeliveryRow: CatalogRow {
         columns.int(sent); columns.millis(createdAt); columns.int(delivered); columns.int(failed); columns.int(unregistered)
         columns.text(idempotencyKey); columns.text(requestHash); columns.int(duplicates); columns.int(conflicts); columns.int(part)
         columns.text(sentByLocale.map(LocaleCounts.stored)); columns.text(outcomesByLocale.map(LocaleCounts.stored)); columns.int(expired)
+        columns.millis(sendAt); columns.text(schedule?.rawValue); columns.text(scheduledCommand)
     }
 
     @inlinable public init(columns: inout some ColumnReader) throws {
@@ -51,7 +52,9 @@ extension DeliveryRow: CatalogRow {
                   sentByLocale: try columns.optionalText().map(LocaleCounts.read),
                   outcomesByLocale: try columns.optionalText().map(LocaleCounts.outcomes),
                   // A changelog entry written before the column has none.
-                  expired: Int(try columns.optionalInt() ?? 0))
+                  expired: Int(try columns.optionalInt() ?? 0),
+                  sendAt: try columns.optionalMillis(), schedule: try columns.optionalRaw(ScheduleState.self),
+                  scheduledCommand: try columns.optionalText())
     }
 }
 

@@ -83,12 +83,23 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
     /// A localized send's devices per locale by their last reported outcome, as `delivered`,
     /// `failed`, `unregistered` and `expired` count them all; nil until one is reported.
     public var outcomesByLocale: [String: OutcomeCounts]?
+    /// A scheduled send's time (`NotificationRequested.sendAt`); nil for a send made at once.
+    public var sendAt: Date?
+    /// Where a scheduled send stands; nil for a send made at once.
+    public var schedule: ScheduleState?
+    /// A waiting send's command payload, as its firing repeats it (`WireJSON`); nil once it
+    /// fired, was cancelled or expired.
+    public var scheduledCommand: String?
 
     public init(appId: UUID, deliveryId: UUID, kind: NotificationKind, managed: Bool, tracking: Bool, sent: Int, createdAt: Date,
                 delivered: Int = 0, failed: Int = 0, unregistered: Int = 0, idempotencyKey: String? = nil,
                 requestHash: String? = nil, duplicates: Int = 0, conflicts: Int = 0, part: Int = 0, sentByLocale: [String: Int]? = nil,
-                outcomesByLocale: [String: OutcomeCounts]? = nil, expired: Int = 0) {
+                outcomesByLocale: [String: OutcomeCounts]? = nil, expired: Int = 0, sendAt: Date? = nil,
+                schedule: ScheduleState? = nil, scheduledCommand: String? = nil) {
         self.expired = expired
+        self.sendAt = sendAt
+        self.schedule = schedule
+        self.scheduledCommand = scheduledCommand
         self.sentByLocale = sentByLocale
         self.outcomesByLocale = outcomesByLocale
         self.appId = appId
