@@ -77,8 +77,10 @@ public func buildRouter(
     func bearerGroup(_ path: RouterPath) -> RouterGroup<IngestRequestContext> {
         router.group(path).add(middleware: appAuth).add(middleware: appRateLimit)
     }
+    let applied = AdminChangeApplied(store: store, timeout: .milliseconds(configuration.adminApplyTimeoutMs),
+                                     authCacheTTL: .milliseconds(configuration.authCacheMs))
     NotificationRoutes(writer: writer, store: store, idempotencyWindow: configuration.shared.idempotencyWindow,
-                       maxBodyBytes: configuration.maxBodyBytes, messageKeyId: configuration.secrets?.currentKeyId)
+                       maxBodyBytes: configuration.maxBodyBytes, messageKeyId: configuration.secrets?.currentKeyId, applied: applied)
         .addRoutes(to: bearerGroup(NotificationRoutes.basePath))
     BWDeviceRoutes(writer: writer, store: store, identity: identity, metrics: ingestMetrics, maxBodyBytes: configuration.maxBodyBytes)
         .addRoutes(to: bearerGroup(BWDeviceRoutes.basePath))
@@ -93,8 +95,6 @@ public func buildRouter(
         .add(middleware: AdminAuthMiddleware(adminToken: configuration.adminToken, store: store, cache: adminTokenCache,
                                             trustedProxies: configuration.trustedProxies))
     let tokenKey = CreatedTokenKey(secrets: configuration.secrets)
-    let applied = AdminChangeApplied(store: store, timeout: .milliseconds(configuration.adminApplyTimeoutMs),
-                                     authCacheTTL: .milliseconds(configuration.authCacheMs))
     AdminRoutes(writer: writer, store: store, applied: applied, idempotencyWindow: configuration.shared.idempotencyWindow,
                 tokenKey: tokenKey, secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: admin)
     PushCredentialsRoutes(writer: writer, store: store, applied: applied, secrets: configuration.secrets, maxBodyBytes: configuration.maxBodyBytes)

@@ -35,7 +35,7 @@ struct AdminChangeApplied: Sendable {
     /// While a send read in pages holds the app (`HeldLane`), the partition's offset moves past
     /// its commands before they are applied: the app's rows say how far they are.
     func wait(for positions: [KafkaDeliveryReport], app: UUID?, changesAccess: Bool = false,
-              written: @autoclosure () -> String) async throws {
+              written: @autoclosure () -> String, check: @autoclosure () -> String = "GET the app to see when") async throws {
         guard timeout > .zero, !positions.isEmpty else { return }
         let deadline = ContinuousClock.now + timeout
         let topics = Array(Set(positions.map(\.topic))).sorted()
@@ -52,7 +52,7 @@ struct AdminChangeApplied: Sendable {
             guard ContinuousClock.now + Self.pollInterval < deadline else {
                 throw IngestError.notApplied("\(written()) is in the log, but no processor applied it within "
                     + "\(timeout.inMilliseconds) ms (PUSHLINE_ADMIN_APPLY_TIMEOUT_MS): it takes effect once a processor applies it; "
-                    + "GET the app to see when")
+                    + check())
             }
             try await Task.sleep(for: Self.pollInterval)
         }

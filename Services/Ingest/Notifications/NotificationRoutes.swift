@@ -29,8 +29,68 @@ struct NotificationRoutes: Sendable {
     /// ids (`NotificationRequested.messageKeyId`); nil without one: unkeyed ids.
     let messageKeyId: String?
 
+    /// Waits for a cancel to be applied, so that its answer says what became of the send.
+    let applied: AdminChangeApplied
+
     func addRoutes(to group: RouterGroup<IngestRequestContext>) {
         group.post("notifications", use: send)
+        group.get("notifications", use: scheduled)
+        group.delete("notifications/:deliveryId", use: cancel)
+    }
+
+    /// `DELETE …/notifications/{deliveryId}`: cancels a scheduled send that still waits. The
+    /// cancel is written, and answered once applied: `200` when the send is cancelled (also by an
+    /// earlier cancel), `409` when it fired, expired or was never scheduled, `404` for no such
+    /// send. A send accepted before the cancel is applied before it (one partition per app part).
+    @Sendable func cancel(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        let auth = try context.authenticated()
+        let deliveryId = try FieldRules.uuidParameter("deliveryId", in: context)
+        let positions = try await writer.publish(NotificationCancelled(mobileAppId: auth.mobileAppId, deliveryId: deliveryId), context: context)
+        try await applied.wait(for: positions, app: auth.mobileAppId, written: "the cancel of \(deliveryId.lowercasedString)",
+                               check: "GET the delivery to see whether it was cancelled")
+        guard let row = try await readStore(context, { try await store.delivery(app: auth.mobileAppId, deliveryId: deliveryId) }) else {
+            throw IngestError.notFound("no send \(deliveryId.lowercasedString) in this app", field: "deliveryId")
+        }
+        guard row.schedule == .cancelled else {
+            throw IngestError.rejected(.conflict, Problem(
+                error: row.schedule.map { "the send is \($0.rawValue), not waiting: it can no longer be cancelled" }
+                    ?? "the send was not scheduled: it went out when it was accepted",
+                field: "deliveryId", code: .scheduleNotWaiting))
+        }
+        return try JSONResponse.make(NotificationAPI.Cancelled(deliveryId: deliveryId, schedule: .cancelled), status: .ok,
+                                     encoder: WireJSON.encoder())
+    }
+
+    /// `GET …/notifications?schedule=waiting|fired|cancelled|expired&limit=1…1000 (100)&after=`:
+    /// the app's scheduled sends in that state (default `waiting`), by time.
+    @Sendable func scheduled(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        let auth = try context.authenticated()
+        let query = request.uri.queryParameters
+        let limit = try FieldRules.pageLimit(query.get("limit"))
+        var state = ScheduleState.waiting
+        if let text = query.get("schedule") {
+            guard let value = ScheduleState(rawValue: text) else {
+                throw IngestError.badRequest("schedule must be waiting, fired, cancelled or expired", field: "schedule")
+            }
+            state = value
+        }
+        var after: ScheduledCursor?
+        if let text = query.get("after") {
+            guard let cursor = ScheduledCursor(text) else {
+                throw IngestError.badRequest("after must be the next of the previous page", field: "after")
+            }
+            after = cursor
+        }
+        let rows = try await readStore(context) {
+            try await store.scheduledSends(app: auth.mobileAppId, state: state, after: after.map { ($0.sendAt, $0.deliveryId) },
+                                           limit: limit + 1)
+        }
+        let page = rows.prefix(limit).compactMap { row in
+            row.sendAt.map { NotificationAPI.Scheduled(deliveryId: row.deliveryId, sendAt: $0, schedule: state, createdAt: row.createdAt) }
+        }
+        let next = rows.count > limit ? page.last.map { ScheduledCursor(sendAt: $0.sendAt, deliveryId: UUID(uuidString: $0.deliveryId)!).text } : nil
+        return try JSONResponse.make(NotificationAPI.ScheduledList(notifications: Array(page), next: next), status: .ok,
+                                     encoder: WireJSON.encoder())
     }
 
     @Sendable func send(_ request: Request, context: IngestRequestContext) async throws -> Response {
@@ -57,7 +117,8 @@ struct NotificationRoutes: Sendable {
             }
         }
         try await writer.publish(writer.encode(command, encoder: encoder), context: context)
-        return try JSONResponse.make(NotificationAPI.SendAccepted(deliveryId: command.deliveryId), status: .accepted, encoder: encoder)
+        return try JSONResponse.make(NotificationAPI.SendAccepted(deliveryId: command.deliveryId, sendAt: command.sendAt), status: .accepted,
+                                     encoder: encoder)
     }
 
     /// What a keyed send is, by the store.
@@ -104,4 +165,23 @@ struct NotificationRoutes: Sendable {
         }
         return header
     }
+}
+
+/// Where a page of scheduled sends ends: `<send time in ms>_<delivery id>`.
+struct ScheduledCursor {
+    var sendAt: Date
+    var deliveryId: UUID
+
+    init(sendAt: Date, deliveryId: UUID) {
+        self.sendAt = sendAt
+        self.deliveryId = deliveryId
+    }
+
+    init?(_ text: String) {
+        let parts = text.split(separator: "_")
+        guard parts.count == 2, let ms = Int64(parts[0]), ms >= 0, let id = UUID(uuidString: String(parts[1])) else { return nil }
+        self.init(sendAt: Date(timeIntervalSince1970: Double(ms) / 1000), deliveryId: id)
+    }
+
+    var text: String { "\(RFC3339.milliseconds(sendAt))_\(deliveryId.lowercasedString)" }
 }

@@ -6,7 +6,7 @@ import WireCodec
 /// The rules of a send request (docs/API.md#sending-notifications). Each failure is a 400 naming
 /// the field; nothing is published for a request that fails any of them.
 extension NotificationRequested {
-    init(validating send: NotificationAPI.SendRequest, deliveryId: UUID, mobileAppId: UUID) throws {
+    init(validating send: NotificationAPI.SendRequest, deliveryId: UUID, mobileAppId: UUID, now: Date = Date()) throws {
         let target = try Self.target(of: send)
         var content = try Self.content(of: send)
         let managed = send.managed ?? false
@@ -52,8 +52,23 @@ extension NotificationRequested {
         if let ticketId { try FieldRules.bounded(ticketId, maxBytes: FieldLimits.shortTextBytes, field: "ticketId") }
 
         self.init(deliveryId: deliveryId, mobileAppId: mobileAppId, target: target, content: content, managed: managed,
-                  businessId: send.businessId.nonEmpty, tracking: tracking, kind: kind, ticketId: ticketId, message: message)
+                  businessId: send.businessId.nonEmpty, tracking: tracking, kind: kind, ticketId: ticketId, message: message,
+                  sendAt: try Self.sendAt(send.sendAt, now: now))
         try checkPayloadSize()
+    }
+
+    /// A time at least a second ahead and at most `NotificationAPI.maxScheduleAhead`; nil (sent
+    /// at once) for none, or for a time that has come.
+    static func sendAt(_ text: String?, now: Date) throws -> Date? {
+        guard let text else { return nil }
+        guard let time = RFC3339.date(from: text) else {
+            throw IngestError.badRequest("sendAt must be an RFC 3339 time, such as 2026-12-01T09:00:00Z", field: "sendAt")
+        }
+        guard time <= now.addingTimeInterval(NotificationAPI.maxScheduleAhead) else {
+            throw IngestError.badRequest("sendAt may be at most \(Int(NotificationAPI.maxScheduleAhead / 86_400)) days ahead", field: "sendAt")
+        }
+        // To the millisecond, as the log keeps times.
+        return time > now.addingTimeInterval(1) ? Date(timeIntervalSince1970: Double(RFC3339.milliseconds(time)) / 1000) : nil
     }
 
     /// Both platform payloads must fit APNs' and FCM's 4096 bytes, with the longest message id and

@@ -65,7 +65,8 @@ struct TrackingRoutes: Sendable {
                                               failed: row.delivery.failed, unregistered: row.delivery.unregistered,
                                               idempotencyKey: row.delivery.idempotencyKey, duplicates: row.delivery.duplicates,
                                               conflicts: row.delivery.conflicts, sentByLocale: row.delivery.sentByLocale,
-                                              outcomesByLocale: row.delivery.outcomesByLocale, expired: row.delivery.expired)
+                                              outcomesByLocale: row.delivery.outcomesByLocale, expired: row.delivery.expired,
+                                              sendAt: row.delivery.sendAt, schedule: row.delivery.schedule)
         return try JSONResponse.make(stats, status: .ok, encoder: WireJSON.encoder())
     }
 

@@ -55,12 +55,16 @@ public enum NotificationAPI {
         public var ticketId: Scalar?
         /// Required for `kind: im`.
         public var message: String?
+        // Time.
+        /// When to send (RFC 3339, up to `maxScheduleAhead` ahead); absent or past: at once
+        /// (docs/API.md#scheduled-sends).
+        public var sendAt: String?
 
         /// The name of every field above, as the body spells it: the only ones a send may carry.
         public static let fields: Set<String> = [
             "to", "userId", "userIds", "deviceTokens", "title", "body", "text", "sound", "badge", "category", "uri",
             "mediaAttachmentUrl", "contentAvailable", "mutableContent", "collapseKey", "timeToLive", "priority", "custom",
-            "localized", "managed", "businessId", "tracking", "kind", "ticketId", "message",
+            "localized", "managed", "businessId", "tracking", "kind", "ticketId", "message", "sendAt",
         ]
 
         public init(to: Target? = nil, userId: String? = nil, userIds: [String]? = nil, deviceTokens: [String]? = nil, title: String? = nil,
@@ -69,8 +73,9 @@ public enum NotificationAPI {
                     mutableContent: Bool? = nil, collapseKey: String? = nil, priority: String? = nil,
                     custom: [String: String]? = nil, managed: Bool? = nil, businessId: String? = nil, tracking: Scalar? = nil,
                     kind: String? = nil, ticketId: Scalar? = nil, message: String? = nil, timeToLive: Int? = nil,
-                    localized: [String: Text]? = nil) {
+                    localized: [String: Text]? = nil, sendAt: String? = nil) {
             self.localized = localized
+            self.sendAt = sendAt
             self.to = to
             self.userId = userId
             self.userIds = userIds
@@ -147,9 +152,53 @@ public enum NotificationAPI {
     /// and the `nid` of a managed notification.
     public struct SendAccepted: Codable, Sendable, Equatable {
         public var deliveryId: String
+        /// When a scheduled send goes out; absent for a send made at once.
+        public var sendAt: Date?
 
-        public init(deliveryId: UUID) {
+        public init(deliveryId: UUID, sendAt: Date? = nil) {
             self.deliveryId = deliveryId.lowercasedString
+            self.sendAt = sendAt
+        }
+    }
+
+    /// How far ahead a send may be scheduled: 30 days.
+    public static let maxScheduleAhead: TimeInterval = 30 * 86_400
+
+    /// `DELETE /v1/apps/{id}/notifications/{deliveryId}`: the scheduled send is cancelled.
+    public struct Cancelled: Codable, Sendable, Equatable {
+        public var deliveryId: String
+        public var schedule: ScheduleState
+
+        public init(deliveryId: UUID, schedule: ScheduleState) {
+            self.deliveryId = deliveryId.lowercasedString
+            self.schedule = schedule
+        }
+    }
+
+    /// `GET /v1/apps/{id}/notifications?schedule=waiting`: one page of the app's scheduled sends
+    /// in that state, the earliest first; `next` (the `after` of the following page) while more follow.
+    public struct ScheduledList: Codable, Sendable, Equatable {
+        public var notifications: [Scheduled]
+        public var next: String?
+
+        public init(notifications: [Scheduled], next: String?) {
+            self.notifications = notifications
+            self.next = next
+        }
+    }
+
+    public struct Scheduled: Codable, Sendable, Equatable {
+        public var deliveryId: String
+        public var sendAt: Date
+        public var schedule: ScheduleState
+        /// When the send was accepted.
+        public var createdAt: Date
+
+        public init(deliveryId: UUID, sendAt: Date, schedule: ScheduleState, createdAt: Date) {
+            self.deliveryId = deliveryId.lowercasedString
+            self.sendAt = sendAt
+            self.schedule = schedule
+            self.createdAt = createdAt
         }
     }
 

@@ -35,6 +35,7 @@ public struct ProblemCode: RawRepresentable, Codable, Hashable, Sendable {
     public static let conflict = ProblemCode(rawValue: "conflict")
     public static let idempotencyKeyReused = ProblemCode(rawValue: "idempotency_key_reused")
     public static let idempotencyKeyExhausted = ProblemCode(rawValue: "idempotency_key_exhausted")
+    public static let scheduleNotWaiting = ProblemCode(rawValue: "schedule_not_waiting")
     public static let bodyTooLarge = ProblemCode(rawValue: "body_too_large")
     public static let commandTooLarge = ProblemCode(rawValue: "command_too_large")
     public static let mediaTypeUnsupported = ProblemCode(rawValue: "media_type_unsupported")
@@ -52,7 +53,7 @@ public struct ProblemCode: RawRepresentable, Codable, Hashable, Sendable {
     public static let known: [ProblemCode] = [
         .bodyMissing, .bodyMalformed, .fieldUnknown, .fieldMissing, .fieldType, .fieldInvalid, .webhookHostNotAllowed, .audienceInvalid,
         .tokenMissing, .tokenInvalid, .adminTokenInvalid, .scopeMissing, .userAssertionRequired, .userAssertionInvalid,
-        .notFound, .conflict, .idempotencyKeyReused, .idempotencyKeyExhausted, .bodyTooLarge,
+        .notFound, .conflict, .idempotencyKeyReused, .idempotencyKeyExhausted, .scheduleNotWaiting, .bodyTooLarge,
         .commandTooLarge, .mediaTypeUnsupported, .rateLimitedSource, .rateLimitedApp, .rateLimitedAdminAuthentication,
         .secretsKeyMissing, .unavailable, .notApplied, .internalError
     ]

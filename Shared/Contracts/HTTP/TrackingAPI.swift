@@ -70,12 +70,19 @@ public enum TrackingAPI {
         /// `delivered`, `failed`, `unregistered` and `expired` count them all; absent until one is
         /// reported.
         public var outcomesByLocale: [String: OutcomeCounts]?
+        /// A scheduled send's time and where it stands (docs/API.md#scheduled-sends); absent for
+        /// a send made at once.
+        public var sendAt: Date?
+        public var schedule: ScheduleState?
 
         public init(deliveryId: UUID, sent: Int, impressions: Int, clicks: Int, opens: Int, repeatsIgnored: Int,
                     delivered: Int = 0, failed: Int = 0, unregistered: Int = 0, idempotencyKey: String? = nil,
                     duplicates: Int = 0, conflicts: Int = 0, sentByLocale: [String: Int]? = nil,
-                    outcomesByLocale: [String: OutcomeCounts]? = nil, expired: Int = 0) {
+                    outcomesByLocale: [String: OutcomeCounts]? = nil, expired: Int = 0, sendAt: Date? = nil,
+                    schedule: ScheduleState? = nil) {
             self.expired = expired
+            self.sendAt = sendAt
+            self.schedule = schedule
             self.sentByLocale = sentByLocale
             self.outcomesByLocale = outcomesByLocale
             self.deliveryId = deliveryId.lowercasedString

@@ -968,16 +968,18 @@ package enum ProjectionMigrations {
 
     /// Scheduled sends (docs/API.md#scheduled-sends): a delivery keeps its send's time, where it
     /// stands, and while it waits its command, which its firing repeats; the waiting ones are
-    /// found by time.
+    /// found by time, and an app's scheduled ones by state and time.
     package static let v30 = Step(30, sqlite: """
         ALTER TABLE deliveries ADD COLUMN send_at INTEGER;
         ALTER TABLE deliveries ADD COLUMN schedule TEXT;
         ALTER TABLE deliveries ADD COLUMN scheduled_command TEXT;
         CREATE INDEX deliveries_waiting ON deliveries (send_at) WHERE schedule = 'waiting';
+        CREATE INDEX deliveries_scheduled ON deliveries (app_id, schedule, send_at, delivery_id) WHERE schedule IS NOT NULL;
         """, postgres: """
         ALTER TABLE deliveries ADD COLUMN send_at bigint;
         ALTER TABLE deliveries ADD COLUMN schedule text COLLATE "C";
         ALTER TABLE deliveries ADD COLUMN scheduled_command text COLLATE "C";
         CREATE INDEX deliveries_waiting ON deliveries (send_at) WHERE schedule = 'waiting';
+        CREATE INDEX deliveries_scheduled ON deliveries (app_id, schedule, send_at, delivery_id) WHERE schedule IS NOT NULL;
         """)
 }

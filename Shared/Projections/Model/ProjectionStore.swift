@@ -30,6 +30,9 @@ public protocol BatchStore: Sendable {
     func eventTimes(topics: [String]) async throws -> [PartitionKey: Int64]
     /// Where each app part held beside the loop stands on the lanes of these topics (`HeldLane`).
     func heldLanes(topics: [String]) async throws -> [HeldLane]
+    /// Up to `limit` scheduled sends still waiting whose time is `dueBy` or before, the earliest
+    /// first, as committed: a live processor appends their firings (`DueSends`).
+    func waitingSends(dueBy: Date, limit: Int) async throws -> [DeliveryRow]
     /// When the store was created; `Date(timeIntervalSince1970: 0)` for a store created before
     /// this was recorded. A live processor uses it to tell a log it has never consumed from
     /// records that arrived after the store existed.
@@ -93,6 +96,9 @@ public protocol ProjectionReader: Sendable {
     func devicePropertyCounts(app appId: UUID) async throws -> [DevicePropertiesCount]
     /// The app's delivery alone (no engagement counts); nil as for `deliveryStats`.
     func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow?
+    /// An app's scheduled sends in `state`, by time then delivery id, after `after`.
+    func scheduledSends(app appId: UUID, state: ScheduleState, after: (sendAt: Date, deliveryId: UUID)?, limit: Int) async throws
+        -> [DeliveryRow]
     /// One page of a delivery's per-device outcomes, in message index order after `after`,
     /// only those of `outcome` when it is given.
     func deliveryOutcomes(app appId: UUID, deliveryId: UUID, outcome: DeliveryOutcome?, after: Int?,

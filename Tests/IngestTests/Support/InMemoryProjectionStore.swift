@@ -95,6 +95,19 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
     func offsets(topics: [String]) -> [PartitionKey: Int64] { storedOffsets.filter { topics.contains($0.key.topic) } }
     func eventTimes(topics: [String]) -> [PartitionKey: Int64] { [:] }
     func heldLanes(topics: [String]) -> [HeldLane] { held.filter { topics.contains($0.lane.topic) } }
+    func scheduledSends(app appId: UUID, state: ScheduleState, after: (sendAt: Date, deliveryId: UUID)?, limit: Int) throws -> [DeliveryRow] {
+        try check()
+        let rows = stats.values.map(\.delivery).filter { $0.appId == appId && $0.part == 0 && $0.schedule == state && $0.sendAt != nil }
+            .sorted { ($0.sendAt!, $0.deliveryId.uuidString.lowercased()) < ($1.sendAt!, $1.deliveryId.uuidString.lowercased()) }
+            .filter { row in after.map { (row.sendAt!, row.deliveryId.uuidString.lowercased()) > ($0.sendAt, $0.deliveryId.uuidString.lowercased()) } ?? true }
+        return Array(rows.prefix(limit))
+    }
+
+    func waitingSends(dueBy: Date, limit: Int) throws -> [DeliveryRow] {
+        try check()
+        let waiting = stats.values.map(\.delivery).filter { $0.schedule == .waiting && ($0.sendAt ?? .distantFuture) <= dueBy }
+        return Array(waiting.sorted { ($0.sendAt!, $0.deliveryId.uuidString) < ($1.sendAt!, $1.deliveryId.uuidString) }.prefix(limit))
+    }
 
     /// Sets what the processors have applied: the partitions' offsets and the held app parts' rows.
     func setApplied(offsets: [PartitionKey: Int64], held: [HeldLane] = []) {

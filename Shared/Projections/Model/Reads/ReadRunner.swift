@@ -29,6 +29,15 @@ extension ReadRunner {
         return values
     }
 
+    public func scheduledSends(app appId: UUID, state: ScheduleState, after: (sendAt: Date, deliveryId: UUID)?,
+                               limit: Int) async throws -> [DeliveryRow] {
+        try await rows(ReaderReads.scheduledSends(app: appId, state: state, after: after, limit: limit))
+    }
+
+    public func waitingSends(dueBy: Date, limit: Int) async throws -> [DeliveryRow] {
+        try await rows(ReaderReads.waitingSends(dueBy: dueBy, limit: limit))
+    }
+
     public func app(_ appId: UUID) async throws -> AppRow? {
         try await rows(ReaderReads.app(appId)).first
     }

@@ -80,6 +80,24 @@ public enum ReaderReads {
     }
 
     /// Each part that applied the send has its row (`DeliveryRow.part`, `DeliveryRow.summed`).
+    /// The scheduled sends that still wait and whose time is `dueBy` or before, the earliest
+    /// first (the condition on `schedule` is written out, so that both stores read their index of
+    /// waiting sends).
+    public static func waitingSends(dueBy: Date, limit: Int) -> StoreRead<DeliveryRow> {
+        StoreRead("WHERE schedule = 'waiting' AND send_at <= \(millis: dueBy) ORDER BY send_at, app_id, delivery_id, part LIMIT \(limit)")
+    }
+
+    /// An app's scheduled sends in `state`, by time then delivery id (part 0's rows: every part
+    /// keeps the send, at one time).
+    public static func scheduledSends(app appId: UUID, state: ScheduleState, after: (sendAt: Date, deliveryId: UUID)?,
+                                      limit: Int) -> StoreRead<DeliveryRow> {
+        var filter: ReadSQL = "WHERE app_id = \(appId) AND part = 0 AND schedule = \(state.rawValue)"
+        if let after {
+            filter += " AND (send_at > \(millis: after.sendAt) OR (send_at = \(millis: after.sendAt) AND delivery_id > \(after.deliveryId)))"
+        }
+        return StoreRead(filter + " ORDER BY send_at, delivery_id LIMIT \(limit)")
+    }
+
     public static func delivery(app appId: UUID, deliveryId: UUID) -> StoreRead<DeliveryRow> {
         StoreRead("WHERE app_id = \(appId) AND delivery_id = \(deliveryId)", firstColumnIsFirstValue: true)
     }

@@ -1,0 +1,85 @@
+import Contracts
+import Foundation
+import Kafka
+import Logging
+import Metrics
+import Projections
+import Synchronization
+import WireCodec
+
+/// Appends the firing of every scheduled send whose time came, in the shards this processor
+/// applies (docs/ARCHITECTURE.md#time-is-part-of-the-log).
+///
+/// The firing is the kept send again, marked `firing`, with the processor's clock as its time,
+/// appended to the partition of its app part. Where it lands in the log is where the send goes
+/// out, live and in every rebuild: no decision reads the clock. A firing appended twice (two
+/// processors during a rebalance, or one that did not see the first applied in time) sends
+/// nothing the second time, as the send no longer waits.
+final class DueSends: Sendable {
+    /// How often the store is asked for sends whose time came.
+    static let tick = Duration.milliseconds(250)
+    /// How long a send's firing is not appended again while the send still waits.
+    static let again = Duration.seconds(10)
+    /// The most firings appended in one round.
+    static let round = 1000
+
+    private let producer: KafkaProducer
+    private let store: any BatchStore
+    private let topics: Topics
+    private let parts: AppParts
+    private let logger: Logger
+    private let appended = Mutex<[String: ContinuousClock.Instant]>([:])
+    private let counter = Counter(label: "pushline_processor_firings_total")
+
+    init(producer: KafkaProducer, store: any BatchStore, topics: Topics, parts: AppParts, logger: Logger) {
+        self.producer = producer
+        self.store = store
+        self.topics = topics
+        self.parts = parts
+        self.logger = logger
+    }
+
+    /// Appends firings every `tick` until cancelled, for the sends whose app part's partition of
+    /// the notification topic is one of `owned`, of `partitions`.
+    func run(owned: Set<Int32>, partitions: Int) async throws {
+        while true {
+            try await Task.sleep(for: Self.tick)
+            do {
+                _ = try await fire(owned: owned, partitions: partitions)
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                logger.warning("scheduled sends not fired; trying again", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// Appends the firings due at `now`; returns how many.
+    func fire(owned: Set<Int32>, partitions: Int, now: Date = Date()) async throws -> Int {
+        let due = try await store.waitingSends(dueBy: now, limit: Self.round)
+        let instant = ContinuousClock.now
+        appended.withLock { $0 = $0.filter { instant - $0.value < Self.again } }
+        var records: [KafkaProducerRecord] = [], names: [String] = []
+        let headers = KafkaHeader.list(RecordHeaders(type: NotificationRequested.type.rawValue, version: NotificationRequested.version).fields)
+        for row in due {
+            let name = "\(row.appId.lowercasedString)/\(row.deliveryId.lowercasedString)/\(row.part)"
+            guard let text = row.scheduledCommand,
+                  var command = try? WireJSON.decoder().decode(NotificationRequested.self, from: Data(text.utf8)) else {
+                logger.error("a waiting send keeps no readable command; it is not fired", metadata: ["delivery": "\(name)"])
+                continue
+            }
+            command.firing = true
+            let encoded = try EncodedCommand(command, topics: topics, at: now, part: row.part, parts: parts, encoder: WireJSON.encoder())
+            let partition = encoded.partition(partitions: partitions)
+            guard owned.contains(partition), appended.withLock({ $0[name] == nil }) else { continue }
+            records.append(KafkaProducerRecord(topic: encoded.topic, key: encoded.key, value: encoded.value, headers: headers,
+                                               partition: partition))
+            names.append(name)
+        }
+        guard !records.isEmpty else { return 0 }
+        _ = try await producer.send(records)
+        appended.withLock { for name in names { $0[name] = instant } }
+        counter.increment(by: records.count)
+        return records.count
+    }
+}
