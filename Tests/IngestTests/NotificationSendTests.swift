@@ -237,7 +237,11 @@ final class NotificationSendTests: XCTestCase {
             // A field the route does not take: a newer server's audience or schedule, or a typo.
             (#"{"to": {"topic": "news", "users": ["u"]}, "title": "t"}"#, "to"),
             (#"{"to": {"segment": "news"}, "title": "t"}"#, "to.segment"),
-            (#"{"userId": "u", "title": "t", "sendAt": "2026-12-01T09:00:00Z"}"#, "sendAt"),
+            (#"{"userId": "u", "title": "t", "sendAtLocal": "2026-12-01T09:00"}"#, "sendAtLocal"),
+            (#"{"userId": "u", "title": "t", "sendAt": "tomorrow"}"#, "sendAt"),
+            (#"{"userId": "u", "title": "t", "sendAt": "2026-12-01 09:00"}"#, "sendAt"),
+            (#"{"userId": "u", "title": "t", "sendAt": "2999-01-01T00:00:00Z"}"#, "sendAt"),
+            (#"{"userId": "u", "title": "t", "sendAt": 1800000000}"#, "sendAt"),
             (#"{"userId": "u", "titel": "t", "body": "b"}"#, "titel"),
             (#"{"userId": "u", "title": "t", "\u0061udience": "all"}"#, "audience"),
             (#"{"userId": "u", "title": "t", "\#(String(repeating: "x", count: 70))": 1}"#, String(repeating: "x", count: 64) + "…"),
@@ -270,7 +274,7 @@ final class NotificationSendTests: XCTestCase {
             category: "c",
             uri: "u:", mediaAttachmentUrl: "https://a", contentAvailable: true, mutableContent: true, collapseKey: "k",
             priority: "high", custom: ["a": "b"], managed: true, businessId: "b", tracking: .bool(true), kind: "alert",
-            ticketId: .int(1), message: "m", timeToLive: 1, localized: ["pt": .init(title: "t")])
+            ticketId: .int(1), message: "m", timeToLive: 1, localized: ["pt": .init(title: "t")], sendAt: "2026-12-01T09:00:00Z")
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: JSONEncoder().encode(full)) as? [String: Any])
         XCTAssertEqual(Set(object.keys), NotificationAPI.SendRequest.fields)
 

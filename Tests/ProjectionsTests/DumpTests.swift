@@ -173,8 +173,8 @@ import Testing
                 "pending_notifications app_id=\"\(b)\" device_token=\"t1\" notification_id=\"n1\" delivery_id=\"\(d)\" sent_at=\(t3) text=\"other\" business_id=null",
                 "acks app_id=\"\(a)\" device_token=\"t1\" notification_id=\"n0\" business_id=null acked_at=\(t4)",
                 "acks app_id=\"\(a)\" device_token=\"t3\" notification_id=\"n1\" business_id=\"b-1\" acked_at=\(t4)",
-                "deliveries app_id=\"\(a)\" delivery_id=\"\(d)\" kind=\"ticket\" managed=1 tracking=0 sent=3 created_at=\(t3) delivered=0 failed=0 unregistered=0 idempotency_key=null request_hash=null duplicates=0 conflicts=0 part=0 sent_by_locale=null outcomes_by_locale=null expired=0",
-                "deliveries app_id=\"\(b)\" delivery_id=\"\(d)\" kind=\"im\" managed=0 tracking=1 sent=1 created_at=\(t3) delivered=0 failed=0 unregistered=0 idempotency_key=null request_hash=null duplicates=0 conflicts=0 part=0 sent_by_locale=null outcomes_by_locale=null expired=0",
+                "deliveries app_id=\"\(a)\" delivery_id=\"\(d)\" kind=\"ticket\" managed=1 tracking=0 sent=3 created_at=\(t3) delivered=0 failed=0 unregistered=0 idempotency_key=null request_hash=null duplicates=0 conflicts=0 part=0 sent_by_locale=null outcomes_by_locale=null expired=0 send_at=null schedule=null scheduled_command=null",
+                "deliveries app_id=\"\(b)\" delivery_id=\"\(d)\" kind=\"im\" managed=0 tracking=1 sent=1 created_at=\(t3) delivered=0 failed=0 unregistered=0 idempotency_key=null request_hash=null duplicates=0 conflicts=0 part=0 sent_by_locale=null outcomes_by_locale=null expired=0 send_at=null schedule=null scheduled_command=null",
             ])
         }
     }

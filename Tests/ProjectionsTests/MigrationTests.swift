@@ -297,6 +297,8 @@ private enum Seed {
             integer("duplicates", 4, since: 15, filled: "0"), integer("conflicts", 5, since: 15, filled: "0"),
             integer("part", 1, since: 18, filled: "0"), text("sent_by_locale", "default=1,pt-BR=1", since: 24),
             text("outcomes_by_locale", "default=1/0/0,pt-BR=0/1/0", since: 26), integer("expired", 6, since: 29, filled: "0"),
+            integer("send_at", 1_763_800_009_000, since: 30), text("schedule", "waiting", since: 30),
+            text("scheduled_command", "{}", since: 30),
         ]),
         Row(table: "delivery_outcomes", since: 12, columns: [
             text("app_id", app), text("delivery_id", delivery), integer("message_index", 0), text("device_token", token),

@@ -111,10 +111,13 @@ final class StoreHarness {
     }
 
     /// Takes the PostgreSQL store `name` back to the tables of schema version 7, undoing steps 8
-    /// to 29 (the newest first; step 28 changes nothing in PostgreSQL), for the tests that upgrade
+    /// to 30 (the newest first; step 28 changes nothing in PostgreSQL), for the tests that upgrade
     /// an old store; the version row is left to the caller. A new step adds its undoing here.
     func undoPostgresStepsAfterSeven(store name: String = "store.sqlite") async throws {
         for sql in [
+            "DROP INDEX deliveries_waiting",  // version 30
+            "DROP INDEX deliveries_scheduled",
+            "ALTER TABLE deliveries DROP COLUMN send_at, DROP COLUMN schedule, DROP COLUMN scheduled_command",
             "ALTER TABLE deliveries DROP COLUMN expired",  // version 29
             "DROP TABLE device_names",  // version 27, and with the function its triggers:
             "DROP FUNCTION device_names_follow() CASCADE",
