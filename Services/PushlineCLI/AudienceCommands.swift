@@ -2,6 +2,7 @@ import ArgumentParser
 import Contracts
 import Foundation
 import Settings
+import WireCodec
 
 /// Where an app's routes are and the API token that calls them; shared by `send`, `audiences`
 /// and `devices`, which act for an app as its backend does (scope `server`).
@@ -43,6 +44,7 @@ struct Send: AsyncParsableCommand {
 
               pushline send $APP --topic news --title "Goal!" --body "1-0"
               pushline send $APP --audience 'tag:vip and locale:pt' --body "Olá"
+              pushline send $APP --all --title "Sale" --at 2026-12-01T09:00:00Z
             """)
 
     @Argument(help: "The app id.") var app: String
@@ -54,10 +56,12 @@ struct Send: AsyncParsableCommand {
     @Option(help: "The title.") var title: String?
     @Option(help: "The body.") var body: String?
     @Option(name: .customLong("idempotency-key"), help: "A key that makes a retry the same delivery.") var idempotencyKey: String?
+    @Option(help: "When to send (RFC 3339, such as 2026-12-01T09:00:00Z; at most 30 days ahead): a scheduled send.") var at: String?
     @OptionGroup var options: AppTokenOptions
 
     func validate() throws {
         _ = try parseUUID(app, "app id")
+        if let at, RFC3339.date(from: at) == nil { throw ValidationError("--at must be an RFC 3339 time, such as 2026-12-01T09:00:00Z") }
         let given = [!users.isEmpty, !devices.isEmpty, topic != nil, all, audience != nil].filter { $0 }.count
         guard given == 1 else { throw ValidationError("give exactly one target: --user, --device, --topic, --all or --audience") }
         guard title != nil || body != nil else { throw ValidationError("give --title, --body or both") }
@@ -67,7 +71,7 @@ struct Send: AsyncParsableCommand {
     func request() -> NotificationAPI.SendRequest {
         let to = NotificationAPI.Target(users: users.isEmpty ? nil : users, devices: devices.isEmpty ? nil : devices, topic: topic,
                                         all: all ? true : nil, audience: audience)
-        return NotificationAPI.SendRequest(to: to, title: title, body: body)
+        return NotificationAPI.SendRequest(to: to, title: title, body: body, sendAt: at)
     }
 
     func run() async throws {
@@ -76,7 +80,78 @@ struct Send: AsyncParsableCommand {
         let data = try await client.call(.POST, "/v1/apps/\(app.lowercasedString)/notifications", body: request(), expected: 202,
                                          subject: .apiToken, headers: idempotencyKey.map { ["Idempotency-Key": $0] } ?? [:])
         let accepted = try client.decode(NotificationAPI.SendAccepted.self, from: data)
-        if options.json { try Output.json(accepted) } else { print(accepted.deliveryId) }
+        if options.json {
+            try Output.json(accepted)
+        } else {
+            print(accepted.deliveryId + (accepted.sendAt.map { " scheduled for " + RFC3339.string(from: $0) } ?? ""))
+        }
+    }
+}
+
+/// `pushline scheduled`: an app's scheduled sends, listed or cancelled.
+struct Scheduled: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Scheduled sends of an app (docs/API.md#scheduled-sends).",
+        subcommands: [List.self, Cancel.self], defaultSubcommand: List.self)
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the app's scheduled sends in one state, by time.",
+            discussion: "  pushline scheduled list $APP [--state waiting|fired|cancelled|expired] [--limit 100] [--after NEXT]")
+
+        @Argument(help: "The app id.") var app: String
+        @Option(help: "waiting (default), fired, cancelled or expired.") var state: String = ScheduleState.waiting.rawValue
+        @Option(help: "At most this many (1…1000).") var limit: Int = 100
+        @Option(help: "The next of the previous page.") var after: String?
+        @OptionGroup var options: AppTokenOptions
+
+        func validate() throws {
+            _ = try parseUUID(app, "app id")
+            guard ScheduleState(rawValue: state) != nil else { throw ValidationError("--state must be waiting, fired, cancelled or expired") }
+            guard (1...1000).contains(limit) else { throw ValidationError("--limit must be 1…1000") }
+        }
+
+        /// The route's path and query.
+        func path() throws -> String {
+            var query = "schedule=\(state)&limit=\(limit)"
+            if let after { query += "&after=" + (after.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? after) }
+            return "/v1/apps/\(try parseUUID(app, "app id").lowercasedString)/notifications?" + query
+        }
+
+        func run() async throws {
+            let client = try options.client()
+            let data = try await client.call(.GET, try path(), expected: 200, subject: .apiToken)
+            let list = try client.decode(NotificationAPI.ScheduledList.self, from: data)
+            if options.json { return try Output.json(list) }
+            for send in list.notifications {
+                print("\(send.deliveryId)  \(RFC3339.string(from: send.sendAt))  \(send.schedule.rawValue)")
+            }
+            if let next = list.next { print("more: --after \(next)") }
+        }
+    }
+
+    struct Cancel: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Cancel a scheduled send that still waits; answered once the cancel is applied.",
+            discussion: "  pushline scheduled cancel $APP $DELIVERY")
+
+        @Argument(help: "The app id.") var app: String
+        @Argument(help: "The delivery id the send was answered with.") var delivery: String
+        @OptionGroup var options: AppTokenOptions
+
+        func validate() throws {
+            _ = try parseUUID(app, "app id")
+            _ = try parseUUID(delivery, "delivery id")
+        }
+
+        func run() async throws {
+            let app = try parseUUID(app, "app id"), delivery = try parseUUID(delivery, "delivery id")
+            let client = try options.client()
+            let data = try await client.call(.DELETE, "/v1/apps/\(app.lowercasedString)/notifications/\(delivery.lowercasedString)",
+                                             expected: 200, subject: .apiToken)
+            let cancelled = try client.decode(NotificationAPI.Cancelled.self, from: data)
+            if options.json { try Output.json(cancelled) } else { print("\(cancelled.deliveryId) cancelled") }
+        }
     }
 }
 

@@ -89,11 +89,12 @@ final class QuickstartTests: XCTestCase {
         XCTAssertEqual(walked.status, 0, "the audience walkthrough failed:\n\(walked.standardOutput)\n\(walked.standardError)")
         for expected in [#"{"accepted":2}"#, #""sentByLocale":{"pt":1}"#,
                          #""outcomesByLocale":{"pt":{"delivered":1,"expired":0,"failed":0,"unregistered":0}}"#, #"{"audience":"locale:pt","devices":2}"#,
-                         #""code":"audience_invalid""#, #""position":11"#] {
+                         #""code":"audience_invalid""#, #""position":11"#, #""schedule":"waiting""#, #""schedule":"cancelled""#,
+                         #""schedule":"fired""#] {
             XCTAssertTrue(walked.standardOutput.contains(expected), "the walkthrough printed no \(expected):\n\(walked.standardOutput)")
         }
-        XCTAssertEqual(walked.standardOutput.components(separatedBy: #""delivered":1,"deliveryId""#).count - 1, 3,
-                       "the topic, expression and localized sends each delivered once:\n\(walked.standardOutput)")
+        XCTAssertEqual(walked.standardOutput.components(separatedBy: #""delivered":1,"deliveryId""#).count - 1, 4,
+                       "the topic, expression, localized and scheduled sends each delivered once:\n\(walked.standardOutput)")
 
         // Mocks started again after the stack (new ports, new keys): `make run` again restarts the
         // sender, which then pushes to them once the app has their credentials, as the README says.

@@ -49,6 +49,13 @@ final class PushlineCLITests: XCTestCase {
         XCTAssertThrowsError(try Send.parse([app, "--body", "b"]), "no target")
         XCTAssertThrowsError(try Send.parse([app, "--all"]), "no text")
         XCTAssertThrowsError(try Send.parse(["not-an-app", "--all", "--body", "b"]))
+        XCTAssertEqual(try Send.parse([app, "--all", "--body", "b", "--at", "2026-12-01T09:00:00Z"]).request().sendAt, "2026-12-01T09:00:00Z")
+        XCTAssertThrowsError(try Send.parse([app, "--all", "--body", "b", "--at", "tomorrow"]), "not a time")
+        XCTAssertEqual(try Scheduled.List.parse([app]).path(), "/v1/apps/\(app.lowercased())/notifications?schedule=waiting&limit=100")
+        XCTAssertEqual(try Scheduled.List.parse([app, "--state", "cancelled", "--limit", "5", "--after", "1800000000000_x"]).path(),
+                       "/v1/apps/\(app.lowercased())/notifications?schedule=cancelled&limit=5&after=1800000000000%5Fx")
+        XCTAssertThrowsError(try Scheduled.List.parse([app, "--state", "someday"]))
+        XCTAssertThrowsError(try Scheduled.Cancel.parse([app, "not-a-delivery"]))
     }
 
     func testADevicesChangeSendsOnlyWhatItsOptionsGive() throws {
