@@ -20,8 +20,8 @@ final class DueSends: Sendable {
     static let tick = Duration.milliseconds(250)
     /// How long a send's firing is not appended again while the send still waits.
     static let again = Duration.seconds(10)
-    /// The most firings appended in one round.
-    static let round = 1000
+    /// The waiting sends read at a time.
+    private let round: Int
 
     private let producer: KafkaProducer
     private let store: any BatchStore
@@ -31,7 +31,8 @@ final class DueSends: Sendable {
     private let appended = Mutex<[String: ContinuousClock.Instant]>([:])
     private let counter = Counter(label: "pushline_processor_firings_total")
 
-    init(producer: KafkaProducer, store: any BatchStore, topics: Topics, parts: AppParts, logger: Logger) {
+    init(producer: KafkaProducer, store: any BatchStore, topics: Topics, parts: AppParts, logger: Logger, round: Int = 1000) {
+        self.round = round
         self.producer = producer
         self.store = store
         self.topics = topics
@@ -54,32 +55,40 @@ final class DueSends: Sendable {
         }
     }
 
-    /// Appends the firings due at `now`; returns how many.
-    func fire(owned: Set<Int32>, partitions: Int, now: Date = Date()) async throws -> Int {
-        let due = try await store.waitingSends(dueBy: now, limit: Self.round)
+    /// Appends the firings due at `now`, of up to `pages` pages of `round` waiting sends (the
+    /// sends of other processors' shards, and those whose firing is on its way, are passed
+    /// over, not waited behind); returns how many.
+    func fire(owned: Set<Int32>, partitions: Int, now: Date = Date(), pages: Int = 20) async throws -> Int {
         let instant = ContinuousClock.now
         appended.withLock { $0 = $0.filter { instant - $0.value < Self.again } }
-        var records: [KafkaProducerRecord] = [], names: [String] = []
         let headers = KafkaHeader.list(RecordHeaders(type: NotificationRequested.type.rawValue, version: NotificationRequested.version).fields)
-        for row in due {
-            let name = "\(row.appId.lowercasedString)/\(row.deliveryId.lowercasedString)/\(row.part)"
-            guard let text = row.scheduledCommand,
-                  var command = try? WireJSON.decoder().decode(NotificationRequested.self, from: Data(text.utf8)) else {
-                logger.error("a waiting send keeps no readable command; it is not fired", metadata: ["delivery": "\(name)"])
-                continue
+        var fired = 0
+        for page in 0..<pages {
+            let due = try await store.waitingSends(dueBy: now, limit: round, offset: page * round)
+            var records: [KafkaProducerRecord] = [], names: [String] = []
+            for row in due {
+                let name = "\(row.appId.lowercasedString)/\(row.deliveryId.lowercasedString)/\(row.part)"
+                let partition = parts.partition(key: RecordKey.app(row.appId), part: row.part, partitions: partitions)
+                guard owned.contains(partition), appended.withLock({ $0[name] == nil }) else { continue }
+                guard let text = row.scheduledCommand,
+                      var command = try? WireJSON.decoder().decode(NotificationRequested.self, from: Data(text.utf8)) else {
+                    logger.error("a waiting send keeps no readable command; it is not fired", metadata: ["delivery": "\(name)"])
+                    continue
+                }
+                command.firing = true
+                let encoded = try EncodedCommand(command, topics: topics, at: now, part: row.part, parts: parts, encoder: WireJSON.encoder())
+                records.append(KafkaProducerRecord(topic: encoded.topic, key: encoded.key, value: encoded.value, headers: headers,
+                                                   partition: partition))
+                names.append(name)
             }
-            command.firing = true
-            let encoded = try EncodedCommand(command, topics: topics, at: now, part: row.part, parts: parts, encoder: WireJSON.encoder())
-            let partition = encoded.partition(partitions: partitions)
-            guard owned.contains(partition), appended.withLock({ $0[name] == nil }) else { continue }
-            records.append(KafkaProducerRecord(topic: encoded.topic, key: encoded.key, value: encoded.value, headers: headers,
-                                               partition: partition))
-            names.append(name)
+            if !records.isEmpty {
+                _ = try await producer.send(records)
+                appended.withLock { for name in names { $0[name] = instant } }
+                counter.increment(by: records.count)
+                fired += records.count
+            }
+            if due.count < round { break }
         }
-        guard !records.isEmpty else { return 0 }
-        _ = try await producer.send(records)
-        appended.withLock { for name in names { $0[name] = instant } }
-        counter.increment(by: records.count)
-        return records.count
+        return fired
     }
 }

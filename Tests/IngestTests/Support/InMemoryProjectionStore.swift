@@ -103,10 +103,10 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
         return Array(rows.prefix(limit))
     }
 
-    func waitingSends(dueBy: Date, limit: Int) throws -> [DeliveryRow] {
+    func waitingSends(dueBy: Date, limit: Int, offset: Int) throws -> [DeliveryRow] {
         try check()
         let waiting = stats.values.map(\.delivery).filter { $0.schedule == .waiting && ($0.sendAt ?? .distantFuture) <= dueBy }
-        return Array(waiting.sorted { ($0.sendAt!, $0.deliveryId.uuidString) < ($1.sendAt!, $1.deliveryId.uuidString) }.prefix(limit))
+        return Array(waiting.sorted { ($0.sendAt!, $0.deliveryId.uuidString) < ($1.sendAt!, $1.deliveryId.uuidString) }.dropFirst(offset).prefix(limit))
     }
 
     /// Sets what the processors have applied: the partitions' offsets and the held app parts' rows.

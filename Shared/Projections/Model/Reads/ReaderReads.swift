@@ -83,8 +83,8 @@ public enum ReaderReads {
     /// The scheduled sends that still wait and whose time is `dueBy` or before, the earliest
     /// first (the condition on `schedule` is written out, so that both stores read their index of
     /// waiting sends).
-    public static func waitingSends(dueBy: Date, limit: Int) -> StoreRead<DeliveryRow> {
-        StoreRead("WHERE schedule = 'waiting' AND send_at <= \(millis: dueBy) ORDER BY send_at, app_id, delivery_id, part LIMIT \(limit)")
+    public static func waitingSends(dueBy: Date, limit: Int, offset: Int) -> StoreRead<DeliveryRow> {
+        StoreRead("WHERE schedule = 'waiting' AND send_at <= \(millis: dueBy) ORDER BY send_at, app_id, delivery_id, part LIMIT \(limit) OFFSET \(offset)")
     }
 
     /// An app's scheduled sends in `state`, by time then delivery id (part 0's rows: every part
