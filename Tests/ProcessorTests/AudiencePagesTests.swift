@@ -147,8 +147,8 @@ private final class ReadCountingStore: BatchStore {
     func offsets(topics: [String]) async throws -> [PartitionKey: Int64] { try await store.offsets(topics: topics) }
     func eventTimes(topics: [String]) async throws -> [PartitionKey: Int64] { try await store.eventTimes(topics: topics) }
     func heldLanes(topics: [String]) async throws -> [HeldLane] { try await store.heldLanes(topics: topics) }
-    func waitingSends(dueBy: Date, limit: Int, offset: Int) async throws -> [DeliveryRow] {
-        try await store.waitingSends(dueBy: dueBy, limit: limit, offset: offset)
+    func waitingSends(dueBy: Date, after: DeliveryRow?, limit: Int) async throws -> [DeliveryRow] {
+        try await store.waitingSends(dueBy: dueBy, after: after, limit: limit)
     }
     func createdAt() async throws -> Date { try await store.createdAt() }
 }

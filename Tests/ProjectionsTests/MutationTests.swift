@@ -87,6 +87,42 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func testWaitingSendsAreReadByTimeInPagesAndTheAppsScheduledOnesByState(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            // Sends of 3 apps in 2 parts, several at one time; some fired, one not due yet.
+            var rows: [DeliveryRow] = []
+            let apps = [UUID(), UUID(), UUID()]
+            for n in 0..<12 {
+                for part in 0..<2 {
+                    rows.append(DeliveryRow(appId: apps[n % 3], deliveryId: UUID(), kind: .alert, managed: false, tracking: true, sent: 0,
+                                            createdAt: Fixture.t0, part: part, sendAt: Fixture.at(Double(n / 4)),
+                                            schedule: n % 5 == 4 ? .fired : .waiting, scheduledCommand: n % 5 == 4 ? nil : "{}"))
+                }
+            }
+            var late = rows[0]
+            late.deliveryId = UUID()
+            late.sendAt = Fixture.at(100)
+            try await store.commit(mutations: (rows + [late]).map { .putDelivery($0) }, offsets: [])
+            func key(_ row: DeliveryRow) -> String {
+                "\(row.sendAt!.timeIntervalSince1970) \(row.appId.lowercasedString) \(row.deliveryId.lowercasedString) \(row.part)"
+            }
+            let expected = rows.filter { $0.schedule == .waiting }.map(key).sorted()
+            var read: [String] = [], after: DeliveryRow?
+            while true {
+                let page = try await store.waitingSends(dueBy: Fixture.at(10), after: after, limit: 5)
+                read += page.map(key)
+                guard page.count == 5 else { break }
+                after = page.last
+            }
+            #expect(read == expected, "each due waiting send once, by time, app, delivery and part; none fired or not due")
+            let listed = try await store.scheduledSends(app: apps[0], state: .fired, after: nil, limit: 10)
+            #expect(listed.map(\.deliveryId) == rows.filter { $0.appId == apps[0] && $0.part == 0 && $0.schedule == .fired }
+                .sorted { key($0) < key($1) }.map(\.deliveryId))
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func testUpsertApiTokenAddsTokensAndRevokesAnExistingOne(_ backend: StoreBackend) async throws {
         try await withStoreHarness(backend) { h in
             let store = try await h.openStore()

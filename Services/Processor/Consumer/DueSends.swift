@@ -55,16 +55,17 @@ final class DueSends: Sendable {
         }
     }
 
-    /// Appends the firings due at `now`, of up to `pages` pages of `round` waiting sends (the
-    /// sends of other processors' shards, and those whose firing is on its way, are passed
-    /// over, not waited behind); returns how many.
+    /// Appends the firings due at `now`, of up to `pages` pages of `round` waiting sends, each
+    /// page read from where the last ended (the sends of other processors' shards, and those
+    /// whose firing is on its way, are passed over, not waited behind); returns how many.
     func fire(owned: Set<Int32>, partitions: Int, now: Date = Date(), pages: Int = 20) async throws -> Int {
         let instant = ContinuousClock.now
         appended.withLock { $0 = $0.filter { instant - $0.value < Self.again } }
         let headers = KafkaHeader.list(RecordHeaders(type: NotificationRequested.type.rawValue, version: NotificationRequested.version).fields)
-        var fired = 0
-        for page in 0..<pages {
-            let due = try await store.waitingSends(dueBy: now, limit: round, offset: page * round)
+        var fired = 0, last: DeliveryRow?
+        for _ in 0..<pages {
+            let due = try await store.waitingSends(dueBy: now, after: last, limit: round)
+            last = due.last
             var records: [KafkaProducerRecord] = [], names: [String] = []
             for row in due {
                 let name = "\(row.appId.lowercasedString)/\(row.deliveryId.lowercasedString)/\(row.part)"

@@ -31,8 +31,9 @@ public protocol BatchStore: Sendable {
     /// Where each app part held beside the loop stands on the lanes of these topics (`HeldLane`).
     func heldLanes(topics: [String]) async throws -> [HeldLane]
     /// Up to `limit` scheduled sends still waiting whose time is `dueBy` or before, the earliest
-    /// first, past the first `offset`, as committed: a live processor appends their firings (`DueSends`).
-    func waitingSends(dueBy: Date, limit: Int, offset: Int) async throws -> [DeliveryRow]
+    /// first (then by app, delivery and part), those after `after`, as committed: a live
+    /// processor appends their firings (`DueSends`).
+    func waitingSends(dueBy: Date, after: DeliveryRow?, limit: Int) async throws -> [DeliveryRow]
     /// When the store was created; `Date(timeIntervalSince1970: 0)` for a store created before
     /// this was recorded. A live processor uses it to tell a log it has never consumed from
     /// records that arrived after the store existed.

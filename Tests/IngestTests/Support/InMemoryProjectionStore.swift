@@ -103,10 +103,14 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
         return Array(rows.prefix(limit))
     }
 
-    func waitingSends(dueBy: Date, limit: Int, offset: Int) throws -> [DeliveryRow] {
+    func waitingSends(dueBy: Date, after: DeliveryRow?, limit: Int) throws -> [DeliveryRow] {
         try check()
+        func key(_ row: DeliveryRow) -> (Date, String, String, Int) {
+            (row.sendAt!, row.appId.lowercasedString, row.deliveryId.lowercasedString, row.part)
+        }
         let waiting = stats.values.map(\.delivery).filter { $0.schedule == .waiting && ($0.sendAt ?? .distantFuture) <= dueBy }
-        return Array(waiting.sorted { ($0.sendAt!, $0.deliveryId.uuidString) < ($1.sendAt!, $1.deliveryId.uuidString) }.dropFirst(offset).prefix(limit))
+            .filter { row in after.map { key(row) > key($0) } ?? true }
+        return Array(waiting.sorted { key($0) < key($1) }.prefix(limit))
     }
 
     /// Sets what the processors have applied: the partitions' offsets and the held app parts' rows.

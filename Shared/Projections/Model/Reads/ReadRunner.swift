@@ -34,8 +34,8 @@ extension ReadRunner {
         try await rows(ReaderReads.scheduledSends(app: appId, state: state, after: after, limit: limit))
     }
 
-    public func waitingSends(dueBy: Date, limit: Int, offset: Int) async throws -> [DeliveryRow] {
-        try await rows(ReaderReads.waitingSends(dueBy: dueBy, limit: limit, offset: offset))
+    public func waitingSends(dueBy: Date, after: DeliveryRow?, limit: Int) async throws -> [DeliveryRow] {
+        try await rows(ReaderReads.waitingSends(dueBy: dueBy, after: after, limit: limit))
     }
 
     public func app(_ appId: UUID) async throws -> AppRow? {

@@ -83,8 +83,13 @@ public enum ReaderReads {
     /// The scheduled sends that still wait and whose time is `dueBy` or before, the earliest
     /// first (the condition on `schedule` is written out, so that both stores read their index of
     /// waiting sends).
-    public static func waitingSends(dueBy: Date, limit: Int, offset: Int) -> StoreRead<DeliveryRow> {
-        StoreRead("WHERE schedule = 'waiting' AND send_at <= \(millis: dueBy) ORDER BY send_at, app_id, delivery_id, part LIMIT \(limit) OFFSET \(offset)")
+    public static func waitingSends(dueBy: Date, after: DeliveryRow?, limit: Int) -> StoreRead<DeliveryRow> {
+        var filter: ReadSQL = "WHERE schedule = 'waiting' AND send_at <= \(millis: dueBy)"
+        if let after, let sendAt = after.sendAt {
+            filter += " AND (send_at > \(millis: sendAt) OR (send_at = \(millis: sendAt) AND (app_id > \(after.appId)"
+                + " OR (app_id = \(after.appId) AND (delivery_id > \(after.deliveryId) OR (delivery_id = \(after.deliveryId) AND part > \(after.part)))))))"
+        }
+        return StoreRead(filter + " ORDER BY send_at, app_id, delivery_id, part LIMIT \(limit)")
     }
 
     /// An app's scheduled sends in `state`, by time then delivery id (part 0's rows: every part
