@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import Projections
 import Hummingbird
 import HummingbirdTesting
 import OutboundRendering
@@ -264,6 +265,41 @@ final class NotificationSendTests: XCTestCase {
             }
         }
         await assertNothingPublished(harness.publisher)
+    }
+
+    /// The app's scheduled sends in one state come by time, a page at a time, each page after
+    /// the `next` of the one before; another state's and another part's rows are not listed.
+    func testScheduledSendsAreListedByTimeInPages() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        var waiting: [UUID] = []
+        for n in 0..<3 {
+            let id = UUID()
+            waiting.append(id)
+            await harness.store.seed(stats: DeliveryStatsRow(delivery: DeliveryRow(
+                appId: Fixture.appId, deliveryId: id, kind: .alert, managed: false, tracking: true, sent: 0, createdAt: Date(),
+                sendAt: Date(timeIntervalSince1970: 1_900_000_000 + Double(n)), schedule: .waiting, scheduledCommand: "{}"),
+                impressions: 0, clicks: 0, opens: 0, repeatsIgnored: 0))
+        }
+        await harness.store.seed(stats: DeliveryStatsRow(delivery: DeliveryRow(
+            appId: Fixture.appId, deliveryId: UUID(), kind: .alert, managed: false, tracking: true, sent: 0, createdAt: Date(), part: 1,
+            sendAt: Date(timeIntervalSince1970: 1_900_000_000), schedule: .waiting, scheduledCommand: "{}"),
+            impressions: 0, clicks: 0, opens: 0, repeatsIgnored: 0))
+        await harness.store.seed(stats: DeliveryStatsRow(delivery: DeliveryRow(
+            appId: Fixture.appId, deliveryId: UUID(), kind: .alert, managed: false, tracking: true, sent: 1, createdAt: Date(),
+            sendAt: Date(timeIntervalSince1970: 1_900_000_000), schedule: .fired), impressions: 0, clicks: 0, opens: 0, repeatsIgnored: 0))
+        let (first, second) = try await harness.test { client in
+            func list(_ query: String) async throws -> NotificationAPI.ScheduledList {
+                let response = try await client.bearer(.get, Fixture.notifications() + query)
+                return try WireJSON.decoder().decode(NotificationAPI.ScheduledList.self, from: Data(response.body.readableBytesView))
+            }
+            let first = try await list("?limit=2")
+            let second = try await list("?limit=2&after=\(try XCTUnwrap(first.next))")
+            return (first, second)
+        }
+        XCTAssertEqual(first.notifications.map(\.deliveryId), waiting.prefix(2).map(\.lowercasedString))
+        XCTAssertEqual(second.notifications.map(\.deliveryId), [waiting[2].lowercasedString])
+        XCTAssertNil(second.next)
     }
 
     /// The fields a send may carry are exactly those of `SendRequest`: every one it encodes, and

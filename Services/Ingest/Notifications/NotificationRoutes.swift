@@ -85,11 +85,12 @@ struct NotificationRoutes: Sendable {
             try await store.scheduledSends(app: auth.mobileAppId, state: state, after: after.map { ($0.sendAt, $0.deliveryId) },
                                            limit: limit + 1)
         }
-        let page = rows.prefix(limit).compactMap { row in
+        let page = rows.prefix(limit)
+        let listed = page.compactMap { row in
             row.sendAt.map { NotificationAPI.Scheduled(deliveryId: row.deliveryId, sendAt: $0, schedule: state, createdAt: row.createdAt) }
         }
-        let next = rows.count > limit ? page.last.map { ScheduledCursor(sendAt: $0.sendAt, deliveryId: UUID(uuidString: $0.deliveryId)!).text } : nil
-        return try JSONResponse.make(NotificationAPI.ScheduledList(notifications: Array(page), next: next), status: .ok,
+        let next = rows.count > limit ? page.last.flatMap { row in row.sendAt.map { ScheduledCursor(sendAt: $0, deliveryId: row.deliveryId).text } } : nil
+        return try JSONResponse.make(NotificationAPI.ScheduledList(notifications: listed, next: next), status: .ok,
                                      encoder: WireJSON.encoder())
     }
 

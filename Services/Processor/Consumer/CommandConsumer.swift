@@ -27,15 +27,13 @@ public final class CommandConsumer: Service, Sendable {
     private let stalled = Mutex<[PartitionKey]>([])
     /// Appends the firings of scheduled sends whose time came (a live processor only).
     private let dueSends: DueSends?
-    private let notificationTopic: String
 
     init(configuration: KafkaConsumerConfiguration, topics: [String], leaseTopic: String, store: any BatchStore,
          outbound: any OutboundPublisher,
          verifier: any DeviceTokenVerifier, logger: Logger,
          outboundWindow: Int, rules: DecisionRules, stallAfter: Duration, acceptExistingLog: Bool, marks: ProgressMarks?,
-         dueSends: DueSends? = nil, notificationTopic: String = "", onApplied: @escaping @Sendable () -> Void) {
+         dueSends: DueSends? = nil, onApplied: @escaping @Sendable () -> Void) {
         self.dueSends = dueSends
-        self.notificationTopic = notificationTopic
         self.configuration = configuration
         self.lease = ProcessorLease(configuration: configuration, topic: leaseTopic, logger: logger)
         self.watch = Mutex(ProgressWatch(stallAfter: stallAfter))
@@ -66,7 +64,6 @@ public final class CommandConsumer: Service, Sendable {
                         marks: ProgressMarks(producer: producer),
                         dueSends: DueSends(producer: producer, store: store, topics: configuration.shared.topics,
                                            parts: configuration.decisionRules.appParts, logger: logger),
-                        notificationTopic: CommandTopic.notification.name(in: configuration.shared.topics),
                         onApplied: onApplied)
     }
 
@@ -115,8 +112,8 @@ public final class CommandConsumer: Service, Sendable {
                 group.addTask { try await self.reportLag(of: consumer) }
                 if let dueSends {
                     // Holding every shard (no counts to check against), it holds every partition.
-                    let notifications = partitions.filter { $0.topic == self.notificationTopic }.map(\.partition)
-                    let count = counts?[self.notificationTopic] ?? notifications.count
+                    let notifications = partitions.filter { $0.topic == dueSends.topic }.map(\.partition)
+                    let count = counts?[dueSends.topic] ?? notifications.count
                     group.addTask { try await dueSends.run(owned: Set(notifications), partitions: count) }
                 }
                 for try await batch in consumer.batches() {

@@ -26,6 +26,8 @@ final class DueSends: Sendable {
     private let producer: KafkaProducer
     private let store: any BatchStore
     private let topics: Topics
+    /// The command topic the firings go to, the sends': its partitions are the shards.
+    let topic: String
     private let parts: AppParts
     private let logger: Logger
     private let appended = Mutex<[String: ContinuousClock.Instant]>([:])
@@ -36,6 +38,7 @@ final class DueSends: Sendable {
         self.producer = producer
         self.store = store
         self.topics = topics
+        self.topic = CommandTopic.notification.name(in: topics)
         self.parts = parts
         self.logger = logger
     }
