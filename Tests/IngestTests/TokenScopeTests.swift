@@ -55,6 +55,8 @@ final class TokenScopeTests: XCTestCase {
         let routes = try ClientRoute.all() + [
             ClientRoute(method: .get, path: { Fixture.delivery(delivery, app: $0) }, json: nil, success: .notFound),
             ClientRoute(method: .get, path: { Fixture.delivery(delivery, app: $0) + "/outcomes" }, json: nil, success: .notFound),
+            ClientRoute(method: .get, path: { Fixture.notifications($0) }, json: nil, success: .ok),
+            ClientRoute(method: .delete, path: { Fixture.notifications($0) + "/" + delivery }, json: nil, success: .notFound),
         ]
         return try routes.map { route in
             let template = route.path("{mobileAppId}")
@@ -65,14 +67,16 @@ final class TokenScopeTests: XCTestCase {
         }
     }
 
-    func testTheServerRoutesAreSendsStatisticsAndOutcomesAndEveryOtherAppRouteIsClient() throws {
+    func testTheServerRoutesAreSendsAndTheirSchedulesStatisticsAndOutcomesAndEveryOtherAppRouteIsClient() throws {
         let server = try Self.bearerRoutes().filter { $0.scope == .server }.map(\.route.name).sorted()
-        XCTAssertEqual(server, ["GET /v1/apps/{mobileAppId}/deliveries/0a1868e6-04c9-4d3b-8125-2f9597f68e78",
+        XCTAssertEqual(server, ["DELETE /v1/apps/{mobileAppId}/notifications/0a1868e6-04c9-4d3b-8125-2f9597f68e78",
+                                "GET /v1/apps/{mobileAppId}/deliveries/0a1868e6-04c9-4d3b-8125-2f9597f68e78",
                                 "GET /v1/apps/{mobileAppId}/deliveries/0a1868e6-04c9-4d3b-8125-2f9597f68e78/outcomes",
+                                "GET /v1/apps/{mobileAppId}/notifications",
                                 "POST /v1/apps/{mobileAppId}/audiences/count",
                                 "POST /v1/apps/{mobileAppId}/devices/changes/batch",
                                 "POST /v1/apps/{mobileAppId}/notifications"])
-        XCTAssertEqual(try Self.bearerRoutes().count, 13)
+        XCTAssertEqual(try Self.bearerRoutes().count, 15)
     }
 
     func testATokenWithoutTheRoutesScopeIsRefusedWith403NamingTheScopeAndNothingIsWritten() async throws {
