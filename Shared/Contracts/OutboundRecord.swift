@@ -38,7 +38,7 @@ public enum OutboundRecord {
         if let options {
             // The delivery options the sender maps to each provider's fields.
             w.field(Key.collapseKey.rawValue, options.collapseKey)
-            w.field(Key.priority.rawValue, options.priority?.rawValue)
+            w.field(Key.priority.rawValue, options.priority?.provider.rawValue)
             if let ttl = options.timeToLive, let sentAt {
                 w.field(Key.expiresAt.rawValue, Int(RFC3339.milliseconds(sentAt)) + ttl * 1000)
             }

@@ -90,7 +90,7 @@ public enum PushPayload {
         let c = n.content
         w.beginObject()
         w.field("collapseKey", c.collapseKey)
-        w.field("priority", c.priority?.rawValue)
+        w.field("priority", c.priority?.provider.rawValue)
         w.key("data")
         w.beginObject()
         w.key("_dId")

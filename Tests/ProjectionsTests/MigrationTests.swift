@@ -261,6 +261,7 @@ private enum Seed {
             text("webhook_hosts", "hooks.example.test,*.example.net", since: 20),
             // Step 21 counts the users of the stored devices: alice.
             integer("users", 1, since: 21, filled: "1"),
+            text("time_zone", "Europe/Lisbon", since: 31), text("quiet_hours", "22:00-08:00", since: 31),
         ]),
         Row(table: "api_tokens", since: 1, columns: [
             text("token_id", "00000000-0000-0000-0000-000000000001"), text("app_id", app), text("token_hash", "abc123"),
@@ -299,6 +300,9 @@ private enum Seed {
             text("outcomes_by_locale", "default=1/0/0,pt-BR=0/1/0", since: 26), integer("expired", 6, since: 29, filled: "0"),
             integer("send_at", 1_763_800_009_000, since: 30), text("schedule", "waiting", since: 30),
             text("scheduled_command", "{}", since: 30),
+            text("send_at_local", "2025-11-23T09:00:00", since: 31), integer("held", 7, since: 31, filled: "0"),
+            integer("dropped", 8, since: 31, filled: "0"), integer("cancelled", 9, since: 31, filled: "0"),
+            text("waves", "1763800009000,1763803609000", since: 31),
         ]),
         Row(table: "delivery_outcomes", since: 12, columns: [
             text("app_id", app), text("delivery_id", delivery), integer("message_index", 0), text("device_token", token),
@@ -336,6 +340,11 @@ private enum Seed {
         Row(table: "idempotency_keys", since: 15, columns: [
             text("scope", "send"), text("idempotency_key", "key-1"), text("resource_id", delivery), text("request_hash", "hash-1"),
             integer("first_at", 1_763_800_003_123),
+        ]),
+        Row(table: "held_pushes", since: 31, columns: [
+            text("app_id", app), text("delivery_id", delivery), integer("part", 1), text("device_token", token), text("user_id", "alice"),
+            integer("release_at", 1_763_800_009_000), integer("due_at", 1_763_800_009_000), integer("badge", 3),
+            hidden("token_key", .tokenKey(token), since: 31),
         ]),
         // Not dumped: read back as offsets and event times.
         Row(table: "partition_offsets", since: 1, columns: [

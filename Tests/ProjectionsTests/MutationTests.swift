@@ -123,6 +123,49 @@ import Testing
     }
 
     @Test(arguments: StoreBackend.allCases)
+    func testHeldPushesAreReadByWaveWithTheirDevicesAndByDeliveryAndDeleted(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let store = try await h.openStore()
+            let (app, delivery) = (UUID(), UUID())
+            // Long tokens too: PostgreSQL keys them by their hash.
+            let tokens = ["a", String(repeating: "b", count: 4096), "c", "d"]
+            var sending = DeliveryRow(appId: app, deliveryId: delivery, kind: .alert, managed: false, tracking: true, sent: 1,
+                                      createdAt: Fixture.t0, part: 1, sendAt: Fixture.at(5), schedule: .sending, scheduledCommand: "{}",
+                                      sendAtLocal: "2026-12-01T09:00:00", held: 4, waves: [Fixture.at(5), Fixture.at(9)])
+            func held(_ n: Int, at time: Double, part: Int = 1) -> HeldPushRow {
+                HeldPushRow(appId: app, deliveryId: delivery, part: part, deviceToken: tokens[n], userId: "u\(n)", releaseAt: Fixture.at(time),
+                            dueAt: Fixture.at(time - 1), badge: n == 0 ? 3 : nil)
+            }
+            let rows = [held(0, at: 5), held(1, at: 5), held(2, at: 9), held(3, at: 5, part: 0)]
+            let devices = tokens.enumerated().map { Fixture.device(app: app, token: $1, user: "u\($0)") }
+            try await store.commit(mutations: [.putDelivery(sending)] + rows.map { .putHeldPush($0) } + devices.map { .upsertDevice($0) },
+                                   offsets: [])
+            let part = DeliveryKey(appId: app, deliveryId: delivery, part: 1)
+            var query = StateQuery()
+            query.heldWaves = [HeldWave(delivery: part, releaseAt: Fixture.at(5))]
+            let wave = try await store.load(query)
+            #expect(Set(wave.held.values.map(\.deviceToken)) == [tokens[0], tokens[1]], "the wave's pushes of its part only")
+            #expect(wave.held[rows[0].key] == rows[0], "read back as written")
+            #expect(Set(wave.devices.keys.map(\.deviceToken)) == [tokens[0], tokens[1]], "and their devices")
+            query = StateQuery()
+            query.heldOf = [part]
+            #expect(Set(try await store.load(query).held.values.map(\.deviceToken)) == [tokens[0], tokens[1], tokens[2]])
+            #expect(try await store.waitingSends(dueBy: Fixture.at(6), after: nil, limit: 10) == [sending], "a sending delivery is due at its next wave")
+
+            sending.waves = [Fixture.at(9)]
+            sending.sendAt = Fixture.at(9)
+            try await store.commit(mutations: [.deleteHeldPush(rows[0].key), .deleteHeldPush(rows[1].key), .putDelivery(sending)], offsets: [])
+            query = StateQuery()
+            query.heldWaves = [HeldWave(delivery: part, releaseAt: Fixture.at(5))]
+            #expect(try await store.load(query).held.isEmpty, "released")
+            #expect(try await store.waitingSends(dueBy: Fixture.at(6), after: nil, limit: 10).isEmpty)
+            query = StateQuery()
+            query.heldOf = [DeliveryKey(appId: app, deliveryId: delivery, part: 0)]
+            #expect(try await store.load(query).held.values.map(\.key) == [rows[3].key], "another part's stay")
+        }
+    }
+
+    @Test(arguments: StoreBackend.allCases)
     func testUpsertApiTokenAddsTokensAndRevokesAnExistingOne(_ backend: StoreBackend) async throws {
         try await withStoreHarness(backend) { h in
             let store = try await h.openStore()

@@ -111,12 +111,15 @@ final class StoreHarness {
     }
 
     /// Takes the PostgreSQL store `name` back to the tables of schema version 7, undoing steps 8
-    /// to 30 (the newest first; step 28 changes nothing in PostgreSQL), for the tests that upgrade
+    /// to 31 (the newest first; step 28 changes nothing in PostgreSQL), for the tests that upgrade
     /// an old store; the version row is left to the caller. A new step adds its undoing here.
     func undoPostgresStepsAfterSeven(store name: String = "store.sqlite") async throws {
         for sql in [
-            "DROP INDEX deliveries_waiting",  // version 30
-            "DROP INDEX deliveries_scheduled",
+            "DROP TABLE held_pushes",  // version 31
+            "DROP INDEX deliveries_due",
+            "ALTER TABLE apps DROP COLUMN time_zone, DROP COLUMN quiet_hours",
+            "ALTER TABLE deliveries DROP COLUMN send_at_local, DROP COLUMN held, DROP COLUMN dropped, DROP COLUMN cancelled, DROP COLUMN waves",
+            "DROP INDEX deliveries_scheduled",  // version 30; its deliveries_waiting went in 31
             "ALTER TABLE deliveries DROP COLUMN send_at, DROP COLUMN schedule, DROP COLUMN scheduled_command",
             "ALTER TABLE deliveries DROP COLUMN expired",  // version 29
             "DROP TABLE device_names",  // version 27, and with the function its triggers:

@@ -178,7 +178,7 @@ extension NotificationRequested {
         var priority: NotificationPriority?
         if let text = send.priority {
             guard let parsed = NotificationPriority(rawValue: text.lowercased()) else {
-                throw IngestError.badRequest("priority must be high or normal", field: "priority")
+                throw IngestError.badRequest("priority must be high, normal or critical", field: "priority")
             }
             priority = parsed
         }

@@ -20,6 +20,9 @@ package struct BatchState {
     private var pending: [PendingKey: PendingNotificationRow]
     /// Deliveries by app and id: the loaded ones and those sent in this batch.
     private var deliveries: [DeliveryKey: DeliveryRow]
+    /// The loaded held pushes (`StateQuery.heldWaves`, `heldOf`) and those held in the batch,
+    /// less those released or cancelled.
+    private var held: [HeldPushKey: HeldPushRow]
     /// Each loaded or recorded device outcome of a delivery.
     private var outcomes: [DeliveryOutcomeKey: DeliveryOutcome]
     /// Deliveries whose outcome counts changed in the batch, in the order they first did.
@@ -68,6 +71,7 @@ package struct BatchState {
         pending = snapshot.pending
         deliveries = snapshot.deliveries
         outcomes = snapshot.outcomes
+        held = snapshot.held
         tracked = snapshot.trackedEvents
         for (pair, at) in snapshot.parkedTracking { parks[pair.deliveryId, default: [:]][pair.scope] = at }
         for device in snapshot.devices.values {
@@ -278,6 +282,30 @@ package struct BatchState {
     /// not looked at: it is another processor's to apply (docs/ARCHITECTURE.md#scale-out).
     package func delivery(_ deliveryId: UUID, app: UUID, part: Int) -> DeliveryRow? {
         deliveries[DeliveryKey(appId: app, deliveryId: deliveryId, part: part)]
+    }
+
+    // MARK: - Held pushes
+
+    /// Holds a push until its time (`HeldPushRow`).
+    package mutating func hold(_ row: HeldPushRow) {
+        held[row.key] = row
+        mutations.append(.putHeldPush(row))
+    }
+
+    /// Removes a held push: released, or cancelled.
+    package mutating func unhold(_ key: HeldPushKey) {
+        held[key] = nil
+        mutations.append(.deleteHeldPush(key))
+    }
+
+    /// The delivery part's held pushes (of those loaded and held in the batch), those of one
+    /// time or all, in their tokens' byte order.
+    package func heldPushes(of delivery: DeliveryKey, releasedAt wave: Date? = nil) -> [HeldPushRow] {
+        let rows = held.values.filter { $0.key.delivery == delivery && (wave == nil || $0.releaseAt == wave) }
+        let tokens = rows.map(\.deviceToken)
+        var order = Array(rows.indices)
+        order.sort { NotificationHandler.bytesPrecede(tokens[$0], tokens[$1]) }
+        return order.map { rows[$0] }
     }
 
     // MARK: - Delivery outcomes

@@ -12,8 +12,17 @@ package protocol CommandHandler: Sendable {
     associatedtype Handled: Command
     /// Adds the rows `command` needs to decide its outcome to the batch's one read.
     func addNeeds(of command: Handled, to query: inout StateQuery)
+    /// The same, for a command of app part `part`: what rows kept per part a command needs
+    /// (a send's held pushes). By default, `addNeeds(of:to:)`.
+    func addNeeds(of command: Handled, part: Int, to query: inout StateQuery)
     /// Decides the outcome of `command` and records its effects in `state`.
     func apply(_ command: Handled, _ context: CommandContext, to state: inout BatchState) -> HandlerResult
+}
+
+extension CommandHandler {
+    package func addNeeds(of command: Handled, part: Int, to query: inout StateQuery) {
+        addNeeds(of: command, to: &query)
+    }
 }
 
 /// The envelope facts a handler may use besides the payload.

@@ -39,6 +39,14 @@ package struct NotificationHandler: CommandHandler {
         }
     }
 
+    package func addNeeds(of c: NotificationRequested, part: Int, to query: inout StateQuery) {
+        addNeeds(of: c, to: &query)
+        // A wave's held pushes, and (in the second round of the read) their devices as they are now.
+        if c.firing == true, let wave = c.wave {
+            query.heldWaves.insert(HeldWave(delivery: DeliveryKey(appId: c.mobileAppId, deliveryId: c.deliveryId, part: part), releaseAt: wave))
+        }
+    }
+
     package init(rules: DecisionRules) {
         self.init(idempotencyWindow: rules.idempotencyWindow, messageIdKeys: rules.messageIdKeys)
     }
@@ -50,6 +58,9 @@ package struct NotificationHandler: CommandHandler {
         case .sending(let started): send = started
         }
         let part = context.part
+        if let wave = send.wave {
+            return release(wave, of: &send, state: &state)
+        }
         let devices: [DeviceRow]
         if let audience = send.audience {
             devices = Self.resolve(audience, app: c.mobileAppId, part: part, in: state)
@@ -57,11 +68,43 @@ package struct NotificationHandler: CommandHandler {
             devices = Self.resolve(c.target, app: c.mobileAppId, part: part, in: state)
         }
         state.reserveOutbound(devices.count)
+        var reached: [DeviceRow] = []
+        reached.reserveCapacity(devices.count)
         for device in devices {
+            let timing = send.timing(of: device)
+            guard timing.reaches else { continue }
             let badge = c.managed ? Self.makePending(c, device: device, at: context.at, state: &state) : nil
-            state.emit(send.message(to: device, badge: badge))
+            if let held = send.hold(device, timing, badge: badge) {
+                state.hold(held)
+            } else {
+                state.emit(send.message(to: device, badge: badge))
+            }
+            reached.append(device)
         }
-        return finish(send, devices: devices, state: &state)
+        return finish(send, devices: reached, state: &state)
+    }
+
+    /// A wave: the held pushes of its time go to their devices as they are now (one gone, or
+    /// moved to another user, gets nothing), unless their quiet hours still run (held again) or
+    /// their time to live ran out since they were due (expired).
+    private func release(_ wave: Date, of send: inout Send, state: inout BatchState) -> HandlerResult {
+        let delivery = DeliveryKey(appId: send.command.mobileAppId, deliveryId: send.command.deliveryId, part: send.part)
+        for row in state.heldPushes(of: delivery, releasedAt: wave) {
+            state.unhold(row.key)
+            send.released += 1
+            guard let device = state.devices[DeviceKey(appId: row.appId, deviceToken: row.deviceToken)], device.userId == row.userId else {
+                send.gone += 1
+                continue
+            }
+            let timing = send.timing(of: device, due: row.dueAt)
+            guard timing.reaches else { continue }
+            if let held = send.hold(device, timing, badge: row.badge, due: row.dueAt) {
+                state.hold(held)
+            } else {
+                state.emit(send.message(to: device, badge: row.badge, due: row.dueAt))
+            }
+        }
+        return finish(send, devices: [], state: &state)
     }
 
     /// How a send starts: decided already (an unknown app, a repeat, a key this processor lacks,
@@ -80,9 +123,15 @@ package struct NotificationHandler: CommandHandler {
         // send of a known id that goes is a waiting send's firing.
         let known = state.delivery(c.deliveryId, app: c.mobileAppId, part: context.part)
         var waiting: DeliveryRow?
-        if c.firing == true {
+        var wave: Date?
+        if c.firing == true, let time = c.wave {
+            // A wave of held pushes: once, while the send still holds pushes for that time.
+            guard let known, known.schedule == .sending, known.waves.contains(time) else { return .decided(.rejected("not-waiting")) }
+            waiting = known
+            wave = time
+        } else if c.firing == true {
             guard let known, known.schedule == .waiting else { return .decided(.rejected("not-waiting")) }
-            if let ttl = c.content.timeToLive, let sendAt = known.sendAt, context.at > sendAt.addingTimeInterval(TimeInterval(ttl)) {
+            if c.sendAtLocal == nil, let ttl = c.content.timeToLive, let sendAt = known.sendAt, context.at > sendAt.addingTimeInterval(TimeInterval(ttl)) {
                 // Fired after its time to live: never sent late.
                 var expired = known
                 expired.schedule = .expired
@@ -111,18 +160,16 @@ package struct NotificationHandler: CommandHandler {
             audience = parsed
         }
         return .sending(Send(command: c, app: app, part: context.part, at: context.at, series: MessageId.Series(deliveryId: c.deliveryId, key: key),
-                             audience: audience, waiting: waiting))
+                             audience: audience, waiting: waiting, wave: wave))
     }
 
     /// The delivery of a send kept until its time: nothing sent yet, its command kept for its
     /// firing.
     static func waiting(_ c: NotificationRequested, at: Date, part: Int) -> DeliveryRow {
-        var writer = JSONWriter(capacity: 1024)
-        c.writePayload(to: &writer)
-        return DeliveryRow(appId: c.mobileAppId, deliveryId: c.deliveryId, kind: c.kind, managed: c.managed, tracking: c.tracking,
+        DeliveryRow(appId: c.mobileAppId, deliveryId: c.deliveryId, kind: c.kind, managed: c.managed, tracking: c.tracking,
                            sent: 0, createdAt: at, idempotencyKey: c.idempotencyKey,
                            requestHash: c.idempotencyKey == nil ? nil : c.requestHash, part: part, sendAt: c.sendAt,
-                           schedule: .waiting, scheduledCommand: String(decoding: writer.data, as: UTF8.self))
+                           schedule: .waiting, scheduledCommand: kept(c), sendAtLocal: c.sendAtLocal)
     }
 
     /// A send under way: each device's record, in the order the devices come, and the counts.
@@ -137,6 +184,24 @@ package struct NotificationHandler: CommandHandler {
         package let audience: AudienceExpression?
         /// The delivery of a scheduled send as it waited, for its firing; nil for a send made at once.
         let waiting: DeliveryRow?
+        /// The time of the held pushes this firing releases; nil for a send's own.
+        package let wave: Date?
+        /// The place of the first device this application sends to: 0, or for a wave the count
+        /// sent before it.
+        package private(set) var firstPlace = 0
+        /// Held pushes released by this wave, and of those the ones whose device is gone.
+        var released = 0, gone = 0
+        /// Pushes held by this application, by the time they go out; dropped in quiet hours; past
+        /// their time to live.
+        private(set) var holds: [Date: Int] = [:]
+        private(set) var dropped = 0, expired = 0
+        /// A local-time send's wall-clock time, and quiet hours (the app's) unless it is critical.
+        private let localTime: LocalDateTime?
+        private let quietHours: QuietHours?
+        /// What is known of each time zone name the devices give (nil: none given) at this send.
+        private var zoneFacts: [String?: ZoneFacts] = [:]
+        private var zones = TimeZones()
+        private let appZone: TimeZone
         /// One template per platform (and per badge, for a managed send, and per text, for a
         /// localized one): each device's record is the template with its token and message id,
         /// rendered when published.
@@ -148,8 +213,15 @@ package struct NotificationHandler: CommandHandler {
         private(set) var sentByLocale: [String: Int]?
 
         init(command: NotificationRequested, app: AppRow, part: Int, at: Date, series: MessageId.Series, audience: AudienceExpression?,
-             waiting: DeliveryRow? = nil) {
+             waiting: DeliveryRow? = nil, wave: Date? = nil) {
             self.waiting = waiting
+            self.wave = wave
+            // A wave numbers its pushes on from those sent before it.
+            if wave != nil, let waiting { sent = waiting.sent }
+            firstPlace = sent
+            localTime = command.sendAtLocal.flatMap(LocalDateTime.init)
+            quietHours = command.content.priority == .critical ? nil : app.quietHours.flatMap(QuietHours.init)
+            appZone = app.timeZone.flatMap { TimeZone(identifier: $0) } ?? TimeZone(secondsFromGMT: 0)!
             self.command = command
             self.app = app
             self.part = part
@@ -159,13 +231,83 @@ package struct NotificationHandler: CommandHandler {
             self.sentByLocale = command.content.localized == nil ? nil : [:]
         }
 
+        /// When a device's push goes: now, held until `release`, or not at all (dropped in quiet
+        /// hours, or past its time to live).
+        package enum Timing {
+            case now
+            case hold(release: Date, due: Date)
+            case drop, expire
+
+            /// Whether the device gets the push, now or later.
+            var reaches: Bool {
+                switch self {
+                case .now, .hold: true
+                case .drop, .expire: false
+                }
+            }
+        }
+
+        /// What is known of one time zone at the send's time.
+        private struct ZoneFacts {
+            let zone: TimeZone
+            /// The local-time send's instant there.
+            var localInstant: Date?
+            /// When the quiet hours running at the send's time end there; nil: none run.
+            var quietEnd: Date?
+        }
+
+        private mutating func facts(_ name: String?) -> ZoneFacts {
+            if let known = zoneFacts[name] { return known }
+            let zone = name.flatMap { zones.zone($0) } ?? appZone
+            let facts = ZoneFacts(zone: zone, localInstant: localTime?.instant(in: zone), quietEnd: quietHours?.end(of: at, in: zone))
+            zoneFacts[name] = facts
+            return facts
+        }
+
+        /// When `device`'s push goes (docs/API.md#local-time-sends, #quiet-hours): a local-time
+        /// send's at the device's own time, or at once if that passed; in quiet hours held to
+        /// their end or dropped, unless the send is critical; never past its time to live,
+        /// counted from `due` (a held push's) or its own time. Counts what it drops.
+        package mutating func timing(of device: DeviceRow, due given: Date? = nil) -> Timing {
+            let facts = facts(device.timeZone)
+            var due = given ?? at
+            if given == nil, let instant = facts.localInstant {
+                if instant > at { return .hold(release: instant, due: instant) }
+                due = instant
+            }
+            if let ttl = command.content.timeToLive, at > due.addingTimeInterval(TimeInterval(ttl)) {
+                expired += 1
+                return .expire
+            }
+            if let end = facts.quietEnd {
+                if command.quietHours == .drop {
+                    dropped += 1
+                    return .drop
+                }
+                return .hold(release: end, due: due)
+            }
+            return .now
+        }
+
+        /// The held push of `device` when `timing` holds it, counted; nil when it goes now.
+        package mutating func hold(_ device: DeviceRow, _ timing: Timing, badge: Int?, due: Date? = nil) -> HeldPushRow? {
+            guard case .hold(let release, let due) = timing else { return nil }
+            holds[release, default: 0] += 1
+            return HeldPushRow(appId: command.mobileAppId, deliveryId: command.deliveryId, part: part, deviceToken: device.deviceToken,
+                               userId: device.userId, releaseAt: release, dueAt: due, badge: badge)
+        }
+
+        /// Pushes held by this application.
+        package var held: Int { holds.values.reduce(0, +) }
+
         /// The record of the next device. In an app in parts, each part names its devices by
-        /// message indexes of its own (`AppParts.messageIndex`).
-        package mutating func message(to device: DeviceRow, badge: Int? = nil) -> OutboundMessage {
+        /// message indexes of its own (`AppParts.messageIndex`). `due`: a held push's time, which
+        /// its time to live counts from.
+        package mutating func message(to device: DeviceRow, badge: Int? = nil, due: Date? = nil) -> OutboundMessage {
             let c = command
             let variant = c.content.variant(for: device.locale)
             sentByLocale?[variant ?? NotificationHandler.defaultVariant, default: 0] += 1
-            let key = TemplateKey(platform: device.platform, badge: badge, variant: variant)
+            let key = TemplateKey(platform: device.platform, badge: badge, variant: variant, due: due)
             let template: OutboundTemplate
             if let known = templates[key] {
                 template = known
@@ -176,7 +318,7 @@ package struct NotificationHandler: CommandHandler {
                     rendered.content = c.content.localized(variant)
                     locale = variant ?? NotificationHandler.defaultVariant
                 }
-                template = OutboundTemplate(rendered, platform: device.platform, sentAt: at, managedBadge: badge, series: series,
+                template = OutboundTemplate(rendered, platform: device.platform, sentAt: due ?? at, managedBadge: badge, series: series,
                                             locale: locale)
                 templates[key] = template
             }
@@ -186,27 +328,61 @@ package struct NotificationHandler: CommandHandler {
         }
     }
 
-    /// Records the send's delivery once its devices are sent to, and enqueues the callbacks of a
-    /// ticket or im send to `devices`.
+    /// Records the send's delivery once its devices are sent to (or held), and enqueues the
+    /// callbacks of a ticket or im send to `devices`. A wave adds to the delivery as it is.
     package func finish(_ send: Send, devices: [DeviceRow], state: inout BatchState) -> HandlerResult {
         let c = send.command
-        var delivery = DeliveryRow(appId: c.mobileAppId, deliveryId: c.deliveryId, kind: c.kind, managed: c.managed,
+        var delivery: DeliveryRow
+        if let wave = send.wave, let current = state.delivery(c.deliveryId, app: c.mobileAppId, part: send.part) {
+            delivery = current
+            delivery.sent = send.sent
+            if let counts = send.sentByLocale, !counts.isEmpty {
+                delivery.sentByLocale = (delivery.sentByLocale ?? [:]).merging(counts, uniquingKeysWith: +)
+            }
+            delivery.held -= send.released
+            delivery.waves.removeAll { $0 == wave }
+        } else {
+            delivery = DeliveryRow(appId: c.mobileAppId, deliveryId: c.deliveryId, kind: c.kind, managed: c.managed,
                                    tracking: c.tracking, sent: send.sent, createdAt: send.at,
                                    idempotencyKey: c.idempotencyKey, requestHash: c.idempotencyKey == nil ? nil : c.requestHash, part: send.part,
-                                   sentByLocale: send.sentByLocale)
-        if let waiting = send.waiting {
-            // A firing: the delivery dates from the send, and keeps what was counted while it waited.
-            delivery.createdAt = waiting.createdAt
-            (delivery.duplicates, delivery.conflicts) = (waiting.duplicates, waiting.conflicts)
-            delivery.sendAt = waiting.sendAt
-            delivery.schedule = .fired
+                                   sentByLocale: send.sentByLocale, sendAtLocal: c.sendAtLocal)
+            if let waiting = send.waiting {
+                // A firing: the delivery dates from the send, and keeps what was counted while it waited.
+                delivery.createdAt = waiting.createdAt
+                (delivery.duplicates, delivery.conflicts) = (waiting.duplicates, waiting.conflicts)
+                delivery.sendAt = waiting.sendAt
+                delivery.schedule = .fired
+            }
+            TrackingHandler.settle(delivery, state: &state)
         }
-        TrackingHandler.settle(delivery, state: &state)
+        delivery.held += send.held
+        delivery.dropped += send.dropped
+        delivery.expired += send.expired
+        if !send.holds.isEmpty { delivery.waves = Array(Set(delivery.waves).union(send.holds.keys)).sorted() }
+        if let next = delivery.waves.first {
+            // Pushes still held: the send waits for the next of their times, its command kept.
+            delivery.schedule = .sending
+            delivery.sendAt = next
+            var kept = c
+            (kept.firing, kept.wave) = (nil, nil)
+            delivery.scheduledCommand = Self.kept(kept)
+        } else if delivery.schedule == .sending || send.wave != nil {
+            delivery.schedule = .fired
+            delivery.scheduledCommand = nil
+        }
         state.record(delivery)
-        if c.kind != .alert {
+        if c.kind != .alert, send.wave == nil {
             Self.enqueueCallbacks(c, devices: devices, app: send.app, part: send.part, at: send.at, state: &state)
         }
-        return send.sent == 0 ? .rejected("no-devices") : .applied
+        let decided = send.sent > send.firstPlace || send.held > 0 || send.dropped > 0 || send.expired > 0 || send.wave != nil
+        return decided ? .applied : .rejected("no-devices")
+    }
+
+    /// A command's payload as a delivery keeps it for its firings (`DeliveryRow.scheduledCommand`).
+    static func kept(_ c: NotificationRequested) -> String {
+        var writer = JSONWriter(capacity: 1024)
+        c.writePayload(to: &writer)
+        return String(decoding: writer.data, as: UTF8.self)
     }
 
     /// Whether a send's devices are read from the store in pages as they are sent to
@@ -214,8 +390,9 @@ package struct NotificationHandler: CommandHandler {
     /// state per device and calls back nobody (not managed, an alert), so that its devices need
     /// not be held at once.
     package static func streams(_ c: NotificationRequested) -> Bool {
-        // A scheduled send is only kept until its firing, which streams.
-        c.target.audience != nil && !c.managed && c.kind == .alert && (c.sendAt == nil || c.firing == true)
+        // A scheduled send is only kept until its firing, which streams; a wave reads its held
+        // pushes instead.
+        c.target.audience != nil && !c.managed && c.kind == .alert && (c.sendAt == nil || c.firing == true) && c.wave == nil
     }
 
     /// A send whose delivery id is known (docs/API.md#idempotency-keys), its firing aside. Within the key's window
@@ -245,6 +422,8 @@ package struct NotificationHandler: CommandHandler {
         var badge: Int?
         /// The key of `localized` whose text the template carries; nil: the send's own.
         var variant: String?
+        /// A held push's due time (`HeldPushRow.dueAt`); nil: the send's.
+        var due: Date?
     }
 
     /// The name `sentByLocale` counts the devices that got the send's own text under.

@@ -20,7 +20,7 @@ package struct ProcessorCommand: Sendable {
 
     /// Adds the rows this command needs to decide its outcome.
     package func addNeeds(to query: inout StateQuery) {
-        handler.addNeeds(of: payload, to: &query)
+        handler.addNeeds(of: payload, part: part, to: &query)
     }
 
     /// Runs the command's handler; `storeFailed`: see `CommandContext.storeFailed`. An admin
@@ -140,7 +140,7 @@ package struct CommandDecoder {
 private protocol RegisteredHandler: Sendable {
     var isAudited: Bool { get }
     func decode(version: Int, value: Data, decoder: JSONDecoder) throws -> CommandDecoder.Outcome
-    func addNeeds(of command: any Command, to query: inout StateQuery)
+    func addNeeds(of command: any Command, part: Int, to query: inout StateQuery)
     func apply(_ command: any Command, _ context: CommandContext, to state: inout BatchState) -> HandlerResult
 }
 
@@ -149,8 +149,8 @@ private struct Registered<H: CommandHandler>: RegisteredHandler {
 
     var isAudited: Bool { H.Handled.self is any AuditedCommand.Type }
 
-    func addNeeds(of command: any Command, to query: inout StateQuery) {
-        handler.addNeeds(of: command as! H.Handled, to: &query)
+    func addNeeds(of command: any Command, part: Int, to query: inout StateQuery) {
+        handler.addNeeds(of: command as! H.Handled, part: part, to: &query)
     }
 
     func apply(_ command: any Command, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {

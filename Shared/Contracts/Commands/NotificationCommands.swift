@@ -25,6 +25,9 @@ public struct NotificationTarget: Codable, Sendable, Equatable {
 public enum ScheduleState: String, Codable, Sendable, CaseIterable {
     /// Kept until its time.
     case waiting
+    /// Its time came: sent to some devices, and some still wait for theirs (a local-time send's
+    /// later zones, or the end of their quiet hours).
+    case sending
     /// Its time came and it was sent.
     case fired
     /// Cancelled before its time.
@@ -33,9 +36,13 @@ public enum ScheduleState: String, Codable, Sendable, CaseIterable {
     case expired
 }
 
-/// FCM message priority.
+/// A push's priority: the providers' `high` or `normal`; `critical` is sent as `high` and is
+/// shown in quiet hours (docs/API.md#quiet-hours).
 public enum NotificationPriority: String, Codable, Sendable, CaseIterable {
-    case high, normal
+    case high, normal, critical
+
+    /// The priority a provider is given.
+    public var provider: NotificationPriority { self == .critical ? .high : self }
 }
 
 /// What a notification is for: a plain alert, or the KF5 customer-service kinds that also call the
@@ -212,13 +219,26 @@ public struct NotificationRequested: AppScopedCommand, Equatable {
     /// True on a scheduled send's firing: the copy of it a processor appends to the log once its
     /// time came (docs/ARCHITECTURE.md#time-is-part-of-the-log). Nil on the send ingest wrote.
     public var firing: Bool?
+    /// A local-time send's wall-clock time (`LocalDateTime`, canonical), applied in each device's
+    /// zone (docs/API.md#local-time-sends); its `sendAt` is then the earliest instant it is
+    /// anywhere, when its devices are chosen.
+    public var sendAtLocal: String?
+    /// What the send does with a push that would arrive in quiet hours; nil: hold it.
+    public var quietHours: QuietHoursMode?
+    /// On a firing of a send some of whose pushes were held: the time of those it releases
+    /// (`HeldPushRow.releaseAt`); nil on the send's first firing.
+    public var wave: Date?
 
     public init(deliveryId: UUID, mobileAppId: UUID, target: NotificationTarget, content: NotificationContent,
                 managed: Bool = false, businessId: String? = nil, tracking: Bool = true, kind: NotificationKind = .alert,
                 ticketId: String? = nil, message: String? = nil, idempotencyKey: String? = nil, requestHash: String? = nil,
-                messageKeyId: String? = nil, sendAt: Date? = nil, firing: Bool? = nil) {
+                messageKeyId: String? = nil, sendAt: Date? = nil, firing: Bool? = nil, sendAtLocal: String? = nil,
+                quietHours: QuietHoursMode? = nil, wave: Date? = nil) {
         self.sendAt = sendAt
         self.firing = firing
+        self.sendAtLocal = sendAtLocal
+        self.quietHours = quietHours
+        self.wave = wave
         self.deliveryId = deliveryId
         self.mobileAppId = mobileAppId
         self.target = target
@@ -264,11 +284,13 @@ extension NotificationRequested: HandWrittenCommand {
         writer.field("messageKeyId", messageKeyId)
         writer.key("mobileAppId")
         writer.uuid(mobileAppId)
+        writer.field("quietHours", quietHours?.rawValue)
         writer.field("requestHash", requestHash)
         if let sendAt {
             writer.key("sendAt")
             writer.date(sendAt)
         }
+        writer.field("sendAtLocal", sendAtLocal)
         writer.key("target")
         writer.beginObject()
         writer.field("audience", target.audience)
@@ -280,6 +302,10 @@ extension NotificationRequested: HandWrittenCommand {
         writer.field("ticketId", ticketId)
         writer.key("tracking")
         writer.bool(tracking)
+        if let wave {
+            writer.key("wave")
+            writer.date(wave)
+        }
         writer.endObject()
     }
 }

@@ -87,8 +87,10 @@ private enum Tag: UInt8 {
     /// a row gains a column without a tag of its own. The tags above stay readable.
     case upsertAppRow = 50, upsertApiTokenRow, upsertDeviceRow, putRegistrationStatusRow, enqueueOutboxRow, restoreOutboxRow
     case putPendingRow, putAckRow, putDeliveryRow, putDeliveryOutcomeRow, upsertAdminTokenRow, putAuditEntryRow, putIdempotencyKeyRow
-    /// Pruning (numbered apart, as above): a status by its request id, an ack by its key.
-    case deleteRegistrationStatus = 70, deleteAck
+    case putHeldPushRow
+    /// Pruning (numbered apart, as above): a status by its request id, an ack by its key; a held
+    /// push released or cancelled.
+    case deleteRegistrationStatus = 70, deleteAck, deleteHeldPush
 }
 
 package struct ChangelogWriter {
@@ -286,6 +288,13 @@ package struct ChangelogWriter {
         case .putIdempotencyKey(let row):
             key(keyed, 14) { $0.keyText(row.scope); $0.keyText(row.key) }
             self.row(.putIdempotencyKeyRow, row)
+        case .putHeldPush(let row):
+            key(keyed, 15) { $0.uuid(row.appId); $0.uuid(row.deliveryId); $0.int(row.part); $0.keyText(row.deviceToken) }
+            self.row(.putHeldPushRow, row)
+        case .deleteHeldPush(let k):
+            key(keyed, 15) { $0.uuid(k.delivery.appId); $0.uuid(k.delivery.deliveryId); $0.int(k.delivery.part); $0.keyText(k.deviceToken) }
+            byte(Tag.deleteHeldPush.rawValue)
+            uuid(k.delivery.appId); uuid(k.delivery.deliveryId); int(k.delivery.part); string(k.deviceToken)
         }
     }
 
@@ -476,6 +485,10 @@ package struct ChangelogReader {
         case .upsertAdminTokenRow: return .upsertAdminToken(try row())
         case .putAuditEntryRow: return .putAuditEntry(try row())
         case .putIdempotencyKeyRow: return .putIdempotencyKey(try row())
+        case .putHeldPushRow: return .putHeldPush(try row())
+        case .deleteHeldPush:
+            return .deleteHeldPush(HeldPushKey(delivery: DeliveryKey(appId: try uuid(), deliveryId: try uuid(), part: try intValue()),
+                                               deviceToken: try string()))
         case .deleteRegistrationStatus: return .deleteRegistrationStatus(try uuid())
         case .deleteAck: return .deleteAck(PendingKey(appId: try uuid(), deviceToken: try string(), notificationId: try string()))
         // Entries written before rows came from the catalog.

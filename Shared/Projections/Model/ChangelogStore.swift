@@ -65,7 +65,7 @@ package enum SecondaryIndexes {
         "api_tokens_by_app", "api_tokens_by_hash", "devices_by_user", "acks_by_notification", "deliveries_by_id",
         "parked_tracking_by_app_and_time", "outbox_due", "delivery_outcomes_by_outcome",
         "admin_tokens_by_hash", "audit_log_by_time", "audit_log_by_app", "registration_status_by_app_and_time", "acks_by_app_and_time",
-        "outbox_claimable", "deliveries_waiting", "deliveries_scheduled",
+        "outbox_claimable", "deliveries_due", "deliveries_scheduled", "held_pushes_by_release",
     ]
     /// PostgreSQL's besides them: the devices in their tokens' order (schema step 25), which
     /// SQLite's key already is.

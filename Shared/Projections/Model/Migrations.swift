@@ -39,7 +39,7 @@ package enum ProjectionMigrations {
     }
 
     /// Every step, in order.
-    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22, v23, v24, v25, v26, v27, v28, v29, v30]
+    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22, v23, v24, v25, v26, v27, v28, v29, v30, v31]
 
     /// The newest schema version, which this code creates and understands: the last step's.
     package static let version = steps[steps.count - 1].number
@@ -981,5 +981,56 @@ package enum ProjectionMigrations {
         ALTER TABLE deliveries ADD COLUMN scheduled_command text COLLATE "C";
         CREATE INDEX deliveries_waiting ON deliveries (send_at) WHERE schedule = 'waiting';
         CREATE INDEX deliveries_scheduled ON deliveries (app_id, schedule, send_at, delivery_id) WHERE schedule IS NOT NULL;
+        """)
+
+    /// Time (docs/API.md#local-time-sends, #quiet-hours): an app's default zone and quiet hours;
+    /// a delivery's local time, its held, dropped and cancelled pushes and the times its held
+    /// ones go out; the held pushes, found by delivery and time. A delivery that is `sending`
+    /// waits for its next wave like one `waiting`.
+    package static let v31 = Step(31, sqlite: """
+        ALTER TABLE apps ADD COLUMN time_zone TEXT;
+        ALTER TABLE apps ADD COLUMN quiet_hours TEXT;
+        ALTER TABLE deliveries ADD COLUMN send_at_local TEXT;
+        ALTER TABLE deliveries ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE deliveries ADD COLUMN dropped INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE deliveries ADD COLUMN cancelled INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE deliveries ADD COLUMN waves TEXT;
+        DROP INDEX deliveries_waiting;
+        CREATE INDEX deliveries_due ON deliveries (send_at) WHERE schedule IN ('waiting', 'sending');
+        CREATE TABLE held_pushes (
+            app_id TEXT NOT NULL,
+            delivery_id TEXT NOT NULL,
+            part INTEGER NOT NULL,
+            device_token TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            release_at INTEGER NOT NULL,
+            due_at INTEGER NOT NULL,
+            badge INTEGER,
+            PRIMARY KEY (app_id, delivery_id, part, device_token)
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX held_pushes_by_release ON held_pushes (app_id, delivery_id, part, release_at);
+        """, postgres: """
+        ALTER TABLE apps ADD COLUMN time_zone text COLLATE "C";
+        ALTER TABLE apps ADD COLUMN quiet_hours text COLLATE "C";
+        ALTER TABLE deliveries ADD COLUMN send_at_local text COLLATE "C";
+        ALTER TABLE deliveries ADD COLUMN held bigint NOT NULL DEFAULT 0;
+        ALTER TABLE deliveries ADD COLUMN dropped bigint NOT NULL DEFAULT 0;
+        ALTER TABLE deliveries ADD COLUMN cancelled bigint NOT NULL DEFAULT 0;
+        ALTER TABLE deliveries ADD COLUMN waves text COLLATE "C";
+        DROP INDEX deliveries_waiting;
+        CREATE INDEX deliveries_due ON deliveries (send_at) WHERE schedule IN ('waiting', 'sending');
+        CREATE TABLE held_pushes (
+            app_id uuid NOT NULL,
+            delivery_id uuid NOT NULL,
+            part bigint NOT NULL,
+            device_token text COLLATE "C" NOT NULL,
+            user_id text COLLATE "C" NOT NULL,
+            release_at bigint NOT NULL,
+            due_at bigint NOT NULL,
+            badge bigint,
+            token_key bytea NOT NULL,
+            PRIMARY KEY (app_id, delivery_id, part, token_key)
+        );
+        CREATE INDEX held_pushes_by_release ON held_pushes (app_id, delivery_id, part, release_at);
         """)
 }

@@ -58,6 +58,10 @@ public enum Mutation: Sendable, Equatable {
     case putAuditEntry(AuditEntryRow)
     /// The first request of an idempotency key on an admin create (a later one of its key replaces it).
     case putIdempotencyKey(IdempotencyKeyRow)
+    /// Writes a held push (inserts it, or replaces the row of its key).
+    case putHeldPush(HeldPushRow)
+    /// Removes a held push (released, cancelled).
+    case deleteHeldPush(HeldPushKey)
 }
 
 /// Moves the stored consumed offset of a partition from `expected` (nil: none stored yet) to

@@ -37,12 +37,13 @@ public struct RestoredRows: Sendable {
     public var adminTokens: [AdminTokenRow] = []
     public var audit: [AuditEntryRow] = []
     public var idempotencyKeys: [IdempotencyKeyRow] = []
+    public var heldPushes: [HeldPushRow] = []
 
     /// Rows in all.
     public var count: Int {
         apps.count + tokens.count + devices.count + statuses.count + outbox.count + pending.count + acks.count
             + deliveries.count + outcomes.count + tracking.count + parks.count + deadLetters.count + adminTokens.count + audit.count
-            + idempotencyKeys.count
+            + idempotencyKeys.count + heldPushes.count
     }
 
     /// The rows of a chunk of whole groups. The chunk comes in group order, which is key order,
@@ -80,6 +81,7 @@ public struct RestoredRows: Sendable {
         adminTokens = plan.adminTokens.values
         audit = plan.audit.values
         idempotencyKeys = plan.idempotencyKeys.values
+        heldPushes = plan.heldPushes.values.compactMap(\.row)
     }
 
     /// Mutations that write these rows into an empty store.
@@ -94,7 +96,7 @@ public struct RestoredRows: Sendable {
         }
         mutations += parks.map { .parkTracking($0.pair, at: $0.at) } + deadLetters.map { .putDeadLetter($0) }
         mutations += adminTokens.map { .upsertAdminToken($0) } + audit.map { .putAuditEntry($0) }
-        mutations += idempotencyKeys.map { .putIdempotencyKey($0) }
+        mutations += idempotencyKeys.map { .putIdempotencyKey($0) } + heldPushes.map { .putHeldPush($0) }
         return mutations
     }
 

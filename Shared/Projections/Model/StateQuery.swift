@@ -41,6 +41,10 @@ public struct StateQuery: Sendable, Equatable {
     public var outcomeKeys: Set<DeliveryOutcomeKey> = []
     /// The named admin tokens of these ids, where they exist.
     public var adminTokenIds: Set<UUID> = []
+    /// The held pushes of these waves, and the devices they are for; every held push of these
+    /// delivery parts.
+    public var heldWaves: Set<HeldWave> = []
+    public var heldOf: Set<DeliveryKey> = []
 
     public init(appIds: Set<UUID> = [], deviceKeys: Set<DeviceKey> = [], userKeys: Set<UserKey> = [],
                 pendingKeys: Set<PendingKey> = [],
@@ -96,6 +100,8 @@ public struct StateSnapshot: Sendable, Equatable {
     public var outcomes: [DeliveryOutcomeKey: DeliveryOutcome] = [:]
     /// The requested named admin tokens that exist.
     public var adminTokens: [UUID: AdminTokenRow] = [:]
+    /// The requested held pushes (`heldWaves`, `heldOf`).
+    public var held: [HeldPushKey: HeldPushRow] = [:]
 
     public init(apps: [AppPart: AppRow] = [:], tokens: [AppPart: [ApiTokenRow]] = [:], devices: [DeviceKey: DeviceRow] = [:],
                 pendingCounts: [DeviceKey: Int] = [:], pending: [PendingKey: PendingNotificationRow] = [:],

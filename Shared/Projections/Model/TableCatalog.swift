@@ -102,6 +102,8 @@ public enum TableCatalog {
         .init("webhook_hosts", .text, nullable: true),
         // Users with a device in the part (`AppRow.users`).
         .init("users", .integer),
+        // The zone of devices that gave none; its default quiet hours, `22:00-08:00` (NULL: UTC, none).
+        .init("time_zone", .text, nullable: true), .init("quiet_hours", .text, nullable: true),
     ])
 
     public static let apiTokens = CatalogTable("api_tokens", key: ["token_id", "part"], [
@@ -155,6 +157,16 @@ public enum TableCatalog {
         // (`DeliveryRow.sendAt`, `schedule`, `scheduledCommand`); NULL for a send made at once.
         .init("send_at", .millis, nullable: true), .init("schedule", .text, nullable: true),
         .init("scheduled_command", .text, nullable: true),
+        // A local-time send's wall-clock time; its pushes held, dropped in quiet hours, and held
+        // ones cancelled; the times its held ones go out (milliseconds, comma-separated).
+        .init("send_at_local", .text, nullable: true), .init("held", .integer), .init("dropped", .integer),
+        .init("cancelled", .integer), .init("waves", .text, nullable: true),
+    ])
+
+    /// Pushes a send holds for a later time (`HeldPushRow`).
+    public static let heldPushes = CatalogTable("held_pushes", key: ["app_id", "delivery_id", "part", "device_token"], [
+        .init("app_id", .uuid), .init("delivery_id", .uuid), .init("part", .integer), .init("device_token", .text),
+        .init("user_id", .text), .init("release_at", .millis), .init("due_at", .millis), .init("badge", .integer, nullable: true),
     ])
 
     public static let deliveryOutcomes = CatalogTable("delivery_outcomes", key: ["app_id", "delivery_id", "message_index"], [
@@ -202,7 +214,7 @@ public enum TableCatalog {
     /// The projected tables in dump order.
     public static let tables: [CatalogTable] = [
         apps, apiTokens, devices, registrationStatus, pendingNotifications, acks, deliveries, deliveryOutcomes,
-        trackingEvents, parkedTracking, outbox, adminTokens, auditLog, idempotencyKeys,
+        trackingEvents, parkedTracking, outbox, adminTokens, auditLog, idempotencyKeys, heldPushes,
     ]
 
     /// Columns a store keeps beside a table's catalog columns, for its own work; no row type
@@ -212,5 +224,6 @@ public enum TableCatalog {
     public static let storeColumns: [String: Set<String>] = ["outbox": ["lease_until"], "devices": ["row_id"]]
     public static let postgresStoreColumns: [String: Set<String>] = [
         "outbox": ["lease_until"], "devices": ["token_key"], "pending_notifications": ["token_key"], "acks": ["token_key"],
+        "held_pushes": ["token_key"],
     ]
 }

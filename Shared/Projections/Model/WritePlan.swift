@@ -122,6 +122,8 @@ package struct WritePlan: Sendable {
     package var adminTokens = LastByKey<UUID, AdminTokenRow>()
     package var audit = LastByKey<UUID, AuditEntryRow>()
     package var idempotencyKeys = LastByKey<IdempotencyKeyID, IdempotencyKeyRow>()
+    /// nil: deleted.
+    package var heldPushes = LastByKey<HeldPushKey, (key: HeldPushKey, row: HeldPushRow?)>()
 
     /// The outbox writes by kind: jobs inserted unless their id is stored, and jobs written whole
     /// with the attempt count above which their recorded attempts go.
@@ -164,6 +166,12 @@ package struct WritePlan: Sendable {
         adminTokens.sort { KeyOrder.less($0.adminTokenId, $1.adminTokenId) }
         audit.sort { KeyOrder.less($0.commandId, $1.commandId) }
         idempotencyKeys.sort(by: KeyOrder.less)
+        heldPushes.sort {
+            let (a, b) = ($0.key, $1.key)
+            return a.delivery.appId != b.delivery.appId ? KeyOrder.less(a.delivery.appId, b.delivery.appId)
+                : a.delivery.deliveryId != b.delivery.deliveryId ? KeyOrder.less(a.delivery.deliveryId, b.delivery.deliveryId)
+                : a.delivery.part != b.delivery.part ? a.delivery.part < b.delivery.part : KeyOrder.less(a.deviceToken, b.deviceToken)
+        }
     }
 
     package init(_ mutations: [Mutation]) {
@@ -257,6 +265,8 @@ package struct WritePlan: Sendable {
             idempotencyKeys.update(at: IdempotencyKeyID(scope: row.scope, key: row.key), default: row, alone: alone) { stored in
                 if row.firstAt > stored.firstAt { stored = row }
             }
+        case .putHeldPush(let row): heldPushes.put((row.key, row), at: row.key, alone: alone)
+        case .deleteHeldPush(let key): heldPushes.put((key, nil), at: key, alone: alone)
         }
     }
 
@@ -289,7 +299,7 @@ package struct WritePlan: Sendable {
         apps.forgetKeys(); tokens.forgetKeys(); devices.forgetKeys(); statuses.forgetKeys(); outbox.forgetKeys()
         acks.forgetKeys(); pendingDeleted.forgetKeys(); pendingCleared.forgetKeys(); pendingPuts.forgetKeys()
         deliveries.forgetKeys(); outcomes.forgetKeys(); parks.forgetKeys(); adminTokens.forgetKeys(); audit.forgetKeys()
-        idempotencyKeys.forgetKeys()
+        idempotencyKeys.forgetKeys(); heldPushes.forgetKeys()
     }
 }
 

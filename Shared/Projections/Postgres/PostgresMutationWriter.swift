@@ -32,6 +32,20 @@ struct PostgresMutationWriter {
         try await put(plan.adminTokens.values)
         try await put(plan.audit.values)
         try await put(plan.idempotencyKeys.values)
+        try await writeHeld(plan.heldPushes.values)
+    }
+
+    private func writeHeld(_ held: [(key: HeldPushKey, row: HeldPushRow?)]) async throws {
+        let deleted = held.filter { $0.row == nil }.map(\.key)
+        if !deleted.isEmpty {
+            try await run("""
+                DELETE FROM held_pushes h USING unnest(\(deleted.map(\.delivery.appId))::uuid[], \(deleted.map(\.delivery.deliveryId))::uuid[],
+                    \(deleted.map { Int64($0.delivery.part) })::bigint[], \(deleted.map(\.deviceToken))::text[]) AS k(app_id, delivery_id, part, device_token)
+                WHERE h.app_id = k.app_id AND h.delivery_id = k.delivery_id AND h.part = k.part
+                    AND h.token_key = \(unescaped: PostgresRows.unnestedTokenKey)
+                """)
+        }
+        try await put(held.compactMap(\.row))
     }
 
     /// Writes whole rows of one table in one statement; by default each replaces the row of its key.

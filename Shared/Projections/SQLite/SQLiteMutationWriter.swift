@@ -38,6 +38,20 @@ struct SQLiteMutationWriter {
         try put(plan.adminTokens.values)
         try put(plan.audit.values)
         try put(plan.idempotencyKeys.values)
+        try writeHeld(plan.heldPushes.values)
+    }
+
+    private func writeHeld(_ held: [(key: HeldPushKey, row: HeldPushRow?)]) throws {
+        let deleted = held.filter { $0.row == nil }
+        if !deleted.isEmpty {
+            let delete = try raw(TableCatalog.heldPushes.sqliteDeleteByKey)
+            for (key, _) in deleted {
+                delete.bind(1, key.delivery.appId); delete.bind(2, key.delivery.deliveryId); delete.bind(3, Int64(key.delivery.part))
+                delete.bind(4, key.deviceToken)
+                try delete.run(in: db)
+            }
+        }
+        try put(held.compactMap(\.row))
     }
 
     /// Writes whole rows of one table; by default each replaces the row of its key

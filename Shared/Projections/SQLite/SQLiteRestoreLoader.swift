@@ -27,6 +27,7 @@ struct SQLiteRestoreLoader {
         try insert(rows.adminTokens)
         try insert(rows.audit)
         try insert(rows.idempotencyKeys)
+        try insert(rows.heldPushes)
     }
 
     /// Inserts `rows` into their table.

@@ -108,7 +108,7 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
         func key(_ row: DeliveryRow) -> (Date, String, String, Int) {
             (row.sendAt!, row.appId.lowercasedString, row.deliveryId.lowercasedString, row.part)
         }
-        let waiting = stats.values.map(\.delivery).filter { $0.schedule == .waiting && ($0.sendAt ?? .distantFuture) <= dueBy }
+        let waiting = stats.values.map(\.delivery).filter { ($0.schedule == .waiting || $0.schedule == .sending) && ($0.sendAt ?? .distantFuture) <= dueBy }
             .filter { row in after.map { key(row) > key($0) } ?? true }
         return Array(waiting.sorted { key($0) < key($1) }.prefix(limit))
     }

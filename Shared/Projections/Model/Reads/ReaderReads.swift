@@ -80,11 +80,11 @@ public enum ReaderReads {
     }
 
     /// Each part that applied the send has its row (`DeliveryRow.part`, `DeliveryRow.summed`).
-    /// The scheduled sends that still wait and whose time is `dueBy` or before, the earliest
-    /// first (the condition on `schedule` is written out, so that both stores read their index of
-    /// waiting sends).
+    /// The sends that wait for their time, or for the next time some of their pushes are held
+    /// until (`sending`), whose time is `dueBy` or before, the earliest first (the condition on
+    /// `schedule` is written out as the index's, so that both stores read it).
     public static func waitingSends(dueBy: Date, after: DeliveryRow?, limit: Int) -> StoreRead<DeliveryRow> {
-        var filter: ReadSQL = "WHERE schedule = 'waiting' AND send_at <= \(millis: dueBy)"
+        var filter: ReadSQL = "WHERE schedule IN ('waiting', 'sending') AND send_at <= \(millis: dueBy)"
         if let after, let sendAt = after.sendAt {
             filter += " AND (send_at > \(millis: sendAt) OR (send_at = \(millis: sendAt) AND (app_id > \(after.appId)"
                 + " OR (app_id = \(after.appId) AND (delivery_id > \(after.deliveryId) OR (delivery_id = \(after.deliveryId) AND part > \(after.part)))))))"

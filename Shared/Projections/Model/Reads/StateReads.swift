@@ -82,6 +82,25 @@ public enum StateReads {
                 for row in rows { snapshot.outcomes[row.key] = row.outcome }
             })
         }
+        if !query.heldWaves.isEmpty {
+            let groups = Dictionary(grouping: query.heldWaves, by: \.delivery).map { delivery, waves in
+                ReadKeys.Group([.uuid(delivery.appId), .uuid(delivery.deliveryId), .int(Int64(delivery.part))],
+                               .ints(waves.map { Int64(($0.releaseAt.timeIntervalSince1970 * 1000).rounded()) }))
+            }
+            let keys = ReadKeys([.init("app_id"), .init("delivery_id"), .init("part"), .init("release_at")], groups: groups)
+            reads.append(SnapshotStep(StoreRead<HeldPushRow>("WHERE \(keys: keys)", firstColumnIsFirstValue: true)) { rows, snapshot in
+                for row in rows { snapshot.held[row.key] = row }
+            })
+        }
+        if !query.heldOf.isEmpty {
+            let groups = Dictionary(grouping: query.heldOf) { TrackingPair(deliveryId: $0.deliveryId, appId: $0.appId) }.map { pair, keys in
+                ReadKeys.Group([.uuid(pair.appId), .uuid(pair.deliveryId)], .ints(keys.map { Int64($0.part) }))
+            }
+            let keys = ReadKeys([.init("app_id"), .init("delivery_id"), .init("part")], groups: groups)
+            reads.append(SnapshotStep(StoreRead<HeldPushRow>("WHERE \(keys: keys)", firstColumnIsFirstValue: true)) { rows, snapshot in
+                for row in rows { snapshot.held[row.key] = row }
+            })
+        }
         // The statuses and acks of `parkedApps` old enough to be pruned: an index range per app.
         let apps = ReadKeys(.init("app_id"), .uuids(Array(query.parkedApps)))
         if let before = query.statusesBefore, !apps.isEmpty {
@@ -106,6 +125,15 @@ public enum StateReads {
                 rows, snapshot in
                 for token in rows { snapshot.tokens[AppPart(token.appId, part: token.part), default: []].append(token) }
             })
+        }
+        // The devices of the held pushes a wave releases, as they are now.
+        if !query.heldWaves.isEmpty {
+            let keys = Set(snapshot.held.values.map { DeviceKey(appId: $0.appId, deviceToken: $0.deviceToken) })
+            if !keys.isEmpty {
+                reads.append(SnapshotStep(StoreRead<DeviceRow>("WHERE \(keys: deviceKeys(keys))", firstColumnIsFirstValue: true)) {
+                    rows, snapshot in snapshot.add(devices: rows)
+                })
+            }
         }
         if !query.pendingCountDevices.isEmpty || !query.pendingCountUsers.isEmpty {
             let counted = snapshot.devices.values.lazy.filter { query.countsPending(of: $0) }.map(\.key)

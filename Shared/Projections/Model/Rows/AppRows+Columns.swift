@@ -11,7 +11,7 @@ extension AppRow: CatalogRow {
         columns.text(try ProjectionValues.headersJSON(callbackHeaders)); columns.int(webhookRetries); columns.millis(createdAt)
         columns.text(try ProjectionValues.pushCredentialsJSON(pushCredentials)); columns.int(part)
         columns.bool(identityRequired); columns.text(try ProjectionValues.sealedSecretJSON(identitySecret))
-        columns.text(webhookHosts?.joined(separator: ",")); columns.int(users)
+        columns.text(webhookHosts?.joined(separator: ",")); columns.int(users); columns.text(timeZone); columns.text(quietHours)
     }
 
     public init(columns: inout some ColumnReader) throws {
@@ -23,7 +23,9 @@ extension AppRow: CatalogRow {
                   part: Int(try columns.optionalInt() ?? 0), identityRequired: try columns.nextIsNull() ? false : columns.bool(),
                   identitySecret: try ProjectionValues.sealedSecret(json: try columns.optionalText(), column: "apps.identity_secret"),
                   webhookHosts: try columns.optionalText().map { $0.split(separator: ",").map(String.init) },
-                  users: Int(try columns.optionalInt() ?? 0))
+                  users: Int(try columns.optionalInt() ?? 0),
+                  // From before step 31: no zone, no quiet hours.
+                  timeZone: try columns.optionalText(), quietHours: try columns.optionalText())
     }
 }
 

@@ -28,10 +28,17 @@ public struct AppRow: Sendable, Equatable, Codable {
     /// The users with a device in this part (`DecisionRules.maxUsersPerApp` caps them), kept by
     /// the processor as devices come and go.
     public var users: Int
+    /// The time zone of its devices that gave none (an IANA name); nil: UTC.
+    public var timeZone: String?
+    /// Its default quiet hours (`QuietHours`, canonical text), in each device's zone; nil: none.
+    public var quietHours: String?
 
     public init(appId: UUID, orgId: UUID, name: String, callbackUrl: String? = nil, callbackHeaders: [String: String] = [:],
                 webhookRetries: Int = 0, createdAt: Date, pushCredentials: PushCredentials? = nil, part: Int = 0,
-                identityRequired: Bool = false, identitySecret: SealedSecret? = nil, webhookHosts: [String]? = nil, users: Int = 0) {
+                identityRequired: Bool = false, identitySecret: SealedSecret? = nil, webhookHosts: [String]? = nil, users: Int = 0,
+                timeZone: String? = nil, quietHours: String? = nil) {
+        self.timeZone = timeZone
+        self.quietHours = quietHours
         self.appId = appId
         self.part = part
         self.webhookHosts = webhookHosts

@@ -41,6 +41,8 @@ extension DeliveryRow: CatalogRow {
         columns.text(idempotencyKey); columns.text(requestHash); columns.int(duplicates); columns.int(conflicts); columns.int(part)
         columns.text(sentByLocale.map(LocaleCounts.stored)); columns.text(outcomesByLocale.map(LocaleCounts.stored)); columns.int(expired)
         columns.millis(sendAt); columns.text(schedule?.rawValue); columns.text(scheduledCommand)
+        columns.text(sendAtLocal); columns.int(held); columns.int(dropped); columns.int(cancelled)
+        columns.text(waves.isEmpty ? nil : waves.map { String(Int64(($0.timeIntervalSince1970 * 1000).rounded())) }.joined(separator: ","))
     }
 
     @inlinable public init(columns: inout some ColumnReader) throws {
@@ -54,7 +56,34 @@ extension DeliveryRow: CatalogRow {
                   // A changelog entry written before the column has none.
                   expired: Int(try columns.optionalInt() ?? 0),
                   sendAt: try columns.optionalMillis(), schedule: try columns.optionalRaw(ScheduleState.self),
-                  scheduledCommand: try columns.optionalText())
+                  scheduledCommand: try columns.optionalText(),
+                  // From before step 31: none held.
+                  sendAtLocal: try columns.optionalText(), held: Int(try columns.optionalInt() ?? 0),
+                  dropped: Int(try columns.optionalInt() ?? 0), cancelled: Int(try columns.optionalInt() ?? 0),
+                  waves: try columns.optionalText().map(Self.waves) ?? [])
+    }
+
+    /// The `waves` column: milliseconds since 1970, joined by commas.
+    @usableFromInline static func waves(_ text: String) throws -> [Date] {
+        try text.split(separator: ",").map { part in
+            guard let ms = Int64(part) else { throw ProjectionStoreError.database("deliveries.waves is not a list of times: \(text)") }
+            return Date(timeIntervalSince1970: Double(ms) / 1000)
+        }
+    }
+}
+
+extension HeldPushRow: CatalogRow {
+    public static var table: CatalogTable { TableCatalog.heldPushes }
+
+    @inlinable public func writeColumns(to columns: inout some ColumnWriter) throws {
+        columns.uuid(appId); columns.uuid(deliveryId); columns.int(part); columns.text(deviceToken); columns.text(userId)
+        columns.millis(releaseAt); columns.millis(dueAt); columns.int(badge)
+    }
+
+    @inlinable public init(columns: inout some ColumnReader) throws {
+        self.init(appId: try columns.uuid(), deliveryId: try columns.uuid(), part: try columns.intValue(), deviceToken: try columns.text(),
+                  userId: try columns.text(), releaseAt: try columns.millis(), dueAt: try columns.millis(),
+                  badge: try columns.optionalInt().map { Int($0) })
     }
 }
 

@@ -90,12 +90,27 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
     /// A waiting send's command payload, as its firing repeats it (`WireJSON`); nil once it
     /// fired, was cancelled or expired.
     public var scheduledCommand: String?
+    /// A local-time send's wall-clock time (`NotificationRequested.sendAtLocal`); nil otherwise.
+    public var sendAtLocal: String?
+    /// Its pushes held for a later time (`HeldPushRow`: a local-time send's later zones, quiet
+    /// hours), dropped in quiet hours, and held ones a cancel dropped.
+    public var held: Int
+    public var dropped: Int
+    public var cancelled: Int
+    /// The times its held pushes go out, ascending; the first is `sendAt` while it is `sending`.
+    public var waves: [Date]
 
     public init(appId: UUID, deliveryId: UUID, kind: NotificationKind, managed: Bool, tracking: Bool, sent: Int, createdAt: Date,
                 delivered: Int = 0, failed: Int = 0, unregistered: Int = 0, idempotencyKey: String? = nil,
                 requestHash: String? = nil, duplicates: Int = 0, conflicts: Int = 0, part: Int = 0, sentByLocale: [String: Int]? = nil,
                 outcomesByLocale: [String: OutcomeCounts]? = nil, expired: Int = 0, sendAt: Date? = nil,
-                schedule: ScheduleState? = nil, scheduledCommand: String? = nil) {
+                schedule: ScheduleState? = nil, scheduledCommand: String? = nil, sendAtLocal: String? = nil, held: Int = 0,
+                dropped: Int = 0, cancelled: Int = 0, waves: [Date] = []) {
+        self.sendAtLocal = sendAtLocal
+        self.held = held
+        self.dropped = dropped
+        self.cancelled = cancelled
+        self.waves = waves
         self.expired = expired
         self.sendAt = sendAt
         self.schedule = schedule
@@ -136,6 +151,10 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
             sum.expired += row.expired
             sum.duplicates += row.duplicates
             sum.conflicts += row.conflicts
+            sum.held += row.held
+            sum.dropped += row.dropped
+            sum.cancelled += row.cancelled
+            sum.waves = Array(Set(sum.waves + row.waves)).sorted()
             if let counts = row.sentByLocale {
                 sum.sentByLocale = (sum.sentByLocale ?? [:]).merging(counts, uniquingKeysWith: +)
             }
@@ -216,5 +235,61 @@ public struct DeliveryOutcomeKey: Hashable, Sendable, Codable {
         self.appId = appId
         self.deliveryId = deliveryId
         self.messageIndex = messageIndex
+    }
+}
+
+/// A push a send decided and holds for a later time: its device's wave of a local-time send, or
+/// the end of its quiet hours (docs/API.md#local-time-sends). Its delivery's firing of that time
+/// (`NotificationRequested.wave`) sends it, to the device as it is then.
+public struct HeldPushRow: Sendable, Equatable, Codable {
+    public var appId: UUID
+    public var deliveryId: UUID
+    /// The part of the app that holds it (`DeliveryRow.part`).
+    public var part: Int
+    public var deviceToken: String
+    /// The user the device had when the push was held: one the device has left gets nothing.
+    public var userId: String
+    /// When it goes out.
+    public var releaseAt: Date
+    /// When it was due: the send's time, or the device's local time of a local-time send. Its
+    /// time to live counts from there.
+    public var dueAt: Date
+    /// A managed send's badge for the device: its notification was made pending when it was held.
+    public var badge: Int?
+
+    public init(appId: UUID, deliveryId: UUID, part: Int, deviceToken: String, userId: String, releaseAt: Date, dueAt: Date,
+                badge: Int? = nil) {
+        self.badge = badge
+        self.appId = appId
+        self.deliveryId = deliveryId
+        self.part = part
+        self.deviceToken = deviceToken
+        self.userId = userId
+        self.releaseAt = releaseAt
+        self.dueAt = dueAt
+    }
+
+    public var key: HeldPushKey { HeldPushKey(delivery: DeliveryKey(appId: appId, deliveryId: deliveryId, part: part), deviceToken: deviceToken) }
+}
+
+/// Identifies one held push.
+public struct HeldPushKey: Hashable, Sendable, Codable {
+    public var delivery: DeliveryKey
+    public var deviceToken: String
+
+    public init(delivery: DeliveryKey, deviceToken: String) {
+        self.delivery = delivery
+        self.deviceToken = deviceToken
+    }
+}
+
+/// The held pushes of one delivery part that go out at one time.
+public struct HeldWave: Hashable, Sendable {
+    public var delivery: DeliveryKey
+    public var releaseAt: Date
+
+    public init(delivery: DeliveryKey, releaseAt: Date) {
+        self.delivery = delivery
+        self.releaseAt = releaseAt
     }
 }
