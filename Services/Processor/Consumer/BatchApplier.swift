@@ -409,6 +409,17 @@ final class BatchApplier: Sendable {
         }
         var records: [OutboundMessage] = []
         records.reserveCapacity(min(window, pageSize))
+        // Pushes held for later (a local-time send's later zones, quiet hours) are written a page
+        // at a time, before the send's commit: writing them again, if the send is applied again
+        // after a crash, writes the same rows.
+        var held: [Mutation] = []
+        let replaying = self.replaying
+        func writeHeld() async throws {
+            guard !held.isEmpty else { return }
+            let rows = replaying ? held.map(\.replayed) : held
+            try await withRetries { try await self.store.commit(mutations: rows, offsets: []) }
+            held.removeAll(keepingCapacity: true)
+        }
         return try await withThrowingTaskGroup(of: Void.self) { group in
             var inFlight = 0, pages = 1
             var page = try await read(nil)
@@ -417,6 +428,13 @@ final class BatchApplier: Sendable {
                 let next = page.count == pageSize ? page.last.map { last in Task { try await read(last.deviceToken) } } : nil
                 do {
                     for device in page where NotificationHandler.selects(audience, device, part: part, of: parts) {
+                        let timing = sending.timing(of: device)
+                        guard timing.reaches else { continue }
+                        if let row = sending.hold(device, timing, badge: nil) {
+                            held.append(.putHeldPush(row))
+                            if held.count == pageSize { try await writeHeld() }
+                            continue
+                        }
                         records.append(sending.message(to: device))
                         guard records.count == window else { continue }
                         if inFlight == 2 {
@@ -443,6 +461,7 @@ final class BatchApplier: Sendable {
                 let rest = records, total = sending.sent
                 group.addTask { try await self.publishWindow(rest, of: total) }
             }
+            try await writeHeld()
             try await group.waitForAll()
             return pages
         }

@@ -11,7 +11,9 @@ import WireCodec
 /// applies (docs/ARCHITECTURE.md#time-is-part-of-the-log).
 ///
 /// The firing is the kept send again, marked `firing`, with the processor's clock as its time,
-/// appended to the partition of its app part. Where it lands in the log is where the send goes
+/// appended to the partition of its app part. A send some of whose pushes are held until later
+/// times (a local-time send's zones, quiet hours) waits for each of them in turn: its firing then
+/// names the time (`wave`) whose pushes it releases. Where it lands in the log is where the send goes
 /// out, live and in every rebuild: no decision reads the clock. A firing appended twice (two
 /// processors during a rebalance, or one that did not see the first applied in time) sends
 /// nothing the second time, as the send no longer waits.
@@ -71,7 +73,8 @@ final class DueSends: Sendable {
             last = due.last
             var records: [KafkaProducerRecord] = [], names: [String] = []
             for row in due {
-                let name = "\(row.appId.lowercasedString)/\(row.deliveryId.lowercasedString)/\(row.part)"
+                // One firing per time: a send's waves each have their own.
+                let name = "\(row.appId.lowercasedString)/\(row.deliveryId.lowercasedString)/\(row.part)/\(row.sendAt.map { RFC3339.milliseconds($0) } ?? 0)"
                 let partition = parts.partition(key: RecordKey.app(row.appId), part: row.part, partitions: partitions)
                 guard owned.contains(partition), appended.withLock({ $0[name] == nil }) else { continue }
                 guard let text = row.scheduledCommand,
@@ -80,6 +83,8 @@ final class DueSends: Sendable {
                     continue
                 }
                 command.firing = true
+                // A send some of whose pushes are held: the firing releases those of its next time.
+                if row.schedule == .sending { command.wave = row.sendAt }
                 let encoded = try EncodedCommand(command, topics: topics, at: now, part: row.part, parts: parts, encoder: WireJSON.encoder())
                 records.append(KafkaProducerRecord(topic: encoded.topic, key: encoded.key, value: encoded.value, headers: headers,
                                                    partition: partition))

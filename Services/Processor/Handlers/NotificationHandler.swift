@@ -239,7 +239,7 @@ package struct NotificationHandler: CommandHandler {
             case drop, expire
 
             /// Whether the device gets the push, now or later.
-            var reaches: Bool {
+            package var reaches: Bool {
                 switch self {
                 case .now, .hold: true
                 case .drop, .expire: false
