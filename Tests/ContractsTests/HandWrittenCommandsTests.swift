@@ -74,7 +74,9 @@ final class HandWrittenCommandsTests: XCTestCase {
                 tracking: Bool.random(using: &random), kind: NotificationKind.allCases.randomElement(using: &random)!,
                 ticketId: maybe(text(&random)), message: maybe(text(&random)),
                 sendAt: Bool.random(using: &random) ? nil : Date(timeIntervalSince1970: Double(Int64.random(in: 0...4_102_444_800_000, using: &random)) / 1000),
-                firing: [nil, true, false].randomElement(using: &random)!))
+                firing: [nil, true, false].randomElement(using: &random)!,
+                sendAtLocal: maybe(text(&random)), quietHours: Bool.random(using: &random) ? nil : QuietHoursMode.allCases.randomElement(using: &random)!,
+                wave: Bool.random(using: &random) ? nil : Date(timeIntervalSince1970: Double(Int64.random(in: 0...4_102_444_800_000, using: &random)) / 1000)))
             func names() -> [String]? {
                 Bool.random(using: &random) ? nil : (0..<Int.random(in: 0...3, using: &random)).map { _ in text(&random) }
             }

@@ -228,6 +228,20 @@ final class AdminAPITests: XCTestCase {
                                                    requestId: command.requestId))
     }
 
+    func testPatchingSetsTheAppsTimeZoneAndQuietHoursCanonicalAndEmptyRemovesThem() async throws {
+        let harness = Harness()
+        _ = await harness.seedApp()
+        try await harness.test { client in
+            for json in [#"{"timeZone": "America/Sao_Paulo", "quietHours": "22:00-07:30"}"#, #"{"timeZone": "", "quietHours": ""}"#] {
+                let response = try await client.admin(.patch, "/admin/v1/apps/\(Fixture.appId)", json: json)
+                XCTAssertEqual(response.status, .accepted)
+            }
+        }
+        let commands = try await harness.published(AppSettingsChanged.self)
+        XCTAssertEqual(commands.map(\.timeZone), ["America/Sao_Paulo", ""])
+        XCTAssertEqual(commands.map(\.quietHours), ["22:00-07:30", ""])
+    }
+
     func testPatchingWithAnEmptyCallbackUrlClearsIt() async throws {
         let harness = Harness()
         _ = await harness.seedApp()
@@ -251,6 +265,11 @@ final class AdminAPITests: XCTestCase {
             (#"{"callbackHeaders": {"a": 1}}"#, "callbackHeaders.a"),
             (#"{"callbackHeaders": {"bad name": "v"}}"#, "callbackHeaders"),
             (#"{"name": ""}"#, "name"),
+            (#"{"timeZone": "Mars/Olympus"}"#, "timeZone"),
+            (#"{"timeZone": "+02:00"}"#, "timeZone"),
+            (#"{"quietHours": "22:00"}"#, "quietHours"),
+            (#"{"quietHours": "22:00-22:00"}"#, "quietHours"),
+            (#"{"quietHours": "25:00-08:00"}"#, "quietHours"),
         ]
         try await harness.test { client in
             for (json, field) in cases {

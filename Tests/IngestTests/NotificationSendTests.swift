@@ -99,6 +99,26 @@ final class NotificationSendTests: XCTestCase {
         XCTAssertEqual(commands.map { $0.deliveryId.uuidString.lowercased() }, ids)
     }
 
+    func testALocalTimeSendIsKeptUntilItsTimeFirstComesAnywhere() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        let local = Date().addingTimeInterval(3 * 86_400)
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let day = calendar.dateComponents([.year, .month, .day], from: local)
+        let text = String(format: "%04d-%02d-%02dT09:00", day.year!, day.month!, day.day!)
+        let response = try await send(#"{"userId": "u", "text": "x", "sendAtLocal": "\#(text)", "quietHours": "drop", "priority": "Critical"}"#,
+                                      harness: harness)
+        let accepted = try WireJSON.decoder().decode(NotificationAPI.SendAccepted.self, from: Data(response.body.readableBytesView))
+        let command = try await harness.onlyPublished(NotificationRequested.self)
+        XCTAssertEqual(command.sendAtLocal, text + ":00")
+        XCTAssertEqual(accepted.sendAtLocal, text + ":00")
+        XCTAssertEqual(command.sendAt, LocalDateTime(text)!.earliestInstant, "its devices are chosen when UTC+14 reaches it")
+        XCTAssertEqual(accepted.sendAt, command.sendAt)
+        XCTAssertEqual(command.quietHours, .drop)
+        XCTAssertEqual(command.content.priority, .critical)
+    }
+
     func testASilentPushNeedsNoAlertText() async throws {
         let harness = Harness()
         await harness.seedClientApps()
@@ -238,7 +258,13 @@ final class NotificationSendTests: XCTestCase {
             // A field the route does not take: a newer server's audience or schedule, or a typo.
             (#"{"to": {"topic": "news", "users": ["u"]}, "title": "t"}"#, "to"),
             (#"{"to": {"segment": "news"}, "title": "t"}"#, "to.segment"),
-            (#"{"userId": "u", "title": "t", "sendAtLocal": "2026-12-01T09:00"}"#, "sendAtLocal"),
+            (#"{"userId": "u", "title": "t", "sendAtLocal": "2026-12-01T09:00Z"}"#, "sendAtLocal"),
+            (#"{"userId": "u", "title": "t", "sendAtLocal": "2026-02-30T09:00"}"#, "sendAtLocal"),
+            (#"{"userId": "u", "title": "t", "sendAtLocal": "2000-12-01T09:00"}"#, "sendAtLocal"),
+            (#"{"userId": "u", "title": "t", "sendAtLocal": "2999-12-01T09:00"}"#, "sendAtLocal"),
+            (#"{"userId": "u", "title": "t", "sendAtLocal": "2999-12-01T09:00", "sendAt": "2026-12-01T09:00:00Z"}"#, "sendAtLocal"),
+            (#"{"userId": "u", "title": "t", "quietHours": "skip"}"#, "quietHours"),
+            (#"{"userId": "u", "title": "t", "priority": "urgent"}"#, "priority"),
             (#"{"userId": "u", "title": "t", "sendAt": "tomorrow"}"#, "sendAt"),
             (#"{"userId": "u", "title": "t", "sendAt": "2026-12-01 09:00"}"#, "sendAt"),
             (#"{"userId": "u", "title": "t", "sendAt": "2999-01-01T00:00:00Z"}"#, "sendAt"),
@@ -310,7 +336,8 @@ final class NotificationSendTests: XCTestCase {
             category: "c",
             uri: "u:", mediaAttachmentUrl: "https://a", contentAvailable: true, mutableContent: true, collapseKey: "k",
             priority: "high", custom: ["a": "b"], managed: true, businessId: "b", tracking: .bool(true), kind: "alert",
-            ticketId: .int(1), message: "m", timeToLive: 1, localized: ["pt": .init(title: "t")], sendAt: "2026-12-01T09:00:00Z")
+            ticketId: .int(1), message: "m", timeToLive: 1, localized: ["pt": .init(title: "t")], sendAt: "2026-12-01T09:00:00Z",
+            sendAtLocal: "2026-12-01T09:00", quietHours: "hold")
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: JSONEncoder().encode(full)) as? [String: Any])
         XCTAssertEqual(Set(object.keys), NotificationAPI.SendRequest.fields)
 

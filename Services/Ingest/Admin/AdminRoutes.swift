@@ -194,6 +194,18 @@ struct AdminRoutes: Sendable {
             throw IngestError.badRequest("webhookRetries must be between 0 and 10", field: "webhookRetries")
         }
         let webhookHosts = try update.webhookHosts.map(Self.webhookHosts)
+        if let zone = update.timeZone, !zone.isEmpty,
+           zone.utf8.count > FieldLimits.timeZoneBytes || !TimeZones.isKnown(zone) {
+            throw IngestError.badRequest("timeZone must be an IANA time zone name, such as Europe/Lisbon", field: "timeZone")
+        }
+        var quietHours = update.quietHours
+        if let text = quietHours, !text.isEmpty {
+            guard let parsed = QuietHours(text) else {
+                throw IngestError.badRequest("quietHours must be HH:MM-HH:MM, such as 22:00-08:00, with a start other than its end",
+                                             field: "quietHours")
+            }
+            quietHours = parsed.description
+        }
         guard try await readStore(context, { try await store.app(mobileAppId) }) != nil else {
             throw Self.unknownApp
         }
@@ -203,7 +215,8 @@ struct AdminRoutes: Sendable {
         }
         let command = AppSettingsChanged(mobileAppId: mobileAppId, name: update.name, callbackUrl: update.callbackUrl,
                                          callbackHeaders: callbackHeaders, webhookRetries: update.webhookRetries,
-                                         webhookHosts: webhookHosts, actor: context.adminActor, requestId: context.requestId)
+                                         webhookHosts: webhookHosts, timeZone: update.timeZone, quietHours: quietHours,
+                                         actor: context.adminActor, requestId: context.requestId)
         try await applied.wait(for: writer.publish(command, context: context), app: mobileAppId, written: "the settings change of app \(mobileAppId)")
         context.logger.info("app settings changed", metadata: ["mobile_app_id": "\(mobileAppId)"])
         return Response(status: .accepted)
@@ -269,7 +282,8 @@ struct AdminRoutes: Sendable {
             },
             pushCredentials: app.pushCredentials.map(AdminAPI.PushCredentialsView.init),
             webhookHosts: app.webhookHosts,
-            userIdentity: AdminAPI.UserIdentityView(required: app.identityRequired, secretSealedWith: app.identitySecret?.keyId))
+            userIdentity: AdminAPI.UserIdentityView(required: app.identityRequired, secretSealedWith: app.identitySecret?.keyId),
+            timeZone: app.timeZone, quietHours: app.quietHours)
     }
 
 

@@ -38,10 +38,11 @@ struct NotificationRoutes: Sendable {
         group.delete("notifications/:deliveryId", use: cancel)
     }
 
-    /// `DELETE …/notifications/{deliveryId}`: cancels a scheduled send that still waits. The
+    /// `DELETE …/notifications/{deliveryId}`: cancels a scheduled send that still waits, or the
+    /// pushes a `sending` one still holds (a local-time send's later zones, quiet hours). The
     /// cancel is written, and answered once applied: `200` when the send is cancelled (also by an
-    /// earlier cancel), `409` when it fired, expired or was never scheduled, `404` for no such
-    /// send. A send accepted before the cancel is applied before it (one partition per app part).
+    /// earlier cancel), `409` when it fired in full, expired or was never scheduled, `404` for no
+    /// such send. A send accepted before the cancel is applied before it (one partition per app part).
     @Sendable func cancel(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let auth = try context.authenticated()
         let deliveryId = try FieldRules.uuidParameter("deliveryId", in: context)
@@ -61,7 +62,7 @@ struct NotificationRoutes: Sendable {
                                      encoder: WireJSON.encoder())
     }
 
-    /// `GET …/notifications?schedule=waiting|fired|cancelled|expired&limit=1…1000 (100)&after=`:
+    /// `GET …/notifications?schedule=waiting|sending|fired|cancelled|expired&limit=1…1000 (100)&after=`:
     /// the app's scheduled sends in that state (default `waiting`), by time.
     @Sendable func scheduled(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let auth = try context.authenticated()
@@ -70,7 +71,7 @@ struct NotificationRoutes: Sendable {
         var state = ScheduleState.waiting
         if let text = query.get("schedule") {
             guard let value = ScheduleState(rawValue: text) else {
-                throw IngestError.badRequest("schedule must be waiting, fired, cancelled or expired", field: "schedule")
+                throw IngestError.badRequest("schedule must be waiting, sending, fired, cancelled or expired", field: "schedule")
             }
             state = value
         }
@@ -87,7 +88,8 @@ struct NotificationRoutes: Sendable {
         }
         let page = rows.prefix(limit)
         let listed = page.compactMap { row in
-            row.sendAt.map { NotificationAPI.Scheduled(deliveryId: row.deliveryId, sendAt: $0, schedule: state, createdAt: row.createdAt) }
+            row.sendAt.map { NotificationAPI.Scheduled(deliveryId: row.deliveryId, sendAt: $0, schedule: state, createdAt: row.createdAt,
+                                                     sendAtLocal: row.sendAtLocal, held: row.held) }
         }
         let next = rows.count > limit ? page.last.flatMap { row in row.sendAt.map { ScheduledCursor(sendAt: $0, deliveryId: row.deliveryId).text } } : nil
         return try JSONResponse.make(NotificationAPI.ScheduledList(notifications: listed, next: next), status: .ok,
@@ -118,8 +120,8 @@ struct NotificationRoutes: Sendable {
             }
         }
         try await writer.publish(writer.encode(command, encoder: encoder), context: context)
-        return try JSONResponse.make(NotificationAPI.SendAccepted(deliveryId: command.deliveryId, sendAt: command.sendAt), status: .accepted,
-                                     encoder: encoder)
+        let accepted = NotificationAPI.SendAccepted(deliveryId: command.deliveryId, sendAt: command.sendAt, sendAtLocal: command.sendAtLocal)
+        return try JSONResponse.make(accepted, status: .accepted, encoder: encoder)
     }
 
     /// What a keyed send is, by the store.

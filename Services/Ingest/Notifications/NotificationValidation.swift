@@ -51,10 +51,42 @@ extension NotificationRequested {
         if let businessId = send.businessId { try FieldRules.bounded(businessId, maxBytes: FieldLimits.shortTextBytes, field: "businessId") }
         if let ticketId { try FieldRules.bounded(ticketId, maxBytes: FieldLimits.shortTextBytes, field: "ticketId") }
 
+        var quietHours: QuietHoursMode?
+        if let text = send.quietHours {
+            guard let mode = QuietHoursMode(rawValue: text) else {
+                throw IngestError.badRequest("quietHours must be hold or drop", field: "quietHours")
+            }
+            quietHours = mode
+        }
+        let local = try Self.sendAtLocal(send.sendAtLocal, sendAt: send.sendAt, now: now)
         self.init(deliveryId: deliveryId, mobileAppId: mobileAppId, target: target, content: content, managed: managed,
                   businessId: send.businessId.nonEmpty, tracking: tracking, kind: kind, ticketId: ticketId, message: message,
-                  sendAt: try Self.sendAt(send.sendAt, now: now))
+                  sendAt: try local.map { $0.sendAt } ?? Self.sendAt(send.sendAt, now: now), sendAtLocal: local?.time.description,
+                  quietHours: quietHours)
         try checkPayloadSize()
+    }
+
+    /// A wall-clock time (`LocalDateTime`) that is still ahead in some zone and at most
+    /// `NotificationAPI.maxScheduleAhead` away anywhere, with the time its devices are chosen at:
+    /// when it is first reached anywhere (UTC+14), or nil (at once) when that has come.
+    static func sendAtLocal(_ text: String?, sendAt: String?, now: Date) throws -> (time: LocalDateTime, sendAt: Date?)? {
+        guard let text else { return nil }
+        guard sendAt == nil else {
+            throw IngestError.badRequest("give sendAt or sendAtLocal, not both", field: "sendAtLocal")
+        }
+        guard let time = LocalDateTime(text) else {
+            throw IngestError.badRequest("sendAtLocal must be a local date and time without a zone, such as 2026-12-01T09:00",
+                                         field: "sendAtLocal")
+        }
+        guard time.latestInstant > now else {
+            throw IngestError.badRequest("sendAtLocal \(time) has passed in every time zone", field: "sendAtLocal")
+        }
+        guard time.earliestInstant <= now.addingTimeInterval(NotificationAPI.maxScheduleAhead) else {
+            throw IngestError.badRequest("sendAtLocal may be at most \(Int(NotificationAPI.maxScheduleAhead / 86_400)) days ahead",
+                                         field: "sendAtLocal")
+        }
+        let first = time.earliestInstant
+        return (time, first > now.addingTimeInterval(1) ? first : nil)
     }
 
     /// A time at least a second ahead and at most `NotificationAPI.maxScheduleAhead`; nil (sent

@@ -66,7 +66,9 @@ struct TrackingRoutes: Sendable {
                                               idempotencyKey: row.delivery.idempotencyKey, duplicates: row.delivery.duplicates,
                                               conflicts: row.delivery.conflicts, sentByLocale: row.delivery.sentByLocale,
                                               outcomesByLocale: row.delivery.outcomesByLocale, expired: row.delivery.expired,
-                                              sendAt: row.delivery.sendAt, schedule: row.delivery.schedule)
+                                              sendAt: row.delivery.sendAt, schedule: row.delivery.schedule,
+                                              sendAtLocal: row.delivery.sendAtLocal, held: row.delivery.held, dropped: row.delivery.dropped,
+                                              cancelled: row.delivery.cancelled, waves: row.delivery.waves.isEmpty ? nil : row.delivery.waves)
         return try JSONResponse.make(stats, status: .ok, encoder: WireJSON.encoder())
     }
 

@@ -90,6 +90,9 @@ package struct AppSettingsChangedHandler: AdminCommandHandler {
         if let retries = c.webhookRetries { app.webhookRetries = retries }
         // Normalized again (ingest wrote them normalized): the rule a registration is judged by is this one.
         if let hosts = c.webhookHosts { app.webhookHosts = hosts.isEmpty ? nil : hosts.compactMap(WebhookHosts.normalized) }
+        if let zone = c.timeZone { app.timeZone = zone.isEmpty ? nil : zone }
+        // Canonical again; text no reader takes removes them rather than keeping a rule nobody set.
+        if let quiet = c.quietHours { app.quietHours = QuietHours(quiet)?.description }
         state.upsert(app)
         return .applied
     }

@@ -80,6 +80,8 @@ extension AppSettingsChanged: AuditedCommand {
         if let callbackHeaders { changes["callbackHeaders"] = .object(callbackHeaders.mapValues { _ in .string(AuditTrail.redacted) }) }
         if let webhookRetries { changes["webhookRetries"] = .number(Double(webhookRetries)) }
         if let webhookHosts { changes["webhookHosts"] = .array(webhookHosts.map { .string($0) }) }
+        if let timeZone { changes["timeZone"] = .string(timeZone) }
+        if let quietHours { changes["quietHours"] = .string(quietHours) }
         return changes
     }
 }

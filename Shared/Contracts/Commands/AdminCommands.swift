@@ -124,6 +124,10 @@ public struct AppSettingsChanged: AppScopedCommand, Equatable {
     /// The hosts status webhooks may reach from now on (`WebhookHosts`, normalized); an empty
     /// list removes the list (client-chosen URLs are open again).
     public var webhookHosts: [String]?
+    /// The zone of devices that give none (an IANA name), and the default quiet hours
+    /// (`QuietHours`, canonical); an empty text removes either.
+    public var timeZone: String?
+    public var quietHours: String?
 
     /// Who made the change (nil in commands written before actors were recorded).
     public var actor: AdminActor?
@@ -132,7 +136,9 @@ public struct AppSettingsChanged: AppScopedCommand, Equatable {
 
     public init(mobileAppId: UUID, name: String? = nil, callbackUrl: String? = nil,
                 callbackHeaders: [String: String]? = nil, webhookRetries: Int? = nil, webhookHosts: [String]? = nil,
-                actor: AdminActor? = nil, requestId: String? = nil) {
+                timeZone: String? = nil, quietHours: String? = nil, actor: AdminActor? = nil, requestId: String? = nil) {
+        self.timeZone = timeZone
+        self.quietHours = quietHours
         self.mobileAppId = mobileAppId
         self.name = name
         self.callbackUrl = callbackUrl

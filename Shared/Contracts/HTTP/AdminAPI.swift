@@ -89,8 +89,16 @@ public enum AdminAPI {
         public var webhookRetries: Int?
         /// The hosts status webhooks may reach (docs/API.md#webhook-hosts); `[]` removes the list.
         public var webhookHosts: [String]?
+        /// The time zone of devices that give none (an IANA name such as `Europe/Lisbon`); `""`
+        /// sets UTC back (docs/API.md#local-time-sends).
+        public var timeZone: String?
+        /// Default quiet hours, `22:00-08:00`, in each device's zone; `""` removes them
+        /// (docs/API.md#quiet-hours).
+        public var quietHours: String?
         public init(name: String? = nil, callbackUrl: String? = nil, callbackHeaders: [String: String]? = nil, webhookRetries: Int? = nil,
-                    webhookHosts: [String]? = nil) {
+                    webhookHosts: [String]? = nil, timeZone: String? = nil, quietHours: String? = nil) {
+            self.timeZone = timeZone
+            self.quietHours = quietHours
             self.name = name
             self.callbackUrl = callbackUrl
             self.callbackHeaders = callbackHeaders
@@ -118,6 +126,9 @@ public enum AdminAPI {
         public var statusWebhooksNote: String
         /// Whether binding a device to a user needs a user assertion, and what that means.
         public var userIdentity: UserIdentityView
+        /// The zone of devices that give none (absent: UTC) and the default quiet hours (absent: none).
+        public var timeZone: String?
+        public var quietHours: String?
 
         public static let openNote = "status webhooks are open: whoever holds the client token (it ships in the app) chooses "
             + "the URL and headers Pushline POSTs them to; set webhookHosts (PATCH) to list the hosts they may reach (docs/API.md#webhook-hosts)"
@@ -125,7 +136,10 @@ public enum AdminAPI {
 
         public init(orgId: UUID, mobileAppId: UUID, name: String, callbackUrl: String?, callbackHeaders: [String: String],
                     webhookRetries: Int, tokens: [TokenView], pushCredentials: PushCredentialsView? = nil, webhookHosts: [String]? = nil,
-                    userIdentity: UserIdentityView = UserIdentityView(required: false, secretSealedWith: nil)) {
+                    userIdentity: UserIdentityView = UserIdentityView(required: false, secretSealedWith: nil), timeZone: String? = nil,
+                    quietHours: String? = nil) {
+            self.timeZone = timeZone
+            self.quietHours = quietHours
             self.orgId = orgId
             self.mobileAppId = mobileAppId
             self.name = name
@@ -157,6 +171,8 @@ public enum AdminAPI {
                 ?? (webhookHosts == nil ? Self.openNote : Self.restrictedNote)
             userIdentity = try c.decodeIfPresent(UserIdentityView.self, forKey: .userIdentity)
                 ?? UserIdentityView(required: false, secretSealedWith: nil)
+            timeZone = try c.decodeIfPresent(String.self, forKey: .timeZone)
+            quietHours = try c.decodeIfPresent(String.self, forKey: .quietHours)
         }
     }
 

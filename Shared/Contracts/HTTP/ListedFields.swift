@@ -32,7 +32,7 @@ extension AdminAPI.IssueToken: ListedFields {
 }
 
 extension AdminAPI.UpdateApp: ListedFields {
-    public static let fields: Set<String> = ["name", "callbackUrl", "callbackHeaders", "webhookRetries", "webhookHosts"]
+    public static let fields: Set<String> = ["name", "callbackUrl", "callbackHeaders", "webhookRetries", "webhookHosts", "timeZone", "quietHours"]
 }
 
 extension AdminAPI.SetUserIdentity: ListedFields {

@@ -59,12 +59,19 @@ public enum NotificationAPI {
         /// When to send (RFC 3339, up to `maxScheduleAhead` ahead); absent or past: at once
         /// (docs/API.md#scheduled-sends).
         public var sendAt: String?
+        /// A local date and time, applied in each device's time zone (the app's for a device
+        /// without one): `2026-12-01T09:00` (docs/API.md#local-time-sends).
+        public var sendAtLocal: String?
+        /// `hold` (the default) or `drop` a push that would arrive in quiet hours
+        /// (docs/API.md#quiet-hours).
+        public var quietHours: String?
 
         /// The name of every field above, as the body spells it: the only ones a send may carry.
         public static let fields: Set<String> = [
             "to", "userId", "userIds", "deviceTokens", "title", "body", "text", "sound", "badge", "category", "uri",
             "mediaAttachmentUrl", "contentAvailable", "mutableContent", "collapseKey", "timeToLive", "priority", "custom",
             "localized", "managed", "businessId", "tracking", "kind", "ticketId", "message", "sendAt",
+            "sendAtLocal", "quietHours",
         ]
 
         public init(to: Target? = nil, userId: String? = nil, userIds: [String]? = nil, deviceTokens: [String]? = nil, title: String? = nil,
@@ -73,7 +80,9 @@ public enum NotificationAPI {
                     mutableContent: Bool? = nil, collapseKey: String? = nil, priority: String? = nil,
                     custom: [String: String]? = nil, managed: Bool? = nil, businessId: String? = nil, tracking: Scalar? = nil,
                     kind: String? = nil, ticketId: Scalar? = nil, message: String? = nil, timeToLive: Int? = nil,
-                    localized: [String: Text]? = nil, sendAt: String? = nil) {
+                    localized: [String: Text]? = nil, sendAt: String? = nil, sendAtLocal: String? = nil, quietHours: String? = nil) {
+            self.sendAtLocal = sendAtLocal
+            self.quietHours = quietHours
             self.localized = localized
             self.sendAt = sendAt
             self.to = to
@@ -152,12 +161,16 @@ public enum NotificationAPI {
     /// and the `nid` of a managed notification.
     public struct SendAccepted: Codable, Sendable, Equatable {
         public var deliveryId: String
-        /// When a scheduled send goes out; absent for a send made at once.
+        /// When a scheduled send goes out (a local-time send: when its devices are chosen, the
+        /// first time its local time is reached anywhere); absent for a send made at once.
         public var sendAt: Date?
+        /// A local-time send's local date and time, canonical (`2026-12-01T09:00:00`).
+        public var sendAtLocal: String?
 
-        public init(deliveryId: UUID, sendAt: Date? = nil) {
+        public init(deliveryId: UUID, sendAt: Date? = nil, sendAtLocal: String? = nil) {
             self.deliveryId = deliveryId.lowercasedString
             self.sendAt = sendAt
+            self.sendAtLocal = sendAtLocal
         }
     }
 
@@ -193,8 +206,14 @@ public enum NotificationAPI {
         public var schedule: ScheduleState
         /// When the send was accepted.
         public var createdAt: Date
+        /// A local-time send's local date and time.
+        public var sendAtLocal: String?
+        /// Pushes held for a later time (while `sending`: `sendAt` is the next of those times).
+        public var held: Int
 
-        public init(deliveryId: UUID, sendAt: Date, schedule: ScheduleState, createdAt: Date) {
+        public init(deliveryId: UUID, sendAt: Date, schedule: ScheduleState, createdAt: Date, sendAtLocal: String? = nil, held: Int = 0) {
+            self.sendAtLocal = sendAtLocal
+            self.held = held
             self.deliveryId = deliveryId.lowercasedString
             self.sendAt = sendAt
             self.schedule = schedule

@@ -74,12 +74,28 @@ public enum TrackingAPI {
         /// a send made at once.
         public var sendAt: Date?
         public var schedule: ScheduleState?
+        /// A local-time send's local date and time (docs/API.md#local-time-sends).
+        public var sendAtLocal: String?
+        /// Devices whose push is held for a later time (a local-time send's later zones, the end
+        /// of quiet hours), dropped in quiet hours, and held ones a cancel dropped
+        /// (docs/API.md#quiet-hours). `sent` counts the pushes that went.
+        public var held: Int
+        public var dropped: Int
+        public var cancelled: Int
+        /// The times the held pushes go out, the earliest first; absent when none are held.
+        public var waves: [Date]?
 
         public init(deliveryId: UUID, sent: Int, impressions: Int, clicks: Int, opens: Int, repeatsIgnored: Int,
                     delivered: Int = 0, failed: Int = 0, unregistered: Int = 0, idempotencyKey: String? = nil,
                     duplicates: Int = 0, conflicts: Int = 0, sentByLocale: [String: Int]? = nil,
                     outcomesByLocale: [String: OutcomeCounts]? = nil, expired: Int = 0, sendAt: Date? = nil,
-                    schedule: ScheduleState? = nil) {
+                    schedule: ScheduleState? = nil, sendAtLocal: String? = nil, held: Int = 0, dropped: Int = 0, cancelled: Int = 0,
+                    waves: [Date]? = nil) {
+            self.sendAtLocal = sendAtLocal
+            self.held = held
+            self.dropped = dropped
+            self.cancelled = cancelled
+            self.waves = waves
             self.expired = expired
             self.sendAt = sendAt
             self.schedule = schedule
