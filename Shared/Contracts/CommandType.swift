@@ -13,6 +13,7 @@ public enum CommandType: String, Sendable, CaseIterable, Codable {
     case notificationRequested = "notification.requested"
     case notificationAcknowledged = "notification.acknowledged"
     case notificationCancelled = "notification.cancelled"
+    case userSettingsChanged = "notification.user-settings-changed"
     case trackingReported = "tracking.reported"
     case deliveryResultReported = "delivery.result-reported"
     case adminTokenIssued = "admin.admin-token-issued"

@@ -158,3 +158,97 @@ public struct TimeZones: Sendable {
     /// Whether `name` is a zone the database knows.
     public static func isKnown(_ name: String) -> Bool { TimeZone(identifier: name) != nil }
 }
+
+/// An app's cap on the pushes one user gets in a window of time, of one category or of every
+/// push (docs/API.md#frequency-caps): `marketing:3/86400` is at most 3 marketing pushes a day,
+/// `*:10/86400` at most 10 pushes of any kind.
+public struct FrequencyCap: Sendable, Hashable, CustomStringConvertible {
+    /// The category it counts (`NotificationRequested.capCategory`); nil: every push.
+    public let category: String?
+    public let limit: Int
+    /// Seconds.
+    public let window: Int
+
+    public static let maxCaps = 10, maxLimit = 1000, maxWindow = 30 * 86_400, maxCategoryBytes = 64
+
+    public init?(category: String?, limit: Int, window: Int) {
+        guard (1...Self.maxLimit).contains(limit), (60...Self.maxWindow).contains(window) else { return nil }
+        if let category, !Self.isCategory(category) { return nil }
+        (self.category, self.limit, self.window) = (category, limit, window)
+    }
+
+    /// A category: 1 to 64 bytes of `a-z`, `0-9`, `-`, `_`, `.`.
+    public static func isCategory(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= maxCategoryBytes && text.utf8.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
+        }
+    }
+
+    public var description: String { "\(category ?? "*"):\(limit)/\(window)" }
+
+    /// Whether it counts a push of `category`.
+    public func counts(_ category: String?) -> Bool { self.category == nil || self.category == category }
+
+    /// The caps of their canonical text (comma-separated `description`s); nil when any is unreadable.
+    public static func list(_ text: String) -> [FrequencyCap]? {
+        var caps: [FrequencyCap] = []
+        for entry in text.split(separator: ",") {
+            let parts = entry.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2 else { return nil }
+            let numbers = parts[1].split(separator: "/")
+            guard numbers.count == 2, let limit = Int(numbers[0]), let window = Int(numbers[1]),
+                  let cap = FrequencyCap(category: parts[0] == "*" ? nil : String(parts[0]), limit: limit, window: window) else { return nil }
+            caps.append(cap)
+        }
+        return caps
+    }
+
+    /// The canonical text of a list: sorted, each once.
+    public static func text(_ caps: [FrequencyCap]) -> String {
+        Set(caps.map(\.description)).sorted().joined(separator: ",")
+    }
+}
+
+/// The pushes a user got that an app's caps count (`FrequencyCap`): each with its time, the
+/// first 16 hex digits of its delivery id (so that a send applied again finds it counted) and
+/// its category. Kept as `ms/delivery/category` entries joined by commas, oldest first.
+public struct CappedPushes: Sendable, Equatable {
+    public struct Entry: Sendable, Equatable {
+        public var at: Int64
+        public var delivery: String
+        public var category: String?
+    }
+    public private(set) var entries: [Entry]
+
+    public init(_ text: String?) {
+        entries = (text ?? "").split(separator: ",").compactMap { entry in
+            let parts = entry.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
+            guard parts.count == 3, let at = Int64(parts[0]) else { return nil }
+            return Entry(at: at, delivery: String(parts[1]), category: parts[2].isEmpty ? nil : String(parts[2]))
+        }
+    }
+
+    public var text: String? {
+        entries.isEmpty ? nil : entries.map { "\($0.at)/\($0.delivery)/\($0.category ?? "")" }.joined(separator: ",")
+    }
+
+    /// Whether a push of `delivery` was counted.
+    public func counted(_ delivery: String) -> Bool { entries.contains { $0.delivery == delivery } }
+
+    /// Whether a push of `category` at `at` (milliseconds) stays within every cap that counts it.
+    public func allows(_ category: String?, at: Int64, caps: [FrequencyCap]) -> Bool {
+        caps.allSatisfy { cap in
+            guard cap.counts(category) else { return true }
+            let since = at - Int64(cap.window) * 1000
+            return entries.count(where: { $0.at > since && cap.counts($0.category) }) < cap.limit
+        }
+    }
+
+    /// Counts a push, and forgets those no cap looks back to any more.
+    public mutating func add(_ category: String?, delivery: String, at: Int64, caps: [FrequencyCap]) {
+        let longest = Int64(caps.map(\.window).max() ?? 0) * 1000
+        entries.removeAll { $0.at <= at - longest }
+        entries.append(Entry(at: at, delivery: delivery, category: category))
+    }
+}

@@ -119,6 +119,34 @@ final class NotificationSendTests: XCTestCase {
         XCTAssertEqual(command.content.priority, .critical)
     }
 
+    func testAUsersOwnQuietHoursAreSetCanonicalRemovedByEmptyAndRefusedWhenUnreadable() async throws {
+        let harness = Harness()
+        await harness.seedClientApps()
+        await harness.store.seed(userSettings: UserSettingsRow(appId: Fixture.appId, userId: "ana", part: 0, quietHours: "21:30-06:00"))
+        try await harness.test { client in
+            let read = try await client.bearer(.get, "/v1/apps/\(Fixture.appId)/users/ana/settings", json: nil)
+            XCTAssertEqual(read.status, .ok)
+            XCTAssertEqual(try decodeBody(NotificationAPI.UserSettings.self, read), NotificationAPI.UserSettings(quietHours: "21:30-06:00"))
+            let none = try await client.bearer(.get, "/v1/apps/\(Fixture.appId)/users/bob/settings", json: nil)
+            XCTAssertEqual(String(buffer: none.body), "{}")
+            for json in [#"{"quietHours": "23:00-07:00"}"#, #"{"quietHours": ""}"#] {
+                let response = try await client.bearer(.put, "/v1/apps/\(Fixture.appId)/users/ana/settings", json: json)
+                XCTAssertEqual(response.status, .ok)
+            }
+            for (json, field) in [(#"{"quietHours": "23:00"}"#, "quietHours"), (#"{"quiet": "23:00-07:00"}"#, "quiet"),
+                                  (#"{"quietHours": 2300}"#, "quietHours")] {
+                try assertProblem(try await client.bearer(.put, "/v1/apps/\(Fixture.appId)/users/ana/settings", json: json),
+                                  .badRequest, field: field)
+            }
+            let long = String(repeating: "u", count: FieldLimits.userIdBytes + 1)
+            try assertProblem(try await client.bearer(.put, "/v1/apps/\(Fixture.appId)/users/\(long)/settings", json: "{}"),
+                              .badRequest, field: "userId")
+        }
+        let commands = try await harness.published(UserSettingsChanged.self)
+        XCTAssertEqual(commands, [UserSettingsChanged(mobileAppId: Fixture.appId, userId: "ana", quietHours: "23:00-07:00"),
+                                  UserSettingsChanged(mobileAppId: Fixture.appId, userId: "ana", quietHours: "")])
+    }
+
     func testASilentPushNeedsNoAlertText() async throws {
         let harness = Harness()
         await harness.seedClientApps()
@@ -337,7 +365,7 @@ final class NotificationSendTests: XCTestCase {
             uri: "u:", mediaAttachmentUrl: "https://a", contentAvailable: true, mutableContent: true, collapseKey: "k",
             priority: "high", custom: ["a": "b"], managed: true, businessId: "b", tracking: .bool(true), kind: "alert",
             ticketId: .int(1), message: "m", timeToLive: 1, localized: ["pt": .init(title: "t")], sendAt: "2026-12-01T09:00:00Z",
-            sendAtLocal: "2026-12-01T09:00", quietHours: "hold")
+            sendAtLocal: "2026-12-01T09:00", quietHours: "hold", capCategory: "news", capExempt: true)
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: JSONEncoder().encode(full)) as? [String: Any])
         XCTAssertEqual(Set(object.keys), NotificationAPI.SendRequest.fields)
 

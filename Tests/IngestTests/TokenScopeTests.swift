@@ -57,11 +57,14 @@ final class TokenScopeTests: XCTestCase {
             ClientRoute(method: .get, path: { Fixture.delivery(delivery, app: $0) + "/outcomes" }, json: nil, success: .notFound),
             ClientRoute(method: .get, path: { Fixture.notifications($0) }, json: nil, success: .ok),
             ClientRoute(method: .delete, path: { Fixture.notifications($0) + "/" + delivery }, json: nil, success: .notFound),
+            ClientRoute(method: .put, path: { "/v1/apps/\($0)/users/user-7/settings" }, json: #"{"quietHours": "22:00-08:00"}"#, success: .ok),
+            ClientRoute(method: .get, path: { "/v1/apps/\($0)/users/user-7/settings" }, json: nil, success: .ok),
         ]
         return try routes.map { route in
             let template = route.path("{mobileAppId}")
                 .replacingOccurrences(of: delivery, with: "{deliveryId}")
                 .replacingOccurrences(of: Fixture.apnsToken, with: "{deviceToken}")
+                .replacingOccurrences(of: "user-7", with: "{userId}")
             let scope = try XCTUnwrap(RouteScopes.scope(route.method, template)?.tokenScope, "\(route.method) \(template)")
             return (route, scope)
         }
@@ -73,10 +76,12 @@ final class TokenScopeTests: XCTestCase {
                                 "GET /v1/apps/{mobileAppId}/deliveries/0a1868e6-04c9-4d3b-8125-2f9597f68e78",
                                 "GET /v1/apps/{mobileAppId}/deliveries/0a1868e6-04c9-4d3b-8125-2f9597f68e78/outcomes",
                                 "GET /v1/apps/{mobileAppId}/notifications",
+                                "GET /v1/apps/{mobileAppId}/users/user-7/settings",
                                 "POST /v1/apps/{mobileAppId}/audiences/count",
                                 "POST /v1/apps/{mobileAppId}/devices/changes/batch",
-                                "POST /v1/apps/{mobileAppId}/notifications"])
-        XCTAssertEqual(try Self.bearerRoutes().count, 15)
+                                "POST /v1/apps/{mobileAppId}/notifications",
+                                "PUT /v1/apps/{mobileAppId}/users/user-7/settings"])
+        XCTAssertEqual(try Self.bearerRoutes().count, 17)
     }
 
     func testATokenWithoutTheRoutesScopeIsRefusedWith403NamingTheScopeAndNothingIsWritten() async throws {

@@ -125,7 +125,7 @@ final class TrackingTests: XCTestCase {
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(String(buffer: response.body).utf8)) as? [String: Any])
         XCTAssertEqual(Set(object.keys), ["deliveryId", "sent", "impressions", "clicks", "opens", "repeatsIgnored",
                                           "clickThroughRate", "openRate", "delivered", "failed", "unregistered", "expired",
-                                          "duplicates", "conflicts", "held", "dropped", "cancelled"])
+                                          "duplicates", "conflicts", "held", "dropped", "cancelled", "capped"])
         XCTAssertEqual(try decodeBody(TrackingAPI.DeliveryStats.self, response), TrackingAPI.DeliveryStats(
             deliveryId: d1, sent: 8, impressions: 4, clicks: 3, opens: 2, repeatsIgnored: 5, delivered: 5, failed: 1, unregistered: 1))
         XCTAssertEqual(object["deliveryId"] as? String, "0a1868e6-04c9-4d3b-8125-2f9597f68e78")

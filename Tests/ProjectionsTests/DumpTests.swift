@@ -75,7 +75,7 @@ import Testing
             let app = "6f9619ff-8b86-d011-b42d-00c04fc964ff"
             let hook = "url=\"https://example.test/hook\" headers=\"{\\\"x-extra\\\":\\\"1\\\"}\""
             #expect(lines == [
-                "apps app_id=\"\(app)\" org_id=\"00000000-0000-0000-0000-0000000000aa\" name=\"Shop\" callback_url=\"https://example.test/cb\" callback_headers=\"{\\\"x-a\\\":\\\"1\\\",\\\"x-b\\\":\\\"2\\\"}\" webhook_retries=2 created_at=\(t0) push_credentials=null part=0 identity_required=0 identity_secret=null webhook_hosts=null users=0 time_zone=null quiet_hours=null",
+                "apps app_id=\"\(app)\" org_id=\"00000000-0000-0000-0000-0000000000aa\" name=\"Shop\" callback_url=\"https://example.test/cb\" callback_headers=\"{\\\"x-a\\\":\\\"1\\\",\\\"x-b\\\":\\\"2\\\"}\" webhook_retries=2 created_at=\(t0) push_credentials=null part=0 identity_required=0 identity_secret=null webhook_hosts=null users=0 time_zone=null quiet_hours=null frequency_caps=null quiet_users=0",
                 "api_tokens token_id=\"00000000-0000-0000-0000-000000000001\" app_id=\"\(app)\" token_hash=\"abc123\" revoked=0 created_at=\(t0) scopes=null part=0",
                 "api_tokens token_id=\"00000000-0000-0000-0000-000000000002\" app_id=\"\(app)\" token_hash=\"def456\" revoked=0 created_at=\(t0) scopes=\"client,server\" part=0",
                 "devices app_id=\"\(app)\" device_token=\"t-1\" user_id=\"alice\" platform=\"ios\" version=1 updated_at=\(t1) time_zone=null badges_since=null badges=0 locale=null app_version=null tags=null topics=null",
@@ -173,8 +173,8 @@ import Testing
                 "pending_notifications app_id=\"\(b)\" device_token=\"t1\" notification_id=\"n1\" delivery_id=\"\(d)\" sent_at=\(t3) text=\"other\" business_id=null",
                 "acks app_id=\"\(a)\" device_token=\"t1\" notification_id=\"n0\" business_id=null acked_at=\(t4)",
                 "acks app_id=\"\(a)\" device_token=\"t3\" notification_id=\"n1\" business_id=\"b-1\" acked_at=\(t4)",
-                "deliveries app_id=\"\(a)\" delivery_id=\"\(d)\" kind=\"ticket\" managed=1 tracking=0 sent=3 created_at=\(t3) delivered=0 failed=0 unregistered=0 idempotency_key=null request_hash=null duplicates=0 conflicts=0 part=0 sent_by_locale=null outcomes_by_locale=null expired=0 send_at=null schedule=null scheduled_command=null send_at_local=null held=0 dropped=0 cancelled=0 waves=null",
-                "deliveries app_id=\"\(b)\" delivery_id=\"\(d)\" kind=\"im\" managed=0 tracking=1 sent=1 created_at=\(t3) delivered=0 failed=0 unregistered=0 idempotency_key=null request_hash=null duplicates=0 conflicts=0 part=0 sent_by_locale=null outcomes_by_locale=null expired=0 send_at=null schedule=null scheduled_command=null send_at_local=null held=0 dropped=0 cancelled=0 waves=null",
+                "deliveries app_id=\"\(a)\" delivery_id=\"\(d)\" kind=\"ticket\" managed=1 tracking=0 sent=3 created_at=\(t3) delivered=0 failed=0 unregistered=0 idempotency_key=null request_hash=null duplicates=0 conflicts=0 part=0 sent_by_locale=null outcomes_by_locale=null expired=0 send_at=null schedule=null scheduled_command=null send_at_local=null held=0 dropped=0 cancelled=0 waves=null capped=0",
+                "deliveries app_id=\"\(b)\" delivery_id=\"\(d)\" kind=\"im\" managed=0 tracking=1 sent=1 created_at=\(t3) delivered=0 failed=0 unregistered=0 idempotency_key=null request_hash=null duplicates=0 conflicts=0 part=0 sent_by_locale=null outcomes_by_locale=null expired=0 send_at=null schedule=null scheduled_command=null send_at_local=null held=0 dropped=0 cancelled=0 waves=null capped=0",
             ])
         }
     }

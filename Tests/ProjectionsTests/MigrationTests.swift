@@ -262,6 +262,7 @@ private enum Seed {
             // Step 21 counts the users of the stored devices: alice.
             integer("users", 1, since: 21, filled: "1"),
             text("time_zone", "Europe/Lisbon", since: 31), text("quiet_hours", "22:00-08:00", since: 31),
+            text("frequency_caps", "*:10/86400,marketing:3/86400", since: 31), integer("quiet_users", 1, since: 31, filled: "0"),
         ]),
         Row(table: "api_tokens", since: 1, columns: [
             text("token_id", "00000000-0000-0000-0000-000000000001"), text("app_id", app), text("token_hash", "abc123"),
@@ -302,7 +303,7 @@ private enum Seed {
             text("scheduled_command", "{}", since: 30),
             text("send_at_local", "2025-11-23T09:00:00", since: 31), integer("held", 7, since: 31, filled: "0"),
             integer("dropped", 8, since: 31, filled: "0"), integer("cancelled", 9, since: 31, filled: "0"),
-            text("waves", "1763800009000,1763803609000", since: 31),
+            text("waves", "1763800009000,1763803609000", since: 31), integer("capped", 10, since: 31, filled: "0"),
         ]),
         Row(table: "delivery_outcomes", since: 12, columns: [
             text("app_id", app), text("delivery_id", delivery), integer("message_index", 0), text("device_token", token),
@@ -345,6 +346,10 @@ private enum Seed {
             text("app_id", app), text("delivery_id", delivery), integer("part", 1), text("device_token", token), text("user_id", "alice"),
             integer("release_at", 1_763_800_009_000), integer("due_at", 1_763_800_009_000), integer("badge", 3),
             hidden("token_key", .tokenKey(token), since: 31),
+        ]),
+        Row(table: "user_settings", since: 31, columns: [
+            text("app_id", app), text("user_id", "alice"), integer("part", 1), text("quiet_hours", "23:00-07:00"),
+            text("capped", "1763800003123/00000000000000d1/marketing"),
         ]),
         // Not dumped: read back as offsets and event times.
         Row(table: "partition_offsets", since: 1, columns: [

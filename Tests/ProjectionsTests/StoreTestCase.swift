@@ -115,10 +115,11 @@ final class StoreHarness {
     /// an old store; the version row is left to the caller. A new step adds its undoing here.
     func undoPostgresStepsAfterSeven(store name: String = "store.sqlite") async throws {
         for sql in [
-            "DROP TABLE held_pushes",  // version 31
+            "DROP TABLE held_pushes, user_settings",  // version 31
             "DROP INDEX deliveries_due",
-            "ALTER TABLE apps DROP COLUMN time_zone, DROP COLUMN quiet_hours",
-            "ALTER TABLE deliveries DROP COLUMN send_at_local, DROP COLUMN held, DROP COLUMN dropped, DROP COLUMN cancelled, DROP COLUMN waves",
+            "ALTER TABLE apps DROP COLUMN time_zone, DROP COLUMN quiet_hours, DROP COLUMN frequency_caps, DROP COLUMN quiet_users",
+            "ALTER TABLE deliveries DROP COLUMN send_at_local, DROP COLUMN held, DROP COLUMN dropped, DROP COLUMN cancelled, DROP COLUMN waves, "
+                + "DROP COLUMN capped",
             "DROP INDEX deliveries_scheduled",  // version 30; its deliveries_waiting went in 31
             "ALTER TABLE deliveries DROP COLUMN send_at, DROP COLUMN schedule, DROP COLUMN scheduled_command",
             "ALTER TABLE deliveries DROP COLUMN expired",  // version 29

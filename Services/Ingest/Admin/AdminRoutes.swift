@@ -206,6 +206,7 @@ struct AdminRoutes: Sendable {
             }
             quietHours = parsed.description
         }
+        let frequencyCaps = try update.frequencyCaps.map(Self.frequencyCaps)
         guard try await readStore(context, { try await store.app(mobileAppId) }) != nil else {
             throw Self.unknownApp
         }
@@ -216,6 +217,7 @@ struct AdminRoutes: Sendable {
         let command = AppSettingsChanged(mobileAppId: mobileAppId, name: update.name, callbackUrl: update.callbackUrl,
                                          callbackHeaders: callbackHeaders, webhookRetries: update.webhookRetries,
                                          webhookHosts: webhookHosts, timeZone: update.timeZone, quietHours: quietHours,
+                                         frequencyCaps: frequencyCaps,
                                          actor: context.adminActor, requestId: context.requestId)
         try await applied.wait(for: writer.publish(command, context: context), app: mobileAppId, written: "the settings change of app \(mobileAppId)")
         context.logger.info("app settings changed", metadata: ["mobile_app_id": "\(mobileAppId)"])
@@ -271,6 +273,29 @@ struct AdminRoutes: Sendable {
         return hosts
     }
 
+    /// The canonical text of a PATCH's `frequencyCaps` (`FrequencyCap.text`); `[]` gives `""`,
+    /// which removes them.
+    static func frequencyCaps(_ caps: [AdminAPI.Cap]) throws -> String {
+        guard caps.count <= FrequencyCap.maxCaps else {
+            throw IngestError.badRequest("at most \(FrequencyCap.maxCaps) caps", field: "frequencyCaps")
+        }
+        return FrequencyCap.text(try caps.enumerated().map { index, cap in
+            if let category = cap.category, !FrequencyCap.isCategory(category) {
+                throw IngestError.badRequest("a category is 1 to \(FrequencyCap.maxCategoryBytes) of a-z, 0-9, '-', '_' and '.'",
+                                             field: "frequencyCaps[\(index)].category")
+            }
+            guard (1...FrequencyCap.maxLimit).contains(cap.limit) else {
+                throw IngestError.badRequest("limit must be between 1 and \(FrequencyCap.maxLimit)", field: "frequencyCaps[\(index)].limit")
+            }
+            guard (1...(FrequencyCap.maxWindow / 3600)).contains(cap.windowHours),
+                  let parsed = FrequencyCap(category: cap.category, limit: cap.limit, window: cap.windowHours * 3600) else {
+                throw IngestError.badRequest("windowHours must be between 1 and \(FrequencyCap.maxWindow / 3600)",
+                                             field: "frequencyCaps[\(index)].windowHours")
+            }
+            return parsed
+        })
+    }
+
     /// An app as the admin API shows it. Callback header values are left out (`redacted`): they
     /// are often credentials of the app's backend, and the app's receivers already hold them.
     private static func view(_ app: AppRow, tokens: [ApiTokenRow]) -> AdminAPI.AppView {
@@ -283,7 +308,8 @@ struct AdminRoutes: Sendable {
             pushCredentials: app.pushCredentials.map(AdminAPI.PushCredentialsView.init),
             webhookHosts: app.webhookHosts,
             userIdentity: AdminAPI.UserIdentityView(required: app.identityRequired, secretSealedWith: app.identitySecret?.keyId),
-            timeZone: app.timeZone, quietHours: app.quietHours)
+            timeZone: app.timeZone, quietHours: app.quietHours,
+            frequencyCaps: app.frequencyCaps.flatMap(FrequencyCap.list).map { $0.map(AdminAPI.Cap.init) })
     }
 
 

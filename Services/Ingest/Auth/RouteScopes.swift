@@ -56,6 +56,8 @@ public enum RouteScopes {
         Route(.post, "/v1/apps/{mobileAppId}/notifications"): .server,
         Route(.get, "/v1/apps/{mobileAppId}/notifications"): .server,
         Route(.delete, "/v1/apps/{mobileAppId}/notifications/{deliveryId}"): .server,
+        Route(.put, "/v1/apps/{mobileAppId}/users/{userId}/settings"): .server,
+        Route(.get, "/v1/apps/{mobileAppId}/users/{userId}/settings"): .server,
         Route(.get, "/v1/apps/{mobileAppId}/deliveries/{deliveryId}"): .server,
         Route(.get, "/v1/apps/{mobileAppId}/deliveries/{deliveryId}/outcomes"): .server,
         Route(.post, "/v1/apps/{mobileAppId}/devices/changes/batch"): .server,

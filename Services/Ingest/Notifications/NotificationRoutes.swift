@@ -36,6 +36,48 @@ struct NotificationRoutes: Sendable {
         group.post("notifications", use: send)
         group.get("notifications", use: scheduled)
         group.delete("notifications/:deliveryId", use: cancel)
+        group.put("users/:userId/settings", use: putUserSettings)
+        group.get("users/:userId/settings", use: getUserSettings)
+    }
+
+    /// `PUT …/users/{userId}/settings`: sets a user's own settings, answered `200` with them
+    /// once applied (every send after it sees them). The user need have no device yet.
+    @Sendable func putUserSettings(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        let auth = try context.authenticated()
+        let userId = try Self.userId(in: context)
+        let body = try await JSONBody.collect(request, limit: maxBodyBytes)
+        let settings = try JSONBody.decode(NotificationAPI.UserSettings.self, from: body, decoder: WireJSON.decoder())
+        var quietHours = settings.quietHours
+        if let text = quietHours, !text.isEmpty {
+            guard let parsed = QuietHours(text) else {
+                throw IngestError.badRequest("quietHours must be HH:MM-HH:MM, such as 22:00-08:00, with a start other than its end",
+                                             field: "quietHours")
+            }
+            quietHours = parsed.description
+        }
+        let command = UserSettingsChanged(mobileAppId: auth.mobileAppId, userId: userId, quietHours: quietHours)
+        try await applied.wait(for: writer.publish(command, context: context), app: auth.mobileAppId, written: "the settings of user \(userId)",
+                               check: "GET the user's settings to see whether they changed")
+        return try await userSettings(app: auth.mobileAppId, userId: userId, context: context)
+    }
+
+    /// `GET …/users/{userId}/settings`: a user's own settings; none set reads `{}`.
+    @Sendable func getUserSettings(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        let auth = try context.authenticated()
+        return try await userSettings(app: auth.mobileAppId, userId: try Self.userId(in: context), context: context)
+    }
+
+    private func userSettings(app: UUID, userId: String, context: IngestRequestContext) async throws -> Response {
+        let row = try await readStore(context) { try await store.userSettings(app: app, userId: userId) }
+        return try JSONResponse.make(NotificationAPI.UserSettings(quietHours: row?.quietHours), status: .ok, encoder: WireJSON.encoder())
+    }
+
+    private static func userId(in context: IngestRequestContext) throws -> String {
+        guard let userId = context.parameters.get("userId"), !userId.isEmpty else {
+            throw IngestError.badRequest("userId is required", field: "userId")
+        }
+        try FieldRules.bounded(userId, maxBytes: FieldLimits.userIdBytes, field: "userId")
+        return userId
     }
 
     /// `DELETE …/notifications/{deliveryId}`: cancels a scheduled send that still waits, or the

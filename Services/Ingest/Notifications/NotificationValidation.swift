@@ -58,11 +58,15 @@ extension NotificationRequested {
             }
             quietHours = mode
         }
+        if let category = send.capCategory, !FrequencyCap.isCategory(category) {
+            throw IngestError.badRequest("capCategory is 1 to \(FrequencyCap.maxCategoryBytes) of a-z, 0-9, '-', '_' and '.'",
+                                         field: "capCategory")
+        }
         let local = try Self.sendAtLocal(send.sendAtLocal, sendAt: send.sendAt, now: now)
         self.init(deliveryId: deliveryId, mobileAppId: mobileAppId, target: target, content: content, managed: managed,
                   businessId: send.businessId.nonEmpty, tracking: tracking, kind: kind, ticketId: ticketId, message: message,
                   sendAt: try local.map { $0.sendAt } ?? Self.sendAt(send.sendAt, now: now), sendAtLocal: local?.time.description,
-                  quietHours: quietHours)
+                  quietHours: quietHours, capCategory: send.capCategory, capExempt: send.capExempt == true ? true : nil)
         try checkPayloadSize()
     }
 

@@ -68,7 +68,8 @@ struct TrackingRoutes: Sendable {
                                               outcomesByLocale: row.delivery.outcomesByLocale, expired: row.delivery.expired,
                                               sendAt: row.delivery.sendAt, schedule: row.delivery.schedule,
                                               sendAtLocal: row.delivery.sendAtLocal, held: row.delivery.held, dropped: row.delivery.dropped,
-                                              cancelled: row.delivery.cancelled, waves: row.delivery.waves.isEmpty ? nil : row.delivery.waves)
+                                              cancelled: row.delivery.cancelled, waves: row.delivery.waves.isEmpty ? nil : row.delivery.waves,
+                                              capped: row.delivery.capped)
         return try JSONResponse.make(stats, status: .ok, encoder: WireJSON.encoder())
     }
 

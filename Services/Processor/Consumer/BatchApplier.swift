@@ -409,9 +409,10 @@ final class BatchApplier: Sendable {
         }
         var records: [OutboundMessage] = []
         records.reserveCapacity(min(window, pageSize))
-        // Pushes held for later (a local-time send's later zones, quiet hours) are written a page
-        // at a time, before the send's commit: writing them again, if the send is applied again
-        // after a crash, writes the same rows.
+        // Pushes held for later (a local-time send's later zones, quiet hours) and the users'
+        // pushes the caps count are written a page at a time, before the send's commit: if the
+        // send is applied again after a crash, it writes the same held rows, and finds itself
+        // counted for each user it counted (`CappedPushes`), deciding as it did.
         var held: [Mutation] = []
         let replaying = self.replaying
         func writeHeld() async throws {
@@ -427,9 +428,24 @@ final class BatchApplier: Sendable {
                 // The next page is read while this one's records are made.
                 let next = page.count == pageSize ? page.last.map { last in Task { try await read(last.deviceToken) } } : nil
                 do {
+                    // The settings of the page's users, where the send needs them (caps, users' quiet hours).
+                    var settings: [UserPartKey: UserSettingsRow] = [:]
+                    if sending.readsUsers {
+                        var query = StateQuery()
+                        query.userSettings = Set(page.lazy.filter { NotificationHandler.selects(audience, $0, part: part, of: parts) }.map(\.user))
+                        let asked = query
+                        settings = try await withRetries { try await self.store.load(asked) }.userSettings
+                    }
                     for device in page where NotificationHandler.selects(audience, device, part: part, of: parts) {
-                        let timing = sending.timing(of: device)
+                        let own = settings[UserPartKey(user: device.user, part: part)]
+                        let timing = sending.timing(of: device, quietHours: own?.quietHours)
                         guard timing.reaches else { continue }
+                        let (admitted, counted) = sending.admit(device, settings: own)
+                        if let counted {
+                            held.append(.putUserSettings(counted))
+                            if held.count == pageSize { try await writeHeld() }
+                        }
+                        guard admitted else { continue }
                         if let row = sending.hold(device, timing, badge: nil) {
                             held.append(.putHeldPush(row))
                             if held.count == pageSize { try await writeHeld() }

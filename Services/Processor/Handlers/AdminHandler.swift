@@ -93,6 +93,7 @@ package struct AppSettingsChangedHandler: AdminCommandHandler {
         if let zone = c.timeZone { app.timeZone = zone.isEmpty ? nil : zone }
         // Canonical again; text no reader takes removes them rather than keeping a rule nobody set.
         if let quiet = c.quietHours { app.quietHours = QuietHours(quiet)?.description }
+        if let caps = c.frequencyCaps { app.frequencyCaps = FrequencyCap.list(caps).flatMap { $0.isEmpty ? nil : FrequencyCap.text($0) } }
         state.upsert(app)
         return .applied
     }

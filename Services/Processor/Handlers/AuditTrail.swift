@@ -82,6 +82,7 @@ extension AppSettingsChanged: AuditedCommand {
         if let webhookHosts { changes["webhookHosts"] = .array(webhookHosts.map { .string($0) }) }
         if let timeZone { changes["timeZone"] = .string(timeZone) }
         if let quietHours { changes["quietHours"] = .string(quietHours) }
+        if let frequencyCaps { changes["frequencyCaps"] = .string(frequencyCaps) }
         return changes
     }
 }

@@ -23,6 +23,8 @@ package struct BatchState {
     /// The loaded held pushes (`StateQuery.heldWaves`, `heldOf`) and those held in the batch,
     /// less those released or cancelled.
     private var held: [HeldPushKey: HeldPushRow]
+    /// Users' settings by part: loaded, and as the batch changed them.
+    private var userSettings: [UserPartKey: UserSettingsRow]
     /// Each loaded or recorded device outcome of a delivery.
     private var outcomes: [DeliveryOutcomeKey: DeliveryOutcome]
     /// Deliveries whose outcome counts changed in the batch, in the order they first did.
@@ -72,6 +74,7 @@ package struct BatchState {
         deliveries = snapshot.deliveries
         outcomes = snapshot.outcomes
         held = snapshot.held
+        userSettings = snapshot.userSettings
         tracked = snapshot.trackedEvents
         for (pair, at) in snapshot.parkedTracking { parks[pair.deliveryId, default: [:]][pair.scope] = at }
         for device in snapshot.devices.values {
@@ -306,6 +309,18 @@ package struct BatchState {
         var order = Array(rows.indices)
         order.sort { NotificationHandler.bytesPrecede(tokens[$0], tokens[$1]) }
         return order.map { rows[$0] }
+    }
+
+    // MARK: - Users' settings
+
+    /// The user's settings as part `part` keeps them; nil: none (the app's apply).
+    package func settings(of user: UserKey, part: Int) -> UserSettingsRow? {
+        userSettings[UserPartKey(user: user, part: part)]
+    }
+
+    package mutating func record(_ row: UserSettingsRow) {
+        userSettings[row.key] = row
+        mutations.append(.putUserSettings(row))
     }
 
     // MARK: - Delivery outcomes

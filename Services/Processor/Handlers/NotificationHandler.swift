@@ -31,6 +31,8 @@ package struct NotificationHandler: CommandHandler {
         for user in c.target.userIds { query.userKeys.insert(UserKey(appId: c.mobileAppId, userId: user)) }
         for token in c.target.deviceTokens { query.deviceKeys.insert(DeviceKey(appId: c.mobileAppId, deviceToken: token)) }
         query.trackedDeliveries.insert(c.deliveryId)
+        // Users' settings (their quiet hours, their pushes the caps count), of apps that need them.
+        query.userSettingsOfDevices.insert(c.mobileAppId)
         query.parkedDeliveries.insert(c.deliveryId)
         if c.managed {
             // Badges: a managed send stamps each device's pending count.
@@ -71,8 +73,12 @@ package struct NotificationHandler: CommandHandler {
         var reached: [DeviceRow] = []
         reached.reserveCapacity(devices.count)
         for device in devices {
-            let timing = send.timing(of: device)
+            let settings = send.readsUsers ? state.settings(of: device.user, part: part) : nil
+            let timing = send.timing(of: device, quietHours: settings?.quietHours)
             guard timing.reaches else { continue }
+            let (admitted, counted) = send.admit(device, settings: settings)
+            if let counted { state.record(counted) }
+            guard admitted else { continue }
             let badge = c.managed ? Self.makePending(c, device: device, at: context.at, state: &state) : nil
             if let held = send.hold(device, timing, badge: badge) {
                 state.hold(held)
@@ -96,7 +102,8 @@ package struct NotificationHandler: CommandHandler {
                 send.gone += 1
                 continue
             }
-            let timing = send.timing(of: device, due: row.dueAt)
+            let settings = send.readsUsers ? state.settings(of: device.user, part: send.part) : nil
+            let timing = send.timing(of: device, quietHours: settings?.quietHours, due: row.dueAt)
             guard timing.reaches else { continue }
             if let held = send.hold(device, timing, badge: row.badge, due: row.dueAt) {
                 state.hold(held)
@@ -195,9 +202,26 @@ package struct NotificationHandler: CommandHandler {
         /// their time to live.
         private(set) var holds: [Date: Int] = [:]
         private(set) var dropped = 0, expired = 0
+        /// Pushes over a frequency cap.
+        private(set) var capped = 0
         /// A local-time send's wall-clock time, and quiet hours (the app's) unless it is critical.
         private let localTime: LocalDateTime?
         private let quietHours: QuietHours?
+        /// Whether users' quiet hours apply (the send is not critical).
+        private let quiet: Bool
+        /// The app's caps that count this send (none when it is exempt), and all of them.
+        private let caps: [FrequencyCap], allCaps: [FrequencyCap]
+        /// Whether each device's user's settings are needed: caps count the send, or some users
+        /// of the part have quiet hours of their own.
+        package let readsUsers: Bool
+        /// What the caps decided for each user of the send: a user's devices all get it or none.
+        private var admitted: [String: Bool] = [:]
+        /// The send as a user's counted pushes name it, and its time in milliseconds.
+        private let capName: String, capAt: Int64
+        /// Each user's own quiet hours, read once, and when those running at the send's time
+        /// end in each zone.
+        private var userQuiet: [String: QuietHours?] = [:]
+        private var userQuietEnds: [QuietEndKey: Date?] = [:]
         /// What is known of each time zone name the devices give (nil: none given) at this send.
         private var zoneFacts: [String?: ZoneFacts] = [:]
         private var zones = TimeZones()
@@ -220,7 +244,13 @@ package struct NotificationHandler: CommandHandler {
             if wave != nil, let waiting { sent = waiting.sent }
             firstPlace = sent
             localTime = command.sendAtLocal.flatMap(LocalDateTime.init)
-            quietHours = command.content.priority == .critical ? nil : app.quietHours.flatMap(QuietHours.init)
+            quiet = command.content.priority != .critical
+            quietHours = quiet ? app.quietHours.flatMap(QuietHours.init) : nil
+            allCaps = app.frequencyCaps.flatMap(FrequencyCap.list) ?? []
+            caps = command.capExempt == true ? [] : allCaps.filter { $0.counts(command.capCategory) }
+            readsUsers = !caps.isEmpty || (quiet && app.quietUsers > 0)
+            capName = String(command.deliveryId.lowercasedString.replacingOccurrences(of: "-", with: "").prefix(16))
+            capAt = Int64((at.timeIntervalSince1970 * 1000).rounded())
             appZone = app.timeZone.flatMap { TimeZone(identifier: $0) } ?? TimeZone(secondsFromGMT: 0)!
             self.command = command
             self.app = app
@@ -268,7 +298,7 @@ package struct NotificationHandler: CommandHandler {
         /// send's at the device's own time, or at once if that passed; in quiet hours held to
         /// their end or dropped, unless the send is critical; never past its time to live,
         /// counted from `due` (a held push's) or its own time. Counts what it drops.
-        package mutating func timing(of device: DeviceRow, due given: Date? = nil) -> Timing {
+        package mutating func timing(of device: DeviceRow, quietHours own: String? = nil, due given: Date? = nil) -> Timing {
             let facts = facts(device.timeZone)
             var due = given ?? at
             if given == nil, let instant = facts.localInstant {
@@ -279,7 +309,7 @@ package struct NotificationHandler: CommandHandler {
                 expired += 1
                 return .expire
             }
-            if let end = facts.quietEnd {
+            if let end = quietEnd(facts, zoneName: device.timeZone, own: own) {
                 if command.quietHours == .drop {
                     dropped += 1
                     return .drop
@@ -287,6 +317,53 @@ package struct NotificationHandler: CommandHandler {
                 return .hold(release: end, due: due)
             }
             return .now
+        }
+
+        private struct QuietEndKey: Hashable {
+            var zone: String?
+            var quiet: String
+        }
+
+        /// When the quiet hours running at the send's time end for a device: the user's own
+        /// (`own`) if they have them, else the app's; nil when none run (or the send is critical).
+        private mutating func quietEnd(_ facts: ZoneFacts, zoneName: String?, own: String?) -> Date? {
+            guard quiet, let own else { return facts.quietEnd }
+            if userQuiet[own] == nil { userQuiet[own] = QuietHours(own) }
+            guard let rule = userQuiet[own]!  else { return facts.quietEnd }
+            let key = QuietEndKey(zone: zoneName, quiet: own)
+            if let known = userQuietEnds[key] { return known }
+            let end = rule.end(of: at, in: facts.zone)
+            userQuietEnds[key] = end
+            return end
+        }
+
+        /// Whether the app's frequency caps let `device`'s user get this push
+        /// (docs/API.md#frequency-caps), decided once per user and counted for them: the user's
+        /// settings with the push counted, to record, the first time. A send applied again finds
+        /// itself counted and decides as it did. Counts the devices it stops.
+        package mutating func admit(_ device: DeviceRow, settings: UserSettingsRow?) -> (admitted: Bool, counted: UserSettingsRow?) {
+            guard !caps.isEmpty else { return (true, nil) }
+            if let known = admitted[device.userId] {
+                if !known { capped += 1 }
+                return (known, nil)
+            }
+            var pushes = CappedPushes(settings?.capped)
+            var counted: UserSettingsRow?
+            let allowed: Bool
+            if pushes.counted(capName) {
+                allowed = true
+            } else if pushes.allows(command.capCategory, at: capAt, caps: caps) {
+                pushes.add(command.capCategory, delivery: capName, at: capAt, caps: allCaps)
+                var row = settings ?? UserSettingsRow(appId: command.mobileAppId, userId: device.userId, part: part)
+                row.capped = pushes.text
+                counted = row
+                allowed = true
+            } else {
+                allowed = false
+            }
+            admitted[device.userId] = allowed
+            if !allowed { capped += 1 }
+            return (allowed, counted)
         }
 
         /// The held push of `device` when `timing` holds it, counted; nil when it goes now.
@@ -358,6 +435,7 @@ package struct NotificationHandler: CommandHandler {
         delivery.held += send.held
         delivery.dropped += send.dropped
         delivery.expired += send.expired
+        delivery.capped += send.capped
         if !send.holds.isEmpty { delivery.waves = Array(Set(delivery.waves).union(send.holds.keys)).sorted() }
         if let next = delivery.waves.first {
             // Pushes still held: the send waits for the next of their times, its command kept.
@@ -374,7 +452,8 @@ package struct NotificationHandler: CommandHandler {
         if c.kind != .alert, send.wave == nil {
             Self.enqueueCallbacks(c, devices: devices, app: send.app, part: send.part, at: send.at, state: &state)
         }
-        let decided = send.sent > send.firstPlace || send.held > 0 || send.dropped > 0 || send.expired > 0 || send.wave != nil
+        let decided = send.sent > send.firstPlace || send.held > 0 || send.dropped > 0 || send.expired > 0 || send.capped > 0
+            || send.wave != nil
         return decided ? .applied : .rejected("no-devices")
     }
 

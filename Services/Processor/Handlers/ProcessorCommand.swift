@@ -59,6 +59,7 @@ package struct HandlerRegistry: Sendable {
         registry.register(DeviceChangeHandler())
         registry.register(NotificationHandler(rules: rules))
         registry.register(CancelHandler())
+        registry.register(UserSettingsHandler())
         registry.register(AckHandler(maxBadgeUpdatesPerMinute: rules.maxBadgeUpdatesPerMinute))
         registry.register(TrackingHandler(messageIdKeys: rules.messageIdKeys))
         registry.register(DeliveryResultHandler(messageIdKeys: rules.messageIdKeys))

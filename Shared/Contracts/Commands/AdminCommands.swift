@@ -128,6 +128,8 @@ public struct AppSettingsChanged: AppScopedCommand, Equatable {
     /// (`QuietHours`, canonical); an empty text removes either.
     public var timeZone: String?
     public var quietHours: String?
+    /// The frequency caps (`FrequencyCap.text`); an empty text removes them.
+    public var frequencyCaps: String?
 
     /// Who made the change (nil in commands written before actors were recorded).
     public var actor: AdminActor?
@@ -136,7 +138,9 @@ public struct AppSettingsChanged: AppScopedCommand, Equatable {
 
     public init(mobileAppId: UUID, name: String? = nil, callbackUrl: String? = nil,
                 callbackHeaders: [String: String]? = nil, webhookRetries: Int? = nil, webhookHosts: [String]? = nil,
-                timeZone: String? = nil, quietHours: String? = nil, actor: AdminActor? = nil, requestId: String? = nil) {
+                timeZone: String? = nil, quietHours: String? = nil, frequencyCaps: String? = nil, actor: AdminActor? = nil,
+                requestId: String? = nil) {
+        self.frequencyCaps = frequencyCaps
         self.timeZone = timeZone
         self.quietHours = quietHours
         self.mobileAppId = mobileAppId

@@ -228,12 +228,18 @@ public struct NotificationRequested: AppScopedCommand, Equatable {
     /// On a firing of a send some of whose pushes were held: the time of those it releases
     /// (`HeldPushRow.releaseAt`); nil on the send's first firing.
     public var wave: Date?
+    /// The category the app's frequency caps count the push in (`FrequencyCap`); nil: only the
+    /// caps of every push count it. `capExempt`: no cap counts or stops it.
+    public var capCategory: String?
+    public var capExempt: Bool?
 
     public init(deliveryId: UUID, mobileAppId: UUID, target: NotificationTarget, content: NotificationContent,
                 managed: Bool = false, businessId: String? = nil, tracking: Bool = true, kind: NotificationKind = .alert,
                 ticketId: String? = nil, message: String? = nil, idempotencyKey: String? = nil, requestHash: String? = nil,
                 messageKeyId: String? = nil, sendAt: Date? = nil, firing: Bool? = nil, sendAtLocal: String? = nil,
-                quietHours: QuietHoursMode? = nil, wave: Date? = nil) {
+                quietHours: QuietHoursMode? = nil, wave: Date? = nil, capCategory: String? = nil, capExempt: Bool? = nil) {
+        self.capCategory = capCategory
+        self.capExempt = capExempt
         self.sendAt = sendAt
         self.firing = firing
         self.sendAtLocal = sendAtLocal
@@ -270,6 +276,8 @@ extension NotificationRequested: HandWrittenCommand {
     public func writePayload(to writer: inout JSONWriter) {
         writer.beginObject()
         writer.field("businessId", businessId)
+        writer.field("capCategory", capCategory)
+        writer.field("capExempt", capExempt)
         writer.key("content")
         content.write(to: &writer)
         writer.key("deliveryId")
@@ -323,6 +331,25 @@ public struct NotificationCancelled: AppScopedCommand, Equatable {
     public init(mobileAppId: UUID, deliveryId: UUID) {
         self.mobileAppId = mobileAppId
         self.deliveryId = deliveryId
+    }
+}
+
+/// A user's own settings of an app changed (`PUT /v1/apps/{id}/users/{userId}/settings`): their
+/// quiet hours, which replace the app's for their devices (docs/API.md#quiet-hours). It goes to
+/// every part of the app, on the sends' topic, so that every send after it in the log sees it.
+public struct UserSettingsChanged: AppScopedCommand, Equatable {
+    public static let type = CommandType.userSettingsChanged
+    public static let topic = CommandTopic.notification
+
+    @LowercaseUUID public var mobileAppId: UUID
+    public var userId: String
+    /// `QuietHours`, canonical; `""` removes the user's own (the app's apply again); nil leaves them.
+    public var quietHours: String?
+
+    public init(mobileAppId: UUID, userId: String, quietHours: String?) {
+        self.mobileAppId = mobileAppId
+        self.userId = userId
+        self.quietHours = quietHours
     }
 }
 

@@ -95,8 +95,13 @@ public enum AdminAPI {
         /// Default quiet hours, `22:00-08:00`, in each device's zone; `""` removes them
         /// (docs/API.md#quiet-hours).
         public var quietHours: String?
+        /// The app's frequency caps, each of at most `limit` pushes per user in `windowHours`, of
+        /// one `category` or (without one) of every push (docs/API.md#frequency-caps); `[]`
+        /// removes them.
+        public var frequencyCaps: [Cap]?
         public init(name: String? = nil, callbackUrl: String? = nil, callbackHeaders: [String: String]? = nil, webhookRetries: Int? = nil,
-                    webhookHosts: [String]? = nil, timeZone: String? = nil, quietHours: String? = nil) {
+                    webhookHosts: [String]? = nil, timeZone: String? = nil, quietHours: String? = nil, frequencyCaps: [Cap]? = nil) {
+            self.frequencyCaps = frequencyCaps
             self.timeZone = timeZone
             self.quietHours = quietHours
             self.name = name
@@ -104,6 +109,23 @@ public enum AdminAPI {
             self.callbackHeaders = callbackHeaders
             self.webhookRetries = webhookRetries
             self.webhookHosts = webhookHosts
+        }
+    }
+
+    /// A frequency cap (`UpdateApp.frequencyCaps`).
+    public struct Cap: Codable, Sendable, Equatable {
+        public var category: String?
+        public var limit: Int
+        public var windowHours: Int
+
+        public init(category: String? = nil, limit: Int, windowHours: Int) {
+            self.category = category
+            self.limit = limit
+            self.windowHours = windowHours
+        }
+
+        public init(_ cap: FrequencyCap) {
+            self.init(category: cap.category, limit: cap.limit, windowHours: cap.window / 3600)
         }
     }
 
@@ -129,6 +151,8 @@ public enum AdminAPI {
         /// The zone of devices that give none (absent: UTC) and the default quiet hours (absent: none).
         public var timeZone: String?
         public var quietHours: String?
+        /// Its frequency caps; absent: none.
+        public var frequencyCaps: [Cap]?
 
         public static let openNote = "status webhooks are open: whoever holds the client token (it ships in the app) chooses "
             + "the URL and headers Pushline POSTs them to; set webhookHosts (PATCH) to list the hosts they may reach (docs/API.md#webhook-hosts)"
@@ -137,9 +161,10 @@ public enum AdminAPI {
         public init(orgId: UUID, mobileAppId: UUID, name: String, callbackUrl: String?, callbackHeaders: [String: String],
                     webhookRetries: Int, tokens: [TokenView], pushCredentials: PushCredentialsView? = nil, webhookHosts: [String]? = nil,
                     userIdentity: UserIdentityView = UserIdentityView(required: false, secretSealedWith: nil), timeZone: String? = nil,
-                    quietHours: String? = nil) {
+                    quietHours: String? = nil, frequencyCaps: [Cap]? = nil) {
             self.timeZone = timeZone
             self.quietHours = quietHours
+            self.frequencyCaps = frequencyCaps
             self.orgId = orgId
             self.mobileAppId = mobileAppId
             self.name = name
@@ -173,6 +198,7 @@ public enum AdminAPI {
                 ?? UserIdentityView(required: false, secretSealedWith: nil)
             timeZone = try c.decodeIfPresent(String.self, forKey: .timeZone)
             quietHours = try c.decodeIfPresent(String.self, forKey: .quietHours)
+            frequencyCaps = try c.decodeIfPresent([Cap].self, forKey: .frequencyCaps)
         }
     }
 

@@ -31,8 +31,13 @@ extension AdminAPI.IssueToken: ListedFields {
     public static let fields: Set<String> = ["scopes"]
 }
 
+extension NotificationAPI.UserSettings: ListedFields {
+    public static let fields: Set<String> = ["quietHours"]
+}
+
 extension AdminAPI.UpdateApp: ListedFields {
-    public static let fields: Set<String> = ["name", "callbackUrl", "callbackHeaders", "webhookRetries", "webhookHosts", "timeZone", "quietHours"]
+    public static let fields: Set<String> = ["name", "callbackUrl", "callbackHeaders", "webhookRetries", "webhookHosts", "timeZone", "quietHours",
+                                          "frequencyCaps"]
 }
 
 extension AdminAPI.SetUserIdentity: ListedFields {

@@ -65,13 +65,17 @@ public enum NotificationAPI {
         /// `hold` (the default) or `drop` a push that would arrive in quiet hours
         /// (docs/API.md#quiet-hours).
         public var quietHours: String?
+        /// The category the app's frequency caps count the push in, and whether no cap counts
+        /// or stops it (docs/API.md#frequency-caps).
+        public var capCategory: String?
+        public var capExempt: Bool?
 
         /// The name of every field above, as the body spells it: the only ones a send may carry.
         public static let fields: Set<String> = [
             "to", "userId", "userIds", "deviceTokens", "title", "body", "text", "sound", "badge", "category", "uri",
             "mediaAttachmentUrl", "contentAvailable", "mutableContent", "collapseKey", "timeToLive", "priority", "custom",
             "localized", "managed", "businessId", "tracking", "kind", "ticketId", "message", "sendAt",
-            "sendAtLocal", "quietHours",
+            "sendAtLocal", "quietHours", "capCategory", "capExempt",
         ]
 
         public init(to: Target? = nil, userId: String? = nil, userIds: [String]? = nil, deviceTokens: [String]? = nil, title: String? = nil,
@@ -80,7 +84,10 @@ public enum NotificationAPI {
                     mutableContent: Bool? = nil, collapseKey: String? = nil, priority: String? = nil,
                     custom: [String: String]? = nil, managed: Bool? = nil, businessId: String? = nil, tracking: Scalar? = nil,
                     kind: String? = nil, ticketId: Scalar? = nil, message: String? = nil, timeToLive: Int? = nil,
-                    localized: [String: Text]? = nil, sendAt: String? = nil, sendAtLocal: String? = nil, quietHours: String? = nil) {
+                    localized: [String: Text]? = nil, sendAt: String? = nil, sendAtLocal: String? = nil, quietHours: String? = nil,
+                    capCategory: String? = nil, capExempt: Bool? = nil) {
+            self.capCategory = capCategory
+            self.capExempt = capExempt
             self.sendAtLocal = sendAtLocal
             self.quietHours = quietHours
             self.localized = localized
@@ -171,6 +178,18 @@ public enum NotificationAPI {
             self.deliveryId = deliveryId.lowercasedString
             self.sendAt = sendAt
             self.sendAtLocal = sendAtLocal
+        }
+    }
+
+    /// `PUT /v1/apps/{id}/users/{userId}/settings` and its `GET`: a user's own settings
+    /// (docs/API.md#quiet-hours). A field absent from a `PUT` is left as it is.
+    public struct UserSettings: Codable, Sendable, Equatable {
+        /// `22:00-08:00` in each of the user's devices' zones, replacing the app's; `""` (in a
+        /// `PUT`) removes them; absent (in a `GET`): the app's apply.
+        public var quietHours: String?
+
+        public init(quietHours: String? = nil) {
+            self.quietHours = quietHours
         }
     }
 

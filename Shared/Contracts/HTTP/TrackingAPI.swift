@@ -82,6 +82,8 @@ public enum TrackingAPI {
         public var held: Int
         public var dropped: Int
         public var cancelled: Int
+        /// Devices whose push was over a frequency cap of the app (docs/API.md#frequency-caps).
+        public var capped: Int
         /// The times the held pushes go out, the earliest first; absent when none are held.
         public var waves: [Date]?
 
@@ -90,7 +92,8 @@ public enum TrackingAPI {
                     duplicates: Int = 0, conflicts: Int = 0, sentByLocale: [String: Int]? = nil,
                     outcomesByLocale: [String: OutcomeCounts]? = nil, expired: Int = 0, sendAt: Date? = nil,
                     schedule: ScheduleState? = nil, sendAtLocal: String? = nil, held: Int = 0, dropped: Int = 0, cancelled: Int = 0,
-                    waves: [Date]? = nil) {
+                    waves: [Date]? = nil, capped: Int = 0) {
+            self.capped = capped
             self.sendAtLocal = sendAtLocal
             self.held = held
             self.dropped = dropped

@@ -87,7 +87,7 @@ private enum Tag: UInt8 {
     /// a row gains a column without a tag of its own. The tags above stay readable.
     case upsertAppRow = 50, upsertApiTokenRow, upsertDeviceRow, putRegistrationStatusRow, enqueueOutboxRow, restoreOutboxRow
     case putPendingRow, putAckRow, putDeliveryRow, putDeliveryOutcomeRow, upsertAdminTokenRow, putAuditEntryRow, putIdempotencyKeyRow
-    case putHeldPushRow
+    case putHeldPushRow, putUserSettingsRow
     /// Pruning (numbered apart, as above): a status by its request id, an ack by its key; a held
     /// push released or cancelled.
     case deleteRegistrationStatus = 70, deleteAck, deleteHeldPush
@@ -295,6 +295,9 @@ package struct ChangelogWriter {
             key(keyed, 15) { $0.uuid(k.delivery.appId); $0.uuid(k.delivery.deliveryId); $0.int(k.delivery.part); $0.keyText(k.deviceToken) }
             byte(Tag.deleteHeldPush.rawValue)
             uuid(k.delivery.appId); uuid(k.delivery.deliveryId); int(k.delivery.part); string(k.deviceToken)
+        case .putUserSettings(let row):
+            key(keyed, 16) { $0.uuid(row.appId); $0.keyText(row.userId); $0.int(row.part) }
+            self.row(.putUserSettingsRow, row)
         }
     }
 
@@ -486,6 +489,7 @@ package struct ChangelogReader {
         case .putAuditEntryRow: return .putAuditEntry(try row())
         case .putIdempotencyKeyRow: return .putIdempotencyKey(try row())
         case .putHeldPushRow: return .putHeldPush(try row())
+        case .putUserSettingsRow: return .putUserSettings(try row())
         case .deleteHeldPush:
             return .deleteHeldPush(HeldPushKey(delivery: DeliveryKey(appId: try uuid(), deliveryId: try uuid(), part: try intValue()),
                                                deviceToken: try string()))

@@ -983,18 +983,23 @@ package enum ProjectionMigrations {
         CREATE INDEX deliveries_scheduled ON deliveries (app_id, schedule, send_at, delivery_id) WHERE schedule IS NOT NULL;
         """)
 
-    /// Time (docs/API.md#local-time-sends, #quiet-hours): an app's default zone and quiet hours;
+    /// Time (docs/API.md#local-time-sends, #quiet-hours, #frequency-caps): an app's default zone,
+    /// quiet hours and caps, and its users with quiet hours of their own;
     /// a delivery's local time, its held, dropped and cancelled pushes and the times its held
-    /// ones go out; the held pushes, found by delivery and time. A delivery that is `sending`
+    /// ones go out; the held pushes, found by delivery and time; each user's own settings and
+    /// the pushes the caps count. A delivery that is `sending`
     /// waits for its next wave like one `waiting`.
     package static let v31 = Step(31, sqlite: """
         ALTER TABLE apps ADD COLUMN time_zone TEXT;
         ALTER TABLE apps ADD COLUMN quiet_hours TEXT;
+        ALTER TABLE apps ADD COLUMN frequency_caps TEXT;
+        ALTER TABLE apps ADD COLUMN quiet_users INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE deliveries ADD COLUMN send_at_local TEXT;
         ALTER TABLE deliveries ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE deliveries ADD COLUMN dropped INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE deliveries ADD COLUMN cancelled INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE deliveries ADD COLUMN waves TEXT;
+        ALTER TABLE deliveries ADD COLUMN capped INTEGER NOT NULL DEFAULT 0;
         DROP INDEX deliveries_waiting;
         CREATE INDEX deliveries_due ON deliveries (send_at) WHERE schedule IN ('waiting', 'sending');
         CREATE TABLE held_pushes (
@@ -1009,14 +1014,25 @@ package enum ProjectionMigrations {
             PRIMARY KEY (app_id, delivery_id, part, device_token)
         ) STRICT, WITHOUT ROWID;
         CREATE INDEX held_pushes_by_release ON held_pushes (app_id, delivery_id, part, release_at);
+        CREATE TABLE user_settings (
+            app_id TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            part INTEGER NOT NULL,
+            quiet_hours TEXT,
+            capped TEXT,
+            PRIMARY KEY (app_id, user_id, part)
+        ) STRICT, WITHOUT ROWID;
         """, postgres: """
         ALTER TABLE apps ADD COLUMN time_zone text COLLATE "C";
         ALTER TABLE apps ADD COLUMN quiet_hours text COLLATE "C";
+        ALTER TABLE apps ADD COLUMN frequency_caps text COLLATE "C";
+        ALTER TABLE apps ADD COLUMN quiet_users bigint NOT NULL DEFAULT 0;
         ALTER TABLE deliveries ADD COLUMN send_at_local text COLLATE "C";
         ALTER TABLE deliveries ADD COLUMN held bigint NOT NULL DEFAULT 0;
         ALTER TABLE deliveries ADD COLUMN dropped bigint NOT NULL DEFAULT 0;
         ALTER TABLE deliveries ADD COLUMN cancelled bigint NOT NULL DEFAULT 0;
         ALTER TABLE deliveries ADD COLUMN waves text COLLATE "C";
+        ALTER TABLE deliveries ADD COLUMN capped bigint NOT NULL DEFAULT 0;
         DROP INDEX deliveries_waiting;
         CREATE INDEX deliveries_due ON deliveries (send_at) WHERE schedule IN ('waiting', 'sending');
         CREATE TABLE held_pushes (
@@ -1032,5 +1048,13 @@ package enum ProjectionMigrations {
             PRIMARY KEY (app_id, delivery_id, part, token_key)
         );
         CREATE INDEX held_pushes_by_release ON held_pushes (app_id, delivery_id, part, release_at);
+        CREATE TABLE user_settings (
+            app_id uuid NOT NULL,
+            user_id text COLLATE "C" NOT NULL,
+            part bigint NOT NULL,
+            quiet_hours text COLLATE "C",
+            capped text COLLATE "C",
+            PRIMARY KEY (app_id, user_id, part)
+        );
         """)
 }

@@ -62,6 +62,8 @@ public enum Mutation: Sendable, Equatable {
     case putHeldPush(HeldPushRow)
     /// Removes a held push (released, cancelled).
     case deleteHeldPush(HeldPushKey)
+    /// Writes a user's settings in one part (inserts them, or replaces the row of its key).
+    case putUserSettings(UserSettingsRow)
 }
 
 /// Moves the stored consumed offset of a partition from `expected` (nil: none stored yet) to

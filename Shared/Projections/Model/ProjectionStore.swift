@@ -97,6 +97,8 @@ public protocol ProjectionReader: Sendable {
     func devicePropertyCounts(app appId: UUID) async throws -> [DevicePropertiesCount]
     /// The app's delivery alone (no engagement counts); nil as for `deliveryStats`.
     func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow?
+    /// A user's own settings as part 0 keeps them (every part applies every change); nil: none.
+    func userSettings(app appId: UUID, userId: String) async throws -> UserSettingsRow?
     /// An app's scheduled sends in `state`, by time then delivery id, after `after`.
     func scheduledSends(app appId: UUID, state: ScheduleState, after: (sendAt: Date, deliveryId: UUID)?, limit: Int) async throws
         -> [DeliveryRow]

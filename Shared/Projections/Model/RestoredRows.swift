@@ -38,12 +38,13 @@ public struct RestoredRows: Sendable {
     public var audit: [AuditEntryRow] = []
     public var idempotencyKeys: [IdempotencyKeyRow] = []
     public var heldPushes: [HeldPushRow] = []
+    public var userSettings: [UserSettingsRow] = []
 
     /// Rows in all.
     public var count: Int {
         apps.count + tokens.count + devices.count + statuses.count + outbox.count + pending.count + acks.count
             + deliveries.count + outcomes.count + tracking.count + parks.count + deadLetters.count + adminTokens.count + audit.count
-            + idempotencyKeys.count + heldPushes.count
+            + idempotencyKeys.count + heldPushes.count + userSettings.count
     }
 
     /// The rows of a chunk of whole groups. The chunk comes in group order, which is key order,
@@ -82,6 +83,7 @@ public struct RestoredRows: Sendable {
         audit = plan.audit.values
         idempotencyKeys = plan.idempotencyKeys.values
         heldPushes = plan.heldPushes.values.compactMap(\.row)
+        userSettings = plan.userSettings.values
     }
 
     /// Mutations that write these rows into an empty store.
@@ -97,6 +99,7 @@ public struct RestoredRows: Sendable {
         mutations += parks.map { .parkTracking($0.pair, at: $0.at) } + deadLetters.map { .putDeadLetter($0) }
         mutations += adminTokens.map { .upsertAdminToken($0) } + audit.map { .putAuditEntry($0) }
         mutations += idempotencyKeys.map { .putIdempotencyKey($0) } + heldPushes.map { .putHeldPush($0) }
+        mutations += userSettings.map { .putUserSettings($0) }
         return mutations
     }
 

@@ -45,6 +45,10 @@ public struct StateQuery: Sendable, Equatable {
     /// delivery parts.
     public var heldWaves: Set<HeldWave> = []
     public var heldOf: Set<DeliveryKey> = []
+    /// Every part's settings of these users, and (in the second round) of the users of the loaded
+    /// devices of these apps.
+    public var userSettings: Set<UserKey> = []
+    public var userSettingsOfDevices: Set<UUID> = []
 
     public init(appIds: Set<UUID> = [], deviceKeys: Set<DeviceKey> = [], userKeys: Set<UserKey> = [],
                 pendingKeys: Set<PendingKey> = [],
@@ -102,6 +106,8 @@ public struct StateSnapshot: Sendable, Equatable {
     public var adminTokens: [UUID: AdminTokenRow] = [:]
     /// The requested held pushes (`heldWaves`, `heldOf`).
     public var held: [HeldPushKey: HeldPushRow] = [:]
+    /// The requested users' settings that exist (`userSettings`, `userSettingsOfDevices`).
+    public var userSettings: [UserPartKey: UserSettingsRow] = [:]
 
     public init(apps: [AppPart: AppRow] = [:], tokens: [AppPart: [ApiTokenRow]] = [:], devices: [DeviceKey: DeviceRow] = [:],
                 pendingCounts: [DeviceKey: Int] = [:], pending: [PendingKey: PendingNotificationRow] = [:],

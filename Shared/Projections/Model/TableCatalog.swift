@@ -104,6 +104,8 @@ public enum TableCatalog {
         .init("users", .integer),
         // The zone of devices that gave none; its default quiet hours, `22:00-08:00` (NULL: UTC, none).
         .init("time_zone", .text, nullable: true), .init("quiet_hours", .text, nullable: true),
+        // Its frequency caps, `marketing:3/86400,*:10/86400` (NULL: none); the users of the part with quiet hours of their own.
+        .init("frequency_caps", .text, nullable: true), .init("quiet_users", .integer),
     ])
 
     public static let apiTokens = CatalogTable("api_tokens", key: ["token_id", "part"], [
@@ -161,6 +163,17 @@ public enum TableCatalog {
         // ones cancelled; the times its held ones go out (milliseconds, comma-separated).
         .init("send_at_local", .text, nullable: true), .init("held", .integer), .init("dropped", .integer),
         .init("cancelled", .integer), .init("waves", .text, nullable: true),
+        // Its pushes over a frequency cap.
+        .init("capped", .integer),
+    ])
+
+    /// A user's own settings and the pushes the app's caps count (`UserSettingsRow`), per part.
+    public static let userSettings = CatalogTable("user_settings", key: ["app_id", "user_id", "part"], [
+        .init("app_id", .uuid), .init("user_id", .text), .init("part", .integer),
+        // `22:00-08:00`; NULL: the app's.
+        .init("quiet_hours", .text, nullable: true),
+        // `CappedPushes`; NULL: none counted.
+        .init("capped", .text, nullable: true),
     ])
 
     /// Pushes a send holds for a later time (`HeldPushRow`).
@@ -214,7 +227,7 @@ public enum TableCatalog {
     /// The projected tables in dump order.
     public static let tables: [CatalogTable] = [
         apps, apiTokens, devices, registrationStatus, pendingNotifications, acks, deliveries, deliveryOutcomes,
-        trackingEvents, parkedTracking, outbox, adminTokens, auditLog, idempotencyKeys, heldPushes,
+        trackingEvents, parkedTracking, outbox, adminTokens, auditLog, idempotencyKeys, heldPushes, userSettings,
     ]
 
     /// Columns a store keeps beside a table's catalog columns, for its own work; no row type

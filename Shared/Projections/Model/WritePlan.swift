@@ -124,6 +124,7 @@ package struct WritePlan: Sendable {
     package var idempotencyKeys = LastByKey<IdempotencyKeyID, IdempotencyKeyRow>()
     /// nil: deleted.
     package var heldPushes = LastByKey<HeldPushKey, (key: HeldPushKey, row: HeldPushRow?)>()
+    package var userSettings = LastByKey<UserPartKey, UserSettingsRow>()
 
     /// The outbox writes by kind: jobs inserted unless their id is stored, and jobs written whole
     /// with the attempt count above which their recorded attempts go.
@@ -171,6 +172,10 @@ package struct WritePlan: Sendable {
             return a.delivery.appId != b.delivery.appId ? KeyOrder.less(a.delivery.appId, b.delivery.appId)
                 : a.delivery.deliveryId != b.delivery.deliveryId ? KeyOrder.less(a.delivery.deliveryId, b.delivery.deliveryId)
                 : a.delivery.part != b.delivery.part ? a.delivery.part < b.delivery.part : KeyOrder.less(a.deviceToken, b.deviceToken)
+        }
+        userSettings.sort {
+            $0.appId != $1.appId ? KeyOrder.less($0.appId, $1.appId)
+                : $0.userId != $1.userId ? KeyOrder.less($0.userId, $1.userId) : $0.part < $1.part
         }
     }
 
@@ -267,6 +272,7 @@ package struct WritePlan: Sendable {
             }
         case .putHeldPush(let row): heldPushes.put((row.key, row), at: row.key, alone: alone)
         case .deleteHeldPush(let key): heldPushes.put((key, nil), at: key, alone: alone)
+        case .putUserSettings(let row): userSettings.put(row, at: row.key, alone: alone)
         }
     }
 
@@ -299,7 +305,7 @@ package struct WritePlan: Sendable {
         apps.forgetKeys(); tokens.forgetKeys(); devices.forgetKeys(); statuses.forgetKeys(); outbox.forgetKeys()
         acks.forgetKeys(); pendingDeleted.forgetKeys(); pendingCleared.forgetKeys(); pendingPuts.forgetKeys()
         deliveries.forgetKeys(); outcomes.forgetKeys(); parks.forgetKeys(); adminTokens.forgetKeys(); audit.forgetKeys()
-        idempotencyKeys.forgetKeys(); heldPushes.forgetKeys()
+        idempotencyKeys.forgetKeys(); heldPushes.forgetKeys(); userSettings.forgetKeys()
     }
 }
 

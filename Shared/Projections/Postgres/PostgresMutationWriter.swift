@@ -33,6 +33,7 @@ struct PostgresMutationWriter {
         try await put(plan.audit.values)
         try await put(plan.idempotencyKeys.values)
         try await writeHeld(plan.heldPushes.values)
+        try await put(plan.userSettings.values)
     }
 
     private func writeHeld(_ held: [(key: HeldPushKey, row: HeldPushRow?)]) async throws {

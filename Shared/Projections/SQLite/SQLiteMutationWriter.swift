@@ -39,6 +39,7 @@ struct SQLiteMutationWriter {
         try put(plan.audit.values)
         try put(plan.idempotencyKeys.values)
         try writeHeld(plan.heldPushes.values)
+        try put(plan.userSettings.values)
     }
 
     private func writeHeld(_ held: [(key: HeldPushKey, row: HeldPushRow?)]) throws {

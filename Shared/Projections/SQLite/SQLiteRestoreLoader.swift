@@ -28,6 +28,7 @@ struct SQLiteRestoreLoader {
         try insert(rows.audit)
         try insert(rows.idempotencyKeys)
         try insert(rows.heldPushes)
+        try insert(rows.userSettings)
     }
 
     /// Inserts `rows` into their table.

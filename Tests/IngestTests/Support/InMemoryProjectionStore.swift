@@ -24,6 +24,7 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
     /// The audit queries asked, in order.
     private(set) var auditQueries: [AuditQuery] = []
     private var idempotencyKeys: [String: IdempotencyKeyRow] = [:]
+    private var userSettingsRows: [UserKey: UserSettingsRow] = [:]
     private var failing = false
     private var storedOffsets: [PartitionKey: Int64] = [:]
     private var held: [HeldLane] = []
@@ -171,6 +172,13 @@ actor InMemoryProjectionStore: ProjectionReader, BatchStore {
         try check()
         return stats[NotificationKey(appId: appId, notificationId: deliveryId.uuidString.lowercased())]
     }
+
+    func userSettings(app appId: UUID, userId: String) throws -> UserSettingsRow? {
+        try check()
+        return userSettingsRows[UserKey(appId: appId, userId: userId)]
+    }
+
+    func seed(userSettings row: UserSettingsRow) { userSettingsRows[UserKey(appId: row.appId, userId: row.userId)] = row }
 
     func delivery(app appId: UUID, deliveryId: UUID) throws -> DeliveryRow? {
         try deliveryStats(app: appId, deliveryId: deliveryId)?.delivery

@@ -95,6 +95,11 @@ extension ReadRunner {
         try await rows(ReaderReads.pendingNotifications(device))
     }
 
+    public func userSettings(app appId: UUID, userId: String) async throws -> UserSettingsRow? {
+        try await rows(StoreRead<UserSettingsRow>("WHERE app_id = \(appId) AND user_id = \(userId) AND part = 0",
+                                                  firstColumnIsFirstValue: true)).first
+    }
+
     public func delivery(app appId: UUID, deliveryId: UUID) async throws -> DeliveryRow? {
         DeliveryRow.summed(try await rows(ReaderReads.delivery(app: appId, deliveryId: deliveryId)))
     }

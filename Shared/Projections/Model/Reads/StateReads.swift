@@ -101,6 +101,9 @@ public enum StateReads {
                 for row in rows { snapshot.held[row.key] = row }
             })
         }
+        if let users = userSettings(of: query.userSettings) {
+            reads.append(users)
+        }
         // The statuses and acks of `parkedApps` old enough to be pruned: an index range per app.
         let apps = ReadKeys(.init("app_id"), .uuids(Array(query.parkedApps)))
         if let before = query.statusesBefore, !apps.isEmpty {
@@ -134,6 +137,15 @@ public enum StateReads {
                     rows, snapshot in snapshot.add(devices: rows)
                 })
             }
+        }
+        // Only apps with caps, or with users with quiet hours of their own, need their users' settings:
+        // those of the loaded devices, and of the held pushes a wave releases.
+        let settingsApps = Set(snapshot.apps.values.lazy.filter { $0.frequencyCaps != nil || $0.quietUsers > 0 }.map(\.appId))
+            .intersection(query.userSettingsOfDevices)
+        if !settingsApps.isEmpty {
+            var users = Set(snapshot.devices.values.lazy.filter { settingsApps.contains($0.appId) }.map(\.user))
+            for row in snapshot.held.values where settingsApps.contains(row.appId) { users.insert(UserKey(appId: row.appId, userId: row.userId)) }
+            if let read = userSettings(of: users.subtracting(query.userSettings)) { reads.append(read) }
         }
         if !query.pendingCountDevices.isEmpty || !query.pendingCountUsers.isEmpty {
             let counted = snapshot.devices.values.lazy.filter { query.countsPending(of: $0) }.map(\.key)
@@ -236,6 +248,16 @@ public enum StateReads {
             ReadKeys.Group([.uuid(key.appId), .text(key.notificationId)], .texts(keys.map(\.deviceToken)))
         }
         return ReadKeys([.init("app_id"), .init("notification_id"), .init("device_token", isToken: true)], groups: groups)
+    }
+
+    /// Every part's settings of these users; nil for none.
+    static func userSettings(of users: Set<UserKey>) -> (any SnapshotRead)? {
+        guard !users.isEmpty else { return nil }
+        let groups = Dictionary(grouping: users, by: \.appId).map { appId, users in ReadKeys.Group([.uuid(appId)], .texts(users.map(\.userId))) }
+        let keys = ReadKeys([.init("app_id"), .init("user_id")], groups: groups)
+        return SnapshotStep(StoreRead<UserSettingsRow>("WHERE \(keys: keys)", firstColumnIsFirstValue: true)) { rows, snapshot in
+            for row in rows { snapshot.userSettings[row.key] = row }
+        }
     }
 
     /// Grouped by (app, delivery), so that the devices of one delivery share lists.

@@ -12,6 +12,7 @@ extension AppRow: CatalogRow {
         columns.text(try ProjectionValues.pushCredentialsJSON(pushCredentials)); columns.int(part)
         columns.bool(identityRequired); columns.text(try ProjectionValues.sealedSecretJSON(identitySecret))
         columns.text(webhookHosts?.joined(separator: ",")); columns.int(users); columns.text(timeZone); columns.text(quietHours)
+        columns.text(frequencyCaps); columns.int(quietUsers)
     }
 
     public init(columns: inout some ColumnReader) throws {
@@ -25,7 +26,8 @@ extension AppRow: CatalogRow {
                   webhookHosts: try columns.optionalText().map { $0.split(separator: ",").map(String.init) },
                   users: Int(try columns.optionalInt() ?? 0),
                   // From before step 31: no zone, no quiet hours.
-                  timeZone: try columns.optionalText(), quietHours: try columns.optionalText())
+                  timeZone: try columns.optionalText(), quietHours: try columns.optionalText(),
+                  frequencyCaps: try columns.optionalText(), quietUsers: Int(try columns.optionalInt() ?? 0))
     }
 }
 

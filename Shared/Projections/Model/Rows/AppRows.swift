@@ -32,11 +32,18 @@ public struct AppRow: Sendable, Equatable, Codable {
     public var timeZone: String?
     /// Its default quiet hours (`QuietHours`, canonical text), in each device's zone; nil: none.
     public var quietHours: String?
+    /// Its frequency caps (`FrequencyCap.text`); nil: none.
+    public var frequencyCaps: String?
+    /// The users of this part with quiet hours of their own (`UserSettingsRow`): while there are
+    /// none, a send reads no user's settings for them.
+    public var quietUsers: Int
 
     public init(appId: UUID, orgId: UUID, name: String, callbackUrl: String? = nil, callbackHeaders: [String: String] = [:],
                 webhookRetries: Int = 0, createdAt: Date, pushCredentials: PushCredentials? = nil, part: Int = 0,
                 identityRequired: Bool = false, identitySecret: SealedSecret? = nil, webhookHosts: [String]? = nil, users: Int = 0,
-                timeZone: String? = nil, quietHours: String? = nil) {
+                timeZone: String? = nil, quietHours: String? = nil, frequencyCaps: String? = nil, quietUsers: Int = 0) {
+        self.frequencyCaps = frequencyCaps
+        self.quietUsers = quietUsers
         self.timeZone = timeZone
         self.quietHours = quietHours
         self.appId = appId

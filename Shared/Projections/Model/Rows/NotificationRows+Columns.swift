@@ -43,6 +43,7 @@ extension DeliveryRow: CatalogRow {
         columns.millis(sendAt); columns.text(schedule?.rawValue); columns.text(scheduledCommand)
         columns.text(sendAtLocal); columns.int(held); columns.int(dropped); columns.int(cancelled)
         columns.text(waves.isEmpty ? nil : waves.map { String(Int64(($0.timeIntervalSince1970 * 1000).rounded())) }.joined(separator: ","))
+        columns.int(capped)
     }
 
     @inlinable public init(columns: inout some ColumnReader) throws {
@@ -60,7 +61,7 @@ extension DeliveryRow: CatalogRow {
                   // From before step 31: none held.
                   sendAtLocal: try columns.optionalText(), held: Int(try columns.optionalInt() ?? 0),
                   dropped: Int(try columns.optionalInt() ?? 0), cancelled: Int(try columns.optionalInt() ?? 0),
-                  waves: try columns.optionalText().map(Self.waves) ?? [])
+                  waves: try columns.optionalText().map(Self.waves) ?? [], capped: Int(try columns.optionalInt() ?? 0))
     }
 
     /// The `waves` column: milliseconds since 1970, joined by commas.
@@ -69,6 +70,19 @@ extension DeliveryRow: CatalogRow {
             guard let ms = Int64(part) else { throw ProjectionStoreError.database("deliveries.waves is not a list of times: \(text)") }
             return Date(timeIntervalSince1970: Double(ms) / 1000)
         }
+    }
+}
+
+extension UserSettingsRow: CatalogRow {
+    public static var table: CatalogTable { TableCatalog.userSettings }
+
+    @inlinable public func writeColumns(to columns: inout some ColumnWriter) throws {
+        columns.uuid(appId); columns.text(userId); columns.int(part); columns.text(quietHours); columns.text(capped)
+    }
+
+    @inlinable public init(columns: inout some ColumnReader) throws {
+        self.init(appId: try columns.uuid(), userId: try columns.text(), part: try columns.intValue(), quietHours: try columns.optionalText(),
+                  capped: try columns.optionalText())
     }
 }
 

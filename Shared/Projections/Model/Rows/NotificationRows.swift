@@ -97,6 +97,8 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
     public var held: Int
     public var dropped: Int
     public var cancelled: Int
+    /// Its pushes over a frequency cap of the app (`FrequencyCap`), not sent.
+    public var capped: Int
     /// The times its held pushes go out, ascending; the first is `sendAt` while it is `sending`.
     public var waves: [Date]
 
@@ -105,7 +107,8 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
                 requestHash: String? = nil, duplicates: Int = 0, conflicts: Int = 0, part: Int = 0, sentByLocale: [String: Int]? = nil,
                 outcomesByLocale: [String: OutcomeCounts]? = nil, expired: Int = 0, sendAt: Date? = nil,
                 schedule: ScheduleState? = nil, scheduledCommand: String? = nil, sendAtLocal: String? = nil, held: Int = 0,
-                dropped: Int = 0, cancelled: Int = 0, waves: [Date] = []) {
+                dropped: Int = 0, cancelled: Int = 0, waves: [Date] = [], capped: Int = 0) {
+        self.capped = capped
         self.sendAtLocal = sendAtLocal
         self.held = held
         self.dropped = dropped
@@ -154,6 +157,7 @@ public struct DeliveryRow: Sendable, Equatable, Codable {
             sum.held += row.held
             sum.dropped += row.dropped
             sum.cancelled += row.cancelled
+            sum.capped += row.capped
             sum.waves = Array(Set(sum.waves + row.waves)).sorted()
             if let counts = row.sentByLocale {
                 sum.sentByLocale = (sum.sentByLocale ?? [:]).merging(counts, uniquingKeysWith: +)
@@ -270,6 +274,39 @@ public struct HeldPushRow: Sendable, Equatable, Codable {
     }
 
     public var key: HeldPushKey { HeldPushKey(delivery: DeliveryKey(appId: appId, deliveryId: deliveryId, part: part), deviceToken: deviceToken) }
+}
+
+/// A user's own settings of an app, as one part keeps them, and the pushes the app's caps counted
+/// for the user in that part (docs/API.md#frequency-caps).
+public struct UserSettingsRow: Sendable, Equatable, Codable {
+    public var appId: UUID
+    public var userId: String
+    public var part: Int
+    /// `QuietHours`, canonical; nil: the app's.
+    public var quietHours: String?
+    /// `CappedPushes.text`; nil: none counted.
+    public var capped: String?
+
+    public init(appId: UUID, userId: String, part: Int, quietHours: String? = nil, capped: String? = nil) {
+        self.appId = appId
+        self.userId = userId
+        self.part = part
+        self.quietHours = quietHours
+        self.capped = capped
+    }
+
+    public var key: UserPartKey { UserPartKey(user: UserKey(appId: appId, userId: userId), part: part) }
+}
+
+/// A user of an app in one part.
+public struct UserPartKey: Hashable, Sendable, Codable {
+    public var user: UserKey
+    public var part: Int
+
+    public init(user: UserKey, part: Int) {
+        self.user = user
+        self.part = part
+    }
 }
 
 /// Identifies one held push.
