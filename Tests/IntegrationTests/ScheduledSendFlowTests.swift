@@ -92,6 +92,96 @@ final class ScheduledSendFlowTests: XCTestCase {
         await rebuilt.close()
     }
 
+    /// A local-time send reaches each device at its own zone's hour, wave by wave, and a cancel
+    /// drops what is still held; quiet hours (a user's own) hold or drop a push and a critical one
+    /// ignores them; a cap stops a user's second push. A rebuild makes the same store, sending nothing.
+    func testLocalTimeQuietHoursAndCapsOnTheStackAndARebuildRepeatsThem() async throws {
+        stack = try await PushlineStack.start()
+        let app = try await stack.createApp()
+        let patched = try await HTTPClientHelpers.request(.PATCH, "\(stack.ingestURL)/admin/v1/apps/\(app.mobileAppId)",
+                                                          body: try JSONSerialization.data(withJSONObject: [
+                                                              "timeZone": "UTC", "frequencyCaps": [["category": "promo", "limit": 1, "windowHours": 1]],
+                                                          ]), headers: stack.adminHeaders)
+        XCTAssertEqual(patched.status, 202, patched.text)
+        // Devices in Tokyo, in UTC and in New York, and two users for quiet hours and caps.
+        let zones: [(user: String, zone: String?)] = [("tokyo", "Asia/Tokyo"), ("utc", nil), ("ny", "America/New_York"),
+                                                      ("quiet", "UTC"), ("capped", "UTC")]
+        let registrations = zones.enumerated().map { n, d in
+            DeviceRegistrationAPI.Registration(MobileAppId: app.mobileAppId.uuidString, UserId: d.user, ApiToken: app.apiToken,
+                                               ApnsDeviceToken: Tokens.apns(n), TimeZone: d.zone)
+        }
+        let registered = try await HTTPClientHelpers.post(stack.registrationURL(org: app.orgId, "devices/batch"), json: registrations)
+        XCTAssertEqual(registered.status, 202, registered.text)
+        try await stack.waitForDevices(zones.count, app: app.mobileAppId)
+        func outbound(_ delivery: UUID) async throws -> [String] {
+            try await stack.outboundRecords().filter { $0.record.deliveryId == delivery }.map(\.record.deviceToken)
+        }
+
+        // 3 s from now on a UTC wall clock: past in Tokyo (sent at once), ahead in New York (held for hours).
+        var utc = Calendar(identifier: .gregorian)
+        utc.timeZone = TimeZone(identifier: "UTC")!
+        let c = utc.dateComponents([.year, .month, .day, .hour, .minute, .second], from: Date().addingTimeInterval(3))
+        let local = String(format: "%04d-%02d-%02dT%02d:%02d:%02d", c.year!, c.month!, c.day!, c.hour!, c.minute!, c.second!)
+        let delivery = try await stack.send(["userIds": ["tokyo", "utc", "ny"], "title": "good morning", "sendAtLocal": local], app: app)
+        try await eventually("Tokyo's at once") { try await outbound(delivery) == [Tokens.apns(0)] }
+        try await eventually("UTC's at its time") { try await outbound(delivery).count == 2 }
+        let sentSoFar = try await outbound(delivery)
+        XCTAssertEqual(Set(sentSoFar), [Tokens.apns(0), Tokens.apns(1)])
+        let waitingStats = try await stats(delivery, app)
+        let waiting = try XCTUnwrap(waitingStats)
+        XCTAssertEqual(waiting.schedule, .sending)
+        XCTAssertEqual(waiting.sendAtLocal, local)
+        XCTAssertEqual([waiting.sent, waiting.held], [2, 1])
+        XCTAssertEqual(waiting.waves?.count, 1)
+        let listed = try await stack.call(.GET, path(app, "?schedule=sending"), token: app.apiToken).wire(NotificationAPI.ScheduledList.self)
+        XCTAssertEqual(listed.notifications.map(\.deliveryId), [delivery.lowercasedString])
+        let cancel = try await stack.call(.DELETE, path(app, "/\(delivery.lowercasedString)"), token: app.apiToken)
+        XCTAssertEqual(cancel.status, 200, cancel.text)
+        let cancelledStats = try await stats(delivery, app)
+        let cancelled = try XCTUnwrap(cancelledStats)
+        XCTAssertEqual([cancelled.sent, cancelled.held, cancelled.cancelled], [2, 0, 1])
+        XCTAssertEqual(cancelled.schedule, .cancelled)
+
+        // The user's own quiet hours run now (two hours around it): held, dropped, or critical.
+        let minutes = utc.component(.hour, from: Date()) * 60 + utc.component(.minute, from: Date())
+        func clock(_ m: Int) -> String { String(format: "%02d:%02d", ((m % 1440) + 1440) % 1440 / 60, ((m % 1440) + 1440) % 1440 % 60) }
+        let settings = try await stack.call(.PUT, "/v1/apps/\(app.mobileAppId)/users/quiet/settings",
+                                            json: ["quietHours": "\(clock(minutes - 60))-\(clock(minutes + 60))"], token: app.apiToken)
+        XCTAssertEqual(settings.status, 200, settings.text)
+        let held = try await stack.send(["userIds": ["quiet"], "title": "shh"], app: app)
+        let dropped = try await stack.send(["userIds": ["quiet"], "title": "shh", "quietHours": "drop"], app: app)
+        let critical = try await stack.send(["userIds": ["quiet"], "title": "fire", "priority": "critical"], app: app)
+        // A cap of one promo an hour: the second promo is capped, an exempt one goes.
+        let promos = [try await stack.send(["userIds": ["capped"], "title": "1", "capCategory": "promo"], app: app),
+                      try await stack.send(["userIds": ["capped"], "title": "2", "capCategory": "promo"], app: app),
+                      try await stack.send(["userIds": ["capped"], "title": "3", "capCategory": "promo", "capExempt": true], app: app)]
+        try await eventually("the critical push and the promos") {
+            let counts = [try await outbound(critical).count, try await outbound(promos[0]).count, try await outbound(promos[2]).count]
+            return counts == [1, 1, 1]
+        }
+        let (heldRead, droppedRead) = (try await stats(held, app), try await stats(dropped, app))
+        let heldStats = try XCTUnwrap(heldRead), droppedStats = try XCTUnwrap(droppedRead)
+        XCTAssertEqual([heldStats.sent, heldStats.held, droppedStats.sent, droppedStats.dropped], [0, 1, 0, 1])
+        XCTAssertEqual(heldStats.schedule, .sending)
+        let cappedStats = try await stats(promos[1], app)
+        XCTAssertEqual(cappedStats?.capped, 1)
+        let cappedOut = try await outbound(promos[1])
+        XCTAssertEqual(cappedOut, [])
+
+        // Replayed from the commands (the firings among them): the same store, nothing published.
+        let outboundCount = try await stack.outboundRecords().count
+        let live = try await stack.openStore()
+        let path = stack.directory.appendingPathComponent("rebuilt-time.sqlite").path
+        let output = try await stack.rebuild(store: "sqlite:\(path)", arguments: ["--from", "commands"])
+        let rebuilt = try SQLiteProjectionStore(path: path, logger: Logger(label: "test"))
+        let (liveDump, rebuiltDump) = (try await live.dump(), try await rebuilt.dump())
+        ScaleOutTests.assertSameDump(rebuiltDump, liveDump, "rebuilt vs live\n\(output)")
+        let afterCount = try await stack.outboundRecords().count
+        XCTAssertEqual(afterCount, outboundCount, "a rebuild sends nothing")
+        await live.close()
+        await rebuilt.close()
+    }
+
     func testASendAtThatCannotBeReadOrIsTooFarAheadIsRefused() async throws {
         stack = try await PushlineStack.start()
         let app = try await stack.createApp()
