@@ -78,7 +78,7 @@ struct Apps: AsyncParsableCommand {
     struct Change: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "set",
-            abstract: "Change an app's settings (PATCH): name, callback URL and headers, webhook retries, webhook hosts.",
+            abstract: "Change an app's settings (PATCH): name, callback URL and headers, webhook retries and hosts, time zone, quiet hours, caps.",
             discussion: """
                 Only the settings given change. --callback-header replaces all of the app's callback \
                 headers with the ones given (repeat it for several); --clear-callback-headers removes \
@@ -92,6 +92,12 @@ struct Apps: AsyncParsableCommand {
                   pushline apps set $APP --name "Renamed" --webhook-retries 3
                   pushline apps set $APP --webhook-host hooks.example.com --webhook-host '*.example.net'
                   pushline apps set $APP --open-webhook-hosts
+                  pushline apps set $APP --time-zone America/Sao_Paulo --quiet-hours 22:00-08:00
+                  pushline apps set $APP --cap marketing=3/24 --cap '*=10/24'
+                  pushline apps set $APP --no-quiet-hours --no-caps
+
+                --cap CATEGORY=LIMIT/HOURS caps the pushes one user gets in HOURS, of that category \
+                (a send's --cap-category) or, with *, of every push (docs/API.md#frequency-caps).
 
                 Until an app lists --webhook-host, its status webhooks are open: whoever holds the \
                 client token (it ships in the app) chooses the URL they are POSTed to.
@@ -113,6 +119,14 @@ struct Apps: AsyncParsableCommand {
         var webhookHosts: [String] = []
         @Flag(name: .customLong("open-webhook-hosts"), help: "Remove the host list: status webhooks may go wherever the client token says.")
         var openWebhookHosts = false
+        @Option(name: .customLong("time-zone"), help: "The IANA time zone of devices that give none (such as Europe/Lisbon; UTC to reset).")
+        var timeZone: String?
+        @Option(name: .customLong("quiet-hours"), help: "Default quiet hours in each device's zone, such as 22:00-08:00.") var quietHours: String?
+        @Flag(name: .customLong("no-quiet-hours"), help: "Remove the default quiet hours.") var noQuietHours = false
+        @Option(name: .customLong("cap"), help: ArgumentHelp("A frequency cap, CATEGORY=LIMIT/HOURS or *=LIMIT/HOURS (repeatable; replaces them).",
+                                                              valueName: "category=limit/hours"))
+        var caps: [String] = []
+        @Flag(name: .customLong("no-caps"), help: "Remove the frequency caps.") var noCaps = false
         @OptionGroup var admin: AdminOptions
 
         func validate() throws {
@@ -138,12 +152,31 @@ struct Apps: AsyncParsableCommand {
             var headers: [String: String]? = clearCallbackHeaders ? [:] : nil
             if !callbackHeaders.isEmpty { headers = try HeaderArgument.parse(callbackHeaders) }
             let hosts: [String]? = openWebhookHosts ? [] : (webhookHosts.isEmpty ? nil : webhookHosts)
+            if quietHours != nil && noQuietHours { throw ValidationError("--quiet-hours and --no-quiet-hours contradict each other") }
+            if let quietHours, QuietHours(quietHours) == nil {
+                throw ValidationError("--quiet-hours must be HH:MM-HH:MM, such as 22:00-08:00, with a start other than its end")
+            }
+            if !caps.isEmpty && noCaps { throw ValidationError("--cap and --no-caps contradict each other") }
+            let frequencyCaps: [AdminAPI.Cap]? = noCaps ? [] : caps.isEmpty ? nil : try caps.map(Self.cap)
             let update = AdminAPI.UpdateApp(name: name, callbackUrl: removeCallbackURL ? "" : callbackURL, callbackHeaders: headers,
-                                            webhookRetries: webhookRetries, webhookHosts: hosts)
+                                            webhookRetries: webhookRetries, webhookHosts: hosts, timeZone: timeZone,
+                                            quietHours: noQuietHours ? "" : quietHours, frequencyCaps: frequencyCaps)
             if update == AdminAPI.UpdateApp() {
-                throw ValidationError("nothing to change: give --name, --callback-url, --remove-callback-url, --callback-header, --clear-callback-headers, --webhook-retries, --webhook-host or --open-webhook-hosts")
+                throw ValidationError("nothing to change: give --name, --callback-url, --remove-callback-url, --callback-header, --clear-callback-headers, --webhook-retries, --webhook-host, --open-webhook-hosts, --time-zone, --quiet-hours, --no-quiet-hours, --cap or --no-caps")
             }
             return update
+        }
+
+        /// `marketing=3/24` or `*=10/24`.
+        static func cap(_ text: String) throws -> AdminAPI.Cap {
+            let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+            let numbers = parts.count == 2 ? parts[1].split(separator: "/").map(String.init) : []
+            guard parts.count == 2, numbers.count == 2, let limit = Int(numbers[0]), let hours = Int(numbers[1]),
+                  FrequencyCap(category: parts[0] == "*" ? nil : parts[0], limit: limit, window: hours * 3600) != nil,
+                  hours <= FrequencyCap.maxWindow / 3600 else {
+                throw ValidationError("--cap must be CATEGORY=LIMIT/HOURS or *=LIMIT/HOURS (limit 1…1000, hours 1…720), not \(text)")
+            }
+            return AdminAPI.Cap(category: parts[0] == "*" ? nil : parts[0], limit: limit, windowHours: hours)
         }
 
         func run() async throws {

@@ -45,6 +45,8 @@ struct Send: AsyncParsableCommand {
               pushline send $APP --topic news --title "Goal!" --body "1-0"
               pushline send $APP --audience 'tag:vip and locale:pt' --body "Olá"
               pushline send $APP --all --title "Sale" --at 2026-12-01T09:00:00Z
+              pushline send $APP --all --title "Bom dia" --local 2026-12-01T09:00
+              pushline send $APP --topic deals --body "Flash sale" --cap-category marketing --quiet-hours drop
             """)
 
     @Argument(help: "The app id.") var app: String
@@ -57,11 +59,25 @@ struct Send: AsyncParsableCommand {
     @Option(help: "The body.") var body: String?
     @Option(name: .customLong("idempotency-key"), help: "A key that makes a retry the same delivery.") var idempotencyKey: String?
     @Option(help: "When to send (RFC 3339, such as 2026-12-01T09:00:00Z; at most 30 days ahead): a scheduled send.") var at: String?
+    @Option(help: "A local date and time, such as 2026-12-01T09:00: each device gets it at that time in its own zone.") var local: String?
+    @Option(name: .customLong("quiet-hours"), help: "hold (default) or drop a push that would arrive in quiet hours.") var quietHours: String?
+    @Option(help: "high, normal or critical (critical ignores quiet hours).") var priority: String?
+    @Option(name: .customLong("cap-category"), help: "The category the app's frequency caps count the push in.") var capCategory: String?
+    @Flag(name: .customLong("cap-exempt"), help: "No frequency cap counts or stops the push.") var capExempt = false
     @OptionGroup var options: AppTokenOptions
 
     func validate() throws {
         _ = try parseUUID(app, "app id")
         if let at, RFC3339.date(from: at) == nil { throw ValidationError("--at must be an RFC 3339 time, such as 2026-12-01T09:00:00Z") }
+        if let local, LocalDateTime(local) == nil { throw ValidationError("--local must be a local date and time, such as 2026-12-01T09:00") }
+        if at != nil && local != nil { throw ValidationError("give --at or --local, not both") }
+        if let quietHours, QuietHoursMode(rawValue: quietHours) == nil { throw ValidationError("--quiet-hours must be hold or drop") }
+        if let priority, NotificationPriority(rawValue: priority.lowercased()) == nil {
+            throw ValidationError("--priority must be high, normal or critical")
+        }
+        if let capCategory, !FrequencyCap.isCategory(capCategory) {
+            throw ValidationError("--cap-category is 1 to 64 of a-z, 0-9, '-', '_' and '.'")
+        }
         let given = [!users.isEmpty, !devices.isEmpty, topic != nil, all, audience != nil].filter { $0 }.count
         guard given == 1 else { throw ValidationError("give exactly one target: --user, --device, --topic, --all or --audience") }
         guard title != nil || body != nil else { throw ValidationError("give --title, --body or both") }
@@ -71,7 +87,10 @@ struct Send: AsyncParsableCommand {
     func request() -> NotificationAPI.SendRequest {
         let to = NotificationAPI.Target(users: users.isEmpty ? nil : users, devices: devices.isEmpty ? nil : devices, topic: topic,
                                         all: all ? true : nil, audience: audience)
-        return NotificationAPI.SendRequest(to: to, title: title, body: body, sendAt: at)
+        var request = NotificationAPI.SendRequest(to: to, title: title, body: body, priority: priority, sendAt: at, sendAtLocal: local,
+                                                  quietHours: quietHours, capCategory: capCategory)
+        request.capExempt = capExempt ? true : nil
+        return request
     }
 
     func run() async throws {
@@ -83,7 +102,8 @@ struct Send: AsyncParsableCommand {
         if options.json {
             try Output.json(accepted)
         } else {
-            print(accepted.deliveryId + (accepted.sendAt.map { " scheduled for " + RFC3339.string(from: $0) } ?? ""))
+            let local = accepted.sendAtLocal.map { " at \($0) in each device's zone" } ?? ""
+            print(accepted.deliveryId + (accepted.sendAt.map { " scheduled for " + RFC3339.string(from: $0) } ?? "") + local)
         }
     }
 }
@@ -97,17 +117,24 @@ struct Scheduled: AsyncParsableCommand {
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List the app's scheduled sends in one state, by time.",
-            discussion: "  pushline scheduled list $APP [--state waiting|fired|cancelled|expired] [--limit 100] [--after NEXT]")
+            discussion: """
+                  pushline scheduled list $APP [--state waiting|sending|fired|cancelled|expired] [--limit 100] [--after NEXT]
+
+                A send is sending while some of its pushes are held for a later time (a local-time send's \
+                later zones, quiet hours): its time is then its next wave's, and it shows how many are held.
+                """)
 
         @Argument(help: "The app id.") var app: String
-        @Option(help: "waiting (default), fired, cancelled or expired.") var state: String = ScheduleState.waiting.rawValue
+        @Option(help: "waiting (default), sending, fired, cancelled or expired.") var state: String = ScheduleState.waiting.rawValue
         @Option(help: "At most this many (1…1000).") var limit: Int = 100
         @Option(help: "The next of the previous page.") var after: String?
         @OptionGroup var options: AppTokenOptions
 
         func validate() throws {
             _ = try parseUUID(app, "app id")
-            guard ScheduleState(rawValue: state) != nil else { throw ValidationError("--state must be waiting, fired, cancelled or expired") }
+            guard ScheduleState(rawValue: state) != nil else {
+                throw ValidationError("--state must be waiting, sending, fired, cancelled or expired")
+            }
             guard (1...1000).contains(limit) else { throw ValidationError("--limit must be 1…1000") }
         }
 
@@ -124,7 +151,9 @@ struct Scheduled: AsyncParsableCommand {
             let list = try client.decode(NotificationAPI.ScheduledList.self, from: data)
             if options.json { return try Output.json(list) }
             for send in list.notifications {
-                print("\(send.deliveryId)  \(RFC3339.string(from: send.sendAt))  \(send.schedule.rawValue)")
+                let local = send.sendAtLocal.map { "  local \($0)" } ?? ""
+                let held = send.held > 0 ? "  held \(send.held)" : ""
+                print("\(send.deliveryId)  \(RFC3339.string(from: send.sendAt))  \(send.schedule.rawValue)\(local)\(held)")
             }
             if let next = list.next { print("more: --after \(next)") }
         }
@@ -132,7 +161,7 @@ struct Scheduled: AsyncParsableCommand {
 
     struct Cancel: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Cancel a scheduled send that still waits; answered once the cancel is applied.",
+            abstract: "Cancel a scheduled send that still waits, or the pushes a sending one still holds; answered once applied.",
             discussion: "  pushline scheduled cancel $APP $DELIVERY")
 
         @Argument(help: "The app id.") var app: String
@@ -226,6 +255,57 @@ struct Devices: AsyncParsableCommand {
                                              body: DevicesAPI.ChangeBatch(changes: [change()]), expected: 202, subject: .apiToken)
             let accepted = try client.decode(DevicesAPI.Accepted.self, from: data)
             if options.json { try Output.json(accepted) } else { print("accepted: the change applies in the event order") }
+        }
+    }
+}
+
+/// `pushline users settings`: a user's own settings (their quiet hours), read or set.
+struct Users: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Users of an app (docs/API.md#quiet-hours).",
+        subcommands: [Settings.self])
+
+    struct Settings: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show a user's own settings, or set them (answered once applied).",
+            discussion: """
+                  pushline users settings $APP alice
+                  pushline users settings $APP alice --quiet-hours 23:00-07:00
+                  pushline users settings $APP alice --no-quiet-hours
+                """)
+
+        @Argument(help: "The app id.") var app: String
+        @Argument(help: "The user id.") var user: String
+        @Option(name: .customLong("quiet-hours"), help: "The user's own quiet hours, such as 23:00-07:00, replacing the app's.")
+        var quietHours: String?
+        @Flag(name: .customLong("no-quiet-hours"), help: "Remove the user's own quiet hours: the app's apply again.") var noQuietHours = false
+        @OptionGroup var options: AppTokenOptions
+
+        func validate() throws {
+            _ = try parseUUID(app, "app id")
+            if quietHours != nil && noQuietHours { throw ValidationError("--quiet-hours and --no-quiet-hours contradict each other") }
+            if let quietHours, QuietHours(quietHours) == nil {
+                throw ValidationError("--quiet-hours must be HH:MM-HH:MM, such as 23:00-07:00, with a start other than its end")
+            }
+        }
+
+        /// The PUT body these options ask for; nil: only read.
+        func change() -> NotificationAPI.UserSettings? {
+            noQuietHours ? NotificationAPI.UserSettings(quietHours: "") : quietHours.map { NotificationAPI.UserSettings(quietHours: $0) }
+        }
+
+        func run() async throws {
+            let client = try options.client()
+            let user = user.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))) ?? user
+            let path = "/v1/apps/\(try parseUUID(app, "app id").lowercasedString)/users/\(user)/settings"
+            let data = if let change = change() {
+                try await client.call(.PUT, path, body: change, expected: 200, subject: .apiToken)
+            } else {
+                try await client.call(.GET, path, expected: 200, subject: .apiToken)
+            }
+            let settings = try client.decode(NotificationAPI.UserSettings.self, from: data)
+            if options.json { return try Output.json(settings) }
+            print("quiet hours: " + (settings.quietHours ?? "the app's"))
         }
     }
 }

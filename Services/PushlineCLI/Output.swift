@@ -51,6 +51,10 @@ enum Output {
         lines.append("apns             " + (app.pushCredentials?.apns.map(describe) ?? "-"))
         lines.append("fcm              " + (app.pushCredentials?.fcm.map(describe) ?? "-"))
         lines.append("userIdentity     " + describe(app.userIdentity))
+        lines.append("timeZone         " + (app.timeZone ?? "UTC (devices that give none)"))
+        lines.append("quietHours       " + (app.quietHours ?? "-"))
+        let caps = app.frequencyCaps?.map { "\($0.category ?? "*")=\($0.limit)/\($0.windowHours)h" }.joined(separator: ", ")
+        lines.append("frequencyCaps    " + (caps ?? "-"))
         return lines.joined(separator: "\n")
     }
 

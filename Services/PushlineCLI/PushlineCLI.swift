@@ -34,6 +34,6 @@ struct Pushline: AsyncParsableCommand {
 
             Exit status: 0 success, 1 failure (message on standard error), 64 usage error.
             """,
-        subcommands: [Apps.self, Tokens.self, AdminTokens.self, Audit.self, Send.self, Scheduled.self, Audiences.self, Devices.self, Lag.self, DeadLetters.self, RebuildCommand.self, Dump.self]
+        subcommands: [Apps.self, Tokens.self, AdminTokens.self, Audit.self, Send.self, Scheduled.self, Users.self, Audiences.self, Devices.self, Lag.self, DeadLetters.self, RebuildCommand.self, Dump.self]
     )
 }

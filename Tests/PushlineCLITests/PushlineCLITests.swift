@@ -56,6 +56,39 @@ final class PushlineCLITests: XCTestCase {
                        "/v1/apps/\(app.lowercased())/notifications?schedule=cancelled&limit=5&after=1800000000000%5Fx")
         XCTAssertThrowsError(try Scheduled.List.parse([app, "--state", "someday"]))
         XCTAssertThrowsError(try Scheduled.Cancel.parse([app, "not-a-delivery"]))
+        XCTAssertEqual(try Scheduled.List.parse([app, "--state", "sending"]).path(), "/v1/apps/\(app.lowercased())/notifications?schedule=sending&limit=100")
+    }
+
+    func testSendTakesALocalTimeQuietHoursAPriorityAndCapOptions() throws {
+        let app = UUID().uuidString
+        let local = try Send.parse([app, "--all", "--title", "Bom dia", "--local", "2026-12-01T09:00", "--quiet-hours", "drop",
+                                    "--priority", "critical", "--cap-category", "marketing", "--cap-exempt"]).request()
+        XCTAssertEqual([local.sendAtLocal, local.quietHours, local.priority, local.capCategory], ["2026-12-01T09:00", "drop", "critical", "marketing"])
+        XCTAssertEqual(local.capExempt, true)
+        XCTAssertNil(try Send.parse([app, "--all", "--body", "b"]).request().capExempt, "not exempt unless asked")
+        for bad in [["--local", "2026-12-01 09:00"], ["--local", "2026-12-01T09:00", "--at", "2026-12-01T09:00:00Z"], ["--quiet-hours", "skip"],
+                    ["--priority", "urgent"], ["--cap-category", "Marketing!"]] {
+            XCTAssertThrowsError(try Send.parse([app, "--all", "--body", "b"] + bad), "\(bad)")
+        }
+    }
+
+    func testAppsSetTakesATimeZoneQuietHoursAndCapsAndUsersSettingsTheirOwn() throws {
+        let app = UUID().uuidString
+        let time = try Apps.Change.parse([app, "--time-zone", "America/Sao_Paulo", "--quiet-hours", "22:00-08:00", "--cap", "marketing=3/24",
+                                          "--cap", "*=10/24"]).update()
+        XCTAssertEqual(time, AdminAPI.UpdateApp(timeZone: "America/Sao_Paulo", quietHours: "22:00-08:00", frequencyCaps: [
+            AdminAPI.Cap(category: "marketing", limit: 3, windowHours: 24), AdminAPI.Cap(limit: 10, windowHours: 24),
+        ]))
+        XCTAssertEqual(try Apps.Change.parse([app, "--no-quiet-hours", "--no-caps"]).update(), AdminAPI.UpdateApp(quietHours: "", frequencyCaps: []))
+        for bad in [["--quiet-hours", "22-08"], ["--cap", "marketing=3"], ["--cap", "*=0/24"], ["--cap", "x=1/721"], ["--cap", "a=1/1", "--no-caps"],
+                    ["--quiet-hours", "22:00-08:00", "--no-quiet-hours"]] {
+            XCTAssertThrowsError(try Apps.Change.parse([app] + bad), "\(bad)")
+        }
+        XCTAssertNil(try Users.Settings.parse([app, "alice"]).change(), "reads")
+        XCTAssertEqual(try Users.Settings.parse([app, "alice", "--quiet-hours", "23:00-07:00"]).change(),
+                       NotificationAPI.UserSettings(quietHours: "23:00-07:00"))
+        XCTAssertEqual(try Users.Settings.parse([app, "alice", "--no-quiet-hours"]).change(), NotificationAPI.UserSettings(quietHours: ""))
+        XCTAssertThrowsError(try Users.Settings.parse([app, "alice", "--quiet-hours", "7"]))
     }
 
     func testADevicesChangeSendsOnlyWhatItsOptionsGive() throws {
