@@ -90,7 +90,7 @@ final class QuickstartTests: XCTestCase {
         for expected in [#"{"accepted":2}"#, #""sentByLocale":{"pt":1}"#,
                          #""outcomesByLocale":{"pt":{"delivered":1,"expired":0,"failed":0,"unregistered":0}}"#, #"{"audience":"locale:pt","devices":2}"#,
                          #""code":"audience_invalid""#, #""position":11"#, #""schedule":"waiting""#, #""schedule":"cancelled""#,
-                         #""schedule":"fired""#] {
+                         #""schedule":"fired""#, #"{"quietHours":""#, #""dropped":1"#, #""sendAtLocal":""#] {
             XCTAssertTrue(walked.standardOutput.contains(expected), "the walkthrough printed no \(expected):\n\(walked.standardOutput)")
         }
         XCTAssertEqual(walked.standardOutput.components(separatedBy: #""delivered":1,"deliveryId""#).count - 1, 4,

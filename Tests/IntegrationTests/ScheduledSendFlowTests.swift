@@ -182,6 +182,33 @@ final class ScheduledSendFlowTests: XCTestCase {
         await rebuilt.close()
     }
 
+    func testALocalTimeSendIsListedWhileItWaitsAndAStreamedSendHoldsAQuietUsersPush() async throws {
+        stack = try await PushlineStack.start()
+        let app = try await stack.createApp()
+        try await stack.registerKF5([("u1", Tokens.fcm(1), "ANDROID")], app: app)
+        try await stack.waitForDevices(1, app: app.mobileAppId)
+        var utc = Calendar(identifier: .gregorian)
+        utc.timeZone = TimeZone(identifier: "UTC")!
+        let day = utc.dateComponents([.year, .month, .day], from: Date().addingTimeInterval(2 * 86_400))
+        let local = String(format: "%04d-%02d-%02dT09:00", day.year!, day.month!, day.day!)
+        let settings = try await stack.call(.PUT, "/v1/apps/\(app.mobileAppId)/users/u1/settings", json: ["quietHours": "00:00-23:00"],
+                                            token: app.apiToken)
+        XCTAssertEqual(settings.status, 200, settings.text)
+        let answer = try await stack.call(.POST, path(app), json: ["to": ["all": true], "title": "Matchday", "sendAtLocal": local],
+                                          token: app.apiToken)
+        XCTAssertEqual(answer.status, 202, answer.text)
+        let delivery = try answer.wire(NotificationAPI.SendAccepted.self).deliveryId
+        try await eventually("listed while it waits") {
+            let list = try await self.stack.call(.GET, self.path(app), token: app.apiToken)
+            return list.text.contains(delivery)
+        }
+        // An audience send (its devices read in pages) to a user in quiet hours: held.
+        let later = try await stack.call(.POST, path(app), json: ["to": ["all": true], "title": "Now",
+                                                                  "sendAt": RFC3339.string(from: Date().addingTimeInterval(2))], token: app.apiToken)
+        let streamed = try XCTUnwrap(UUID(uuidString: try later.wire(NotificationAPI.SendAccepted.self).deliveryId))
+        try await eventually("held by the user's quiet hours") { try await self.stats(streamed, app)?.held == 1 }
+    }
+
     func testASendAtThatCannotBeReadOrIsTooFarAheadIsRefused() async throws {
         stack = try await PushlineStack.start()
         let app = try await stack.createApp()

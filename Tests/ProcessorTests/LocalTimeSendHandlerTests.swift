@@ -93,6 +93,23 @@ final class LocalTimeSendHandlerTests: XCTestCase {
         XCTAssertEqual(indexes, [0, 1, 2, 3])
     }
 
+    func testALocalTimeSendAcceptedBeforeItsTimeAnywhereWaitsForItsFirstFiring() throws {
+        var s = state()
+        var c = send()
+        c.sendAt = LocalDateTime("2026-12-01T09:00")!.earliestInstant
+        XCTAssertEqual(handler.apply(c, CommandContext(at: utc("2026-11-29T12:00:00Z")), to: &s), .applied)
+        let waiting = try XCTUnwrap(delivery(c, s))
+        XCTAssertEqual(waiting.schedule, .waiting)
+        XCTAssertEqual(waiting.sendAt, utc("2026-11-30T19:00:00Z"))
+        XCTAssertTrue(s.outbound.isEmpty)
+        var fired = try WireJSON.decoder().decode(NotificationRequested.self, from: Data(try XCTUnwrap(waiting.scheduledCommand).utf8))
+        fired.firing = true
+        XCTAssertEqual(handler.apply(fired, CommandContext(at: utc("2026-11-30T19:00:00.250Z")), to: &s), .applied)
+        XCTAssertTrue(s.outbound.isEmpty, "09:00 is still ahead in every zone of the devices")
+        XCTAssertEqual(delivery(c, s)?.held, 4)
+        XCTAssertEqual(delivery(c, s)?.schedule, .sending)
+    }
+
     func testAWaveSkipsADeviceThatWentOrChangedHandsMeanwhile() throws {
         var s = state()
         let c = send()

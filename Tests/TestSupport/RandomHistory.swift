@@ -8,7 +8,9 @@ import WireCodec
 /// users, acknowledgements and engagement reports both before (refused; parked) and after the
 /// sends they name, and `at`s that are not in production order (a record may be older than one
 /// produced before it), and sends with an idempotency key retried, some with another body (a
-/// conflict).
+/// conflict). Time too: scheduled and local-time sends (their firings are the processors' to
+/// append, as live), cancels racing them, quiet hours and frequency caps of apps and users, and
+/// devices changing their time zone.
 /// The same seed gives the same commands, in the same production order, byte for byte (but for
 /// the closing commands' times, which the producer gives).
 ///
@@ -105,7 +107,9 @@ public struct RandomHistory: Sendable {
                 let labels = [["vip"], ["beta"], ["news"], []]
                 try add(DeviceChangeRequested(
                     mobileAppId: app.id, deviceToken: pick(2) == 0 ? device(a, pick(10)) : nil, userId: pick(3) == 0 ? nil : user,
-                    locale: pick(3) == 0 ? ["pt", "es"][pick(2)] : nil, appVersion: pick(4) == 0 ? "3" : nil,
+                    locale: pick(3) == 0 ? ["pt", "es"][pick(2)] : nil,
+                    timeZone: pick(3) == 0 ? ["Europe/Lisbon", "America/Sao_Paulo", "Asia/Tokyo", "Mars/Olympus"][pick(4)] : nil,
+                    appVersion: pick(4) == 0 ? "3" : nil,
                     addTags: labels[pick(4)], removeTags: labels[pick(4)], subscribe: pick(2) == 0 ? ["news"] : nil,
                     unsubscribe: pick(4) == 0 ? ["news"] : nil))
             case 34..<38:
@@ -130,6 +134,10 @@ public struct RandomHistory: Sendable {
                 // messages: an app with a callback URL calls back per user.
                 let audience = pick(3) == 0 ? Self.audiences[pick(Self.audiences.count)] : nil
                 let kind = audience != nil ? .alert : [NotificationKind.alert, .alert, .ticket, .im][pick(4)]
+                // Some wait for a time (a few steps on, or a wall-clock time in each device's zone),
+                // hold or drop in quiet hours, or count for a cap (docs/API.md#frequency-caps).
+                let time = pick(6)
+                let local = time == 4 ? Self.localTimes[pick(Self.localTimes.count)] : nil
                 let command = NotificationRequested(
                     deliveryId: send.delivery, mobileAppId: app.id,
                     target: audience.map { NotificationTarget(audience: $0) } ?? NotificationTarget(userIds: users),
@@ -138,7 +146,11 @@ public struct RandomHistory: Sendable {
                     managed: send.managed && audience == nil,
                     businessId: send.managed && audience == nil ? "bid" : nil, tracking: pick(5) != 0, kind: kind,
                     ticketId: kind == .ticket ? "ticket-\(send.nid)" : nil, message: kind == .im ? "message \(send.nid)" : nil,
-                    idempotencyKey: send.key, requestHash: send.key.map { "body-\($0)" })
+                    idempotencyKey: send.key, requestHash: send.key.map { "body-\($0)" },
+                    sendAt: time == 3 ? base.addingTimeInterval(Double(step * 20 + pick(5) * 20) / 1000)
+                        : local.map { LocalDateTime($0)!.earliestInstant },
+                    sendAtLocal: local.map { LocalDateTime($0)!.description },
+                    quietHours: pick(3) == 0 ? .drop : nil, capCategory: pick(2) == 0 ? "promo" : nil, capExempt: pick(8) == 0 ? true : nil)
                 if send.key != nil { keyed[a].append(command) }
                 try add(command)
             case 55..<67:
@@ -171,9 +183,18 @@ public struct RandomHistory: Sendable {
             case 88..<94:
                 try add(ApiTokenRevoked(mobileAppId: app.id, tokenId: app.tokens[pick(app.tokens.count)].id))
             case 94..<97:
-                // A callback URL set, changed or removed ("") with the rest.
+                // A callback URL set, changed or removed ("") with the rest; time settings.
                 let callback = [nil, "", "http://127.0.0.1:9/callback-\(a)-\(pick(3))"][pick(3)]
-                try add(AppSettingsChanged(mobileAppId: app.id, name: "renamed \(pick(1_000))", callbackUrl: callback, webhookRetries: pick(4)))
+                try add(AppSettingsChanged(mobileAppId: app.id, name: "renamed \(pick(1_000))", callbackUrl: callback, webhookRetries: pick(4),
+                                           timeZone: pick(2) == 0 ? ["", "America/Sao_Paulo", "Asia/Tokyo"][pick(3)] : nil,
+                                           quietHours: pick(2) == 0 ? Self.quietHours[pick(Self.quietHours.count)] : nil,
+                                           frequencyCaps: pick(2) == 0 ? ["", "*:2/3600", "promo:1/86400,*:4/86400"][pick(3)] : nil))
+                // A user's own quiet hours, or a cancel of one of the app's sends (waiting, sending, or past it).
+                if pick(2) == 0 {
+                    try add(UserSettingsChanged(mobileAppId: app.id, userId: user, quietHours: Self.quietHours[pick(Self.quietHours.count)]))
+                } else {
+                    try add(NotificationCancelled(mobileAppId: app.id, deliveryId: app.sends[pick(app.sends.count)].delivery))
+                }
             case 97..<99:
                 // Stand-in seals: the processor stores credentials, it never opens them.
                 let sealed = SealedSecret(keyId: "k\(pick(3))", box: "box-\(pick(1_000))")
@@ -225,6 +246,12 @@ public struct RandomHistory: Sendable {
         commands = out
         self.closing = closing
     }
+
+    /// Local times of local-time sends around the history's time (2026-09-21T14:13Z): passed in
+    /// some zones, ahead in others.
+    static let localTimes = ["2026-09-21T15:00", "2026-09-21T12:00", "2026-09-21T23:30", "2026-09-22T09:00"]
+    /// Quiet hours (`""` removes them), some of which run at the history's time in some zones.
+    static let quietHours = ["14:00-15:00", "15:00-16:00", "11:00-12:00", "22:00-08:00", ""]
 
     /// The audiences of the history's audience sends, in canonical form.
     static let audiences = ["all", "tag:vip", "topic:news", "tag:vip or topic:news", "not tag:vip and locale:pt",
