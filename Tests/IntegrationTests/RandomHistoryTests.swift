@@ -102,6 +102,13 @@ final class RandomHistoryTests: XCTestCase {
         let keyedDeliveries = reference.split(separator: "\n").filter { $0.hasPrefix("deliveries ") && !$0.contains("idempotency_key=null") }
         XCTAssertFalse(keyedDeliveries.isEmpty, "seed \(seed): the dump has keyed sends")
         XCTAssertTrue(keyedDeliveries.contains { !$0.contains("duplicates=0 conflicts=0") }, "seed \(seed): some keyed send was repeated")
+        // Time: local-time and scheduled sends fired (their firings in the log), users' settings.
+        let deliveries = reference.split(separator: "\n").filter { $0.hasPrefix("deliveries ") }
+        for (what, found) in [("a local-time send", deliveries.contains { !$0.contains("send_at_local=null") }),
+                              ("a fired scheduled send", deliveries.contains { $0.contains(#"schedule="fired""#) }),
+                              ("a user's settings", reference.contains("\nuser_settings "))] {
+            XCTAssertTrue(found, "seed \(seed): the dump has \(what)")
+        }
         for part in parts.all {
             for table in ["apps", "deliveries"] {
                 XCTAssertTrue(reference.split(separator: "\n").contains { $0.hasPrefix("\(table) ") && $0.split(separator: " ").contains("part=\(part)") },

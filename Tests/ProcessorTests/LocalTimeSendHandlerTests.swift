@@ -186,6 +186,19 @@ final class LocalTimeSendHandlerTests: XCTestCase {
                        "still due at its local time: its time to live counts from there")
     }
 
+    func testAPushQuietHoursHeldGoesWhenTheyEndWhateverRunsThen() throws {
+        // Held in Lisbon at 23:30 until 08:00; by then the app's hours changed to 07:00-09:00.
+        var s = state(quietHours: "22:00-08:00")
+        let c = send(local: nil)
+        XCTAssertEqual(handler.apply(c, CommandContext(at: utc("2026-12-01T23:30:00Z")), to: &s), .applied)
+        var app = try XCTUnwrap(s.app(appId, part: 0))
+        app.quietHours = "07:00-09:00"
+        s.upsert(app)
+        XCTAssertEqual(handler.apply(try wave(of: c, s), CommandContext(at: utc("2026-12-02T08:00:00Z")), to: &s), .applied)
+        XCTAssertEqual(sent(s, from: 3), [tokens[1]])
+        XCTAssertEqual(delivery(c, s)?.schedule, .fired)
+    }
+
     func testAHeldPushPastItsTimeToLiveExpiresAndAManagedOneKeepsItsBadge() throws {
         var s = state(quietHours: "22:00-08:00")
         let c = send(local: nil, timeToLive: 3600, managed: true)

@@ -91,8 +91,9 @@ package struct NotificationHandler: CommandHandler {
     }
 
     /// A wave: the held pushes of its time go to their devices as they are now (one gone, or
-    /// moved to another user, gets nothing), unless their quiet hours still run (held again) or
-    /// their time to live ran out since they were due (expired).
+    /// moved to another user, gets nothing), unless their time to live ran out since they were
+    /// due (expired). A push held for its local time meets quiet hours then (held again, or
+    /// dropped); one held by quiet hours goes when those end, whatever runs at its release.
     private func release(_ wave: Date, of send: inout Send, state: inout BatchState) -> HandlerResult {
         let delivery = DeliveryKey(appId: send.command.mobileAppId, deliveryId: send.command.deliveryId, part: send.part)
         for row in state.heldPushes(of: delivery, releasedAt: wave) {
@@ -103,7 +104,7 @@ package struct NotificationHandler: CommandHandler {
                 continue
             }
             let settings = send.readsUsers ? state.settings(of: device.user, part: send.part) : nil
-            let timing = send.timing(of: device, quietHours: settings?.quietHours, due: row.dueAt)
+            let timing = send.timing(of: device, quietHours: settings?.quietHours, due: row.dueAt, quiet: row.releaseAt == row.dueAt)
             guard timing.reaches else { continue }
             if let held = send.hold(device, timing, badge: row.badge, due: row.dueAt) {
                 state.hold(held)
@@ -296,9 +297,11 @@ package struct NotificationHandler: CommandHandler {
 
         /// When `device`'s push goes (docs/API.md#local-time-sends, #quiet-hours): a local-time
         /// send's at the device's own time, or at once if that passed; in quiet hours held to
-        /// their end or dropped, unless the send is critical; never past its time to live,
-        /// counted from `due` (a held push's) or its own time. Counts what it drops.
-        package mutating func timing(of device: DeviceRow, quietHours own: String? = nil, due given: Date? = nil) -> Timing {
+        /// their end or dropped, unless the send is critical or `checked` is false (a push that
+        /// quiet hours held already); never past its time to live, counted from `due` (a held
+        /// push's) or its own time. Counts what it drops.
+        package mutating func timing(of device: DeviceRow, quietHours own: String? = nil, due given: Date? = nil,
+                                     quiet checked: Bool = true) -> Timing {
             let facts = facts(device.timeZone)
             var due = given ?? at
             if given == nil, let instant = facts.localInstant {
@@ -309,7 +312,7 @@ package struct NotificationHandler: CommandHandler {
                 expired += 1
                 return .expire
             }
-            if let end = quietEnd(facts, zoneName: device.timeZone, own: own) {
+            if checked, let end = quietEnd(facts, zoneName: device.timeZone, own: own) {
                 if command.quietHours == .drop {
                     dropped += 1
                     return .drop
