@@ -198,14 +198,7 @@ struct AdminRoutes: Sendable {
            zone.utf8.count > FieldLimits.timeZoneBytes || !TimeZones.isKnown(zone) {
             throw IngestError.badRequest("timeZone must be an IANA time zone name, such as Europe/Lisbon", field: "timeZone")
         }
-        var quietHours = update.quietHours
-        if let text = quietHours, !text.isEmpty {
-            guard let parsed = QuietHours(text) else {
-                throw IngestError.badRequest("quietHours must be HH:MM-HH:MM, such as 22:00-08:00, with a start other than its end",
-                                             field: "quietHours")
-            }
-            quietHours = parsed.description
-        }
+        let quietHours = try FieldRules.quietHours(update.quietHours)
         let frequencyCaps = try update.frequencyCaps.map(Self.frequencyCaps)
         guard try await readStore(context, { try await store.app(mobileAppId) }) != nil else {
             throw Self.unknownApp

@@ -5,6 +5,17 @@ import WireCodec
 
 /// The field rules shared by every dialect; each failure is a 400 naming the field.
 enum FieldRules {
+    /// Quiet hours (`QuietHours`) in canonical form; `""` (they are removed) and nil (left as
+    /// they are) as they are.
+    static func quietHours(_ text: String?) throws -> String? {
+        guard let text, !text.isEmpty else { return text }
+        guard let parsed = QuietHours(text) else {
+            throw IngestError.badRequest("quietHours must be HH:MM-HH:MM, such as 22:00-08:00, with a start other than its end",
+                                         field: "quietHours")
+        }
+        return parsed.description
+    }
+
     /// The page size of a listing route: the `limit` query parameter, 1…1000, 100 when absent.
     static func pageLimit(_ text: String?) throws -> Int {
         guard let text else { return 100 }

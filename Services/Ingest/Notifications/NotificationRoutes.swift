@@ -47,14 +47,7 @@ struct NotificationRoutes: Sendable {
         let userId = try Self.userId(in: context)
         let body = try await JSONBody.collect(request, limit: maxBodyBytes)
         let settings = try JSONBody.decode(NotificationAPI.UserSettings.self, from: body, decoder: WireJSON.decoder())
-        var quietHours = settings.quietHours
-        if let text = quietHours, !text.isEmpty {
-            guard let parsed = QuietHours(text) else {
-                throw IngestError.badRequest("quietHours must be HH:MM-HH:MM, such as 22:00-08:00, with a start other than its end",
-                                             field: "quietHours")
-            }
-            quietHours = parsed.description
-        }
+        let quietHours = try FieldRules.quietHours(settings.quietHours)
         let command = UserSettingsChanged(mobileAppId: auth.mobileAppId, userId: userId, quietHours: quietHours)
         try await applied.wait(for: writer.publish(command, context: context), app: auth.mobileAppId, written: "the settings of user \(userId)",
                                check: "GET the user's settings to see whether they changed")

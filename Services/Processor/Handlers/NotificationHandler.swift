@@ -139,8 +139,10 @@ package struct NotificationHandler: CommandHandler {
             wave = time
         } else if c.firing == true {
             guard let known, known.schedule == .waiting else { return .decided(.rejected("not-waiting")) }
-            if c.sendAtLocal == nil, let ttl = c.content.timeToLive, let sendAt = known.sendAt, context.at > sendAt.addingTimeInterval(TimeInterval(ttl)) {
-                // Fired after its time to live: never sent late.
+            // Fired after its time to live: never sent late. (A local-time send's pushes expire
+            // each from its device's own time: `Send.timing`.)
+            if c.sendAtLocal == nil, let ttl = c.content.timeToLive, let sendAt = known.sendAt,
+               context.at > sendAt.addingTimeInterval(TimeInterval(ttl)) {
                 var expired = known
                 expired.schedule = .expired
                 expired.scheduledCommand = nil
