@@ -42,11 +42,13 @@ package struct NotificationHandler: CommandHandler {
     }
 
     package func addNeeds(of c: NotificationRequested, part: Int, to query: inout StateQuery) {
-        addNeeds(of: c, to: &query)
-        // A wave's held pushes, and (in the second round of the read) their devices as they are now.
-        if c.firing == true, let wave = c.wave {
-            query.heldWaves.insert(HeldWave(delivery: DeliveryKey(appId: c.mobileAppId, deliveryId: c.deliveryId, part: part), releaseAt: wave))
-        }
+        guard c.firing == true, let wave = c.wave else { return addNeeds(of: c, to: &query) }
+        // A wave needs its held pushes and (in the second round of the read) their devices and
+        // users' settings as they are now: not its target's devices, which may be all of the app's.
+        query.appIds.insert(c.mobileAppId)
+        query.deliveryIds.insert(c.deliveryId)
+        query.userSettingsOfDevices.insert(c.mobileAppId)
+        query.heldWaves.insert(HeldWave(delivery: DeliveryKey(appId: c.mobileAppId, deliveryId: c.deliveryId, part: part), releaseAt: wave))
     }
 
     package init(rules: DecisionRules) {
