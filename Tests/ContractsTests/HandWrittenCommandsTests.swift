@@ -62,8 +62,11 @@ final class HandWrittenCommandsTests: XCTestCase {
                                  uniquingKeysWith: { a, _ in a }),
                 timeToLive: Bool.random(using: &random) ? nil : Int.random(in: 1...2_419_200, using: &random),
                 localized: Bool.random(using: &random) ? nil
-                    : Dictionary([(text(&random), LocalizedText(title: maybe(text(&random)))),
-                                  (text(&random), LocalizedText(body: maybe(text(&random)), text: maybe(text(&random))))],
+                    // Keys as ingest writes them, canonical locales (`DeviceLocale`): the encoder
+                    // orders other texts by rules of its own (ignoring case, control characters).
+                    : Dictionary([(Self.locales.randomElement(using: &random)!, LocalizedText(title: maybe(text(&random)))),
+                                  (Self.locales.randomElement(using: &random)!,
+                                   LocalizedText(body: maybe(text(&random)), text: maybe(text(&random))))],
                                  uniquingKeysWith: { a, _ in a }))
             let users = (0..<Int.random(in: 0...5, using: &random)).map { _ in text(&random) }
             try check(NotificationRequested(
@@ -113,6 +116,8 @@ final class HandWrittenCommandsTests: XCTestCase {
 
     /// Up to 12 characters, any of which may need escaping: quotes, backslashes, every control
     /// character, DEL, the slash (written unescaped), line separators, combining marks and emoji.
+    static let locales = ["pt", "pt-BR", "es", "es-419", "en-US", "zh-Hant-TW", "de"]
+
     private func text(_ random: inout SplitMix64) -> String {
         let pool: [Character] = ["a", "Z", "0", "9", "-", "_", ".", "/", " ", "é", "東", "😀", "👍🏽", "e\u{301}", "\"", "\\",
                                  "\u{7f}", "\u{2028}", "\u{2029}", "\u{feff}", "\n", "\r", "\t", "\u{8}", "\u{c}"]
