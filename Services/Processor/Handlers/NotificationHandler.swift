@@ -255,7 +255,7 @@ package struct NotificationHandler: CommandHandler {
             caps = command.capExempt == true ? [] : allCaps.filter { $0.counts(command.capCategory) }
             readsUsers = !caps.isEmpty || (quiet && app.quietUsers > 0)
             capName = String(command.deliveryId.lowercasedString.replacingOccurrences(of: "-", with: "").prefix(16))
-            capAt = Int64((at.timeIntervalSince1970 * 1000).rounded())
+            capAt = RFC3339.milliseconds(at)
             appZone = app.timeZone.flatMap { TimeZone(identifier: $0) } ?? TimeZone(secondsFromGMT: 0)!
             self.command = command
             self.app = app

@@ -85,7 +85,7 @@ public enum StateReads {
         if !query.heldWaves.isEmpty {
             let groups = Dictionary(grouping: query.heldWaves, by: \.delivery).map { delivery, waves in
                 ReadKeys.Group([.uuid(delivery.appId), .uuid(delivery.deliveryId), .int(Int64(delivery.part))],
-                               .ints(waves.map { Int64(($0.releaseAt.timeIntervalSince1970 * 1000).rounded()) }))
+                               .ints(waves.map { ProjectionValues.millis($0.releaseAt) }))
             }
             let keys = ReadKeys([.init("app_id"), .init("delivery_id"), .init("part"), .init("release_at")], groups: groups)
             reads.append(SnapshotStep(StoreRead<HeldPushRow>("WHERE \(keys: keys)", firstColumnIsFirstValue: true)) { rows, snapshot in

@@ -42,7 +42,7 @@ extension DeliveryRow: CatalogRow {
         columns.text(sentByLocale.map(LocaleCounts.stored)); columns.text(outcomesByLocale.map(LocaleCounts.stored)); columns.int(expired)
         columns.millis(sendAt); columns.text(schedule?.rawValue); columns.text(scheduledCommand)
         columns.text(sendAtLocal); columns.int(held); columns.int(dropped); columns.int(cancelled)
-        columns.text(waves.isEmpty ? nil : waves.map { String(Int64(($0.timeIntervalSince1970 * 1000).rounded())) }.joined(separator: ","))
+        columns.text(Self.wavesText(waves))
         columns.int(capped)
     }
 
@@ -64,11 +64,15 @@ extension DeliveryRow: CatalogRow {
                   waves: try columns.optionalText().map(Self.waves) ?? [], capped: Int(try columns.optionalInt() ?? 0))
     }
 
-    /// The `waves` column: milliseconds since 1970, joined by commas.
+    /// The `waves` column: milliseconds since 1970, joined by commas; NULL for none.
+    @usableFromInline static func wavesText(_ waves: [Date]) -> String? {
+        waves.isEmpty ? nil : waves.map { String(ProjectionValues.millis($0)) }.joined(separator: ",")
+    }
+
     @usableFromInline static func waves(_ text: String) throws -> [Date] {
         try text.split(separator: ",").map { part in
             guard let ms = Int64(part) else { throw ProjectionStoreError.database("deliveries.waves is not a list of times: \(text)") }
-            return Date(timeIntervalSince1970: Double(ms) / 1000)
+            return ProjectionValues.date(millis: ms)
         }
     }
 }
