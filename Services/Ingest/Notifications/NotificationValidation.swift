@@ -63,9 +63,11 @@ extension NotificationRequested {
                                          field: "capCategory")
         }
         let local = try Self.sendAtLocal(send.sendAtLocal, sendAt: send.sendAt, now: now)
+        // A local-time send's time is when it is first reached anywhere (nil: at once).
+        let sendAt = if let local { local.sendAt } else { try Self.sendAt(send.sendAt, now: now) }
         self.init(deliveryId: deliveryId, mobileAppId: mobileAppId, target: target, content: content, managed: managed,
                   businessId: send.businessId.nonEmpty, tracking: tracking, kind: kind, ticketId: ticketId, message: message,
-                  sendAt: try local.map { $0.sendAt } ?? Self.sendAt(send.sendAt, now: now), sendAtLocal: local?.time.description,
+                  sendAt: sendAt, sendAtLocal: local?.time.description,
                   quietHours: quietHours, capCategory: send.capCategory, capExempt: send.capExempt == true ? true : nil)
         try checkPayloadSize()
     }
