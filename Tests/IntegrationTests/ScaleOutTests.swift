@@ -155,12 +155,17 @@ final class ScaleOutTests: XCTestCase {
         guard actual != expected else { return }
         let a = actual.split(separator: "\n", omittingEmptySubsequences: false)
         let e = expected.split(separator: "\n", omittingEmptySubsequences: false)
-        let first = (0..<min(a.count, e.count)).first { a[$0] != e[$0] } ?? min(a.count, e.count)
-        XCTFail("""
-            \(what): dumps differ (\(a.count) vs \(e.count) lines); first difference at line \(first + 1):
-              got:      \(first < a.count ? String(a[first]) : "<end>")
-              expected: \(first < e.count ? String(e[first]) : "<end>")
-            """, file: file, line: line)
+        // Every line that differs (up to twelve), so that one failure shows the whole divergence.
+        let differing = (0..<max(a.count, e.count)).filter { $0 >= a.count || $0 >= e.count || a[$0] != e[$0] }
+        let lines = differing.prefix(12).map { index in
+            """
+              line \(index + 1):
+                got:      \(index < a.count ? String(a[index]) : "<end>")
+                expected: \(index < e.count ? String(e[index]) : "<end>")
+            """
+        }
+        XCTFail("\(what): dumps differ (\(a.count) vs \(e.count) lines) at \(differing.count) lines:\n" + lines.joined(separator: "\n"),
+                file: file, line: line)
     }
 
     /// Each tag and topic of the store's devices, paged by that name (through the store's index

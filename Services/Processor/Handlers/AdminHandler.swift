@@ -82,6 +82,13 @@ package struct ApiTokenRevokedHandler: AdminCommandHandler {
 package struct AppSettingsChangedHandler: AdminCommandHandler {
     package func app(of c: AppSettingsChanged) -> UUID { c.mobileAppId }
 
+    package func addNeeds(of c: AppSettingsChanged, to query: inout StateQuery) {
+        query.appIds.insert(c.mobileAppId)
+        // Caps set in the batch count from each user's pushes already counted: a send after it
+        // in the batch needs its users' settings as stored.
+        if c.frequencyCaps != nil { query.capsChangedApps.insert(c.mobileAppId) }
+    }
+
     package func apply(_ c: AppSettingsChanged, _ context: CommandContext, to state: inout BatchState) -> HandlerResult {
         guard var app = state.app(c.mobileAppId, part: context.part) else { return .rejected("unknown-app") }
         if let name = c.name { app.name = name }

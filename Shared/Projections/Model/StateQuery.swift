@@ -45,10 +45,14 @@ public struct StateQuery: Sendable, Equatable {
     /// delivery parts.
     public var heldWaves: Set<HeldWave> = []
     public var heldOf: Set<DeliveryKey> = []
-    /// Every part's settings of these users, and (in the second round) of the users of the loaded
-    /// devices of these apps.
+    /// Every part's settings of these users, and (in the second round) of the users of these
+    /// apps that the batch may send to: those of the loaded devices and the `userKeys` (a
+    /// registration's new user). Only apps that read users' settings (caps, users with quiet
+    /// hours of their own) need them, as the apps stand before the batch or as one of its
+    /// settings changes may leave them (`capsChangedApps`).
     public var userSettings: Set<UserKey> = []
     public var userSettingsOfDevices: Set<UUID> = []
+    public var capsChangedApps: Set<UUID> = []
 
     public init(appIds: Set<UUID> = [], deviceKeys: Set<DeviceKey> = [], userKeys: Set<UserKey> = [],
                 pendingKeys: Set<PendingKey> = [],

@@ -138,12 +138,17 @@ public enum StateReads {
                 })
             }
         }
-        // Only apps with caps, or with users with quiet hours of their own, need their users' settings:
-        // those of the loaded devices, and of the held pushes a wave releases.
+        // Only apps with caps, or with users with quiet hours of their own, need their users' settings
+        // (or apps a settings change of the batch may give caps): those of the loaded devices, of the
+        // users the batch names (a device registered in the batch is its new user's before a send
+        // after it), and of the held pushes a wave releases. A user with quiet hours of their own
+        // set in the batch was read in the first round.
         let settingsApps = Set(snapshot.apps.values.lazy.filter { $0.frequencyCaps != nil || $0.quietUsers > 0 }.map(\.appId))
+            .union(query.capsChangedApps)
             .intersection(query.userSettingsOfDevices)
         if !settingsApps.isEmpty {
             var users = Set(snapshot.devices.values.lazy.filter { settingsApps.contains($0.appId) }.map(\.user))
+            users.formUnion(query.userKeys.lazy.filter { settingsApps.contains($0.appId) })
             for row in snapshot.held.values where settingsApps.contains(row.appId) { users.insert(UserKey(appId: row.appId, userId: row.userId)) }
             if let read = userSettings(of: users.subtracting(query.userSettings)) { reads.append(read) }
         }
