@@ -120,6 +120,8 @@ final class RandomHistoryTests: XCTestCase {
         for (fleet, what) in [(one, "1 on SQLite"), (three, "3 on PostgreSQL"), (late, "late")] {
             try await ScaleOutTests.assertNamesIndexed(fleet.store, "seed \(seed): \(what)")
         }
+        let outbound = try await outboundRecords(of: broker)
+        assertSameOutbound(outbound, reference, seed: seed)
 
         // Rebuilt by deciding the command topics again, and restored from the changelog: each
         // deployment's own lineage (its last entries perhaps still in its outbox), and the
@@ -140,6 +142,38 @@ final class RandomHistoryTests: XCTestCase {
             ScaleOutTests.assertSameDump(try await rebuilt.dump(), reference, "seed \(seed): \(rebuild.what) vs live")
             try await ScaleOutTests.assertNamesIndexed(rebuilt, "seed \(seed): \(rebuild.what)")
             await rebuilt.close()
+        }
+        let afterRebuilds = try await outboundRecords(of: broker)
+        XCTAssertEqual(afterRebuilds.count, outbound.count, "seed \(seed): the rebuilds published nothing")
+    }
+
+    /// Every record of the outbound topic: those of every live deployment, which share it.
+    private func outboundRecords(of broker: TestBroker) async throws -> [(raw: Substring, record: OutboundRecordView)] {
+        let out = try await broker.kcat(["-C", "-t", Topics(prefix: "pushline.").outbound, "-o", "beginning", "-e", "-q", "-f", "%s\\n"])
+        return try out.split(separator: "\n").map { ($0, try OutboundRecordView.decode(Data($0.utf8))) }
+    }
+
+    /// The three live deployments published the same outbound records: the records of one
+    /// message id (and device) are byte for byte the same whoever published them, and each
+    /// delivery has as many message ids as the store counts it sent (pushes released from a
+    /// hold included; dropped, capped and expired ones not).
+    private func assertSameOutbound(_ records: [(raw: Substring, record: OutboundRecordView)], _ reference: String, seed: UInt64) {
+        let byMessage = Dictionary(grouping: records) { "\($0.record.messageId) \($0.record.deviceToken)" }
+        let differing = byMessage.filter { Set($0.value.map(\.raw)).count > 1 }
+        XCTAssertTrue(differing.isEmpty, "seed \(seed): records of one message that differ: "
+                      + differing.prefix(3).map { $0.value.map(\.raw).joined(separator: "\n  vs ") }.joined(separator: "\n"))
+        var sent: [UUID: Int] = [:]
+        for line in reference.split(separator: "\n") where line.hasPrefix("deliveries ") {
+            let fields = line.split(separator: " ")
+            guard let id = fields.first(where: { $0.hasPrefix("delivery_id=") }).flatMap({ UUID(uuidString: String($0.dropFirst(13).dropLast())) }),
+                  let count = fields.first(where: { $0.hasPrefix("sent=") }).flatMap({ Int($0.dropFirst(5)) }) else { continue }
+            sent[id, default: 0] += count
+        }
+        var published: [UUID: Set<String>] = [:]
+        for (_, record) in records { if let delivery = record.deliveryId { published[delivery, default: []].insert(record.messageId) } }
+        XCTAssertFalse(published.isEmpty, "seed \(seed): the history published pushes")
+        for (delivery, count) in sent.merging(published.mapValues { _ in 0 }, uniquingKeysWith: { a, _ in a }) {
+            XCTAssertEqual(published[delivery]?.count ?? 0, count, "seed \(seed): delivery \(delivery): message ids published vs sent in the store")
         }
     }
 
