@@ -4,6 +4,7 @@ import Kafka
 import Logging
 import Projections
 import ProjectionStores
+import Synchronization
 import TestSupport
 import WireCodec
 import XCTest
@@ -57,14 +58,20 @@ final class DueSendsTests: ApplierTestCase {
         XCTAssertEqual(fired, mine.count, "its own due sends, read past the others' in pages of 5")
         let again = try await one.fire(owned: first, partitions: partitions, now: now)
         XCTAssertEqual(again, 0, "not again while its firing is on its way")
-        let others = try await two.fire(owned: second, partitions: partitions, now: now)
+        // Each round's firings are handed over as the records they are in the log (to be taken
+        // into the event order without a fetch).
+        let handed = Mutex<[ConsumedRecord]>([])
+        let others = try await two.fire(owned: second, partitions: partitions, now: now) { records in handed.withLock { $0 += records } }
         XCTAssertEqual(others, due.count - mine.count)
+        XCTAssertEqual(handed.withLock { $0.count }, others)
 
-        let out = try await broker.kcat(["-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%p %s\\n"])
-        var seen: [String: Int32] = [:]
+        let out = try await broker.kcat(["-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%p %o %s\\n"])
+        var seen: [String: Int32] = [:], logged: [String: Data] = [:]
         for line in out.split(separator: "\n") {
+            let fields = line.split(separator: " ", maxSplits: 2)
             let space = try XCTUnwrap(line.firstIndex(of: " "))
-            let envelope = try WireJSON.decoder().decode(Envelope<NotificationRequested>.self, from: Data(line[line.index(after: space)...].utf8))
+            logged["\(fields[0])/\(fields[1])"] = Data(fields[2].utf8)
+            let envelope = try WireJSON.decoder().decode(Envelope<NotificationRequested>.self, from: Data(fields[2].utf8))
             let firing = envelope.payload
             XCTAssertEqual(firing.firing, true)
             let original = try XCTUnwrap(sends.first { $0.deliveryId == firing.deliveryId })
@@ -76,6 +83,11 @@ final class DueSendsTests: ApplierTestCase {
             seen["\(firing.deliveryId)/\(envelope.appPart)"] = Int32(line[..<space])
         }
         XCTAssertEqual(seen.count, due.count, "each due send's part fired once, none not due")
+        for record in handed.withLock({ $0 }) {
+            XCTAssertEqual(record.partition.topic, topic)
+            XCTAssertEqual(logged["\(record.partition.partition)/\(record.offset)"], record.value, "the firing at its place in the log")
+            XCTAssertEqual(record.type, NotificationRequested.type.rawValue)
+        }
         await producer.shutdown()
         await store.close()
     }

@@ -102,7 +102,7 @@ final class EventOrderTests: XCTestCase {
         XCTAssertEqual(marks.map(\.partition), [a])
         XCTAssertEqual(marks.first?.time, 151, "past the latest waiting record, even when the clock is behind")
         XCTAssertTrue(order.marksNeeded(now: 120) { _, _ in true }.isEmpty, "not asked twice while on its way")
-        XCTAssertFalse(order.markAppended(mark(a, 4, at: 151)), "a record landed before the mark: it must be read first")
+        XCTAssertFalse(order.appended(mark(a, 4, at: 151)), "a record landed before the mark: it must be read first")
         XCTAssertTrue(order.release(limit: 10).isEmpty)
         order.add([record(a, 3, at: 140), mark(a, 4, at: 151)])
         XCTAssertEqual(order.release(limit: 10).records.map(\.offset), [3, 4, 1], "a mark at the head of its lane waits for nothing")
@@ -118,7 +118,7 @@ final class EventOrderTests: XCTestCase {
         XCTAssertTrue(order.release(limit: 10).isEmpty)
         XCTAssertTrue(order.marksNeeded(now: 0) { _, _ in false }.isEmpty, "a lane with records still to fetch is waited for")
         let marks = order.marksNeeded(now: 0) { _, _ in true }
-        XCTAssertTrue(order.markAppended(mark(a, 3, at: marks[0].time)))
+        XCTAssertTrue(order.appended(mark(a, 3, at: marks[0].time)))
         // The mark is taken as read: it goes first (it waits for nothing), then the record it freed.
         XCTAssertEqual(order.release(limit: 10).records.map(\.partition), [a, r])
         // When it is read back it is dropped as already received, and the lane may be marked again
@@ -129,7 +129,7 @@ final class EventOrderTests: XCTestCase {
         let again = order.marksNeeded(now: 0) { _, next in next >= 4 }
         XCTAssertEqual(again.map(\.partition), [a])
         XCTAssertEqual(again.first?.time, 301)
-        XCTAssertTrue(order.markAppended(mark(a, 4, at: 301)))
+        XCTAssertTrue(order.appended(mark(a, 4, at: 301)))
         XCTAssertEqual(order.release(limit: 10).records.map(\.offset), [4, 1])
     }
 

@@ -158,13 +158,22 @@ final class ApplyLoop: Sendable {
         }
     }
 
+    /// Takes the firings `DueSends` appended into the order at once where they land right after
+    /// their lane's last record (`EventOrder.appended`), and wakes the consumer to release them:
+    /// a send goes out without waiting for a fetch to bring its firing back.
+    func takeAppended(_ records: [ConsumedRecord], consumer: KafkaConsumer) async {
+        let decoded = await applier.decode(records)
+        let taken = order.withLock { order in decoded.filter { order.appended($0) }.count }
+        if taken > 0 { consumer.wake() }
+    }
+
     /// Asks for the progress marks the order wants, on partitions read to their end that
     /// delivered nothing for `ProgressMarks.quiet` (a live processor only), so that a record
     /// waits for the partitions it did not go to about one produce round trip, not for their next
     /// command. They are appended in the background, one round at a time, so that a producer that
     /// cannot deliver (a broker restarting) never holds the loop. A mark that lands right after its
     /// lane's last record is taken into the lane at once, as it will be read back
-    /// (`EventOrder.markAppended`), and the consumer is woken (`KafkaConsumer.wake`) to release
+    /// (`EventOrder.appended`), and the consumer is woken (`KafkaConsumer.wake`) to release
     /// what waited, without waiting for a fetch to bring the mark back. A partition passed over
     /// because it delivered lately is looked at again once it is quiet. Called after every batch
     /// (a woken turn included) and every second.
@@ -222,7 +231,7 @@ final class ApplyLoop: Sendable {
         Task {
             do {
                 let appended = await self.applier.decode(try await marks.append(wanted))
-                self.order.withLock { order in for mark in appended { _ = order.markAppended(mark) } }
+                self.order.withLock { order in for mark in appended { _ = order.appended(mark) } }
                 marks.endRound()
                 // A turn now releases what the marks freed, and asks for the marks that records
                 // which arrived meanwhile need.

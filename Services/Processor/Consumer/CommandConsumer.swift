@@ -114,7 +114,11 @@ public final class CommandConsumer: Service, Sendable {
                     // Holding every shard (no counts to check against), it holds every partition.
                     let notifications = partitions.filter { $0.topic == dueSends.topic }.map(\.partition)
                     let count = counts?[dueSends.topic] ?? notifications.count
-                    group.addTask { try await dueSends.run(owned: Set(notifications), partitions: count) }
+                    group.addTask {
+                        try await dueSends.run(owned: Set(notifications), partitions: count) { firings in
+                            await self.loop.takeAppended(firings, consumer: consumer)
+                        }
+                    }
                 }
                 for try await batch in consumer.batches() {
                     let applied = try await self.loop.apply(batch, consumer: consumer) { admitted, expected in

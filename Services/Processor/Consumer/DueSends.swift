@@ -18,8 +18,9 @@ import WireCodec
 /// processors during a rebalance, or one that did not see the first applied in time) sends
 /// nothing the second time, as the send no longer waits.
 final class DueSends: Sendable {
-    /// How often the store is asked for sends whose time came.
-    static let tick = Duration.milliseconds(250)
+    /// How often the store is asked for sends whose time came: what a firing may lag its time by,
+    /// for an indexed read of the head of the waiting sends (none, while nothing is due).
+    static let tick = Duration.milliseconds(50)
     /// How long a send's firing is not appended again while the send still waits.
     static let again = Duration.seconds(10)
     /// The waiting sends read at a time.
@@ -32,7 +33,8 @@ final class DueSends: Sendable {
     let topic: String
     private let parts: AppParts
     private let logger: Logger
-    private let appended = Mutex<[String: ContinuousClock.Instant]>([:])
+    /// The firings appended lately, by name (`again`).
+    private let recent = Mutex<[String: ContinuousClock.Instant]>([:])
     private let counter = Counter(label: "pushline_processor_firings_total")
 
     init(producer: KafkaProducer, store: any BatchStore, topics: Topics, parts: AppParts, logger: Logger, round: Int = 1000) {
@@ -46,12 +48,13 @@ final class DueSends: Sendable {
     }
 
     /// Appends firings every `tick` until cancelled, for the sends whose app part's partition of
-    /// the notification topic is one of `owned`, of `partitions`.
-    func run(owned: Set<Int32>, partitions: Int) async throws {
+    /// the notification topic is one of `owned`, of `partitions`; hands each round's firings, as
+    /// the records they are in the log, to `appended`.
+    func run(owned: Set<Int32>, partitions: Int, appended: @escaping @Sendable ([ConsumedRecord]) async -> Void = { _ in }) async throws {
         while true {
             try await Task.sleep(for: Self.tick)
             do {
-                _ = try await fire(owned: owned, partitions: partitions)
+                _ = try await fire(owned: owned, partitions: partitions, appended: appended)
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
@@ -63,9 +66,10 @@ final class DueSends: Sendable {
     /// Appends the firings due at `now`, of up to `pages` pages of `round` waiting sends, each
     /// page read from where the last ended (the sends of other processors' shards, and those
     /// whose firing is on its way, are passed over, not waited behind); returns how many.
-    func fire(owned: Set<Int32>, partitions: Int, now: Date = Date(), pages: Int = 20) async throws -> Int {
+    func fire(owned: Set<Int32>, partitions: Int, now: Date = Date(), pages: Int = 20,
+              appended: @Sendable ([ConsumedRecord]) async -> Void = { _ in }) async throws -> Int {
         let instant = ContinuousClock.now
-        appended.withLock { $0 = $0.filter { instant - $0.value < Self.again } }
+        recent.withLock { $0 = $0.filter { instant - $0.value < Self.again } }
         let headers = KafkaHeader.list(RecordHeaders(type: NotificationRequested.type.rawValue, version: NotificationRequested.version).fields)
         var fired = 0, last: DeliveryRow?
         for _ in 0..<pages {
@@ -76,7 +80,7 @@ final class DueSends: Sendable {
                 // One firing per time: a send's waves each have their own.
                 let name = "\(row.appId.lowercasedString)/\(row.deliveryId.lowercasedString)/\(row.part)/\(row.sendAt.map { RFC3339.milliseconds($0) } ?? 0)"
                 let partition = parts.partition(key: RecordKey.app(row.appId), part: row.part, partitions: partitions)
-                guard owned.contains(partition), appended.withLock({ $0[name] == nil }) else { continue }
+                guard owned.contains(partition), recent.withLock({ $0[name] == nil }) else { continue }
                 guard let text = row.scheduledCommand,
                       var command = try? WireJSON.decoder().decode(NotificationRequested.self, from: Data(text.utf8)) else {
                     logger.error("a waiting send keeps no readable command; it is not fired", metadata: ["delivery": "\(name)"])
@@ -91,10 +95,15 @@ final class DueSends: Sendable {
                 names.append(name)
             }
             if !records.isEmpty {
-                _ = try await producer.send(records)
-                appended.withLock { for name in names { $0[name] = instant } }
+                let reports = try await producer.send(records)
+                recent.withLock { for name in names { $0[name] = instant } }
                 counter.increment(by: records.count)
                 fired += records.count
+                await appended(zip(records, reports).map { record, report in
+                    ConsumedRecord(partition: PartitionKey(topic: record.topic, partition: report.partition), offset: report.offset,
+                                   type: NotificationRequested.type.rawValue, version: NotificationRequested.version, value: record.value,
+                                   timestamp: now)
+                })
             }
             if due.count < round { break }
         }

@@ -271,11 +271,12 @@ struct EventOrder {
         return marks
     }
 
-    /// A progress mark asked for by `marksNeeded` was appended as `record`: when nothing lies
-    /// between the lane's last record and it, it is taken into the lane now, exactly as it will be
-    /// read back (which is then dropped as already received), so the lane's time moves on and the
-    /// lane can be marked again without waiting for a fetch. Returns whether it was taken.
-    mutating func markAppended(_ record: DecodedRecord) -> Bool {
+    /// This processor appended `record` (a progress mark asked for by `marksNeeded`, a scheduled
+    /// send's firing): when nothing lies between the lane's last record and it, it is taken into
+    /// the lane now, exactly as it will be read back (which is then dropped as already received),
+    /// so the lane's time moves on without waiting for a fetch (the one-machine broker holds an
+    /// empty fetch for its whole wait, however soon a record lands). Returns whether it was taken.
+    mutating func appended(_ record: DecodedRecord) -> Bool {
         guard let lane = lanes[record.partition], record.offset == lane.next else { return false }
         add([record])
         return true
