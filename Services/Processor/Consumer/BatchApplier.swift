@@ -402,10 +402,17 @@ final class BatchApplier: Sendable {
         // The store reads the devices of the rarest tag or topic every selected device has.
         let required = audience.required
         let having = try await withRetries { try await self.store.leading(DeviceNames(tags: required.tags, topics: required.topics), app: app) }
-        let read: @Sendable (String?) async throws -> [DeviceRow] = { after in
+        // A page comes with the settings of its users, where the send needs them (caps, users' quiet
+        // hours): both read while the page before is made.
+        let readsUsers = sending.readsUsers
+        let read: @Sendable (String?) async throws -> (devices: [DeviceRow], settings: [UserPartKey: UserSettingsRow]) = { after in
             let page = try await self.withRetries { try await self.store.devices(app: app, after: after, limit: pageSize, having: having) }
             self.streamSteps.withLock { $0 += 1 }
-            return page
+            guard readsUsers else { return (page, [:]) }
+            var query = StateQuery()
+            query.userSettings = Set(page.lazy.filter { NotificationHandler.selects(audience, $0, part: part, of: parts) }.map(\.user))
+            let asked = query
+            return (page, try await self.withRetries { try await self.store.load(asked) }.userSettings)
         }
         var records: [OutboundMessage] = []
         records.reserveCapacity(min(window, pageSize))
@@ -413,29 +420,25 @@ final class BatchApplier: Sendable {
         // pushes the caps count are written a page at a time, before the send's commit: if the
         // send is applied again after a crash, it writes the same held rows, and finds itself
         // counted for each user it counted (`CappedPushes`), deciding as it did.
+        // One write in flight, beside the next page's records; the send's commit comes after the last.
+        // (A user's devices on later pages take the decision made on the first: `admit`.)
         var held: [Mutation] = []
+        var writing: Task<Void, any Error>?
         let replaying = self.replaying
         func writeHeld() async throws {
             guard !held.isEmpty else { return }
             let rows = replaying ? held.map(\.replayed) : held
-            try await withRetries { try await self.store.commit(mutations: rows, offsets: []) }
             held.removeAll(keepingCapacity: true)
+            try await writing?.value
+            writing = Task { try await self.withRetries { try await self.store.commit(mutations: rows, offsets: []) } }
         }
         return try await withThrowingTaskGroup(of: Void.self) { group in
             var inFlight = 0, pages = 1
-            var page = try await read(nil)
+            var (page, settings) = try await read(nil)
             while true {
                 // The next page is read while this one's records are made.
                 let next = page.count == pageSize ? page.last.map { last in Task { try await read(last.deviceToken) } } : nil
                 do {
-                    // The settings of the page's users, where the send needs them (caps, users' quiet hours).
-                    var settings: [UserPartKey: UserSettingsRow] = [:]
-                    if sending.readsUsers {
-                        var query = StateQuery()
-                        query.userSettings = Set(page.lazy.filter { NotificationHandler.selects(audience, $0, part: part, of: parts) }.map(\.user))
-                        let asked = query
-                        settings = try await withRetries { try await self.store.load(asked) }.userSettings
-                    }
                     for device in page where NotificationHandler.selects(audience, device, part: part, of: parts) {
                         let own = settings[UserPartKey(user: device.user, part: part)]
                         let timing = sending.timing(of: device, quietHours: own?.quietHours)
@@ -467,10 +470,11 @@ final class BatchApplier: Sendable {
                     }
                 } catch {
                     next?.cancel()
+                    _ = try? await writing?.value
                     throw error
                 }
                 guard let next else { break }
-                page = try await next.value
+                (page, settings) = try await next.value
                 pages += 1
             }
             if !records.isEmpty {
@@ -478,6 +482,7 @@ final class BatchApplier: Sendable {
                 group.addTask { try await self.publishWindow(rest, of: total) }
             }
             try await writeHeld()
+            try await writing?.value
             try await group.waitForAll()
             return pages
         }
