@@ -133,7 +133,12 @@ final class ApplyLoop: Sendable {
         var records = Self.records(batch)
         if let limits { records.removeAll { $0.offset >= limits[$0.partition] ?? 0 } }
         let decodeStart = ContinuousClock.now
-        let decoded = await applier.decode(records)
+        // What the order holds already (this processor's own marks and firings, taken in when
+        // they were appended, read back now) is not decoded again.
+        let next = order.withLock { order in
+            Dictionary(uniqueKeysWithValues: Set(records.map(\.partition)).compactMap { partition in order.next(partition).map { (partition, $0) } })
+        }
+        let decoded = await applier.decode(records.filter { record in next[record.partition].map { record.offset >= $0 } ?? false })
         let waiting = order.withLock { order in
             order.add(decoded)
             return order.buffered
