@@ -163,13 +163,13 @@ final class ApplyLoop: Sendable {
         }
     }
 
-    /// Takes the firings `DueSends` appended into the order at once where they land right after
-    /// their lane's last record (`EventOrder.appended`), and wakes the consumer to release them:
-    /// a send goes out without waiting for a fetch to bring its firing back.
-    func takeAppended(_ records: [ConsumedRecord], consumer: KafkaConsumer) async {
+    /// Takes records this processor appended (its progress marks, `DueSends`' firings) into the
+    /// order at once where they land right after their lane's last record
+    /// (`EventOrder.appended`); returns how many it took. The caller wakes the consumer to
+    /// release what they free, without waiting for a fetch to bring them back.
+    func takeAppended(_ records: [ConsumedRecord]) async -> Int {
         let decoded = await applier.decode(records)
-        let taken = order.withLock { order in decoded.filter { order.appended($0) }.count }
-        if taken > 0 { consumer.wake() }
+        return order.withLock { order in decoded.filter { order.appended($0) }.count }
     }
 
     /// Asks for the progress marks the order wants, on partitions read to their end that
@@ -235,8 +235,7 @@ final class ApplyLoop: Sendable {
         }
         Task {
             do {
-                let appended = await self.applier.decode(try await marks.append(wanted))
-                self.order.withLock { order in for mark in appended { _ = order.appended(mark) } }
+                _ = await self.takeAppended(try await marks.append(wanted))
                 marks.endRound()
                 // A turn now releases what the marks freed, and asks for the marks that records
                 // which arrived meanwhile need.
@@ -592,17 +591,15 @@ final class ProgressMarks: Sendable {
 
     /// Appends one mark per partition and returns each as the record it is in the log, in order.
     func append(_ marks: [(partition: PartitionKey, time: Int64)]) async throws -> [ConsumedRecord] {
-        let values = marks.map { ProgressMark.value(at: EventTime.date($0.time)) }
-        let records = zip(marks, values).map { mark, value in
-            KafkaProducerRecord(topic: mark.partition.topic, key: nil, value: value, headers: ProgressMark.headers.fields,
-                                partition: mark.partition.partition)
+        let records = marks.map { mark in
+            KafkaProducerRecord(topic: mark.partition.topic, key: nil, value: ProgressMark.value(at: EventTime.date(mark.time)),
+                                headers: ProgressMark.headers.fields, partition: mark.partition.partition)
         }
         let reports = try await producer.send(records)
         counter.increment(by: marks.count)
         let now = Date()
-        return zip(zip(marks, values), reports).map { mark, report in
-            ConsumedRecord(partition: mark.0.partition, offset: report.offset, type: ProgressMark.type, version: ProgressMark.version,
-                           value: mark.1, timestamp: now)
+        return zip(records, reports).map {
+            ConsumedRecord(appended: $0, at: $1, type: ProgressMark.type, version: ProgressMark.version, timestamp: now)
         }
     }
 }

@@ -22,6 +22,15 @@ struct ConsumedRecord: Sendable {
     var timestamp: Date? = nil
 }
 
+extension ConsumedRecord {
+    /// `record` as it will be read back from where the broker reported it landed: what this
+    /// processor appended itself (a progress mark, a firing) and takes into the order at once.
+    init(appended record: KafkaProducerRecord, at report: KafkaDeliveryReport, type: String, version: Int, timestamp: Date) {
+        self.init(partition: PartitionKey(topic: record.topic, partition: report.partition), offset: report.offset, type: type,
+                  version: version, value: record.value, timestamp: timestamp)
+    }
+}
+
 /// A consumed record, decoded, with its place in the event order.
 struct DecodedRecord: Sendable {
     var partition: PartitionKey

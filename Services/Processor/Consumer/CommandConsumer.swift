@@ -116,7 +116,7 @@ public final class CommandConsumer: Service, Sendable {
                     let count = counts?[dueSends.topic] ?? notifications.count
                     group.addTask {
                         try await dueSends.run(owned: Set(notifications), partitions: count) { firings in
-                            await self.loop.takeAppended(firings, consumer: consumer)
+                            if await self.loop.takeAppended(firings) > 0 { consumer.wake() }
                         }
                     }
                 }

@@ -99,9 +99,8 @@ final class DueSends: Sendable {
                 recent.withLock { for name in names { $0[name] = instant } }
                 counter.increment(by: records.count)
                 fired += records.count
-                await appended(zip(records, reports).map { record, report in
-                    ConsumedRecord(partition: PartitionKey(topic: record.topic, partition: report.partition), offset: report.offset,
-                                   type: NotificationRequested.type.rawValue, version: NotificationRequested.version, value: record.value,
+                await appended(zip(records, reports).map {
+                    ConsumedRecord(appended: $0, at: $1, type: NotificationRequested.type.rawValue, version: NotificationRequested.version,
                                    timestamp: now)
                 })
             }
