@@ -236,12 +236,17 @@ public struct CappedPushes: Sendable, Equatable {
     /// Whether a push of `delivery` was counted.
     public func counted(_ delivery: String) -> Bool { entries.contains { $0.delivery == delivery } }
 
-    /// Whether a push of `category` at `at` (milliseconds) stays within every cap that counts it.
-    public func allows(_ category: String?, at: Int64, caps: [FrequencyCap]) -> Bool {
+    /// Whether a push of `category` at `at` (milliseconds) stays within every cap that counts it,
+    /// counting these pushes and the `sends` to an audience that reached `user` (a `UserDigest`).
+    public func allows(_ category: String?, at: Int64, caps: [FrequencyCap], user: UInt64 = 0, sends: [CountedSend] = []) -> Bool {
         caps.allSatisfy { cap in
             guard cap.counts(category) else { return true }
             let since = at - Int64(cap.window) * 1000
-            return entries.count(where: { $0.at > since && cap.counts($0.category) }) < cap.limit
+            var count = entries.count(where: { $0.at > since && cap.counts($0.category) })
+            for send in sends where count < cap.limit && send.at > since && cap.counts(send.category) && send.reached(user) {
+                count += 1
+            }
+            return count < cap.limit
         }
     }
 

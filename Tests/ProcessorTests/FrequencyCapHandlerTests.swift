@@ -55,6 +55,47 @@ final class FrequencyCapHandlerTests: XCTestCase {
         XCTAssertEqual(CappedPushes(row?.capped).entries.count, 3, "pushes older than the longest window are forgotten")
     }
 
+    /// A send to an audience is counted once for the app part, with the users it reached, and
+    /// never on their rows; the users it reached are capped by it, the others are not.
+    func testASendToAnAudienceIsCountedOnceWithTheUsersItReachedAndCapsOnlyThem() throws {
+        var s = state(caps: "*:2/3600")
+        s.upsert(DeviceRow(appId: appId, deviceToken: "t2", userId: "u2", platform: .ios, version: 1, updatedAt: t0, tags: ["vip"]))
+        var vip = send([], id: UUID())
+        vip.target = NotificationTarget(audience: "tag:vip")
+        var all = send([], id: UUID())
+        all.target = NotificationTarget(audience: "all")
+        XCTAssertEqual(apply(vip, at: 0, &s).sent, ["t2"])
+        XCTAssertEqual(apply(all, at: 60, &s).sent, ["t0a", "t0b", "t1", "t2"])
+        for user in ["u0", "u1", "u2"] {
+            XCTAssertNil(s.settings(of: UserKey(appId: appId, userId: user), part: 0), "no user's row: \(user)")
+        }
+        let app = try XCTUnwrap(s.app(appId, part: 0))
+        XCTAssertEqual(CappedPushes(app.countedSends).entries.count, 2, "two counted sends on the app")
+        XCTAssertEqual(app.countedUsers, 0)
+        let counted = s.mutations.compactMap { mutation -> CountedSendRow? in
+            if case .putCountedSend(let row) = mutation { return row } else { return nil }
+        }
+        XCTAssertEqual(counted.map(\.users), [[UserDigest.of("u2")], ["u0", "u1", "u2"].map(UserDigest.of).sorted()],
+                       "each with the users it reached, sorted")
+        let third = apply(send(["u0", "u1", "u2"]), at: 120, &s)
+        XCTAssertEqual(third.sent, ["t0a", "t0b", "t1"], "u2 got both sends to an audience; u0 and u1 one")
+        XCTAssertEqual(third.capped, 1)
+        XCTAssertEqual(s.app(appId, part: 0)?.countedUsers, 2, "u0 and u1 counted on their own rows")
+        var again = send([], id: UUID())
+        again.target = NotificationTarget(audience: "all")
+        let fourth = apply(again, at: 180, &s)
+        XCTAssertEqual(fourth.sent, [], "every user has two pushes in the hour")
+        XCTAssertEqual(fourth.capped, 4)
+        // An hour after the first, it is forgotten, and so is its row.
+        var later = send([], id: UUID())
+        later.target = NotificationTarget(audience: "tag:vip")
+        XCTAssertEqual(apply(later, at: 3_600 + 1, &s).sent, ["t2"], "u2's first push left the window")
+        let forgotten = s.mutations.compactMap { mutation -> CountedSendKey? in
+            if case .deleteCountedSend(let key) = mutation { return key } else { return nil }
+        }
+        XCTAssertEqual(forgotten.map(\.delivery), [counted[0].delivery])
+    }
+
     func testASendAppliedAgainFindsItselfCountedAndDecidesAsItDid() {
         var s = state(caps: "*:1/3600")
         let id = UUID()

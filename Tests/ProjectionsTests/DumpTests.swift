@@ -75,7 +75,7 @@ import Testing
             let app = "6f9619ff-8b86-d011-b42d-00c04fc964ff"
             let hook = "url=\"https://example.test/hook\" headers=\"{\\\"x-extra\\\":\\\"1\\\"}\""
             #expect(lines == [
-                "apps app_id=\"\(app)\" org_id=\"00000000-0000-0000-0000-0000000000aa\" name=\"Shop\" callback_url=\"https://example.test/cb\" callback_headers=\"{\\\"x-a\\\":\\\"1\\\",\\\"x-b\\\":\\\"2\\\"}\" webhook_retries=2 created_at=\(t0) push_credentials=null part=0 identity_required=0 identity_secret=null webhook_hosts=null users=0 time_zone=null quiet_hours=null frequency_caps=null quiet_users=0",
+                "apps app_id=\"\(app)\" org_id=\"00000000-0000-0000-0000-0000000000aa\" name=\"Shop\" callback_url=\"https://example.test/cb\" callback_headers=\"{\\\"x-a\\\":\\\"1\\\",\\\"x-b\\\":\\\"2\\\"}\" webhook_retries=2 created_at=\(t0) push_credentials=null part=0 identity_required=0 identity_secret=null webhook_hosts=null users=0 time_zone=null quiet_hours=null frequency_caps=null quiet_users=0 counted_users=0 counted_sends=null",
                 "api_tokens token_id=\"00000000-0000-0000-0000-000000000001\" app_id=\"\(app)\" token_hash=\"abc123\" revoked=0 created_at=\(t0) scopes=null part=0",
                 "api_tokens token_id=\"00000000-0000-0000-0000-000000000002\" app_id=\"\(app)\" token_hash=\"def456\" revoked=0 created_at=\(t0) scopes=\"client,server\" part=0",
                 "devices app_id=\"\(app)\" device_token=\"t-1\" user_id=\"alice\" platform=\"ios\" version=1 updated_at=\(t1) time_zone=null badges_since=null badges=0 locale=null app_version=null tags=null topics=null",

@@ -263,6 +263,7 @@ private enum Seed {
             integer("users", 1, since: 21, filled: "1"),
             text("time_zone", "Europe/Lisbon", since: 31), text("quiet_hours", "22:00-08:00", since: 31),
             text("frequency_caps", "*:10/86400,marketing:3/86400", since: 31), integer("quiet_users", 1, since: 31, filled: "0"),
+            integer("counted_users", 1, since: 32, filled: "0"), text("counted_sends", "1763800003123/00000000000000d2/", since: 32),
         ]),
         Row(table: "api_tokens", since: 1, columns: [
             text("token_id", "00000000-0000-0000-0000-000000000001"), text("app_id", app), text("token_hash", "abc123"),
@@ -350,6 +351,10 @@ private enum Seed {
         Row(table: "user_settings", since: 31, columns: [
             text("app_id", app), text("user_id", "alice"), integer("part", 1), text("quiet_hours", "23:00-07:00"),
             text("capped", "1763800003123/00000000000000d1/marketing"),
+        ]),
+        Row(table: "counted_sends", since: 32, columns: [
+            text("app_id", app), integer("part", 1), text("delivery", "00000000000000d2"),
+            Column(name: "users", since: 32, value: .bytes("8 bytes."), dumped: quoted("8 bytes.")),
         ]),
         // Not dumped: read back as offsets and event times.
         Row(table: "partition_offsets", since: 1, columns: [

@@ -320,7 +320,7 @@ final class PostgresStoreTests: StoreTestCase {
             SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name
             """)
         let version = try await strings("SELECT version::text FROM schema_version")
-        XCTAssertEqual(tables, ["acks", "admin_tokens", "api_tokens", "apps", "audit_log", "changelog_outbox", "changelog_state", "dead_letters", "deliveries", "delivery_outcomes", "device_names", "devices", "held_pushes", "idempotency_keys", "outbox",
+        XCTAssertEqual(tables, ["acks", "admin_tokens", "api_tokens", "apps", "audit_log", "changelog_outbox", "changelog_state", "counted_sends", "dead_letters", "deliveries", "delivery_outcomes", "device_names", "devices", "held_pushes", "idempotency_keys", "outbox",
                                 "outbox_attempts", "parked_tracking", "partition_offsets", "pending_notifications", "registration_status", "restore_indexes", "schema_version",
                                 "store_info", "tracking_events", "user_settings"])
         XCTAssertEqual(version, ["\(PostgresSchema.version)"])

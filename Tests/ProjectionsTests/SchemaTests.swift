@@ -19,7 +19,7 @@ final class SchemaTests: StoreTestCase {
         let tables = try await store.pool.read { db in
             try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'grdb%' ORDER BY name")
         }
-        XCTAssertEqual(tables, ["acks", "admin_tokens", "api_tokens", "apps", "audit_log", "changelog_outbox", "changelog_state", "dead_letters", "deliveries", "delivery_outcomes", "device_names", "devices", "held_pushes", "idempotency_keys", "outbox",
+        XCTAssertEqual(tables, ["acks", "admin_tokens", "api_tokens", "apps", "audit_log", "changelog_outbox", "changelog_state", "counted_sends", "dead_letters", "deliveries", "delivery_outcomes", "device_names", "devices", "held_pushes", "idempotency_keys", "outbox",
                                 "outbox_attempts", "parked_tracking", "partition_offsets", "pending_notifications", "registration_status", "restore_indexes",
                                 "store_info", "tracking_events", "user_settings"])
     }

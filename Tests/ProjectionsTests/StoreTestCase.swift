@@ -111,10 +111,12 @@ final class StoreHarness {
     }
 
     /// Takes the PostgreSQL store `name` back to the tables of schema version 7, undoing steps 8
-    /// to 31 (the newest first; step 28 changes nothing in PostgreSQL), for the tests that upgrade
+    /// to 32 (the newest first; step 28 changes nothing in PostgreSQL), for the tests that upgrade
     /// an old store; the version row is left to the caller. A new step adds its undoing here.
     func undoPostgresStepsAfterSeven(store name: String = "store.sqlite") async throws {
         for sql in [
+            "DROP TABLE counted_sends",  // version 32; its new deliveries_due goes with 31's
+            "ALTER TABLE apps DROP COLUMN counted_users, DROP COLUMN counted_sends",
             "DROP TABLE held_pushes, user_settings",  // version 31
             "DROP INDEX deliveries_due",
             "ALTER TABLE apps DROP COLUMN time_zone, DROP COLUMN quiet_hours, DROP COLUMN frequency_caps, DROP COLUMN quiet_users",

@@ -96,6 +96,9 @@ final class BatchApplier: Sendable {
     /// Pages read and windows published by sends read in pages (`stream`): their progress, which
     /// their partition's offset shows only at their commit (`ProgressWatch`).
     let streamSteps = Mutex(0)
+    /// The users each counted send reached (`CountedSendRow`), as read: such a row never changes
+    /// once written, so a batch reads only those of its apps' counted sends it has not read before.
+    private let countedSends = Mutex<[CountedSendKey: [UInt64]]>([:])
 
     /// The most outbound records handed to the producer at once (`outboundWindow(forQueue:)`).
     private let outboundWindow: Int
@@ -335,7 +338,21 @@ final class BatchApplier: Sendable {
             query.acksBefore = newest.addingTimeInterval(-ackTime.inSeconds)
         }
         let loadStart = ContinuousClock.now
-        let state = BatchState(try await store.load(query), trackingParkTime: trackingParkTime,
+        query.knownCountedSends = countedSends.withLock { Set($0.keys) }
+        var snapshot = try await store.load(query)
+        countedSends.withLock { known in
+            for (key, users) in snapshot.countedSends { known[key] = users }
+            // The loaded apps' counted sends, read now or before; those they no longer count are forgotten.
+            for app in snapshot.apps.values where app.frequencyCaps != nil || app.countedSends != nil {
+                let names = Set(CappedPushes(app.countedSends).entries.map(\.delivery))
+                known = known.filter { $0.key.appId != app.appId || $0.key.part != app.part || names.contains($0.key.delivery) }
+                for name in names {
+                    let key = CountedSendKey(appId: app.appId, part: app.part, delivery: name)
+                    if let users = known[key] { snapshot.countedSends[key] = users }
+                }
+            }
+        }
+        let state = BatchState(snapshot, trackingParkTime: trackingParkTime,
                                keeping: Retention(registrationStatuses: registrationStatusTime, acks: ackTime), parts: appParts)
         return Prepared(commands: commands, state: state, tally: tally, next: next, times: times, loadTime: ContinuousClock.now - loadStart)
     }

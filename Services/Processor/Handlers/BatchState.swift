@@ -25,6 +25,8 @@ package struct BatchState {
     private var held: [HeldPushKey: HeldPushRow]
     /// Users' settings by part: loaded, and as the batch changed them.
     private var userSettings: [UserPartKey: UserSettingsRow]
+    /// The users each counted send reached: loaded (or known to the reader), and those the batch counted.
+    private var countedSends: [CountedSendKey: [UInt64]]
     /// Each loaded or recorded device outcome of a delivery.
     private var outcomes: [DeliveryOutcomeKey: DeliveryOutcome]
     /// Deliveries whose outcome counts changed in the batch, in the order they first did.
@@ -75,6 +77,7 @@ package struct BatchState {
         outcomes = snapshot.outcomes
         held = snapshot.held
         userSettings = snapshot.userSettings
+        countedSends = snapshot.countedSends
         tracked = snapshot.trackedEvents
         for (pair, at) in snapshot.parkedTracking { parks[pair.deliveryId, default: [:]][pair.scope] = at }
         for device in snapshot.devices.values {
@@ -321,6 +324,25 @@ package struct BatchState {
     package mutating func record(_ row: UserSettingsRow) {
         userSettings[row.key] = row
         mutations.append(.putUserSettings(row))
+    }
+
+    /// The sends to an audience the app part's caps counted (`AppRow.countedSends`), each with
+    /// the users it reached.
+    package func countedSends(of app: AppRow) -> [CountedSend] {
+        CappedPushes(app.countedSends).entries.map { entry in
+            CountedSend(at: entry.at, delivery: entry.delivery, category: entry.category,
+                        users: countedSends[CountedSendKey(appId: app.appId, part: app.part, delivery: entry.delivery)] ?? [])
+        }
+    }
+
+    package mutating func record(_ row: CountedSendRow) {
+        countedSends[row.key] = row.users
+        mutations.append(.putCountedSend(row))
+    }
+
+    package mutating func forget(_ key: CountedSendKey) {
+        countedSends[key] = nil
+        mutations.append(.deleteCountedSend(key))
     }
 
     // MARK: - Delivery outcomes

@@ -172,7 +172,7 @@ package struct NotificationHandler: CommandHandler {
             audience = parsed
         }
         return .sending(Send(command: c, app: app, part: context.part, at: context.at, series: MessageId.Series(deliveryId: c.deliveryId, key: key),
-                             audience: audience, waiting: waiting, wave: wave))
+                             audience: audience, waiting: waiting, wave: wave, counted: state.countedSends(of: app)))
     }
 
     /// The delivery of a send kept until its time: nothing sent yet, its command kept for its
@@ -221,6 +221,13 @@ package struct NotificationHandler: CommandHandler {
         package let readsUsers: Bool
         /// What the caps decided for each user of the send: a user's devices all get it or none.
         private var admitted: [String: Bool] = [:]
+        /// The app part's sends to an audience its caps counted, each with the users it reached.
+        private let counted: [CountedSend]
+        /// A send to an audience that caps count is counted once (`CountedSend`), not on each
+        /// user's row: the digests of the users it reached, so far.
+        private(set) var reached: [UInt64] = []
+        /// The users whose own row this send counted it on first.
+        private(set) var newlyCounted = 0
         /// The send as a user's counted pushes name it, and its time in milliseconds.
         private let capName: String, capAt: Int64
         /// Each user's own quiet hours, read once, and when those running at the send's time
@@ -242,7 +249,8 @@ package struct NotificationHandler: CommandHandler {
         private(set) var sentByLocale: [String: Int]?
 
         init(command: NotificationRequested, app: AppRow, part: Int, at: Date, series: MessageId.Series, audience: AudienceExpression?,
-             waiting: DeliveryRow? = nil, wave: Date? = nil) {
+             waiting: DeliveryRow? = nil, wave: Date? = nil, counted: [CountedSend] = []) {
+            self.counted = counted
             self.waiting = waiting
             self.wave = wave
             // A wave numbers its pushes on from those sent before it.
@@ -253,7 +261,8 @@ package struct NotificationHandler: CommandHandler {
             quietHours = quiet ? app.quietHours.flatMap(QuietHours.init) : nil
             allCaps = app.frequencyCaps.flatMap(FrequencyCap.list) ?? []
             caps = command.capExempt == true ? [] : allCaps.filter { $0.counts(command.capCategory) }
-            readsUsers = !caps.isEmpty || (quiet && app.quietUsers > 0)
+            // A user's row matters only with quiet hours or pushes counted on it.
+            readsUsers = (!caps.isEmpty && app.countedUsers > 0) || (quiet && app.quietUsers > 0)
             capName = String(command.deliveryId.lowercasedString.replacingOccurrences(of: "-", with: "").prefix(16))
             capAt = RFC3339.milliseconds(at)
             appZone = app.timeZone.flatMap { TimeZone(identifier: $0) } ?? TimeZone(secondsFromGMT: 0)!
@@ -345,9 +354,10 @@ package struct NotificationHandler: CommandHandler {
         }
 
         /// Whether the app's frequency caps let `device`'s user get this push
-        /// (docs/API.md#frequency-caps), decided once per user and counted for them: the user's
-        /// settings with the push counted, to record, the first time. A send applied again finds
-        /// itself counted and decides as it did. Counts the devices it stops.
+        /// (docs/API.md#frequency-caps), decided once per user and counted for them: a send to an
+        /// audience in `reached`, another on the user's row (the settings with the push counted,
+        /// to record, the first time). A send applied again finds itself counted and decides as
+        /// it did. Counts the devices it stops.
         package mutating func admit(_ device: DeviceRow, settings: UserSettingsRow?) -> (admitted: Bool, counted: UserSettingsRow?) {
             guard !caps.isEmpty else { return (true, nil) }
             if let known = admitted[device.userId] {
@@ -355,22 +365,48 @@ package struct NotificationHandler: CommandHandler {
                 return (known, nil)
             }
             var pushes = CappedPushes(settings?.capped)
-            var counted: UserSettingsRow?
+            var row: UserSettingsRow?
             let allowed: Bool
+            // Only a send to an audience, or a user some counted send may have reached, needs the digest.
+            let digest = audience == nil && counted.isEmpty ? 0 : UserDigest.of(device.userId)
             if pushes.counted(capName) {
                 allowed = true
-            } else if pushes.allows(command.capCategory, at: capAt, caps: caps) {
-                pushes.add(command.capCategory, delivery: capName, at: capAt, caps: allCaps)
-                var row = settings ?? UserSettingsRow(appId: command.mobileAppId, userId: device.userId, part: part)
-                row.capped = pushes.text
-                counted = row
+            } else if pushes.allows(command.capCategory, at: capAt, caps: caps, user: digest, sends: counted) {
+                if audience != nil {
+                    reached.append(digest)
+                } else {
+                    if settings?.capped == nil { newlyCounted += 1 }
+                    pushes.add(command.capCategory, delivery: capName, at: capAt, caps: allCaps)
+                    var counted = settings ?? UserSettingsRow(appId: command.mobileAppId, userId: device.userId, part: part)
+                    counted.capped = pushes.text
+                    row = counted
+                }
                 allowed = true
             } else {
                 allowed = false
             }
             admitted[device.userId] = allowed
             if !allowed { capped += 1 }
-            return (allowed, counted)
+            return (allowed, row)
+        }
+
+        /// Counts a send to an audience once for the app part, with the users it reached, and
+        /// forgets the counted sends no cap looks back to any more; counts the users this send
+        /// counted on their own rows first.
+        func count(in state: inout BatchState) {
+            guard newlyCounted > 0 || !reached.isEmpty, var app = state.app(command.mobileAppId, part: part) else { return }
+            app.countedUsers += newlyCounted
+            if !reached.isEmpty {
+                var sends = CappedPushes(app.countedSends)
+                let before = sends.entries
+                sends.add(command.capCategory, delivery: capName, at: capAt, caps: allCaps)
+                for entry in before where !sends.entries.contains(entry) {
+                    state.forget(CountedSendKey(appId: app.appId, part: part, delivery: entry.delivery))
+                }
+                app.countedSends = sends.text
+                state.record(CountedSendRow(appId: app.appId, part: part, delivery: capName, users: reached.sorted()))
+            }
+            state.upsert(app)
         }
 
         /// The held push of `device` when `timing` holds it, counted; nil when it goes now.
@@ -443,6 +479,7 @@ package struct NotificationHandler: CommandHandler {
         delivery.dropped += send.dropped
         delivery.expired += send.expired
         delivery.capped += send.capped
+        send.count(in: &state)
         if !send.holds.isEmpty { delivery.waves = Array(Set(delivery.waves).union(send.holds.keys)).sorted() }
         if let next = delivery.waves.first {
             // Pushes still held: the send waits for the next of their times, its command kept.

@@ -87,10 +87,10 @@ private enum Tag: UInt8 {
     /// a row gains a column without a tag of its own. The tags above stay readable.
     case upsertAppRow = 50, upsertApiTokenRow, upsertDeviceRow, putRegistrationStatusRow, enqueueOutboxRow, restoreOutboxRow
     case putPendingRow, putAckRow, putDeliveryRow, putDeliveryOutcomeRow, upsertAdminTokenRow, putAuditEntryRow, putIdempotencyKeyRow
-    case putHeldPushRow, putUserSettingsRow
+    case putHeldPushRow, putUserSettingsRow, putCountedSendRow
     /// Pruning (numbered apart, as above): a status by its request id, an ack by its key; a held
-    /// push released or cancelled.
-    case deleteRegistrationStatus = 70, deleteAck, deleteHeldPush
+    /// push released or cancelled; a counted send past every cap's window.
+    case deleteRegistrationStatus = 70, deleteAck, deleteHeldPush, deleteCountedSend
 }
 
 package struct ChangelogWriter {
@@ -298,6 +298,13 @@ package struct ChangelogWriter {
         case .putUserSettings(let row):
             key(keyed, 16) { $0.uuid(row.appId); $0.keyText(row.userId); $0.int(row.part) }
             self.row(.putUserSettingsRow, row)
+        case .putCountedSend(let row):
+            key(keyed, 17) { $0.uuid(row.appId); $0.int(row.part); $0.keyText(row.delivery) }
+            self.row(.putCountedSendRow, row)
+        case .deleteCountedSend(let k):
+            key(keyed, 17) { $0.uuid(k.appId); $0.int(k.part); $0.keyText(k.delivery) }
+            byte(Tag.deleteCountedSend.rawValue)
+            uuid(k.appId); int(k.part); string(k.delivery)
         }
     }
 
@@ -490,6 +497,8 @@ package struct ChangelogReader {
         case .putIdempotencyKeyRow: return .putIdempotencyKey(try row())
         case .putHeldPushRow: return .putHeldPush(try row())
         case .putUserSettingsRow: return .putUserSettings(try row())
+        case .putCountedSendRow: return .putCountedSend(try row())
+        case .deleteCountedSend: return .deleteCountedSend(CountedSendKey(appId: try uuid(), part: try intValue(), delivery: try string()))
         case .deleteHeldPush:
             return .deleteHeldPush(HeldPushKey(delivery: DeliveryKey(appId: try uuid(), deliveryId: try uuid(), part: try intValue()),
                                                deviceToken: try string()))

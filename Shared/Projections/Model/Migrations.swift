@@ -39,7 +39,7 @@ package enum ProjectionMigrations {
     }
 
     /// Every step, in order.
-    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22, v23, v24, v25, v26, v27, v28, v29, v30, v31]
+    package static let steps: [Step] = [v1, v2, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15, v16, v17, v18, v19, v20, v21, v22, v23, v24, v25, v26, v27, v28, v29, v30, v31, v32]
 
     /// The newest schema version, which this code creates and understands: the last step's.
     package static let version = steps[steps.count - 1].number
@@ -1056,5 +1056,35 @@ package enum ProjectionMigrations {
             capped text COLLATE "C",
             PRIMARY KEY (app_id, user_id, part)
         );
+        """)
+
+    /// Frequency caps count a send to an audience once per app part, with the users it reached
+    /// (docs/API.md#frequency-caps): the app's counted sends and its users counted on their own
+    /// rows, and a row per counted send. The waiting sends are read a page at a time, by time and
+    /// key (`ReaderReads.waitingSends`): PostgreSQL's index of them holds the key too, so that each
+    /// page seeks to where the last ended (SQLite's does already: an index of a table keyed by
+    /// those columns holds them).
+    package static let v32 = Step(32, sqlite: """
+        ALTER TABLE apps ADD COLUMN counted_users INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE apps ADD COLUMN counted_sends TEXT;
+        CREATE TABLE counted_sends (
+            app_id TEXT NOT NULL,
+            part INTEGER NOT NULL,
+            delivery TEXT NOT NULL,
+            users BLOB NOT NULL,
+            PRIMARY KEY (app_id, part, delivery)
+        ) STRICT, WITHOUT ROWID;
+        """, postgres: """
+        ALTER TABLE apps ADD COLUMN counted_users bigint NOT NULL DEFAULT 0;
+        ALTER TABLE apps ADD COLUMN counted_sends text COLLATE "C";
+        CREATE TABLE counted_sends (
+            app_id uuid NOT NULL,
+            part bigint NOT NULL,
+            delivery text COLLATE "C" NOT NULL,
+            users bytea NOT NULL,
+            PRIMARY KEY (app_id, part, delivery)
+        );
+        DROP INDEX deliveries_due;
+        CREATE INDEX deliveries_due ON deliveries (send_at, app_id, delivery_id, part) WHERE schedule IN ('waiting', 'sending');
         """)
 }

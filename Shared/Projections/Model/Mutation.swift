@@ -64,6 +64,11 @@ public enum Mutation: Sendable, Equatable {
     case deleteHeldPush(HeldPushKey)
     /// Writes a user's settings in one part (inserts them, or replaces the row of its key).
     case putUserSettings(UserSettingsRow)
+    /// Writes the users a send to an audience reached, as caps count them (inserts the row, or
+    /// replaces the row of its key).
+    case putCountedSend(CountedSendRow)
+    /// Removes a counted send (past every cap's window).
+    case deleteCountedSend(CountedSendKey)
 }
 
 /// Moves the stored consumed offset of a partition from `expected` (nil: none stored yet) to

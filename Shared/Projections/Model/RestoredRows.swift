@@ -39,12 +39,13 @@ public struct RestoredRows: Sendable {
     public var idempotencyKeys: [IdempotencyKeyRow] = []
     public var heldPushes: [HeldPushRow] = []
     public var userSettings: [UserSettingsRow] = []
+    public var countedSends: [CountedSendRow] = []
 
     /// Rows in all.
     public var count: Int {
         apps.count + tokens.count + devices.count + statuses.count + outbox.count + pending.count + acks.count
             + deliveries.count + outcomes.count + tracking.count + parks.count + deadLetters.count + adminTokens.count + audit.count
-            + idempotencyKeys.count + heldPushes.count + userSettings.count
+            + idempotencyKeys.count + heldPushes.count + userSettings.count + countedSends.count
     }
 
     /// The rows of a chunk of whole groups. The chunk comes in group order, which is key order,
@@ -84,6 +85,7 @@ public struct RestoredRows: Sendable {
         idempotencyKeys = plan.idempotencyKeys.values
         heldPushes = plan.heldPushes.values.compactMap(\.row)
         userSettings = plan.userSettings.values
+        countedSends = plan.countedSends.values.compactMap(\.row)
     }
 
     /// Mutations that write these rows into an empty store.
@@ -99,7 +101,7 @@ public struct RestoredRows: Sendable {
         mutations += parks.map { .parkTracking($0.pair, at: $0.at) } + deadLetters.map { .putDeadLetter($0) }
         mutations += adminTokens.map { .upsertAdminToken($0) } + audit.map { .putAuditEntry($0) }
         mutations += idempotencyKeys.map { .putIdempotencyKey($0) } + heldPushes.map { .putHeldPush($0) }
-        mutations += userSettings.map { .putUserSettings($0) }
+        mutations += userSettings.map { .putUserSettings($0) } + countedSends.map { .putCountedSend($0) }
         return mutations
     }
 

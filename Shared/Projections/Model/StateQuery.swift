@@ -53,6 +53,9 @@ public struct StateQuery: Sendable, Equatable {
     public var userSettings: Set<UserKey> = []
     public var userSettingsOfDevices: Set<UUID> = []
     public var capsChangedApps: Set<UUID> = []
+    /// The counted sends (`CountedSendRow`) the reader has already: the second round reads those
+    /// of the apps that send with caps (`userSettingsOfDevices`) and have counted sends, but these.
+    public var knownCountedSends: Set<CountedSendKey> = []
 
     public init(appIds: Set<UUID> = [], deviceKeys: Set<DeviceKey> = [], userKeys: Set<UserKey> = [],
                 pendingKeys: Set<PendingKey> = [],
@@ -112,6 +115,8 @@ public struct StateSnapshot: Sendable, Equatable {
     public var held: [HeldPushKey: HeldPushRow] = [:]
     /// The requested users' settings that exist (`userSettings`, `userSettingsOfDevices`).
     public var userSettings: [UserPartKey: UserSettingsRow] = [:]
+    /// The counted sends read (`knownCountedSends`): the users each reached.
+    public var countedSends: [CountedSendKey: [UInt64]] = [:]
 
     public init(apps: [AppPart: AppRow] = [:], tokens: [AppPart: [ApiTokenRow]] = [:], devices: [DeviceKey: DeviceRow] = [:],
                 pendingCounts: [DeviceKey: Int] = [:], pending: [PendingKey: PendingNotificationRow] = [:],

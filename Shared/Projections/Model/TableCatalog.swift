@@ -106,6 +106,9 @@ public enum TableCatalog {
         .init("time_zone", .text, nullable: true), .init("quiet_hours", .text, nullable: true),
         // Its frequency caps, `marketing:3/86400,*:10/86400` (NULL: none); the users of the part with quiet hours of their own.
         .init("frequency_caps", .text, nullable: true), .init("quiet_users", .integer),
+        // Its users with pushes counted on their own row; its sends to an audience its caps counted
+        // (`AppRow.countedUsers`, `countedSends`).
+        .init("counted_users", .integer), .init("counted_sends", .text, nullable: true),
     ])
 
     public static let apiTokens = CatalogTable("api_tokens", key: ["token_id", "part"], [
@@ -176,6 +179,13 @@ public enum TableCatalog {
         .init("capped", .text, nullable: true),
     ])
 
+    /// The users a send to an audience reached, as the app part's caps count them (`CountedSendRow`).
+    public static let countedSends = CatalogTable("counted_sends", key: ["app_id", "part", "delivery"], [
+        .init("app_id", .uuid), .init("part", .integer), .init("delivery", .text),
+        // `CountedSend.bytes`: 8 bytes per user.
+        .init("users", .bytes),
+    ])
+
     /// Pushes a send holds for a later time (`HeldPushRow`).
     public static let heldPushes = CatalogTable("held_pushes", key: ["app_id", "delivery_id", "part", "device_token"], [
         .init("app_id", .uuid), .init("delivery_id", .uuid), .init("part", .integer), .init("device_token", .text),
@@ -227,7 +237,7 @@ public enum TableCatalog {
     /// The projected tables in dump order.
     public static let tables: [CatalogTable] = [
         apps, apiTokens, devices, registrationStatus, pendingNotifications, acks, deliveries, deliveryOutcomes,
-        trackingEvents, parkedTracking, outbox, adminTokens, auditLog, idempotencyKeys, heldPushes, userSettings,
+        trackingEvents, parkedTracking, outbox, adminTokens, auditLog, idempotencyKeys, heldPushes, userSettings, countedSends,
     ]
 
     /// Columns a store keeps beside a table's catalog columns, for its own work; no row type

@@ -125,6 +125,8 @@ package struct WritePlan: Sendable {
     /// nil: deleted.
     package var heldPushes = LastByKey<HeldPushKey, (key: HeldPushKey, row: HeldPushRow?)>()
     package var userSettings = LastByKey<UserPartKey, UserSettingsRow>()
+    /// nil: deleted.
+    package var countedSends = LastByKey<CountedSendKey, (key: CountedSendKey, row: CountedSendRow?)>()
 
     /// The outbox writes by kind: jobs inserted unless their id is stored, and jobs written whole
     /// with the attempt count above which their recorded attempts go.
@@ -273,6 +275,8 @@ package struct WritePlan: Sendable {
         case .putHeldPush(let row): heldPushes.put((row.key, row), at: row.key, alone: alone)
         case .deleteHeldPush(let key): heldPushes.put((key, nil), at: key, alone: alone)
         case .putUserSettings(let row): userSettings.put(row, at: row.key, alone: alone)
+        case .putCountedSend(let row): countedSends.put((row.key, row), at: row.key, alone: alone)
+        case .deleteCountedSend(let key): countedSends.put((key, nil), at: key, alone: alone)
         }
     }
 

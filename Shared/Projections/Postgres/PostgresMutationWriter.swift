@@ -34,6 +34,19 @@ struct PostgresMutationWriter {
         try await put(plan.idempotencyKeys.values)
         try await writeHeld(plan.heldPushes.values)
         try await put(plan.userSettings.values)
+        try await writeCounted(plan.countedSends.values)
+    }
+
+    private func writeCounted(_ counted: [(key: CountedSendKey, row: CountedSendRow?)]) async throws {
+        let deleted = counted.filter { $0.row == nil }.map(\.key)
+        if !deleted.isEmpty {
+            try await run("""
+                DELETE FROM counted_sends c USING unnest(\(deleted.map(\.appId))::uuid[], \(deleted.map { Int64($0.part) })::bigint[],
+                    \(deleted.map(\.delivery))::text[]) AS k(app_id, part, delivery)
+                WHERE c.app_id = k.app_id AND c.part = k.part AND c.delivery = k.delivery
+                """)
+        }
+        try await put(counted.compactMap(\.row))
     }
 
     private func writeHeld(_ held: [(key: HeldPushKey, row: HeldPushRow?)]) async throws {

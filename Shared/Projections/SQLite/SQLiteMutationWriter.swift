@@ -40,6 +40,19 @@ struct SQLiteMutationWriter {
         try put(plan.idempotencyKeys.values)
         try writeHeld(plan.heldPushes.values)
         try put(plan.userSettings.values)
+        try writeCounted(plan.countedSends.values)
+    }
+
+    private func writeCounted(_ counted: [(key: CountedSendKey, row: CountedSendRow?)]) throws {
+        let deleted = counted.filter { $0.row == nil }
+        if !deleted.isEmpty {
+            let delete = try raw(TableCatalog.countedSends.sqliteDeleteByKey)
+            for (key, _) in deleted {
+                delete.bind(1, key.appId); delete.bind(2, Int64(key.part)); delete.bind(3, key.delivery)
+                try delete.run(in: db)
+            }
+        }
+        try put(counted.compactMap(\.row))
     }
 
     private func writeHeld(_ held: [(key: HeldPushKey, row: HeldPushRow?)]) throws {

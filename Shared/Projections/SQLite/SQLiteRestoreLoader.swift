@@ -29,6 +29,7 @@ struct SQLiteRestoreLoader {
         try insert(rows.idempotencyKeys)
         try insert(rows.heldPushes)
         try insert(rows.userSettings)
+        try insert(rows.countedSends)
     }
 
     /// Inserts `rows` into their table.

@@ -86,8 +86,9 @@ public enum ReaderReads {
     public static func waitingSends(dueBy: Date, after: DeliveryRow?, limit: Int) -> StoreRead<DeliveryRow> {
         var filter: ReadSQL = "WHERE schedule IN ('waiting', 'sending') AND send_at <= \(millis: dueBy)"
         if let after, let sendAt = after.sendAt {
-            filter += " AND (send_at > \(millis: sendAt) OR (send_at = \(millis: sendAt) AND (app_id > \(after.appId)"
-                + " OR (app_id = \(after.appId) AND (delivery_id > \(after.deliveryId) OR (delivery_id = \(after.deliveryId) AND part > \(after.part)))))))"
+            // A row value, which both stores seek to in the index (nested ORs were read from the
+            // first row of the time: every page of sends due at one time read all those before it).
+            filter += " AND (send_at, app_id, delivery_id, part) > (\(millis: sendAt), \(after.appId), \(after.deliveryId), \(after.part))"
         }
         return StoreRead(filter + " ORDER BY send_at, app_id, delivery_id, part LIMIT \(limit)")
     }

@@ -143,7 +143,7 @@ public enum StateReads {
         // users the batch names (a device registered in the batch is its new user's before a send
         // after it), and of the held pushes a wave releases. A user with quiet hours of their own
         // set in the batch was read in the first round.
-        let settingsApps = Set(snapshot.apps.values.lazy.filter { $0.frequencyCaps != nil || $0.quietUsers > 0 }.map(\.appId))
+        let settingsApps = Set(snapshot.apps.values.lazy.filter { $0.countedUsers > 0 || $0.quietUsers > 0 }.map(\.appId))
             .union(query.capsChangedApps)
             .intersection(query.userSettingsOfDevices)
         if !settingsApps.isEmpty {
@@ -151,6 +151,23 @@ public enum StateReads {
             users.formUnion(query.userKeys.lazy.filter { settingsApps.contains($0.appId) })
             for row in snapshot.held.values where settingsApps.contains(row.appId) { users.insert(UserKey(appId: row.appId, userId: row.userId)) }
             if let read = userSettings(of: users.subtracting(query.userSettings)) { reads.append(read) }
+        }
+        // The counted sends of the apps that send with caps, but those the reader has.
+        var counted: [CountedSendKey] = []
+        for app in snapshot.apps.values where app.frequencyCaps != nil && query.userSettingsOfDevices.contains(app.appId) {
+            for entry in CappedPushes(app.countedSends).entries {
+                let key = CountedSendKey(appId: app.appId, part: app.part, delivery: entry.delivery)
+                if !query.knownCountedSends.contains(key) { counted.append(key) }
+            }
+        }
+        if !counted.isEmpty {
+            let groups = Dictionary(grouping: counted) { AppPart($0.appId, part: $0.part) }.map { app, keys in
+                ReadKeys.Group([.uuid(app.appId), .int(Int64(app.part))], .texts(keys.map(\.delivery)))
+            }
+            let keys = ReadKeys([.init("app_id"), .init("part"), .init("delivery")], groups: groups)
+            reads.append(SnapshotStep(StoreRead<CountedSendRow>("WHERE \(keys: keys)", firstColumnIsFirstValue: true)) { rows, snapshot in
+                for row in rows { snapshot.countedSends[row.key] = row.users }
+            })
         }
         if !query.pendingCountDevices.isEmpty || !query.pendingCountUsers.isEmpty {
             let counted = snapshot.devices.values.lazy.filter { query.countsPending(of: $0) }.map(\.key)

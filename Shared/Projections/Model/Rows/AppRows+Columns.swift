@@ -12,7 +12,7 @@ extension AppRow: CatalogRow {
         columns.text(try ProjectionValues.pushCredentialsJSON(pushCredentials)); columns.int(part)
         columns.bool(identityRequired); columns.text(try ProjectionValues.sealedSecretJSON(identitySecret))
         columns.text(webhookHosts?.joined(separator: ",")); columns.int(users); columns.text(timeZone); columns.text(quietHours)
-        columns.text(frequencyCaps); columns.int(quietUsers)
+        columns.text(frequencyCaps); columns.int(quietUsers); columns.int(countedUsers); columns.text(countedSends)
     }
 
     public init(columns: inout some ColumnReader) throws {
@@ -27,7 +27,9 @@ extension AppRow: CatalogRow {
                   users: Int(try columns.optionalInt() ?? 0),
                   // From before step 31: no zone, no quiet hours.
                   timeZone: try columns.optionalText(), quietHours: try columns.optionalText(),
-                  frequencyCaps: try columns.optionalText(), quietUsers: Int(try columns.optionalInt() ?? 0))
+                  frequencyCaps: try columns.optionalText(), quietUsers: Int(try columns.optionalInt() ?? 0),
+                  // From before step 32: no sends counted for the app.
+                  countedUsers: Int(try columns.optionalInt() ?? 0), countedSends: try columns.optionalText())
     }
 }
 

@@ -37,11 +37,22 @@ public struct AppRow: Sendable, Equatable, Codable {
     /// The users of this part with quiet hours of their own (`UserSettingsRow`): while there are
     /// none, a send reads no user's settings for them.
     public var quietUsers: Int
+    /// The users of this part with pushes counted on their own row (`UserSettingsRow.capped`, by
+    /// sends to users or devices), ever: while there are none and no `quietUsers`, a send reads
+    /// no user's settings.
+    public var countedUsers: Int
+    /// The sends to an audience its caps counted in this part (`CappedPushes.text`: time, name
+    /// and category, within the longest cap's window), each with the users it reached in a row of
+    /// `counted_sends` (`CountedSendRow`); nil: none.
+    public var countedSends: String?
 
     public init(appId: UUID, orgId: UUID, name: String, callbackUrl: String? = nil, callbackHeaders: [String: String] = [:],
                 webhookRetries: Int = 0, createdAt: Date, pushCredentials: PushCredentials? = nil, part: Int = 0,
                 identityRequired: Bool = false, identitySecret: SealedSecret? = nil, webhookHosts: [String]? = nil, users: Int = 0,
-                timeZone: String? = nil, quietHours: String? = nil, frequencyCaps: String? = nil, quietUsers: Int = 0) {
+                timeZone: String? = nil, quietHours: String? = nil, frequencyCaps: String? = nil, quietUsers: Int = 0,
+                countedUsers: Int = 0, countedSends: String? = nil) {
+        self.countedUsers = countedUsers
+        self.countedSends = countedSends
         self.frequencyCaps = frequencyCaps
         self.quietUsers = quietUsers
         self.timeZone = timeZone

@@ -90,6 +90,22 @@ extension UserSettingsRow: CatalogRow {
     }
 }
 
+extension CountedSendRow: CatalogRow {
+    public static var table: CatalogTable { TableCatalog.countedSends }
+
+    public func writeColumns(to columns: inout some ColumnWriter) throws {
+        columns.uuid(appId); columns.int(part); columns.text(delivery); columns.bytes(CountedSend.bytes(users))
+    }
+
+    public init(columns: inout some ColumnReader) throws {
+        let (appId, part, delivery) = (try columns.uuid(), try columns.intValue(), try columns.text())
+        guard let users = CountedSend.users(try columns.bytes()) else {
+            throw ProjectionStoreError.database("counted_sends.users is not a whole number of 8-byte digests")
+        }
+        self.init(appId: appId, part: part, delivery: delivery, users: users)
+    }
+}
+
 extension HeldPushRow: CatalogRow {
     public static var table: CatalogTable { TableCatalog.heldPushes }
 

@@ -276,6 +276,33 @@ public struct HeldPushRow: Sendable, Equatable, Codable {
     public var key: HeldPushKey { HeldPushKey(delivery: DeliveryKey(appId: appId, deliveryId: deliveryId, part: part), deviceToken: deviceToken) }
 }
 
+/// The users a send to an audience reached in an app part, as its caps count them
+/// (`CountedSend`; its time and category are in `AppRow.countedSends`).
+public struct CountedSendRow: Sendable, Equatable {
+    public var appId: UUID
+    public var part: Int
+    /// Its name, as `CappedPushes` names a delivery.
+    public var delivery: String
+    /// `UserDigest`s, sorted.
+    public var users: [UInt64]
+
+    public init(appId: UUID, part: Int, delivery: String, users: [UInt64]) {
+        (self.appId, self.part, self.delivery, self.users) = (appId, part, delivery, users)
+    }
+
+    public var key: CountedSendKey { CountedSendKey(appId: appId, part: part, delivery: delivery) }
+}
+
+public struct CountedSendKey: Sendable, Hashable {
+    public var appId: UUID
+    public var part: Int
+    public var delivery: String
+
+    public init(appId: UUID, part: Int, delivery: String) {
+        (self.appId, self.part, self.delivery) = (appId, part, delivery)
+    }
+}
+
 /// A user's own settings of an app, as one part keeps them, and the pushes the app's caps counted
 /// for the user in that part (docs/API.md#frequency-caps).
 public struct UserSettingsRow: Sendable, Equatable, Codable {
