@@ -88,6 +88,43 @@ final class DueSendsTests: ApplierTestCase {
             XCTAssertEqual(logged["\(record.partition.partition)/\(record.offset)"], record.value, "the firing at its place in the log")
             XCTAssertEqual(record.type, NotificationRequested.type.rawValue)
         }
+
+        // A round goes on after the last send it read, past the head's sends whose firing is on its
+        // way; a send kept later for an earlier time is found once reads start at the head again.
+        let all = Set((0..<Int32(partitions)).map { $0 })
+        let own = try await ProjectionStoreFactory.open("sqlite:" + directory.appendingPathComponent("cursor.sqlite").path,
+                                                        logger: Logger(label: "test"))
+        func keep(_ offset: Double) async throws -> NotificationRequested {
+            let send = NotificationRequested(deliveryId: UUID(), mobileAppId: UUID(), target: NotificationTarget(userIds: ["u"]),
+                                             content: NotificationContent(title: "t"), sendAt: now.addingTimeInterval(offset))
+            try await own.commit(mutations: parts.all.map { .putDelivery(NotificationHandler.waiting(send, at: at, part: $0)) }, offsets: [])
+            return send
+        }
+        let three = DueSends(producer: producer, store: own, topics: topics, parts: parts, logger: Logger(label: "test"), round: 5)
+        var cursor = DueSends.Cursor()
+        let later = now.addingTimeInterval(60)
+        _ = try await keep(40)
+        let kept = try await three.fire(owned: all, partitions: partitions, now: later, cursor: &cursor)
+        XCTAssertEqual(kept, 2, "the new send's two parts")
+        let headAt = try XCTUnwrap(cursor.headAt)
+        let late = try await keep(-20)  // kept late: due before the last one read
+        let next = try await keep(50)
+        func firing(_ cursor: inout DueSends.Cursor) async throws -> Set<UUID> {
+            let handed = Mutex<Set<UUID>>([])
+            _ = try await three.fire(owned: all, partitions: partitions, now: later, cursor: &cursor) { records in
+                let ids = records.compactMap { try? WireJSON.decoder().decode(Envelope<NotificationRequested>.self, from: $0.value).payload.deliveryId }
+                handed.withLock { $0.formUnion(ids) }
+            }
+            return handed.withLock { $0 }
+        }
+        let fromCursor = try await firing(&cursor)
+        XCTAssertEqual(fromCursor, [next.deliveryId], "only the send after the last one read")
+        XCTAssertEqual(cursor.headAt, headAt, "not at the head again yet")
+        cursor.headAt = headAt - DueSends.rescan
+        let fromHead = try await firing(&cursor)
+        XCTAssertEqual(fromHead, [late.deliveryId], "the send kept late, from the head; the others are on their way")
+        XCTAssertNotEqual(cursor.headAt, headAt - DueSends.rescan, "read from the head")
+        await own.close()
         await producer.shutdown()
         await store.close()
     }

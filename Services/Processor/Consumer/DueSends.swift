@@ -23,6 +23,9 @@ final class DueSends: Sendable {
     static let tick = Duration.milliseconds(50)
     /// How long a send's firing is not appended again while the send still waits.
     static let again = Duration.seconds(10)
+    /// How often reads start again at the head of the waiting sends, rather than after the last
+    /// one read (`Cursor`).
+    static let rescan = Duration.seconds(1)
     /// The waiting sends read at a time.
     private let round: Int
 
@@ -33,8 +36,8 @@ final class DueSends: Sendable {
     let topic: String
     private let parts: AppParts
     private let logger: Logger
-    /// The firings appended lately, by name (`again`).
-    private let recent = Mutex<[String: ContinuousClock.Instant]>([:])
+    /// The firings appended lately (`again`).
+    private let recent = Mutex(Recent())
     private let counter = Counter(label: "pushline_processor_firings_total")
 
     init(producer: KafkaProducer, store: any BatchStore, topics: Topics, parts: AppParts, logger: Logger, round: Int = 1000) {
@@ -47,14 +50,26 @@ final class DueSends: Sendable {
         self.logger = logger
     }
 
+    /// Where the next round reads the waiting sends from. The sends before the last one read have
+    /// each been fired (or passed over: another processor's), and stay in the index until their
+    /// firing is applied: a backlog of many due at once would be read again every round. So a
+    /// round goes on after the last one read, and starts at the head again once a `rescan`,
+    /// for the sends found there since: one kept only after its time came (its processor was
+    /// behind), or one whose firing was not applied within `again`.
+    struct Cursor {
+        var after: DeliveryRow?
+        var headAt: ContinuousClock.Instant?
+    }
+
     /// Appends firings every `tick` until cancelled, for the sends whose app part's partition of
     /// the notification topic is one of `owned`, of `partitions`; hands each round's firings, as
     /// the records they are in the log, to `appended`.
     func run(owned: Set<Int32>, partitions: Int, appended: @escaping @Sendable ([ConsumedRecord]) async -> Void = { _ in }) async throws {
+        var cursor = Cursor()
         while true {
             try await Task.sleep(for: Self.tick)
             do {
-                _ = try await fire(owned: owned, partitions: partitions, appended: appended)
+                _ = try await fire(owned: owned, partitions: partitions, cursor: &cursor, appended: appended)
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
@@ -65,22 +80,26 @@ final class DueSends: Sendable {
 
     /// Appends the firings due at `now`, of up to `pages` pages of `round` waiting sends, each
     /// page read from where the last ended (the sends of other processors' shards, and those
-    /// whose firing is on its way, are passed over, not waited behind); returns how many.
-    func fire(owned: Set<Int32>, partitions: Int, now: Date = Date(), pages: Int = 20,
+    /// whose firing is on its way, are passed over, not waited behind), the first from `cursor`;
+    /// returns how many.
+    func fire(owned: Set<Int32>, partitions: Int, now: Date = Date(), pages: Int = 20, cursor: inout Cursor,
               appended: @Sendable ([ConsumedRecord]) async -> Void = { _ in }) async throws -> Int {
         let instant = ContinuousClock.now
-        recent.withLock { $0 = $0.filter { instant - $0.value < Self.again } }
+        recent.withLock { $0.forget(before: instant - Self.again) }
+        if cursor.headAt.map({ instant - $0 >= Self.rescan }) ?? true {
+            cursor = Cursor(after: nil, headAt: instant)
+        }
         let headers = KafkaHeader.list(RecordHeaders(type: NotificationRequested.type.rawValue, version: NotificationRequested.version).fields)
-        var fired = 0, last: DeliveryRow?
+        var fired = 0
         for _ in 0..<pages {
-            let due = try await store.waitingSends(dueBy: now, after: last, limit: round)
-            last = due.last
-            var records: [KafkaProducerRecord] = [], names: [String] = []
+            let due = try await store.waitingSends(dueBy: now, after: cursor.after, limit: round)
+            if let last = due.last { cursor.after = last }
+            var records: [KafkaProducerRecord] = [], names: [Firing] = []
             for row in due {
                 // One firing per time: a send's waves each have their own.
-                let name = "\(row.appId.lowercasedString)/\(row.deliveryId.lowercasedString)/\(row.part)/\(row.sendAt.map { RFC3339.milliseconds($0) } ?? 0)"
+                let name = Firing(appId: row.appId, deliveryId: row.deliveryId, part: row.part, time: row.sendAt.map { RFC3339.milliseconds($0) } ?? 0)
                 let partition = parts.partition(key: RecordKey.app(row.appId), part: row.part, partitions: partitions)
-                guard owned.contains(partition), recent.withLock({ $0[name] == nil }) else { continue }
+                guard owned.contains(partition), !recent.withLock({ $0.contains(name) }) else { continue }
                 guard let text = row.scheduledCommand,
                       var command = try? WireJSON.decoder().decode(NotificationRequested.self, from: Data(text.utf8)) else {
                     logger.error("a waiting send keeps no readable command; it is not fired", metadata: ["delivery": "\(name)"])
@@ -96,7 +115,7 @@ final class DueSends: Sendable {
             }
             if !records.isEmpty {
                 let reports = try await producer.send(records)
-                recent.withLock { for name in names { $0[name] = instant } }
+                recent.withLock { $0.add(names, at: instant) }
                 counter.increment(by: records.count)
                 fired += records.count
                 await appended(zip(records, reports).map {
@@ -107,5 +126,48 @@ final class DueSends: Sendable {
             if due.count < round { break }
         }
         return fired
+    }
+
+    /// `fire` from the head of the waiting sends.
+    func fire(owned: Set<Int32>, partitions: Int, now: Date = Date(), pages: Int = 20,
+              appended: @Sendable ([ConsumedRecord]) async -> Void = { _ in }) async throws -> Int {
+        var cursor = Cursor()
+        return try await fire(owned: owned, partitions: partitions, now: now, pages: pages, cursor: &cursor, appended: appended)
+    }
+
+    /// A send's firing for one of its times: a send's waves each have their own.
+    struct Firing: Hashable, CustomStringConvertible {
+        let appId: UUID, deliveryId: UUID, part: Int, time: Int64
+
+        var description: String { "\(appId.lowercasedString)/\(deliveryId.lowercasedString)/\(part)/\(time)" }
+    }
+
+    /// The firings appended lately, and when, oldest first: forgetting those past `again` costs
+    /// only them (a backlog of many due at once is looked at every round).
+    struct Recent {
+        private var at: [Firing: ContinuousClock.Instant] = [:]
+        private var order: [(firing: Firing, at: ContinuousClock.Instant)] = []
+        private var head = 0
+
+        func contains(_ firing: Firing) -> Bool { at[firing] != nil }
+
+        mutating func add(_ firings: [Firing], at instant: ContinuousClock.Instant) {
+            for firing in firings {
+                at[firing] = instant
+                order.append((firing, instant))
+            }
+        }
+
+        mutating func forget(before instant: ContinuousClock.Instant) {
+            while head < order.count, order[head].at <= instant {
+                let (firing, added) = order[head]
+                if at[firing] == added { at[firing] = nil }
+                head += 1
+            }
+            if head > 1024, head * 2 > order.count {
+                order.removeFirst(head)
+                head = 0
+            }
+        }
     }
 }
