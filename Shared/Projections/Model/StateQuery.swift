@@ -54,7 +54,7 @@ public struct StateQuery: Sendable, Equatable {
     public var userSettingsOfDevices: Set<UUID> = []
     public var capsChangedApps: Set<UUID> = []
     /// The counted sends (`CountedSendRow`) the reader has already: the second round reads those
-    /// of the apps that send with caps (`userSettingsOfDevices`) and have counted sends, but these.
+    /// of the apps the batch sends for (`userSettingsOfDevices`), but these.
     public var knownCountedSends: Set<CountedSendKey> = []
 
     public init(appIds: Set<UUID> = [], deviceKeys: Set<DeviceKey> = [], userKeys: Set<UserKey> = [],

@@ -152,9 +152,9 @@ public enum StateReads {
             for row in snapshot.held.values where settingsApps.contains(row.appId) { users.insert(UserKey(appId: row.appId, userId: row.userId)) }
             if let read = userSettings(of: users.subtracting(query.userSettings)) { reads.append(read) }
         }
-        // The counted sends of the apps that send with caps, but those the reader has.
+        // The counted sends of the apps the batch sends for (caps set in the batch may count them), but those the reader has.
         var counted: [CountedSendKey] = []
-        for app in snapshot.apps.values where app.frequencyCaps != nil && query.userSettingsOfDevices.contains(app.appId) {
+        for app in snapshot.apps.values where app.countedSends != nil && query.userSettingsOfDevices.contains(app.appId) {
             for entry in CappedPushes(app.countedSends).entries {
                 let key = CountedSendKey(appId: app.appId, part: app.part, delivery: entry.delivery)
                 if !query.knownCountedSends.contains(key) { counted.append(key) }
