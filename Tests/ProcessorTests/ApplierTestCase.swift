@@ -43,14 +43,15 @@ class ApplierTestCase: XCTestCase {
     }
 
     /// Applies the batches in order to a new store `name` with `rules`; returns it and what was published.
-    /// `outboundWindow` and `devicePageSize`: the applier's (by default, as a processor has them).
+    /// `outboundWindow`, `devicePageSize` and `fewUserSettings`: the applier's (by default, as a processor has them).
     func apply(_ batches: [[ConsumedRecord]], name: String, rules: DecisionRules = .default,
                outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages),
-               devicePageSize: Int = 10_000) async throws -> (store: any ProjectionStore, outbound: [OutboundMessage]) {
+               devicePageSize: Int = 10_000, fewUserSettings: Int = 10_000) async throws -> (store: any ProjectionStore, outbound: [OutboundMessage]) {
         let store = try await ProjectionStoreFactory.open("sqlite:" + directory.appendingPathComponent(name).path, logger: Logger(label: "test"))
         let outbound = RecordingOutbound()
         let applier = BatchApplier(store: store, outbound: outbound, verifier: TokenFormatVerifier(), logger: Logger(label: "test"),
-                                   outboundWindow: outboundWindow, rules: rules, devicePageSize: devicePageSize)
+                                   outboundWindow: outboundWindow, rules: rules, devicePageSize: devicePageSize,
+                                   fewUserSettings: fewUserSettings)
         var positions: [PartitionKey: Int64] = [:]
         for batch in batches {
             for (k, v) in try await applier.apply(batch, expected: positions) { positions[k] = v }

@@ -69,4 +69,48 @@ final class UserSettingsBatchingTests: ApplierTestCase {
         }
         for dump in dumps.dropFirst() { XCTAssertEqual(dump, dumps[0]) }
     }
+
+    /// A send to an audience, read in pages, decides the same whether it read all of its app
+    /// part's users' settings at once or a page's users at a time, and counts itself once: u0,
+    /// counted on their own row by a send to them, is capped by the second broadcast; u1's own
+    /// quiet hours hold theirs.
+    func testASendToAnAudienceDecidesTheSameWithUsersSettingsReadAtOnceOrByPage() async throws {
+        var offsets: [String: Int64] = [:], second = 0.0
+        func next<C: Command>(_ command: C) throws -> ConsumedRecord {
+            let topic = C.topic.name(in: topics)
+            defer { offsets[topic, default: 0] += 1; second += 1 }
+            return try record(command, partition: 0, offset: offsets[topic, default: 0], at: base.addingTimeInterval(second))
+        }
+        var records = [
+            try next(AppCreated(orgId: org, mobileAppId: appId, name: "a", tokenId: tokenId, tokenHash: tokenHash)),
+            try next(AppSettingsChanged(mobileAppId: appId, timeZone: "America/Sao_Paulo", frequencyCaps: "*:2/3600")),
+            try next(UserSettingsChanged(mobileAppId: appId, userId: "u1", quietHours: "11:00-12:00")),
+        ]
+        for device in 0..<7 {
+            records.append(try next(DeviceRegistrationRequested(
+                registrationRequestId: UUID(), orgId: org, mobileAppId: appId, userId: "u\(device % 4)", platform: .ios,
+                deviceToken: String(format: "%064x", device), apiTokenHash: tokenHash, trackStatus: false, callback: nil)))
+        }
+        records.append(try next(NotificationRequested(deliveryId: UUID(), mobileAppId: appId, target: NotificationTarget(userIds: ["u0"]),
+                                                      content: NotificationContent(title: "T"))))
+        let broadcasts = [UUID(), UUID()]
+        for id in broadcasts {
+            records.append(try next(NotificationRequested(deliveryId: id, mobileAppId: appId, target: NotificationTarget(audience: "all"),
+                                                          content: NotificationContent(title: "B"))))
+        }
+        var dumps: [String] = []
+        for few in [10_000, 0] {
+            let (store, outbound) = try await apply([records], name: "few-\(few).sqlite", devicePageSize: 2, fewUserSettings: few)
+            let dump = try await store.dump()
+            let second = dump.split(separator: "\n").first { $0.hasPrefix("deliveries ") && $0.contains(broadcasts[1].lowercasedString) }
+            // u0 has two devices (0, 4), u1 two (1, 5, held), u2 two (2, 6), u3 one (3).
+            XCTAssertTrue(second?.contains(" sent=3 ") == true && second?.contains(" capped=2") == true && second?.contains(" held=2 ") == true,
+                          "few \(few): u0's devices capped, u1's held: \(second ?? "none")")
+            XCTAssertEqual(dump.split(separator: "\n").filter { $0.hasPrefix("counted_sends ") }.count, 2, "few \(few): each broadcast counted once")
+            XCTAssertEqual(Set(outbound.map(\.deviceToken)).count, 7 - 2, "few \(few): u1's devices held")
+            dumps.append(dump)
+            await store.close()
+        }
+        XCTAssertEqual(dumps[0], dumps[1])
+    }
 }

@@ -117,8 +117,9 @@ final class BatchApplier: Sendable {
     init(store: any BatchStore, outbound: any OutboundPublisher, verifier: any DeviceTokenVerifier, logger: Logger,
          replaying: Bool = false, retryDelays: [Duration] = [.milliseconds(50), .milliseconds(200), .milliseconds(800)],
          outboundWindow: Int = BatchApplier.outboundWindow(forQueue: KafkaProducerConfiguration().queueBufferingMaxMessages),
-         rules: DecisionRules = .default, devicePageSize: Int = 10_000) {
+         rules: DecisionRules = .default, devicePageSize: Int = 10_000, fewUserSettings: Int = 10_000) {
         self.devicePageSize = max(1, devicePageSize)
+        self.fewUserSettings = fewUserSettings
         self.trackingParkTime = rules.trackingParkTime
         self.registrationStatusTime = rules.registrationStatusTime
         self.ackTime = rules.ackTime
@@ -419,6 +420,10 @@ final class BatchApplier: Sendable {
         return batch.next
     }
 
+    /// Up to how many users' settings of an app part a send to an audience reads at once, before
+    /// its pages (`StateQuery.userSettingsOfPart`); more are read a page's users at a time.
+    private let fewUserSettings: Int
+
     /// Reads the app's devices page by page, makes the record of each device the audience takes
     /// in this part, and publishes them in windows of `outboundWindow`, two at a time (`publish`),
     /// the next page read while a page's records are made. Returns how many pages it read.
@@ -428,13 +433,23 @@ final class BatchApplier: Sendable {
         // The store reads the devices of the rarest tag or topic every selected device has.
         let required = audience.required
         let having = try await withRetries { try await self.store.leading(DeviceNames(tags: required.tags, topics: required.topics), app: app) }
-        // A page comes with the settings of its users, where the send needs them (caps, users' quiet
-        // hours): both read while the page before is made.
-        let readsUsers = sending.readsUsers
+        // Where the send needs users' settings (users with quiet hours or pushes counted on their
+        // own row), all of the part's are read first when there are few; else a page comes with the
+        // settings of its users, both read while the page before is made.
+        let everyUsers: [UserPartKey: UserSettingsRow]? = try await {
+            guard sending.readsUsers else { return nil }
+            var query = StateQuery()
+            query.userSettingsOfPart = AppPart(app, part: part)
+            query.userSettingsLimit = self.fewUserSettings + 1
+            let asked = query
+            let rows = try await withRetries { try await self.store.load(asked) }.userSettings
+            return rows.count <= self.fewUserSettings ? rows : nil
+        }()
+        let readsUsers = sending.readsUsers && everyUsers == nil
         let read: @Sendable (String?) async throws -> (devices: [DeviceRow], settings: [UserPartKey: UserSettingsRow]) = { after in
             let page = try await self.withRetries { try await self.store.devices(app: app, after: after, limit: pageSize, having: having) }
             self.streamSteps.withLock { $0 += 1 }
-            guard readsUsers else { return (page, [:]) }
+            guard readsUsers else { return (page, everyUsers ?? [:]) }
             var query = StateQuery()
             query.userSettings = Set(page.lazy.filter { NotificationHandler.selects(audience, $0, part: part, of: parts) }.map(\.user))
             let asked = query
@@ -442,12 +457,12 @@ final class BatchApplier: Sendable {
         }
         var records: [OutboundMessage] = []
         records.reserveCapacity(min(window, pageSize))
-        // Pushes held for later (a local-time send's later zones, quiet hours) and the users'
-        // pushes the caps count are written a page at a time, before the send's commit: if the
-        // send is applied again after a crash, it writes the same held rows, and finds itself
-        // counted for each user it counted (`CappedPushes`), deciding as it did.
-        // One write in flight, beside the next page's records; the send's commit comes after the last.
-        // (A user's devices on later pages take the decision made on the first: `admit`.)
+        // Pushes held for later (a local-time send's later zones, quiet hours) are written a page at
+        // a time, before the send's commit: if the send is applied again after a crash, it writes
+        // the same held rows. One write in flight, beside the next page's records; the send's
+        // commit comes after the last. The caps count the send once, with the users it reached,
+        // in that commit (`Send.count`); a user's devices on later pages take the decision made
+        // on the first (`admit`).
         var held: [Mutation] = []
         var writing: Task<Void, any Error>?
         let replaying = self.replaying
@@ -469,12 +484,8 @@ final class BatchApplier: Sendable {
                         let own = settings[UserPartKey(user: device.user, part: part)]
                         let timing = sending.timing(of: device, quietHours: own?.quietHours)
                         guard timing.reaches else { continue }
-                        let (admitted, counted) = sending.admit(device, settings: own)
-                        if let counted {
-                            held.append(.putUserSettings(counted))
-                            if held.count == pageSize { try await writeHeld() }
-                        }
-                        guard admitted else { continue }
+                        // A send to an audience is counted with its commit, never on a user's row.
+                        guard sending.admit(device, settings: own).admitted else { continue }
                         if let row = sending.hold(device, timing, badge: nil) {
                             held.append(.putHeldPush(row))
                             if held.count == pageSize { try await writeHeld() }

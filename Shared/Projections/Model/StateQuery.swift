@@ -56,6 +56,10 @@ public struct StateQuery: Sendable, Equatable {
     /// The counted sends (`CountedSendRow`) the reader has already: the second round reads those
     /// of the apps the batch sends for (`userSettingsOfDevices`), but these.
     public var knownCountedSends: Set<CountedSendKey> = []
+    /// The first `userSettingsLimit` users' settings this app part keeps, in user id order (a send
+    /// to an audience reads them all at once when there are few, rather than a page's users at a time).
+    public var userSettingsOfPart: AppPart?
+    public var userSettingsLimit = 0
 
     public init(appIds: Set<UUID> = [], deviceKeys: Set<DeviceKey> = [], userKeys: Set<UserKey> = [],
                 pendingKeys: Set<PendingKey> = [],

@@ -104,6 +104,13 @@ public enum StateReads {
         if let users = userSettings(of: query.userSettings) {
             reads.append(users)
         }
+        if let app = query.userSettingsOfPart {
+            reads.append(SnapshotStep(StoreRead<UserSettingsRow>(
+                "WHERE app_id = \(app.appId) AND part = \(Int64(app.part)) ORDER BY user_id LIMIT \(query.userSettingsLimit)",
+                firstColumnIsFirstValue: true)) {
+                rows, snapshot in for row in rows { snapshot.userSettings[row.key] = row }
+            })
+        }
         // The statuses and acks of `parkedApps` old enough to be pruned: an index range per app.
         let apps = ReadKeys(.init("app_id"), .uuids(Array(query.parkedApps)))
         if let before = query.statusesBefore, !apps.isEmpty {
