@@ -104,6 +104,9 @@ final class BatchApplier: Sendable {
     private let outboundWindow: Int
     /// How many devices a page of an audience send reads (`stream`).
     private let devicePageSize: Int
+    /// Up to how many users' settings of an app part a send to an audience reads at once, before
+    /// its pages (`StateQuery.userSettingsOfPart`); more are read a page's users at a time.
+    private let fewUserSettings: Int
     /// How long reports of a delivery whose send has not been applied are kept (`DecisionRules.trackingParkTtlMs`).
     private let trackingParkTime: Duration
     /// How long registration statuses and acks are kept (`DecisionRules.registrationStatusTtlMs`, `.ackTtlMs`).
@@ -419,10 +422,6 @@ final class BatchApplier: Sendable {
         ])
         return batch.next
     }
-
-    /// Up to how many users' settings of an app part a send to an audience reads at once, before
-    /// its pages (`StateQuery.userSettingsOfPart`); more are read a page's users at a time.
-    private let fewUserSettings: Int
 
     /// Reads the app's devices page by page, makes the record of each device the audience takes
     /// in this part, and publishes them in windows of `outboundWindow`, two at a time (`publish`),

@@ -145,8 +145,9 @@ public enum StateReads {
                 })
             }
         }
-        // Only apps with caps, or with users with quiet hours of their own, need their users' settings
-        // (or apps a settings change of the batch may give caps): those of the loaded devices, of the
+        // Only apps with users who have pushes counted on their own row or quiet hours of their own
+        // need their users' settings (a row with neither changes no decision; and apps a settings
+        // change of the batch may give caps): those of the loaded devices, of the
         // users the batch names (a device registered in the batch is its new user's before a send
         // after it), and of the held pushes a wave releases. A user with quiet hours of their own
         // set in the batch was read in the first round.
