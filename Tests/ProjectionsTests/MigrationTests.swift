@@ -211,6 +211,8 @@ private enum Seed {
         var dumped: String?
         /// What the dump shows once a store from before `since` is upgraded: what the step filled in.
         var filled = "null"
+        /// The same, when it depends on the version upgraded from (nil: `filled`).
+        var filledFrom: (@Sendable (Int) -> String)? = nil
     }
 
     struct Row: Sendable {
@@ -263,7 +265,8 @@ private enum Seed {
             integer("users", 1, since: 21, filled: "1"),
             text("time_zone", "Europe/Lisbon", since: 31), text("quiet_hours", "22:00-08:00", since: 31),
             text("frequency_caps", "*:10/86400,marketing:3/86400", since: 31), integer("quiet_users", 1, since: 31, filled: "0"),
-            integer("counted_users", 1, since: 32, filled: "0"), text("counted_sends", "1763800003123/00000000000000d2/", since: 32),
+            // Step 32 counts the users with pushes counted on their own row: alice, from step 31 on.
+            Column(name: "counted_users", since: 32, value: .integer(1), dumped: "1", filledFrom: { $0 >= 31 ? "1" : "0" }), text("counted_sends", "1763800003123/00000000000000d2/", since: 32),
         ]),
         Row(table: "api_tokens", since: 1, columns: [
             text("token_id", "00000000-0000-0000-0000-000000000001"), text("app_id", app), text("token_hash", "abc123"),
@@ -375,7 +378,7 @@ private enum Seed {
     static func dump(at step: Int) -> String {
         rows.filter { $0.since <= step && !($0.removedBy.map { step < $0 } ?? false) }.compactMap { row in
             let columns = row.columns.compactMap { column in
-                column.dumped.map { " \(column.name)=" + (column.since <= step ? $0 : column.filled) }
+                column.dumped.map { " \(column.name)=" + (column.since <= step ? $0 : column.filledFrom?(step) ?? column.filled) }
             }
             return columns.isEmpty ? nil : row.table + columns.joined() + "\n"
         }.joined()

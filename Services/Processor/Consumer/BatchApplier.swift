@@ -347,7 +347,7 @@ final class BatchApplier: Sendable {
         countedSends.withLock { known in
             for (key, users) in snapshot.countedSends { known[key] = users }
             // The loaded apps' counted sends, read now or before; those they no longer count are forgotten.
-            for app in snapshot.apps.values where app.frequencyCaps != nil || app.countedSends != nil {
+            for app in snapshot.apps.values where app.countedSends != nil {
                 let names = Set(CappedPushes(app.countedSends).entries.map(\.delivery))
                 known = known.filter { $0.key.appId != app.appId || $0.key.part != app.part || names.contains($0.key.delivery) }
                 for name in names {

@@ -377,9 +377,9 @@ package struct NotificationHandler: CommandHandler {
                 } else {
                     if settings?.capped == nil { newlyCounted += 1 }
                     pushes.add(command.capCategory, delivery: capName, at: capAt, caps: allCaps)
-                    var counted = settings ?? UserSettingsRow(appId: command.mobileAppId, userId: device.userId, part: part)
-                    counted.capped = pushes.text
-                    row = counted
+                    var own = settings ?? UserSettingsRow(appId: command.mobileAppId, userId: device.userId, part: part)
+                    own.capped = pushes.text
+                    row = own
                 }
                 allowed = true
             } else {

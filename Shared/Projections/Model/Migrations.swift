@@ -1060,13 +1060,16 @@ package enum ProjectionMigrations {
 
     /// Frequency caps count a send to an audience once per app part, with the users it reached
     /// (docs/API.md#frequency-caps): the app's counted sends and its users counted on their own
-    /// rows, and a row per counted send. The waiting sends are read a page at a time, by time and
+    /// rows (counted here from the rows a store already has: a send reads users' settings only
+    /// while there are some), and a row per counted send. The waiting sends are read a page at a time, by time and
     /// key (`ReaderReads.waitingSends`): PostgreSQL's index of them holds the key too, so that each
     /// page seeks to where the last ended (SQLite's does already: an index of a table keyed by
     /// those columns holds them).
     package static let v32 = Step(32, sqlite: """
         ALTER TABLE apps ADD COLUMN counted_users INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE apps ADD COLUMN counted_sends TEXT;
+        UPDATE apps SET counted_users = (SELECT count(*) FROM user_settings s
+            WHERE s.app_id = apps.app_id AND s.part = apps.part AND s.capped IS NOT NULL);
         CREATE TABLE counted_sends (
             app_id TEXT NOT NULL,
             part INTEGER NOT NULL,
@@ -1077,6 +1080,8 @@ package enum ProjectionMigrations {
         """, postgres: """
         ALTER TABLE apps ADD COLUMN counted_users bigint NOT NULL DEFAULT 0;
         ALTER TABLE apps ADD COLUMN counted_sends text COLLATE "C";
+        UPDATE apps SET counted_users = (SELECT count(*) FROM user_settings s
+            WHERE s.app_id = apps.app_id AND s.part = apps.part AND s.capped IS NOT NULL);
         CREATE TABLE counted_sends (
             app_id uuid NOT NULL,
             part bigint NOT NULL,
