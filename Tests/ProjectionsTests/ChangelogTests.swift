@@ -253,6 +253,35 @@ import Testing
         }
     }
 
+    /// An app row from an entry written before `counted_users` existed restores it as 0, while
+    /// its users' rows carry counted pushes: the restore's end counts them (`RestoreCounts`), so
+    /// that sends read those rows and caps count them. A larger count is kept: it counts users
+    /// ever counted.
+    @Test(arguments: StoreBackend.allCases)
+    func testARestoreCountsTheUsersWithPushesCountedOnTheirOwnRow(_ backend: StoreBackend) async throws {
+        try await withStoreHarness(backend) { h in
+            let (old, counted, none) = (Fixture.app(name: "old"), Fixture.app(name: "counted"), Fixture.app(name: "none"))
+            var larger = counted
+            larger.countedUsers = 5
+            let pushes = "1700000000000 * d1"
+            let mutations: [Mutation] = [
+                .upsertApp(old), .upsertApp(larger), .upsertApp(none),
+                .putUserSettings(UserSettingsRow(appId: old.appId, userId: "u1", part: 0, capped: pushes)),
+                .putUserSettings(UserSettingsRow(appId: old.appId, userId: "u2", part: 0, capped: pushes)),
+                .putUserSettings(UserSettingsRow(appId: old.appId, userId: "u3", part: 0, quietHours: "22:00-08:00")),
+                .putUserSettings(UserSettingsRow(appId: counted.appId, userId: "u1", part: 0, capped: pushes)),
+                .putUserSettings(UserSettingsRow(appId: none.appId, userId: "u1", part: 0, quietHours: "22:00-08:00")),
+            ]
+            try await h.openStore("restored.sqlite").beginRestore()
+            let restored = try await h.openStore("restored.sqlite")
+            try await restored.restore([ChangelogEntry(mutations: mutations, offsets: [])], offsets: [], lineage: "l", through: 1)
+            let counts = "SELECT name || ' ' || CAST(counted_users AS TEXT) FROM apps ORDER BY name"
+            #expect(try await h.strings(counts, store: "restored.sqlite") == ["counted 5", "none 0", "old 0"])
+            try await restored.finishRestore()
+            #expect(try await h.strings(counts, store: "restored.sqlite") == ["counted 5", "none 0", "old 2"])
+        }
+    }
+
     /// A restore into an empty store writes the mutations in the order of their rows
     /// (`ChangelogSorter`), in memory and through run files, whole groups as their final rows
     /// (`RestoredRows`, plain inserts) and the chunks that cut a large group as mutations: the

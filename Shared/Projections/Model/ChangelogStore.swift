@@ -53,7 +53,8 @@ public protocol ChangelogStore: Sendable {
     /// inserts; none of the rows' keys may be stored yet. Offsets and position are `restore`'s.
     func restore(rows: RestoredRows) async throws
     /// Restore: builds the indexes `beginRestore` set aside, in this run or in one that stopped
-    /// (nothing when none are), and makes the store durable again.
+    /// (nothing when none are), counts what entries written before a count existed did not
+    /// carry (`RestoreCounts`), and makes the store durable again.
     func finishRestore() async throws
 }
 
@@ -70,6 +71,20 @@ package enum SecondaryIndexes {
     /// PostgreSQL's besides them: the devices in their tokens' order (schema step 25), which
     /// SQLite's key already is.
     package static let postgresOnly = ["devices_in_token_order"]
+}
+
+/// What a restore counts again at its end, in both stores' SQL: an entry written by a schema
+/// before a count existed restores it as 0.
+package enum RestoreCounts {
+    /// Each app part's users with pushes counted on their own row (`AppRow.countedUsers`, schema
+    /// step 32): at least those whose row the restore wrote with some. A count of 0 where there
+    /// are some would let a send skip their rows, and undercount their caps; the count is of
+    /// users ever counted, so a larger one stays.
+    package static let countedUsers = """
+        UPDATE apps SET counted_users = s.users
+        FROM (SELECT app_id, part, count(*) AS users FROM user_settings WHERE capped IS NOT NULL GROUP BY app_id, part) AS s
+        WHERE s.app_id = apps.app_id AND s.part = apps.part AND apps.counted_users < s.users
+        """
 }
 
 /// The tables a restore writes, which `beginRestore` empties: an empty store's restore writes

@@ -172,6 +172,9 @@ public final class PostgresProjectionStore: ProjectionStore, ReadRunner {
             try await PostgresChangelog.finishSteps(on: connection, logger: self.logger)
         }
         try await sideBySide(steps) { step, connection in try await step.run(on: connection, logger: self.logger) }
+        try await session("BEGIN") { connection in
+            try await connection.run(PostgresQuery(unsafeSQL: RestoreCounts.countedUsers), logger: self.logger)
+        }
     }
 
     /// Runs `work` for each item, in a transaction of its own, on up to `restoreSessions`

@@ -233,6 +233,7 @@ public final class SQLiteProjectionStore: ProjectionStore, ReadRunner {
             }
             try db.execute(sql: "DELETE FROM restore_indexes")
             try db.execute(sql: "PRAGMA cache_size = -\(Self.writerCacheKiB)")
+            try db.execute(sql: RestoreCounts.countedUsers)
         }
         try await pool.barrierWriteWithoutTransaction { db in
             try db.checkpoint(.truncate)
