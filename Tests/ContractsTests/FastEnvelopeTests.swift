@@ -145,6 +145,8 @@ final class FastEnvelopeTests: XCTestCase {
                 invalidSince: Bool.random(using: &random) ? nil : Date(timeIntervalSince1970: Double(Int64.random(in: 0...4_102_444_800_000, using: &random)) / 1000),
                 locale: Bool.random(using: &random) ? nil : text(&random))
             try add(outcome, [outcome.mobileAppId] + (deliveryId.map { [$0] } ?? []))
+            let send = notification(&random)
+            try add(send, [send.deliveryId, send.mobileAppId])
         }
 
         var fastCount = 0
@@ -166,12 +168,95 @@ final class FastEnvelopeTests: XCTestCase {
             case .notificationAcknowledged: agree(NotificationAcknowledged.self, data, name)
             case .trackingReported: agree(TrackingReported.self, data, name)
             case .deliveryResultReported: agree(DeliveryResultReported.self, data, name)
+            case .notificationRequested: agree(NotificationRequested.self, data, name)
             default: false
             }
             XCTAssertTrue(fast, "\(name): should take the fast path")
             if fast { fastCount += 1 }
         }
-        XCTAssertEqual(fastCount, 1250)
+        XCTAssertEqual(fastCount, 1500)
+    }
+
+    /// A send with each optional field there or not, its target one of the three kinds.
+    func notification(_ random: inout SplitMix64) -> NotificationRequested {
+        func maybe<T>(_ value: @autoclosure () -> T) -> T? { Bool.random(using: &random) ? nil : value() }
+        func date() -> Date { Date(timeIntervalSince1970: Double(Int64.random(in: 0...4_102_444_800_000, using: &random)) / 1000) }
+        let content = NotificationContent(
+            title: maybe(text(&random)), body: maybe(text(&random)), text: maybe(text(&random)), sound: maybe(text(&random)),
+            badge: maybe(Int.random(in: 0...999_999, using: &random)), category: maybe(text(&random)), uri: maybe(text(&random)),
+            mediaAttachmentUrl: maybe(text(&random)), contentAvailable: maybe(Bool.random(using: &random)),
+            mutableContent: maybe(Bool.random(using: &random)), collapseKey: maybe(text(&random)),
+            priority: maybe(NotificationPriority.allCases.randomElement(using: &random)!),
+            custom: maybe(Dictionary((0..<Int.random(in: 0...3, using: &random)).map { ("k" + text(&random) + "\($0)", text(&random)) },
+                                     uniquingKeysWith: { a, _ in a })),
+            timeToLive: maybe(Int.random(in: 1...2_419_200, using: &random)),
+            localized: maybe(["pt-BR": LocalizedText(title: maybe(text(&random))),
+                              "zh-Hant-TW": LocalizedText(body: maybe(text(&random)), text: maybe(text(&random)))]))
+        let users = (0..<Int.random(in: 0...4, using: &random)).map { _ in text(&random) }
+        let target = Bool.random(using: &random) ? NotificationTarget(audience: text(&random))
+            : users.isEmpty ? NotificationTarget(deviceTokens: (0...2).map { _ in text(&random) }) : NotificationTarget(userIds: users)
+        return NotificationRequested(
+            deliveryId: .random(), mobileAppId: .random(), target: target, content: content, managed: Bool.random(using: &random),
+            businessId: maybe(text(&random)), tracking: Bool.random(using: &random), kind: NotificationKind.allCases.randomElement(using: &random)!,
+            ticketId: maybe(text(&random)), message: maybe(text(&random)), idempotencyKey: maybe(text(&random)),
+            requestHash: maybe(text(&random)), messageKeyId: maybe(text(&random)), sendAt: maybe(date()),
+            firing: maybe(Bool.random(using: &random)), sendAtLocal: maybe(text(&random)),
+            quietHours: maybe(QuietHoursMode.allCases.randomElement(using: &random)!), wave: maybe(date()),
+            capCategory: maybe(text(&random)), capExempt: maybe(Bool.random(using: &random)))
+    }
+
+    /// A scheduled send's kept command (its payload alone) reads back by hand as `JSONDecoder`
+    /// reads it, and what only `JSONDecoder` reads (an escape) still reads.
+    func testAKeptSendReadsBackAsJSONDecoderReadsIt() throws {
+        var random = SplitMix64(seed: 0x5e4d)
+        for _ in 0..<200 {
+            let send = notification(&random)
+            var writer = JSONWriter(capacity: 1024)
+            send.writePayload(to: &writer)
+            let text = String(decoding: writer.data, as: UTF8.self)
+            XCTAssertEqual(NotificationRequested(payload: text), send)
+            XCTAssertEqual(NotificationRequested(payload: text), try WireJSON.decoder().decode(NotificationRequested.self, from: Data(text.utf8)))
+        }
+        let escaped = NotificationRequested(deliveryId: .random(), mobileAppId: .random(), target: NotificationTarget(userIds: ["a\"b\n"]),
+                                            content: NotificationContent(title: "t\u{1}"))
+        var writer = JSONWriter(capacity: 256)
+        escaped.writePayload(to: &writer)
+        XCTAssertEqual(NotificationRequested(payload: String(decoding: writer.data, as: UTF8.self)), escaped)
+        XCTAssertNil(NotificationRequested(payload: "{}"))
+        XCTAssertNil(NotificationRequested(payload: "not json"))
+    }
+
+    var send: String {
+        envelope(.notificationRequested, #"{"content":{"badge":3,"custom":{"k":"v"},"localized":{"pt-BR":{"title":"Olá"}},"title":"Hi"},"deliveryId":"\#(id)","kind":"alert","managed":false,"mobileAppId":"\#(app)","sendAt":"\#(at)","target":{"deviceTokens":[],"userIds":["u-1"]},"tracking":true}"#)
+    }
+
+    /// A send's required fields, its nested shapes and its enums: what the hand-written reader
+    /// cannot be sure of is left to `JSONDecoder`, which decides.
+    func testASendTakesTheFastPathOnlyWhereItIsSure() {
+        assertFast(NotificationRequested.self, [
+            ("base", send),
+            ("whitespace everywhere", spaced(send)),
+            ("null optionals", edit(send, #""kind""#, #""businessId":null,"wave":null,"firing":null,"kind""#)),
+            ("an audience", edit(send, #""target":{"#, #""target":{"audience":"all","#)),
+            ("a firing of a wave", edit(send, #""kind""#, #""firing":true,"wave":"\#(at)","kind""#)),
+        ])
+        assertFallback(NotificationRequested.self, [
+            ("an unknown key", edit(send, #""kind""#, #""colour":"red","kind""#)),
+            ("an unknown key in content", edit(send, #""badge":3"#, #""badge":3,"colour":"red""#)),
+            ("a repeated key", edit(send, #""kind":"alert""#, #""kind":"alert","kind":"im""#)),
+            ("no managed", edit(send, #""managed":false,"#, "")),
+            ("no tracking", edit(send, #","tracking":true"#, "")),
+            ("no userIds", edit(send, #","userIds":["u-1"]"#, "")),
+            ("null target", edit(send, #"{"deviceTokens":[],"userIds":["u-1"]}"#, "null")),
+            ("an unknown kind", edit(send, #""kind":"alert""#, #""kind":"page""#)),
+            ("an unknown priority", edit(send, #""badge":3"#, #""badge":3,"priority":"low""#)),
+            ("a negative badge", edit(send, #""badge":3"#, #""badge":-3"#)),
+            ("a fractional badge", edit(send, #""badge":3"#, #""badge":3.5"#)),
+            ("an escaped title", edit(send, #""title":"Hi""#, #""title":"H\u0069""#)),
+            ("a number as a custom value", edit(send, #""k":"v""#, #""k":1"#)),
+            ("a date with an offset", edit(send, #""sendAt":"\#(at)""#, #""sendAt":"2026-11-22T11:00:00.123+01:00""#)),
+            ("a string as managed", edit(send, #""managed":false"#, #""managed":"false""#)),
+        ])
     }
 
     /// Up to 12 characters from a mix of scripts, emoji, combining marks and URL punctuation;

@@ -24,7 +24,11 @@ final class HandWrittenCommandsTests: XCTestCase {
             XCTAssertEqual(read.payload, command)
             XCTAssertEqual(read.id, id)
             XCTAssertEqual(read.appPart, part)
-            if let fast = FastEnvelope.decode(C.self, from: written.value) { XCTAssertEqual(fast.appPart, part) }
+            if let fast = FastEnvelope.decode(C.self, from: written.value) {
+                XCTAssertEqual(fast.appPart, part)
+                XCTAssertEqual(fast.payload, command)
+                XCTAssertEqual(fast.at, read.at)
+            }
             checked[C.type, default: 0] += 1
         }
         func maybe(_ value: String) -> String? { Bool.random(using: &random) ? nil : value }

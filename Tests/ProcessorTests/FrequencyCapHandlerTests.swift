@@ -77,6 +77,8 @@ final class FrequencyCapHandlerTests: XCTestCase {
         }
         XCTAssertEqual(counted.map(\.users), [[UserDigest.of("u2")], ["u0", "u1", "u2"].map(UserDigest.of).sorted()],
                        "each with the users it reached, sorted")
+        XCTAssertEqual(counted.map(\.delivery), [vip, all].map { String($0.deliveryId.uuidString.lowercased().filter { $0 != "-" }.prefix(16)) },
+                       "named by the first 16 hex digits of their delivery ids")
         let third = apply(send(["u0", "u1", "u2"]), at: 120, &s)
         XCTAssertEqual(third.sent, ["t0a", "t0b", "t1"], "u2 got both sends to an audience; u0 and u1 one")
         XCTAssertEqual(third.capped, 1)

@@ -100,8 +100,7 @@ final class DueSends: Sendable {
                 let name = Firing(appId: row.appId, deliveryId: row.deliveryId, part: row.part, time: row.sendAt.map { RFC3339.milliseconds($0) } ?? 0)
                 let partition = parts.partition(key: RecordKey.app(row.appId), part: row.part, partitions: partitions)
                 guard owned.contains(partition), !recent.withLock({ $0.contains(name) }) else { continue }
-                guard let text = row.scheduledCommand,
-                      var command = try? WireJSON.decoder().decode(NotificationRequested.self, from: Data(text.utf8)) else {
+                guard let text = row.scheduledCommand, var command = NotificationRequested(payload: text) else {
                     logger.error("a waiting send keeps no readable command; it is not fired", metadata: ["delivery": "\(name)"])
                     continue
                 }

@@ -263,7 +263,7 @@ package struct NotificationHandler: CommandHandler {
             caps = command.capExempt == true ? [] : allCaps.filter { $0.counts(command.capCategory) }
             // A user's row matters only with quiet hours or pushes counted on it.
             readsUsers = (!caps.isEmpty && app.countedUsers > 0) || (quiet && app.quietUsers > 0)
-            capName = String(command.deliveryId.lowercasedString.replacingOccurrences(of: "-", with: "").prefix(16))
+            capName = Self.capName(command.deliveryId)
             capAt = RFC3339.milliseconds(at)
             appZone = app.timeZone.flatMap { TimeZone(identifier: $0) } ?? TimeZone(secondsFromGMT: 0)!
             self.command = command
@@ -388,6 +388,15 @@ package struct NotificationHandler: CommandHandler {
             admitted[device.userId] = allowed
             if !allowed { capped += 1 }
             return (allowed, row)
+        }
+
+        /// The name caps count a send by: the first 16 hex digits of its delivery id (made for
+        /// every send, so without Foundation's string search).
+        static func capName(_ deliveryId: UUID) -> String {
+            var hex: [UInt8] = []
+            hex.reserveCapacity(16)
+            withUnsafeBytes(of: deliveryId.uuid) { UUIDHex.append(hex: $0.prefix(8), to: &hex) }
+            return String(decoding: hex, as: UTF8.self)
         }
 
         /// Counts a send to an audience once for the app part, with the users it reached, and

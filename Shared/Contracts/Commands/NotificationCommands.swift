@@ -318,6 +318,134 @@ extension NotificationRequested: HandWrittenCommand {
     }
 }
 
+extension NotificationKind: WireDecodable {}
+extension QuietHoursMode: WireDecodable {}
+
+extension NotificationTarget: WireDecodable {
+    private enum Key: String, CaseIterable { case userIds, deviceTokens, audience }
+    private static let keys = WireKeys<Key>()
+
+    public init?(wire reader: inout WireReader) {
+        var userIds: [String]?, deviceTokens: [String]?, audience: String?
+        guard reader.object(Self.keys, { reader, key in
+            switch key {
+            case .userIds: reader.read(&userIds)
+            case .deviceTokens: reader.read(&deviceTokens)
+            case .audience: reader.readOptional(&audience)
+            }
+        }), let userIds, let deviceTokens else { return nil }
+        self.init(userIds: userIds, deviceTokens: deviceTokens, audience: audience)
+    }
+}
+
+extension LocalizedText: WireDecodable {
+    private enum Key: String, CaseIterable { case title, body, text }
+    private static let keys = WireKeys<Key>()
+
+    public init?(wire reader: inout WireReader) {
+        var title: String?, body: String?, text: String?
+        guard reader.object(Self.keys, { reader, key in
+            switch key {
+            case .title: reader.readOptional(&title)
+            case .body: reader.readOptional(&body)
+            case .text: reader.readOptional(&text)
+            }
+        }) else { return nil }
+        self.init(title: title, body: body, text: text)
+    }
+}
+
+extension NotificationContent: WireDecodable {
+    private enum Key: String, CaseIterable {
+        case title, body, text, sound, badge, category, uri, mediaAttachmentUrl, contentAvailable, mutableContent, collapseKey, priority
+        case custom, timeToLive, localized
+    }
+    private static let keys = WireKeys<Key>()
+
+    public init?(wire reader: inout WireReader) {
+        var content = NotificationContent()
+        guard reader.object(Self.keys, { reader, key in
+            switch key {
+            case .title: reader.readOptional(&content.title)
+            case .body: reader.readOptional(&content.body)
+            case .text: reader.readOptional(&content.text)
+            case .sound: reader.readOptional(&content.sound)
+            case .badge: reader.readOptional(&content.badge)
+            case .category: reader.readOptional(&content.category)
+            case .uri: reader.readOptional(&content.uri)
+            case .mediaAttachmentUrl: reader.readOptional(&content.mediaAttachmentUrl)
+            case .contentAvailable: reader.readOptional(&content.contentAvailable)
+            case .mutableContent: reader.readOptional(&content.mutableContent)
+            case .collapseKey: reader.readOptional(&content.collapseKey)
+            case .priority: reader.readOptional(&content.priority)
+            case .custom: reader.readOptional(&content.custom)
+            case .timeToLive: reader.readOptional(&content.timeToLive)
+            case .localized: reader.readOptional(&content.localized)
+            }
+        }) else { return nil }
+        self = content
+    }
+}
+
+/// Read by hand: every send is decoded by the processor, and a scheduled one twice more (its
+/// kept command read back for its firing, the firing applied).
+extension NotificationRequested: WireDecodable {
+    private enum Key: String, CaseIterable {
+        case deliveryId, mobileAppId, target, content, managed, businessId, tracking, kind, ticketId, message, idempotencyKey
+        case requestHash, messageKeyId, sendAt, firing, sendAtLocal, quietHours, wave, capCategory, capExempt
+    }
+    private static let keys = WireKeys<Key>()
+    /// The ids of the value the optional fields are read into, before the required ones are.
+    private static let unread = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+
+    public init?(wire reader: inout WireReader) {
+        var deliveryId: UUID?, mobileAppId: UUID?, target: NotificationTarget?, content: NotificationContent?
+        var managed: Bool?, tracking: Bool?, kind: NotificationKind?
+        var optional = NotificationRequested(deliveryId: Self.unread, mobileAppId: Self.unread, target: NotificationTarget(),
+                                             content: NotificationContent())
+        guard reader.object(Self.keys, { reader, key in
+            switch key {
+            case .deliveryId: reader.read(&deliveryId)
+            case .mobileAppId: reader.read(&mobileAppId)
+            case .target: reader.read(&target)
+            case .content: reader.read(&content)
+            case .managed: reader.read(&managed)
+            case .tracking: reader.read(&tracking)
+            case .kind: reader.read(&kind)
+            case .businessId: reader.readOptional(&optional.businessId)
+            case .ticketId: reader.readOptional(&optional.ticketId)
+            case .message: reader.readOptional(&optional.message)
+            case .idempotencyKey: reader.readOptional(&optional.idempotencyKey)
+            case .requestHash: reader.readOptional(&optional.requestHash)
+            case .messageKeyId: reader.readOptional(&optional.messageKeyId)
+            case .sendAt: reader.readOptional(&optional.sendAt)
+            case .firing: reader.readOptional(&optional.firing)
+            case .sendAtLocal: reader.readOptional(&optional.sendAtLocal)
+            case .quietHours: reader.readOptional(&optional.quietHours)
+            case .wave: reader.readOptional(&optional.wave)
+            case .capCategory: reader.readOptional(&optional.capCategory)
+            case .capExempt: reader.readOptional(&optional.capExempt)
+            }
+        }), let deliveryId, let mobileAppId, let target, let content, let managed, let tracking, let kind else { return nil }
+        self = optional
+        (self.deliveryId, self.mobileAppId, self.target, self.content) = (deliveryId, mobileAppId, target, content)
+        (self.managed, self.tracking, self.kind) = (managed, tracking, kind)
+    }
+
+    /// The send kept as `text` (`writePayload`, as a scheduled send's delivery keeps it), read by
+    /// hand, else by `JSONDecoder`; nil when neither reads it.
+    public init?(payload text: String) {
+        var text = text
+        let fast = text.withUTF8 { bytes -> NotificationRequested? in
+            var reader = WireReader(bytes)
+            guard let command = NotificationRequested(wire: &reader), reader.atEnd() else { return nil }
+            return command
+        }
+        guard let command = fast ?? (try? WireJSON.decoder().decode(NotificationRequested.self, from: Data(text.utf8))) else { return nil }
+        self = command
+    }
+}
+
 /// A scheduled send cancelled before its time (`DELETE /v1/apps/{id}/notifications/{deliveryId}`).
 /// It goes to every part of the app, like the send; a part whose copy of the send is still
 /// waiting drops it, and one where it fired (or never came) changes nothing.
