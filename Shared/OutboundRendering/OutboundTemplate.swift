@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import Synchronization
 import WireCodec
 
 /// The outbound records of one send for one platform (and one managed badge), rendered once with
@@ -64,10 +65,18 @@ public struct OutboundTemplate: Sendable {
         w.endValue()
     }
 
+    /// A placeholder: the process's random prefix, then a number never drawn before in it, then
+    /// `q` (so that no placeholder begins another). Content cannot hold one but by chance (the
+    /// prefix is 128 random bits); a template is made per send, so a draw costs no system call.
     private static func placeholder() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<2).map { _ in String(generator.next() as UInt64, radix: 16) }.joined() + "q"
+        placeholderPrefix + String(placeholdersDrawn.add(1, ordering: .relaxed).newValue, radix: 16) + "q"
     }
+
+    private static let placeholderPrefix: String = {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<2).map { _ in String(generator.next() as UInt64, radix: 16) }.joined() + "p"
+    }()
+    private static let placeholdersDrawn = Atomic<UInt64>(0)
 
     /// Cuts the rendered record at the placeholders: the token occurs once (the record's
     /// `deviceToken`), the message id twice (`messageId` and the payload's `_mId`).

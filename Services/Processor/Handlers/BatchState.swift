@@ -27,6 +27,9 @@ package struct BatchState {
     private var userSettings: [UserPartKey: UserSettingsRow]
     /// The users each counted send reached: loaded (or known to the reader), and those the batch counted.
     private var countedSends: [CountedSendKey: [UInt64]]
+    /// `countedSends(of:)` of each app part, with the app's text it was made from: every send
+    /// asks, and the text changes only when a send is counted.
+    private var countedSendsMade: [AppPart: (text: String, sends: [CountedSend])] = [:]
     /// Each loaded or recorded device outcome of a delivery.
     private var outcomes: [DeliveryOutcomeKey: DeliveryOutcome]
     /// Deliveries whose outcome counts changed in the batch, in the order they first did.
@@ -328,20 +331,27 @@ package struct BatchState {
 
     /// The sends to an audience the app part's caps counted (`AppRow.countedSends`), each with
     /// the users it reached.
-    package func countedSends(of app: AppRow) -> [CountedSend] {
-        CappedPushes(app.countedSends).entries.map { entry in
+    package mutating func countedSends(of app: AppRow) -> [CountedSend] {
+        guard let text = app.countedSends else { return [] }
+        let part = AppPart(app.appId, part: app.part)
+        if let made = countedSendsMade[part], made.text == text { return made.sends }
+        let sends = CappedPushes(text).entries.map { entry in
             CountedSend(at: entry.at, delivery: entry.delivery, category: entry.category,
                         users: countedSends[CountedSendKey(appId: app.appId, part: app.part, delivery: entry.delivery)] ?? [])
         }
+        countedSendsMade[part] = (text, sends)
+        return sends
     }
 
     package mutating func record(_ row: CountedSendRow) {
         countedSends[row.key] = row.users
+        countedSendsMade[AppPart(row.appId, part: row.part)] = nil
         mutations.append(.putCountedSend(row))
     }
 
     package mutating func forget(_ key: CountedSendKey) {
         countedSends[key] = nil
+        countedSendsMade[AppPart(key.appId, part: key.part)] = nil
         mutations.append(.deleteCountedSend(key))
     }
 
