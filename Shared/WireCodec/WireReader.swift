@@ -219,6 +219,17 @@ public protocol WireDecodable {
     init?(wire reader: inout WireReader)
 }
 
+extension WireDecodable {
+    /// `bytes` read as one whole value: nil when the reader gives up or anything but whitespace
+    /// follows the value.
+    @inlinable
+    public init?(whole bytes: UnsafeBufferPointer<UInt8>) {
+        var reader = WireReader(bytes)
+        guard let value = Self(wire: &reader), reader.atEnd() else { return nil }
+        self = value
+    }
+}
+
 extension String: WireDecodable {
     @inlinable
     public init?(wire reader: inout WireReader) {

@@ -436,12 +436,8 @@ extension NotificationRequested: WireDecodable {
     /// hand, else by `JSONDecoder`; nil when neither reads it.
     public init?(payload text: String) {
         var text = text
-        let fast = text.withUTF8 { bytes -> NotificationRequested? in
-            var reader = WireReader(bytes)
-            guard let command = NotificationRequested(wire: &reader), reader.atEnd() else { return nil }
-            return command
-        }
-        guard let command = fast ?? (try? WireJSON.decoder().decode(NotificationRequested.self, from: Data(text.utf8))) else { return nil }
+        guard let command = text.withUTF8({ NotificationRequested(whole: $0) })
+            ?? (try? WireJSON.decoder().decode(NotificationRequested.self, from: Data(text.utf8))) else { return nil }
         self = command
     }
 }
