@@ -86,6 +86,21 @@ public struct RandomHistory: Sendable {
         /// The keyed sends written so far, to be retried.
         var keyed: [[NotificationRequested]] = Array(repeating: [], count: apps.count)
 
+        // Whatever the draw, the history holds a local-time send and a scheduled send (on an even
+        // app, with no quiet hours, and delivery ids no cancel names) and a user's own settings (on
+        // an odd app): the tests check a dump for each. First, so that the scheduled send is
+        // applied before any progress mark moves its app's time past it, and fires at the next.
+        for (n, local) in [(0, Self.localTimes[pick(Self.localTimes.count)]), (1, nil)] {
+            let app = apps[2 * pick(apps.count / 2)]
+            try add(NotificationRequested(
+                deliveryId: random.uuid(), mobileAppId: app.id, target: NotificationTarget(userIds: ["u\(pick(6))"]),
+                content: NotificationContent(title: "t time-\(n)", body: "b"), managed: false, businessId: nil, tracking: true,
+                kind: .alert, sendAt: local.map { LocalDateTime($0)!.earliestInstant } ?? base.addingTimeInterval(Double(step * 20 + 200) / 1000),
+                sendAtLocal: local.map { LocalDateTime($0)!.description }))
+        }
+        try add(UserSettingsChanged(mobileAppId: apps[2 * pick(apps.count / 2) + 1].id, userId: "u\(pick(6))",
+                                    quietHours: Self.quietHours[pick(Self.quietHours.count - 1)]))
+
         while out.count < count {
             let a = pick(apps.count)
             let app = apps[a]
