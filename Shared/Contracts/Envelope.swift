@@ -107,3 +107,61 @@ extension HandWrittenCommand {
         return writer.data
     }
 }
+
+extension NotificationRequested {
+    /// The envelope of a kept send's firing, written around the payload its delivery keeps
+    /// while it waits (as `writePayload` wrote it) as it is, without reading it: the kept fields, then `firing`
+    /// (true) and `wave` when given. Readers take an object's keys in any order, so it reads as
+    /// the kept send with those two set. Nil when `kept` is not one object or names `firing` or
+    /// `wave` itself (a key, as a string's content has every quote escaped): the caller then
+    /// reads the send and writes it whole.
+    public static func firingEnvelope(kept: String, wave: Date?, id: UUID, at: Date, part: Int) -> Data? {
+        var kept = kept
+        return kept.withUTF8 { bytes -> Data? in
+            guard bytes.count > 2, bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}"),
+                  !Self.contains(bytes, Self.firingKey), !Self.contains(bytes, Self.waveKey) else { return nil }
+            var writer = JSONWriter(capacity: bytes.count + 192)
+            writer.beginObject()
+            writer.key("at")
+            writer.date(at)
+            writer.key("id")
+            writer.uuid(id)
+            if part != 0 {
+                writer.key("part")
+                writer.int(part)
+            }
+            writer.key("payload")
+            writer.appendVerbatim(bytes[..<(bytes.count - 1)])
+            writer.appendVerbatim(#","firing":true"#.utf8)
+            writer.endValue()
+            if let wave {
+                writer.key("wave")
+                writer.date(wave)
+            }
+            writer.endObject()
+            writer.key("type")
+            writer.string(Self.type.rawValue)
+            writer.key("v")
+            writer.int(Self.version)
+            writer.endObject()
+            return writer.data
+        }
+    }
+
+    private static let firingKey = Array(#""firing":"#.utf8), waveKey = Array(#""wave":"#.utf8)
+
+    private static func contains(_ bytes: UnsafeBufferPointer<UInt8>, _ pattern: [UInt8]) -> Bool {
+        guard bytes.count >= pattern.count else { return false }
+        let first = pattern[0]
+        var i = 0
+        while i <= bytes.count - pattern.count {
+            if bytes[i] == first {
+                var j = 1
+                while j < pattern.count, bytes[i + j] == pattern[j] { j += 1 }
+                if j == pattern.count { return true }
+            }
+            i += 1
+        }
+        return false
+    }
+}

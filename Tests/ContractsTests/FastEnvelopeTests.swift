@@ -226,6 +226,42 @@ final class FastEnvelopeTests: XCTestCase {
         XCTAssertNil(NotificationRequested(payload: "not json"))
     }
 
+    /// A firing written around its kept send (`NotificationRequested.firingEnvelope`) reads, fast
+    /// and by `JSONDecoder` alike, as the kept send with `firing` and `wave` set, in every part;
+    /// a kept text that names either key itself, or is no object, is left to be read whole.
+    func testAFiringWrittenAroundItsKeptSendReadsAsTheSendFiring() throws {
+        var random = SplitMix64(seed: 0xf14e)
+        for n in 0..<300 {
+            var send = notification(&random)
+            (send.firing, send.wave) = (nil, nil)
+            var writer = JSONWriter(capacity: 1024)
+            send.writePayload(to: &writer)
+            let kept = String(decoding: writer.data, as: UTF8.self)
+            let (id, at, part) = (UUID.random(), Date(timeIntervalSince1970: 1_790_000_000 + Double(n)), n % 3)
+            let wave = n % 2 == 0 ? Date(timeIntervalSince1970: 1_790_003_600.25) : nil
+            let value = try XCTUnwrap(NotificationRequested.firingEnvelope(kept: kept, wave: wave, id: id, at: at, part: part))
+            XCTAssertTrue(agree(NotificationRequested.self, value, "firing \(n)"), "firing \(n) reads fast")
+            let read = try WireJSON.decoder().decode(Envelope<NotificationRequested>.self, from: value)
+            var firing = send
+            (firing.firing, firing.wave) = (true, wave)
+            XCTAssertEqual(read.payload, firing, "firing \(n)")
+            XCTAssertEqual([read.id, read.at, read.appPart, read.type, read.v] as [AnyHashable],
+                           [id, at, part, NotificationRequested.type.rawValue, NotificationRequested.version] as [AnyHashable], "firing \(n)")
+        }
+        // The keys in a string's content are escaped: still written around.
+        let quoted = NotificationRequested(deliveryId: .random(), mobileAppId: .random(), target: NotificationTarget(userIds: ["u"]),
+                                           content: NotificationContent(title: #"x"firing":false,"wave":1"#))
+        var writer = JSONWriter(capacity: 256)
+        quoted.writePayload(to: &writer)
+        let value = try XCTUnwrap(NotificationRequested.firingEnvelope(kept: String(decoding: writer.data, as: UTF8.self), wave: nil,
+                                                                       id: .random(), at: Date(), part: 0))
+        XCTAssertEqual(try WireJSON.decoder().decode(Envelope<NotificationRequested>.self, from: value).payload.content.title,
+                       #"x"firing":false,"wave":1"#)
+        for kept in [#"{"deliveryId":"x","firing":false}"#, #"{"deliveryId":"x","wave":"2026-01-01T00:00:00Z"}"#, "{}", "", "[1]", "not json"] {
+            XCTAssertNil(NotificationRequested.firingEnvelope(kept: kept, wave: nil, id: .random(), at: Date(), part: 0), kept)
+        }
+    }
+
     var send: String {
         envelope(.notificationRequested, #"{"content":{"badge":3,"custom":{"k":"v"},"localized":{"pt-BR":{"title":"Olá"}},"title":"Hi"},"deliveryId":"\#(id)","kind":"alert","managed":false,"mobileAppId":"\#(app)","sendAt":"\#(at)","target":{"deviceTokens":[],"userIds":["u-1"]},"tracking":true}"#)
     }

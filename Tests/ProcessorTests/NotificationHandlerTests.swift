@@ -82,6 +82,26 @@ final class NotificationHandlerTests: XCTestCase {
         XCTAssertEqual(first.outbound, second.outbound)
     }
 
+    /// A send's one device gets its record rendered as it is, not through a template made for
+    /// one record: byte for byte what the template of the same send renders, managed (a badge)
+    /// and localized alike.
+    func testASendsOnlyDeviceGetsTheBytesItsTemplateWouldRender() throws {
+        for (managed, localized) in [(false, false), (true, false), (false, true), (true, true)] {
+            var c = send(managed: managed)
+            if localized { c.content.localized = ["pt": LocalizedText(title: "Olá")] }
+            var s = state(devices: [DeviceRow(appId: appId, deviceToken: iosA, userId: "u1", platform: .ios, version: 1, updatedAt: at,
+                                              locale: localized ? "pt-BR" : nil)])
+            XCTAssertEqual(NotificationHandler().apply(c, CommandContext(at: at), to: &s), .applied)
+            let record = try XCTUnwrap(s.outbound.first)
+            guard case .rendered = record.body else { return XCTFail("managed \(managed), localized \(localized): a template for one record") }
+            var rendered = c
+            if localized { rendered.content = c.content.localized("pt") }
+            let template = OutboundTemplate(rendered, platform: .ios, sentAt: at, managedBadge: managed ? 1 : nil,
+                                            series: MessageId.Series(deliveryId: c.deliveryId), locale: localized ? "pt" : nil)
+            XCTAssertEqual(record.value, template.record(deviceToken: iosA, index: 0), "managed \(managed), localized \(localized)")
+        }
+    }
+
     func testDeviceTokenTargetSkipsUnknownTokensAndRepeats() throws {
         var s = state(devices: [device(iosA), device(iosB, user: "u2")])
         let c = send(users: [], tokens: [iosB, "unknown", iosA, iosB])

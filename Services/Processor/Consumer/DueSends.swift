@@ -98,17 +98,16 @@ final class DueSends: Sendable {
             for row in due {
                 // One firing per time: a send's waves each have their own.
                 let name = Firing(appId: row.appId, deliveryId: row.deliveryId, part: row.part, time: row.sendAt.map { RFC3339.milliseconds($0) } ?? 0)
-                let partition = parts.partition(key: RecordKey.app(row.appId), part: row.part, partitions: partitions)
+                let key = RecordKey.app(row.appId)
+                let partition = parts.partition(key: key, part: row.part, partitions: partitions)
                 guard owned.contains(partition), !recent.withLock({ $0.contains(name) }) else { continue }
-                guard let text = row.scheduledCommand, var command = NotificationRequested(payload: text) else {
+                // A send some of whose pushes are held: the firing releases those of its next time.
+                let wave = row.schedule == .sending ? row.sendAt : nil
+                guard let text = row.scheduledCommand, let value = firing(of: text, wave: wave, at: now, part: row.part) else {
                     logger.error("a waiting send keeps no readable command; it is not fired", metadata: ["delivery": "\(name)"])
                     continue
                 }
-                command.firing = true
-                // A send some of whose pushes are held: the firing releases those of its next time.
-                if row.schedule == .sending { command.wave = row.sendAt }
-                let encoded = try EncodedCommand(command, topics: topics, at: now, part: row.part, parts: parts, encoder: WireJSON.encoder())
-                records.append(KafkaProducerRecord(topic: encoded.topic, key: encoded.key, value: encoded.value, headers: headers,
+                records.append(KafkaProducerRecord(topic: topic, key: key, value: value, headers: headers,
                                                    partition: partition))
                 names.append(name)
             }
@@ -125,6 +124,16 @@ final class DueSends: Sendable {
             if due.count < round { break }
         }
         return fired
+    }
+
+    /// The firing record's value: the kept send written around as it is (reading it and writing
+    /// it again was a twentieth of the processor's time while a backlog fired), or read and
+    /// written whole when its text asks for that; nil when it cannot be read.
+    private func firing(of kept: String, wave: Date?, at: Date, part: Int) -> Data? {
+        if let value = NotificationRequested.firingEnvelope(kept: kept, wave: wave, id: .random(), at: at, part: part) { return value }
+        guard var command = NotificationRequested(payload: kept) else { return nil }
+        (command.firing, command.wave) = (true, wave)
+        return try? EncodedCommand(command, topics: topics, at: at, part: part, parts: parts, encoder: WireJSON.encoder()).value
     }
 
     /// `fire` from the head of the waiting sends.

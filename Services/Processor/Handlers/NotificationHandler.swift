@@ -85,7 +85,7 @@ package struct NotificationHandler: CommandHandler {
             if let held = send.hold(device, timing, badge: badge) {
                 state.hold(held)
             } else {
-                state.emit(send.message(to: device, badge: badge))
+                state.emit(send.message(to: device, badge: badge, only: devices.count == 1))
             }
             reached.append(device)
         }
@@ -431,29 +431,33 @@ package struct NotificationHandler: CommandHandler {
 
         /// The record of the next device. In an app in parts, each part names its devices by
         /// message indexes of its own (`AppParts.messageIndex`). `due`: a held push's time, which
-        /// its time to live counts from.
-        package mutating func message(to device: DeviceRow, badge: Int? = nil, due: Date? = nil) -> OutboundMessage {
+        /// its time to live counts from. `only`: the send's one device, whose record is rendered
+        /// as it is (a template, made for the records that share it, would be made for one).
+        package mutating func message(to device: DeviceRow, badge: Int? = nil, due: Date? = nil, only: Bool = false) -> OutboundMessage {
             let c = command
             let variant = c.content.variant(for: device.locale)
             sentByLocale?[variant ?? NotificationHandler.defaultVariant, default: 0] += 1
+            let index = AppParts.messageIndex(place: sent, part: part)
+            sent += 1
             let key = TemplateKey(platform: device.platform, badge: badge, variant: variant, due: due)
-            let template: OutboundTemplate
             if let known = templates[key] {
-                template = known
-            } else {
-                var rendered = c
-                var locale: String? = nil
-                if c.content.localized != nil {
-                    rendered.content = c.content.localized(variant)
-                    locale = variant ?? NotificationHandler.defaultVariant
-                }
-                template = OutboundTemplate(rendered, platform: device.platform, sentAt: due ?? at, managedBadge: badge, series: series,
-                                            locale: locale)
-                templates[key] = template
+                return OutboundMessage(kind: .push, deviceToken: device.deviceToken, body: .template(known, index: index))
             }
-            defer { sent += 1 }
-            return OutboundMessage(kind: .push, deviceToken: device.deviceToken,
-                                   body: .template(template, index: AppParts.messageIndex(place: sent, part: part)))
+            var rendered = c
+            var locale: String? = nil
+            if c.content.localized != nil {
+                rendered.content = c.content.localized(variant)
+                locale = variant ?? NotificationHandler.defaultVariant
+            }
+            if only {
+                return OutboundMessage(kind: .push, deviceToken: device.deviceToken, value: OutboundRecord.notification(
+                    rendered, deviceToken: device.deviceToken, platform: device.platform, messageId: series.make(index: index),
+                    sentAt: due ?? at, managedBadge: badge, locale: locale))
+            }
+            let template = OutboundTemplate(rendered, platform: device.platform, sentAt: due ?? at, managedBadge: badge, series: series,
+                                            locale: locale)
+            templates[key] = template
+            return OutboundMessage(kind: .push, deviceToken: device.deviceToken, body: .template(template, index: index))
         }
     }
 
