@@ -87,7 +87,12 @@ extension HandWrittenCommand {
     /// The envelope `WireJSON.encoder()` writes around this payload, by hand (`EncodedCommand`):
     /// `{"at":…,"id":…,"part":…,"payload":…,"type":…,"v":…}`, without `part` for part 0.
     func envelope(id: UUID, at: Date, part: Int) -> Data {
-        var writer = JSONWriter(capacity: 512)
+        Self.envelope(id: id, at: at, part: part) { writePayload(to: &$0) }
+    }
+
+    /// The envelope around the payload `payload` writes.
+    static func envelope(id: UUID, at: Date, part: Int, capacity: Int = 512, payload: (inout JSONWriter) -> Void) -> Data {
+        var writer = JSONWriter(capacity: capacity)
         writer.beginObject()
         writer.key("at")
         writer.date(at)
@@ -98,7 +103,7 @@ extension HandWrittenCommand {
             writer.int(part)
         }
         writer.key("payload")
-        writePayload(to: &writer)
+        payload(&writer)
         writer.key("type")
         writer.string(Self.type.rawValue)
         writer.key("v")
@@ -120,31 +125,16 @@ extension NotificationRequested {
         return kept.withUTF8 { bytes -> Data? in
             guard bytes.count > 2, bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}"),
                   !Self.contains(bytes, Self.firingKey), !Self.contains(bytes, Self.waveKey) else { return nil }
-            var writer = JSONWriter(capacity: bytes.count + 192)
-            writer.beginObject()
-            writer.key("at")
-            writer.date(at)
-            writer.key("id")
-            writer.uuid(id)
-            if part != 0 {
-                writer.key("part")
-                writer.int(part)
+            return Self.envelope(id: id, at: at, part: part, capacity: bytes.count + 192) { writer in
+                writer.appendVerbatim(bytes[..<(bytes.count - 1)])
+                writer.appendVerbatim(#","firing":true"#.utf8)
+                writer.endValue()
+                if let wave {
+                    writer.key("wave")
+                    writer.date(wave)
+                }
+                writer.endObject()
             }
-            writer.key("payload")
-            writer.appendVerbatim(bytes[..<(bytes.count - 1)])
-            writer.appendVerbatim(#","firing":true"#.utf8)
-            writer.endValue()
-            if let wave {
-                writer.key("wave")
-                writer.date(wave)
-            }
-            writer.endObject()
-            writer.key("type")
-            writer.string(Self.type.rawValue)
-            writer.key("v")
-            writer.int(Self.version)
-            writer.endObject()
-            return writer.data
         }
     }
 
