@@ -115,16 +115,16 @@ extension HandWrittenCommand {
 
 extension NotificationRequested {
     /// The envelope of a kept send's firing, written around the payload its delivery keeps
-    /// while it waits (as `writePayload` wrote it) as it is, without reading it: the kept fields, then `firing`
-    /// (true) and `wave` when given. Readers take an object's keys in any order, so it reads as
-    /// the kept send with those two set. Nil when `kept` is not one object or names `firing` or
-    /// `wave` itself (a key, as a string's content has every quote escaped): the caller then
-    /// reads the send and writes it whole.
+    /// while it waits (as `writePayload` wrote it) as it is, without reading it: the kept fields,
+    /// then `firing` (true) and `wave` when given. Readers take an object's keys in any order, so
+    /// it reads as the kept send with those two set. Nil when `kept` is not one object or names
+    /// `firing` or `wave` itself (a key, as a string's content has every quote escaped): the
+    /// caller then reads the send and writes it whole.
     public static func firingEnvelope(kept: String, wave: Date?, id: UUID, at: Date, part: Int) -> Data? {
         var kept = kept
         return kept.withUTF8 { bytes -> Data? in
             guard bytes.count > 2, bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}"),
-                  !Self.contains(bytes, Self.firingKey), !Self.contains(bytes, Self.waveKey) else { return nil }
+                  bytes.firstRange(of: Self.firingKey) == nil, bytes.firstRange(of: Self.waveKey) == nil else { return nil }
             return Self.envelope(id: id, at: at, part: part, capacity: bytes.count + 192) { writer in
                 writer.appendVerbatim(bytes[..<(bytes.count - 1)])
                 writer.appendVerbatim(#","firing":true"#.utf8)
@@ -139,19 +139,4 @@ extension NotificationRequested {
     }
 
     private static let firingKey = Array(#""firing":"#.utf8), waveKey = Array(#""wave":"#.utf8)
-
-    private static func contains(_ bytes: UnsafeBufferPointer<UInt8>, _ pattern: [UInt8]) -> Bool {
-        guard bytes.count >= pattern.count else { return false }
-        let first = pattern[0]
-        var i = 0
-        while i <= bytes.count - pattern.count {
-            if bytes[i] == first {
-                var j = 1
-                while j < pattern.count, bytes[i + j] == pattern[j] { j += 1 }
-                if j == pattern.count { return true }
-            }
-            i += 1
-        }
-        return false
-    }
 }

@@ -87,9 +87,10 @@ public struct RandomHistory: Sendable {
         var keyed: [[NotificationRequested]] = Array(repeating: [], count: apps.count)
 
         // Whatever the draw, the history holds a local-time send and a scheduled send (on an even
-        // app, with no quiet hours, and delivery ids no cancel names) and a user's own settings (on
-        // an odd app): the tests check a dump for each. First, so that the scheduled send is
-        // applied before any progress mark moves its app's time past it, and fires at the next.
+        // app, with no quiet hours, and delivery ids no cancel names) and a user's own quiet hours
+        // (on an odd app; not the last of them, "", which removes them): the tests check a dump for
+        // each. First, so that the scheduled send is applied before any progress mark moves its
+        // app's time past it, and fires at the next.
         for (n, local) in [(0, Self.localTimes[pick(Self.localTimes.count)]), (1, nil)] {
             let app = apps[2 * pick(apps.count / 2)]
             try add(NotificationRequested(

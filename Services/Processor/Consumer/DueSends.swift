@@ -103,7 +103,7 @@ final class DueSends: Sendable {
                 guard owned.contains(partition), !recent.withLock({ $0.contains(name) }) else { continue }
                 // A send some of whose pushes are held: the firing releases those of its next time.
                 let wave = row.schedule == .sending ? row.sendAt : nil
-                guard let text = row.scheduledCommand, let value = firing(of: text, wave: wave, at: now, part: row.part) else {
+                guard let text = row.scheduledCommand, let value = try firing(of: text, wave: wave, at: now, part: row.part) else {
                     logger.error("a waiting send keeps no readable command; it is not fired", metadata: ["delivery": "\(name)"])
                     continue
                 }
@@ -129,11 +129,11 @@ final class DueSends: Sendable {
     /// The firing record's value: the kept send written around as it is (reading it and writing
     /// it again was a twentieth of the processor's time while a backlog fired), or read and
     /// written whole when its text asks for that; nil when it cannot be read.
-    private func firing(of kept: String, wave: Date?, at: Date, part: Int) -> Data? {
+    private func firing(of kept: String, wave: Date?, at: Date, part: Int) throws -> Data? {
         if let value = NotificationRequested.firingEnvelope(kept: kept, wave: wave, id: .random(), at: at, part: part) { return value }
         guard var command = NotificationRequested(payload: kept) else { return nil }
         (command.firing, command.wave) = (true, wave)
-        return try? EncodedCommand(command, topics: topics, at: at, part: part, parts: parts, encoder: WireJSON.encoder()).value
+        return try EncodedCommand(command, topics: topics, at: at, part: part, parts: parts, encoder: WireJSON.encoder()).value
     }
 
     /// `fire` from the head of the waiting sends.
